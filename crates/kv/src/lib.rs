@@ -1,0 +1,200 @@
+//! Key-value stores that keep Cairn's compare-and-swap promise.
+//!
+//! - [`Store`]: the trait every backend implements; its documentation is the
+//!   promise (the same text as `wit/deps/keyvalue/atomics.wit`).
+//! - [`sqlite`]: the durable embedded default, one SQLite file in WAL mode.
+//! - [`memory`]: an in-memory store for tests and benchmarks.
+//! - [`conformance`]: the suite every backend must pass, callable from any
+//!   test with a factory for fresh stores.
+//!
+//! The version stamp logic both backends share lives in [`Stamped`].
+
+pub mod conformance;
+pub mod memory;
+pub mod sqlite;
+
+use std::fmt;
+
+/// Longest key a store accepts, in bytes (Spin's documented limit).
+pub const MAX_KEY_BYTES: usize = 256;
+/// Largest value a store accepts, in bytes (Spin's documented limit: 1 MiB).
+pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
+
+/// A store failure. None of these is a CAS conflict (see [`Swap::Failed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The key is longer than [`MAX_KEY_BYTES`].
+    KeyTooLong { len: usize },
+    /// The value is larger than [`MAX_VALUE_BYTES`].
+    ValueTooLarge { len: usize },
+    /// `increment` on a key that holds something other than an 8-byte counter.
+    NotACounter { len: usize },
+    /// The backend failed (I/O, corruption, closed).
+    Backend(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::KeyTooLong { len } => {
+                write!(f, "key is {len} bytes; keys may be at most {MAX_KEY_BYTES} bytes")
+            }
+            Error::ValueTooLarge { len } => {
+                write!(f, "value is {len} bytes; values may be at most {MAX_VALUE_BYTES} bytes")
+            }
+            Error::NotACounter { len } => write!(
+                f,
+                "key holds a {len}-byte value, not an 8-byte counter written by increment"
+            ),
+            Error::Backend(msg) => write!(f, "store backend failed: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result of store operations.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// What a read saw of a key: the basis of a later [`Store::swap`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Observed {
+    /// The key was present with this version stamp.
+    Present(u64),
+    /// The key was absent; the store's stamp sequence stood at this value.
+    Absent(u64),
+}
+
+/// A value read together with what the read observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    /// The value, `None` when the key was absent.
+    pub value: Option<Vec<u8>>,
+    /// What the read saw, for a later swap.
+    pub observed: Observed,
+}
+
+/// Outcome of [`Store::swap`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Swap {
+    /// The value was written.
+    Done,
+    /// The key was written since the read; nothing was written now. Carries a
+    /// fresh read of the key.
+    Failed(Read),
+}
+
+/// A key-value store that keeps the compare-and-swap promise.
+///
+/// 1. [`swap`](Store::swap) succeeds only if the key has not been written
+///    (set, deleted, incremented or swapped) since the read that produced its
+///    [`Observed`]. Stamps come from one store-wide sequence and are never
+///    reused, so a delete and recreate with the same bytes still fails an
+///    older swap (no ABA).
+/// 2. On a key observed absent, `swap` succeeds only if the key is still
+///    absent and was not written in between: of two creators, exactly one wins.
+/// 3. A swap that does not happen returns [`Swap::Failed`] with a fresh read;
+///    it never reports success.
+/// 4. [`increment`](Store::increment) is atomic.
+///
+/// Every method refuses keys over [`MAX_KEY_BYTES`] and values over
+/// [`MAX_VALUE_BYTES`] before touching the store. Buckets are independent
+/// namespaces (a Spin store label maps to one bucket).
+pub trait Store: Send + Sync + 'static {
+    /// Read a key with what was observed, for a later swap.
+    fn read(&self, bucket: &str, key: &str) -> Result<Read>;
+    /// Write `value` if nothing wrote the key since `observed` was read.
+    fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap>;
+    /// Write unconditionally.
+    fn set(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
+        self.set_many(bucket, &[(key, value)])
+    }
+    /// Write several keys in one transaction (all or nothing).
+    fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()>;
+    /// Delete several keys in one transaction. Deleting an absent key succeeds.
+    fn delete_many(&self, bucket: &str, keys: &[&str]) -> Result<()>;
+    /// Delete one key. Deleting an absent key succeeds.
+    fn delete(&self, bucket: &str, key: &str) -> Result<()> {
+        self.delete_many(bucket, &[key])
+    }
+    /// Add `delta` to the 8-byte little-endian counter under `key` (absent = 0).
+    fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64>;
+    /// Keys of a bucket in byte order, at most `limit`, strictly after `after`.
+    fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>>;
+    /// Drop delete markers older than `older_than_ms` milliseconds; returns how
+    /// many. Handles read before the oldest dropped marker then fail their swap
+    /// (safe: a conflict, never a false success).
+    fn sweep(&self, older_than_ms: u64) -> Result<usize>;
+    /// Flush and close; later calls fail with [`Error::Backend`].
+    fn close(&self) -> Result<()>;
+
+    /// The value under `key`, `None` when absent.
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.read(bucket, key)?.value)
+    }
+    /// Whether `key` is present.
+    fn exists(&self, bucket: &str, key: &str) -> Result<bool> {
+        Ok(self.read(bucket, key)?.value.is_some())
+    }
+}
+
+/// Check a key against the limits.
+pub fn check_key(key: &str) -> Result<()> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Error::KeyTooLong { len: key.len() });
+    }
+    Ok(())
+}
+
+/// Check a value against the limits.
+pub fn check_value(value: &[u8]) -> Result<()> {
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(Error::ValueTooLarge { len: value.len() });
+    }
+    Ok(())
+}
+
+/// A stored row as both backends keep it: live value or delete marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamped {
+    /// `None` for a delete marker.
+    pub value: Option<Vec<u8>>,
+    /// Stamp of the last write (set, swap, increment or delete).
+    pub stamp: u64,
+}
+
+impl Stamped {
+    /// What a read of this row (or of no row) observes.
+    pub fn observe(row: Option<&Stamped>, seq: u64) -> Read {
+        match row {
+            Some(Stamped { value: Some(v), stamp }) => Read {
+                value: Some(v.clone()),
+                observed: Observed::Present(*stamp),
+            },
+            _ => Read { value: None, observed: Observed::Absent(seq) },
+        }
+    }
+
+    /// The swap rule, shared by every backend. `purge_floor` is the highest
+    /// stamp of any delete marker swept so far.
+    pub fn swap_allowed(row: Option<&Stamped>, observed: Observed, purge_floor: u64) -> bool {
+        match (row, observed) {
+            (Some(Stamped { value: Some(_), stamp }), Observed::Present(seen)) => *stamp == seen,
+            (Some(Stamped { value: Some(_), .. }), Observed::Absent(_)) => false,
+            (_, Observed::Present(_)) => false,
+            (Some(Stamped { value: None, stamp }), Observed::Absent(seq)) => *stamp <= seq,
+            (None, Observed::Absent(seq)) => seq >= purge_floor,
+        }
+    }
+}
+
+/// Decode an increment counter.
+pub fn decode_counter(value: Option<&[u8]>) -> Result<i64> {
+    match value {
+        None => Ok(0),
+        Some(bytes) => {
+            let arr: [u8; 8] = bytes.try_into().map_err(|_| Error::NotACounter { len: bytes.len() })?;
+            Ok(i64::from_le_bytes(arr))
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! The one place Cairn components reach the host.
+//!
+//! Bindings come from `spin-sdk` (the same ones Spin's own components use),
+//! so every component keeps to Spin's platform world. This crate wraps them:
+//!
+//! - [`kv`]: `wasi:keyvalue` store, atomics and batch, with the CAS handle as
+//!   a plain value and conflicts as an outcome, not an error.
+//! - [`respond`]: JSON responses and request helpers.
+//! - [`random_u64`] and [`variable`]: randomness and application variables.
+
+pub mod kv;
+pub mod respond;
+
+pub use spin_sdk;
+
+/// 64 random bits from the host (`wasi:random`), without pulling `getrandom`
+/// (whose newer WASI imports Spin does not offer).
+pub fn random_u64() -> u64 {
+    wasi::random::random::get_random_u64()
+}
+
+/// An application variable, `None` when it is undefined or empty.
+pub fn variable(name: &str) -> Option<String> {
+    spin_sdk::variables::get(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Compare two byte strings in time independent of where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

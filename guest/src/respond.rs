@@ -1,0 +1,24 @@
+//! Responses.
+
+use spin_sdk::http::Response;
+
+/// A JSON response with this status.
+pub fn json(status: u16, body: &serde_json::Value) -> Response {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .build()
+}
+
+/// A JSON error body `{"error": code, "message": message}`.
+pub fn error(status: u16, code: &str, message: &str) -> Response {
+    json(status, &serde_json::json!({ "error": code, "message": message }))
+}
+
+/// The bearer token of a request, if it has one.
+pub fn bearer(req: &spin_sdk::http::Request) -> Option<&str> {
+    let value = req.header("authorization")?.as_str()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}

@@ -1,0 +1,36 @@
+//! Cairn's embedded host: runs the Spin application described by `spin.toml`
+//! on one machine.
+//!
+//! - [`manifest`]: reads and validates `spin.toml` (manifest version 2).
+//! - [`variables`]: application and component variables, `SPIN_VARIABLE_*`.
+//! - [`runtime`]: the engine, the precompile cache, one request's instance.
+//! - [`kv_host`]: host side of `wasi:keyvalue` and Spin's key-value/variables.
+//! - [`outbound`]: plain-HTTP calls to allowed hosts outside the application.
+//! - [`server`]: the HTTP listener, routing, logs, graceful shutdown.
+//! - [`build`]: `cairn build`, the manifest's build commands.
+//! - [`bench`]: `cairn bench host`, the host against native hyper.
+//!
+//! Bindings for the WIT contract in `wit/` are generated here, once.
+
+pub mod bench;
+pub mod build;
+pub mod kv_host;
+pub mod manifest;
+pub mod outbound;
+pub mod runtime;
+pub mod server;
+pub mod variables;
+
+/// Host bindings of `cairn:platform/host` (`wit/cairn.wit`).
+pub mod bindings {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "cairn:platform/host",
+        imports: { default: trappable },
+        with: {
+            "wasi:keyvalue/store.bucket": crate::kv_host::Bucket,
+            "wasi:keyvalue/atomics.cas": crate::kv_host::CasHandle,
+            "fermyon:spin/key-value.store": crate::kv_host::Bucket,
+        },
+    });
+}

@@ -1,0 +1,121 @@
+//! The `cairn` command: build, run and benchmark the Cairn application.
+
+use anyhow::Result;
+use cairn::runtime::Limits;
+use cairn::server::{self, StoreKind};
+use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "cairn", version, about = "Cairn: shared notes for people and AI agents, on one machine or on Spin")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the application in spin.toml.
+    Up {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:3000")]
+        listen: SocketAddr,
+        /// Directory for the store and the compiled-component cache.
+        #[arg(long, default_value = ".cairn")]
+        state_dir: PathBuf,
+        /// Run `cairn build` first.
+        #[arg(long)]
+        build: bool,
+        /// Backend of the `default` key-value store.
+        #[arg(long, value_enum, default_value = "sqlite")]
+        store: StoreKind,
+        /// Make every SQLite commit survive power loss, not only a crash.
+        #[arg(long)]
+        fsync: bool,
+        /// Time one request may run before it is interrupted, in milliseconds.
+        #[arg(long, default_value_t = 30_000)]
+        request_timeout_ms: u64,
+        /// Linear memory one instance may use, in MiB.
+        #[arg(long, default_value_t = 128)]
+        max_memory_mb: usize,
+        /// Instances alive at once.
+        #[arg(long, default_value_t = 256)]
+        max_instances: u32,
+    },
+    /// Run every component's build command from spin.toml.
+    Build {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+    },
+    /// Benchmarks that print ratios against a native baseline.
+    Bench {
+        #[command(subcommand)]
+        which: Bench,
+    },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// The trivial `health` component through the host against native hyper.
+    Host {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+        /// Seconds per measurement.
+        #[arg(long, default_value_t = 5)]
+        seconds: u64,
+        /// Concurrent connections (repeatable).
+        #[arg(long, default_values_t = vec![1, 32])]
+        concurrency: Vec<usize>,
+    },
+}
+
+fn init_logs() {
+    let level = std::env::var("CAIRN_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::INFO);
+    tracing_subscriber::fmt().with_max_level(level).with_target(false).with_writer(std::io::stderr).init();
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Build { manifest } => cairn::build::build(&manifest),
+        Command::Up {
+            manifest,
+            listen,
+            state_dir,
+            build,
+            store,
+            fsync,
+            request_timeout_ms,
+            max_memory_mb,
+            max_instances,
+        } => {
+            init_logs();
+            if build {
+                cairn::build::build(&manifest)?;
+            }
+            let limits = Limits {
+                request_timeout: Duration::from_millis(request_timeout_ms),
+                max_memory: max_memory_mb << 20,
+                max_instances,
+            };
+            let opts = server::Options { manifest, listen, state_dir, store, fsync, limits };
+            tokio::runtime::Runtime::new()?.block_on(server::run_until_signal(opts))
+        }
+        Command::Bench { which: Bench::Host { manifest, seconds, concurrency } } => {
+            if std::env::var("CAIRN_LOG").is_ok() {
+                init_logs();
+            }
+            tokio::runtime::Runtime::new()?.block_on(cairn::bench::host(manifest, seconds, concurrency))
+        }
+    }
+}

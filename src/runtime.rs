@@ -1,0 +1,380 @@
+//! The engine, the loaded components and one request's run.
+//!
+//! Every request gets a fresh instance from the pooling allocator (no state
+//! survives between requests, so tenants cannot see each other's memory).
+//! Components are compiled once into `<state>/cache` and loaded from there on
+//! every later start. Outbound HTTP from a guest passes through [`Hooks`]:
+//! `http://<id>.spin.internal` runs component `<id>` in-process; any other
+//! host must be in the caller's `allowed_outbound_hosts`.
+
+use crate::manifest::{Component as Spec, Manifest, Route};
+use anyhow::{Context, Result};
+use cairn_kv::Store;
+use http_body_util::BodyExt;
+use http_body_util::combinators::UnsyncBoxBody;
+use hyper::body::Bytes;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Engine, Store as WasmStore, StoreLimits, StoreLimitsBuilder};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
+use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+
+/// How long one epoch tick is.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Limits applied to every instance.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Wall-clock time a request may run before it is interrupted.
+    pub request_timeout: Duration,
+    /// Linear memory one instance may use, in bytes.
+    pub max_memory: usize,
+    /// Instances alive at once (in-flight requests, counting chained calls).
+    pub max_instances: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { request_timeout: Duration::from_secs(30), max_memory: 128 << 20, max_instances: 256 }
+    }
+}
+
+/// A loaded component, ready to instantiate.
+pub struct Loaded {
+    /// Its manifest entry.
+    pub spec: Spec,
+    /// Pre-linked instance template.
+    pub pre: ProxyPre<Ctx>,
+    /// Its variables, resolved at startup.
+    pub variables: BTreeMap<String, String>,
+}
+
+/// Everything requests share.
+pub struct App {
+    /// The engine (pooling allocator, epoch interruption).
+    pub engine: Engine,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Components by id.
+    pub components: BTreeMap<String, Arc<Loaded>>,
+    /// The key-value backend.
+    pub store: Arc<dyn Store>,
+    /// Store labels the host serves.
+    pub store_labels: Vec<String>,
+    /// Instance limits.
+    pub limits: Limits,
+}
+
+/// One instance's host state.
+pub struct Ctx {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    pub(crate) table: ResourceTable,
+    limits: StoreLimits,
+    hooks: Hooks,
+    pub(crate) app: Arc<App>,
+    pub(crate) component: Arc<Spec>,
+    pub(crate) variables: Arc<BTreeMap<String, String>>,
+}
+
+impl WasiView for Ctx {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for Ctx {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { hooks: &mut self.hooks, table: &mut self.table, ctx: &mut self.http }
+    }
+}
+
+/// Outbound HTTP policy of one instance.
+pub struct Hooks {
+    app: std::sync::Weak<App>,
+    caller: Arc<Spec>,
+}
+
+type SendFuture = Box<
+    dyn std::future::Future<
+            Output = Result<
+                (hyper::Response<wasmtime_wasi_http::WasiBody>, Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>),
+                wasmtime_wasi_http::Error,
+            >,
+        > + Send,
+>;
+
+impl WasiHttpHooks for Hooks {
+    fn default_scheme(&mut self) -> Option<hyper::http::uri::Scheme> {
+        Some(hyper::http::uri::Scheme::HTTP)
+    }
+
+    fn send_request(
+        &mut self,
+        request: hyper::Request<wasmtime_wasi_http::WasiBody>,
+        _options: Option<wasmtime_wasi_http::RequestOptions>,
+        _fut: Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> SendFuture {
+        let app = self.app.upgrade();
+        let caller = self.caller.clone();
+        Box::new(async move {
+            let app = app.ok_or(wasmtime_wasi_http::Error::InternalError(Some("host is shutting down".into())))?;
+            let uri = request.uri().clone();
+            let scheme = uri.scheme_str().unwrap_or("http").to_string();
+            let host = uri.host().unwrap_or("").to_ascii_lowercase();
+            let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
+            let allowed = caller.allowed_outbound_hosts.iter().any(|r| r.allows(&scheme, &host, port));
+            if !allowed {
+                tracing::warn!(component = %caller.id, %uri, "outbound request denied: not in allowed_outbound_hosts");
+                return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
+            }
+            if let Some(id) = host.strip_suffix(".spin.internal") {
+                let Some(target) = app.components.get(id).cloned() else {
+                    return Err(wasmtime_wasi_http::Error::DestinationNotFound);
+                };
+                let response = run(app, target, request, RouteInfo::internal()).await.map_err(|e| {
+                    wasmtime_wasi_http::Error::InternalError(Some(format!("{e:#}")))
+                })?;
+                let io: Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send> =
+                    Box::new(async { Ok(()) });
+                return Ok((response, io));
+            }
+            crate::outbound::send(request).await
+        })
+    }
+}
+
+/// The route facts Spin passes to a component as `spin-*` headers.
+#[derive(Debug, Clone)]
+pub struct RouteInfo {
+    /// The matched route as written (`/api/...`).
+    pub matched: String,
+    /// The route's prefix (what `spin-path-info` is relative to).
+    pub base: String,
+    /// The client address.
+    pub client: String,
+}
+
+impl RouteInfo {
+    /// For a request from another component.
+    pub fn internal() -> Self {
+        Self { matched: String::new(), base: String::new(), client: "127.0.0.1:0".into() }
+    }
+}
+
+/// Result of running one request through one component.
+pub type Response = hyper::Response<HyperOutgoingBody>;
+
+/// Run `req` through a fresh instance of `component`.
+pub async fn run<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo) -> Result<Response>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    let mut req = req;
+    add_spin_headers(&mut req, &component.spec, &route);
+    let ctx = Ctx {
+        wasi: WasiCtx::builder().build(),
+        http: WasiHttpCtx::new(),
+        table: ResourceTable::new(),
+        limits: StoreLimitsBuilder::new().memory_size(app.limits.max_memory).trap_on_grow_failure(true).build(),
+        hooks: Hooks { app: Arc::downgrade(&app), caller: Arc::new(component.spec.clone()) },
+        component: Arc::new(component.spec.clone()),
+        variables: Arc::new(component.variables.clone()),
+        app: app.clone(),
+    };
+    let mut store = WasmStore::new(&app.engine, ctx);
+    store.limiter(|c| &mut c.limits);
+    let ticks = (app.limits.request_timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
+    store.set_epoch_deadline(ticks);
+    store.epoch_deadline_trap();
+
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let wasi_req = store.data_mut().http().new_incoming_request(Scheme::Http, req)?;
+    let out = store.data_mut().http().new_response_outparam(tx)?;
+    let pre = component.pre.clone();
+    let task = tokio::spawn(async move {
+        let proxy = pre.instantiate_async(&mut store).await?;
+        proxy.wasi_http_incoming_handler().call_handle(&mut store, wasi_req, out).await
+    });
+    match rx.await {
+        Ok(Ok(resp)) => Ok(resp),
+        Ok(Err(code)) => Err(anyhow::anyhow!("component {:?} answered with an error: {code:?}", component.spec.id)),
+        Err(_) => match task.await {
+            Ok(Ok(())) => Err(anyhow::anyhow!("component {:?} returned without sending a response", component.spec.id)),
+            Ok(Err(e)) => Err(describe_trap(e, &component.spec.id)),
+            Err(join) => Err(anyhow::anyhow!("component {:?} task failed: {join}", component.spec.id)),
+        },
+    }
+}
+
+fn describe_trap(e: wasmtime::Error, id: &str) -> anyhow::Error {
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => anyhow::anyhow!("component {id:?} ran past the request timeout"),
+        Some(trap) => anyhow::anyhow!("component {id:?} trapped: {trap}"),
+        None => anyhow::anyhow!("component {id:?} failed: {e:#}"),
+    }
+}
+
+fn add_spin_headers<B>(req: &mut hyper::Request<B>, spec: &Spec, route: &RouteInfo) {
+    let path = req.uri().path().to_string();
+    let full = format!(
+        "http://{}{}",
+        req.headers().get(hyper::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost"),
+        req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/")
+    );
+    let path_info = path.strip_prefix(&route.base).unwrap_or(&path).to_string();
+    let h = req.headers_mut();
+    let mut put = |name: &'static str, value: &str| {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(value) {
+            h.insert(name, v);
+        }
+    };
+    put("spin-full-url", &full);
+    put("spin-path-info", &path_info);
+    put("spin-matched-route", &route.matched);
+    put("spin-raw-component-route", &route.matched);
+    put("spin-component-route", &route.base);
+    put("spin-base-path", "/");
+    put("spin-client-addr", &route.client);
+    put("spin-component-id", &spec.id);
+}
+
+/// Build the engine: pooling allocator with resident memory kept warm,
+/// epoch interruption for timeouts.
+pub fn engine(limits: &Limits) -> Result<Engine> {
+    let mut pool = wasmtime::PoolingAllocationConfig::default();
+    let n = limits.max_instances;
+    pool.total_component_instances(n)
+        .total_core_instances(n * 4)
+        .total_memories(n * 2)
+        .total_tables(n * 4)
+        .total_stacks(n)
+        .max_memory_size(limits.max_memory)
+        .max_memories_per_component(4)
+        .max_tables_per_component(8)
+        .max_core_instances_per_component(16)
+        .linear_memory_keep_resident(1 << 20)
+        .table_keep_resident(1 << 20)
+        .decommit_batch_size(64)
+        .pagemap_scan(wasmtime::Enabled::Auto);
+    let mut config = wasmtime::Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config).map_err(anyhow::Error::from).context("cannot create the wasmtime engine")
+}
+
+/// Compile `wasm` once: load the cached artifact if there is one for these
+/// bytes and this engine, else compile and cache. Returns whether it compiled.
+pub fn load_component(engine: &Engine, id: &str, wasm_path: &Path, cache_dir: &Path) -> Result<(Component, bool)> {
+    let bytes = std::fs::read(wasm_path).with_context(|| {
+        format!("component {id:?}: cannot read {} (run `cairn build` first)", wasm_path.display())
+    })?;
+    let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut engine_hash);
+    let digest = Sha256::digest(&bytes);
+    let name = format!("{id}-{}-{:016x}.cwasm", hex(&digest[..12]), engine_hash.finish());
+    let path = cache_dir.join(name);
+    if path.exists() {
+        // SAFETY: the file was written by `precompile_component` of an engine
+        // with the same compatibility hash, in a directory only this host writes.
+        match unsafe { Component::deserialize_file(engine, &path) } {
+            Ok(c) => return Ok((c, false)),
+            Err(e) => tracing::warn!(component = id, error = %e, "cached artifact unusable; recompiling"),
+        }
+    }
+    let compiled = engine.precompile_component(&bytes).map_err(anyhow::Error::from).with_context(|| format!("component {id:?}: compile failed"))?;
+    std::fs::create_dir_all(cache_dir)?;
+    let tmp = cache_dir.join(format!(".{id}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, &compiled)?;
+    std::fs::rename(&tmp, &path)?;
+    // Drop artifacts of older builds of this component.
+    if let Ok(entries) = std::fs::read_dir(cache_dir) {
+        for e in entries.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.starts_with(&format!("{id}-")) && e.path() != path && n.ends_with(".cwasm") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    // SAFETY: as above; just written by this engine.
+    let c = unsafe { Component::deserialize_file(engine, &path) }?;
+    Ok((c, true))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The linker every component is instantiated with.
+pub fn linker(engine: &Engine) -> Result<Linker<Ctx>> {
+    let mut linker = Linker::<Ctx>::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    crate::bindings::Host_::add_to_linker::<_, wasmtime::component::HasSelf<Ctx>>(&mut linker, |c| c)?;
+    Ok(linker)
+}
+
+/// Load every component of the manifest. Logs whether each was compiled or
+/// came from the cache.
+pub fn load_all(
+    engine: &Engine,
+    manifest: &Manifest,
+    app_vars: &BTreeMap<String, String>,
+    cache_dir: &Path,
+) -> Result<BTreeMap<String, Arc<Loaded>>> {
+    let linker = linker(engine)?;
+    let mut out = BTreeMap::new();
+    for spec in &manifest.components {
+        let started = Instant::now();
+        let (component, compiled) = load_component(engine, &spec.id, &spec.source, cache_dir)?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("component {:?} imports something this host does not provide", spec.id))?;
+        let pre = ProxyPre::new(pre)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("component {:?} does not export wasi:http/incoming-handler@0.2.x", spec.id))?;
+        let variables = crate::variables::resolve_component(spec, app_vars)?;
+        let how = if compiled { "compiled" } else { "loaded from cache" };
+        tracing::info!(component = %spec.id, ms = started.elapsed().as_millis() as u64, "component {how}");
+        out.insert(spec.id.clone(), Arc::new(Loaded { spec: spec.clone(), pre, variables }));
+    }
+    Ok(out)
+}
+
+/// The public component for a path, with its route facts.
+pub fn route<'a>(app: &'a App, path: &str) -> Option<(&'a Arc<Loaded>, RouteInfo)> {
+    let (spec, base) = app.manifest.route(path)?;
+    let loaded = app.components.get(&spec.id)?;
+    let matched = match &spec.route {
+        Route::Exact(p) => p.clone(),
+        Route::Wildcard(p) => format!("{p}/..."),
+        Route::Private => return None,
+    };
+    Some((loaded, RouteInfo { matched, base: base.to_string(), client: String::new() }))
+}
+
+/// Box a hyper body into what outbound responses carry.
+pub fn boxed<B>(body: B) -> UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    body.map_err(Into::into).boxed_unsync()
+}
+
+/// Turn a guest error code into a log-friendly string.
+pub fn error_code(code: &ErrorCode) -> String {
+    format!("{code:?}")
+}

@@ -1,0 +1,227 @@
+//! `cairn up`: the HTTP listener in front of the components.
+//!
+//! Public requests are routed by the manifest's HTTP triggers (private routes
+//! answer 404 here and are reachable only as `http://<id>.spin.internal`).
+//! Each request is logged on one line with component, status and latency. On
+//! Ctrl-C or SIGTERM the listener closes, in-flight requests finish, and the
+//! store is closed cleanly.
+
+use crate::manifest::Manifest;
+use crate::runtime::{self, App, Limits};
+use anyhow::{Context, Result};
+use cairn_kv::Store;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+/// Which backend holds the `default` store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoreKind {
+    /// SQLite in WAL mode at `<state-dir>/kv.db` (durable).
+    Sqlite,
+    /// In memory (lost on exit; for tests and benchmarks).
+    Memory,
+}
+
+/// Everything `cairn up` needs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Path of `spin.toml`.
+    pub manifest: PathBuf,
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Directory for the store and the compile cache.
+    pub state_dir: PathBuf,
+    /// Backend of the `default` store.
+    pub store: StoreKind,
+    /// `synchronous = FULL` for SQLite.
+    pub fsync: bool,
+    /// Instance limits.
+    pub limits: Limits,
+}
+
+/// A running server.
+pub struct Running {
+    /// The address it listens on (useful with port 0).
+    pub addr: SocketAddr,
+    /// The shared application.
+    pub app: Arc<App>,
+    stop: watch::Sender<bool>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stop accepting, let in-flight requests finish, close the store.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.done.await;
+    }
+}
+
+/// Body type of every response.
+type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>;
+
+fn json(status: StatusCode, text: String) -> Response<Body> {
+    let body = Full::new(Bytes::from(text)).map_err(|never| match never {}).boxed_unsync();
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    r
+}
+
+/// Load everything and start serving; returns once the listener is bound.
+pub async fn start(opts: Options) -> Result<Running> {
+    let started = Instant::now();
+    let manifest = Manifest::load(&opts.manifest)?;
+    let app_vars = crate::variables::resolve_app(&manifest)?;
+    std::fs::create_dir_all(&opts.state_dir)
+        .with_context(|| format!("cannot create state dir {}", opts.state_dir.display()))?;
+    let store: Arc<dyn Store> = match opts.store {
+        StoreKind::Sqlite => Arc::new(cairn_kv::sqlite::SqliteStore::open(&opts.state_dir.join("kv.db"), opts.fsync)?),
+        StoreKind::Memory => Arc::new(cairn_kv::memory::MemoryStore::new()),
+    };
+    let engine = runtime::engine(&opts.limits)?;
+    {
+        let engine = engine.clone();
+        std::thread::Builder::new().name("epoch".into()).spawn(move || loop {
+            std::thread::sleep(runtime::EPOCH_TICK);
+            engine.increment_epoch();
+        })?;
+    }
+    let components = runtime::load_all(&engine, &manifest, &app_vars, &opts.state_dir.join("cache"))?;
+    let app = Arc::new(App {
+        engine,
+        manifest,
+        components,
+        store,
+        store_labels: vec!["default".to_string()],
+        limits: opts.limits.clone(),
+    });
+    let listener = TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
+    let addr = listener.local_addr()?;
+    for c in &app.manifest.components {
+        tracing::info!(component = %c.id, route = ?c.route, "component ready");
+    }
+    tracing::info!(
+        %addr,
+        components = app.components.len(),
+        ready_ms = started.elapsed().as_millis() as u64,
+        "cairn is serving http://{addr}"
+    );
+    let (stop, stop_rx) = watch::channel(false);
+    let done = tokio::spawn(serve(app.clone(), listener, stop_rx));
+    Ok(Running { addr, app, stop, done })
+}
+
+async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+    let graceful = GracefulShutdown::new();
+    let permits = Arc::new(Semaphore::new((app.limits.max_instances / 2).max(1) as usize));
+    let sweeper = tokio::spawn(sweep(app.clone()));
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, peer)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let (app, permits) = (app.clone(), permits.clone());
+                let service = service_fn(move |req| handle(app.clone(), permits.clone(), req, peer));
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(Duration::from_secs(30))
+                    .serve_connection(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    drop(listener);
+    tracing::info!("shutting down: waiting for in-flight requests");
+    if tokio::time::timeout(app.limits.request_timeout + Duration::from_secs(1), graceful.shutdown()).await.is_err() {
+        tracing::warn!("some connections did not finish in time");
+    }
+    sweeper.abort();
+    match app.store.close() {
+        Ok(()) => tracing::info!("store closed cleanly"),
+        Err(e) => tracing::error!(error = %e, "store did not close cleanly"),
+    }
+}
+
+async fn sweep(app: Arc<App>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let store = app.store.clone();
+        match tokio::task::spawn_blocking(move || store.sweep(3_600_000)).await {
+            Ok(Ok(n)) if n > 0 => tracing::info!(removed = n, "swept delete markers"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "sweep failed"),
+            _ => {}
+        }
+    }
+}
+
+async fn handle(
+    app: Arc<App>,
+    permits: Arc<Semaphore>,
+    req: Request<Incoming>,
+    peer: SocketAddr,
+) -> Result<Response<Body>, std::convert::Infallible> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let (id, response) = match runtime::route(&app, &path) {
+        None => ("-".to_string(), json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into())),
+        Some((loaded, mut info)) => {
+            info.client = peer.to_string();
+            let id = loaded.spec.id.clone();
+            let _permit = permits.acquire().await;
+            let response = match runtime::run(app.clone(), loaded.clone(), req, info).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(component = %id, error = %e, "request failed");
+                    json(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        r#"{"error":"component_failed","message":"the component failed while handling this request; see the host log"}"#.into(),
+                    )
+                }
+            };
+            (id, response)
+        }
+    };
+    tracing::info!(
+        component = %id,
+        method = %method,
+        path = %path,
+        status = response.status().as_u16(),
+        latency_us = started.elapsed().as_micros() as u64,
+        "request"
+    );
+    Ok(response)
+}
+
+/// Run until Ctrl-C or SIGTERM, then shut down gracefully.
+pub async fn run_until_signal(opts: Options) -> Result<()> {
+    let running = start(opts).await?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("received Ctrl-C"),
+        _ = term.recv() => tracing::info!("received SIGTERM"),
+    }
+    running.shutdown().await;
+    Ok(())
+}
