@@ -8,12 +8,14 @@
 //! - [`outbound`]: plain-HTTP calls to allowed hosts outside the application.
 //! - [`server`]: the HTTP listener, routing, logs, graceful shutdown.
 //! - [`build`]: `cairn build`, the manifest's build commands.
+//! - [`compat`]: `cairn compat`, component imports against Spin's platform world.
 //! - [`bench`]: `cairn bench host`, the host against native hyper.
 //!
 //! Bindings for the WIT contract in `wit/` are generated here, once.
 
 pub mod bench;
 pub mod build;
+pub mod compat;
 pub mod kv_host;
 pub mod manifest;
 pub mod outbound;

@@ -53,6 +53,13 @@ enum Command {
         #[arg(long, short = 'f', default_value = "spin.toml")]
         manifest: PathBuf,
     },
+    /// Check every component's imports against Spin's platform world (from the
+    /// spin-sdk crate in the cargo registry) and Cairn's contract in wit/.
+    Compat {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+    },
     /// Benchmarks that print ratios against a native baseline.
     Bench {
         #[command(subcommand)]
@@ -110,6 +117,20 @@ fn main() -> Result<()> {
             };
             let opts = server::Options { manifest, listen, state_dir, store, fsync, limits };
             tokio::runtime::Runtime::new()?.block_on(server::run_until_signal(opts))
+        }
+        Command::Compat { manifest } => {
+            let dir = manifest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+            let root = cairn::compat::workspace_root(dir)?;
+            let problems = cairn::compat::check_manifest(&manifest, &root)?;
+            if problems.is_empty() {
+                println!("every component keeps to Spin's platform world and Cairn's contract");
+                Ok(())
+            } else {
+                for p in &problems {
+                    eprintln!("{p}");
+                }
+                anyhow::bail!("{} incompatible import(s)", problems.len())
+            }
         }
         Command::Bench { which: Bench::Host { manifest, seconds, concurrency } } => {
             if std::env::var("CAIRN_LOG").is_ok() {

@@ -1,0 +1,86 @@
+//! What the caller injects: the clock and randomness ([`Env`]), and who is calling
+//! ([`Identity`]). The core reads no clock and no entropy of its own.
+
+use serde::{Deserialize, Serialize};
+
+/// Time and randomness, supplied by the host.
+pub trait Env {
+    /// Microseconds since the Unix epoch.
+    fn now_us(&self) -> u64;
+    /// A fresh random number (used for the random part of new ids).
+    fn random_u64(&mut self) -> u64;
+}
+
+/// Whether the caller is an AI agent or a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActorType {
+    /// An AI agent: sees only notes approved for agents.
+    Agent,
+    /// A person.
+    Human,
+}
+
+/// The caller's role in its tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// May administer the tenant.
+    Admin,
+    /// An ordinary member.
+    Member,
+}
+
+/// Who is calling, as established by the router from a verified token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// Tenant id, `[a-z0-9_-]{1,64}`.
+    pub tenant: String,
+    /// Stable subject id of the caller (at most 200 bytes).
+    pub subject: String,
+    /// Name shown to others (cut to 100 characters when recorded).
+    pub display_name: String,
+    /// Agent or human.
+    pub actor_type: ActorType,
+    /// Admin or member.
+    pub role: Role,
+}
+
+/// A deterministic [`Env`] for tests and benchmarks: a settable clock and a xorshift
+/// generator.
+#[derive(Debug, Clone)]
+pub struct SimEnv {
+    /// The current time in microseconds; tests move it forward.
+    pub now_us: u64,
+    state: u64,
+}
+
+impl SimEnv {
+    /// Starts at 2026-01-01T00:00:00Z with the given seed.
+    pub fn new(seed: u64) -> Self {
+        SimEnv {
+            now_us: 1_767_225_600_000_000,
+            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        }
+    }
+
+    /// Moves the clock forward.
+    pub fn advance_us(&mut self, us: u64) {
+        self.now_us += us;
+    }
+}
+
+impl Env for SimEnv {
+    fn now_us(&self) -> u64 {
+        self.now_us
+    }
+
+    fn random_u64(&mut self) -> u64 {
+        let mut x = self.state;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.state = x;
+        x
+    }
+}

@@ -1,0 +1,312 @@
+//! Stored records (the note head, its tabs, idempotency and history records, attachment
+//! metadata) and small helpers: hashing, canonical JSON, ids, timestamps.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::env::{ActorType, Env, Identity};
+use crate::kv::KvError;
+
+/// The kind of a tab. `markdown`, `files` and `sources` exist once per note with fixed ids;
+/// `slides` and `sheet` tabs are created on demand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum TabKind {
+    Markdown,
+    Files,
+    Sources,
+    Slides,
+    Sheet,
+}
+
+impl TabKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TabKind::Markdown => "markdown",
+            TabKind::Files => "files",
+            TabKind::Sources => "sources",
+            TabKind::Slides => "slides",
+            TabKind::Sheet => "sheet",
+        }
+    }
+}
+
+/// Who did something, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Who {
+    pub subject: String,
+    pub name: String,
+    pub actor_type: ActorType,
+}
+
+impl Who {
+    pub fn of(id: &Identity) -> Self {
+        Who {
+            subject: id.subject.clone(),
+            name: id.display_name.chars().take(100).collect(),
+            actor_type: id.actor_type,
+        }
+    }
+
+    /// The provenance form: `"Name (subject, agent)"`.
+    pub fn label(&self) -> String {
+        let kind = match self.actor_type {
+            ActorType::Agent => "agent",
+            ActorType::Human => "human",
+        };
+        format!("{} ({}, {kind})", self.name, self.subject)
+    }
+}
+
+/// One tab in the head. Its content lives in immutable blobs listed in `blobs`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Tab {
+    pub id: String,
+    pub kind: TabKind,
+    pub label: String,
+    pub version: u64,
+    pub content_hash: String,
+    pub blobs: Vec<String>,
+    pub created_at: u64,
+    pub author: Who,
+    pub updated_at: u64,
+    pub updated_by: Who,
+}
+
+/// A claim on a note or a tab. Filled in by the claims work; always empty for now.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Claim {
+    pub claim_id: String,
+    pub tab_id: Option<String>,
+    pub holder: Who,
+    pub since: u64,
+    pub expires_at: u64,
+}
+
+/// A stored idempotency record: the key, the payload fingerprint and the first result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct IdemRecord {
+    pub key: String,
+    pub fp: String,
+    pub at: u64,
+    pub result: Value,
+}
+
+/// One committed write: kept in the head while recent, then spilled as an audit record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct HistoryEntry {
+    pub version: u64,
+    pub at: u64,
+    pub by: Who,
+    pub action: String,
+    pub tab_id: Option<String>,
+    pub content_hash: Option<String>,
+}
+
+/// The note head, `note/<note_id>`: the commit point of every write to the note.
+/// `version` is the record's own increasing version (a counter, never a timestamp).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Head {
+    pub note_id: String,
+    pub title: String,
+    pub approved_for_agents: bool,
+    pub version: u64,
+    pub created_at: u64,
+    pub author: Who,
+    pub updated_at: u64,
+    pub updated_by: Who,
+    /// Counter behind tab ids; only ever grows, so an id is never handed out twice.
+    pub tab_seq: u64,
+    /// Counter behind attachment ids.
+    pub attach_seq: u64,
+    pub tabs: Vec<Tab>,
+    #[serde(default)]
+    pub claims: Vec<Claim>,
+    pub idem: Vec<IdemRecord>,
+    /// How many idempotency records were moved out of the head to their own keys.
+    pub idem_spilled: u64,
+    pub history: Vec<HistoryEntry>,
+}
+
+impl Head {
+    pub fn tab_index(&self, tab_id: &str) -> Option<usize> {
+        self.tabs.iter().position(|t| t.id == tab_id)
+    }
+
+    pub fn tab(&self, kind: TabKind) -> Option<&Tab> {
+        self.tabs.iter().find(|t| t.kind == kind)
+    }
+
+    /// Whether `who` may see this note: agents only see notes approved for agents.
+    pub fn visible_to(&self, who: &Identity) -> bool {
+        who.actor_type == ActorType::Human || self.approved_for_agents
+    }
+}
+
+/// A source attachment (metadata only).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Source {
+    pub source_id: String,
+    pub title: String,
+    pub url: String,
+    pub added_at: u64,
+    pub added_by: Who,
+}
+
+/// A file attachment (metadata only: never content, never a link).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct FileMeta {
+    pub file_id: String,
+    pub name: String,
+    pub media_type: String,
+    pub size_bytes: u64,
+    pub added_at: u64,
+    pub added_by: Who,
+}
+
+/// Lower-case hex SHA-256.
+pub(crate) fn sha_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut s = String::with_capacity(64);
+    for b in digest {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// JSON with object keys sorted at every level, whatever the map implementation.
+pub(crate) fn canonical_json(v: &Value) -> String {
+    fn walk(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String((*k).clone()).to_string());
+                    out.push(':');
+                    walk(&m[*k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    walk(x, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    walk(v, &mut out);
+    out
+}
+
+pub(crate) fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).expect("records always serialize")
+}
+
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    what: &str,
+    bytes: &[u8],
+) -> Result<T, KvError> {
+    serde_json::from_slice(bytes).map_err(|e| KvError::Corrupt(format!("{what}: {e}")))
+}
+
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).expect("ascii")
+}
+
+/// Eight random base-36 characters.
+pub(crate) fn rand8(env: &mut impl Env) -> String {
+    let s = base36(env.random_u64());
+    let s = format!("{s:0>8}");
+    s[s.len() - 8..].to_string()
+}
+
+/// A new note id: `note-<time>-<random>` (unique: no two writers create the same head key).
+pub(crate) fn new_note_id(env: &mut impl Env) -> String {
+    let now = env.now_us();
+    format!("note-{}-{}{}", base36(now), rand8(env), rand8(env))
+}
+
+/// Microseconds since the epoch as RFC 3339 UTC with microseconds.
+pub(crate) fn rfc3339(us: u64) -> String {
+    let secs = us / 1_000_000;
+    let (days, sod) = ((secs / 86_400) as i64, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (proleptic Gregorian), in 400-year eras.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60,
+        us % 1_000_000
+    )
+}
+
+/// The provenance block of a tab.
+pub(crate) fn tab_provenance(t: &Tab) -> Value {
+    json!({
+        "author": t.author.label(),
+        "updated_at": rfc3339(t.updated_at),
+        "updated_by": t.updated_by.label(),
+        "content_hash": t.content_hash,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(
+            rfc3339(1_767_225_600_000_000),
+            "2026-01-01T00:00:00.000000Z"
+        );
+        assert_eq!(rfc3339(951_782_400_000_001), "2000-02-29T00:00:00.000001Z");
+        assert_eq!(
+            rfc3339(1_709_251_199_500_000),
+            "2024-02-29T23:59:59.500000Z"
+        );
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys() {
+        let v: Value =
+            serde_json::from_str(r#"{"b":1,"a":{"d":[1,{"y":2,"x":1}],"c":"s"}}"#).unwrap();
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":{"c":"s","d":[1,{"x":1,"y":2}]},"b":1}"#
+        );
+    }
+}

@@ -1,0 +1,400 @@
+//! Helpers for the people's REST API. Same rules as the tools (tenant prefix, visibility,
+//! one CAS per write, versions, optional idempotency keys), answered as an HTTP status and
+//! a JSON body. A refusal body is the same object a tool refusal carries in
+//! structuredContent (`error`, `message`, `current_version`, `next_step`, …).
+//!
+//! | helper | body | success |
+//! |---|---|---|
+//! | [`create_note`] | `{title, approved_for_agents?}` | 201 |
+//! | [`get_note`] | — | 200 |
+//! | [`write_tab`] | `{expected_version, text \| data, idempotency_key?, version_scope?, base_content_hash?}` | 200 |
+//! | [`delete_tab`] | `{expected_version, idempotency_key?}` | 200 |
+//! | [`attach_file`] | `{expected_version, name, media_type, size_bytes, idempotency_key?}` | 201 |
+//!
+//! Refusals: 400 `invalid_argument`, 404 `not_found`, 409 `version_conflict`,
+//! `content_hash_mismatch`, `idempotency_key_reused`, `claim_conflict`, 413 `too_large`,
+//! 503 `busy`. Tab contents are read with the `read_note_tab` tool through [`crate::call_tool`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::args::{
+    MAX_KEY_CHARS, MAX_NOTE_TITLE_CHARS, VersionScope, check_chars, check_id, parse,
+};
+use crate::env::{Env, Identity};
+use crate::kv::{Kv, KvError};
+use crate::model::{
+    FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex,
+    tab_provenance,
+};
+use crate::read::{load_list, tab_summary};
+use crate::reply::{Fail, NOTICE, Out, Refusal};
+use crate::store::{index_add, load_head, note_key, put_doc};
+use crate::txn::{Change, Plan, Target, WriteSpec, commit};
+use crate::write::{Edit, edit_tab_with, fingerprint, new_tab};
+
+/// An HTTP status and a JSON body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestReply {
+    /// HTTP status code.
+    pub status: u16,
+    /// JSON body.
+    pub body: Value,
+}
+
+fn reply(out: Out<Value>, ok_status: u16) -> Result<RestReply, KvError> {
+    match out {
+        Ok(body) => Ok(RestReply {
+            status: ok_status,
+            body,
+        }),
+        Err(Fail::Refused(r)) => {
+            let status = match r.code {
+                "invalid_argument" => 400,
+                "not_found" => 404,
+                "too_large" => 413,
+                "busy" => 503,
+                _ => 409,
+            };
+            Ok(RestReply {
+                status,
+                body: r.body(),
+            })
+        }
+        Err(Fail::Kv(e)) => Err(e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateNote {
+    title: String,
+    #[serde(default)]
+    approved_for_agents: bool,
+}
+
+/// Creates a note with its fixed tabs `markdown`, `files` and `sources` (version 1).
+/// Body: `{"title": 1-200 chars, "approved_for_agents": bool (default false)}`.
+/// 201 with `{note_id, title, approved_for_agents, version, tabs}`.
+pub fn create_note<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    args: Value,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        let a: CreateNote = parse(args)?;
+        check_chars("title", &a.title, 1, MAX_NOTE_TITLE_CHARS)?;
+        let now = env.now_us();
+        let note_id = new_note_id(env);
+        let by = Who::of(who);
+        let tabs = [
+            ("markdown", TabKind::Markdown, "Note"),
+            ("files", TabKind::Files, "Files"),
+            ("sources", TabKind::Sources, "Sources"),
+        ]
+        .into_iter()
+        .map(|(id, kind, label)| {
+            let mut t = new_tab(id.into(), kind, label.into(), who, now);
+            t.version = 1;
+            t
+        })
+        .collect();
+        let head = Head {
+            note_id: note_id.clone(),
+            title: a.title,
+            approved_for_agents: a.approved_for_agents,
+            version: 1,
+            created_at: now,
+            author: by.clone(),
+            updated_at: now,
+            updated_by: by.clone(),
+            tab_seq: 0,
+            attach_seq: 0,
+            tabs,
+            claims: Vec::new(),
+            idem: Vec::new(),
+            idem_spilled: 0,
+            history: vec![HistoryEntry {
+                version: 1,
+                at: now,
+                by,
+                action: "create_note".into(),
+                tab_id: None,
+                content_hash: None,
+            }],
+        };
+        // The id is unique, so no other writer creates this key; the index entry goes
+        // first, and listings skip an entry whose head is not there (yet).
+        index_add(&kv, &note_id)?;
+        kv.set(&note_key(&note_id), &encode(&head))?;
+        Ok(json!({
+            "note_id": head.note_id,
+            "title": head.title,
+            "approved_for_agents": head.approved_for_agents,
+            "version": head.version,
+            "tabs": head.tabs.iter().map(tab_summary).collect::<Vec<_>>(),
+        }))
+    })();
+    reply(out, 201)
+}
+
+/// Reads a note with its tabs and their versions (contents: the `read_note_tab` tool).
+/// 200 with `{note_id, title, approved_for_agents, version, provenance, tabs, notice}`.
+pub fn get_note<K: Kv>(kv: &K, who: &Identity, note_id: &str) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        check_id("note_id", note_id)?;
+        let head = load_head(&kv, who, note_id)?;
+        Ok(json!({
+            "note_id": head.note_id,
+            "title": head.title,
+            "approved_for_agents": head.approved_for_agents,
+            "version": head.version,
+            "created_at": rfc3339(head.created_at),
+            "provenance": {
+                "author": head.author.label(),
+                "updated_at": rfc3339(head.updated_at),
+                "updated_by": head.updated_by.label(),
+                "content_hash": sha_hex(head.title.as_bytes()),
+            },
+            "tabs": head.tabs.iter().map(|t| {
+                let mut s = tab_summary(t);
+                s["provenance"] = tab_provenance(t);
+                s
+            }).collect::<Vec<_>>(),
+            "notice": NOTICE,
+        }))
+    })();
+    reply(out, 200)
+}
+
+fn check_opt_key(k: &Option<String>) -> Result<(), Refusal> {
+    k.as_deref().map_or(Ok(()), |k| {
+        check_chars("idempotency_key", k, 1, MAX_KEY_CHARS)
+    })
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteTab {
+    expected_version: u64,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    #[serde(default)]
+    version_scope: Option<VersionScope>,
+    #[serde(default)]
+    base_content_hash: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    data: Option<Map<String, Value>>,
+}
+
+/// Replaces a tab's whole content: `text` for the markdown tab, `data` for a slides or
+/// sheet tab (the shapes of `edit_note_tab`'s `replace_tab_data`).
+/// 200 with `{note_id, tab_id, version, tab_version, content_hash, replayed}`.
+pub fn write_tab<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    note_id: &str,
+    tab_id: &str,
+    args: Value,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        check_id("note_id", note_id)?;
+        check_id("tab_id", tab_id)?;
+        let mut a: WriteTab = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        let edit = match (a.text.take(), a.data.take()) {
+            (Some(t), None) => Edit::Text(t),
+            (None, Some(d)) => Edit::Data(d),
+            _ => {
+                return Err(Refusal::invalid(
+                    "text",
+                    "send exactly one of text (markdown tab) or data (slides or sheet tab)",
+                )
+                .into());
+            }
+        };
+        let payload = json!({"tab_id": tab_id, "args": serde_json::to_value(&a).expect("serializes"), "edit": match &edit {
+            Edit::Text(t) => json!({"text": t}),
+            Edit::Data(d) => json!({"data": d}),
+            _ => Value::Null,
+        }});
+        let spec = WriteSpec {
+            note_id,
+            idem: a
+                .idempotency_key
+                .as_deref()
+                .map(|k| (k, fingerprint("write_tab", &payload))),
+            expected_version: a.expected_version,
+            scope: a.version_scope.unwrap_or_default(),
+            base_content_hash: a.base_content_hash.as_deref(),
+        };
+        edit_tab_with(&kv, env, who, &spec, tab_id, &edit)
+    })();
+    reply(out, 200)
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeleteTab {
+    expected_version: u64,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+}
+
+/// Deletes a slides or sheet tab (the fixed tabs stay). Its id is never handed out again.
+/// 200 with `{note_id, deleted_tab_id, version, replayed}`.
+pub fn delete_tab<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    note_id: &str,
+    tab_id: &str,
+    args: Value,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        check_id("note_id", note_id)?;
+        check_id("tab_id", tab_id)?;
+        let a: DeleteTab = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        let fp = fingerprint(
+            "delete_tab",
+            &json!({"tab_id": tab_id, "expected_version": a.expected_version}),
+        );
+        let spec = WriteSpec {
+            note_id,
+            idem: a.idempotency_key.as_deref().map(|k| (k, fp)),
+            expected_version: a.expected_version,
+            scope: VersionScope::Note,
+            base_content_hash: None,
+        };
+        commit(
+            &kv,
+            env,
+            who,
+            &spec,
+            |head| {
+                let i = head
+                    .tab_index(tab_id)
+                    .ok_or_else(|| Refusal::not_found("tab"))?;
+                if !matches!(head.tabs[i].kind, TabKind::Slides | TabKind::Sheet) {
+                    return Err(Refusal::invalid(
+                        "tab_id",
+                        "the markdown, files and sources tabs cannot be deleted",
+                    )
+                    .into());
+                }
+                Ok(Plan::Write(Target::Tab(i)))
+            },
+            |head, target, _| {
+                let Target::Tab(i) = target else {
+                    unreachable!("a tab target")
+                };
+                let tab = head.tabs.remove(i);
+                let mut result = Map::new();
+                result.insert("deleted_tab_id".into(), tab.id.clone().into());
+                Ok(Change {
+                    action: "delete_tab",
+                    tab: None,
+                    removed_tab: Some(tab.id),
+                    result,
+                })
+            },
+        )
+    })();
+    reply(out, 200)
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AttachFile {
+    expected_version: u64,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    name: String,
+    media_type: String,
+    size_bytes: u64,
+}
+
+/// Records a file attachment's metadata (the bytes live elsewhere; agents only ever see
+/// this metadata). 201 with `{note_id, file_id, version, tab_version, replayed}`.
+pub fn attach_file<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    note_id: &str,
+    args: Value,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        check_id("note_id", note_id)?;
+        let a: AttachFile = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        check_chars("name", &a.name, 1, 255)?;
+        check_chars("media_type", &a.media_type, 1, 100)?;
+        let mut payload = serde_json::to_value(&a).expect("serializes");
+        payload
+            .as_object_mut()
+            .expect("object")
+            .remove("idempotency_key");
+        let spec = WriteSpec {
+            note_id,
+            idem: a
+                .idempotency_key
+                .as_deref()
+                .map(|k| (k, fingerprint("attach_file", &payload))),
+            expected_version: a.expected_version,
+            scope: VersionScope::Note,
+            base_content_hash: None,
+        };
+        commit(
+            &kv,
+            env,
+            who,
+            &spec,
+            |head| {
+                let i = head
+                    .tabs
+                    .iter()
+                    .position(|t| t.kind == TabKind::Files)
+                    .ok_or_else(|| Refusal::not_found("files tab"))?;
+                Ok(Plan::Write(Target::Tab(i)))
+            },
+            |head, target, ctx| {
+                let Target::Tab(i) = target else {
+                    unreachable!("a tab target")
+                };
+                let mut list: Vec<FileMeta> = load_list(ctx.kv, &head.tabs[i])?;
+                head.attach_seq += 1;
+                let file_id = format!("file-{}-{}", head.attach_seq, rand8(ctx.env));
+                list.push(FileMeta {
+                    file_id: file_id.clone(),
+                    name: a.name.clone(),
+                    media_type: a.media_type.clone(),
+                    size_bytes: a.size_bytes,
+                    added_at: ctx.now,
+                    added_by: Who::of(ctx.who),
+                });
+                let (hash, blobs) = put_doc(ctx.kv, &encode(&list), "name")?;
+                head.tabs[i].content_hash = hash;
+                head.tabs[i].blobs = blobs;
+                let mut result = Map::new();
+                result.insert("file_id".into(), file_id.into());
+                Ok(Change {
+                    action: "attach_file",
+                    tab: Some(i),
+                    removed_tab: None,
+                    result,
+                })
+            },
+        )
+    })();
+    reply(out, 201)
+}

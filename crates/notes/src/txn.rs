@@ -1,0 +1,252 @@
+//! The write transaction: every write to a note runs here, and commits with one CAS on
+//! the note head.
+//!
+//! Order inside one attempt (arguments were validated before): read the head (visibility)
+//! → idempotency key → resolve the target → claims → version (and base_content_hash) →
+//! apply (content blobs written first) → bump the note and tab versions, record the
+//! idempotency result, a history entry and its audit record → swap the head. A lost swap
+//! re-runs the whole attempt from a fresh read; the caller's `expected_version` alone
+//! decides conflicts.
+
+use serde_json::{Map, Value};
+
+use crate::args::VersionScope;
+use crate::env::{Env, Identity};
+use crate::kv::{Kv, MAX_VALUE_BYTES, TenantKv};
+use crate::model::{Head, HistoryEntry, IdemRecord, Who, decode, encode};
+use crate::reply::{Fail, Out, Refusal};
+use crate::store::{audit_key, idem_key, note_key, visible_head};
+
+/// Idempotency records kept in the head; older ones move to their own keys.
+pub(crate) const IDEM_IN_HEAD: usize = 32;
+/// History entries kept in the head; older ones move to the audit keys.
+pub(crate) const HISTORY_IN_HEAD: usize = 32;
+/// Attempts before a write gives up on a busy head.
+pub(crate) const MAX_ATTEMPTS: usize = 16;
+
+/// What a write asks of the transaction.
+pub(crate) struct WriteSpec<'a> {
+    pub note_id: &'a str,
+    /// The idempotency key and the fingerprint of the payload it names.
+    pub idem: Option<(&'a str, String)>,
+    pub expected_version: u64,
+    pub scope: VersionScope,
+    pub base_content_hash: Option<&'a str>,
+}
+
+/// What a write targets: the note as a whole, or one tab (by index in `head.tabs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Target {
+    Note,
+    Tab(usize),
+}
+
+/// Outcome of resolving a write against the current head.
+pub(crate) enum Plan {
+    /// Go on to the version check and apply.
+    Write(Target),
+    /// Answer without writing (for example a source already attached).
+    Answer(Value),
+}
+
+/// What apply did: the history action, the tab whose version moves (or the tab it
+/// removed), and result fields.
+pub(crate) struct Change {
+    pub action: &'static str,
+    pub tab: Option<usize>,
+    pub removed_tab: Option<String>,
+    pub result: Map<String, Value>,
+}
+
+/// Passed to apply: the store, the injected environment, the caller and the time.
+pub(crate) struct Ctx<'a, 'k, K: Kv, E: Env> {
+    pub kv: &'a TenantKv<'k, K>,
+    pub env: &'a mut E,
+    pub who: &'a Identity,
+    pub now: u64,
+}
+
+/// Claims hook: refuses a write whose target another actor holds. Claims live in the
+/// head; until the claims work fills this in, every write passes.
+pub(crate) fn check_claims(
+    head: &Head,
+    who: &Identity,
+    target: Target,
+    now_us: u64,
+) -> Result<(), Refusal> {
+    let _ = (&head.claims, who, target, now_us);
+    Ok(())
+}
+
+fn check_version(head: &Head, spec: &WriteSpec, target: Target) -> Result<(), Refusal> {
+    let tab = match target {
+        Target::Tab(i) => Some(&head.tabs[i]),
+        Target::Note => None,
+    };
+    let current = match (spec.scope, tab) {
+        (VersionScope::Note, _) => head.version,
+        (VersionScope::Tab, Some(t)) => t.version,
+        (VersionScope::Tab, None) => {
+            return Err(Refusal::invalid(
+                "version_scope",
+                "version_scope tab needs a tab target",
+            ));
+        }
+    };
+    if spec.expected_version != current {
+        let scope = if spec.scope == VersionScope::Tab {
+            "tab"
+        } else {
+            "note"
+        };
+        return Err(Refusal::new(
+            "version_conflict",
+            format!(
+                "the {scope} is at version {current}, not {}: someone wrote since your read",
+                spec.expected_version
+            ),
+        )
+        .with_version(current)
+        .with("version_scope", scope));
+    }
+    if let (Some(base), Some(t)) = (spec.base_content_hash, tab)
+        && base != t.content_hash
+    {
+        return Err(Refusal::new(
+            "content_hash_mismatch",
+            "the tab's content changed since the read you based this write on",
+        )
+        .with_version(current)
+        .with("current_content_hash", t.content_hash.clone()));
+    }
+    Ok(())
+}
+
+/// Finds the record of an idempotency key: in the head, or spilled to its own key.
+fn find_idem<K: Kv>(kv: &TenantKv<K>, head: &Head, key: &str) -> Out<Option<IdemRecord>> {
+    if let Some(r) = head.idem.iter().find(|r| r.key == key) {
+        return Ok(Some(r.clone()));
+    }
+    if head.idem_spilled == 0 {
+        return Ok(None);
+    }
+    match kv.get(&idem_key(&head.note_id, key))? {
+        Some(bytes) => Ok(Some(decode("idempotency record", &bytes)?)),
+        None => Ok(None),
+    }
+}
+
+/// Runs one write as a transaction on the note head (see the module docs).
+pub(crate) fn commit<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    spec: &WriteSpec,
+    resolve: impl Fn(&Head) -> Out<Plan>,
+    mut apply: impl FnMut(&mut Head, Target, &mut Ctx<K, E>) -> Out<Change>,
+) -> Out<Value> {
+    let key = note_key(spec.note_id);
+    for _ in 0..MAX_ATTEMPTS {
+        let now = env.now_us();
+        let (cas, raw) = kv.read_cas(&key)?;
+        let Some(raw) = raw else {
+            return Err(Refusal::not_found("note").into());
+        };
+        let mut head = visible_head(&raw, who)?;
+
+        if let Some((k, fp)) = &spec.idem
+            && let Some(rec) = find_idem(kv, &head, k)?
+        {
+            if &rec.fp == fp {
+                let mut result = rec.result;
+                result["replayed"] = true.into();
+                return Ok(result);
+            }
+            return Err(Refusal::new(
+                "idempotency_key_reused",
+                "this idempotency key already names a different write in this note",
+            )
+            .with_version(head.version)
+            .with("field", "idempotency_key")
+            .into());
+        }
+
+        let target = match resolve(&head)? {
+            Plan::Write(t) => t,
+            Plan::Answer(v) => {
+                check_claims(&head, who, Target::Note, now)?;
+                return Ok(v);
+            }
+        };
+        check_claims(&head, who, target, now)?;
+        check_version(&head, spec, target)?;
+
+        let change = apply(&mut head, target, &mut Ctx { kv, env, who, now })?;
+
+        let by = Who::of(who);
+        head.version += 1;
+        head.updated_at = now;
+        head.updated_by = by.clone();
+        let mut result = change.result;
+        result.insert("note_id".into(), head.note_id.clone().into());
+        result.insert("version".into(), head.version.into());
+        let mut content_hash = None;
+        if let Some(i) = change.tab {
+            let t = &mut head.tabs[i];
+            t.version += 1;
+            t.updated_at = now;
+            t.updated_by = by.clone();
+            result.insert("tab_id".into(), t.id.clone().into());
+            result.insert("tab_version".into(), t.version.into());
+            result.insert("content_hash".into(), t.content_hash.clone().into());
+            content_hash = Some(t.content_hash.clone());
+        }
+        result.insert("replayed".into(), false.into());
+        let result = Value::Object(result);
+
+        head.history.push(HistoryEntry {
+            version: head.version,
+            at: now,
+            by,
+            action: change.action.to_string(),
+            tab_id: change
+                .tab
+                .map(|i| head.tabs[i].id.clone())
+                .or(change.removed_tab),
+            content_hash,
+        });
+        while head.history.len() > HISTORY_IN_HEAD {
+            let old = head.history.remove(0);
+            kv.set(&audit_key(&head.note_id, old.version), &encode(&old))?;
+        }
+        if let Some((k, fp)) = &spec.idem {
+            head.idem.push(IdemRecord {
+                key: k.to_string(),
+                fp: fp.clone(),
+                at: now,
+                result: result.clone(),
+            });
+            while head.idem.len() > IDEM_IN_HEAD {
+                let old = head.idem.remove(0);
+                kv.set(&idem_key(&head.note_id, &old.key), &encode(&old))?;
+                head.idem_spilled += 1;
+            }
+        }
+
+        let bytes = encode(&head);
+        if bytes.len() > MAX_VALUE_BYTES {
+            return Err(Refusal::too_large(
+                "note",
+                "the note head would exceed the store's value limit",
+            )
+            .into());
+        }
+        if kv.swap(cas, bytes)? {
+            return Ok(result);
+        }
+    }
+    Err(Fail::Refused(Refusal::new(
+        "busy",
+        "the note is busy with other writes; nothing was written",
+    )))
+}

@@ -1,0 +1,373 @@
+//! The published JSON Schemas and the typed parsers accept and refuse the same payloads.
+use cairn_notes::{ActorType, Identity, MemKv, Role, SimEnv, call_tool, tools};
+use serde_json::{Value, json};
+
+/// Whether the code accepts the arguments: anything but an argument refusal counts
+/// (on an empty store a valid call ends in not_found).
+fn code_accepts(tool: &str, args: &Value) -> bool {
+    let kv = MemKv::new();
+    let mut env = SimEnv::new(1);
+    let who = Identity {
+        tenant: "acme".into(),
+        subject: "s".into(),
+        display_name: "S".into(),
+        actor_type: ActorType::Human,
+        role: Role::Member,
+    };
+    let r = call_tool(&kv, &mut env, &who, tool, args.clone()).unwrap();
+    let code = r["structuredContent"]["error"].as_str().unwrap_or("");
+    !(code == "invalid_argument" || code == "too_large")
+}
+
+fn slides(n: usize) -> Value {
+    Value::Array((0..n).map(|i| json!({"title": format!("S{i}")})).collect())
+}
+
+fn cases() -> Vec<(&'static str, Value, bool)> {
+    let n = "note-abc-123";
+    let e = |extra: Value| {
+        let mut v = json!({"note_id": n, "tab_id": "markdown", "expected_version": 3, "idempotency_key": "k"});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let c = |extra: Value| {
+        let mut v = json!({"note_id": n, "expected_version": 3, "idempotency_key": "k"});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    vec![
+        ("list_notes", json!({}), true),
+        (
+            "list_notes",
+            json!({"limit": 50, "cursor": "c16e6f7465733a35"}),
+            true,
+        ),
+        ("list_notes", json!({"limit": 51}), false),
+        ("list_notes", json!({"limit": 0}), false),
+        ("list_notes", json!({"limit": "10"}), false),
+        ("list_notes", json!({"cursor": null}), false),
+        ("list_notes", json!({"page": 2}), false),
+        ("list_note_tabs", json!({"note_id": n}), true),
+        ("list_note_tabs", json!({}), false),
+        ("list_note_tabs", json!({"note_id": 5}), false),
+        ("list_note_tabs", json!({"note_id": "bad id!"}), false),
+        ("list_note_tabs", json!({"note_id": "x".repeat(65)}), false),
+        (
+            "read_note_tab",
+            json!({"note_id": n, "tab_id": "slides-1-abcdefgh"}),
+            true,
+        ),
+        ("read_note_tab", json!({"note_id": n}), false),
+        (
+            "read_note_tab",
+            json!({"note_id": n, "tab_id": "a", "version": 1}),
+            false,
+        ),
+        (
+            "read_sheet_range",
+            json!({"note_id": n, "tab_id": "t", "start_row": 0, "start_col": 0, "num_rows": 100, "num_cols": 100}),
+            true,
+        ),
+        (
+            "read_sheet_range",
+            json!({"note_id": n, "tab_id": "t", "start_row": 9999, "start_col": 99, "num_rows": 1, "num_cols": 1, "sheet_id": "s1"}),
+            true,
+        ),
+        (
+            "read_sheet_range",
+            json!({"note_id": n, "tab_id": "t", "start_row": 0, "start_col": 0, "num_rows": 101, "num_cols": 1}),
+            false,
+        ),
+        (
+            "read_sheet_range",
+            json!({"note_id": n, "tab_id": "t", "start_row": 0, "start_col": 0, "num_rows": 1, "num_cols": 0}),
+            false,
+        ),
+        (
+            "read_sheet_range",
+            json!({"note_id": n, "tab_id": "t", "start_col": 0, "num_rows": 1, "num_cols": 1}),
+            false,
+        ),
+        (
+            "read_sheet_range",
+            json!({"note_id": n, "tab_id": "t", "start_row": -1, "start_col": 0, "num_rows": 1, "num_cols": 1}),
+            false,
+        ),
+        (
+            "read_sheet_range",
+            json!({"note_id": n, "tab_id": "t", "start_row": 10000, "start_col": 0, "num_rows": 1, "num_cols": 1}),
+            false,
+        ),
+        (
+            "list_note_attachments",
+            json!({"note_id": n, "kind": "sources", "limit": 50}),
+            true,
+        ),
+        (
+            "list_note_attachments",
+            json!({"note_id": n, "kind": "files", "cursor": "c166696c65733a31"}),
+            true,
+        ),
+        (
+            "list_note_attachments",
+            json!({"note_id": n, "kind": "links"}),
+            false,
+        ),
+        (
+            "list_note_attachments",
+            json!({"note_id": n, "kind": "sources", "limit": 100}),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_text", "text": "hello"})),
+            true,
+        ),
+        (
+            "edit_note_tab",
+            e(
+                json!({"operation": "replace_text", "text": "", "version_scope": "tab", "base_content_hash": "0".repeat(64)}),
+            ),
+            true,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_tab_data", "data": {"slides": []}})),
+            true,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "slide_add", "title": "Sources", "body": "3 links"})),
+            true,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "slide_add", "title": "Sources", "notes": "n"})),
+            true,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "slides_add_outline", "slides": slides(20)})),
+            true,
+        ),
+        (
+            "edit_note_tab",
+            e(
+                json!({"operation": "sheet_set_range", "sheet_id": "s1", "start_row": 0, "start_col": 0, "values": [[1, "a", true, null]]}),
+            ),
+            true,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "slide_add", "title": "Sources", "index": 0})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "slides_add", "slides": [{"title": "a"}]})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(
+                json!({"operation": "slides_add_outline", "slides": [{"title": "a", "bullets": ["x"]}]}),
+            ),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "slides_add_outline", "slides": slides(21)})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "slides_add_outline", "slides": []})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "slides_add_outline", "slides": [{"body": "no title"}]})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_text"})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_text", "text": "x", "values": [[1]]})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_text", "text": "x", "title": "t"})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_text", "text": "x", "version_scope": "doc"})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_text", "text": "x", "base_content_hash": "xyz"})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_text", "text": "x".repeat(1_000_001)})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_tab_data", "data": [1]})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(
+                json!({"operation": "sheet_set_range", "start_row": 0, "start_col": 0, "values": [[1]]}),
+            ),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(
+                json!({"operation": "sheet_set_range", "sheet_id": "s1", "start_row": 0, "start_col": 0, "values": [[{"a": 1}]]}),
+            ),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(
+                json!({"operation": "sheet_set_range", "sheet_id": "s1", "start_row": 0, "start_col": 0, "values": []}),
+            ),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(
+                json!({"operation": "sheet_set_range", "sheet_id": "s1", "start_row": 0, "start_col": 100, "values": [[1]]}),
+            ),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            json!({"note_id": n, "tab_id": "markdown", "idempotency_key": "k", "operation": "replace_text", "text": "x"}),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_text", "text": "x", "expected_version": -1})),
+            false,
+        ),
+        (
+            "edit_note_tab",
+            e(json!({"operation": "replace_text", "text": "x", "idempotency_key": ""})),
+            false,
+        ),
+        (
+            "create_note_tab",
+            c(json!({"tab_type": "slides", "label": "Pitch", "slides": slides(3)})),
+            true,
+        ),
+        ("create_note_tab", c(json!({"tab_type": "sheet"})), true),
+        ("create_note_tab", c(json!({"tab_type": "markdown"})), false),
+        (
+            "create_note_tab",
+            c(json!({"tab_type": "slides", "slides": slides(21)})),
+            false,
+        ),
+        (
+            "create_note_tab",
+            c(json!({"tab_type": "sheet", "slides": slides(1)})),
+            false,
+        ),
+        (
+            "create_note_tab",
+            c(json!({"tab_type": "sheet", "label": ""})),
+            false,
+        ),
+        (
+            "create_note_tab",
+            json!({"note_id": n, "expected_version": 3, "tab_type": "sheet"}),
+            false,
+        ),
+        (
+            "add_note_source",
+            c(json!({"title": "Report", "url": "https://example.org/report"})),
+            true,
+        ),
+        (
+            "add_note_source",
+            c(json!({"url": "https://example.org/report"})),
+            false,
+        ),
+        (
+            "add_note_source",
+            c(json!({"title": "Report", "url": 5})),
+            false,
+        ),
+        (
+            "add_note_source",
+            c(json!({"title": "Report", "url": "https://example.org", "note": "x"})),
+            false,
+        ),
+        (
+            "add_note_source",
+            c(json!({"title": "", "url": "https://example.org"})),
+            false,
+        ),
+    ]
+}
+
+#[test]
+fn published_schemas_and_typed_parsers_accept_and_refuse_the_same_payloads() {
+    let specs = tools();
+    let mut mismatches = Vec::new();
+    for (tool, args, valid) in cases() {
+        let spec = specs.iter().find(|s| s.name == tool).expect("tool exists");
+        let validator = jsonschema::draft202012::new(&spec.input_schema).expect("schema compiles");
+        let schema_ok = validator.is_valid(&args);
+        let code_ok = code_accepts(tool, &args);
+        if schema_ok != valid || code_ok != valid {
+            let shown: String = args.to_string().chars().take(160).collect();
+            mismatches.push(format!(
+                "{tool} {shown}: expected {valid}, schema {schema_ok}, code {code_ok}"
+            ));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "disagreements:\n{}",
+        mismatches.join("\n")
+    );
+}
+
+#[test]
+fn every_tool_is_covered_by_valid_and_invalid_cases_and_denies_extra_properties() {
+    let cases = cases();
+    for spec in tools() {
+        assert_eq!(spec.input_schema["type"], "object", "{}", spec.name);
+        assert_eq!(
+            spec.input_schema["additionalProperties"], false,
+            "{}",
+            spec.name
+        );
+        assert!(
+            cases.iter().any(|(t, _, v)| *t == spec.name && *v),
+            "{} has a valid case",
+            spec.name
+        );
+        assert!(
+            cases.iter().any(|(t, _, v)| *t == spec.name && !*v),
+            "{} has an invalid case",
+            spec.name
+        );
+    }
+}

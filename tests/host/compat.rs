@@ -1,0 +1,60 @@
+//! Every built component imports only what Spin's platform world offers
+//! (read from the spin-sdk crate in the cargo registry) and what Cairn's
+//! contract in wit/ names; the check itself refuses what it must.
+use cairn::compat::{Offered, check_manifest, satisfies, spin_sdk_wit, split};
+use crate::harness::*;
+
+fn spin_world() -> Offered {
+    Offered::from_wit_dir(&spin_sdk_wit(&root()).unwrap(), "spin:up", "platform").unwrap()
+}
+
+#[test]
+fn every_component_in_spin_toml_is_spin_compatible() {
+    require_built(&["health.wasm", "kv_probe.wasm"]);
+    let problems = check_manifest(&root().join("spin.toml"), &root()).unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn the_check_sees_key_value_imports_of_the_probe() {
+    require_built(&["kv_probe.wasm"]);
+    let engine = wasmtime::Engine::default();
+    let (imports, exports) =
+        cairn::compat::component_interfaces(&engine, &root().join("target/wasm32-wasip2/wasm/kv_probe.wasm")).unwrap();
+    assert!(imports.iter().any(|i| i == "wasi:keyvalue/atomics@0.2.0-draft2"), "{imports:?}");
+    assert!(exports.iter().any(|e| e.starts_with("wasi:http/incoming-handler@0.2.")), "{exports:?}");
+}
+
+#[test]
+fn imports_spin_does_not_offer_are_refused() {
+    let spin = spin_world();
+    assert!(spin.refuse("wasi:keyvalue/store@0.2.0-draft2").is_none());
+    assert!(spin.refuse("wasi:http/types@0.2.0").is_none());
+    assert!(spin.refuse("wasi:http/types@0.2.6").is_none());
+    assert!(spin.refuse("fermyon:spin/variables@2.0.0").is_none());
+    // Newer than Spin's 0.2.6, as a newer `wasi` crate would import.
+    let newer = spin.refuse("wasi:http/types@0.2.12").expect("0.2.12 must be refused");
+    assert!(newer.contains("0.2.6"), "{newer}");
+    assert!(spin.refuse("wasi:keyvalue/store@0.2.0-draft3").is_some());
+    assert!(spin.refuse("wasi:nn/inference@0.2.0").is_some());
+}
+
+#[test]
+fn imports_outside_our_contract_are_refused() {
+    let ours = Offered::from_wit_dir(&root().join("wit"), "cairn:platform", "host").unwrap();
+    assert!(ours.refuse("wasi:keyvalue/atomics@0.2.0-draft2").is_none());
+    assert!(ours.refuse("fermyon:spin/key-value@2.0.0").is_none());
+    // Spin offers these, our contract does not.
+    assert!(ours.refuse("fermyon:spin/llm@2.0.0").is_some());
+    assert!(ours.refuse("spin:postgres/postgres@4.0.0").is_some());
+}
+
+#[test]
+fn versions_compare_the_way_hosts_link_them() {
+    let v = |s: &str| split(&format!("x:y/z@{s}")).1;
+    assert!(satisfies(&v("0.2.6"), &v("0.2.0")));
+    assert!(!satisfies(&v("0.2.6"), &v("0.2.12")));
+    assert!(!satisfies(&v("0.3.0"), &v("0.2.0")));
+    assert!(satisfies(&v("2.1.0"), &v("2.0.3")));
+    assert!(!satisfies(&v("0.2.0-draft2"), &v("0.2.0-draft")));
+}

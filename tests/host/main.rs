@@ -1,0 +1,17 @@
+//! End-to-end tests of the embedded host: each module is one behaviour,
+//! run against the real `cairn` binary over real HTTP on loopback.
+//!
+//! The components must be built first (`cargo run --release -- build`, and
+//! `-f tests/fixtures/spin.toml` for the fixture); `scripts/test.sh` does both.
+
+mod harness;
+
+mod cache;
+mod compat;
+mod kv_probe;
+mod limits;
+mod manifest;
+mod outbound;
+mod routing;
+mod shutdown;
+mod variables;
