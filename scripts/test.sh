@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Everything the tests need, then every test. Safe to re-run: each step
+# skips what is already in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Rust: the component target (cairn build would add it too, and says so).
+if command -v rustup >/dev/null 2>&1; then
+  rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+fi
+
+# One profile and one target dir for everything: wasmtime is built once.
+cargo build --release --locked --bin cairn
+./target/release/cairn build
+./target/release/cairn build -f tests/fixtures/spin.toml
+
+cargo test --release --locked
