@@ -5,6 +5,7 @@
 //! - [`variables`]: application and component variables, `SPIN_VARIABLE_*`.
 //! - [`runtime`]: the engine, the precompile cache, one request's instance.
 //! - [`kv_host`]: host side of `wasi:keyvalue` and Spin's key-value/variables.
+//! - [`local`]: the local signing key and identity secret in the state dir.
 //! - [`outbound`]: plain-HTTP calls to allowed hosts outside the application.
 //! - [`server`]: the HTTP listener, routing, logs, graceful shutdown.
 //! - [`build`]: `cairn build`, the manifest's build commands.
@@ -17,6 +18,7 @@ pub mod bench;
 pub mod build;
 pub mod compat;
 pub mod kv_host;
+pub mod local;
 pub mod manifest;
 pub mod outbound;
 pub mod runtime;

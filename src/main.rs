@@ -53,6 +53,39 @@ enum Command {
         #[arg(long, short = 'f', default_value = "spin.toml")]
         manifest: PathBuf,
     },
+    /// Mint a bearer token with the local signing key of a state dir.
+    Token {
+        /// Tenant the caller belongs to.
+        #[arg(long)]
+        tenant: String,
+        /// Subject (stable id of the caller).
+        #[arg(long)]
+        sub: String,
+        /// Display name shown to others.
+        #[arg(long)]
+        name: Option<String>,
+        /// Agent or human.
+        #[arg(long, value_enum, default_value = "agent")]
+        actor: ActorArg,
+        /// Role (admin only takes effect for humans).
+        #[arg(long, value_enum, default_value = "member")]
+        role: RoleArg,
+        /// Space-separated scopes.
+        #[arg(long, default_value = "notes:read notes:write")]
+        scope: String,
+        /// Lifetime in seconds.
+        #[arg(long, default_value_t = 3600)]
+        ttl: u64,
+        /// The audience: the MCP URL the token is for.
+        #[arg(long, default_value = "http://127.0.0.1:3000/mcp")]
+        audience: String,
+        /// The issuer the server expects.
+        #[arg(long, default_value = cairn::local::LOCAL_ISSUER)]
+        issuer: String,
+        /// State dir holding the signing key.
+        #[arg(long, default_value = ".cairn")]
+        state_dir: PathBuf,
+    },
     /// Check every component's imports against Spin's platform world (from the
     /// spin-sdk crate in the cargo registry) and Cairn's contract in wit/.
     Compat {
@@ -65,6 +98,18 @@ enum Command {
         #[command(subcommand)]
         which: Bench,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ActorArg {
+    Agent,
+    Human,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RoleArg {
+    Admin,
+    Member,
 }
 
 #[derive(Subcommand)]
@@ -117,6 +162,29 @@ fn main() -> Result<()> {
             };
             let opts = server::Options { manifest, listen, state_dir, store, fsync, limits };
             tokio::runtime::Runtime::new()?.block_on(server::run_until_signal(opts))
+        }
+        Command::Token { tenant, sub, name, actor, role, scope, ttl, audience, issuer, state_dir } => {
+            let key = cairn::local::signing_key(&state_dir)?;
+            let spec = cairn_auth::mint::TokenSpec {
+                issuer,
+                audience,
+                tenant,
+                subject: sub,
+                name,
+                actor: match actor {
+                    ActorArg::Agent => cairn_auth::Actor::Agent,
+                    ActorArg::Human => cairn_auth::Actor::Human,
+                },
+                role: match role {
+                    RoleArg::Admin => cairn_auth::Role::Admin,
+                    RoleArg::Member => cairn_auth::Role::Member,
+                },
+                scope,
+                now: cairn::local::now(),
+                ttl,
+            };
+            println!("{}", key.sign(&spec.claims()));
+            Ok(())
         }
         Command::Compat { manifest } => {
             let dir = manifest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));

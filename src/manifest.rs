@@ -129,8 +129,8 @@ pub struct Component {
     pub variables: BTreeMap<String, String>,
     /// Build step.
     pub build: Option<Build>,
-    /// Its trigger route.
-    pub route: Route,
+    /// Its trigger routes (none: private, reachable only from components).
+    pub routes: Vec<Route>,
 }
 
 /// The application.
@@ -236,7 +236,7 @@ impl Manifest {
         for name in raw.variables.keys() {
             valid_id(name, '_').map_err(|e| anyhow::anyhow!("variable {name:?} {e} (variables are snake_case)"))?;
         }
-        let mut routes: BTreeMap<String, Route> = BTreeMap::new();
+        let mut routes: BTreeMap<String, Vec<Route>> = BTreeMap::new();
         for t in &raw.trigger.http {
             if !raw.component.contains_key(&t.component) {
                 bail!("a [[trigger.http]] names component {:?}, which has no [component.{}] table", t.component, t.component);
@@ -251,9 +251,7 @@ impl Manifest {
                     None => Route::Exact(p.trim_end_matches('/').to_string()),
                 },
             };
-            if routes.insert(t.component.clone(), route).is_some() {
-                bail!("component {:?} has more than one HTTP trigger", t.component);
-            }
+            routes.entry(t.component.clone()).or_default().push(route);
         }
         let mut components = Vec::new();
         for (id, c) in raw.component {
@@ -266,7 +264,7 @@ impl Manifest {
                 .iter()
                 .map(|h| OutboundRule::parse(h).with_context(|| format!("component {id:?}")))
                 .collect::<Result<Vec<_>>>()?;
-            let route = routes.remove(&id).unwrap_or(Route::Private);
+            let routes = routes.remove(&id).unwrap_or_else(|| vec![Route::Private]);
             components.push(Component {
                 source: dir.join(&c.source),
                 id,
@@ -275,7 +273,7 @@ impl Manifest {
                 allowed_outbound_hosts: rules,
                 variables: c.variables,
                 build: c.build,
-                route,
+                routes,
             });
         }
         Ok(Manifest {
@@ -288,27 +286,27 @@ impl Manifest {
         })
     }
 
-    /// The component serving a public request path, most specific route first
-    /// (an exact route beats any wildcard; a longer prefix beats a shorter).
-    pub fn route(&self, path: &str) -> Option<(&Component, &str)> {
+    /// The component serving a public request path and the route that
+    /// matched, most specific first (an exact route beats any wildcard; a
+    /// longer prefix beats a shorter).
+    pub fn route(&self, path: &str) -> Option<(&Component, &Route)> {
         let path = if path.len() > 1 { path.trim_end_matches('/') } else { path };
-        let mut best: Option<(&Component, usize)> = None;
+        let mut best: Option<(&Component, &Route, usize)> = None;
         for c in &self.components {
-            match &c.route {
-                Route::Exact(p) if p == path || (p.is_empty() && path == "/") => return Some((c, p)),
-                Route::Wildcard(prefix)
-                    if (path == prefix || path.starts_with(&format!("{prefix}/")))
-                        && best.is_none_or(|(_, len)| prefix.len() >= len) =>
-                {
-                    best = Some((c, prefix.len()));
+            for r in &c.routes {
+                match r {
+                    Route::Exact(p) if p == path || (p.is_empty() && path == "/") => return Some((c, r)),
+                    Route::Wildcard(prefix)
+                        if (path == prefix || path.starts_with(&format!("{prefix}/")))
+                            && best.is_none_or(|(_, _, len)| prefix.len() >= len) =>
+                    {
+                        best = Some((c, r, prefix.len()));
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
-        best.map(|(c, _)| match &c.route {
-            Route::Wildcard(p) => (c, p.as_str()),
-            _ => unreachable!(),
-        })
+        best.map(|(c, r, _)| (c, r))
     }
 
     /// A component by id.

@@ -355,14 +355,14 @@ pub fn load_all(
 
 /// The public component for a path, with its route facts.
 pub fn route<'a>(app: &'a App, path: &str) -> Option<(&'a Arc<Loaded>, RouteInfo)> {
-    let (spec, base) = app.manifest.route(path)?;
+    let (spec, route) = app.manifest.route(path)?;
     let loaded = app.components.get(&spec.id)?;
-    let matched = match &spec.route {
-        Route::Exact(p) => p.clone(),
-        Route::Wildcard(p) => format!("{p}/..."),
+    let (matched, base) = match route {
+        Route::Exact(p) => (p.clone(), p.clone()),
+        Route::Wildcard(p) => (format!("{p}/..."), p.clone()),
         Route::Private => return None,
     };
-    Some((loaded, RouteInfo { matched, base: base.to_string(), client: String::new() }))
+    Some((loaded, RouteInfo { matched, base, client: String::new() }))
 }
 
 /// Box a hyper body into what outbound responses carry.

@@ -82,9 +82,14 @@ fn json(status: StatusCode, text: String) -> Response<Body> {
 pub async fn start(opts: Options) -> Result<Running> {
     let started = Instant::now();
     let manifest = Manifest::load(&opts.manifest)?;
-    let app_vars = crate::variables::resolve_app(&manifest)?;
     std::fs::create_dir_all(&opts.state_dir)
         .with_context(|| format!("cannot create state dir {}", opts.state_dir.display()))?;
+    let listener = TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
+    let addr = listener.local_addr()?;
+    let mut app_vars = crate::variables::resolve_app(&manifest)?;
+    let local_key = crate::local::fill_defaults(&mut app_vars, &opts.state_dir, addr)?;
     let store: Arc<dyn Store> = match opts.store {
         StoreKind::Sqlite => Arc::new(cairn_kv::sqlite::SqliteStore::open(&opts.state_dir.join("kv.db"), opts.fsync)?),
         StoreKind::Memory => Arc::new(cairn_kv::memory::MemoryStore::new()),
@@ -106,12 +111,8 @@ pub async fn start(opts: Options) -> Result<Running> {
         store_labels: vec!["default".to_string()],
         limits: opts.limits.clone(),
     });
-    let listener = TcpListener::bind(opts.listen)
-        .await
-        .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
-    let addr = listener.local_addr()?;
     for c in &app.manifest.components {
-        tracing::info!(component = %c.id, route = ?c.route, "component ready");
+        tracing::info!(component = %c.id, routes = ?c.routes, "component ready");
     }
     tracing::info!(
         %addr,
@@ -119,6 +120,12 @@ pub async fn start(opts: Options) -> Result<Running> {
         ready_ms = started.elapsed().as_millis() as u64,
         "cairn is serving http://{addr}"
     );
+    if let Some(key) = local_key.filter(|_| app.manifest.component("router").is_some()) {
+        let audience = app_vars.get("audience").cloned().unwrap_or_default();
+        let issuer = app_vars.get("issuer").cloned().unwrap_or_default();
+        let token = crate::local::starter_token(&key, &issuer, &audience);
+        eprintln!("\nMCP endpoint: {audience}\nBearer token (agent of tenant \"local\", notes:read notes:write, 24 h):\n{token}\nMore tokens: cairn token --tenant <t> --sub <s> (see --help)\n");
+    }
     let (stop, stop_rx) = watch::channel(false);
     let done = tokio::spawn(serve(app.clone(), listener, stop_rx));
     Ok(Running { addr, app, stop, done })

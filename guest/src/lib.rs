@@ -3,13 +3,19 @@
 //! Bindings come from `spin-sdk` (the same ones Spin's own components use),
 //! so every component keeps to Spin's platform world. This crate wraps them:
 //!
+//! - [`auth`]: bearer tokens for the public components (router, REST).
 //! - [`kv`]: `wasi:keyvalue` store, atomics and batch, with the CAS handle as
 //!   a plain value and conflicts as an outcome, not an error.
 //! - [`respond`]: JSON responses and request helpers.
+//! - [`notes`]: the notes core over the host's store, clock and randomness.
+//! - [`tool`]: the whole body of a tool component ([`tool_component!`]).
 //! - [`random_u64`] and [`variable`]: randomness and application variables.
 
+pub mod auth;
 pub mod kv;
+pub mod notes;
 pub mod respond;
+pub mod tool;
 
 pub use spin_sdk;
 

@@ -41,7 +41,7 @@ fn exact_routes_beat_wildcards_and_longer_prefixes_win() {
     assert_eq!(at("/api").as_deref(), Some("api"));
     assert_eq!(at("/apiary").as_deref(), Some("all"));
     assert_eq!(at("/").as_deref(), Some("all"));
-    assert_eq!(m.component("hidden").unwrap().route, Route::Private);
+    assert_eq!(m.component("hidden").unwrap().routes, vec![Route::Private]);
 }
 
 #[test]

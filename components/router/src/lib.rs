@@ -1,0 +1,148 @@
+//! The router: the only door agents use.
+//!
+//! - `POST /mcp`: MCP over Streamable HTTP, stateless, JSON responses.
+//!   In order, before anything runs: Origin allow-list (403), body size
+//!   (413), bearer token (401 with an RFC 9728 challenge), JSON (-32700),
+//!   batch shape (1–10 messages, else -32600 for the whole request), rate
+//!   limit per token counted per message (429 with Retry-After), scopes of
+//!   every tool called (403 `insufficient_scope`). Then each message in order.
+//! - `GET`/`DELETE /mcp`: 405 (no sessions, no server-initiated stream).
+//! - `GET /.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata.
+//!
+//! `tools/call` goes to the tool's own component at
+//! `http://<component-id>.spin.internal/`, or at the URL in the variable
+//! `tool_url_<tool>` when tools are deployed apart, with the caller's
+//! identity signed into `cairn-identity`. The token never leaves the router.
+
+mod mcp;
+
+use cairn_guest::auth::{Config, audit_refusal};
+use cairn_guest::kv::Bucket;
+use cairn_guest::respond;
+use serde_json::{Value, json};
+use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http_component;
+
+#[http_component]
+async fn handle(req: Request) -> Response {
+    let path = req.path().trim_end_matches('/').to_string();
+    match (req.method().clone(), path.as_str()) {
+        (Method::Get, "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp") => {
+            match Config::load() {
+                Ok(cfg) => respond::json(200, &cfg.metadata()),
+                Err(e) => respond::error(500, "misconfigured", &e),
+            }
+        }
+        (Method::Post, "/mcp") => post_mcp(req).await,
+        (_, "/mcp") => {
+            let mut r = respond::error(405, "method_not_allowed", "this server is stateless: POST JSON-RPC to /mcp");
+            r.set_header("allow", "POST");
+            r
+        }
+        _ => respond::error(404, "not_found", "no such route"),
+    }
+}
+
+fn setting(name: &str, default: u64) -> u64 {
+    cairn_guest::variable(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
+async fn post_mcp(req: Request) -> Response {
+    let bucket = Bucket::open("default").ok();
+    let bucket = bucket.as_ref();
+
+    // 1. Origin: browsers only from the allow-list; cookies are never credentials.
+    if let Some(origin) = req.header("origin").and_then(|v| v.as_str()) {
+        let allowed = cairn_guest::variable("allowed_origins").unwrap_or_default();
+        if !allowed.split(',').map(str::trim).any(|a| !a.is_empty() && a == origin) {
+            audit_refusal(bucket, None, json!({"reason": "origin", "origin": origin}));
+            return respond::error(403, "forbidden_origin", "requests from this Origin are not allowed");
+        }
+    }
+    // 2. Size, before parsing.
+    let limit = setting("max_body_bytes", 1 << 20) as usize;
+    if req.body().len() > limit {
+        return respond::error(413, "body_too_large", &format!("the request body exceeds {limit} bytes"));
+    }
+    // 3. Token.
+    let cfg = match Config::load() {
+        Ok(c) => c,
+        Err(e) => return respond::error(500, "misconfigured", &e),
+    };
+    let now_s = cairn_guest::notes::now_us() / 1_000_000;
+    let principal = match cfg.authenticate(&req, bucket, now_s) {
+        Ok(p) => p,
+        Err(e) => {
+            audit_refusal(bucket, None, json!({"reason": "token", "detail": e.to_string()}));
+            return cfg.unauthorized(&e);
+        }
+    };
+    // 4. JSON and batch shape.
+    let parsed: Value = match serde_json::from_slice(req.body()) {
+        Ok(v) => v,
+        Err(e) => return rpc_error_response(400, mcp::error(Value::Null, mcp::PARSE_ERROR, &format!("parse error: {e}"))),
+    };
+    let (messages, batch) = match parsed {
+        Value::Array(items) if items.is_empty() || items.len() > mcp::MAX_BATCH => {
+            return rpc_error_response(
+                400,
+                mcp::error(Value::Null, mcp::INVALID_REQUEST, &format!("a batch holds 1 to {} messages; this one has {}: nothing was run", mcp::MAX_BATCH, items.len())),
+            );
+        }
+        Value::Array(items) => (items, true),
+        v @ Value::Object(_) => (vec![v], false),
+        _ => return rpc_error_response(400, mcp::error(Value::Null, mcp::INVALID_REQUEST, "a request is a JSON-RPC object or an array of them")),
+    };
+    if let Err(r) = mcp::check_headers(&req, &messages) {
+        return rpc_error_response(400, r);
+    }
+    // 5. Rate limit, per token, per message.
+    if let Some(b) = bucket {
+        let per_minute = setting("rate_limit_per_minute", 60) as i64;
+        let token_id = token_id(respond::bearer(&req).unwrap_or(""));
+        let minute = now_s / 60;
+        let key = format!("ratelimit/{token_id}/{minute}");
+        match b.increment(&key, messages.len() as i64) {
+            Ok(count) if count > per_minute => {
+                audit_refusal(bucket, Some(&principal.tenant), json!({"reason": "rate", "sub": principal.subject}));
+                let mut r = respond::error(429, "rate_limited", &format!("at most {per_minute} messages a minute per token"));
+                r.set_header("retry-after", (60 - now_s % 60).max(1).to_string());
+                return r;
+            }
+            Ok(count) if count == messages.len() as i64 => {
+                let _ = b.delete(&format!("ratelimit/{token_id}/{}", minute.saturating_sub(1)));
+            }
+            _ => {}
+        }
+    }
+    // 6. Scopes of every tool this request calls, before anything runs.
+    for m in &messages {
+        if let Some(scope) = mcp::needed_scope(m) {
+            if !principal.has_scope(scope) {
+                audit_refusal(bucket, Some(&principal.tenant), json!({"reason": "scope", "sub": principal.subject, "scope": scope}));
+                return cfg.insufficient_scope(scope);
+            }
+        }
+    }
+    // 7. Run, in order.
+    let mut replies = Vec::new();
+    for m in messages {
+        if let Some(reply) = mcp::handle_message(m, &principal).await {
+            replies.push(reply);
+        }
+    }
+    if replies.is_empty() {
+        return Response::builder().status(202).body(Vec::<u8>::new()).build();
+    }
+    let body = if batch { Value::Array(replies) } else { replies.pop().unwrap_or(Value::Null) };
+    respond::json(200, &body)
+}
+
+fn rpc_error_response(status: u16, body: Value) -> Response {
+    respond::json(status, &body)
+}
+
+/// A name for a token that does not keep the token.
+fn token_id(token: &str) -> String {
+    cairn_guest::auth::hex(&cairn_auth::identity::hmac_sha256(b"cairn-rate-limit", token.as_bytes())[..16])
+}

@@ -1,0 +1,210 @@
+//! JSON-RPC and MCP: one message in, at most one reply out.
+
+use cairn_auth::Principal;
+use serde_json::{Value, json};
+use spin_sdk::http::{Method, Request, Response};
+
+/// Invalid JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// Not a valid JSON-RPC request, or a batch of the wrong size.
+pub const INVALID_REQUEST: i64 = -32600;
+/// Unknown method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Bad params or unknown tool.
+pub const INVALID_PARAMS: i64 = -32602;
+/// A tool component failed (not a refusal: those are results).
+pub const INTERNAL_ERROR: i64 = -32603;
+/// Most messages in one batch.
+pub const MAX_BATCH: usize = 10;
+/// Protocol revisions spoken here, newest first.
+pub const VERSIONS: [&str; 4] = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
+/// The newest revision that uses the `initialize` handshake.
+const LATEST_HANDSHAKE: &str = "2025-11-25";
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// The component serving each tool: the one dispatch table.
+fn component_of(tool: &str) -> Option<&'static str> {
+    Some(match tool {
+        "list_notes" => "list-notes",
+        "list_note_tabs" => "list-note-tabs",
+        "read_note_tab" => "read-note-tab",
+        "read_sheet_range" => "read-sheet-range",
+        "list_note_attachments" => "list-note-attachments",
+        "edit_note_tab" => "edit-note-tab",
+        "create_note_tab" => "create-note-tab",
+        "add_note_source" => "add-note-source",
+        _ => return None,
+    })
+}
+
+/// The OAuth scope each tool needs.
+const SCOPES: &[(&str, &str)] = &[
+    ("list_notes", cairn_auth::scopes::READ),
+    ("list_note_tabs", cairn_auth::scopes::READ),
+    ("read_note_tab", cairn_auth::scopes::READ),
+    ("read_sheet_range", cairn_auth::scopes::READ),
+    ("list_note_attachments", cairn_auth::scopes::READ),
+    ("edit_note_tab", cairn_auth::scopes::WRITE),
+    ("create_note_tab", cairn_auth::scopes::WRITE),
+    ("add_note_source", cairn_auth::scopes::WRITE),
+];
+
+fn scope_of(tool: &str) -> Option<&'static str> {
+    SCOPES.iter().find(|(t, _)| *t == tool).map(|(_, s)| *s)
+}
+
+/// A JSON-RPC error object.
+pub fn error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+fn result(id: Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// The scope a message needs before anything runs (`tools/call` of a known tool).
+pub fn needed_scope(m: &Value) -> Option<&'static str> {
+    if m.get("method")?.as_str()? != "tools/call" {
+        return None;
+    }
+    scope_of(m.get("params")?.get("name")?.as_str()?)
+}
+
+/// The 2026-07-28 headers, when present, must agree with the body.
+pub fn check_headers(req: &Request, messages: &[Value]) -> Result<(), Value> {
+    if let Some(v) = req.header("mcp-protocol-version").and_then(|v| v.as_str()) {
+        if !VERSIONS.contains(&v) {
+            return Err(error(Value::Null, INVALID_REQUEST, &format!("unsupported MCP-Protocol-Version {v}; supported: {}", VERSIONS.join(", "))));
+        }
+    }
+    if let [single] = messages {
+        if let Some(m) = req.header("mcp-method").and_then(|v| v.as_str()) {
+            if single.get("method").and_then(Value::as_str) != Some(m) {
+                return Err(error(single.get("id").cloned().unwrap_or(Value::Null), INVALID_REQUEST, "the Mcp-Method header does not match the body's method"));
+            }
+        }
+        if let Some(n) = req.header("mcp-name").and_then(|v| v.as_str()) {
+            if single.pointer("/params/name").and_then(Value::as_str) != Some(n) {
+                return Err(error(single.get("id").cloned().unwrap_or(Value::Null), INVALID_REQUEST, "the Mcp-Name header does not match params.name"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn valid_id(id: &Value) -> bool {
+    matches!(id, Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some()
+}
+
+fn capabilities() -> Value {
+    json!({"tools": {"listChanged": false}})
+}
+
+const INSTRUCTIONS: &str = "Cairn holds notes that people and agents edit together. Read before you write; every write \
+carries the version you read and an idempotency key. On a conflict, read again and redo your change on what is there now.";
+
+fn server_info() -> Value {
+    json!({"name": "cairn", "title": "Cairn", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// Handle one message; `None` for notifications and client responses.
+pub async fn handle_message(m: Value, who: &Principal) -> Option<Value> {
+    let Value::Object(obj) = &m else {
+        return Some(error(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object"));
+    };
+    let id = obj.get("id").cloned();
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        // A response from the client (result/error): nothing to answer.
+        if id.is_some() && (obj.contains_key("result") || obj.contains_key("error")) {
+            return None;
+        }
+        return Some(error(id.unwrap_or(Value::Null), INVALID_REQUEST, "missing method"));
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some(error(id.unwrap_or(Value::Null), INVALID_REQUEST, "jsonrpc must be \"2.0\""));
+    }
+    let Some(id) = id else {
+        return None; // a notification
+    };
+    if !valid_id(&id) {
+        return Some(error(Value::Null, INVALID_REQUEST, "id must be a string or an integer"));
+    }
+    let params = obj.get("params").cloned().unwrap_or(json!({}));
+    if !params.is_object() {
+        return Some(error(id, INVALID_PARAMS, "params must be an object"));
+    }
+    // 2026-07-28: the revision rides in every request's _meta.
+    let stateless = match params.pointer(&format!("/_meta/{}", META_VERSION.replace('/', "~1"))).and_then(Value::as_str) {
+        Some(v) if VERSIONS.contains(&v) => v == "2026-07-28",
+        Some(v) => return Some(error(id, INVALID_PARAMS, &format!("unsupported protocol version {v}; supported: {}", VERSIONS.join(", ")))),
+        None => false,
+    };
+    let mut reply = match method {
+        "initialize" => {
+            let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or(LATEST_HANDSHAKE);
+            let version = if VERSIONS[1..].contains(&asked) { asked } else { LATEST_HANDSHAKE };
+            Ok(json!({"protocolVersion": version, "capabilities": capabilities(), "serverInfo": server_info(), "instructions": INSTRUCTIONS}))
+        }
+        "server/discover" => Ok(json!({
+            "supportedVersions": VERSIONS,
+            "capabilities": capabilities(),
+            "serverInfo": server_info(),
+            "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
+            "instructions": INSTRUCTIONS,
+        })),
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({"tools": list_tools()})),
+        "tools/call" => call_tool(&params, who).await,
+        other => Err((METHOD_NOT_FOUND, format!("unknown method {other}"))),
+    };
+    if stateless {
+        if let Ok(Value::Object(r)) = &mut reply {
+            r.insert("resultType".into(), json!("complete"));
+        }
+    }
+    Some(match reply {
+        Ok(r) => result(id, r),
+        Err((code, msg)) => error(id, code, &msg),
+    })
+}
+
+/// `tools/list`: the core's published tools with their OAuth requirements.
+pub fn list_tools() -> Vec<Value> {
+    cairn_notes::tools()
+        .into_iter()
+        .map(|spec| {
+            let scope = scope_of(spec.name).unwrap_or(cairn_auth::scopes::WRITE);
+            let mut v = serde_json::to_value(&spec).unwrap_or(Value::Null);
+            v["securitySchemes"] = json!([{"type": "oauth2", "scopes": [scope]}]);
+            v
+        })
+        .collect()
+}
+
+async fn call_tool(params: &Value, who: &Principal) -> Result<Value, (i64, String)> {
+    let name = params.get("name").and_then(Value::as_str).ok_or((INVALID_PARAMS, "params.name must be a tool name".to_string()))?;
+    let component = component_of(name).ok_or((INVALID_PARAMS, format!("unknown tool {name}")))?;
+    let mut args = params.get("arguments").cloned().unwrap_or(json!({}));
+    if !args.is_object() {
+        return Err((INVALID_PARAMS, "params.arguments must be an object".into()));
+    }
+    if let Some(a) = args.as_object_mut() {
+        a.remove("_meta");
+    }
+    let url = cairn_guest::variable(&format!("tool_url_{name}")).unwrap_or_else(|| format!("http://{component}.spin.internal/"));
+    let secret = cairn_guest::variable("identity_secret").ok_or((INTERNAL_ERROR, "the identity_secret variable is not set".to_string()))?;
+    let req = Request::builder()
+        .method(Method::Post)
+        .uri(url)
+        .header("content-type", "application/json")
+        .header(cairn_auth::identity::HEADER, cairn_auth::identity::sign(who, &secret))
+        .body(args.to_string())
+        .build();
+    let resp: Response = spin_sdk::http::send(req).await.map_err(|e| (INTERNAL_ERROR, format!("tool {name} is unreachable: {e}")))?;
+    let body: Value = serde_json::from_slice(resp.body()).unwrap_or(Value::Null);
+    if *resp.status() != 200 {
+        let msg = body.get("message").and_then(Value::as_str).unwrap_or("the tool failed");
+        return Err((INTERNAL_ERROR, format!("tool {name} failed: {msg}")));
+    }
+    Ok(body)
+}

@@ -1,0 +1,79 @@
+//! `cairn-auth`: who is calling, proven twice.
+//!
+//! - [`jwt`]: the OAuth 2.1 resource server check of a bearer JWT: signature
+//!   against configured keys (a JWKS), the algorithm pinned by the key, `iss`,
+//!   `aud`, `exp`/`nbf`; the claims become a [`Principal`].
+//! - [`identity`]: the principal as the router hands it to a tool component,
+//!   signed with HMAC-SHA256 under a secret only components know, so nobody
+//!   outside can forge it (the token itself never travels to tools).
+//! - [`mint`]: Ed25519 keys and tokens for local use (`cairn token`, tests).
+//! - [`scopes`]: the scope names.
+//!
+//! Pure Rust, no wasm dependencies: the router and REST components and the
+//! host all use this one crate.
+
+pub mod identity;
+pub mod jwt;
+pub mod mint;
+
+use serde::{Deserialize, Serialize};
+
+/// Scope names.
+pub mod scopes {
+    /// Read notes and tabs.
+    pub const READ: &str = "notes:read";
+    /// Write notes and tabs, claim.
+    pub const WRITE: &str = "notes:write";
+    /// Delete notes and tabs (REST only).
+    pub const DELETE: &str = "notes:delete";
+    /// Read the audit log (REST only).
+    pub const AUDIT: &str = "audit:read";
+    /// Every scope, as advertised in the protected-resource metadata.
+    pub const ALL: [&str; 4] = [READ, WRITE, DELETE, AUDIT];
+}
+
+/// An AI agent or a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// An AI agent (the default when a token does not say).
+    Agent,
+    /// A person.
+    Human,
+}
+
+/// Role in the tenant. Roles are never granted by scopes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// May administer the tenant (e.g. force-release claims). Only people.
+    Admin,
+    /// Everyone else (the default).
+    Member,
+}
+
+/// The verified caller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Principal {
+    /// Tenant id.
+    pub tenant: String,
+    /// Subject (`sub`).
+    pub subject: String,
+    /// Display name (`name`, else the subject).
+    pub name: String,
+    /// Agent or human.
+    pub actor: Actor,
+    /// Admin or member.
+    pub role: Role,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// Expiry of the token it came from (seconds since the epoch).
+    pub exp: u64,
+}
+
+impl Principal {
+    /// Whether the principal holds `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+}

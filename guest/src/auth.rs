@@ -1,0 +1,132 @@
+//! Bearer-token authentication for the public components (router, REST):
+//! configuration from variables, a verified-token cache in the store, the
+//! RFC 6750 / RFC 9728 challenge, and the audit record of a refusal.
+
+use crate::kv::Bucket;
+use crate::respond;
+use cairn_auth::Principal;
+use cairn_auth::jwt::{AuthError, Verifier};
+use sha2::{Digest, Sha256};
+use spin_sdk::http::{Request, Response};
+
+/// Verifier and the URLs it advertises.
+pub struct Config {
+    /// The configured verifier.
+    pub verifier: Verifier,
+    /// The protected resource (the `aud` tokens must carry).
+    pub resource: String,
+    /// The authorization server to advertise.
+    pub authorization_server: String,
+    cache_salt: String,
+}
+
+impl Config {
+    /// Read `jwks`, `issuer`, `audience` and `authorization_server`.
+    pub fn load() -> Result<Self, String> {
+        let jwks = crate::variable("jwks").ok_or("the jwks variable is not set")?;
+        let issuer = crate::variable("issuer").ok_or("the issuer variable is not set")?;
+        let resource = crate::variable("audience").ok_or("the audience variable is not set")?;
+        let verifier = Verifier::from_jwks(&jwks, &issuer, &resource)?;
+        let authorization_server = crate::variable("authorization_server").unwrap_or_else(|| issuer.clone());
+        let cache_salt = hex(&Sha256::digest(format!("{jwks}\n{issuer}\n{resource}").as_bytes())[..8]);
+        Ok(Self { verifier, resource, authorization_server, cache_salt })
+    }
+
+    /// Where the protected-resource metadata lives (RFC 9728).
+    pub fn metadata_url(&self) -> String {
+        let origin = origin(&self.resource);
+        let path = self.resource.strip_prefix(&origin).unwrap_or("").trim_end_matches('/');
+        format!("{origin}/.well-known/oauth-protected-resource{path}")
+    }
+
+    /// The RFC 9728 metadata document.
+    pub fn metadata(&self) -> serde_json::Value {
+        serde_json::json!({
+            "resource": self.resource,
+            "authorization_servers": [self.authorization_server],
+            "scopes_supported": cairn_auth::scopes::ALL,
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Cairn",
+        })
+    }
+
+    /// Verify the request's bearer token, through the store's cache of
+    /// tokens already verified (keyed by a hash of token and configuration,
+    /// valid until the token's `exp`).
+    pub fn authenticate(&self, req: &Request, bucket: Option<&Bucket>, now_s: u64) -> Result<Principal, AuthError> {
+        let token = respond::bearer(req).ok_or(AuthError::Missing)?;
+        let key = format!("auth/verified/{}/{}", self.cache_salt, hex(&Sha256::digest(token.as_bytes())[..16]));
+        if let Some(b) = bucket {
+            if let Ok(Some(bytes)) = b.get(&key) {
+                if let Ok(p) = serde_json::from_slice::<Principal>(&bytes) {
+                    if p.exp > now_s {
+                        return Ok(p);
+                    }
+                    let _ = b.delete(&key);
+                }
+            }
+        }
+        let p = self.verifier.verify(token)?;
+        if let Some(b) = bucket {
+            let _ = b.set(&key, &serde_json::to_vec(&p).unwrap_or_default());
+        }
+        Ok(p)
+    }
+
+    /// 401 with the challenge naming the metadata.
+    pub fn unauthorized(&self, err: &AuthError) -> Response {
+        let challenge = match err {
+            AuthError::Missing => format!("Bearer resource_metadata=\"{}\"", self.metadata_url()),
+            e => format!(
+                "Bearer resource_metadata=\"{}\", error=\"invalid_token\", error_description=\"{}\"",
+                self.metadata_url(),
+                e.to_string().replace('"', "'")
+            ),
+        };
+        let mut r = respond::error(401, "unauthorized", &err.to_string());
+        r.set_header("www-authenticate", challenge);
+        r
+    }
+
+    /// 403 naming the missing scope.
+    pub fn insufficient_scope(&self, scope: &str) -> Response {
+        let mut r = respond::error(403, "insufficient_scope", &format!("this call needs the {scope} scope"));
+        r.set_header(
+            "www-authenticate",
+            format!(
+                "Bearer resource_metadata=\"{}\", error=\"insufficient_scope\", scope=\"{scope}\", error_description=\"the token lacks {scope}\"",
+                self.metadata_url()
+            ),
+        );
+        r
+    }
+}
+
+/// `scheme://host[:port]` of a URL.
+pub fn origin(url: &str) -> String {
+    match url.find("://") {
+        Some(i) => match url[i + 3..].find('/') {
+            Some(j) => url[..i + 3 + j].to_string(),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Record a refused call: under the tenant when known, else under `sys/`.
+pub fn audit_refusal(bucket: Option<&Bucket>, tenant: Option<&str>, record: serde_json::Value) {
+    let Some(b) = bucket else { return };
+    let now = crate::notes::now_us();
+    let key = match tenant {
+        Some(t) => format!("t/{t}/audit/refused/{now:020}-{:08x}", crate::random_u64() as u32),
+        None => format!("sys/audit/refused/{now:020}-{:08x}", crate::random_u64() as u32),
+    };
+    let mut record = record;
+    record["at_us"] = serde_json::json!(now);
+    let _ = b.set(&key, record.to_string().as_bytes());
+}

@@ -1,0 +1,109 @@
+//! Local credentials for one-machine use: the Ed25519 signing key and the
+//! identity secret `cairn up` keeps in its state dir, and the variable
+//! defaults they fill when the manifest leaves `jwks`, `issuer`, `audience`
+//! or `identity_secret` empty.
+
+use anyhow::{Context, Result};
+use cairn_auth::mint::{LocalKey, TokenSpec};
+use cairn_auth::{Actor, Role};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// The issuer of locally minted tokens.
+pub const LOCAL_ISSUER: &str = "cairn-local";
+
+fn random_bytes<const N: usize>() -> Result<[u8; N]> {
+    let mut buf = [0u8; N];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// The state dir's signing key, created on first use.
+pub fn signing_key(state_dir: &Path) -> Result<LocalKey> {
+    std::fs::create_dir_all(state_dir)?;
+    let path = state_dir.join("signing-key");
+    if !path.exists() {
+        write_private(&path, &hex(&random_bytes::<32>()?))?;
+    }
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes: Vec<u8> = (0..text.trim().len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text.trim()[i..i + 2], 16))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{} is not a hex Ed25519 seed", path.display()))?;
+    let seed: [u8; 32] = bytes.try_into().map_err(|_| anyhow::anyhow!("{} must hold 32 bytes", path.display()))?;
+    Ok(LocalKey::from_seed(seed))
+}
+
+/// The state dir's identity secret, created on first use.
+pub fn identity_secret(state_dir: &Path) -> Result<String> {
+    let path = state_dir.join("identity-secret");
+    if !path.exists() {
+        write_private(&path, &hex(&random_bytes::<32>()?))?;
+    }
+    Ok(std::fs::read_to_string(path)?.trim().to_string())
+}
+
+/// The default audience for a listener.
+pub fn audience(addr: SocketAddr) -> String {
+    format!("http://{addr}/mcp")
+}
+
+/// Fill empty auth variables with local defaults. Returns the local key
+/// when tokens are to be verified with it.
+pub fn fill_defaults(vars: &mut BTreeMap<String, String>, state_dir: &Path, addr: SocketAddr) -> Result<Option<LocalKey>> {
+    let mut local = None;
+    if vars.get("jwks").is_some_and(String::is_empty) {
+        let key = signing_key(state_dir)?;
+        vars.insert("jwks".into(), key.jwks());
+        local = Some(key);
+    }
+    if vars.get("issuer").is_some_and(String::is_empty) {
+        vars.insert("issuer".into(), LOCAL_ISSUER.into());
+    }
+    if vars.get("audience").is_some_and(String::is_empty) {
+        vars.insert("audience".into(), audience(addr));
+    }
+    if vars.get("identity_secret").is_some_and(String::is_empty) {
+        vars.insert("identity_secret".into(), identity_secret(state_dir)?);
+    }
+    Ok(local)
+}
+
+/// Seconds since the epoch.
+pub fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// A token for an agent of tenant `local`, valid a day.
+pub fn starter_token(key: &LocalKey, issuer: &str, audience: &str) -> String {
+    key.sign(
+        &TokenSpec {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            tenant: "local".into(),
+            subject: "local-agent".into(),
+            name: Some("Local agent".into()),
+            actor: Actor::Agent,
+            role: Role::Member,
+            scope: "notes:read notes:write".into(),
+            now: now(),
+            ttl: 86_400,
+        }
+        .claims(),
+    )
+}
