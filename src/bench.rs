@@ -123,6 +123,7 @@ pub async fn host(manifest: PathBuf, seconds: u64, concurrency: Vec<usize>) -> R
     let opts = server::Options {
         manifest,
         listen: "127.0.0.1:0".parse()?,
+        cache_dir: state.join("cache"),
         state_dir: state.clone(),
         store: StoreKind::Memory,
         fsync: false,

@@ -28,6 +28,9 @@ enum Command {
         /// Directory for the store and the compiled-component cache.
         #[arg(long, default_value = ".cairn")]
         state_dir: PathBuf,
+        /// Where compiled components are cached (default: <state-dir>/cache).
+        #[arg(long)]
+        cache_dir: Option<PathBuf>,
         /// Run `cairn build` first.
         #[arg(long)]
         build: bool,
@@ -144,6 +147,7 @@ fn main() -> Result<()> {
             manifest,
             listen,
             state_dir,
+            cache_dir,
             build,
             store,
             fsync,
@@ -160,7 +164,8 @@ fn main() -> Result<()> {
                 max_memory: max_memory_mb << 20,
                 max_instances,
             };
-            let opts = server::Options { manifest, listen, state_dir, store, fsync, limits };
+            let cache_dir = cache_dir.unwrap_or_else(|| state_dir.join("cache"));
+            let opts = server::Options { manifest, listen, state_dir, cache_dir, store, fsync, limits };
             tokio::runtime::Runtime::new()?.block_on(server::run_until_signal(opts))
         }
         Command::Token { tenant, sub, name, actor, role, scope, ttl, audience, issuer, state_dir } => {

@@ -39,8 +39,10 @@ pub struct Options {
     pub manifest: PathBuf,
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// Directory for the store and the compile cache.
+    /// Directory for the store and local credentials.
     pub state_dir: PathBuf,
+    /// Directory of the compiled-component cache.
+    pub cache_dir: PathBuf,
     /// Backend of the `default` store.
     pub store: StoreKind,
     /// `synchronous = FULL` for SQLite.
@@ -102,7 +104,7 @@ pub async fn start(opts: Options) -> Result<Running> {
             engine.increment_epoch();
         })?;
     }
-    let components = runtime::load_all(&engine, &manifest, &app_vars, &opts.state_dir.join("cache"))?;
+    let components = runtime::load_all(&engine, &manifest, &app_vars, &opts.cache_dir)?;
     let app = Arc::new(App {
         engine,
         manifest,

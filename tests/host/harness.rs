@@ -51,13 +51,15 @@ pub struct Cairn {
 pub struct Start<'a> {
     pub manifest: PathBuf,
     pub state_dir: Option<PathBuf>,
+    /// Compile cache; by default one shared by every test run.
+    pub cache_dir: Option<PathBuf>,
     pub args: Vec<&'a str>,
     pub env: Vec<(&'a str, &'a str)>,
 }
 
 impl Default for Start<'_> {
     fn default() -> Self {
-        Self { manifest: root().join("spin.toml"), state_dir: None, args: vec![], env: vec![] }
+        Self { manifest: root().join("spin.toml"), state_dir: None, cache_dir: None, args: vec![], env: vec![] }
     }
 }
 
@@ -83,6 +85,8 @@ impl Cairn {
             .arg(addr.to_string())
             .arg("--state-dir")
             .arg(&state_dir)
+            .arg("--cache-dir")
+            .arg(opts.cache_dir.clone().unwrap_or_else(|| root().join("target/test-cache")))
             .args(&opts.args)
             .env("NO_COLOR", "1")
             .env_remove("RUST_BACKTRACE")

@@ -4,14 +4,21 @@
 //! The components must be built first (`cargo run --release -- build`, and
 //! `-f tests/fixtures/spin.toml` for the fixture); `scripts/test.sh` does both.
 
+mod app;
 mod harness;
 
 mod cache;
 mod compat;
+mod concurrency;
 mod kv_probe;
 mod limits;
 mod manifest;
+mod mcp_protocol;
+mod notes_e2e;
+mod oauth;
 mod outbound;
 mod routing;
 mod shutdown;
+mod tenants;
 mod variables;
+mod wire;
