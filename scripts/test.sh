@@ -9,6 +9,13 @@ if command -v rustup >/dev/null 2>&1; then
   rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 fi
 
+# The official MCP clients the interop tests drive (pinned in interop/).
+if [ ! -x target/interop-venv/bin/python ]; then
+  python3 -m venv target/interop-venv
+fi
+target/interop-venv/bin/pip install --quiet --disable-pip-version-check -r interop/requirements.txt
+(cd interop && npm ci --no-audit --no-fund --loglevel=error)
+
 # One profile and one target dir for everything: wasmtime is built once.
 cargo build --release --locked --bin cairn
 ./target/release/cairn build

@@ -8,17 +8,20 @@
 use crate::bindings::fermyon::spin::key_value as spin_kv;
 use crate::bindings::wasi::keyvalue::{atomics, batch, store};
 use crate::runtime::Ctx;
-use cairn_kv::{Observed, Swap};
+use cairn_kv::{Observed, Store, Swap};
+use std::sync::Arc;
 use wasmtime::component::Resource;
 
-/// An open bucket: the label, checked at open.
+/// An open bucket: its label and the store behind it, checked at open.
 pub struct Bucket {
     label: String,
+    store: Arc<dyn Store>,
 }
 
 /// A CAS handle: the key and what was observed.
 pub struct CasHandle {
     label: String,
+    store: Arc<dyn Store>,
     key: String,
     value: Option<Vec<u8>>,
     observed: Observed,
@@ -33,46 +36,44 @@ fn table_err(e: wasmtime::component::ResourceTableError) -> wasmtime::Error {
 }
 
 impl Ctx {
-    fn check_label(&self, label: &str) -> Result<(), store::Error> {
+    fn check_label(&self, label: &str) -> Result<Arc<dyn Store>, store::Error> {
         if !self.component.key_value_stores.iter().any(|l| l == label) {
             return Err(store::Error::AccessDenied);
         }
-        if !self.app.store_labels.iter().any(|l| l == label) {
-            return Err(store::Error::NoSuchStore);
-        }
-        Ok(())
+        self.app.stores.get(label).cloned().ok_or(store::Error::NoSuchStore)
     }
 
-    fn label(&self, b: &Resource<Bucket>) -> wasmtime::Result<String> {
-        Ok(self.table.get(b).map_err(table_err)?.label.clone())
+    fn label(&self, b: &Resource<Bucket>) -> wasmtime::Result<(String, Arc<dyn Store>)> {
+        let b = self.table.get(b).map_err(table_err)?;
+        Ok((b.label.clone(), b.store.clone()))
     }
 }
 
 impl store::Host for Ctx {
     fn open(&mut self, identifier: String) -> wasmtime::Result<Result<Resource<Bucket>, store::Error>> {
-        if let Err(e) = self.check_label(&identifier) {
-            return Ok(Err(e));
+        match self.check_label(&identifier) {
+            Ok(store) => Ok(Ok(self.table.push(Bucket { label: identifier, store }).map_err(table_err)?)),
+            Err(e) => Ok(Err(e)),
         }
-        Ok(Ok(self.table.push(Bucket { label: identifier }).map_err(table_err)?))
     }
 }
 
 impl store::HostBucket for Ctx {
     fn get(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, store::Error>> {
-        let label = self.label(&b)?;
-        Ok(self.app.store.get(&label, &key).map_err(other))
+        let (label, store) = self.label(&b)?;
+        Ok(store.get(&label, &key).map_err(other))
     }
     fn set(&mut self, b: Resource<Bucket>, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), store::Error>> {
-        let label = self.label(&b)?;
-        Ok(self.app.store.set(&label, &key, &value).map_err(other))
+        let (label, store) = self.label(&b)?;
+        Ok(store.set(&label, &key, &value).map_err(other))
     }
     fn delete(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<(), store::Error>> {
-        let label = self.label(&b)?;
-        Ok(self.app.store.delete(&label, &key).map_err(other))
+        let (label, store) = self.label(&b)?;
+        Ok(store.delete(&label, &key).map_err(other))
     }
     fn exists(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<bool, store::Error>> {
-        let label = self.label(&b)?;
-        Ok(self.app.store.exists(&label, &key).map_err(other))
+        let (label, store) = self.label(&b)?;
+        Ok(store.exists(&label, &key).map_err(other))
     }
     fn list_keys(
         &mut self,
@@ -80,8 +81,8 @@ impl store::HostBucket for Ctx {
         cursor: Option<String>,
     ) -> wasmtime::Result<Result<store::KeyResponse, store::Error>> {
         const PAGE: usize = 1000;
-        let label = self.label(&b)?;
-        Ok(self.app.store.list_keys(&label, cursor.as_deref(), PAGE).map_err(other).map(|keys| {
+        let (label, store) = self.label(&b)?;
+        Ok(store.list_keys(&label, cursor.as_deref(), PAGE).map_err(other).map(|keys| {
             let cursor = (keys.len() == PAGE).then(|| keys.last().cloned()).flatten();
             store::KeyResponse { keys, cursor }
         }))
@@ -94,8 +95,8 @@ impl store::HostBucket for Ctx {
 
 impl atomics::Host for Ctx {
     fn increment(&mut self, b: Resource<Bucket>, key: String, delta: i64) -> wasmtime::Result<Result<i64, store::Error>> {
-        let label = self.label(&b)?;
-        Ok(self.app.store.increment(&label, &key, delta).map_err(other))
+        let (label, store) = self.label(&b)?;
+        Ok(store.increment(&label, &key, delta).map_err(other))
     }
 
     fn swap(
@@ -104,7 +105,7 @@ impl atomics::Host for Ctx {
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), atomics::CasError>> {
         let handle = self.table.delete(cas).map_err(table_err)?;
-        match self.app.store.swap(&handle.label, &handle.key, handle.observed, &value) {
+        match handle.store.swap(&handle.label, &handle.key, handle.observed, &value) {
             Ok(Swap::Done) => Ok(Ok(())),
             Ok(Swap::Failed(fresh)) => {
                 let fresh = CasHandle { value: fresh.value, observed: fresh.observed, ..handle };
@@ -118,10 +119,10 @@ impl atomics::Host for Ctx {
 
 impl atomics::HostCas for Ctx {
     fn new(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Resource<CasHandle>, store::Error>> {
-        let label = self.label(&b)?;
-        match self.app.store.read(&label, &key) {
+        let (label, store) = self.label(&b)?;
+        match store.read(&label, &key) {
             Ok(read) => {
-                let h = CasHandle { label, key, value: read.value, observed: read.observed };
+                let h = CasHandle { label, store, key, value: read.value, observed: read.observed };
                 Ok(Ok(self.table.push(h).map_err(table_err)?))
             }
             Err(e) => Ok(Err(other(e))),
@@ -142,10 +143,10 @@ impl batch::Host for Ctx {
         b: Resource<Bucket>,
         keys: Vec<String>,
     ) -> wasmtime::Result<Result<Vec<(String, Option<Vec<u8>>)>, store::Error>> {
-        let label = self.label(&b)?;
+        let (label, store) = self.label(&b)?;
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {
-            match self.app.store.get(&label, &key) {
+            match store.get(&label, &key) {
                 Ok(v) => out.push((key, v)),
                 Err(e) => return Ok(Err(other(e))),
             }
@@ -157,14 +158,14 @@ impl batch::Host for Ctx {
         b: Resource<Bucket>,
         pairs: Vec<(String, Vec<u8>)>,
     ) -> wasmtime::Result<Result<(), store::Error>> {
-        let label = self.label(&b)?;
+        let (label, store) = self.label(&b)?;
         let refs: Vec<(&str, &[u8])> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
-        Ok(self.app.store.set_many(&label, &refs).map_err(other))
+        Ok(store.set_many(&label, &refs).map_err(other))
     }
     fn delete_many(&mut self, b: Resource<Bucket>, keys: Vec<String>) -> wasmtime::Result<Result<(), store::Error>> {
-        let label = self.label(&b)?;
+        let (label, store) = self.label(&b)?;
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        Ok(self.app.store.delete_many(&label, &refs).map_err(other))
+        Ok(store.delete_many(&label, &refs).map_err(other))
     }
 }
 
@@ -195,10 +196,10 @@ impl spin_kv::HostStore for Ctx {
         Ok(store::HostBucket::exists(self, s, key)?.map_err(spin_err))
     }
     fn get_keys(&mut self, s: Resource<Bucket>) -> wasmtime::Result<Result<Vec<String>, spin_kv::Error>> {
-        let label = self.label(&s)?;
+        let (label, store) = self.label(&s)?;
         let mut all = Vec::new();
         loop {
-            match self.app.store.list_keys(&label, all.last().map(String::as_str), 1000) {
+            match store.list_keys(&label, all.last().map(String::as_str), 1000) {
                 Ok(page) if page.is_empty() => return Ok(Ok(all)),
                 Ok(page) => all.extend(page),
                 Err(e) => return Ok(Err(spin_kv::Error::Other(e.to_string()))),

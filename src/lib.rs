@@ -6,20 +6,24 @@
 //! - [`runtime`]: the engine, the precompile cache, one request's instance.
 //! - [`kv_host`]: host side of `wasi:keyvalue` and Spin's key-value/variables.
 //! - [`local`]: the local signing key and identity secret in the state dir.
+//! - [`native`]: the notes core in-process, the benchmarks' baseline.
 //! - [`outbound`]: plain-HTTP calls to allowed hosts outside the application.
 //! - [`server`]: the HTTP listener, routing, logs, graceful shutdown.
 //! - [`build`]: `cairn build`, the manifest's build commands.
 //! - [`compat`]: `cairn compat`, component imports against Spin's platform world.
 //! - [`bench`]: `cairn bench host`, the host against native hyper.
+//! - [`bench_notes`]: `cairn bench notes|router`, the tools against the core natively.
 //!
 //! Bindings for the WIT contract in `wit/` are generated here, once.
 
 pub mod bench;
+pub mod bench_notes;
 pub mod build;
 pub mod compat;
 pub mod kv_host;
 pub mod local;
 pub mod manifest;
+pub mod native;
 pub mod outbound;
 pub mod runtime;
 pub mod server;

@@ -129,6 +129,34 @@ enum Bench {
         #[arg(long, default_values_t = vec![1, 32])]
         concurrency: Vec<usize>,
     },
+    /// edit_note_tab through the whole stack against the core natively, and
+    /// per-write cost against tab size and store size.
+    Notes {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+        /// Seconds per measurement.
+        #[arg(long, default_value_t = 3)]
+        seconds: u64,
+        /// Concurrent clients (repeatable).
+        #[arg(long, default_values_t = vec![1, 32])]
+        concurrency: Vec<usize>,
+        /// Largest store size to measure (1,000 / 10,000 / 100,000 notes).
+        #[arg(long, default_value_t = 100_000)]
+        max_notes: usize,
+    },
+    /// read_note_tab through the router, against the tool alone and the core.
+    Router {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+        /// Seconds per measurement.
+        #[arg(long, default_value_t = 3)]
+        seconds: u64,
+        /// Concurrent clients (repeatable).
+        #[arg(long, default_values_t = vec![1, 32])]
+        concurrency: Vec<usize>,
+    },
 }
 
 fn init_logs() {
@@ -165,7 +193,7 @@ fn main() -> Result<()> {
                 max_instances,
             };
             let cache_dir = cache_dir.unwrap_or_else(|| state_dir.join("cache"));
-            let opts = server::Options { manifest, listen, state_dir, cache_dir, store, fsync, limits };
+            let opts = server::Options { manifest, listen, state_dir, cache_dir, store, fsync, limits, variables: Default::default() };
             tokio::runtime::Runtime::new()?.block_on(server::run_until_signal(opts))
         }
         Command::Token { tenant, sub, name, actor, role, scope, ttl, audience, issuer, state_dir } => {
@@ -205,11 +233,18 @@ fn main() -> Result<()> {
                 anyhow::bail!("{} incompatible import(s)", problems.len())
             }
         }
-        Command::Bench { which: Bench::Host { manifest, seconds, concurrency } } => {
+        Command::Bench { which } => {
             if std::env::var("CAIRN_LOG").is_ok() {
                 init_logs();
             }
-            tokio::runtime::Runtime::new()?.block_on(cairn::bench::host(manifest, seconds, concurrency))
+            let rt = tokio::runtime::Runtime::new()?;
+            match which {
+                Bench::Host { manifest, seconds, concurrency } => rt.block_on(cairn::bench::host(manifest, seconds, concurrency)),
+                Bench::Notes { manifest, seconds, concurrency, max_notes } => {
+                    rt.block_on(cairn::bench_notes::notes(manifest, seconds, concurrency, max_notes))
+                }
+                Bench::Router { manifest, seconds, concurrency } => rt.block_on(cairn::bench_notes::router(manifest, seconds, concurrency)),
+            }
         }
     }
 }

@@ -50,11 +50,11 @@ impl Default for Limits {
 /// A loaded component, ready to instantiate.
 pub struct Loaded {
     /// Its manifest entry.
-    pub spec: Spec,
+    pub spec: Arc<Spec>,
     /// Pre-linked instance template.
     pub pre: ProxyPre<Ctx>,
     /// Its variables, resolved at startup.
-    pub variables: BTreeMap<String, String>,
+    pub variables: Arc<BTreeMap<String, String>>,
 }
 
 /// Everything requests share.
@@ -65,10 +65,11 @@ pub struct App {
     pub manifest: Manifest,
     /// Components by id.
     pub components: BTreeMap<String, Arc<Loaded>>,
-    /// The key-value backend.
+    /// The durable key-value backend (the `default` label).
     pub store: Arc<dyn Store>,
-    /// Store labels the host serves.
-    pub store_labels: Vec<String>,
+    /// Every store by label: `default` (durable) and `cache` (in memory, for
+    /// what may be lost on restart: rate-limit counters, verified tokens).
+    pub stores: BTreeMap<String, Arc<dyn Store>>,
     /// Instance limits.
     pub limits: Limits,
 }
@@ -182,13 +183,13 @@ where
     let mut req = req;
     add_spin_headers(&mut req, &component.spec, &route);
     let ctx = Ctx {
-        wasi: WasiCtx::builder().build(),
+        wasi: WasiCtx::builder().inherit_stderr().build(),
         http: WasiHttpCtx::new(),
         table: ResourceTable::new(),
         limits: StoreLimitsBuilder::new().memory_size(app.limits.max_memory).trap_on_grow_failure(true).build(),
-        hooks: Hooks { app: Arc::downgrade(&app), caller: Arc::new(component.spec.clone()) },
-        component: Arc::new(component.spec.clone()),
-        variables: Arc::new(component.variables.clone()),
+        hooks: Hooks { app: Arc::downgrade(&app), caller: component.spec.clone() },
+        component: component.spec.clone(),
+        variables: component.variables.clone(),
         app: app.clone(),
     };
     let mut store = WasmStore::new(&app.engine, ctx);
@@ -348,7 +349,7 @@ pub fn load_all(
         let variables = crate::variables::resolve_component(spec, app_vars)?;
         let how = if compiled { "compiled" } else { "loaded from cache" };
         tracing::info!(component = %spec.id, ms = started.elapsed().as_millis() as u64, "component {how}");
-        out.insert(spec.id.clone(), Arc::new(Loaded { spec: spec.clone(), pre, variables }));
+        out.insert(spec.id.clone(), Arc::new(Loaded { spec: Arc::new(spec.clone()), pre, variables: Arc::new(variables) }));
     }
     Ok(out)
 }

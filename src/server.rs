@@ -16,6 +16,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,6 +50,9 @@ pub struct Options {
     pub fsync: bool,
     /// Instance limits.
     pub limits: Limits,
+    /// Application variables set by the caller, over the environment and
+    /// the manifest's defaults.
+    pub variables: BTreeMap<String, String>,
 }
 
 /// A running server.
@@ -91,6 +95,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
     let addr = listener.local_addr()?;
     let mut app_vars = crate::variables::resolve_app(&manifest)?;
+    app_vars.extend(opts.variables.clone());
     let local_key = crate::local::fill_defaults(&mut app_vars, &opts.state_dir, addr)?;
     let store: Arc<dyn Store> = match opts.store {
         StoreKind::Sqlite => Arc::new(cairn_kv::sqlite::SqliteStore::open(&opts.state_dir.join("kv.db"), opts.fsync)?),
@@ -109,8 +114,8 @@ pub async fn start(opts: Options) -> Result<Running> {
         engine,
         manifest,
         components,
+        stores: [("default".to_string(), store.clone()), ("cache".to_string(), Arc::new(cairn_kv::memory::MemoryStore::new()) as Arc<dyn Store>)].into(),
         store,
-        store_labels: vec!["default".to_string()],
         limits: opts.limits.clone(),
     });
     for c in &app.manifest.components {

@@ -102,6 +102,50 @@ impl Config {
     }
 }
 
+/// The host of a URL or a Host header, without port or brackets.
+fn host_of(s: &str) -> &str {
+    let s = s.split_once("://").map_or(s, |(_, rest)| rest);
+    let s = s.split('/').next().unwrap_or(s);
+    if let Some(rest) = s.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    s.rsplit_once(':').map_or(s, |(h, _)| h)
+}
+
+fn loopback(host: &str) -> bool {
+    matches!(host, "localhost" | "127.0.0.1" | "::1") || host.ends_with(".localhost")
+}
+
+/// Browser and DNS-rebinding checks, before any token is looked at.
+///
+/// - A request with an `Origin` passes if the origin is in the
+///   `allowed_origins` variable (comma-separated), or if both the origin and
+///   the request's `Host` are loopback (a page on this machine calling a
+///   server on this machine).
+/// - When the resource (`audience`) is on a loopback host, the `Host` header
+///   must be loopback too: a DNS-rebinding page reaches a local server under
+///   a foreign host name, and is refused.
+///
+/// Returns the reason for a refusal.
+pub fn check_origin(req: &Request) -> Result<(), String> {
+    // wasi:http hides `host` from guests; Spin (and Cairn) pass the full URL.
+    let full = req.header("spin-full-url").or_else(|| req.header("host")).and_then(|v| v.as_str()).unwrap_or("");
+    let host = host_of(full);
+    if let Some(resource) = crate::variable("audience") {
+        if loopback(host_of(&resource)) && !host.is_empty() && !loopback(host) {
+            return Err(format!("host {host} is not this local server"));
+        }
+    }
+    if let Some(origin) = req.header("origin").and_then(|v| v.as_str()) {
+        let allowed = crate::variable("allowed_origins").unwrap_or_default();
+        let listed = allowed.split(',').map(str::trim).any(|a| !a.is_empty() && a == origin);
+        if !listed && !(loopback(host_of(origin)) && loopback(host)) {
+            return Err(format!("origin {origin} is not allowed"));
+        }
+    }
+    Ok(())
+}
+
 /// `scheme://host[:port]` of a URL.
 pub fn origin(url: &str) -> String {
     match url.find("://") {

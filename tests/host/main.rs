@@ -6,6 +6,7 @@
 
 mod app;
 mod harness;
+mod interop;
 
 mod cache;
 mod compat;

@@ -24,19 +24,17 @@ use spin_sdk::http_component;
 #[http_component]
 fn handle(req: Request) -> Response {
     let bucket = Bucket::open("default").ok();
-    if let Some(origin) = req.header("origin").and_then(|v| v.as_str()) {
-        let allowed = cairn_guest::variable("allowed_origins").unwrap_or_default();
-        if !allowed.split(',').map(str::trim).any(|a| !a.is_empty() && a == origin) {
-            audit_refusal(bucket.as_ref(), None, json!({"reason": "origin", "origin": origin, "api": "rest"}));
-            return respond::error(403, "forbidden_origin", "requests from this Origin are not allowed");
-        }
+    if let Err(why) = cairn_guest::auth::check_origin(&req) {
+        audit_refusal(bucket.as_ref(), None, json!({"reason": "origin", "detail": why, "api": "rest"}));
+        return respond::error(403, "forbidden_origin", &why);
     }
     let cfg = match Config::load() {
         Ok(c) => c,
         Err(e) => return respond::error(500, "misconfigured", &e),
     };
     let now_s = cairn_guest::notes::now_us() / 1_000_000;
-    let principal = match cfg.authenticate(&req, bucket.as_ref(), now_s) {
+    let cache = Bucket::open("cache").ok();
+    let principal = match cfg.authenticate(&req, cache.as_ref().or(bucket.as_ref()), now_s) {
         Ok(p) => p,
         Err(e) => {
             audit_refusal(bucket.as_ref(), None, json!({"reason": "token", "detail": e.to_string(), "api": "rest"}));

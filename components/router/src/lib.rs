@@ -50,14 +50,16 @@ fn setting(name: &str, default: u64) -> u64 {
 async fn post_mcp(req: Request) -> Response {
     let bucket = Bucket::open("default").ok();
     let bucket = bucket.as_ref();
+    // Counters and verified tokens may be lost on restart: keep them in the
+    // `cache` store when the host has one, else in `default`.
+    let cache = Bucket::open("cache").ok();
+    let cache = cache.as_ref().or(bucket);
 
-    // 1. Origin: browsers only from the allow-list; cookies are never credentials.
-    if let Some(origin) = req.header("origin").and_then(|v| v.as_str()) {
-        let allowed = cairn_guest::variable("allowed_origins").unwrap_or_default();
-        if !allowed.split(',').map(str::trim).any(|a| !a.is_empty() && a == origin) {
-            audit_refusal(bucket, None, json!({"reason": "origin", "origin": origin}));
-            return respond::error(403, "forbidden_origin", "requests from this Origin are not allowed");
-        }
+    // 1. Origin and Host: browsers only from the allow-list, no DNS rebinding;
+    //    cookies are never credentials.
+    if let Err(why) = cairn_guest::auth::check_origin(&req) {
+        audit_refusal(bucket, None, json!({"reason": "origin", "detail": why}));
+        return respond::error(403, "forbidden_origin", &why);
     }
     // 2. Size, before parsing.
     let limit = setting("max_body_bytes", 1 << 20) as usize;
@@ -70,7 +72,7 @@ async fn post_mcp(req: Request) -> Response {
         Err(e) => return respond::error(500, "misconfigured", &e),
     };
     let now_s = cairn_guest::notes::now_us() / 1_000_000;
-    let principal = match cfg.authenticate(&req, bucket, now_s) {
+    let principal = match cfg.authenticate(&req, cache, now_s) {
         Ok(p) => p,
         Err(e) => {
             audit_refusal(bucket, None, json!({"reason": "token", "detail": e.to_string()}));
@@ -97,7 +99,7 @@ async fn post_mcp(req: Request) -> Response {
         return rpc_error_response(400, r);
     }
     // 5. Rate limit, per token, per message.
-    if let Some(b) = bucket {
+    if let Some(b) = cache {
         let per_minute = setting("rate_limit_per_minute", 60) as i64;
         let token_id = token_id(respond::bearer(&req).unwrap_or(""));
         let minute = now_s / 60;

@@ -157,9 +157,15 @@ pub async fn handle_message(m: Value, who: &Principal) -> Option<Value> {
         "tools/call" => call_tool(&params, who).await,
         other => Err((METHOD_NOT_FOUND, format!("unknown method {other}"))),
     };
-    if stateless {
+    if stateless || method == "server/discover" {
         if let Ok(Value::Object(r)) = &mut reply {
             r.insert("resultType".into(), json!("complete"));
+            // Cache hints are required on cacheable results: listings change
+            // with every deploy and are per caller, so never cache them.
+            if matches!(method, "server/discover" | "tools/list") {
+                r.insert("ttlMs".into(), json!(0));
+                r.insert("cacheScope".into(), json!("private"));
+            }
         }
     }
     Some(match reply {

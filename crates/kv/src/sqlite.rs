@@ -47,6 +47,7 @@ impl SqliteStore {
              PRAGMA journal_mode = WAL;
              PRAGMA synchronous = {sync};
              PRAGMA busy_timeout = 200;
+             PRAGMA wal_autocheckpoint = 8192;
              CREATE TABLE IF NOT EXISTS kv (
                  bucket TEXT NOT NULL,
                  key TEXT NOT NULL,

