@@ -150,3 +150,19 @@ fn refused_calls_are_audited() {
     let tenant = store.list_keys("default", Some("t/acme/audit/refused/"), 100).unwrap();
     assert!(tenant.iter().any(|k| k.starts_with("t/acme/audit/refused/")), "scope refusal not audited: {tenant:?}");
 }
+
+#[test]
+fn es256_tokens_verify_against_an_ec_key_and_confused_algorithms_do_not() {
+    use cairn_auth::mint::{EcKey, hmac_signed};
+    let ec = EcKey::from_scalar([3u8; 32]);
+    let ed = key();
+    let jwks = json!({"keys": [ed.jwk(), ec.jwk()]}).to_string();
+    let cairn = start_with(vec![("SPIN_VARIABLE_JWKS", Box::leak(jwks.into_boxed_str()))], vec![]);
+    let claims = cairn.claims(&agent());
+    assert_eq!(list(&cairn, &ec.sign(&claims)).status, 200, "ES256 token refused");
+    assert_eq!(list(&cairn, &ed.sign(&claims)).status, 200, "EdDSA token refused");
+    // HS256 "signed" with the public key material, naming each trusted kid.
+    for (kid, material) in [(ed.kid.clone(), ed.jwk()["x"].as_str().unwrap().to_string()), (ec.kid.clone(), ec.jwk()["x"].as_str().unwrap().to_string())] {
+        assert_401(&list(&cairn, &hmac_signed(material.as_bytes(), &kid, &claims)), "HS256 with a public key as secret");
+    }
+}

@@ -4,8 +4,28 @@
 use crate::{Actor, Role};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
+
+/// The public JWK of a private key, with a key id derived from it.
+fn public_jwk(key: &EncodingKey, alg: Algorithm, prefix: &str) -> (Jwk, String) {
+    let mut jwk = Jwk::from_encoding_key(key, alg).expect("a well-formed private key has a public JWK");
+    let material = match &jwk.algorithm {
+        AlgorithmParameters::OctetKeyPair(p) => p.x.clone(),
+        AlgorithmParameters::EllipticCurve(p) => format!("{}{}", p.x, p.y),
+        _ => String::new(),
+    };
+    let kid = format!("{prefix}-{}", &B64.encode(sha(material.as_bytes()))[..16]);
+    jwk.common.key_id = Some(kid.clone());
+    (jwk, kid)
+}
+
+fn sign_with(key: &EncodingKey, alg: Algorithm, kid: &str, claims: &Value) -> String {
+    let mut header = Header::new(alg);
+    header.kid = Some(kid.to_string());
+    jsonwebtoken::encode(&header, claims, key).expect("signing with a well-formed key does not fail")
+}
 
 /// An Ed25519 signing key.
 pub struct LocalKey {
@@ -17,9 +37,15 @@ pub struct LocalKey {
 impl LocalKey {
     /// From 32 secret bytes.
     pub fn from_seed(seed: [u8; 32]) -> Self {
-        let public = ed25519_dalek::SigningKey::from_bytes(&seed).verifying_key().to_bytes();
-        let kid = format!("cairn-{}", &B64.encode(sha(&public))[..16]);
+        let (_, kid) = public_jwk(&Self::encoding(&seed), Algorithm::EdDSA, "cairn");
         Self { seed, kid }
+    }
+
+    fn encoding(seed: &[u8; 32]) -> EncodingKey {
+        // PKCS#8 wrapping of an Ed25519 seed (RFC 8410).
+        let mut der = vec![0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
+        der.extend_from_slice(seed);
+        EncodingKey::from_ed_der(&der)
     }
 
     /// The 32 secret bytes (to store).
@@ -27,23 +53,58 @@ impl LocalKey {
         self.seed
     }
 
+    /// The public key as a JWK.
+    pub fn jwk(&self) -> Value {
+        serde_json::to_value(public_jwk(&Self::encoding(&self.seed), Algorithm::EdDSA, "cairn").0).unwrap_or_default()
+    }
+
     /// The public JWKS (`{"keys":[…]}`).
     pub fn jwks(&self) -> String {
-        let public = ed25519_dalek::SigningKey::from_bytes(&self.seed).verifying_key().to_bytes();
-        json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": B64.encode(public), "kid": self.kid, "alg": "EdDSA", "use": "sig"}]})
-            .to_string()
+        json!({"keys": [self.jwk()]}).to_string()
     }
 
     /// Sign arbitrary claims (tests use this for wrong `aud`, expired, …).
     pub fn sign(&self, claims: &Value) -> String {
-        // PKCS#8 wrapping of an Ed25519 seed (RFC 8410).
-        let mut der = vec![0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
-        der.extend_from_slice(&self.seed);
-        let key = EncodingKey::from_ed_der(&der);
-        let mut header = Header::new(Algorithm::EdDSA);
-        header.kid = Some(self.kid.clone());
-        jsonwebtoken::encode(&header, claims, &key).expect("Ed25519 signing does not fail")
+        sign_with(&Self::encoding(&self.seed), Algorithm::EdDSA, &self.kid, claims)
     }
+}
+
+/// A P-256 (ES256) signing key, for issuers that use ECDSA.
+pub struct EcKey {
+    key: EncodingKey,
+    /// Key id.
+    pub kid: String,
+}
+
+impl EcKey {
+    /// From a 32-byte secret scalar (must be a valid P-256 scalar).
+    pub fn from_scalar(d: [u8; 32]) -> Self {
+        // PKCS#8 (RFC 5208) wrapping an RFC 5915 ECPrivateKey on prime256v1.
+        let mut der = vec![
+            0x30, 0x41, 0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08,
+            0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x04, 0x27, 0x30, 0x25, 0x02, 0x01, 0x01, 0x04, 0x20,
+        ];
+        der.extend_from_slice(&d);
+        let key = EncodingKey::from_ec_der(&der);
+        let (_, kid) = public_jwk(&key, Algorithm::ES256, "ec");
+        Self { key, kid }
+    }
+
+    /// The public key as a JWK.
+    pub fn jwk(&self) -> Value {
+        serde_json::to_value(public_jwk(&self.key, Algorithm::ES256, "ec").0).unwrap_or_default()
+    }
+
+    /// Sign claims with ES256.
+    pub fn sign(&self, claims: &Value) -> String {
+        sign_with(&self.key, Algorithm::ES256, &self.kid, claims)
+    }
+}
+
+/// A token signed with HS256 using `secret`: what an algorithm-confusion
+/// attack sends (with a public key's bytes as the secret).
+pub fn hmac_signed(secret: &[u8], kid: &str, claims: &Value) -> String {
+    sign_with(&EncodingKey::from_secret(secret).expect("non-empty secret"), Algorithm::HS256, kid, claims)
 }
 
 fn sha(bytes: &[u8]) -> [u8; 32] {

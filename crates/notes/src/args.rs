@@ -586,3 +586,129 @@ impl AddNoteSource {
         check_chars("url", &self.url, 1, MAX_URL_CHARS)
     }
 }
+
+/// Claim ttl bounds and default, in seconds.
+pub(crate) const MIN_TTL_SECONDS: u64 = 1;
+pub(crate) const MAX_TTL_SECONDS: u64 = 3600;
+pub(crate) const DEFAULT_TTL_SECONDS: u64 = 600;
+/// Longest claim note, in characters.
+pub(crate) const MAX_CLAIM_NOTE_CHARS: usize = 2_000;
+/// Longest claim id: `clm-` + note id (≤ 64) + `-` + seq (≤ 13) + `-` + 8.
+pub(crate) const MAX_CLAIM_ID_CHARS: usize = 91;
+
+pub(crate) fn check_ttl(ttl: Option<u64>) -> Result<(), Refusal> {
+    ttl.map_or(Ok(()), |t| {
+        check_range("ttl_seconds", t, MIN_TTL_SECONDS, MAX_TTL_SECONDS)
+    })
+}
+
+/// A parsed claim id `clm-<note_id>-<seq base36>-<8 random>`: the note it lives in and
+/// its sequence number (`None` when the digits overflow: such a claim was never issued).
+#[derive(Debug, Clone)]
+pub(crate) struct ClaimRef {
+    pub note_id: String,
+    pub seq: Option<u64>,
+}
+
+fn base36_part(s: &str, min: usize, max: usize) -> bool {
+    (min..=max).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+}
+
+/// Splits a claim id from the right (the note id may contain `-`, the two last parts
+/// cannot): the same strings the published pattern accepts.
+pub(crate) fn parse_claim_id(id: &str) -> Result<ClaimRef, Refusal> {
+    let bad = || {
+        Refusal::invalid(
+            "claim_id",
+            "claim_id must be a claim_id returned by claim_note (clm-<note_id>-<seq>-<random>)",
+        )
+    };
+    let rest = id.strip_prefix("clm-").ok_or_else(bad)?;
+    let mut parts = rest.rsplitn(3, '-');
+    let (Some(rand), Some(seq), Some(note_id)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad());
+    };
+    if !base36_part(rand, 8, 8) || !base36_part(seq, 1, 13) {
+        return Err(bad());
+    }
+    check_id("note_id", note_id).map_err(|_| bad())?;
+    Ok(ClaimRef {
+        note_id: note_id.to_string(),
+        seq: u64::from_str_radix(seq, 36).ok(),
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClaimNoteArgs {
+    pub note_id: String,
+    #[serde(default, deserialize_with = "present")]
+    pub tab_id: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    pub ttl_seconds: Option<u64>,
+}
+
+impl ClaimNoteArgs {
+    pub fn check(&self) -> Result<(), Refusal> {
+        check_id("note_id", &self.note_id)?;
+        if let Some(t) = &self.tab_id {
+            check_id("tab_id", t)?;
+        }
+        check_ttl(self.ttl_seconds)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RenewClaimArgs {
+    pub claim_id: String,
+    #[serde(default, deserialize_with = "present")]
+    pub ttl_seconds: Option<u64>,
+}
+
+impl RenewClaimArgs {
+    pub fn check(&self) -> Result<ClaimRef, Refusal> {
+        let r = parse_claim_id(&self.claim_id)?;
+        check_ttl(self.ttl_seconds)?;
+        Ok(r)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReleaseClaimArgs {
+    pub claim_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PostClaimNoteArgs {
+    pub claim_id: String,
+    pub text: String,
+}
+
+impl PostClaimNoteArgs {
+    pub fn check(&self) -> Result<ClaimRef, Refusal> {
+        let r = parse_claim_id(&self.claim_id)?;
+        check_chars("text", &self.text, 1, MAX_CLAIM_NOTE_CHARS)?;
+        Ok(r)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListClaimsArgs {
+    #[serde(default, deserialize_with = "present")]
+    pub note_id: Option<String>,
+}
+
+impl ListClaimsArgs {
+    pub fn check(&self) -> Result<(), Refusal> {
+        self.note_id
+            .as_deref()
+            .map_or(Ok(()), |n| check_id("note_id", n))
+    }
+}

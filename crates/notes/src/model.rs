@@ -74,14 +74,48 @@ pub(crate) struct Tab {
     pub updated_by: Who,
 }
 
-/// A claim on a note or a tab. Filled in by the claims work; always empty for now.
+/// A claim (lease) on a note or one of its tabs, held in the head so that the claim check,
+/// the version check and the commit are one CAS. A claim is live while `now < expires_at`;
+/// a lapsed claim is ignored by every check and read, and dropped by the next commit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Claim {
     pub claim_id: String,
+    /// `None`: the whole note.
     pub tab_id: Option<String>,
     pub holder: Who,
     pub since: u64,
     pub expires_at: u64,
+    /// The ttl the claim was granted (or last renewed) with, in µs: renew's default.
+    #[serde(default)]
+    pub ttl_us: u64,
+    /// How often the claim was renewed (heartbeats included).
+    #[serde(default)]
+    pub renewals: u64,
+    /// Ephemeral claim notes: stored with the claim, gone with it, never in history.
+    #[serde(default)]
+    pub notes: Vec<ClaimNote>,
+}
+
+impl Claim {
+    pub fn live(&self, now: u64) -> bool {
+        now < self.expires_at
+    }
+}
+
+/// A short note the holder posts on its claim ("rewriting the intro, hands off").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ClaimNote {
+    pub at: u64,
+    pub text: String,
+}
+
+/// A claim that ended recently (kept so that a second release can say why it ended).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct EndedClaim {
+    pub claim_id: String,
+    /// `released`, `expired`, `forced` or `tab_deleted`.
+    pub reason: String,
+    pub at: u64,
 }
 
 /// A stored idempotency record: the key, the payload fingerprint and the first result.
@@ -105,7 +139,8 @@ pub(crate) struct HistoryEntry {
 }
 
 /// The note head, `note/<note_id>`: the commit point of every write to the note.
-/// `version` is the record's own increasing version (a counter, never a timestamp).
+/// `version` is the note version (a counter, never a timestamp) moved by content writes;
+/// `rev` moves with every commit of the head, claim changes included.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Head {
     pub note_id: String,
@@ -121,8 +156,24 @@ pub(crate) struct Head {
     /// Counter behind attachment ids.
     pub attach_seq: u64,
     pub tabs: Vec<Tab>,
+    /// Live claims (and lapsed ones not yet dropped by a commit).
     #[serde(default)]
     pub claims: Vec<Claim>,
+    /// Counter behind claim ids; only ever grows, so a claim id is never handed out twice.
+    #[serde(default)]
+    pub claim_seq: u64,
+    /// The most recently ended claims (at most `claims::ENDED_KEPT`).
+    #[serde(default)]
+    pub ended: Vec<EndedClaim>,
+    /// Presence-index bound: `Some(d)` promises that the tenant's claim index lists this
+    /// note with a due time ≤ d, and d ≤ the expiry of every claim here. `None`: no claim
+    /// was added since the sweep last took the note off the index.
+    #[serde(default)]
+    pub claims_due: Option<u64>,
+    /// The head record's own revision: grows with every commit of the head (writes, claim
+    /// changes, sweeps), so a store comparing values still sees every change.
+    #[serde(default)]
+    pub rev: u64,
     pub idem: Vec<IdemRecord>,
     /// How many idempotency records were moved out of the head to their own keys.
     pub idem_spilled: u64,

@@ -114,6 +114,10 @@ pub fn create_note<K: Kv>(
             attach_seq: 0,
             tabs,
             claims: Vec::new(),
+            claim_seq: 0,
+            ended: Vec::new(),
+            claims_due: None,
+            rev: 1,
             idem: Vec::new(),
             idem_spilled: 0,
             history: vec![HistoryEntry {
