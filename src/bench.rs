@@ -128,6 +128,7 @@ pub async fn host(manifest: PathBuf, seconds: u64, concurrency: Vec<usize>) -> R
         store: StoreKind::Memory,
         fsync: false,
         limits: Limits::default(),
+        sweep_interval: Duration::from_secs(60),
         variables: Default::default(),
     };
     let running = server::start(opts).await?;

@@ -103,6 +103,7 @@ impl Stack {
             store: StoreKind::Sqlite,
             fsync: false,
             limits: Limits::default(),
+        sweep_interval: Duration::from_secs(60),
             variables,
         };
         let running = server::start(opts).await?;

@@ -49,6 +49,9 @@ enum Command {
         /// Instances alive at once.
         #[arg(long, default_value_t = 256)]
         max_instances: u32,
+        /// Seconds between sweeps of lapsed claims.
+        #[arg(long, default_value_t = 60)]
+        sweep_interval_secs: u64,
     },
     /// Run every component's build command from spin.toml.
     Build {
@@ -182,6 +185,7 @@ fn main() -> Result<()> {
             request_timeout_ms,
             max_memory_mb,
             max_instances,
+            sweep_interval_secs,
         } => {
             init_logs();
             if build {
@@ -193,7 +197,17 @@ fn main() -> Result<()> {
                 max_instances,
             };
             let cache_dir = cache_dir.unwrap_or_else(|| state_dir.join("cache"));
-            let opts = server::Options { manifest, listen, state_dir, cache_dir, store, fsync, limits, variables: Default::default() };
+            let opts = server::Options {
+                manifest,
+                listen,
+                state_dir,
+                cache_dir,
+                store,
+                fsync,
+                limits,
+                sweep_interval: Duration::from_secs(sweep_interval_secs.max(1)),
+                variables: Default::default(),
+            };
             tokio::runtime::Runtime::new()?.block_on(server::run_until_signal(opts))
         }
         Command::Token { tenant, sub, name, actor, role, scope, ttl, audience, issuer, state_dir } => {

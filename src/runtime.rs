@@ -141,9 +141,27 @@ impl WasiHttpHooks for Hooks {
                 let Some(target) = app.components.get(id).cloned() else {
                     return Err(wasmtime_wasi_http::Error::DestinationNotFound);
                 };
+                // Buffer both bodies: the caller has written its whole request
+                // before it waits for the answer, and handing each side one
+                // complete body saves a round of stream polls per chunk.
+                let (parts, body) = request.into_parts();
+                let body = body.collect().await?.to_bytes();
+                let request = hyper::Request::from_parts(parts, http_body_util::Full::new(body));
+                // Buffer both bodies: the caller has written its whole request
+                // before it waits for the answer, and handing each side one
+                // complete body saves a round of stream polls per chunk.
+                let (parts, body) = request.into_parts();
+                let body = body.collect().await?.to_bytes();
+                let request = hyper::Request::from_parts(parts, http_body_util::Full::new(body));
                 let response = run(app, target, request, RouteInfo::internal()).await.map_err(|e| {
                     wasmtime_wasi_http::Error::InternalError(Some(format!("{e:#}")))
                 })?;
+                let (parts, body) = response.into_parts();
+                let body = body.collect().await?.to_bytes();
+                let response = hyper::Response::from_parts(parts, boxed(http_body_util::Full::new(body)));
+                let (parts, body) = response.into_parts();
+                let body = body.collect().await?.to_bytes();
+                let response = hyper::Response::from_parts(parts, boxed(http_body_util::Full::new(body)));
                 let io: Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send> =
                     Box::new(async { Ok(()) });
                 return Ok((response, io));

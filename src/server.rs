@@ -50,6 +50,8 @@ pub struct Options {
     pub fsync: bool,
     /// Instance limits.
     pub limits: Limits,
+    /// How often lapsed claims and old delete markers are swept.
+    pub sweep_interval: Duration,
     /// Application variables set by the caller, over the environment and
     /// the manifest's defaults.
     pub variables: BTreeMap<String, String>,
@@ -134,14 +136,14 @@ pub async fn start(opts: Options) -> Result<Running> {
         eprintln!("\nMCP endpoint: {audience}\nBearer token (agent of tenant \"local\", notes:read notes:write, 24 h):\n{token}\nMore tokens: cairn token --tenant <t> --sub <s> (see --help)\n");
     }
     let (stop, stop_rx) = watch::channel(false);
-    let done = tokio::spawn(serve(app.clone(), listener, stop_rx));
+    let done = tokio::spawn(serve(app.clone(), listener, opts.sweep_interval, stop_rx));
     Ok(Running { addr, app, stop, done })
 }
 
-async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+async fn serve(app: Arc<App>, listener: TcpListener, sweep_interval: Duration, mut stop: watch::Receiver<bool>) {
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new((app.limits.max_instances / 2).max(1) as usize));
-    let sweeper = tokio::spawn(sweep(app.clone()));
+    let sweeper = tokio::spawn(sweep(app.clone(), sweep_interval));
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -175,18 +177,50 @@ async fn serve(app: Arc<App>, listener: TcpListener, mut stop: watch::Receiver<b
     }
 }
 
-async fn sweep(app: Arc<App>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(60));
+async fn sweep(app: Arc<App>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
     tick.tick().await;
     loop {
         tick.tick().await;
         let store = app.store.clone();
-        match tokio::task::spawn_blocking(move || store.sweep(3_600_000)).await {
-            Ok(Ok(n)) if n > 0 => tracing::info!(removed = n, "swept delete markers"),
+        match tokio::task::spawn_blocking(move || sweep_once(&store)).await {
+            Ok(Ok((markers, claims))) if markers + claims > 0 => {
+                tracing::info!(delete_markers = markers, expired_claims = claims, "swept")
+            }
             Ok(Err(e)) => tracing::warn!(error = %e, "sweep failed"),
             _ => {}
         }
     }
+}
+
+/// One sweep: delete markers older than an hour, and lapsed claims of every
+/// tenant (released with reason `expired`). Returns both counts.
+pub fn sweep_once(store: &Arc<dyn Store>) -> Result<(usize, usize)> {
+    let markers = store.sweep(3_600_000)?;
+    let kv = crate::native::NativeKv(store.clone());
+    let mut env = crate::native::NativeEnv::new(0);
+    let mut claims = 0;
+    for tenant in tenants(store.as_ref())? {
+        claims += cairn_notes::sweep_expired_claims(&kv, &mut env, &tenant).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    }
+    Ok((markers, claims))
+}
+
+/// Every tenant with keys in the store, by skipping from one tenant's
+/// prefix `t/<tenant>/` to the next: one indexed lookup per tenant.
+pub fn tenants(store: &dyn Store) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut after = "t/".to_string();
+    loop {
+        let next = store.list_keys("default", Some(&after), 1)?;
+        let Some(key) = next.first() else { break };
+        let Some(rest) = key.strip_prefix("t/") else { break };
+        let Some((tenant, _)) = rest.split_once('/') else { break };
+        out.push(tenant.to_string());
+        // '0' follows '/': the first key after every `t/<tenant>/…`.
+        after = format!("t/{tenant}0");
+    }
+    Ok(out)
 }
 
 async fn handle(

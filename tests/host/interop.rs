@@ -71,7 +71,7 @@ fn python_sdk_handshake_and_stateless_modes_read_write_and_see_a_conflict() {
             .env("CAIRN_TOKEN", &s.token)
             .env("CAIRN_NOTE", s.note()));
         let r = last_json(&out);
-        assert_eq!(r["tools"], 8, "{r}");
+        assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
         assert_eq!(r["conflict"], "version_conflict", "{r}");
         assert_eq!(r["current_version"], r["read_version"].as_u64().unwrap() + 1, "{r}");
         if mode == "auto" {
@@ -90,7 +90,7 @@ fn typescript_sdk_reads_writes_and_sees_a_conflict() {
         .env("CAIRN_TOKEN", &s.token)
         .env("CAIRN_NOTE", s.note()));
     let r = last_json(&out);
-    assert_eq!(r["tools"], 8, "{r}");
+    assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
     assert_eq!(r["conflict"], "version_conflict", "{r}");
 }
 
@@ -112,7 +112,7 @@ fn mcp_inspector_cli_lists_reads_writes_and_sees_a_conflict() {
     let s = setup();
     let note = s.note();
     let list = inspector(&s, &["--method", "tools/list"], true);
-    assert_eq!(list["tools"].as_array().unwrap().len(), 8);
+    assert_eq!(list["tools"].as_array().unwrap().len(), cairn_notes::tools().len());
     let read = inspector(&s, &["--method", "tools/call", "--tool-name", "read_note_tab", "--tool-arg", &format!("note_id={note}"), "--tool-arg", "tab_id=markdown"], true);
     let version = read["structuredContent"]["version"].as_u64().unwrap();
     let edit = |key: &str, ok: bool| {

@@ -9,6 +9,7 @@ mod harness;
 mod interop;
 
 mod cache;
+mod claims;
 mod compat;
 mod concurrency;
 mod kv_probe;

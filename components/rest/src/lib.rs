@@ -8,6 +8,18 @@
 //! | `PUT /api/v1/notes/{note}/tabs/{tab}` | notes:write | write a tab with `expected_version`; a stale save gets 409 with the current version |
 //! | `DELETE /api/v1/notes/{note}/tabs/{tab}` | notes:delete | delete a slides/sheet tab (`expected_version`) |
 //! | `POST /api/v1/notes/{note}/files` | notes:write | attach file metadata |
+//! | `POST /api/v1/notes/{note}/claims` | notes:write | claim the note or a tab (`tab_id`, `ttl_seconds`): 201 granted, 200 renewed (heartbeat), 409 held by someone else |
+//! | `GET /api/v1/claims[?note_id=…]` | notes:read | presence: the live claims of your tenant |
+//! | `POST /api/v1/claims/{claim}/renew` | notes:write | extend a live claim you hold |
+//! | `DELETE /api/v1/claims/{claim}` | notes:write | release (idempotent) |
+//! | `POST /api/v1/claims/{claim}/notes` | notes:write | post an ephemeral claim note (`text` ≤ 2,000) |
+//! | `POST /api/v1/claims/{claim}/force-release` | notes:write | people with role admin only (a role check, not a scope) |
+//!
+//! Operators (not tenants): `POST /api/v1/sweep-claims?tenant=a&tenant=b`
+//! with `Authorization: Bearer <sweep_token>` releases lapsed claims with
+//! reason `expired`, for Spin deployments where an external scheduler calls
+//! it every minute (the embedded host sweeps by itself); 404 while the
+//! `sweep_token` variable is empty.
 //!
 //! An `Idempotency-Key` header is used when the body carries no
 //! `idempotency_key`. Browser origins are refused unless allow-listed.
@@ -23,6 +35,9 @@ use spin_sdk::http_component;
 
 #[http_component]
 fn handle(req: Request) -> Response {
+    if req.path().trim_end_matches('/') == "/api/v1/sweep-claims" {
+        return sweep(&req);
+    }
     let bucket = Bucket::open("default").ok();
     if let Err(why) = cairn_guest::auth::check_origin(&req) {
         audit_refusal(bucket.as_ref(), None, json!({"reason": "origin", "detail": why, "api": "rest"}));
@@ -50,6 +65,11 @@ fn handle(req: Request) -> Response {
         | (Method::Put, ["api", "v1", "notes", _, "tabs", _])
         | (Method::Post, ["api", "v1", "notes", _, "files"]) => cairn_auth::scopes::WRITE,
         (Method::Delete, ["api", "v1", "notes", _, "tabs", _]) => cairn_auth::scopes::DELETE,
+        (Method::Get, ["api", "v1", "claims"]) => cairn_auth::scopes::READ,
+        (Method::Post, ["api", "v1", "notes", _, "claims"])
+        | (Method::Post, ["api", "v1", "claims", _, "renew" | "notes" | "force-release"])
+        | (Method::Delete, ["api", "v1", "claims", _]) => cairn_auth::scopes::WRITE,
+        (_, ["api", "v1", "claims", ..]) => return respond::error(405, "method_not_allowed", "see the API table in the README"),
         (_, ["api", "v1", "notes", ..]) => return respond::error(405, "method_not_allowed", "see the API table in the README"),
         _ => return respond::error(404, "not_found", "no such route"),
     };
@@ -81,11 +101,43 @@ fn handle(req: Request) -> Response {
         (Method::Get, [_, _, _, note]) => rest::get_note(&kv, &who, note),
         (Method::Put, [_, _, _, note, _, tab]) => rest::write_tab(&kv, env, &who, note, tab, body),
         (Method::Delete, [_, _, _, note, _, tab]) => rest::delete_tab(&kv, env, &who, note, tab, body),
-        (Method::Post, [_, _, _, note, _]) => rest::attach_file(&kv, env, &who, note, body),
+        (Method::Post, [_, _, "notes", note, "files"]) => rest::attach_file(&kv, env, &who, note, body),
+        (Method::Post, [_, _, "notes", note, "claims"]) => rest::claim_note(&kv, env, &who, note, body),
+        (Method::Get, [_, _, "claims"]) => {
+            let note = req.query().split('&').find_map(|kv| kv.strip_prefix("note_id=")).map(str::to_string);
+            rest::list_claims(&kv, env, &who, note.as_deref())
+        }
+        (Method::Post, [_, _, "claims", claim, "renew"]) => rest::renew_claim(&kv, env, &who, claim, body),
+        (Method::Post, [_, _, "claims", claim, "notes"]) => rest::post_claim_note(&kv, env, &who, claim, body),
+        (Method::Post, [_, _, "claims", claim, "force-release"]) => rest::force_release_claim(&kv, env, &who, claim),
+        (Method::Delete, [_, _, "claims", claim]) => rest::release_claim(&kv, env, &who, claim),
         _ => return respond::error(404, "not_found", "no such route"),
     };
     match reply {
         Ok(RestReply { status, body }) => respond::json(status, &body),
         Err(e) => respond::error(500, "store_failed", &e.to_string()),
     }
+}
+
+/// The operators' sweep of lapsed claims, for hosts without their own timer.
+fn sweep(req: &Request) -> Response {
+    let Some(token) = cairn_guest::variable("sweep_token") else {
+        return respond::error(404, "not_found", "no such route");
+    };
+    match respond::bearer(req) {
+        Some(t) if cairn_guest::constant_time_eq(t.as_bytes(), token.as_bytes()) => {}
+        _ => return respond::error(401, "unauthorized", "the sweep needs the operator's sweep_token"),
+    }
+    let kv = match GuestKv::open() {
+        Ok(kv) => kv,
+        Err(e) => return respond::error(500, "store_unavailable", &e.to_string()),
+    };
+    let mut released = serde_json::Map::new();
+    for tenant in req.query().split('&').filter_map(|p| p.strip_prefix("tenant=")) {
+        match cairn_notes::sweep_expired_claims(&kv, &mut HostEnv, tenant) {
+            Ok(n) => released.insert(tenant.to_string(), json!(n)),
+            Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: {e}")),
+        };
+    }
+    respond::json(200, &json!({"released": released}))
 }

@@ -136,8 +136,8 @@ async fn post_mcp(req: Request) -> Response {
     if replies.is_empty() {
         return Response::builder().status(202).body(Vec::<u8>::new()).build();
     }
-    let body = if batch { Value::Array(replies) } else { replies.pop().unwrap_or(Value::Null) };
-    respond::json(200, &body)
+    let body = if batch { format!("[{}]", replies.join(",")) } else { replies.pop().unwrap_or_default() };
+    Response::builder().status(200).header("content-type", "application/json").body(body).build()
 }
 
 fn rpc_error_response(status: u16, body: Value) -> Response {

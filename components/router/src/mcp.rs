@@ -33,6 +33,11 @@ fn component_of(tool: &str) -> Option<&'static str> {
         "edit_note_tab" => "edit-note-tab",
         "create_note_tab" => "create-note-tab",
         "add_note_source" => "add-note-source",
+        "claim_note" => "claim-note",
+        "renew_claim" => "renew-claim",
+        "release_claim" => "release-claim",
+        "post_claim_note" => "post-claim-note",
+        "list_claims" => "list-claims",
         _ => return None,
     })
 }
@@ -47,6 +52,11 @@ const SCOPES: &[(&str, &str)] = &[
     ("edit_note_tab", cairn_auth::scopes::WRITE),
     ("create_note_tab", cairn_auth::scopes::WRITE),
     ("add_note_source", cairn_auth::scopes::WRITE),
+    ("claim_note", cairn_auth::scopes::WRITE),
+    ("renew_claim", cairn_auth::scopes::WRITE),
+    ("release_claim", cairn_auth::scopes::WRITE),
+    ("post_claim_note", cairn_auth::scopes::WRITE),
+    ("list_claims", cairn_auth::scopes::READ),
 ];
 
 fn scope_of(tool: &str) -> Option<&'static str> {
@@ -58,8 +68,15 @@ pub fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
-fn result(id: Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+/// A JSON-RPC response around an already serialized result object; on the
+/// stateless revision the result is marked complete.
+fn result_text(id: &Value, result: &str, stateless: bool) -> String {
+    let result = match (stateless, result.strip_prefix('{')) {
+        (true, Some("}")) => r#"{"resultType":"complete"}"#.to_string(),
+        (true, Some(rest)) => format!(r#"{{"resultType":"complete",{rest}"#),
+        _ => result.to_string(),
+    };
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
 }
 
 /// The scope a message needs before anything runs (`tools/call` of a known tool).
@@ -107,10 +124,24 @@ fn server_info() -> Value {
     json!({"name": "cairn", "title": "Cairn", "version": env!("CARGO_PKG_VERSION")})
 }
 
-/// Handle one message; `None` for notifications and client responses.
-pub async fn handle_message(m: Value, who: &Principal) -> Option<Value> {
+/// Handle one message; its serialized reply, `None` for notifications and
+/// client responses.
+pub async fn handle_message(m: Value, who: &Principal) -> Option<String> {
+    handle(m, who).await.map(|r| match r {
+        Reply::Value(v) => v.to_string(),
+        Reply::Text(t) => t,
+    })
+}
+
+enum Reply {
+    Value(Value),
+    Text(String),
+}
+
+async fn handle(m: Value, who: &Principal) -> Option<Reply> {
+    let err = |id: Value, code, msg: &str| Some(Reply::Value(error(id, code, msg)));
     let Value::Object(obj) = &m else {
-        return Some(error(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object"));
+        return err(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object");
     };
     let id = obj.get("id").cloned();
     let Some(method) = obj.get("method").and_then(Value::as_str) else {
@@ -118,25 +149,25 @@ pub async fn handle_message(m: Value, who: &Principal) -> Option<Value> {
         if id.is_some() && (obj.contains_key("result") || obj.contains_key("error")) {
             return None;
         }
-        return Some(error(id.unwrap_or(Value::Null), INVALID_REQUEST, "missing method"));
+        return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "missing method");
     };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Some(error(id.unwrap_or(Value::Null), INVALID_REQUEST, "jsonrpc must be \"2.0\""));
+        return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "jsonrpc must be \"2.0\"");
     }
     let Some(id) = id else {
         return None; // a notification
     };
     if !valid_id(&id) {
-        return Some(error(Value::Null, INVALID_REQUEST, "id must be a string or an integer"));
+        return err(Value::Null, INVALID_REQUEST, "id must be a string or an integer");
     }
     let params = obj.get("params").cloned().unwrap_or(json!({}));
     if !params.is_object() {
-        return Some(error(id, INVALID_PARAMS, "params must be an object"));
+        return err(id, INVALID_PARAMS, "params must be an object");
     }
     // 2026-07-28: the revision rides in every request's _meta.
     let stateless = match params.pointer(&format!("/_meta/{}", META_VERSION.replace('/', "~1"))).and_then(Value::as_str) {
         Some(v) if VERSIONS.contains(&v) => v == "2026-07-28",
-        Some(v) => return Some(error(id, INVALID_PARAMS, &format!("unsupported protocol version {v}; supported: {}", VERSIONS.join(", ")))),
+        Some(v) => return err(id, INVALID_PARAMS, &format!("unsupported protocol version {v}; supported: {}", VERSIONS.join(", "))),
         None => false,
     };
     let mut reply = match method {
@@ -154,7 +185,14 @@ pub async fn handle_message(m: Value, who: &Principal) -> Option<Value> {
         })),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": list_tools()})),
-        "tools/call" => call_tool(&params, who).await,
+        "tools/call" => {
+            // The tool's result goes back as the tool wrote it: no parse and
+            // re-serialize of what may be a megabyte of text.
+            return Some(match call_tool(&params, who).await {
+                Ok(raw) => Reply::Text(result_text(&id, &raw, stateless)),
+                Err((code, msg)) => Reply::Value(error(id, code, &msg)),
+            });
+        }
         other => Err((METHOD_NOT_FOUND, format!("unknown method {other}"))),
     };
     if stateless || method == "server/discover" {
@@ -168,10 +206,10 @@ pub async fn handle_message(m: Value, who: &Principal) -> Option<Value> {
             }
         }
     }
-    Some(match reply {
-        Ok(r) => result(id, r),
+    Some(Reply::Value(match reply {
+        Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
         Err((code, msg)) => error(id, code, &msg),
-    })
+    }))
 }
 
 /// `tools/list`: the core's published tools with their OAuth requirements.
@@ -187,7 +225,7 @@ pub fn list_tools() -> Vec<Value> {
         .collect()
 }
 
-async fn call_tool(params: &Value, who: &Principal) -> Result<Value, (i64, String)> {
+async fn call_tool(params: &Value, who: &Principal) -> Result<String, (i64, String)> {
     let name = params.get("name").and_then(Value::as_str).ok_or((INVALID_PARAMS, "params.name must be a tool name".to_string()))?;
     let component = component_of(name).ok_or((INVALID_PARAMS, format!("unknown tool {name}")))?;
     let mut args = params.get("arguments").cloned().unwrap_or(json!({}));
@@ -207,10 +245,14 @@ async fn call_tool(params: &Value, who: &Principal) -> Result<Value, (i64, Strin
         .body(args.to_string())
         .build();
     let resp: Response = spin_sdk::http::send(req).await.map_err(|e| (INTERNAL_ERROR, format!("tool {name} is unreachable: {e}")))?;
-    let body: Value = serde_json::from_slice(resp.body()).unwrap_or(Value::Null);
     if *resp.status() != 200 {
+        let body: Value = serde_json::from_slice(resp.body()).unwrap_or(Value::Null);
         let msg = body.get("message").and_then(Value::as_str).unwrap_or("the tool failed");
         return Err((INTERNAL_ERROR, format!("tool {name} failed: {msg}")));
     }
-    Ok(body)
+    let raw = String::from_utf8(resp.into_body()).map_err(|_| (INTERNAL_ERROR, format!("tool {name} answered with invalid UTF-8")))?;
+    if !raw.starts_with('{') {
+        return Err((INTERNAL_ERROR, format!("tool {name} answered with something other than a result object")));
+    }
+    Ok(raw)
 }

@@ -627,8 +627,7 @@ pub(crate) fn parse_claim_id(id: &str) -> Result<ClaimRef, Refusal> {
     };
     let rest = id.strip_prefix("clm-").ok_or_else(bad)?;
     let mut parts = rest.rsplitn(3, '-');
-    let (Some(rand), Some(seq), Some(note_id)) = (parts.next(), parts.next(), parts.next())
-    else {
+    let (Some(rand), Some(seq), Some(note_id)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(bad());
     };
     if !base36_part(rand, 8, 8) || !base36_part(seq, 1, 13) {

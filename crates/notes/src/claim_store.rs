@@ -17,10 +17,13 @@
 //! [`crate::model::Head::claims_due`]): a claimer writes the index (always bumping its
 //! `rev`) before the head CAS that adds a claim expiring before the head's `claims_due`;
 //! the sweep reads the index with a CAS handle *first*, then commits each due head
-//! (dropping lapsed claims, setting `claims_due` to the new earliest expiry), and last
-//! swaps the index. A claimer that slipped in between moved the index `rev`, so the
-//! sweep's index swap fails and it starts over; nothing ever raises an index entry above
-//! a live claim's expiry, and nothing takes a note with claims off the index.
+//! (always a head commit, even when nothing lapsed: dropping lapsed claims and setting
+//! `claims_due` to the new earliest expiry), and last swaps the index. A claimer whose
+//! head swap lands after the sweep's head commit read the sweep's `claims_due`, so it
+//! wrote the index after the sweep read it: the sweep's index swap fails and it starts
+//! over. A claimer whose head swap lands before it is seen by the sweep. So nothing ever
+//! raises an index entry above a live claim's expiry, and nothing takes a note with
+//! claims off the index (a test races claimers against the sweep to check this).
 
 use std::collections::BTreeMap;
 
@@ -29,7 +32,9 @@ use serde_json::{Value, json};
 
 use crate::env::{ActorType, Env, Identity};
 use crate::kv::{Kv, KvError, MAX_VALUE_BYTES, TenantKv};
-use crate::model::{Claim, EndedClaim, Head, Who, canonical_json, decode, encode, rfc3339, sha_hex};
+use crate::model::{
+    Claim, EndedClaim, Head, Who, canonical_json, decode, encode, rfc3339, sha_hex,
+};
 use crate::reply::{Fail, Out, Refusal};
 use crate::store::note_key;
 use crate::txn::MAX_ATTEMPTS;
@@ -108,8 +113,9 @@ pub(crate) fn put_record<K: Kv>(kv: &TenantKv<K>, key: &str, rec: &Value) -> Res
 /// Removes lapsed claims from the head (expiry is a release with reason `expired`);
 /// returns them for their audit records.
 pub(crate) fn drop_lapsed(head: &mut Head, now: u64) -> Vec<Claim> {
-    let (live, lapsed): (Vec<Claim>, Vec<Claim>) =
-        std::mem::take(&mut head.claims).into_iter().partition(|c| c.live(now));
+    let (live, lapsed): (Vec<Claim>, Vec<Claim>) = std::mem::take(&mut head.claims)
+        .into_iter()
+        .partition(|c| c.live(now));
     head.claims = live;
     for c in &lapsed {
         note_ended(head, &c.claim_id, "expired", c.expires_at);
@@ -147,7 +153,11 @@ pub(crate) fn write_expired<K: Kv>(
             by: None,
         }
         .json(json!({"reason": "expired"}));
-        put_record(kv, &claim_audit_key(note_id, c.expires_at, &claim_tag(&c.claim_id)), &rec)?;
+        put_record(
+            kv,
+            &claim_audit_key(note_id, c.expires_at, &claim_tag(&c.claim_id)),
+            &rec,
+        )?;
     }
     Ok(())
 }
@@ -171,7 +181,11 @@ pub(crate) fn write_ended<K: Kv>(
         by: Some(by),
     }
     .json(json!({"reason": reason}));
-    put_record(kv, &claim_audit_key(note_id, at, &claim_tag(&claim.claim_id)), &rec)
+    put_record(
+        kv,
+        &claim_audit_key(note_id, at, &claim_tag(&claim.claim_id)),
+        &rec,
+    )
 }
 
 /// The tenant's claim index.
@@ -249,9 +263,10 @@ fn sweep_note<K: Kv>(kv: &TenantKv<K>, note_id: &str, now: u64) -> Result<NoteSw
         let mut head: Head = decode("note head", &raw)?;
         let expired = drop_lapsed(&mut head, now);
         let due = head.claims.iter().map(|c| c.expires_at).min();
-        if expired.is_empty() && head.claims_due == due {
-            return Ok(NoteSweep::Due(due, 0));
-        }
+        // Always a head commit, even with nothing lapsed: the index entry is about to move
+        // (it was due, so it rises or goes), and a claimer that read the head before this
+        // commit must fail its swap and re-read `claims_due`, or its claim could be added
+        // under an entry the sweep is taking away.
         write_expired(kv, note_id, &expired)?;
         head.claims_due = due;
         head.rev += 1;

@@ -7,22 +7,40 @@
 //!   (the `t/<tenant>/` prefix every key gets).
 //! - [`env`](mod@env): [`Env`] (clock, randomness), [`Identity`] of the caller, [`SimEnv`] for tests.
 //! - [`tools`](mod@tools): the tool registry ([`tools()`], [`ToolSpec`]) with the published JSON Schemas.
-//! - [`rest`]: helpers for the people's REST API (create, read, write, delete tabs, files).
+//! - [`rest`]: helpers for the people's REST API (create, read, write, delete tabs, files;
+//!   claims: claim, renew, release, post a claim note, presence, force release).
+//! - [`sweep_expired_claims`]: the periodic sweep of lapsed claims (one read when nothing
+//!   is due).
 //! - [`url`]: source URL normalization.
-//! - internal: `args` (typed arguments), `txn` (the one-CAS write transaction),
-//!   `store` (key layout, blobs, note index), `model` (stored records), `sheet` (row
-//!   blocks), `read` / `write` (the tools), `reply` (results and refusals).
+//! - internal: `args` (typed arguments), `txn` (the one-CAS write transaction and its
+//!   claim check), `claims` (the claim rules and the claim tools), `claim_store` (claim
+//!   audit records, the tenant's claim index, the sweep), `store` (key layout, blobs, note
+//!   index), `model` (stored records), `sheet` (row blocks), `read` / `write` (the tools),
+//!   `reply` (results and refusals).
 //!
 //! Key layout (all under `t/<tenant>/`, applied by [`TenantKv`]):
-//! - `note/<note_id>`: the note head (title, approval, note version, tabs with their
-//!   versions and content refs, tab/attachment counters, claims, the 32 newest
-//!   idempotency records and history entries). One CAS on it commits every write.
+//! - `note/<note_id>`: the note head (title, approval, note version, head rev, tabs with
+//!   their versions and content refs, tab/attachment/claim counters, live claims with
+//!   their ephemeral notes, recently ended claim ids, the 32 newest idempotency records
+//!   and history entries). One CAS on it commits every write and every claim change.
 //! - `blob/<sha256>`: immutable content chunks (≤ 256 KiB text/slides/attachment-list
 //!   chunks, sheet manifests, 100-row sheet blocks, note-index pages), written before the
 //!   head CAS.
 //! - `idem/<note_id>/<sha256(key)>`, `audit/<note_id>/<version:020>`: idempotency
 //!   records and history entries moved out of the head (immutable, written before the CAS).
+//! - `audit/claims/<note_id>/<time µs:020>-<tag>`: claim audit records (granted, renewed,
+//!   released, expired, forced, noted, refused), one immutable key per event.
 //! - `idx/notes`: the tenant's note list (newest ids plus hashes of full pages of ids).
+//! - `claims/index`: the notes of the tenant that hold claims, each with a due time no
+//!   later than its earliest claim expiry (presence board and sweep start here).
+//!
+//! Claims: ids are `clm-<note_id>-<seq base36>-<8 random base36>` (the note id finds the
+//! head without a scan; `seq` is the note's claim counter, so ids are never reused). A
+//! write refused because another actor holds its target is
+//! `{"error": "claim_conflict", "message", "current_version", "claim_id", "note_id",
+//! "tab_id", "held_by", "actor_type", "since", "expires_at", "next_step"}`; renewing,
+//! releasing or posting on someone else's claim is `forbidden`; a claim that is not live
+//! (or in another tenant) is `not_found`.
 //!
 //! Entry point for tool components: [`call_tool`]. It returns an MCP `CallToolResult` as
 //! JSON: `{"content":[{"type":"text","text":…}],"structuredContent":{…},"isError":bool}`.
@@ -39,6 +57,8 @@ pub mod tools;
 pub mod url;
 
 mod args;
+mod claim_store;
+mod claims;
 mod model;
 mod read;
 mod reply;
@@ -49,9 +69,10 @@ mod write;
 
 use serde_json::Value;
 
+pub use claim_store::sweep_expired_claims;
 pub use env::{ActorType, Env, Identity, Role, SimEnv};
 pub use kv::{Kv, KvError, MemKv, TenantKv};
-pub use reply::{NEXT_STEP_REREAD, NOTICE};
+pub use reply::{NEXT_STEP_CLAIM, NEXT_STEP_REREAD, NOTICE};
 pub use tools::{ToolAnnotations, ToolSpec, tools};
 
 use reply::{Out, Refusal, finish};
@@ -90,6 +111,11 @@ pub fn call_tool<K: Kv>(
             "edit_note_tab" => write::edit_note_tab(&kv, env, who, args),
             "create_note_tab" => write::create_note_tab(&kv, env, who, args),
             "add_note_source" => write::add_note_source(&kv, env, who, args),
+            "claim_note" => claims::claim_note(&kv, env, who, args),
+            "renew_claim" => claims::renew_claim(&kv, env, who, args),
+            "release_claim" => claims::release_claim(&kv, env, who, args),
+            "post_claim_note" => claims::post_claim_note(&kv, env, who, args),
+            "list_claims" => claims::list_claims(&kv, who, env.now_us(), args),
             other => Err(Refusal::invalid("name", format!("unknown tool {other:?}")).into()),
         }
     })();

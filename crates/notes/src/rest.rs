@@ -10,17 +10,26 @@
 //! | [`write_tab`] | `{expected_version, text \| data, idempotency_key?, version_scope?, base_content_hash?}` | 200 |
 //! | [`delete_tab`] | `{expected_version, idempotency_key?}` | 200 |
 //! | [`attach_file`] | `{expected_version, name, media_type, size_bytes, idempotency_key?}` | 201 |
+//! | [`claim_note`] | `{tab_id?, ttl_seconds?}` | 201 granted, 200 renewed (heartbeat) |
+//! | [`renew_claim`] | `{ttl_seconds?}` | 200 |
+//! | [`release_claim`] | — | 200 (`already_released` on a repeat) |
+//! | [`post_claim_note`] | `{text}` | 201 |
+//! | [`list_claims`] | — (optional note id) | 200 (presence board) |
+//! | [`force_release_claim`] | — | 200; 403 unless the caller is a human admin |
 //!
-//! Refusals: 400 `invalid_argument`, 404 `not_found`, 409 `version_conflict`,
-//! `content_hash_mismatch`, `idempotency_key_reused`, `claim_conflict`, 413 `too_large`,
+//! Refusals: 400 `invalid_argument`, 403 `forbidden`, 404 `not_found`, 409
+//! `version_conflict`, `content_hash_mismatch`, `idempotency_key_reused`, `claim_conflict`
+//! (with `claim_id`, `held_by`, `actor_type`, `since`, `expires_at`), 413 `too_large`,
 //! 503 `busy`. Tab contents are read with the `read_note_tab` tool through [`crate::call_tool`].
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::args::{
-    MAX_KEY_CHARS, MAX_NOTE_TITLE_CHARS, VersionScope, check_chars, check_id, parse,
+    MAX_CLAIM_NOTE_CHARS, MAX_KEY_CHARS, MAX_NOTE_TITLE_CHARS, VersionScope, check_chars, check_id,
+    check_ttl, parse, parse_claim_id,
 };
+use crate::claims;
 use crate::env::{Env, Identity};
 use crate::kv::{Kv, KvError};
 use crate::model::{
@@ -51,6 +60,7 @@ fn reply(out: Out<Value>, ok_status: u16) -> Result<RestReply, KvError> {
         Err(Fail::Refused(r)) => {
             let status = match r.code {
                 "invalid_argument" => 400,
+                "forbidden" => 403,
                 "not_found" => 404,
                 "too_large" => 413,
                 "busy" => 503,
@@ -230,6 +240,8 @@ pub fn write_tab<K: Kv>(
             _ => Value::Null,
         }});
         let spec = WriteSpec {
+            tool: "write_tab",
+            note_level: false,
             note_id,
             idem: a
                 .idempotency_key
@@ -273,6 +285,8 @@ pub fn delete_tab<K: Kv>(
             &json!({"tab_id": tab_id, "expected_version": a.expected_version}),
         );
         let spec = WriteSpec {
+            tool: "delete_tab",
+            note_level: false,
             note_id,
             idem: a.idempotency_key.as_deref().map(|k| (k, fp)),
             expected_version: a.expected_version,
@@ -349,6 +363,8 @@ pub fn attach_file<K: Kv>(
             .expect("object")
             .remove("idempotency_key");
         let spec = WriteSpec {
+            tool: "attach_file",
+            note_level: true,
             note_id,
             idem: a
                 .idempotency_key
@@ -401,4 +417,161 @@ pub fn attach_file<K: Kv>(
         )
     })();
     reply(out, 201)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClaimBody {
+    #[serde(default)]
+    tab_id: Option<String>,
+    #[serde(default)]
+    ttl_seconds: Option<u64>,
+}
+
+/// Claims a note (or one tab with `tab_id`) for `ttl_seconds` (1-3600, default 600).
+/// 201 with `{claim_id, note_id, tab_id, held_by, actor_type, since, expires_at,
+/// ttl_seconds, renewed: false}` when granted; 200 with the same claim and `renewed: true`
+/// when the caller already held it (a heartbeat); 409 `claim_conflict` naming the holder.
+pub fn claim_note<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    note_id: &str,
+    args: Value,
+) -> Result<RestReply, KvError> {
+    let mut renewed = false;
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        check_id("note_id", note_id)?;
+        let a: ClaimBody = parse(args)?;
+        if let Some(t) = &a.tab_id {
+            check_id("tab_id", t)?;
+        }
+        check_ttl(a.ttl_seconds)?;
+        let c = claims::claim(
+            &kv,
+            env,
+            who,
+            note_id,
+            a.tab_id.as_deref(),
+            a.ttl_seconds,
+            "rest_claim_note",
+        )?;
+        renewed = c.renewed;
+        Ok(c.result)
+    })();
+    reply(out, if renewed { 200 } else { 201 })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RenewBody {
+    #[serde(default)]
+    ttl_seconds: Option<u64>,
+}
+
+/// Extends a live claim the caller holds (`{ttl_seconds?}`, default: the claim's ttl).
+/// 200 with the claim; 403 `forbidden` for someone else's; 404 when it is not live.
+pub fn renew_claim<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    claim_id: &str,
+    args: Value,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        let r = parse_claim_id(claim_id)?;
+        let a: RenewBody = parse(args)?;
+        check_ttl(a.ttl_seconds)?;
+        claims::renew(
+            &kv,
+            env,
+            who,
+            claim_id,
+            &r,
+            a.ttl_seconds,
+            "rest_renew_claim",
+        )
+    })();
+    reply(out, 200)
+}
+
+/// Releases a claim the caller holds. 200 with `{claim_id, note_id, tab_id, released,
+/// already_released, reason}`; a repeat is 200 with `already_released: true`; 403 for
+/// someone else's claim.
+pub fn release_claim<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    claim_id: &str,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        let r = parse_claim_id(claim_id)?;
+        claims::release(&kv, env, who, claim_id, &r, false, "rest_release_claim")
+    })();
+    reply(out, 200)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoteBody {
+    text: String,
+}
+
+/// Posts an ephemeral note (`{text}`, 1-2000 characters) on a live claim the caller holds.
+/// 201 with `{claim_id, note_id, tab_id, posted_at, content_hash, notes_on_claim,
+/// dropped_oldest, expires_at}`.
+pub fn post_claim_note<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    claim_id: &str,
+    args: Value,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        let r = parse_claim_id(claim_id)?;
+        let a: NoteBody = parse(args)?;
+        check_chars("text", &a.text, 1, MAX_CLAIM_NOTE_CHARS)?;
+        claims::post_note(&kv, env, who, claim_id, &r, &a.text, "rest_post_claim_note")
+    })();
+    reply(out, 201)
+}
+
+/// The presence board: live claims of the caller's tenant, of one note or of every note
+/// the caller may see. 200 with `{claims: [{claim_id, note_id, note_title, tab_id,
+/// tab_label, held_by, actor_type, since, expires_at, ttl_seconds, renewed, yours, notes:
+/// [{text, posted_at, provenance}]}], truncated, as_of, notice}`.
+pub fn list_claims<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    note_id: Option<&str>,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        if let Some(n) = note_id {
+            check_id("note_id", n)?;
+        }
+        claims::board(&kv, who, env.now_us(), note_id)
+    })();
+    reply(out, 200)
+}
+
+/// Force-releases anyone's claim: only for a caller with role Admin AND actor type Human
+/// (a role check; no token scope grants it). Audited with who did it (event `forced`).
+/// 200 with the release result (`forced: true`, `forced_by`); 403 `forbidden` otherwise.
+pub fn force_release_claim<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    claim_id: &str,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        claims::force_release(&kv, env, who, claim_id)
+    })();
+    reply(out, 200)
 }

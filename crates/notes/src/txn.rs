@@ -1,19 +1,25 @@
 //! The write transaction: every write to a note runs here, and commits with one CAS on
 //! the note head.
 //!
-//! Order inside one attempt (arguments were validated before): read the head (visibility)
-//! → idempotency key → resolve the target → claims → version (and base_content_hash) →
-//! apply (content blobs written first) → bump the note and tab versions, record the
-//! idempotency result, a history entry and its audit record → swap the head. A lost swap
+//! Order inside one attempt (arguments were validated before): read the head (visibility;
+//! lapsed claims dropped) → idempotency key (a replay answers even if a claim appeared
+//! since) → resolve the target → claims → version (and base_content_hash) → apply
+//! (content blobs written first) → bump the note and tab versions and the head rev,
+//! record the idempotency result, a history entry and the audit records (spilled
+//! history, expired claims) → swap the head. A lost swap
 //! re-runs the whole attempt from a fresh read; the caller's `expected_version` alone
 //! decides conflicts.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::args::VersionScope;
+use crate::claim_store::{
+    Record, claim_audit_key, drop_lapsed, note_ended, put_record, write_ended, write_expired,
+};
+use crate::claims::{blocking_claim, conflict};
 use crate::env::{Env, Identity};
 use crate::kv::{Kv, MAX_VALUE_BYTES, TenantKv};
-use crate::model::{Head, HistoryEntry, IdemRecord, Who, decode, encode};
+use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Who, decode, encode, rand8};
 use crate::reply::{Fail, Out, Refusal};
 use crate::store::{audit_key, idem_key, note_key, visible_head};
 
@@ -26,7 +32,12 @@ pub(crate) const MAX_ATTEMPTS: usize = 16;
 
 /// What a write asks of the transaction.
 pub(crate) struct WriteSpec<'a> {
+    /// The tool or REST helper, as audit records name it.
+    pub tool: &'static str,
     pub note_id: &'a str,
+    /// For claims: the write targets the note as a whole (create a tab, add a source,
+    /// attach a file), so only a whole-note claim blocks it, whatever tab it changes.
+    pub note_level: bool,
     /// The idempotency key and the fingerprint of the payload it names.
     pub idem: Option<(&'a str, String)>,
     pub expected_version: u64,
@@ -66,16 +77,38 @@ pub(crate) struct Ctx<'a, 'k, K: Kv, E: Env> {
     pub now: u64,
 }
 
-/// Claims hook: refuses a write whose target another actor holds. Claims live in the
-/// head; until the claims work fills this in, every write passes.
-pub(crate) fn check_claims(
-    head: &Head,
+/// Claims: refuses a write whose target another actor (a different subject) holds with a
+/// live claim. A tab write is blocked by a claim on that tab or on the whole note; a
+/// note-level write (`spec.note_level`) only by a whole-note claim. The holder's own
+/// writes pass. A refusal is audited best effort (it has no commit to join).
+fn check_claims<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
     who: &Identity,
+    head: &Head,
+    spec: &WriteSpec,
     target: Target,
-    now_us: u64,
+    now: u64,
 ) -> Result<(), Refusal> {
-    let _ = (&head.claims, who, target, now_us);
-    Ok(())
+    let tab_id = match target {
+        Target::Tab(i) if !spec.note_level => Some(head.tabs[i].id.as_str()),
+        _ => None,
+    };
+    let Some(c) = blocking_claim(head, who, tab_id, now) else {
+        return Ok(());
+    };
+    let rec = Record {
+        event: "refused",
+        action: spec.tool,
+        at: now,
+        note_id: &head.note_id,
+        claim: Some(c),
+        by: Some(who),
+    }
+    .json(json!({"error": "claim_conflict", "write_tab_id": tab_id}));
+    let key = claim_audit_key(&head.note_id, now, &rand8(env));
+    let _ = put_record(kv, &key, &rec);
+    Err(conflict(head, c, "nothing was written"))
 }
 
 fn check_version(head: &Head, spec: &WriteSpec, target: Target) -> Result<(), Refusal> {
@@ -146,13 +179,16 @@ pub(crate) fn commit<K: Kv, E: Env>(
     mut apply: impl FnMut(&mut Head, Target, &mut Ctx<K, E>) -> Out<Change>,
 ) -> Out<Value> {
     let key = note_key(spec.note_id);
+    // One time for every attempt: records written before a lost swap are rewritten with
+    // the same keys and bytes by the retry.
+    let now = env.now_us();
     for _ in 0..MAX_ATTEMPTS {
-        let now = env.now_us();
         let (cas, raw) = kv.read_cas(&key)?;
         let Some(raw) = raw else {
             return Err(Refusal::not_found("note").into());
         };
         let mut head = visible_head(&raw, who)?;
+        let expired = drop_lapsed(&mut head, now);
 
         if let Some((k, fp)) = &spec.idem
             && let Some(rec) = find_idem(kv, &head, k)?
@@ -174,14 +210,26 @@ pub(crate) fn commit<K: Kv, E: Env>(
         let target = match resolve(&head)? {
             Plan::Write(t) => t,
             Plan::Answer(v) => {
-                check_claims(&head, who, Target::Note, now)?;
+                check_claims(kv, env, who, &head, spec, Target::Note, now)?;
                 return Ok(v);
             }
         };
-        check_claims(&head, who, target, now)?;
+        check_claims(kv, env, who, &head, spec, target, now)?;
         check_version(&head, spec, target)?;
 
         let change = apply(&mut head, target, &mut Ctx { kv, env, who, now })?;
+        if let Some(gone) = &change.removed_tab {
+            // Claims on a deleted tab end with it (only its holder could delete it).
+            let (ended, kept): (Vec<Claim>, Vec<Claim>) = std::mem::take(&mut head.claims)
+                .into_iter()
+                .partition(|c| c.tab_id.as_deref() == Some(gone.as_str()));
+            head.claims = kept;
+            for c in &ended {
+                note_ended(&mut head, &c.claim_id, "tab_deleted", now);
+                write_ended(kv, &head.note_id, c, "tab_deleted", spec.tool, who, now)?;
+            }
+        }
+        write_expired(kv, &head.note_id, &expired)?;
 
         let by = Who::of(who);
         head.version += 1;
@@ -233,6 +281,7 @@ pub(crate) fn commit<K: Kv, E: Env>(
             }
         }
 
+        head.rev += 1;
         let bytes = encode(&head);
         if bytes.len() > MAX_VALUE_BYTES {
             return Err(Refusal::too_large(

@@ -236,6 +236,8 @@ pub(crate) fn edit_note_tab<K: Kv, E: Env>(
         },
     };
     let spec = WriteSpec {
+        tool: "edit_note_tab",
+        note_level: false,
         note_id: &a.note_id,
         idem: Some((&a.idempotency_key, fp)),
         expected_version: a.expected_version,
@@ -276,6 +278,8 @@ pub(crate) fn create_note_tab<K: Kv, E: Env>(
         .remove("idempotency_key");
     let fp = fingerprint("create_note_tab", &payload);
     let spec = WriteSpec {
+        tool: "create_note_tab",
+        note_level: true,
         note_id: &a.note_id,
         idem: Some((&a.idempotency_key, fp)),
         expected_version: a.expected_version,
@@ -343,6 +347,8 @@ pub(crate) fn add_note_source<K: Kv, E: Env>(
     // The intent is "this page is a source of this note": the key names the normalized URL.
     let fp = fingerprint("add_note_source", &json!({ "url": url }));
     let spec = WriteSpec {
+        tool: "add_note_source",
+        note_level: true,
         note_id: &a.note_id,
         idem: Some((&a.idempotency_key, fp)),
         expected_version: a.expected_version,

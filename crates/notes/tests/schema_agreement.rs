@@ -323,6 +323,128 @@ fn cases() -> Vec<(&'static str, Value, bool)> {
             c(json!({"title": "", "url": "https://example.org"})),
             false,
         ),
+        ("claim_note", json!({"note_id": n}), true),
+        (
+            "claim_note",
+            json!({"note_id": n, "tab_id": "slides-1-abcdefgh", "ttl_seconds": 3600}),
+            true,
+        ),
+        ("claim_note", json!({"note_id": n, "ttl_seconds": 1}), true),
+        ("claim_note", json!({"note_id": n, "ttl_seconds": 0}), false),
+        (
+            "claim_note",
+            json!({"note_id": n, "ttl_seconds": 3601}),
+            false,
+        ),
+        (
+            "claim_note",
+            json!({"note_id": n, "ttl_seconds": -5}),
+            false,
+        ),
+        (
+            "claim_note",
+            json!({"note_id": n, "ttl_seconds": "600"}),
+            false,
+        ),
+        ("claim_note", json!({"note_id": n, "tab_id": null}), false),
+        (
+            "claim_note",
+            json!({"note_id": n, "tab_id": "bad id"}),
+            false,
+        ),
+        ("claim_note", json!({"tab_id": "markdown"}), false),
+        (
+            "claim_note",
+            json!({"note_id": n, "exclusive": true}),
+            false,
+        ),
+        (
+            "renew_claim",
+            json!({"claim_id": format!("clm-{n}-1-abcdefgh")}),
+            true,
+        ),
+        (
+            "renew_claim",
+            json!({"claim_id": "clm-x-zzzzzzzzzzzzz-00000000", "ttl_seconds": 60}),
+            true,
+        ),
+        (
+            "renew_claim",
+            json!({"claim_id": format!("clm-{n}-1-abcdefgh"), "ttl_seconds": 0}),
+            false,
+        ),
+        (
+            "renew_claim",
+            json!({"claim_id": format!("clm-{n}-1-ABCDEFGH")}),
+            false,
+        ),
+        (
+            "renew_claim",
+            json!({"claim_id": format!("clm-{n}-1-abcdefg")}),
+            false,
+        ),
+        (
+            "renew_claim",
+            json!({"claim_id": format!("clm-{n}-zzzzzzzzzzzzzz-abcdefgh")}),
+            false,
+        ),
+        (
+            "renew_claim",
+            json!({"claim_id": format!("{n}-1-abcdefgh")}),
+            false,
+        ),
+        (
+            "renew_claim",
+            json!({"claim_id": format!("clm-{}-1-abcdefgh", "x".repeat(65))}),
+            false,
+        ),
+        ("renew_claim", json!({"claim_id": "clm--1-abcdefgh"}), false),
+        ("renew_claim", json!({}), false),
+        (
+            "release_claim",
+            json!({"claim_id": format!("clm-{n}-a0-0000zzzz")}),
+            true,
+        ),
+        (
+            "release_claim",
+            json!({"claim_id": "clm-a_b-c-1-abcdefgh"}),
+            true,
+        ),
+        (
+            "release_claim",
+            json!({"claim_id": format!("clm-{n}-1-abcdefgh"), "reason": "done"}),
+            false,
+        ),
+        ("release_claim", json!({"claim_id": 7}), false),
+        (
+            "post_claim_note",
+            json!({"claim_id": format!("clm-{n}-1-abcdefgh"), "text": "rewriting the intro"}),
+            true,
+        ),
+        (
+            "post_claim_note",
+            json!({"claim_id": format!("clm-{n}-1-abcdefgh"), "text": "é".repeat(2000)}),
+            true,
+        ),
+        (
+            "post_claim_note",
+            json!({"claim_id": format!("clm-{n}-1-abcdefgh"), "text": "x".repeat(2001)}),
+            false,
+        ),
+        (
+            "post_claim_note",
+            json!({"claim_id": format!("clm-{n}-1-abcdefgh"), "text": ""}),
+            false,
+        ),
+        (
+            "post_claim_note",
+            json!({"claim_id": format!("clm-{n}-1-abcdefgh")}),
+            false,
+        ),
+        ("list_claims", json!({}), true),
+        ("list_claims", json!({"note_id": n}), true),
+        ("list_claims", json!({"note_id": 5}), false),
+        ("list_claims", json!({"limit": 5}), false),
     ]
 }
 

@@ -122,3 +122,58 @@ pub fn human(tenant: &str) -> Identity {
 pub fn agent(tenant: &str) -> Identity {
     identity(tenant, "claude", ActorType::Agent)
 }
+
+pub const SECOND: u64 = 1_000_000;
+
+pub fn admin(tenant: &str, subject: &str, actor_type: ActorType) -> Identity {
+    Identity {
+        role: Role::Admin,
+        ..identity(tenant, subject, actor_type)
+    }
+}
+
+impl World {
+    /// claim_note; returns the whole CallToolResult's structuredContent (granted or refused).
+    pub fn claim(&mut self, who: &Identity, note: &str, tab: Option<&str>) -> Value {
+        let mut args = json!({"note_id": note});
+        if let Some(t) = tab {
+            args["tab_id"] = t.into();
+        }
+        self.call(who, "claim_note", args)["structuredContent"].clone()
+    }
+
+    /// claim_note that must be granted (or renewed); returns the claim id.
+    pub fn claim_ok(&mut self, who: &Identity, note: &str, tab: Option<&str>) -> String {
+        let r = self.claim(who, note, tab);
+        assert!(r.get("error").is_none(), "expected a claim, got {r}");
+        r["claim_id"].as_str().unwrap().to_string()
+    }
+
+    /// The live claims of the caller's tenant (list_claims without note_id).
+    pub fn board(&mut self, who: &Identity) -> Vec<Value> {
+        self.ok(who, "list_claims", json!({}))["claims"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    pub fn advance_s(&mut self, secs: u64) {
+        self.env.advance_us(secs * SECOND);
+    }
+
+    /// Every claim audit record of a tenant, in key (time) order.
+    pub fn claim_audit(&self, tenant: &str) -> Vec<Value> {
+        let prefix = format!("t/{tenant}/audit/claims/");
+        self.kv
+            .dump()
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(&prefix))
+            .map(|(_, v)| serde_json::from_slice(&v).unwrap())
+            .collect()
+    }
+
+    /// The markdown tab edit as a raw call (refused or not).
+    pub fn edit_markdown(&mut self, who: &Identity, note: &str, text: &str, key: &str) -> Value {
+        self.write_text(who, note, text, key)["structuredContent"].clone()
+    }
+}

@@ -1,0 +1,790 @@
+//! Claims (leases): "nobody else may write this for a while". A claim lives in the note
+//! head, so claiming, the claim check of a write, its version check and its commit are
+//! one CAS on the head.
+//!
+//! Rules:
+//! - A target is the whole note (`tab_id` absent) or one tab. A whole-note claim and any
+//!   tab claim in the same note exclude each other; claims on two tabs coexist; two
+//!   claims on one tab conflict. The files and sources tabs cannot be claimed on their
+//!   own (the writes that touch them target the note): claim the note.
+//! - Claiming what you already hold (same subject, same target) is a heartbeat: the same
+//!   claim_id, `renewed: true`, expiry moved to now + ttl.
+//! - Only the holder (same tenant and subject) may renew, release or post on a claim;
+//!   others get `forbidden`. A human admin may force a release ([`force_release`]).
+//! - A claim lapses at `expires_at`: from then on no check and no read sees it, and the
+//!   next commit of the head drops it (a release with reason `expired`); the sweep does
+//!   the same for heads nobody touches.
+//! - Claim notes are ephemeral: stored in the claim, gone with it, never in history.
+//!
+//! Claim ids are `clm-<note_id>-<seq>-<random>`: `seq` is the note's claim counter in
+//! base 36 (only grows, so an id is never handed out twice), `random` 8 base-36
+//! characters. The note id in front finds the claim's head without any scan.
+
+use serde_json::{Value, json};
+
+use crate::args::{
+    ClaimNoteArgs, ClaimRef, DEFAULT_TTL_SECONDS, ListClaimsArgs, PostClaimNoteArgs,
+    ReleaseClaimArgs, RenewClaimArgs, parse, parse_claim_id,
+};
+use crate::claim_store::{
+    Record, actor_str, claim_audit_key, drop_lapsed, index_lower, note_ended, put_record,
+    read_index, write_expired,
+};
+use crate::env::{ActorType, Env, Identity, Role};
+use crate::kv::{Kv, MAX_VALUE_BYTES, TenantKv};
+use crate::model::{Claim, ClaimNote, Head, TabKind, Who, encode, rand8, rfc3339, sha_hex};
+use crate::reply::{Fail, NOTICE, Out, Refusal};
+use crate::store::{load_head, note_key, visible_head};
+use crate::txn::MAX_ATTEMPTS;
+
+/// Claim notes kept per claim (older ones are dropped when a new one is posted).
+pub(crate) const NOTES_PER_CLAIM: usize = 10;
+/// Bytes of claim-note text one note head may hold across its claims.
+pub(crate) const CLAIM_NOTE_BYTES_PER_HEAD: usize = 200_000;
+/// Claims one `list_claims` call returns (`truncated: true` beyond).
+pub(crate) const MAX_LISTED_CLAIMS: usize = 200;
+
+const US: u64 = 1_000_000;
+
+const NEXT_STEP_GONE: &str = "this claim is no longer live (released or expired): claim the \
+target again with claim_note, and read before you write (someone may have written since)";
+const NEXT_STEP_OWN: &str = "you already hold an overlapping claim in this note: keep using \
+it, or release_claim it and claim again";
+
+/// Whether two targets overlap (`None` = the whole note).
+fn overlaps(a: Option<&str>, b: Option<&str>) -> bool {
+    a.is_none() || b.is_none() || a == b
+}
+
+/// The live claim that stops `who` from writing `tab_id` (`None`: a write to the note as a
+/// whole, which only a whole-note claim blocks). The holder's own claims never block it.
+pub(crate) fn blocking_claim<'h>(
+    head: &'h Head,
+    who: &Identity,
+    tab_id: Option<&str>,
+    now: u64,
+) -> Option<&'h Claim> {
+    head.claims.iter().find(|c| {
+        c.live(now)
+            && c.holder.subject != who.subject
+            && match (&c.tab_id, tab_id) {
+                (None, _) => true,
+                (Some(held), Some(t)) => held == t,
+                (Some(_), None) => false,
+            }
+    })
+}
+
+/// The `claim_conflict` refusal naming the claim in the way.
+pub(crate) fn conflict(head: &Head, c: &Claim, what: &str) -> Refusal {
+    let target = match &c.tab_id {
+        Some(t) => format!("tab {t} of note {}", head.note_id),
+        None => format!("note {}", head.note_id),
+    };
+    Refusal::new(
+        "claim_conflict",
+        format!(
+            "{what}: {target} is claimed by {} ({}) until {}",
+            c.holder.name,
+            actor_str(c.holder.actor_type),
+            rfc3339(c.expires_at)
+        ),
+    )
+    .with_version(head.version)
+    .with("claim_id", c.claim_id.clone())
+    .with("note_id", head.note_id.clone())
+    .with("tab_id", c.tab_id.clone())
+    .with("held_by", c.holder.name.clone())
+    .with("actor_type", actor_str(c.holder.actor_type))
+    .with("since", rfc3339(c.since))
+    .with("expires_at", rfc3339(c.expires_at))
+}
+
+/// A claim as the tools show it.
+fn view(note_id: &str, c: &Claim, renewed: bool) -> Value {
+    json!({
+        "claim_id": c.claim_id,
+        "note_id": note_id,
+        "tab_id": c.tab_id,
+        "held_by": c.holder.name,
+        "actor_type": actor_str(c.holder.actor_type),
+        "since": rfc3339(c.since),
+        "expires_at": rfc3339(c.expires_at),
+        "ttl_seconds": c.ttl_us / US,
+        "renewed": renewed,
+    })
+}
+
+/// What one attempt of a claim operation decided.
+enum Step {
+    /// Commit the changed head; `index_due` is the expiry of a newly granted claim.
+    Commit {
+        result: Value,
+        audit: Value,
+        index_due: Option<u64>,
+    },
+    /// Answer without changing the head (lapsed claims are still dropped if any).
+    Answer { result: Value, audit: Value },
+    /// Refuse; the record is written best effort (a refusal has no commit to join).
+    Refuse {
+        refusal: Refusal,
+        audit: Option<Value>,
+    },
+}
+
+/// Runs a claim operation on the head of `note_id` as one CAS (bounded retries).
+///
+/// Time and the operation's audit key are fixed before the first attempt: a retried
+/// attempt writes the same key (and, for the same outcome, the same bytes), so the record
+/// left there is the operation's final outcome.
+fn claim_txn<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    note_id: &str,
+    mut op: impl FnMut(&mut Head, u64) -> Out<Step>,
+) -> Out<Value> {
+    let now = env.now_us();
+    let audit_key = claim_audit_key(note_id, now, &rand8(env));
+    let key = note_key(note_id);
+    for _ in 0..MAX_ATTEMPTS {
+        let (cas, raw) = kv.read_cas(&key)?;
+        let Some(raw) = raw else {
+            return Err(Refusal::not_found("note").into());
+        };
+        let mut head = visible_head(&raw, who)?;
+        let expired = drop_lapsed(&mut head, now);
+        let (result, audit, index_due) = match op(&mut head, now)? {
+            Step::Refuse { refusal, audit } => {
+                if let Some(a) = audit {
+                    let _ = put_record(kv, &audit_key, &a);
+                }
+                return Err(refusal.into());
+            }
+            Step::Answer { result, audit } if expired.is_empty() => {
+                put_record(kv, &audit_key, &audit)?;
+                return Ok(result);
+            }
+            Step::Answer { result, audit } => (result, audit, None),
+            Step::Commit {
+                result,
+                audit,
+                index_due,
+            } => (result, audit, index_due),
+        };
+        if let Some(due) = index_due
+            && head.claims_due.is_none_or(|d| due < d)
+        {
+            index_lower(kv, note_id, due)?;
+            head.claims_due = Some(head.claims_due.map_or(due, |d| d.min(due)));
+        }
+        write_expired(kv, note_id, &expired)?;
+        put_record(kv, &audit_key, &audit)?;
+        head.rev += 1;
+        let bytes = encode(&head);
+        if bytes.len() > MAX_VALUE_BYTES {
+            return Err(Refusal::too_large(
+                "text",
+                "the note head would exceed the store's value limit; release claims or post shorter notes",
+            )
+            .into());
+        }
+        if kv.swap(cas, bytes)? {
+            return Ok(result);
+        }
+    }
+    let gave_up = json!({"event": "refused", "error": "busy", "note_id": note_id, "at": rfc3339(now),
+        "at_us": now, "by": {"subject": who.subject, "name": Who::of(who).name,
+        "actor_type": actor_str(who.actor_type)}});
+    let _ = put_record(kv, &audit_key, &gave_up);
+    Err(Fail::Refused(Refusal::new(
+        "busy",
+        "the note is busy with other writes; nothing changed",
+    )))
+}
+
+fn record<'a>(
+    event: &'static str,
+    action: &'static str,
+    at: u64,
+    note_id: &'a str,
+    claim: Option<&'a Claim>,
+    who: &'a Identity,
+) -> Record<'a> {
+    Record {
+        event,
+        action,
+        at,
+        note_id,
+        claim,
+        by: Some(who),
+    }
+}
+
+/// Outcome of [`claim`]: the result and whether it was a heartbeat on an existing claim.
+pub(crate) struct Claimed {
+    pub result: Value,
+    pub renewed: bool,
+}
+
+/// Claims a note (`tab_id: None`) or one of its tabs for `ttl_seconds`.
+pub(crate) fn claim<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    note_id: &str,
+    tab_id: Option<&str>,
+    ttl_seconds: Option<u64>,
+    action: &'static str,
+) -> Out<Claimed> {
+    let ttl = ttl_seconds.unwrap_or(DEFAULT_TTL_SECONDS) * US;
+    let rand = rand8(env);
+    let mut renewed = false;
+    let result = claim_txn(kv, env, who, note_id, |head, now| {
+        renewed = false;
+        if let Some(t) = tab_id {
+            let Some(i) = head.tab_index(t) else {
+                return Ok(Step::Refuse {
+                    refusal: Refusal::not_found("tab"),
+                    audit: None,
+                });
+            };
+            if matches!(head.tabs[i].kind, TabKind::Files | TabKind::Sources) {
+                return Ok(Step::Refuse {
+                    refusal: Refusal::invalid(
+                        "tab_id",
+                        "the files and sources tabs cannot be claimed on their own: claim the whole note (leave tab_id out)",
+                    ),
+                    audit: None,
+                });
+            }
+        }
+        // A heartbeat: the caller already holds exactly this target.
+        if let Some(c) = head
+            .claims
+            .iter_mut()
+            .find(|c| c.holder.subject == who.subject && c.tab_id.as_deref() == tab_id)
+        {
+            c.expires_at = now + ttl;
+            c.ttl_us = ttl;
+            c.renewals += 1;
+            renewed = true;
+            return Ok(Step::Commit {
+                result: view(note_id, c, true),
+                audit: record("renewed", action, now, note_id, Some(&*c), who)
+                    .json(json!({"heartbeat": true})),
+                index_due: None,
+            });
+        }
+        if let Some(c) = head
+            .claims
+            .iter()
+            .find(|c| overlaps(c.tab_id.as_deref(), tab_id))
+        {
+            let mut refusal = conflict(head, c, "not claimed");
+            if c.holder.subject == who.subject {
+                refusal = refusal
+                    .with("held_by_you", true)
+                    .with_next_step(NEXT_STEP_OWN);
+            }
+            let audit = record("refused", action, now, note_id, Some(c), who)
+                .json(json!({"error": "claim_conflict", "requested_tab_id": tab_id}));
+            return Ok(Step::Refuse {
+                refusal,
+                audit: Some(audit),
+            });
+        }
+        head.claim_seq += 1;
+        let c = Claim {
+            claim_id: format!("clm-{note_id}-{}-{rand}", base36(head.claim_seq)),
+            tab_id: tab_id.map(str::to_string),
+            holder: Who::of(who),
+            since: now,
+            expires_at: now + ttl,
+            ttl_us: ttl,
+            renewals: 0,
+            notes: Vec::new(),
+        };
+        let step = Step::Commit {
+            result: view(note_id, &c, false),
+            audit: record("granted", action, now, note_id, Some(&c), who).json(json!({})),
+            index_due: Some(c.expires_at),
+        };
+        head.claims.push(c);
+        Ok(step)
+    })?;
+    Ok(Claimed { result, renewed })
+}
+
+/// Whether the note ever handed out this claim id's sequence number.
+fn issued(head: &Head, r: &ClaimRef) -> bool {
+    r.seq.is_some_and(|s| s >= 1 && s <= head.claim_seq)
+}
+
+/// The not_found of a claim that is not live (never issued, released or lapsed).
+fn gone(head: &Head, r: &ClaimRef) -> Refusal {
+    let refusal = Refusal::new("not_found", "claim not found: it is not live in this note");
+    if issued(head, r) {
+        refusal.with_next_step(NEXT_STEP_GONE)
+    } else {
+        refusal
+    }
+}
+
+/// The `forbidden` refusal for a claim someone else holds.
+fn not_yours(head: &Head, c: &Claim, what: &str) -> Refusal {
+    Refusal::new(
+        "forbidden",
+        format!(
+            "only the holder may {what} claim {}; it is held by {} ({}) until {}",
+            c.claim_id,
+            c.holder.name,
+            actor_str(c.holder.actor_type),
+            rfc3339(c.expires_at)
+        ),
+    )
+    .with("claim_id", c.claim_id.clone())
+    .with("note_id", head.note_id.clone())
+    .with("held_by", c.holder.name.clone())
+    .with("actor_type", actor_str(c.holder.actor_type))
+    .with("expires_at", rfc3339(c.expires_at))
+}
+
+/// Extends a live claim the caller holds to now + ttl (default: the claim's own ttl).
+pub(crate) fn renew<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    claim_id: &str,
+    r: &ClaimRef,
+    ttl_seconds: Option<u64>,
+    action: &'static str,
+) -> Out<Value> {
+    claim_txn(kv, env, who, &r.note_id, |head, now| {
+        let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
+            return Ok(Step::Refuse {
+                refusal: gone(head, r),
+                audit: issued(head, r)
+                    .then(|| refused_gone(action, now, &r.note_id, who, claim_id)),
+            });
+        };
+        if head.claims[i].holder.subject != who.subject {
+            let c = &head.claims[i];
+            return Ok(Step::Refuse {
+                refusal: not_yours(head, c, "renew"),
+                audit: Some(refused(action, now, &r.note_id, who, c, "forbidden")),
+            });
+        }
+        let c = &mut head.claims[i];
+        let ttl = ttl_seconds.map_or(c.ttl_us, |s| s * US);
+        c.expires_at = now + ttl;
+        c.ttl_us = ttl;
+        c.renewals += 1;
+        let audit = Record {
+            event: "renewed",
+            action,
+            at: now,
+            note_id: &r.note_id,
+            claim: Some(c),
+            by: Some(who),
+        }
+        .json(json!({}));
+        Ok(Step::Commit {
+            result: view(&r.note_id, c, true),
+            audit,
+            index_due: None,
+        })
+    })
+}
+
+fn refused(
+    action: &'static str,
+    now: u64,
+    note_id: &str,
+    who: &Identity,
+    c: &Claim,
+    error: &str,
+) -> Value {
+    Record {
+        event: "refused",
+        action,
+        at: now,
+        note_id,
+        claim: Some(c),
+        by: Some(who),
+    }
+    .json(json!({"error": error}))
+}
+
+fn refused_gone(
+    action: &'static str,
+    now: u64,
+    note_id: &str,
+    who: &Identity,
+    claim_id: &str,
+) -> Value {
+    Record {
+        event: "refused",
+        action,
+        at: now,
+        note_id,
+        claim: None,
+        by: Some(who),
+    }
+    .json(json!({"error": "not_found", "claim_id": claim_id}))
+}
+
+/// Releases a claim: by its holder, or `forced` by a human admin (checked by the caller).
+/// Releasing a claim that already ended answers `already_released: true`.
+pub(crate) fn release<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    claim_id: &str,
+    r: &ClaimRef,
+    forced: bool,
+    action: &'static str,
+) -> Out<Value> {
+    let reason = if forced { "forced" } else { "released" };
+    claim_txn(kv, env, who, &r.note_id, |head, now| {
+        let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
+            if !issued(head, r) {
+                return Ok(Step::Refuse {
+                    refusal: Refusal::not_found("claim"),
+                    audit: None,
+                });
+            }
+            let ended = head.ended.iter().rev().find(|e| e.claim_id == claim_id);
+            let mut result = json!({
+                "claim_id": claim_id,
+                "note_id": r.note_id,
+                "released": false,
+                "already_released": true,
+                "reason": ended.map(|e| e.reason.clone()),
+                "ended_at": ended.map(|e| rfc3339(e.at)),
+            });
+            if forced {
+                result["forced"] = true.into();
+            }
+            let audit = Record {
+                event: reason,
+                action,
+                at: now,
+                note_id: &r.note_id,
+                claim: None,
+                by: Some(who),
+            }
+            .json(json!({"claim_id": claim_id, "already_released": true}));
+            return Ok(Step::Answer { result, audit });
+        };
+        if !forced && head.claims[i].holder.subject != who.subject {
+            let c = &head.claims[i];
+            return Ok(Step::Refuse {
+                refusal: not_yours(head, c, "release"),
+                audit: Some(refused(action, now, &r.note_id, who, c, "forbidden")),
+            });
+        }
+        let c = head.claims.remove(i);
+        note_ended(head, &c.claim_id, reason, now);
+        let audit = Record {
+            event: reason,
+            action,
+            at: now,
+            note_id: &r.note_id,
+            claim: Some(&c),
+            by: Some(who),
+        }
+        .json(json!({"reason": reason, "notes_dropped": c.notes.len()}));
+        let mut result = json!({
+            "claim_id": c.claim_id,
+            "note_id": r.note_id,
+            "tab_id": c.tab_id,
+            "released": true,
+            "already_released": false,
+            "reason": reason,
+            "held_by": c.holder.name,
+            "actor_type": actor_str(c.holder.actor_type),
+        });
+        if forced {
+            result["forced"] = true.into();
+            result["forced_by"] = Who::of(who).name.into();
+        }
+        Ok(Step::Commit {
+            result,
+            audit,
+            index_due: None,
+        })
+    })
+}
+
+/// Posts an ephemeral note on a live claim the caller holds.
+pub(crate) fn post_note<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    claim_id: &str,
+    r: &ClaimRef,
+    text: &str,
+    action: &'static str,
+) -> Out<Value> {
+    claim_txn(kv, env, who, &r.note_id, |head, now| {
+        let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
+            return Ok(Step::Refuse {
+                refusal: gone(head, r),
+                audit: issued(head, r)
+                    .then(|| refused_gone(action, now, &r.note_id, who, claim_id)),
+            });
+        };
+        if head.claims[i].holder.subject != who.subject {
+            let c = &head.claims[i];
+            return Ok(Step::Refuse {
+                refusal: not_yours(head, c, "post notes on"),
+                audit: Some(refused(action, now, &r.note_id, who, c, "forbidden")),
+            });
+        }
+        let c = &mut head.claims[i];
+        c.notes.push(ClaimNote {
+            at: now,
+            text: text.to_string(),
+        });
+        let dropped = c.notes.len().saturating_sub(NOTES_PER_CLAIM);
+        c.notes.drain(..dropped);
+        let total: usize = head
+            .claims
+            .iter()
+            .flat_map(|c| c.notes.iter())
+            .map(|n| n.text.len())
+            .sum();
+        if total > CLAIM_NOTE_BYTES_PER_HEAD {
+            return Ok(Step::Refuse {
+                refusal: Refusal::too_large(
+                    "text",
+                    format!(
+                        "the claims of this note hold at most {CLAIM_NOTE_BYTES_PER_HEAD} bytes of notes; \
+                         post a shorter note"
+                    ),
+                ),
+                audit: None,
+            });
+        }
+        let c = &head.claims[i];
+        // The record keeps the note's size and hash, never its text: claim notes are ephemeral.
+        let audit = Record {
+            event: "noted",
+            action,
+            at: now,
+            note_id: &r.note_id,
+            claim: Some(c),
+            by: Some(who),
+        }
+        .json(json!({"note_chars": text.chars().count(), "note_hash": sha_hex(text.as_bytes())}));
+        Ok(Step::Commit {
+            result: json!({
+                "claim_id": c.claim_id,
+                "note_id": r.note_id,
+                "tab_id": c.tab_id,
+                "posted_at": rfc3339(now),
+                "content_hash": sha_hex(text.as_bytes()),
+                "notes_on_claim": c.notes.len(),
+                "dropped_oldest": dropped,
+                "expires_at": rfc3339(c.expires_at),
+            }),
+            audit,
+            index_due: None,
+        })
+    })
+}
+
+/// Force-releases someone's claim: human admins only (a role check, never a scope).
+pub(crate) fn force_release<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    claim_id: &str,
+) -> Out<Value> {
+    let r = parse_claim_id(claim_id)?;
+    if who.role != Role::Admin || who.actor_type != ActorType::Human {
+        // Best effort, and only under a note that exists in the caller's tenant.
+        if let Ok(Some(_)) = kv.get(&note_key(&r.note_id)) {
+            let now = env.now_us();
+            let rec = Record {
+                event: "refused",
+                action: "force_release_claim",
+                at: now,
+                note_id: &r.note_id,
+                claim: None,
+                by: Some(who),
+            }
+            .json(json!({"error": "forbidden", "claim_id": claim_id}));
+            let _ = put_record(kv, &claim_audit_key(&r.note_id, now, &rand8(env)), &rec);
+        }
+        return Err(Refusal::new(
+            "forbidden",
+            "only a human with the admin role may force-release a claim",
+        )
+        .with_next_step(
+            "leave the claim alone: wait until its expires_at or work on another target",
+        )
+        .into());
+    }
+    release(kv, env, who, claim_id, &r, true, "force_release_claim")
+}
+
+/// A live claim on the presence board.
+fn board_item(head: &Head, c: &Claim, who: &Identity) -> Value {
+    let tab_label = c
+        .tab_id
+        .as_deref()
+        .and_then(|t| head.tab_index(t))
+        .map(|i| head.tabs[i].label.clone());
+    let notes: Vec<Value> = c
+        .notes
+        .iter()
+        .map(|n| {
+            json!({
+                "text": n.text,
+                "posted_at": rfc3339(n.at),
+                "provenance": {
+                    "author": c.holder.label(),
+                    "updated_at": rfc3339(n.at),
+                    "updated_by": c.holder.label(),
+                    "content_hash": sha_hex(n.text.as_bytes()),
+                },
+            })
+        })
+        .collect();
+    let mut v = view(&head.note_id, c, c.renewals > 0);
+    v["note_title"] = head.title.clone().into();
+    v["tab_label"] = tab_label.into();
+    v["yours"] = (c.holder.subject == who.subject).into();
+    v["notes"] = notes.into();
+    v
+}
+
+/// The presence board: live claims of the caller's tenant (of one note, or of every note
+/// the caller may see), never a lapsed one.
+pub(crate) fn board<K: Kv>(
+    kv: &TenantKv<K>,
+    who: &Identity,
+    now: u64,
+    note_id: Option<&str>,
+) -> Out<Value> {
+    // Adds a head's live claims; false once the board is full.
+    fn add(head: &Head, who: &Identity, now: u64, items: &mut Vec<Value>) -> bool {
+        for c in head.claims.iter().filter(|c| c.live(now)) {
+            if items.len() == MAX_LISTED_CLAIMS {
+                return false;
+            }
+            items.push(board_item(head, c, who));
+        }
+        true
+    }
+    let mut items = Vec::new();
+    let mut truncated = false;
+    match note_id {
+        Some(n) => {
+            let head = load_head(kv, who, n)?;
+            truncated = !add(&head, who, now, &mut items);
+        }
+        None => {
+            for n in read_index(kv)?.notes.keys() {
+                let Some(raw) = kv.get(&note_key(n))? else {
+                    continue;
+                };
+                let Ok(head) = visible_head(&raw, who) else {
+                    continue;
+                };
+                if !add(&head, who, now, &mut items) {
+                    truncated = true;
+                    break;
+                }
+            }
+        }
+    }
+    Ok(json!({
+        "claims": items,
+        "truncated": truncated,
+        "as_of": rfc3339(now),
+        "notice": NOTICE,
+    }))
+}
+
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).expect("ascii")
+}
+
+// The tools.
+
+pub(crate) fn claim_note<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    args: Value,
+) -> Out<Value> {
+    let a: ClaimNoteArgs = parse(args)?;
+    a.check()?;
+    let c = claim(
+        kv,
+        env,
+        who,
+        &a.note_id,
+        a.tab_id.as_deref(),
+        a.ttl_seconds,
+        "claim_note",
+    )?;
+    Ok(c.result)
+}
+
+pub(crate) fn renew_claim<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    args: Value,
+) -> Out<Value> {
+    let a: RenewClaimArgs = parse(args)?;
+    let r = a.check()?;
+    renew(kv, env, who, &a.claim_id, &r, a.ttl_seconds, "renew_claim")
+}
+
+pub(crate) fn release_claim<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    args: Value,
+) -> Out<Value> {
+    let a: ReleaseClaimArgs = parse(args)?;
+    let r = parse_claim_id(&a.claim_id)?;
+    release(kv, env, who, &a.claim_id, &r, false, "release_claim")
+}
+
+pub(crate) fn post_claim_note<K: Kv, E: Env>(
+    kv: &TenantKv<K>,
+    env: &mut E,
+    who: &Identity,
+    args: Value,
+) -> Out<Value> {
+    let a: PostClaimNoteArgs = parse(args)?;
+    let r = a.check()?;
+    post_note(kv, env, who, &a.claim_id, &r, &a.text, "post_claim_note")
+}
+
+pub(crate) fn list_claims<K: Kv>(
+    kv: &TenantKv<K>,
+    who: &Identity,
+    now: u64,
+    args: Value,
+) -> Out<Value> {
+    let a: ListClaimsArgs = parse(args)?;
+    a.check()?;
+    board(kv, who, now, a.note_id.as_deref())
+}
