@@ -66,10 +66,14 @@ pub async fn load(addr: SocketAddr, path: &str, concurrency: usize, duration: Du
     for t in tasks {
         all.extend(t.await??);
     }
-    let elapsed = started.elapsed().max(duration);
-    all.sort();
-    let pct = |p: f64| all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or_default();
-    Ok(Series { name: String::new(), rps: all.len() as f64 / elapsed.as_secs_f64(), p50: pct(0.50), p99: pct(0.99), requests: all.len() })
+    Ok(summarize("", all, started.elapsed().max(duration)))
+}
+
+/// Throughput and percentiles of a run's latencies.
+pub fn summarize(name: &str, mut lat: Vec<Duration>, elapsed: Duration) -> Series {
+    lat.sort();
+    let pct = |p: f64| lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or_default();
+    Series { name: name.into(), rps: lat.len() as f64 / elapsed.as_secs_f64(), p50: pct(0.5), p99: pct(0.99), requests: lat.len() }
 }
 
 async fn native_server() -> Result<SocketAddr> {

@@ -9,7 +9,7 @@
 //! - router: read_note_tab through the router, against the tool component
 //!   called directly (in-process, no router), against the core natively.
 
-use crate::bench::{Series, print_table};
+use crate::bench::{Series, print_table, summarize};
 use crate::native::{NativeEnv, NativeKv};
 use crate::runtime::Limits;
 use crate::server::{self, Running, StoreKind};
@@ -176,12 +176,6 @@ fn text_of(size: usize, i: u64) -> String {
     }
     t.truncate(size);
     t
-}
-
-fn summarize(name: &str, mut lat: Vec<Duration>, elapsed: Duration) -> Series {
-    lat.sort();
-    let pct = |p: f64| lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or_default();
-    Series { name: name.into(), rps: lat.len() as f64 / elapsed.as_secs_f64(), p50: pct(0.5), p99: pct(0.99), requests: lat.len() }
 }
 
 async fn stack_edits(stack: &Stack, notes: &[String], clients: usize, size: usize, duration: Duration) -> Result<Series> {

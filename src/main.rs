@@ -118,48 +118,35 @@ enum RoleArg {
     Member,
 }
 
+/// What every benchmark takes.
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// The application manifest.
+    #[arg(long, short = 'f', default_value = "spin.toml")]
+    manifest: PathBuf,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// Concurrent clients (repeatable).
+    #[arg(long, default_values_t = vec![1, 32])]
+    concurrency: Vec<usize>,
+}
+
 #[derive(Subcommand)]
 enum Bench {
     /// The trivial `health` component through the host against native hyper.
-    Host {
-        /// The application manifest.
-        #[arg(long, short = 'f', default_value = "spin.toml")]
-        manifest: PathBuf,
-        /// Seconds per measurement.
-        #[arg(long, default_value_t = 5)]
-        seconds: u64,
-        /// Concurrent connections (repeatable).
-        #[arg(long, default_values_t = vec![1, 32])]
-        concurrency: Vec<usize>,
-    },
+    Host(BenchArgs),
     /// edit_note_tab through the whole stack against the core natively, and
     /// per-write cost against tab size and store size.
     Notes {
-        /// The application manifest.
-        #[arg(long, short = 'f', default_value = "spin.toml")]
-        manifest: PathBuf,
-        /// Seconds per measurement.
-        #[arg(long, default_value_t = 3)]
-        seconds: u64,
-        /// Concurrent clients (repeatable).
-        #[arg(long, default_values_t = vec![1, 32])]
-        concurrency: Vec<usize>,
+        #[command(flatten)]
+        common: BenchArgs,
         /// Largest store size to measure (1,000 / 10,000 / 100,000 notes).
         #[arg(long, default_value_t = 100_000)]
         max_notes: usize,
     },
     /// read_note_tab through the router, against the tool alone and the core.
-    Router {
-        /// The application manifest.
-        #[arg(long, short = 'f', default_value = "spin.toml")]
-        manifest: PathBuf,
-        /// Seconds per measurement.
-        #[arg(long, default_value_t = 3)]
-        seconds: u64,
-        /// Concurrent clients (repeatable).
-        #[arg(long, default_values_t = vec![1, 32])]
-        concurrency: Vec<usize>,
-    },
+    Router(BenchArgs),
 }
 
 fn init_logs() {
@@ -253,11 +240,11 @@ fn main() -> Result<()> {
             }
             let rt = tokio::runtime::Runtime::new()?;
             match which {
-                Bench::Host { manifest, seconds, concurrency } => rt.block_on(cairn::bench::host(manifest, seconds, concurrency)),
-                Bench::Notes { manifest, seconds, concurrency, max_notes } => {
-                    rt.block_on(cairn::bench_notes::notes(manifest, seconds, concurrency, max_notes))
+                Bench::Host(a) => rt.block_on(cairn::bench::host(a.manifest, a.seconds, a.concurrency)),
+                Bench::Notes { common: a, max_notes } => {
+                    rt.block_on(cairn::bench_notes::notes(a.manifest, a.seconds, a.concurrency, max_notes))
                 }
-                Bench::Router { manifest, seconds, concurrency } => rt.block_on(cairn::bench_notes::router(manifest, seconds, concurrency)),
+                Bench::Router(a) => rt.block_on(cairn::bench_notes::router(a.manifest, a.seconds, a.concurrency)),
             }
         }
     }

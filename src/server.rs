@@ -63,6 +63,9 @@ pub struct Running {
     pub addr: SocketAddr,
     /// The shared application.
     pub app: Arc<App>,
+    /// The MCP URL and a day-long agent token, when tokens are checked
+    /// against the state dir's own key.
+    pub starter_token: Option<(String, String)>,
     stop: watch::Sender<bool>,
     done: tokio::task::JoinHandle<()>,
 }
@@ -129,15 +132,14 @@ pub async fn start(opts: Options) -> Result<Running> {
         ready_ms = started.elapsed().as_millis() as u64,
         "cairn is serving http://{addr}"
     );
-    if let Some(key) = local_key.filter(|_| app.manifest.component("router").is_some()) {
-        let audience = app_vars.get("audience").cloned().unwrap_or_default();
-        let issuer = app_vars.get("issuer").cloned().unwrap_or_default();
-        let token = crate::local::starter_token(&key, &issuer, &audience);
-        eprintln!("\nMCP endpoint: {audience}\nBearer token (agent of tenant \"local\", notes:read notes:write, 24 h):\n{token}\nMore tokens: cairn token --tenant <t> --sub <s> (see --help)\n");
-    }
     let (stop, stop_rx) = watch::channel(false);
     let done = tokio::spawn(serve(app.clone(), listener, opts.sweep_interval, stop_rx));
-    Ok(Running { addr, app, stop, done })
+    let starter_token = local_key.filter(|_| app.manifest.component("router").is_some()).map(|key| {
+        let issuer = app_vars.get("issuer").cloned().unwrap_or_default();
+        let audience = app_vars.get("audience").cloned().unwrap_or_default();
+        (audience.clone(), crate::local::starter_token(&key, &issuer, &audience))
+    });
+    Ok(Running { addr, app, starter_token, stop, done })
 }
 
 async fn serve(app: Arc<App>, listener: TcpListener, sweep_interval: Duration, mut stop: watch::Receiver<bool>) {
@@ -265,6 +267,12 @@ async fn handle(
 /// Run until Ctrl-C or SIGTERM, then shut down gracefully.
 pub async fn run_until_signal(opts: Options) -> Result<()> {
     let running = start(opts).await?;
+    if let Some((url, token)) = &running.starter_token {
+        eprintln!(
+            "\nMCP endpoint: {url}\nBearer token (agent of tenant \"local\", notes:read notes:write, 24 h):\n{token}\n\
+             More tokens: cairn token --tenant <t> --sub <s> (see --help)\n"
+        );
+    }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => tracing::info!("received Ctrl-C"),
