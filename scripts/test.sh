@@ -14,7 +14,7 @@ if [ ! -x target/interop-venv/bin/python ]; then
   python3 -m venv target/interop-venv
 fi
 target/interop-venv/bin/pip install --quiet --disable-pip-version-check -r interop/requirements.txt
-(cd interop && npm ci --no-audit --no-fund --loglevel=error)
+(cd interop && npm install --no-audit --no-fund --loglevel=error)
 
 # One profile and one target dir for everything: wasmtime is built once.
 cargo build --release --locked --bin cairn
