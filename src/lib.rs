@@ -13,6 +13,7 @@
 //! - [`compat`]: `cairn compat`, component imports against Spin's platform world.
 //! - [`bench`]: `cairn bench host`, the host against native hyper.
 //! - [`bench_notes`]: `cairn bench notes|router`, the tools against the core natively.
+//! - [`experiments`]: `cairn bench race|fast|create|tabs|all`, the seed posts' experiments over HTTP.
 //!
 //! Bindings for the WIT contract in `wit/` are generated here, once.
 
@@ -20,6 +21,7 @@ pub mod bench;
 pub mod bench_notes;
 pub mod build;
 pub mod compat;
+pub mod experiments;
 pub mod kv_host;
 pub mod local;
 pub mod manifest;

@@ -147,6 +147,54 @@ enum Bench {
     },
     /// read_note_tab through the router, against the tool alone and the core.
     Router(BenchArgs),
+    /// Agent and person appending lines to one tab: lost updates per client policy.
+    Race(ExperimentArgs),
+    /// Zero think time, re-read + re-apply: nothing may be lost.
+    Fast(ExperimentArgs),
+    /// create_note_tab with dropped replies: tabs created per idempotency-key policy.
+    Create(ExperimentArgs),
+    /// Agent on the markdown tab, person on a sheet tab: note- against tab-scope versions.
+    Tabs(ExperimentArgs),
+    /// Every experiment above, one markdown document.
+    All(ExperimentArgs),
+}
+
+/// What the seed posts' experiments take.
+#[derive(clap::Args)]
+struct ExperimentArgs {
+    /// The application manifest.
+    #[arg(long, short = 'f', default_value = "spin.toml")]
+    manifest: PathBuf,
+    /// A short version that runs in seconds.
+    #[arg(long)]
+    quick: bool,
+    /// Runs per row (seeds 1..=runs).
+    #[arg(long)]
+    runs: Option<u64>,
+    /// Edits per editor in race and tabs (fast: `--fast-edits`).
+    #[arg(long)]
+    edits: Option<usize>,
+    /// Edits per editor in fast.
+    #[arg(long)]
+    fast_edits: Option<usize>,
+    /// create_note_tab intents per run.
+    #[arg(long)]
+    intents: Option<usize>,
+    /// Also write the tables to this markdown file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+impl ExperimentArgs {
+    fn sizes(&self) -> cairn::experiments::Sizes {
+        let base = if self.quick { cairn::experiments::Sizes::quick() } else { cairn::experiments::Sizes::full() };
+        cairn::experiments::Sizes {
+            runs: self.runs.unwrap_or(base.runs),
+            edits: self.edits.unwrap_or(base.edits),
+            fast_edits: self.fast_edits.unwrap_or(base.fast_edits),
+            intents: self.intents.unwrap_or(base.intents),
+        }
+    }
 }
 
 fn init_logs() {
@@ -155,6 +203,11 @@ fn init_logs() {
         .and_then(|l| l.parse::<tracing::Level>().ok())
         .unwrap_or(tracing::Level::INFO);
     tracing_subscriber::fmt().with_max_level(level).with_target(false).with_writer(std::io::stderr).init();
+}
+
+fn experiment(rt: &tokio::runtime::Runtime, which: &str, a: ExperimentArgs) -> Result<()> {
+    let sizes = a.sizes();
+    rt.block_on(cairn::experiments::run(a.manifest, which, sizes, a.out))
 }
 
 fn main() -> Result<()> {
@@ -245,6 +298,11 @@ fn main() -> Result<()> {
                     rt.block_on(cairn::bench_notes::notes(a.manifest, a.seconds, a.concurrency, max_notes))
                 }
                 Bench::Router(a) => rt.block_on(cairn::bench_notes::router(a.manifest, a.seconds, a.concurrency)),
+                Bench::Race(a) => experiment(&rt, "race", a),
+                Bench::Fast(a) => experiment(&rt, "fast", a),
+                Bench::Create(a) => experiment(&rt, "create", a),
+                Bench::Tabs(a) => experiment(&rt, "tabs", a),
+                Bench::All(a) => experiment(&rt, "all", a),
             }
         }
     }

@@ -1,0 +1,755 @@
+//! `cairn bench race|fast|create|tabs|all`: the seed posts' experiments, run
+//! against the application in this process over real HTTP (MCP for the agent,
+//! REST and MCP for the person), with seeded think times.
+//!
+//! - race: an agent (think 20–80 ms) and a person (think 5–40 ms) each append
+//!   one unique line per edit to the same markdown tab; three client policies:
+//!   stale text (last-writer-wins behaviour), re-read + re-apply, resend the
+//!   old text with the fresh version. Lost lines are counted on the final text.
+//! - fast: the same with zero think time and re-apply; nothing may be lost.
+//! - create: create_note_tab intents with 30% of the replies dropped after the
+//!   server committed; three idempotency-key policies; tabs created per intent.
+//! - tabs: the agent on the markdown tab, the person on a sheet tab, with the
+//!   note's version and with the tab's (`version_scope`); every conflict is false.
+//!
+//! The experiment functions return result structs (the tests assert on them);
+//! the `*_table` functions render them as markdown.
+
+use crate::bench_notes::{Client, Stack};
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// A xorshift64* generator: the seed fixes every think time and dropped reply.
+#[derive(Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed` (any value, 0 included).
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+}
+
+/// Sizes of one invocation.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    /// Runs per row (seeds 1..=runs).
+    pub runs: u64,
+    /// Edits per editor in `race` and `tabs`.
+    pub edits: usize,
+    /// Edits per editor in `fast`.
+    pub fast_edits: usize,
+    /// Intents per run in `create`.
+    pub intents: usize,
+}
+
+impl Sizes {
+    /// The seed posts' sizes.
+    pub fn full() -> Self {
+        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50 }
+    }
+
+    /// A version that runs in seconds.
+    pub fn quick() -> Self {
+        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12 }
+    }
+}
+
+/// What an editor does when a write is refused for its version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Sends the version it just read with text computed from the read before
+    /// its think time: the version check never sees the staleness.
+    StaleText,
+    /// Re-reads and re-applies its change to the fresh text.
+    Reapply,
+    /// Re-reads only the version and resends the old text.
+    ResendOld,
+}
+
+impl Policy {
+    fn label(self) -> &'static str {
+        match self {
+            Policy::StaleText => "(a) fresh version, text from an older read (last-writer-wins)",
+            Policy::Reapply => "(b) version; on conflict re-read and re-apply",
+            Policy::ResendOld => "(c) version; on conflict resend old text with the fresh version",
+        }
+    }
+}
+
+/// Which version a write is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The note's version.
+    Note,
+    /// The tab's own version.
+    Tab,
+}
+
+impl Scope {
+    fn as_str(self) -> &'static str {
+        match self {
+            Scope::Note => "note",
+            Scope::Tab => "tab",
+        }
+    }
+}
+
+/// One editor's counts in one run.
+#[derive(Clone, Debug, Default)]
+pub struct EditorStats {
+    /// Edits intended (one unique line or cell each).
+    pub edits: usize,
+    /// Write attempts sent.
+    pub writes: usize,
+    /// Writes refused with `version_conflict`.
+    pub conflicts: usize,
+    /// Most attempts one edit needed.
+    pub max_tries: usize,
+    /// Lines (or cells) of this editor missing from the final content.
+    pub lost: usize,
+}
+
+/// One run of `race`, `fast` or `tabs`.
+#[derive(Clone, Debug)]
+pub struct EditRun {
+    /// The seed.
+    pub seed: u64,
+    /// The agent's counts.
+    pub agent: EditorStats,
+    /// The person's counts.
+    pub person: EditorStats,
+    /// Wall time of the run.
+    pub wall: Duration,
+}
+
+/// One row of `race`, `fast` or `tabs`: one client behaviour, every seed.
+#[derive(Clone, Debug)]
+pub struct EditRow {
+    /// What the row measures.
+    pub label: String,
+    /// One entry per seed.
+    pub runs: Vec<EditRun>,
+}
+
+impl EditRow {
+    /// Lost lines over every run, both editors.
+    pub fn lost(&self) -> usize {
+        self.runs.iter().map(|r| r.agent.lost + r.person.lost).sum()
+    }
+
+    /// Conflicts over every run, both editors.
+    pub fn conflicts(&self) -> usize {
+        self.runs.iter().map(|r| r.agent.conflicts + r.person.conflicts).sum()
+    }
+}
+
+/// A read of one tab.
+struct Read {
+    version: Value,
+    tab_version: Value,
+    text: String,
+    sheet_id: Option<String>,
+}
+
+impl Read {
+    fn version(&self, scope: Scope) -> Value {
+        match scope {
+            Scope::Note => self.version.clone(),
+            Scope::Tab => self.tab_version.clone(),
+        }
+    }
+}
+
+/// How an editor writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// `edit_note_tab` over MCP.
+    Mcp,
+    /// `PUT /api/v1/notes/{note}/tabs/{tab}`.
+    Rest,
+}
+
+/// One editor: its own connection, token and write path.
+struct Editor {
+    client: Client,
+    token: String,
+    via: Via,
+    note: String,
+}
+
+impl Editor {
+    async fn new(addr: SocketAddr, token: &str, via: Via, note: &str) -> Result<Self> {
+        Ok(Self { client: Client::connect(addr).await?, token: token.into(), via, note: note.into() })
+    }
+
+    /// A tool call. hyper refuses a request sent before the connection has
+    /// finished the previous exchange ("connection was not ready") without
+    /// sending it, so that one error is retried after a moment.
+    async fn call(&mut self, tool: &str, args: Value) -> Result<Value> {
+        let mut tries = 0;
+        loop {
+            match self.client.call(&self.token, tool, args.clone()).await {
+                Err(e) if tries < 100 && not_ready(&e) => tries += 1,
+                r => return r,
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// A REST request, with the same retry as [`Editor::call`].
+    async fn send(&mut self, method: &str, path: &str, body: &Value) -> Result<(u16, Value)> {
+        let mut tries = 0;
+        loop {
+            match self.client.send(method, path, &self.token, body).await {
+                Err(e) if tries < 100 && not_ready(&e) => tries += 1,
+                r => return r,
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    async fn read(&mut self, tab: &str) -> Result<Read> {
+        let r = self.call("read_note_tab", json!({"note_id": self.note, "tab_id": tab})).await?;
+        if r["isError"] != false {
+            bail!("read_note_tab refused: {r}");
+        }
+        let s = &r["structuredContent"];
+        Ok(Read {
+            version: s["version"].clone(),
+            tab_version: s["tab_version"].clone(),
+            text: s["text"].as_str().unwrap_or_default().to_string(),
+            sheet_id: s["sheets"][0]["sheet_id"].as_str().map(str::to_string),
+        })
+    }
+
+    /// A whole-text write: true if it landed, false on a version conflict.
+    async fn write_text(&mut self, tab: &str, version: &Value, scope: Scope, key: &str, text: &str) -> Result<bool> {
+        match self.via {
+            Via::Mcp => {
+                let args = json!({"note_id": self.note, "tab_id": tab, "expected_version": version,
+                    "idempotency_key": key, "operation": "replace_text", "text": text, "version_scope": scope.as_str()});
+                let r = self.call("edit_note_tab", args).await?;
+                tool_outcome(&r)
+            }
+            Via::Rest => {
+                let body = json!({"expected_version": version, "idempotency_key": key, "text": text, "version_scope": scope.as_str()});
+                let path = format!("/api/v1/notes/{}/tabs/{tab}", self.note);
+                let (status, v) = self.send("PUT", &path, &body).await?;
+                match status {
+                    200 => Ok(true),
+                    409 if v["error"] == "version_conflict" => Ok(false),
+                    _ => bail!("PUT {path}: HTTP {status}: {v}"),
+                }
+            }
+        }
+    }
+
+    /// One cell of a sheet tab over MCP: true if it landed, false on a version conflict.
+    async fn write_cell(&mut self, tab: &str, sheet: &str, version: &Value, scope: Scope, key: &str, row: usize, value: &str) -> Result<bool> {
+        let args = json!({"note_id": self.note, "tab_id": tab, "expected_version": version, "idempotency_key": key,
+            "operation": "sheet_set_range", "sheet_id": sheet, "start_row": row, "start_col": 0, "values": [[value]],
+            "version_scope": scope.as_str()});
+        let r = self.call("edit_note_tab", args).await?;
+        tool_outcome(&r)
+    }
+}
+
+fn not_ready(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.to_string().contains("connection was not ready"))
+}
+
+fn tool_outcome(r: &Value) -> Result<bool> {
+    if r["isError"] == false {
+        return Ok(true);
+    }
+    if r["structuredContent"]["error"] == "version_conflict" {
+        return Ok(false);
+    }
+    bail!("write refused: {r}")
+}
+
+fn append(text: &str, line: &str) -> String {
+    if text.is_empty() { line.to_string() } else { format!("{text}\n{line}") }
+}
+
+async fn think(rng: &mut Rng, (lo, hi): (u64, u64)) {
+    if hi > 0 {
+        tokio::time::sleep(Duration::from_millis(rng.range(lo, hi))).await;
+    }
+}
+
+/// One editor appending `edits` lines `{tag}-{i}` to a text tab.
+#[allow(clippy::too_many_arguments)]
+async fn text_editor(mut ed: Editor, tab: &str, tag: &str, edits: usize, policy: Policy, scope: Scope, pause: (u64, u64), mut rng: Rng) -> Result<EditorStats> {
+    let mut st = EditorStats { edits, ..Default::default() };
+    for i in 0..edits {
+        let line = format!("{tag}-{i}");
+        let mut base = ed.read(tab).await?;
+        think(&mut rng, pause).await;
+        let mut version = match policy {
+            Policy::StaleText => ed.read(tab).await?.version(scope),
+            _ => base.version(scope),
+        };
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            st.writes += 1;
+            let key = format!("{tag}-{i}-{tries}");
+            if ed.write_text(tab, &version, scope, &key, &append(&base.text, &line)).await? {
+                break;
+            }
+            st.conflicts += 1;
+            if tries >= 10_000 {
+                bail!("{tag}: edit {i} still refused after {tries} tries");
+            }
+            let fresh = ed.read(tab).await?;
+            version = fresh.version(scope);
+            if policy == Policy::Reapply {
+                base = fresh;
+            }
+        }
+        st.max_tries = st.max_tries.max(tries);
+    }
+    Ok(st)
+}
+
+/// One editor writing cell (i, 0) = `{tag}-{i}` of a sheet tab, re-reading on conflict.
+async fn sheet_editor(mut ed: Editor, tab: &str, tag: &str, edits: usize, scope: Scope, pause: (u64, u64), mut rng: Rng) -> Result<EditorStats> {
+    let mut st = EditorStats { edits, ..Default::default() };
+    for i in 0..edits {
+        let mut read = ed.read(tab).await?;
+        think(&mut rng, pause).await;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            st.writes += 1;
+            let sheet = read.sheet_id.clone().context("sheet tab without a sheet")?;
+            let key = format!("{tag}-{i}-{tries}");
+            if ed.write_cell(tab, &sheet, &read.version(scope), scope, &key, i, &format!("{tag}-{i}")).await? {
+                break;
+            }
+            st.conflicts += 1;
+            if tries >= 10_000 {
+                bail!("{tag}: cell {i} still refused after {tries} tries");
+            }
+            read = ed.read(tab).await?;
+        }
+        st.max_tries = st.max_tries.max(tries);
+    }
+    Ok(st)
+}
+
+fn lost_lines(text: &str, tag: &str, edits: usize) -> usize {
+    let have: HashSet<&str> = text.lines().collect();
+    (0..edits).filter(|i| !have.contains(format!("{tag}-{i}").as_str())).count()
+}
+
+const AGENT_THINK: (u64, u64) = (20, 80);
+const PERSON_THINK: (u64, u64) = (5, 40);
+
+/// One run of two editors on the markdown tab of a fresh note: the agent over
+/// MCP, the person reading over MCP and writing over REST, both with `policy`.
+async fn text_run(stack: &Stack, seed: u64, edits: usize, policy: Policy, think: bool) -> Result<EditRun> {
+    let note = stack.seed_notes(1)?.remove(0);
+    let addr = stack.running.addr;
+    let (at, pt) = if think { (AGENT_THINK, PERSON_THINK) } else { ((0, 0), (0, 0)) };
+    let agent = Editor::new(addr, &stack.agent, Via::Mcp, &note).await?;
+    let person = Editor::new(addr, &stack.person, Via::Rest, &note).await?;
+    let started = Instant::now();
+    let a = tokio::spawn(text_editor(agent, "markdown", "agent", edits, policy, Scope::Note, at, Rng::new(seed * 2)));
+    let p = tokio::spawn(text_editor(person, "markdown", "person", edits, policy, Scope::Note, pt, Rng::new(seed * 2 + 1)));
+    let (mut agent, mut person) = (a.await??, p.await??);
+    let wall = started.elapsed();
+    let text = Editor::new(addr, &stack.agent, Via::Mcp, &note).await?.read("markdown").await?.text;
+    if std::env::var_os("CAIRN_EXPERIMENT_TEXT").is_some() {
+        eprintln!("{policy:?} seed {seed} final text:\n{text}\n");
+    }
+    agent.lost = lost_lines(&text, "agent", edits);
+    person.lost = lost_lines(&text, "person", edits);
+    Ok(EditRun { seed, agent, person, wall })
+}
+
+/// `race`: the three policies, seeds 1..=runs, `edits` per editor.
+pub async fn race(stack: &Stack, runs: u64, edits: usize) -> Result<Vec<EditRow>> {
+    let mut rows = Vec::new();
+    for policy in [Policy::StaleText, Policy::Reapply, Policy::ResendOld] {
+        let mut row = EditRow { label: policy.label().into(), runs: Vec::new() };
+        for seed in 1..=runs {
+            row.runs.push(text_run(stack, seed, edits, policy, true).await?);
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// `fast`: zero think time, re-read and re-apply.
+pub async fn fast(stack: &Stack, runs: u64, edits: usize) -> Result<EditRow> {
+    let mut row = EditRow { label: "zero think time; re-read and re-apply".into(), runs: Vec::new() };
+    for seed in 1..=runs {
+        row.runs.push(text_run(stack, seed, edits, Policy::Reapply, false).await?);
+    }
+    Ok(row)
+}
+
+async fn new_tab(ed: &mut Editor, tab_type: &str, key: &str) -> Result<String> {
+    let version = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?["structuredContent"]["version"].clone();
+    let r = ed.call("create_note_tab", json!({"note_id": ed.note, "expected_version": version,
+        "idempotency_key": key, "tab_type": tab_type})).await?;
+    if r["isError"] != false {
+        bail!("create_note_tab refused: {r}");
+    }
+    Ok(r["structuredContent"]["tab_id"].as_str().context("tab_id")?.to_string())
+}
+
+/// `tabs`: the agent appends lines to the markdown tab, the person writes cells
+/// of a sheet tab; checked against the note's version, then the tab's.
+pub async fn tabs(stack: &Stack, runs: u64, edits: usize) -> Result<Vec<EditRow>> {
+    let addr = stack.running.addr;
+    let mut rows = Vec::new();
+    for scope in [Scope::Note, Scope::Tab] {
+        let mut row = EditRow { label: format!("version_scope {}", scope.as_str()), runs: Vec::new() };
+        for seed in 1..=runs {
+            let note = stack.seed_notes(1)?.remove(0);
+            let mut agent = Editor::new(addr, &stack.agent, Via::Mcp, &note).await?;
+            let sheet = new_tab(&mut agent, "sheet", &format!("tabs-sheet-{seed}")).await?;
+            let person = Editor::new(addr, &stack.person, Via::Mcp, &note).await?;
+            let started = Instant::now();
+            let a = tokio::spawn(text_editor(agent, "markdown", "agent", edits, Policy::Reapply, scope, AGENT_THINK, Rng::new(seed * 2)));
+            let tab = sheet.clone();
+            let p = tokio::spawn(async move { sheet_editor(person, &tab, "person", edits, scope, PERSON_THINK, Rng::new(seed * 2 + 1)).await });
+            let (mut a, mut p) = (a.await??, p.await??);
+            let wall = started.elapsed();
+            let mut check = Editor::new(addr, &stack.agent, Via::Mcp, &note).await?;
+            a.lost = lost_lines(&check.read("markdown").await?.text, "agent", edits);
+            p.lost = lost_cells(&mut check, &sheet, "person", edits).await?;
+            row.runs.push(EditRun { seed, agent: a, person: p, wall });
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+async fn lost_cells(ed: &mut Editor, tab: &str, tag: &str, edits: usize) -> Result<usize> {
+    let mut have = HashSet::new();
+    let mut row = 0;
+    while row < edits {
+        let n = (edits - row).min(100);
+        let r = ed.call("read_sheet_range", json!({"note_id": ed.note, "tab_id": tab,
+            "start_row": row, "start_col": 0, "num_rows": n, "num_cols": 1})).await?;
+        if r["isError"] != false {
+            bail!("read_sheet_range refused: {r}");
+        }
+        for cells in r["structuredContent"]["values"].as_array().into_iter().flatten() {
+            if let Some(s) = cells[0].as_str() {
+                have.insert(s.to_string());
+            }
+        }
+        row += n;
+    }
+    Ok((0..edits).filter(|i| !have.contains(&format!("{tag}-{i}"))).count())
+}
+
+/// The agent's idempotency-key policy for create_note_tab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyPolicy {
+    /// A new key (and a fresh version) for every call, retries included.
+    NewPerCall,
+    /// One key per intent: a retry resends the same call; after a conflict the
+    /// same key goes out with the fresh version.
+    SameOnRetry,
+    /// The same call on a retry; a new key with the fresh version after a conflict.
+    NewAfterConflict,
+}
+
+impl KeyPolicy {
+    fn label(self) -> &'static str {
+        match self {
+            KeyPolicy::NewPerCall => "new key per call",
+            KeyPolicy::SameOnRetry => "same key on retry",
+            KeyPolicy::NewAfterConflict => "same key on retry, new key after a conflict",
+        }
+    }
+}
+
+/// One run of `create`.
+#[derive(Clone, Debug)]
+pub struct CreateRun {
+    /// The seed.
+    pub seed: u64,
+    /// Intents (tabs the agent means to create).
+    pub intents: usize,
+    /// create_note_tab calls sent.
+    pub calls: usize,
+    /// Replies "dropped" after the server committed.
+    pub dropped: usize,
+    /// Version conflicts (the person writes the markdown tab meanwhile).
+    pub conflicts: usize,
+    /// Replays answered for a repeated key.
+    pub replayed: usize,
+    /// Sheet tabs in the note at the end.
+    pub created: usize,
+    /// Distinct tab ids the agent ended up holding, one per intent.
+    pub distinct_ids: usize,
+}
+
+/// One row of `create`.
+#[derive(Clone, Debug)]
+pub struct CreateRow {
+    /// The key policy.
+    pub policy: KeyPolicy,
+    /// One entry per seed.
+    pub runs: Vec<CreateRun>,
+}
+
+async fn list_version(ed: &mut Editor) -> Result<Value> {
+    let r = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?;
+    Ok(r["structuredContent"]["version"].clone())
+}
+
+async fn create_run(stack: &Stack, seed: u64, intents: usize, policy: KeyPolicy) -> Result<CreateRun> {
+    let note = stack.seed_notes(1)?.remove(0);
+    let addr = stack.running.addr;
+    let mut rng = Rng::new(seed * 2);
+    // The person keeps editing the markdown tab so some creates meet a conflict.
+    let stop = Arc::new(AtomicBool::new(false));
+    let person = {
+        let (stop, mut ed) = (stop.clone(), Editor::new(addr, &stack.person, Via::Rest, &note).await?);
+        let mut rng = Rng::new(seed * 2 + 1);
+        tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let r = ed.read("markdown").await?;
+                think(&mut rng, PERSON_THINK).await;
+                ed.write_text("markdown", &r.version, Scope::Note, &format!("create-person-{i}"), &append(&r.text, &format!("person-{i}"))).await?;
+                i += 1;
+            }
+            anyhow::Ok(())
+        })
+    };
+    let mut ed = Editor::new(addr, &stack.agent, Via::Mcp, &note).await?;
+    let mut run = CreateRun { seed, intents, calls: 0, dropped: 0, conflicts: 0, replayed: 0, created: 0, distinct_ids: 0 };
+    let mut ids = HashSet::new();
+    let mut fresh_key = 0u64;
+    let mut next_key = || {
+        fresh_key += 1;
+        format!("create-{seed}-{fresh_key}")
+    };
+    for i in 0..intents {
+        think(&mut rng, (0, 10)).await;
+        let mut version = list_version(&mut ed).await?;
+        let mut key = next_key();
+        let label = format!("intent-{i}");
+        loop {
+            run.calls += 1;
+            let r = ed.call("create_note_tab", json!({"note_id": note, "expected_version": version,
+                "idempotency_key": key, "tab_type": "sheet", "label": label})).await?;
+            if r["isError"] == false {
+                if rng.chance(0.3) {
+                    // The server committed; the reply never arrived. Retry as a host would.
+                    run.dropped += 1;
+                    if policy == KeyPolicy::NewPerCall {
+                        version = list_version(&mut ed).await?;
+                        key = next_key();
+                    }
+                    continue;
+                }
+                let s = &r["structuredContent"];
+                if s["replayed"] == true {
+                    run.replayed += 1;
+                }
+                ids.insert(s["tab_id"].as_str().context("tab_id")?.to_string());
+                break;
+            }
+            if r["structuredContent"]["error"] != "version_conflict" {
+                bail!("create_note_tab refused: {r}");
+            }
+            run.conflicts += 1;
+            version = list_version(&mut ed).await?;
+            if policy != KeyPolicy::SameOnRetry {
+                key = next_key();
+            }
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    person.await??;
+    let r = ed.call("list_note_tabs", json!({"note_id": note})).await?;
+    run.created = r["structuredContent"]["tabs"].as_array().into_iter().flatten().filter(|t| t["type"] == "sheet").count();
+    run.distinct_ids = ids.len();
+    Ok(run)
+}
+
+/// `create`: the three key policies, seeds 1..=runs, `intents` creates each.
+pub async fn create(stack: &Stack, runs: u64, intents: usize) -> Result<Vec<CreateRow>> {
+    let mut rows = Vec::new();
+    for policy in [KeyPolicy::NewPerCall, KeyPolicy::SameOnRetry, KeyPolicy::NewAfterConflict] {
+        let mut row = CreateRow { policy, runs: Vec::new() };
+        for seed in 1..=runs {
+            row.runs.push(create_run(stack, seed, intents, policy).await?);
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.1}") }
+}
+
+/// Markdown: one line per run and a median line per row.
+pub fn edit_table(title: &str, rows: &[EditRow]) -> String {
+    let mut s = format!("\n## {title}\n\n");
+    s.push_str("| client behaviour | seed | lost agent | lost person | conflicts agent | conflicts person | writes agent | writes person | max tries | wall s |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for row in rows {
+        for r in &row.runs {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {:.2} |",
+                row.label, r.seed, r.agent.lost, r.agent.edits, r.person.lost, r.person.edits, r.agent.conflicts, r.person.conflicts,
+                r.agent.writes, r.person.writes, r.agent.max_tries.max(r.person.max_tries), r.wall.as_secs_f64()
+            );
+        }
+        let m = |f: &dyn Fn(&EditRun) -> f64| num(median(row.runs.iter().map(f).collect()));
+        let _ = writeln!(
+            s,
+            "| **{}** | **median** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{:.2}** |",
+            row.label,
+            m(&|r| r.agent.lost as f64),
+            m(&|r| r.person.lost as f64),
+            m(&|r| r.agent.conflicts as f64),
+            m(&|r| r.person.conflicts as f64),
+            m(&|r| r.agent.writes as f64),
+            m(&|r| r.person.writes as f64),
+            m(&|r| r.agent.max_tries.max(r.person.max_tries) as f64),
+            median(row.runs.iter().map(|r| r.wall.as_secs_f64()).collect()),
+        );
+    }
+    s
+}
+
+/// Markdown for `create`.
+pub fn create_table(rows: &[CreateRow]) -> String {
+    let mut s = "\n## create: create_note_tab with 30% of replies dropped after the commit\n\n".to_string();
+    s.push_str("| key policy | seed | intents | calls sent | replies dropped | conflicts | replays | sheet tabs created | duplicates |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for row in rows {
+        for r in &row.runs {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                row.policy.label(), r.seed, r.intents, r.calls, r.dropped, r.conflicts, r.replayed, r.created, r.created.saturating_sub(r.intents)
+            );
+        }
+        let m = |f: &dyn Fn(&CreateRun) -> usize| num(median(row.runs.iter().map(|r| f(r) as f64).collect()));
+        let _ = writeln!(
+            s,
+            "| **{}** | **median** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** |",
+            row.policy.label(),
+            m(&|r| r.intents),
+            m(&|r| r.calls),
+            m(&|r| r.dropped),
+            m(&|r| r.conflicts),
+            m(&|r| r.replayed),
+            m(&|r| r.created),
+            m(&|r| r.created.saturating_sub(r.intents)),
+        );
+    }
+    s
+}
+
+/// Runs one experiment (or `all`) on `stack`; the markdown of its tables.
+pub async fn run_on(stack: &Stack, which: &str, sizes: Sizes) -> Result<String> {
+    let all = which == "all";
+    let mut out = String::new();
+    let mut known = false;
+    if all || which == "race" {
+        known = true;
+        let rows = race(stack, sizes.runs, sizes.edits).await?;
+        let title = format!(
+            "race: agent (think 20–80 ms, MCP) and person (think 5–40 ms, MCP read + REST write), {} edits each, seeds 1–{}",
+            sizes.edits, sizes.runs
+        );
+        out.push_str(&edit_table(&title, &rows));
+    }
+    if all || which == "fast" {
+        known = true;
+        let row = fast(stack, sizes.runs, sizes.fast_edits).await?;
+        let title = format!("fast: zero think time, {} edits per editor, re-read + re-apply, seeds 1–{}", sizes.fast_edits, sizes.runs);
+        out.push_str(&edit_table(&title, &[row]));
+    }
+    if all || which == "create" {
+        known = true;
+        out.push_str(&create_table(&create(stack, sizes.runs, sizes.intents).await?));
+    }
+    if all || which == "tabs" {
+        known = true;
+        let rows = tabs(stack, sizes.runs, sizes.edits).await?;
+        let title = format!(
+            "tabs: agent appends to the markdown tab, person sets cells of a sheet tab (sheet_set_range), {} edits each, seeds 1–{}; every conflict is false",
+            sizes.edits, sizes.runs
+        );
+        out.push_str(&edit_table(&title, &rows));
+    }
+    if !known {
+        bail!("unknown experiment {which:?}: race, fast, create, tabs or all");
+    }
+    Ok(out)
+}
+
+/// `cairn bench <experiment>`: start the application, run, print (and write `out`).
+pub async fn run(manifest: PathBuf, which: &str, sizes: Sizes, out: Option<PathBuf>) -> Result<()> {
+    let stack = Stack::start(manifest).await?;
+    let result = run_on(&stack, which, sizes).await;
+    stack.stop().await;
+    let tables = result?;
+    let doc = format!(
+        "# Cairn: the seed posts' experiments\n\nWritten by `cairn bench {which}` ({} runs; {} edits per editor in race/tabs, {} in fast, {} create intents). \
+         Every run is against the application in-process over HTTP, SQLite store.\n{tables}",
+        sizes.runs, sizes.edits, sizes.fast_edits, sizes.intents
+    );
+    println!("{doc}");
+    if let Some(path) = out {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, &doc).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! The seed posts' experiments (`cairn bench race|fast|create|tabs`), quick
+//! sizes, in-process over HTTP: only their invariants, never timings.
+
+use crate::harness::{require_built, root};
+use cairn::bench_notes::Stack;
+use cairn::experiments::{self, KeyPolicy, Sizes};
+
+/// One stack for every experiment: `Stack` keeps its state in a directory
+/// named after the process, so two in one test binary would collide.
+#[test]
+fn experiments_keep_their_invariants() {
+    require_built(&["router.wasm", "edit_note_tab.wasm", "create_note_tab.wasm"]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let stack = Stack::start(root().join("spin.toml")).await.unwrap();
+        let result = check(&stack).await;
+        stack.stop().await;
+        result.unwrap();
+    });
+}
+
+async fn check(stack: &Stack) -> anyhow::Result<()> {
+    let s = Sizes::quick();
+
+    // race: re-read + re-apply loses nothing; every run saw every edit through.
+    let rows = experiments::race(stack, s.runs, s.edits).await?;
+    assert_eq!(rows.len(), 3);
+    let reapply = &rows[1];
+    assert_eq!(reapply.runs.len() as u64, s.runs);
+    assert_eq!(reapply.lost(), 0, "re-apply lost lines: {reapply:?}");
+    for r in rows.iter().flat_map(|row| &row.runs) {
+        assert_eq!(r.agent.edits, s.edits);
+        assert!(r.agent.writes >= s.edits && r.person.writes >= s.edits);
+        assert_eq!(r.agent.writes - r.agent.edits, r.agent.conflicts, "one extra write per conflict");
+        assert!(r.agent.lost <= s.edits && r.person.lost <= s.edits);
+    }
+
+    // fast: zero think time, re-apply, nothing lost.
+    let row = experiments::fast(stack, s.runs, s.fast_edits).await?;
+    assert_eq!(row.lost(), 0, "fast lost lines: {row:?}");
+
+    // create: a same-key retry yields exactly one tab per intent.
+    let rows = experiments::create(stack, s.runs, s.intents).await?;
+    for row in &rows {
+        for r in &row.runs {
+            assert_eq!(r.distinct_ids, r.intents, "{:?}: one tab id per intent", row.policy);
+            match row.policy {
+                KeyPolicy::SameOnRetry | KeyPolicy::NewAfterConflict => {
+                    assert_eq!(r.created, r.intents, "{:?}: {r:?}", row.policy)
+                }
+                // Every dropped reply of a committed create is a duplicate.
+                KeyPolicy::NewPerCall => assert_eq!(r.created, r.intents + r.dropped, "{r:?}"),
+            }
+        }
+    }
+
+    // tabs: no lost line or cell; tab-scope versions see no (false) conflict.
+    let rows = experiments::tabs(stack, s.runs, s.edits).await?;
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(row.lost(), 0, "{}: {row:?}", row.label);
+    }
+    assert_eq!(rows[1].conflicts(), 0, "tab scope: {:?}", rows[1]);
+
+    // The tables render one row per run plus a median per behaviour.
+    let md = experiments::edit_table("t", &rows);
+    assert_eq!(md.matches("**median**").count(), 2);
+    Ok(())
+}
