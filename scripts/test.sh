@@ -16,8 +16,11 @@ fi
 target/interop-venv/bin/pip install --quiet --disable-pip-version-check -r interop/requirements.txt
 (cd interop && npm install --no-audit --no-fund --loglevel=error)
 
-# One profile and one target dir for everything: wasmtime is built once.
-cargo build --release --locked --bin cairn
+# One profile, one target dir and one feature resolution for everything:
+# building the tests first also builds the `cairn` binary they use, so
+# wasmtime is compiled once (a separate `cargo build --bin cairn` would
+# resolve features without the dev-dependencies and compile it twice).
+cargo test --release --locked --no-run
 ./target/release/cairn build
 ./target/release/cairn build -f tests/fixtures/spin.toml
 

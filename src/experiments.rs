@@ -11,6 +11,10 @@
 //!   server committed; three idempotency-key policies; tabs created per intent.
 //! - tabs: the agent on the markdown tab, the person on a sheet tab, with the
 //!   note's version and with the tab's (`version_scope`); every conflict is false.
+//! - sources: research sessions citing pages in seven spellings through
+//!   add_note_source, 20% of replies lost; three key policies; sources stored.
+//! - handles: an agent keeps a handle to one of K slides decks (position, type,
+//!   label, ID) while a person moves, renames and adds tabs; how it resolves.
 //!
 //! The experiment functions return result structs (the tests assert on them);
 //! the `*_table` functions render them as markdown.
@@ -68,17 +72,21 @@ pub struct Sizes {
     pub fast_edits: usize,
     /// Intents per run in `create`.
     pub intents: usize,
+    /// Research sessions per seed in `sources`.
+    pub sessions: usize,
+    /// Trials per seed and deck count in `handles`.
+    pub trials: usize,
 }
 
 impl Sizes {
     /// The seed posts' sizes.
     pub fn full() -> Self {
-        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50 }
+        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50, sessions: 300, trials: 300 }
     }
 
     /// A version that runs in seconds.
     pub fn quick() -> Self {
-        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12 }
+        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12, sessions: 20, trials: 40 }
     }
 }
 
@@ -694,6 +702,489 @@ pub fn create_table(rows: &[CreateRow]) -> String {
     s
 }
 
+/// The key an agent sends with add_note_source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKey {
+    /// A fresh random (UUID-like) key per citation, reused on a resend.
+    FreshPerCitation,
+    /// A hash of the URL as written.
+    UrlAsWritten,
+    /// A hash of the note id and the normalized URL.
+    NoteAndNormalized,
+}
+
+impl SourceKey {
+    fn label(self) -> &'static str {
+        match self {
+            SourceKey::FreshPerCitation => "fresh UUID per citation, reused on resend",
+            SourceKey::UrlAsWritten => "hash of the URL as written",
+            SourceKey::NoteAndNormalized => "hash of note id + normalized URL",
+        }
+    }
+}
+
+/// One seed of `sources`: `sessions` research sessions, one note each.
+#[derive(Clone, Debug, Default)]
+pub struct SourcesRun {
+    /// The seed.
+    pub seed: u64,
+    /// Research sessions (notes).
+    pub sessions: usize,
+    /// Citations made (3 turns × 6 pages per session).
+    pub citations: usize,
+    /// add_note_source calls sent, resends included.
+    pub calls: usize,
+    /// Replies lost after the server committed (each resent with the same key).
+    pub lost: usize,
+    /// Answers marked `replayed` (a repeated key).
+    pub replayed: usize,
+    /// Answers marked `already_attached` (the normalized URL was there, new key).
+    pub already_attached: usize,
+    /// Version conflicts met (then the version is re-read).
+    pub conflicts: usize,
+    /// Sources stored over every note, counted with list_note_attachments.
+    pub stored: usize,
+    /// Distinct pages cited over every note.
+    pub distinct: usize,
+}
+
+impl SourcesRun {
+    /// Sources stored beyond one per distinct page.
+    pub fn duplicates(&self) -> usize {
+        self.stored.saturating_sub(self.distinct)
+    }
+}
+
+/// One row of `sources`: one key policy, every seed.
+#[derive(Clone, Debug)]
+pub struct SourcesRow {
+    /// The key policy.
+    pub policy: SourceKey,
+    /// One entry per seed.
+    pub runs: Vec<SourcesRun>,
+}
+
+const PAGES: usize = 8;
+const SPELLINGS: usize = 7;
+
+/// Page `p` in spelling `s`: canonical, trailing slash, `www.`, `?utm_source=`,
+/// `#fragment`, `http://`, no scheme (which Cairn reads as https).
+fn spelling(p: usize, s: usize) -> String {
+    let (host, path) = (format!("journal{p}.example.org"), format!("/papers/{}", 1000 + p));
+    match s {
+        0 => format!("https://{host}{path}"),
+        1 => format!("https://{host}{path}/"),
+        2 => format!("https://www.{host}{path}"),
+        3 => format!("https://{host}{path}?utm_source=chatgpt.com"),
+        4 => format!("https://{host}{path}#results"),
+        5 => format!("http://{host}{path}"),
+        _ => format!("{host}{path}"),
+    }
+}
+
+/// The client's own normalization for its key: https, lower-case host without
+/// `www.`, no fragment, no `utm_*` parameters, no trailing slash.
+fn client_normalize(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.split('#').next().unwrap_or("");
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = host.to_ascii_lowercase();
+    let host = host.strip_prefix("www.").unwrap_or(&host);
+    let path = path.trim_end_matches('/');
+    let query: Vec<&str> = query.split('&').filter(|q| !q.is_empty() && !q.starts_with("utm_")).collect();
+    let mut out = format!("https://{host}{path}");
+    if !query.is_empty() {
+        out.push('?');
+        out.push_str(&query.join("&"));
+    }
+    out
+}
+
+/// FNV-1a, 64 bits, as hex: a stable key from text.
+fn fnv(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+fn uuid_like(rng: &mut Rng) -> String {
+    let (a, b) = (rng.next(), rng.next());
+    format!("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xfff, (b >> 48) & 0xffff, b & 0xffff_ffff_ffff)
+}
+
+fn version_of(v: &Value) -> u64 {
+    v["structuredContent"]["version"].as_u64().unwrap_or(0)
+}
+
+/// Every source of the note, paging list_note_attachments with limit 50.
+async fn count_sources(ed: &mut Editor) -> Result<usize> {
+    let mut count = 0;
+    let mut cursor = Value::Null;
+    loop {
+        let mut args = json!({"note_id": ed.note, "kind": "sources", "limit": 50});
+        if !cursor.is_null() {
+            args["cursor"] = cursor.clone();
+        }
+        let r = ed.call("list_note_attachments", args).await?;
+        if r["isError"] != false {
+            bail!("list_note_attachments refused: {r}");
+        }
+        let s = &r["structuredContent"];
+        count += s["attachments"].as_array().map_or(0, Vec::len);
+        cursor = s["next_cursor"].clone();
+        if cursor.is_null() {
+            return Ok(count);
+        }
+    }
+}
+
+/// One session: a fresh note, 3 turns × 6 of the 8 pages, each in a random spelling.
+async fn source_session(ed: &mut Editor, run: &mut SourcesRun, policy: SourceKey, rng: &mut Rng) -> Result<()> {
+    let mut version = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?["structuredContent"]["version"].as_u64().context("version")?;
+    let mut cited = HashSet::new();
+    for _turn in 0..3 {
+        // 6 of 8 pages: a partial Fisher–Yates shuffle.
+        let mut pages: Vec<usize> = (0..PAGES).collect();
+        for i in 0..6 {
+            let j = i + rng.range(0, (PAGES - 1 - i) as u64) as usize;
+            pages.swap(i, j);
+        }
+        for &p in &pages[..6] {
+            cited.insert(p);
+            run.citations += 1;
+            let url = spelling(p, rng.range(0, SPELLINGS as u64 - 1) as usize);
+            let key = match policy {
+                SourceKey::FreshPerCitation => uuid_like(rng),
+                SourceKey::UrlAsWritten => format!("url-{}", fnv(&url)),
+                SourceKey::NoteAndNormalized => format!("src-{}", fnv(&format!("{}\n{}", ed.note, client_normalize(&url)))),
+            };
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                if tries > 100 {
+                    bail!("add_note_source: {url} still refused after {tries} tries");
+                }
+                run.calls += 1;
+                let r = ed.call("add_note_source", json!({"note_id": ed.note, "expected_version": version,
+                    "idempotency_key": key, "title": format!("Paper {p}"), "url": url})).await?;
+                if r["isError"] != false {
+                    if r["structuredContent"]["error"] != "version_conflict" {
+                        bail!("add_note_source refused: {r}");
+                    }
+                    run.conflicts += 1;
+                    version = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?["structuredContent"]["version"]
+                        .as_u64()
+                        .context("version")?;
+                    continue;
+                }
+                if rng.chance(0.2) {
+                    // Committed, but the reply never arrived: resend the same call.
+                    run.lost += 1;
+                    continue;
+                }
+                let s = &r["structuredContent"];
+                run.replayed += usize::from(s["replayed"] == true);
+                run.already_attached += usize::from(s["already_attached"] == true);
+                // A replay carries the version of its first answer: keep the newest seen.
+                version = version.max(version_of(&r));
+                break;
+            }
+        }
+    }
+    run.distinct += cited.len();
+    run.stored += count_sources(ed).await?;
+    Ok(())
+}
+
+/// `sources`: the three key policies, seeds 1..=runs, `sessions` notes each.
+pub async fn sources(stack: &Stack, runs: u64, sessions: usize) -> Result<Vec<SourcesRow>> {
+    let addr = stack.running.addr;
+    let mut rows = Vec::new();
+    for policy in [SourceKey::FreshPerCitation, SourceKey::UrlAsWritten, SourceKey::NoteAndNormalized] {
+        let mut row = SourcesRow { policy, runs: Vec::new() };
+        for seed in 1..=runs {
+            let mut rng = Rng::new(seed);
+            let mut run = SourcesRun { seed, sessions, ..Default::default() };
+            let notes = stack.seed_notes(sessions)?;
+            let mut ed = Editor::new(addr, &stack.agent, Via::Mcp, &notes[0]).await?;
+            for note in notes {
+                ed.note = note;
+                source_session(&mut ed, &mut run, policy, &mut rng).await?;
+            }
+            row.runs.push(run);
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// Markdown for `sources`.
+pub fn sources_table(rows: &[SourcesRow], sessions: usize) -> String {
+    let mut s = format!(
+        "\n## sources: {sessions} research sessions per seed × 3 turns × 6 of 8 pages, 7 spellings, 20% of replies lost and resent\n\n\
+         Spellings: canonical, trailing slash, `www.`, `?utm_source=`, `#fragment`, `http://`, and no scheme (sent as written: \
+         Cairn reads a scheme-less URL as https). Each session has its own note. Duplicates = stored − distinct pages.\n\n"
+    );
+    s.push_str("| key policy | seed | citations | calls sent | replies lost | replays | already attached | sources stored | distinct pages | duplicates | per session |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let per = |r: &SourcesRun| r.duplicates() as f64 / r.sessions.max(1) as f64;
+    for row in rows {
+        for r in &row.runs {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} |",
+                row.policy.label(), r.seed, r.citations, r.calls, r.lost, r.replayed, r.already_attached, r.stored, r.distinct, r.duplicates(), per(r)
+            );
+        }
+        let m = |f: &dyn Fn(&SourcesRun) -> usize| num(median(row.runs.iter().map(|r| f(r) as f64).collect()));
+        let _ = writeln!(
+            s,
+            "| **{}** | **median** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{:.2}** |",
+            row.policy.label(),
+            m(&|r| r.citations),
+            m(&|r| r.calls),
+            m(&|r| r.lost),
+            m(&|r| r.replayed),
+            m(&|r| r.already_attached),
+            m(&|r| r.stored),
+            m(&|r| r.distinct),
+            m(&|r| r.duplicates()),
+            median(row.runs.iter().map(per).collect()),
+        );
+    }
+    s
+}
+
+/// What the agent keeps to find its deck again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handle {
+    /// Its index in the tab strip.
+    Position,
+    /// "the slides tab": the first tab of its type.
+    Type,
+    /// The first tab with its label.
+    Label,
+    /// Its exact tab ID.
+    Id,
+}
+
+impl Handle {
+    const ALL: [Handle; 4] = [Handle::Position, Handle::Type, Handle::Label, Handle::Id];
+
+    fn label(self) -> &'static str {
+        match self {
+            Handle::Position => "position",
+            Handle::Type => "type",
+            Handle::Label => "label",
+            Handle::Id => "ID",
+        }
+    }
+}
+
+/// One seed of one handle at one deck count.
+#[derive(Clone, Debug, Default)]
+pub struct HandleRun {
+    /// The seed.
+    pub seed: u64,
+    /// Trials (one note each).
+    pub trials: usize,
+    /// Changes the person made over every trial.
+    pub changes: usize,
+    /// The handle found the target deck.
+    pub right: usize,
+    /// The handle found another tab, without any error.
+    pub wrong: usize,
+    /// The handle found nothing.
+    pub not_found: usize,
+}
+
+/// One row of `handles`: K decks, one handle, every seed.
+#[derive(Clone, Debug)]
+pub struct HandleRow {
+    /// Slides decks in the note at the start.
+    pub decks: usize,
+    /// The handle.
+    pub handle: Handle,
+    /// One entry per seed.
+    pub runs: Vec<HandleRun>,
+}
+
+const DECK_LABELS: [&str; 5] = ["Pitch", "Roadmap", "Results", "Budget", "Launch"];
+
+/// One tab as the strip shows it.
+#[derive(Clone, Debug)]
+struct StripTab {
+    id: String,
+    kind: String,
+    label: String,
+}
+
+async fn list_tabs(ed: &mut Editor) -> Result<(u64, Vec<StripTab>)> {
+    let r = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?;
+    if r["isError"] != false {
+        bail!("list_note_tabs refused: {r}");
+    }
+    let s = &r["structuredContent"];
+    let tabs = s["tabs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| StripTab {
+            id: t["tab_id"].as_str().unwrap_or_default().into(),
+            kind: t["type"].as_str().unwrap_or_default().into(),
+            label: t["label"].as_str().unwrap_or_default().into(),
+        })
+        .collect();
+    Ok((s["version"].as_u64().context("version")?, tabs))
+}
+
+async fn create_deck(ed: &mut Editor, label: &str, key: &str) -> Result<String> {
+    let (version, _) = list_tabs(ed).await?;
+    let r = ed.call("create_note_tab", json!({"note_id": ed.note, "expected_version": version,
+        "idempotency_key": key, "tab_type": "slides", "label": label})).await?;
+    if r["isError"] != false {
+        bail!("create_note_tab refused: {r}");
+    }
+    Ok(r["structuredContent"]["tab_id"].as_str().context("tab_id")?.to_string())
+}
+
+/// The strip the agent sees: the server's tabs in the person's (client-side)
+/// order with the person's (client-side) labels. Every tab must be in both.
+fn strip_view(server: &[StripTab], strip: &[StripTab]) -> Result<Vec<StripTab>> {
+    let ids: HashSet<&str> = server.iter().map(|t| t.id.as_str()).collect();
+    if server.len() != strip.len() || strip.iter().any(|t| !ids.contains(t.id.as_str())) {
+        bail!("strip view out of step with list_note_tabs: {server:?} against {strip:?}");
+    }
+    Ok(strip.to_vec())
+}
+
+fn resolve<'a>(handle: Handle, view: &'a [StripTab], target: &StripTab, position: usize) -> Option<&'a StripTab> {
+    match handle {
+        Handle::Position => view.get(position),
+        Handle::Type => view.iter().find(|t| t.kind == target.kind),
+        Handle::Label => view.iter().find(|t| t.label == target.label),
+        Handle::Id => view.iter().find(|t| t.id == target.id),
+    }
+}
+
+/// One trial: a note with `decks` slides tabs; the agent lists and picks; the
+/// person makes 0–2 changes; the agent lists again and resolves every handle.
+async fn handle_trial(ed: &mut Editor, decks: usize, tag: &str, rng: &mut Rng, runs: &mut [HandleRun]) -> Result<()> {
+    let mut labels = DECK_LABELS.to_vec();
+    for i in 0..decks {
+        let j = i + rng.range(0, (labels.len() - 1 - i) as u64) as usize;
+        labels.swap(i, j);
+        create_deck(ed, labels[i], &format!("{tag}-deck-{i}")).await?;
+    }
+    let (_, mut strip) = list_tabs(ed).await?;
+    let slides: Vec<usize> = (0..strip.len()).filter(|&i| strip[i].kind == "slides").collect();
+    let position = slides[rng.range(0, slides.len() as u64 - 1) as usize];
+    let target = strip[position].clone();
+
+    let changes = rng.range(0, 2) as usize;
+    for c in 0..changes {
+        let roll = rng.range(0, 99);
+        if roll < 40 {
+            // Move: no such operation in Cairn; reordered in the client-side strip.
+            let from = rng.range(0, strip.len() as u64 - 1) as usize;
+            let tab = strip.remove(from);
+            let to = rng.range(0, strip.len() as u64) as usize;
+            strip.insert(to, tab);
+        } else if roll < 75 {
+            // Rename a slides tab: no rename in Cairn; relabelled in the client-side strip.
+            let decks: Vec<usize> = (0..strip.len()).filter(|&i| strip[i].kind == "slides").collect();
+            let i = decks[rng.range(0, decks.len() as u64 - 1) as usize];
+            strip[i].label = DECK_LABELS[rng.range(0, 4) as usize].to_string();
+        } else {
+            // Add a slides tab: a real create_note_tab, appended to the strip.
+            let label = DECK_LABELS[rng.range(0, 4) as usize];
+            let id = create_deck(ed, label, &format!("{tag}-add-{c}")).await?;
+            strip.push(StripTab { id, kind: "slides".into(), label: label.into() });
+        }
+    }
+
+    let (_, server) = list_tabs(ed).await?;
+    let view = strip_view(&server, &strip)?;
+    for (run, handle) in runs.iter_mut().zip(Handle::ALL) {
+        run.trials += 1;
+        run.changes += changes;
+        match resolve(handle, &view, &target, position) {
+            Some(t) if t.id == target.id => run.right += 1,
+            Some(_) => run.wrong += 1,
+            None => run.not_found += 1,
+        }
+    }
+    Ok(())
+}
+
+/// `handles`: K = 2 and 5 decks, seeds 1..=runs, `trials` notes each.
+pub async fn handles(stack: &Stack, runs: u64, trials: usize) -> Result<Vec<HandleRow>> {
+    let addr = stack.running.addr;
+    let mut rows = Vec::new();
+    for decks in [2, 5] {
+        let mut per_handle: Vec<HandleRow> = Handle::ALL.iter().map(|&handle| HandleRow { decks, handle, runs: Vec::new() }).collect();
+        for seed in 1..=runs {
+            let mut rng = Rng::new(seed * 100 + decks as u64);
+            let mut counts: Vec<HandleRun> = Handle::ALL.iter().map(|_| HandleRun { seed, ..Default::default() }).collect();
+            let notes = stack.seed_notes(trials)?;
+            let mut ed = Editor::new(addr, &stack.agent, Via::Mcp, &notes[0]).await?;
+            for (i, note) in notes.into_iter().enumerate() {
+                ed.note = note;
+                handle_trial(&mut ed, decks, &format!("handles-{decks}-{seed}-{i}"), &mut rng, &mut counts).await?;
+            }
+            for (row, run) in per_handle.iter_mut().zip(counts) {
+                row.runs.push(run);
+            }
+        }
+        rows.extend(per_handle);
+    }
+    Ok(rows)
+}
+
+fn pct(n: usize, of: usize) -> f64 {
+    100.0 * n as f64 / of.max(1) as f64
+}
+
+/// Markdown for `handles`.
+pub fn handles_table(rows: &[HandleRow], trials: usize) -> String {
+    let mut s = format!(
+        "\n## handles: an agent's handle to one of K slides decks after 0–2 changes by a person, {trials} trials per seed and K\n\n\
+         The seed post ran 10,000 trials per K in memory; over HTTP this uses {trials} per seed (full: 300, `--quick`: 40). \
+         Changes: move a tab 40%, rename a slides tab to one of five labels 35%, add a slides tab 25%. Cairn has neither a \
+         move nor a rename operation, so moves and renames are emulated on a client-side strip view (the order and labels \
+         the person sees) laid over list_note_tabs; added tabs are real create_note_tab calls and every re-list is a real \
+         list_note_tabs, checked against the strip view.\n\n"
+    );
+    s.push_str("| K decks | handle | seed | trials | person changes | right | wrong deck | not found |\n");
+    s.push_str("|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    for row in rows {
+        for r in &row.runs {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {:.1}% | {:.1}% | {:.1}% |",
+                row.decks, row.handle.label(), r.seed, r.trials, r.changes, pct(r.right, r.trials), pct(r.wrong, r.trials), pct(r.not_found, r.trials)
+            );
+        }
+        let m = |f: &dyn Fn(&HandleRun) -> f64| median(row.runs.iter().map(f).collect());
+        let _ = writeln!(
+            s,
+            "| **{}** | **{}** | **median** | **{}** | **{}** | **{:.1}%** | **{:.1}%** | **{:.1}%** |",
+            row.decks,
+            row.handle.label(),
+            num(m(&|r| r.trials as f64)),
+            num(m(&|r| r.changes as f64)),
+            m(&|r| pct(r.right, r.trials)),
+            m(&|r| pct(r.wrong, r.trials)),
+            m(&|r| pct(r.not_found, r.trials)),
+        );
+    }
+    s
+}
+
 /// Runs one experiment (or `all`) on `stack`; the markdown of its tables.
 pub async fn run_on(stack: &Stack, which: &str, sizes: Sizes) -> Result<String> {
     let all = which == "all";
@@ -727,8 +1218,16 @@ pub async fn run_on(stack: &Stack, which: &str, sizes: Sizes) -> Result<String> 
         );
         out.push_str(&edit_table(&title, &rows));
     }
+    if all || which == "sources" {
+        known = true;
+        out.push_str(&sources_table(&sources(stack, sizes.runs, sizes.sessions).await?, sizes.sessions));
+    }
+    if all || which == "handles" {
+        known = true;
+        out.push_str(&handles_table(&handles(stack, sizes.runs, sizes.trials).await?, sizes.trials));
+    }
     if !known {
-        bail!("unknown experiment {which:?}: race, fast, create, tabs or all");
+        bail!("unknown experiment {which:?}: race, fast, create, tabs, sources, handles or all");
     }
     Ok(out)
 }
@@ -740,9 +1239,10 @@ pub async fn run(manifest: PathBuf, which: &str, sizes: Sizes, out: Option<PathB
     stack.stop().await;
     let tables = result?;
     let doc = format!(
-        "# Cairn: the seed posts' experiments\n\nWritten by `cairn bench {which}` ({} runs; {} edits per editor in race/tabs, {} in fast, {} create intents). \
+        "# Cairn: the seed posts' experiments\n\nWritten by `cairn bench {which}` ({} runs; {} edits per editor in race/tabs, {} in fast, {} create intents, \
+         {} research sessions per seed in sources, {} trials per seed and K in handles). \
          Every run is against the application in-process over HTTP, SQLite store.\n{tables}",
-        sizes.runs, sizes.edits, sizes.fast_edits, sizes.intents
+        sizes.runs, sizes.edits, sizes.fast_edits, sizes.intents, sizes.sessions, sizes.trials
     );
     println!("{doc}");
     if let Some(path) = out {

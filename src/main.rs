@@ -155,6 +155,10 @@ enum Bench {
     Create(ExperimentArgs),
     /// Agent on the markdown tab, person on a sheet tab: note- against tab-scope versions.
     Tabs(ExperimentArgs),
+    /// add_note_source with seven URL spellings and lost replies: sources stored per key policy.
+    Sources(ExperimentArgs),
+    /// Handles to one of K slides decks (position, type, label, ID) after a person's changes.
+    Handles(ExperimentArgs),
     /// Every experiment above, one markdown document.
     All(ExperimentArgs),
 }
@@ -180,6 +184,12 @@ struct ExperimentArgs {
     /// create_note_tab intents per run.
     #[arg(long)]
     intents: Option<usize>,
+    /// Research sessions per seed in sources.
+    #[arg(long)]
+    sessions: Option<usize>,
+    /// Trials per seed and deck count in handles.
+    #[arg(long)]
+    trials: Option<usize>,
     /// Also write the tables to this markdown file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -193,6 +203,8 @@ impl ExperimentArgs {
             edits: self.edits.unwrap_or(base.edits),
             fast_edits: self.fast_edits.unwrap_or(base.fast_edits),
             intents: self.intents.unwrap_or(base.intents),
+            sessions: self.sessions.unwrap_or(base.sessions),
+            trials: self.trials.unwrap_or(base.trials),
         }
     }
 }
@@ -302,6 +314,8 @@ fn main() -> Result<()> {
                 Bench::Fast(a) => experiment(&rt, "fast", a),
                 Bench::Create(a) => experiment(&rt, "create", a),
                 Bench::Tabs(a) => experiment(&rt, "tabs", a),
+                Bench::Sources(a) => experiment(&rt, "sources", a),
+                Bench::Handles(a) => experiment(&rt, "handles", a),
                 Bench::All(a) => experiment(&rt, "all", a),
             }
         }

@@ -1,9 +1,9 @@
-//! The seed posts' experiments (`cairn bench race|fast|create|tabs`), quick
+//! The seed posts' experiments (`cairn bench race|fast|create|tabs|sources|handles`), quick
 //! sizes, in-process over HTTP: only their invariants, never timings.
 
 use crate::harness::{require_built, root};
 use cairn::bench_notes::Stack;
-use cairn::experiments::{self, KeyPolicy, Sizes};
+use cairn::experiments::{self, Handle, KeyPolicy, Sizes};
 
 /// One stack for every experiment: `Stack` keeps its state in a directory
 /// named after the process, so two in one test binary would collide.
@@ -65,5 +65,34 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
     // The tables render one row per run plus a median per behaviour.
     let md = experiments::edit_table("t", &rows);
     assert_eq!(md.matches("**median**").count(), 2);
+
+    // sources: server-side normalization stores each page once, whatever the key.
+    let rows = experiments::sources(stack, s.runs, s.sessions).await?;
+    assert_eq!(rows.len(), 3);
+    for row in &rows {
+        assert_eq!(row.runs.len() as u64, s.runs);
+        for r in &row.runs {
+            assert_eq!(r.citations, s.sessions * 18, "{r:?}");
+            assert_eq!(r.calls, r.citations + r.lost + r.conflicts, "one extra call per lost reply or conflict: {r:?}");
+            assert!(r.lost > 0, "20% of replies are lost: {r:?}");
+            assert_eq!(r.duplicates(), 0, "{:?}: {r:?}", row.policy);
+            assert_eq!(r.stored, r.distinct, "{:?}: {r:?}", row.policy);
+        }
+    }
+    assert_eq!(experiments::sources_table(&rows, s.sessions).matches("**median**").count(), 3);
+
+    // handles: an ID always finds the deck; every trial counts once per handle.
+    let rows = experiments::handles(stack, s.runs, s.trials).await?;
+    assert_eq!(rows.len(), 8, "K = 2 and 5 × four handles");
+    for row in &rows {
+        for r in &row.runs {
+            assert_eq!(r.trials, s.trials);
+            assert_eq!(r.right + r.wrong + r.not_found, r.trials, "{r:?}");
+            if row.handle == Handle::Id {
+                assert_eq!(r.right, r.trials, "ID handle, K = {}: {r:?}", row.decks);
+            }
+        }
+    }
+    assert_eq!(experiments::handles_table(&rows, s.trials).matches("**median**").count(), 8);
     Ok(())
 }
