@@ -58,7 +58,7 @@ fn tools_list_and_every_tool_call_match_the_saved_fixtures() {
     let list = cairn.mcp(&t, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).json();
     compare("tools_list", list);
 
-    let mut call = |tool: &str, args: Value, ids: &mut Vec<(String, String)>| -> Value {
+    let call = |tool: &str, args: Value, ids: &mut Vec<(String, String)>| -> Value {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
         let response = cairn.mcp(&t, &request).json();
         for (key, label) in [("tab_id", "<new_tab_id>"), ("source_id", "<source_id>")] {
