@@ -131,7 +131,7 @@ impl Stack {
 
     /// Create `n` approved notes straight in the server's store; their ids.
     pub fn seed_notes(&self, n: usize) -> Result<Vec<String>> {
-        seed(&NativeKv(self.running.app.store.clone()), n)
+        seed(&NativeKv(self.running.app.store().clone()), n)
     }
 
     /// Stop and clean up.
@@ -323,7 +323,7 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
     };
     let identity = cairn_auth::identity::sign(&principal, &secret);
     let args = json!({"note_id": note, "tab_id": "markdown"});
-    let native = Arc::new(NativeKv(app.store.clone()));
+    let native = Arc::new(NativeKv(app.store().clone()));
     println!("# read_note_tab");
     for &c in &clients {
         let deadline = |d| Instant::now() + d;

@@ -23,7 +23,7 @@ use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store as WasmStore, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
-use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
+use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
@@ -65,13 +65,18 @@ pub struct App {
     pub manifest: Manifest,
     /// Components by id.
     pub components: BTreeMap<String, Arc<Loaded>>,
-    /// The durable key-value backend (the `default` label).
-    pub store: Arc<dyn Store>,
     /// Every store by label: `default` (durable) and `cache` (in memory, for
     /// what may be lost on restart: rate-limit counters, verified tokens).
     pub stores: BTreeMap<String, Arc<dyn Store>>,
     /// Instance limits.
     pub limits: Limits,
+}
+
+impl App {
+    /// The durable store (the `default` label).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.stores["default"]
+    }
 }
 
 /// One instance's host state.
@@ -391,9 +396,4 @@ where
     B::Error: Into<wasmtime_wasi_http::Error>,
 {
     body.map_err(Into::into).boxed_unsync()
-}
-
-/// Turn a guest error code into a log-friendly string.
-pub fn error_code(code: &ErrorCode) -> String {
-    format!("{code:?}")
 }

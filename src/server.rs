@@ -119,8 +119,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         engine,
         manifest,
         components,
-        stores: [("default".to_string(), store.clone()), ("cache".to_string(), Arc::new(cairn_kv::memory::MemoryStore::new()) as Arc<dyn Store>)].into(),
-        store,
+        stores: [("default".to_string(), store), ("cache".to_string(), Arc::new(cairn_kv::memory::MemoryStore::new()) as Arc<dyn Store>)].into(),
         limits: opts.limits.clone(),
     });
     for c in &app.manifest.components {
@@ -173,7 +172,7 @@ async fn serve(app: Arc<App>, listener: TcpListener, sweep_interval: Duration, m
         tracing::warn!("some connections did not finish in time");
     }
     sweeper.abort();
-    match app.store.close() {
+    match app.store().close() {
         Ok(()) => tracing::info!("store closed cleanly"),
         Err(e) => tracing::error!(error = %e, "store did not close cleanly"),
     }
@@ -184,7 +183,7 @@ async fn sweep(app: Arc<App>, every: Duration) {
     tick.tick().await;
     loop {
         tick.tick().await;
-        let store = app.store.clone();
+        let store = app.store().clone();
         match tokio::task::spawn_blocking(move || sweep_once(&store)).await {
             Ok(Ok((markers, claims))) if markers + claims > 0 => {
                 tracing::info!(delete_markers = markers, expired_claims = claims, "swept")

@@ -82,21 +82,21 @@ async fn post_mcp(req: Request) -> Response {
     // 4. JSON and batch shape.
     let parsed: Value = match serde_json::from_slice(req.body()) {
         Ok(v) => v,
-        Err(e) => return rpc_error_response(400, mcp::error(Value::Null, mcp::PARSE_ERROR, &format!("parse error: {e}"))),
+        Err(e) => return respond::json(400, &mcp::error(Value::Null, mcp::PARSE_ERROR, &format!("parse error: {e}"))),
     };
     let (messages, batch) = match parsed {
         Value::Array(items) if items.is_empty() || items.len() > mcp::MAX_BATCH => {
-            return rpc_error_response(
+            return respond::json(
                 400,
-                mcp::error(Value::Null, mcp::INVALID_REQUEST, &format!("a batch holds 1 to {} messages; this one has {}: nothing was run", mcp::MAX_BATCH, items.len())),
+                &mcp::error(Value::Null, mcp::INVALID_REQUEST, &format!("a batch holds 1 to {} messages; this one has {}: nothing was run", mcp::MAX_BATCH, items.len())),
             );
         }
         Value::Array(items) => (items, true),
         v @ Value::Object(_) => (vec![v], false),
-        _ => return rpc_error_response(400, mcp::error(Value::Null, mcp::INVALID_REQUEST, "a request is a JSON-RPC object or an array of them")),
+        _ => return respond::json(400, &mcp::error(Value::Null, mcp::INVALID_REQUEST, "a request is a JSON-RPC object or an array of them")),
     };
     if let Err(r) = mcp::check_headers(&req, &messages) {
-        return rpc_error_response(400, r);
+        return respond::json(400, &r);
     }
     // 5. Rate limit, per token, per message.
     if let Some(b) = cache {
@@ -140,9 +140,6 @@ async fn post_mcp(req: Request) -> Response {
     Response::builder().status(200).header("content-type", "application/json").body(body).build()
 }
 
-fn rpc_error_response(status: u16, body: Value) -> Response {
-    respond::json(status, &body)
-}
 
 /// A name for a token that does not keep the token.
 fn token_id(token: &str) -> String {
