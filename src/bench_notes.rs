@@ -149,7 +149,8 @@ fn agent() -> Identity {
     Identity { actor_type: ActorType::Agent, subject: "bench-agent".into(), display_name: "Bench agent".into(), ..person() }
 }
 
-fn seed(kv: &NativeKv, n: usize) -> Result<Vec<String>> {
+/// Create `n` approved notes; their ids.
+pub fn seed(kv: &NativeKv, n: usize) -> Result<Vec<String>> {
     let mut env = NativeEnv::new(n as u64);
     (0..n)
         .map(|i| {
@@ -163,10 +164,45 @@ fn seed(kv: &NativeKv, n: usize) -> Result<Vec<String>> {
         .collect()
 }
 
-/// One edit as an agent does it: read the tab, write it with the version read.
-fn edit_args(note: &str, read: &Value, text: &str, key: u64) -> Value {
-    json!({"note_id": note, "tab_id": "markdown", "expected_version": read["structuredContent"]["version"],
-        "idempotency_key": format!("bench-{key}"), "operation": "replace_text", "text": text})
+/// What one timed step of a client does.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    /// `read_note_tab` of the markdown tab.
+    Read,
+    /// `edit_note_tab` replace_text of `size` characters with the version the
+    /// client's previous edit returned (each client owns its note).
+    Edit(usize),
+    /// An agent's edit: `read_note_tab`, then `edit_note_tab` with the version read.
+    ReadEdit(usize),
+}
+
+/// How a client reaches the tools: over HTTP MCP, or the core in-process.
+trait Caller {
+    /// `tools/call`; the CallToolResult.
+    async fn call(&mut self, tool: &str, args: Value) -> Result<Value>;
+}
+
+struct McpCaller {
+    client: Client,
+    token: String,
+}
+
+impl Caller for McpCaller {
+    async fn call(&mut self, tool: &str, args: Value) -> Result<Value> {
+        self.client.call(&self.token, tool, args).await
+    }
+}
+
+struct CoreCaller {
+    kv: Arc<NativeKv>,
+    env: NativeEnv,
+    who: Identity,
+}
+
+impl Caller for CoreCaller {
+    async fn call(&mut self, tool: &str, args: Value) -> Result<Value> {
+        cairn_notes::call_tool(&*self.kv, &mut self.env, &self.who, tool, args).map_err(|e| anyhow::anyhow!("{tool}: {e:?}"))
+    }
 }
 
 fn text_of(size: usize, i: u64) -> String {
@@ -178,27 +214,68 @@ fn text_of(size: usize, i: u64) -> String {
     t
 }
 
-async fn stack_edits(stack: &Stack, notes: &[String], clients: usize, size: usize, duration: Duration) -> Result<Series> {
+async fn read_version(c: &mut impl Caller, note: &str) -> Result<Value> {
+    let read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
+    if read["isError"] != false {
+        bail!("read refused: {read}");
+    }
+    Ok(read["structuredContent"]["version"].clone())
+}
+
+async fn edit(c: &mut impl Caller, note: &str, version: Value, size: usize, key: u64) -> Result<Value> {
+    let args = json!({"note_id": note, "tab_id": "markdown", "expected_version": version,
+        "idempotency_key": format!("bench-{key}"), "operation": "replace_text", "text": text_of(size, key)});
+    let w = c.call("edit_note_tab", args).await?;
+    if w["isError"] != false || w["structuredContent"]["replayed"] != false {
+        bail!("edit refused or replayed: {w}");
+    }
+    Ok(w["structuredContent"]["version"].clone())
+}
+
+/// One client until `deadline`: the latency of every step. A client that
+/// edits checks at the end that its note advanced by exactly the edits it
+/// was told succeeded: nothing acknowledged was lost, nothing was doubled.
+async fn client_loop(mut c: impl Caller, note: String, op: Op, first: u64, deadline: Instant) -> Result<Vec<Duration>> {
+    let mut lat = Vec::new();
+    let start = read_version(&mut c, &note).await?;
+    let mut version = start.clone();
+    let mut key = first;
+    while Instant::now() < deadline {
+        let t = Instant::now();
+        match op {
+            Op::Read => version = read_version(&mut c, &note).await?,
+            Op::Edit(size) => {
+                key += 1;
+                version = edit(&mut c, &note, version, size, key).await?;
+            }
+            Op::ReadEdit(size) => {
+                let read = read_version(&mut c, &note).await?;
+                key += 1;
+                version = edit(&mut c, &note, read, size, key).await?;
+            }
+        }
+        lat.push(t.elapsed());
+    }
+    let end = read_version(&mut c, &note).await?;
+    let expected = if matches!(op, Op::Read) { 0 } else { lat.len() as u64 };
+    let moved = end.as_u64().unwrap_or(0).saturating_sub(start.as_u64().unwrap_or(0));
+    if end != version || moved != expected {
+        bail!("note {note}: version went {start} → {end} after {expected} acknowledged edits");
+    }
+    Ok(lat)
+}
+
+/// `clients` MCP clients, each on its own connection and note, through the
+/// whole stack (HTTP, router, tool components, SQLite).
+pub async fn stack_calls(stack: &Stack, notes: &[String], clients: usize, op: Op, duration: Duration) -> Result<Series> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
         let (addr, token, note) = (stack.running.addr, stack.agent.clone(), notes[c % notes.len()].clone());
         tasks.push(tokio::spawn(async move {
-            let mut client = Client::connect(addr).await?;
-            let mut lat = Vec::new();
-            let mut i = first_key(c);
-            while Instant::now() < deadline {
-                let t = Instant::now();
-                let read = client.call(&token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
-                i += 1;
-                let w = client.call(&token, "edit_note_tab", edit_args(&note, &read, &text_of(size, i), i)).await?;
-                if w["isError"] != false {
-                    bail!("edit refused: {w}");
-                }
-                lat.push(t.elapsed());
-            }
-            anyhow::Ok(lat)
+            let caller = McpCaller { client: Client::connect(addr).await?, token };
+            client_loop(caller, note, op, first_key(c), deadline).await
         }));
     }
     let mut all = Vec::new();
@@ -208,30 +285,17 @@ async fn stack_edits(stack: &Stack, notes: &[String], clients: usize, size: usiz
     Ok(summarize("whole stack: HTTP, router, tool components, SQLite", all, started.elapsed()))
 }
 
-fn native_edits(kv: Arc<NativeKv>, notes: &[String], clients: usize, size: usize, duration: Duration) -> Result<Series> {
+/// The same clients calling the core natively, one thread each.
+pub fn native_calls(kv: Arc<NativeKv>, notes: &[String], clients: usize, op: Op, duration: Duration) -> Result<Series> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let handles: Vec<_> = (0..clients)
         .map(|c| {
             let (kv, note) = (kv.clone(), notes[c % notes.len()].clone());
             std::thread::spawn(move || -> Result<Vec<Duration>> {
-                let mut env = NativeEnv::new(c as u64);
-                let mut lat = Vec::new();
-                let mut i = first_key(c);
-                let who = agent();
-                while Instant::now() < deadline {
-                    let t = Instant::now();
-                    let read = cairn_notes::call_tool(&*kv, &mut env, &who, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))
-                        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                    i += 1;
-                    let w = cairn_notes::call_tool(&*kv, &mut env, &who, "edit_note_tab", edit_args(&note, &read, &text_of(size, i), i))
-                        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                    if w["isError"] != false {
-                        bail!("edit refused: {w}");
-                    }
-                    lat.push(t.elapsed());
-                }
-                Ok(lat)
+                let caller = CoreCaller { kv, env: NativeEnv::new(c as u64), who: agent() };
+                let rt = tokio::runtime::Builder::new_current_thread().build()?;
+                rt.block_on(client_loop(caller, note, op, first_key(c), deadline))
             })
         })
         .collect();
@@ -242,7 +306,8 @@ fn native_edits(kv: Arc<NativeKv>, notes: &[String], clients: usize, size: usize
     Ok(summarize("same core natively in-process, SQLite", all, started.elapsed()))
 }
 
-fn native_store(dir: &std::path::Path) -> Result<Arc<NativeKv>> {
+/// A SQLite store of its own in `dir`, for the native side.
+pub fn native_store(dir: &std::path::Path) -> Result<Arc<NativeKv>> {
     std::fs::create_dir_all(dir)?;
     let store: Arc<dyn Store> = Arc::new(cairn_kv::sqlite::SqliteStore::open(&dir.join("kv.db"), false)?);
     Ok(Arc::new(NativeKv(store)))
@@ -261,9 +326,9 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
 
     println!("# edit_note_tab: read_note_tab + replace_text of 200 characters, each client on its own note");
     for &c in &clients {
-        stack_edits(&stack, &stack_notes, c, 200, Duration::from_millis(300)).await?;
-        let s = stack_edits(&stack, &stack_notes, c, 200, duration).await?;
-        let n = native_edits(native.clone(), &native_notes, c, 200, duration)?;
+        stack_calls(&stack, &stack_notes, c, Op::ReadEdit(200), Duration::from_millis(300)).await?;
+        let s = stack_calls(&stack, &stack_notes, c, Op::ReadEdit(200), duration).await?;
+        let n = native_calls(native.clone(), &native_notes, c, Op::ReadEdit(200), duration)?;
         print_table(&format!("{c} concurrent clients, {seconds} s each (edits/s)"), &[n.clone(), s.clone()]);
         println!("\nratio native/stack: {:.2}x; per edit through the stack {:.0} µs vs {:.0} µs natively (p50)", n.rps / s.rps, s.p50.as_secs_f64() * 1e6, n.p50.as_secs_f64() * 1e6);
     }
@@ -273,8 +338,8 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
     println!("|---:|---:|---:|---:|");
     for size in [1_000usize, 10_000, 100_000, 900_000] {
         let d = Duration::from_millis((seconds * 1000 / 2).max(500));
-        let s = stack_edits(&stack, &stack_notes, 1, size, d).await?;
-        let n = native_edits(native.clone(), &native_notes, 1, size, d)?;
+        let s = stack_calls(&stack, &stack_notes, 1, Op::ReadEdit(size), d).await?;
+        let n = native_calls(native.clone(), &native_notes, 1, Op::ReadEdit(size), d)?;
         println!("| {} | {:.0} | {:.0} | {:.2} |", human(size), s.p50.as_secs_f64() * 1e6, n.p50.as_secs_f64() * 1e6, s.p50.as_secs_f64() / n.p50.as_secs_f64());
     }
 
@@ -291,8 +356,8 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
         have = target;
         let pick = |ids: &[String], fallback: &[String]| ids.last().cloned().unwrap_or_else(|| fallback[0].clone());
         let d = Duration::from_millis((seconds * 1000 / 2).max(500));
-        let s = stack_edits(&stack, &[pick(&added, &stack_notes)], 1, 200, d).await?;
-        let n = native_edits(native.clone(), &[pick(&native_added, &native_notes)], 1, 200, d)?;
+        let s = stack_calls(&stack, &[pick(&added, &stack_notes)], 1, Op::ReadEdit(200), d).await?;
+        let n = native_calls(native.clone(), &[pick(&native_added, &native_notes)], 1, Op::ReadEdit(200), d)?;
         println!("| {target} | {:.0} | {:.0} |", s.p50.as_secs_f64() * 1e6, n.p50.as_secs_f64() * 1e6);
     }
     stack.stop().await;

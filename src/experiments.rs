@@ -1,4 +1,4 @@
-//! `cairn bench race|fast|create|tabs|all`: the seed posts' experiments, run
+//! `cairn bench race|fast|create|tabs|sources|handles|throughput|all`: the seed posts' experiments, run
 //! against the application in this process over real HTTP (MCP for the agent,
 //! REST and MCP for the person), with seeded think times.
 //!
@@ -15,11 +15,16 @@
 //!   add_note_source, 20% of replies lost; three key policies; sources stored.
 //! - handles: an agent keeps a handle to one of K slides decks (position, type,
 //!   label, ID) while a person moves, renames and adds tabs; how it resolves.
+//! - throughput: read_note_tab and edit_note_tab at 1, 8 and 32 clients through
+//!   the whole stack against the core natively, requests/s, p50, p99, ratio.
 //!
 //! The experiment functions return result structs (the tests assert on them);
-//! the `*_table` functions render them as markdown.
+//! the `*_table` functions render them as markdown and the `*_chart(s)`
+//! functions describe their SVG charts (drawn by [`crate::charts`]).
 
-use crate::bench_notes::{Client, Stack};
+use crate::bench::Series;
+use crate::charts::{Chart, Kind};
+use crate::bench_notes::{self, Client, Op, Stack};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -76,17 +81,19 @@ pub struct Sizes {
     pub sessions: usize,
     /// Trials per seed and deck count in `handles`.
     pub trials: usize,
+    /// Milliseconds each point of `throughput` is measured for (per side).
+    pub point_ms: u64,
 }
 
 impl Sizes {
     /// The seed posts' sizes.
     pub fn full() -> Self {
-        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50, sessions: 300, trials: 300 }
+        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50, sessions: 300, trials: 2_000, point_ms: 5_000 }
     }
 
     /// A version that runs in seconds.
     pub fn quick() -> Self {
-        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12, sessions: 20, trials: 40 }
+        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12, sessions: 20, trials: 40, point_ms: 200 }
     }
 }
 
@@ -1151,9 +1158,10 @@ fn pct(n: usize, of: usize) -> f64 {
 
 /// Markdown for `handles`.
 pub fn handles_table(rows: &[HandleRow], trials: usize) -> String {
+    let total = trials * rows.first().map_or(0, |r| r.runs.len());
     let mut s = format!(
         "\n## handles: an agent's handle to one of K slides decks after 0–2 changes by a person, {trials} trials per seed and K\n\n\
-         The seed post ran 10,000 trials per K in memory; over HTTP this uses {trials} per seed (full: 300, `--quick`: 40). \
+         The seed post ran 10,000 trials per K in memory; here {total} trials per K ({trials} per seed) each go over HTTP. \
          Changes: move a tab 40%, rename a slides tab to one of five labels 35%, add a slides tab 25%. Cairn has neither a \
          move nor a rename operation, so moves and renames are emulated on a client-side strip view (the order and labels \
          the person sees) laid over list_note_tabs; added tabs are real create_note_tab calls and every re-list is a real \
@@ -1185,68 +1193,321 @@ pub fn handles_table(rows: &[HandleRow], trials: usize) -> String {
     s
 }
 
-/// Runs one experiment (or `all`) on `stack`; the markdown of its tables.
-pub async fn run_on(stack: &Stack, which: &str, sizes: Sizes) -> Result<String> {
+/// One point of `throughput`: one tool at one concurrency, both sides.
+#[derive(Clone, Debug)]
+pub struct ThroughputRow {
+    /// The tool measured.
+    pub tool: &'static str,
+    /// Concurrent clients, each on its own connection (or thread) and note.
+    pub clients: usize,
+    /// Through the whole stack over HTTP MCP.
+    pub stack: Series,
+    /// The same core called natively in this process, on its own SQLite store.
+    pub native: Series,
+}
+
+impl ThroughputRow {
+    /// How many times the native core's throughput is the stack's.
+    pub fn ratio(&self) -> f64 {
+        self.native.rps / self.stack.rps.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// The concurrencies `throughput` measures.
+pub const CONCURRENCY: [usize; 3] = [1, 8, 32];
+
+/// `throughput`: read_note_tab and edit_note_tab (200 characters, the version
+/// from the client's previous edit) at 1, 8 and 32 clients through the whole
+/// stack, against the core natively on a SQLite store of its own, in one run.
+/// Every client checks that its note advanced by exactly its acknowledged edits.
+pub async fn throughput(stack: &Stack, point: Duration) -> Result<Vec<ThroughputRow>> {
+    let scratch = std::env::temp_dir().join(format!("cairn-throughput-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let native = bench_notes::native_store(&scratch)?;
+    let most = CONCURRENCY[CONCURRENCY.len() - 1];
+    let (stack_notes, native_notes) = (stack.seed_notes(most)?, bench_notes::seed(&native, most)?);
+    let mut rows = Vec::new();
+    for (tool, op) in [("read_note_tab", Op::Read), ("edit_note_tab", Op::Edit(200))] {
+        for clients in CONCURRENCY {
+            // Warm pool slots, connections and caches on both sides first.
+            let warm = (point / 4).max(Duration::from_millis(50));
+            bench_notes::stack_calls(stack, &stack_notes, clients, op, warm).await?;
+            let s = bench_notes::stack_calls(stack, &stack_notes, clients, op, point).await?;
+            let (kv, notes) = (native.clone(), native_notes.clone());
+            let n = tokio::task::spawn_blocking(move || {
+                bench_notes::native_calls(kv.clone(), &notes, clients, op, warm)?;
+                bench_notes::native_calls(kv, &notes, clients, op, point)
+            })
+            .await??;
+            rows.push(ThroughputRow { tool, clients, stack: s, native: n });
+        }
+    }
+    drop(native);
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(rows)
+}
+
+/// Markdown for `throughput`.
+pub fn throughput_table(rows: &[ThroughputRow], point: Duration) -> String {
+    let mut s = format!(
+        "\n## throughput: read_note_tab and edit_note_tab, whole stack against the core natively, {:.1} s per point\n\n\
+         Each client has its own connection (its own thread natively) and its own note; an edit sends the version its previous \
+         edit returned, so none conflicts. Stack: HTTP/1.1 keep-alive → router component (token, rate limit, scopes) → \
+         tool component → SQLite. Native: `cairn_notes::call_tool` in this process on a SQLite store of its own.\n\n",
+        point.as_secs_f64()
+    );
+    s.push_str("| tool | clients | stack calls/s | stack p50 ms | stack p99 ms | native calls/s | native p50 ms | native p99 ms | native ÷ stack |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let ms = |d: Duration| format!("{:.3}", d.as_secs_f64() * 1e3);
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.0} | {} | {} | {:.0} | {} | {} | {:.1}× |",
+            r.tool, r.clients, r.stack.rps, ms(r.stack.p50), ms(r.stack.p99), r.native.rps, ms(r.native.p50), ms(r.native.p99), r.ratio()
+        );
+    }
+    s
+}
+
+fn med<T>(runs: &[T], f: impl Fn(&T) -> f64) -> f64 {
+    median(runs.iter().map(f).collect())
+}
+
+fn bars(file: &str, title: &str, x: &str, y: &str, categories: &[&str], series: Vec<(&str, Vec<f64>)>) -> Chart {
+    Chart {
+        file: file.into(),
+        title: title.into(),
+        x: x.into(),
+        y: y.into(),
+        kind: Kind::Bars,
+        categories: categories.iter().map(|c| c.to_string()).collect(),
+        series: series.into_iter().map(|(n, v)| (n.to_string(), v)).collect(),
+    }
+}
+
+/// Charts of `race`, `fast` or `tabs` rows (one category per row, short
+/// names in `names`): lost lines and conflicts, and tries per edit.
+pub fn edit_charts(stem: &str, what: &str, names: &[&str], rows: &[EditRow]) -> Vec<Chart> {
+    let m = |f: &dyn Fn(&EditRun) -> f64| rows.iter().map(|r| med(&r.runs, f)).collect::<Vec<_>>();
+    let per_edit = |s: &EditorStats| s.writes as f64 / s.edits.max(1) as f64;
+    vec![
+        bars(
+            &format!("{stem}.svg"),
+            &format!("{what}: lost lines and conflicts (medians)"),
+            "client behaviour",
+            "lines or conflicts",
+            names,
+            vec![
+                ("lost, agent", m(&|r| r.agent.lost as f64)),
+                ("lost, person", m(&|r| r.person.lost as f64)),
+                ("conflicts, agent", m(&|r| r.agent.conflicts as f64)),
+                ("conflicts, person", m(&|r| r.person.conflicts as f64)),
+            ],
+        ),
+        bars(
+            &format!("{stem}-tries.svg"),
+            &format!("{what}: tries (medians)"),
+            "client behaviour",
+            "tries",
+            names,
+            vec![
+                ("writes per edit, agent", m(&|r| per_edit(&r.agent))),
+                ("writes per edit, person", m(&|r| per_edit(&r.person))),
+                ("most tries for one edit", m(&|r| r.agent.max_tries.max(r.person.max_tries) as f64)),
+            ],
+        ),
+    ]
+}
+
+/// The chart of `create`: calls and tabs per key policy.
+pub fn create_chart(rows: &[CreateRow]) -> Chart {
+    let m = |f: &dyn Fn(&CreateRun) -> usize| rows.iter().map(|r| med(&r.runs, |x| f(x) as f64)).collect::<Vec<_>>();
+    bars(
+        "create.svg",
+        "create: calls sent and tabs created per intent policy (medians)",
+        "idempotency-key policy",
+        "count",
+        &["new key per call", "same key on retry", "new key after conflict"],
+        vec![
+            ("intents", m(&|r| r.intents)),
+            ("calls sent", m(&|r| r.calls)),
+            ("tabs created", m(&|r| r.created)),
+            ("duplicates", m(&|r| r.created.saturating_sub(r.intents))),
+        ],
+    )
+}
+
+/// The chart of `sources`: stored against distinct per key policy.
+pub fn sources_chart(rows: &[SourcesRow]) -> Chart {
+    let m = |f: &dyn Fn(&SourcesRun) -> usize| rows.iter().map(|r| med(&r.runs, |x| f(x) as f64)).collect::<Vec<_>>();
+    bars(
+        "sources.svg",
+        "sources: pages stored per key policy (medians)",
+        "idempotency-key policy",
+        "sources",
+        &["fresh UUID", "hash of URL as written", "hash of note + normalized URL"],
+        vec![("distinct pages cited", m(&|r| r.distinct)), ("sources stored", m(&|r| r.stored)), ("duplicates", m(&|r| r.duplicates()))],
+    )
+}
+
+/// The chart of `handles`: right and wrong per handle and K.
+pub fn handles_chart(rows: &[HandleRow]) -> Chart {
+    let names: Vec<&str> = Handle::ALL.iter().map(|h| h.label()).collect();
+    let series = |decks: usize, f: &dyn Fn(&HandleRun) -> f64| {
+        Handle::ALL.iter().map(|&h| rows.iter().find(|r| r.decks == decks && r.handle == h).map_or(0.0, |r| med(&r.runs, f))).collect::<Vec<_>>()
+    };
+    bars(
+        "handles.svg",
+        "handles: the agent finds its deck after a person's changes (medians)",
+        "handle kept",
+        "% of trials",
+        &names,
+        vec![
+            ("right, K = 2", series(2, &|r| pct(r.right, r.trials))),
+            ("right, K = 5", series(5, &|r| pct(r.right, r.trials))),
+            ("wrong deck, K = 2", series(2, &|r| pct(r.wrong, r.trials))),
+            ("wrong deck, K = 5", series(5, &|r| pct(r.wrong, r.trials))),
+        ],
+    )
+}
+
+/// The charts of `throughput`: calls/s, then p50 and p99 per tool.
+pub fn throughput_charts(rows: &[ThroughputRow]) -> Vec<Chart> {
+    let categories: Vec<String> = CONCURRENCY.iter().map(|c| c.to_string()).collect();
+    let pick = |tool: &str, f: &dyn Fn(&ThroughputRow) -> f64| {
+        CONCURRENCY.iter().map(|&c| rows.iter().find(|r| r.tool == tool && r.clients == c).map_or(0.0, f)).collect::<Vec<_>>()
+    };
+    let line = |file: String, title: String, y: &str, series: Vec<(String, Vec<f64>)>| Chart {
+        file,
+        title,
+        x: "concurrent clients".into(),
+        y: y.into(),
+        kind: Kind::LogLines,
+        categories: categories.clone(),
+        series,
+    };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let mut charts = vec![line(
+        "throughput.svg".into(),
+        "throughput: whole stack against the core natively".into(),
+        "calls/s (log)",
+        vec![
+            ("read_note_tab, stack".into(), pick("read_note_tab", &|r| r.stack.rps)),
+            ("read_note_tab, native".into(), pick("read_note_tab", &|r| r.native.rps)),
+            ("edit_note_tab, stack".into(), pick("edit_note_tab", &|r| r.stack.rps)),
+            ("edit_note_tab, native".into(), pick("edit_note_tab", &|r| r.native.rps)),
+        ],
+    )];
+    for tool in ["read_note_tab", "edit_note_tab"] {
+        charts.push(line(
+            format!("latency-{}.svg", tool.trim_end_matches("_note_tab")),
+            format!("{tool}: latency, whole stack against the core natively"),
+            "ms (log)",
+            vec![
+                ("stack p50".into(), pick(tool, &|r| ms(r.stack.p50))),
+                ("stack p99".into(), pick(tool, &|r| ms(r.stack.p99))),
+                ("native p50".into(), pick(tool, &|r| ms(r.native.p50))),
+                ("native p99".into(), pick(tool, &|r| ms(r.native.p99))),
+            ],
+        ));
+    }
+    charts
+}
+
+/// One experiment's part of the results: its tables and its charts.
+pub struct Section {
+    /// Markdown tables.
+    pub markdown: String,
+    /// Charts to draw next to the document.
+    pub charts: Vec<Chart>,
+}
+
+/// Runs one experiment (or `all`) on `stack`; a section per experiment.
+pub async fn run_on(stack: &Stack, which: &str, sizes: Sizes) -> Result<Vec<Section>> {
     let all = which == "all";
-    let mut out = String::new();
-    let mut known = false;
+    let mut out = Vec::new();
     if all || which == "race" {
-        known = true;
         let rows = race(stack, sizes.runs, sizes.edits).await?;
         let title = format!(
             "race: agent (think 20–80 ms, MCP) and person (think 5–40 ms, MCP read + REST write), {} edits each, seeds 1–{}",
             sizes.edits, sizes.runs
         );
-        out.push_str(&edit_table(&title, &rows));
+        let names = ["(a) stale text, LWW", "(b) re-read + re-apply", "(c) resend old text"];
+        out.push(Section { markdown: edit_table(&title, &rows), charts: edit_charts("race", "race", &names, &rows) });
     }
     if all || which == "fast" {
-        known = true;
         let row = fast(stack, sizes.runs, sizes.fast_edits).await?;
         let title = format!("fast: zero think time, {} edits per editor, re-read + re-apply, seeds 1–{}", sizes.fast_edits, sizes.runs);
-        out.push_str(&edit_table(&title, &[row]));
+        let rows = [row];
+        out.push(Section { markdown: edit_table(&title, &rows), charts: edit_charts("fast", "fast", &["zero think time, re-apply"], &rows) });
     }
     if all || which == "create" {
-        known = true;
-        out.push_str(&create_table(&create(stack, sizes.runs, sizes.intents).await?));
+        let rows = create(stack, sizes.runs, sizes.intents).await?;
+        out.push(Section { markdown: create_table(&rows), charts: vec![create_chart(&rows)] });
     }
     if all || which == "tabs" {
-        known = true;
         let rows = tabs(stack, sizes.runs, sizes.edits).await?;
         let title = format!(
             "tabs: agent appends to the markdown tab, person sets cells of a sheet tab (sheet_set_range), {} edits each, seeds 1–{}; every conflict is false",
             sizes.edits, sizes.runs
         );
-        out.push_str(&edit_table(&title, &rows));
+        let names = ["note-scope versions", "tab-scope versions"];
+        out.push(Section { markdown: edit_table(&title, &rows), charts: edit_charts("tabs", "tabs", &names, &rows) });
     }
     if all || which == "sources" {
-        known = true;
-        out.push_str(&sources_table(&sources(stack, sizes.runs, sizes.sessions).await?, sizes.sessions));
+        let rows = sources(stack, sizes.runs, sizes.sessions).await?;
+        out.push(Section { markdown: sources_table(&rows, sizes.sessions), charts: vec![sources_chart(&rows)] });
     }
     if all || which == "handles" {
-        known = true;
-        out.push_str(&handles_table(&handles(stack, sizes.runs, sizes.trials).await?, sizes.trials));
+        let rows = handles(stack, sizes.runs, sizes.trials).await?;
+        out.push(Section { markdown: handles_table(&rows, sizes.trials), charts: vec![handles_chart(&rows)] });
     }
-    if !known {
-        bail!("unknown experiment {which:?}: race, fast, create, tabs, sources, handles or all");
+    if all || which == "throughput" {
+        let point = Duration::from_millis(sizes.point_ms);
+        let rows = throughput(stack, point).await?;
+        out.push(Section { markdown: throughput_table(&rows, point), charts: throughput_charts(&rows) });
+    }
+    if out.is_empty() {
+        bail!("unknown experiment {which:?}: race, fast, create, tabs, sources, handles, throughput or all");
     }
     Ok(out)
 }
 
-/// `cairn bench <experiment>`: start the application, run, print (and write `out`).
+/// `cairn bench <experiment>`: start the application, run, print; with
+/// `out`, also write the document there and its charts in `charts/` beside it.
 pub async fn run(manifest: PathBuf, which: &str, sizes: Sizes, out: Option<PathBuf>) -> Result<()> {
     let stack = Stack::start(manifest).await?;
     let result = run_on(&stack, which, sizes).await;
     stack.stop().await;
-    let tables = result?;
+    let sections = result?;
+    let dir = out.as_ref().and_then(|p| p.parent()).map(|d| if d.as_os_str().is_empty() { PathBuf::from(".") } else { d.to_path_buf() });
+    let mut tables = String::new();
+    for section in &sections {
+        tables.push_str(&section.markdown);
+        if let Some(dir) = &dir {
+            tables.push('\n');
+            for chart in &section.charts {
+                chart.render(&dir.join("charts"))?;
+                let _ = writeln!(tables, "![{}](charts/{})\n", chart.title, chart.file);
+            }
+        }
+    }
     let doc = format!(
         "# Cairn: the seed posts' experiments\n\nWritten by `cairn bench {which}` ({} runs; {} edits per editor in race/tabs, {} in fast, {} create intents, \
-         {} research sessions per seed in sources, {} trials per seed and K in handles). \
+         {} research sessions per seed in sources, {} trials per seed and K in handles, {:.1} s per point in throughput) on {} cores. \
          Every run is against the application in-process over HTTP, SQLite store.\n{tables}",
-        sizes.runs, sizes.edits, sizes.fast_edits, sizes.intents, sizes.sessions, sizes.trials
+        sizes.runs,
+        sizes.edits,
+        sizes.fast_edits,
+        sizes.intents,
+        sizes.sessions,
+        sizes.trials,
+        sizes.point_ms as f64 / 1e3,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
     );
     println!("{doc}");
     if let Some(path) = out {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(dir) = &dir {
             std::fs::create_dir_all(dir)?;
         }
         std::fs::write(&path, &doc).with_context(|| format!("writing {}", path.display()))?;

@@ -13,13 +13,15 @@
 //! - [`compat`]: `cairn compat`, component imports against Spin's platform world.
 //! - [`bench`]: `cairn bench host`, the host against native hyper.
 //! - [`bench_notes`]: `cairn bench notes|router`, the tools against the core natively.
-//! - [`experiments`]: `cairn bench race|fast|create|tabs|all`, the seed posts' experiments over HTTP.
+//! - [`experiments`]: `cairn bench race|…|throughput|all`, the seed posts' experiments over HTTP.
+//! - [`charts`]: SVG charts of the experiments for `docs/results.md`.
 //!
 //! Bindings for the WIT contract in `wit/` are generated here, once.
 
 pub mod bench;
 pub mod bench_notes;
 pub mod build;
+pub mod charts;
 pub mod compat;
 pub mod experiments;
 pub mod kv_host;

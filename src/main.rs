@@ -159,7 +159,9 @@ enum Bench {
     Sources(ExperimentArgs),
     /// Handles to one of K slides decks (position, type, label, ID) after a person's changes.
     Handles(ExperimentArgs),
-    /// Every experiment above, one markdown document.
+    /// read_note_tab and edit_note_tab at 1, 8 and 32 clients: whole stack against the core natively.
+    Throughput(ExperimentArgs),
+    /// Every experiment above, one markdown document (with SVG charts next to `--out`).
     All(ExperimentArgs),
 }
 
@@ -190,6 +192,9 @@ struct ExperimentArgs {
     /// Trials per seed and deck count in handles.
     #[arg(long)]
     trials: Option<usize>,
+    /// Milliseconds per point (and side) in throughput.
+    #[arg(long)]
+    point_ms: Option<u64>,
     /// Also write the tables to this markdown file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -205,6 +210,7 @@ impl ExperimentArgs {
             intents: self.intents.unwrap_or(base.intents),
             sessions: self.sessions.unwrap_or(base.sessions),
             trials: self.trials.unwrap_or(base.trials),
+            point_ms: self.point_ms.unwrap_or(base.point_ms),
         }
     }
 }
@@ -316,6 +322,7 @@ fn main() -> Result<()> {
                 Bench::Tabs(a) => experiment(&rt, "tabs", a),
                 Bench::Sources(a) => experiment(&rt, "sources", a),
                 Bench::Handles(a) => experiment(&rt, "handles", a),
+                Bench::Throughput(a) => experiment(&rt, "throughput", a),
                 Bench::All(a) => experiment(&rt, "all", a),
             }
         }

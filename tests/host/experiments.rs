@@ -1,4 +1,4 @@
-//! The seed posts' experiments (`cairn bench race|fast|create|tabs|sources|handles`), quick
+//! The seed posts' experiments (`cairn bench race|…|handles|throughput`), quick
 //! sizes, in-process over HTTP: only their invariants, never timings.
 
 use crate::harness::{require_built, root};
@@ -25,6 +25,7 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
     // race: re-read + re-apply loses nothing; every run saw every edit through.
     let rows = experiments::race(stack, s.runs, s.edits).await?;
     assert_eq!(rows.len(), 3);
+    charts_draw(experiments::edit_charts("race", "race", &["a", "b", "c"], &rows));
     let reapply = &rows[1];
     assert_eq!(reapply.runs.len() as u64, s.runs);
     assert_eq!(reapply.lost(), 0, "re-apply lost lines: {reapply:?}");
@@ -38,9 +39,11 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
     // fast: zero think time, re-apply, nothing lost.
     let row = experiments::fast(stack, s.runs, s.fast_edits).await?;
     assert_eq!(row.lost(), 0, "fast lost lines: {row:?}");
+    charts_draw(experiments::edit_charts("fast", "fast", &["fast"], &[row]));
 
     // create: a same-key retry yields exactly one tab per intent.
     let rows = experiments::create(stack, s.runs, s.intents).await?;
+    charts_draw(vec![experiments::create_chart(&rows)]);
     for row in &rows {
         for r in &row.runs {
             assert_eq!(r.distinct_ids, r.intents, "{:?}: one tab id per intent", row.policy);
@@ -61,6 +64,7 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
         assert_eq!(row.lost(), 0, "{}: {row:?}", row.label);
     }
     assert_eq!(rows[1].conflicts(), 0, "tab scope: {:?}", rows[1]);
+    charts_draw(experiments::edit_charts("tabs", "tabs", &["note", "tab"], &rows));
 
     // The tables render one row per run plus a median per behaviour.
     let md = experiments::edit_table("t", &rows);
@@ -80,6 +84,7 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
         }
     }
     assert_eq!(experiments::sources_table(&rows, s.sessions).matches("**median**").count(), 3);
+    charts_draw(vec![experiments::sources_chart(&rows)]);
 
     // handles: an ID always finds the deck; every trial counts once per handle.
     let rows = experiments::handles(stack, s.runs, s.trials).await?;
@@ -94,5 +99,30 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
         }
     }
     assert_eq!(experiments::handles_table(&rows, s.trials).matches("**median**").count(), 8);
+    charts_draw(vec![experiments::handles_chart(&rows)]);
+
+    // throughput: both tools at 1, 8 and 32 clients on both sides; every
+    // client checked that its note advanced by exactly its acknowledged edits.
+    let point = std::time::Duration::from_millis(s.point_ms);
+    let rows = experiments::throughput(stack, point).await?;
+    assert_eq!(rows.len(), 6);
+    for r in &rows {
+        assert!(r.stack.requests > 0 && r.native.requests > 0, "{r:?}");
+        assert!(r.ratio().is_finite(), "{r:?}");
+    }
+    assert_eq!(experiments::throughput_table(&rows, point).matches("| edit_note_tab |").count(), 3);
+    charts_draw(experiments::throughput_charts(&rows));
     Ok(())
+}
+
+/// Every chart an experiment describes is drawable and draws its names.
+fn charts_draw(charts: Vec<cairn::charts::Chart>) {
+    let dir = std::env::temp_dir().join(format!("cairn-test-charts-{}", std::process::id()));
+    for c in charts {
+        let svg = std::fs::read_to_string(c.render(&dir).unwrap()).unwrap();
+        for (name, _) in &c.series {
+            assert!(svg.contains(name.as_str()), "{}: series {name:?} not drawn", c.file);
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }
