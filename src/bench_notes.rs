@@ -436,9 +436,8 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
                         .header("host", "read-note-tab.spin.internal")
                         .header(cairn_auth::identity::HEADER, identity.clone())
                         .body(Full::new(Bytes::from(body.clone())))?;
-                    let resp = crate::runtime::run(app.clone(), tool.clone(), req, crate::runtime::RouteInfo::internal()).await?;
+                    let resp = crate::runtime::run_buffered(app.clone(), tool.clone(), req, crate::runtime::RouteInfo::internal()).await?;
                     let status = resp.status();
-                    resp.into_body().collect().await.map_err(|e| anyhow::anyhow!("{e}"))?;
                     if status != 200 {
                         bail!("tool answered {status}");
                     }

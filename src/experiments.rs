@@ -1059,16 +1059,6 @@ async fn create_deck(ed: &mut Editor, label: &str, key: &str) -> Result<String> 
     Ok(r["structuredContent"]["tab_id"].as_str().context("tab_id")?.to_string())
 }
 
-/// The strip the agent sees: the server's tabs in the person's (client-side)
-/// order with the person's (client-side) labels. Every tab must be in both.
-fn strip_view(server: &[StripTab], strip: &[StripTab]) -> Result<Vec<StripTab>> {
-    let ids: HashSet<&str> = server.iter().map(|t| t.id.as_str()).collect();
-    if server.len() != strip.len() || strip.iter().any(|t| !ids.contains(t.id.as_str())) {
-        bail!("strip view out of step with list_note_tabs: {server:?} against {strip:?}");
-    }
-    Ok(strip.to_vec())
-}
-
 fn resolve<'a>(handle: Handle, view: &'a [StripTab], target: &StripTab, position: usize) -> Option<&'a StripTab> {
     match handle {
         Handle::Position => view.get(position),
@@ -1078,16 +1068,31 @@ fn resolve<'a>(handle: Handle, view: &'a [StripTab], target: &StripTab, position
     }
 }
 
+/// The person renames or moves a tab: `PATCH /api/v1/notes/{note}/tabs/{tab}`
+/// with the note's current version.
+async fn person_update(person: &mut Editor, agent: &mut Editor, tab: &str, change: Value) -> Result<()> {
+    let (version, _) = list_tabs(agent).await?;
+    let mut body = change;
+    body["expected_version"] = json!(version);
+    let path = format!("/api/v1/notes/{}/tabs/{tab}", agent.note);
+    let (status, reply) = person.send("PATCH", &path, &body).await?;
+    if status != 200 {
+        bail!("PATCH {path} answered {status}: {reply}");
+    }
+    Ok(())
+}
+
 /// One trial: a note with `decks` slides tabs; the agent lists and picks; the
-/// person makes 0–2 changes; the agent lists again and resolves every handle.
-async fn handle_trial(ed: &mut Editor, decks: usize, tag: &str, rng: &mut Rng, runs: &mut [HandleRun]) -> Result<()> {
+/// person makes 0–2 changes over REST (move 40%, rename 35%, add 25%); the
+/// agent lists again and resolves every handle against what the server says.
+async fn handle_trial(ed: &mut Editor, person: &mut Editor, decks: usize, tag: &str, rng: &mut Rng, runs: &mut [HandleRun]) -> Result<()> {
     let mut labels = DECK_LABELS.to_vec();
     for i in 0..decks {
         let j = i + rng.range(0, (labels.len() - 1 - i) as u64) as usize;
         labels.swap(i, j);
         create_deck(ed, labels[i], &format!("{tag}-deck-{i}")).await?;
     }
-    let (_, mut strip) = list_tabs(ed).await?;
+    let (_, strip) = list_tabs(ed).await?;
     let slides: Vec<usize> = (0..strip.len()).filter(|&i| strip[i].kind == "slides").collect();
     let position = slides[rng.range(0, slides.len() as u64 - 1) as usize];
     let target = strip[position].clone();
@@ -1095,27 +1100,23 @@ async fn handle_trial(ed: &mut Editor, decks: usize, tag: &str, rng: &mut Rng, r
     let changes = rng.range(0, 2) as usize;
     for c in 0..changes {
         let roll = rng.range(0, 99);
+        let (_, strip) = list_tabs(ed).await?;
         if roll < 40 {
-            // Move: no such operation in Cairn; reordered in the client-side strip.
             let from = rng.range(0, strip.len() as u64 - 1) as usize;
-            let tab = strip.remove(from);
-            let to = rng.range(0, strip.len() as u64) as usize;
-            strip.insert(to, tab);
+            let to = rng.range(0, strip.len() as u64 - 1) as usize;
+            person_update(person, ed, &strip[from].id, json!({"position": to})).await?;
         } else if roll < 75 {
-            // Rename a slides tab: no rename in Cairn; relabelled in the client-side strip.
             let decks: Vec<usize> = (0..strip.len()).filter(|&i| strip[i].kind == "slides").collect();
             let i = decks[rng.range(0, decks.len() as u64 - 1) as usize];
-            strip[i].label = DECK_LABELS[rng.range(0, 4) as usize].to_string();
-        } else {
-            // Add a slides tab: a real create_note_tab, appended to the strip.
             let label = DECK_LABELS[rng.range(0, 4) as usize];
-            let id = create_deck(ed, label, &format!("{tag}-add-{c}")).await?;
-            strip.push(StripTab { id, kind: "slides".into(), label: label.into() });
+            person_update(person, ed, &strip[i].id, json!({"label": label})).await?;
+        } else {
+            let label = DECK_LABELS[rng.range(0, 4) as usize];
+            create_deck(ed, label, &format!("{tag}-add-{c}")).await?;
         }
     }
 
-    let (_, server) = list_tabs(ed).await?;
-    let view = strip_view(&server, &strip)?;
+    let (_, view) = list_tabs(ed).await?;
     for (run, handle) in runs.iter_mut().zip(Handle::ALL) {
         run.trials += 1;
         run.changes += changes;
@@ -1139,9 +1140,10 @@ pub async fn handles(stack: &Stack, runs: u64, trials: usize) -> Result<Vec<Hand
             let mut counts: Vec<HandleRun> = Handle::ALL.iter().map(|_| HandleRun { seed, ..Default::default() }).collect();
             let notes = stack.seed_notes(trials)?;
             let mut ed = Editor::new(addr, &stack.agent, Via::Mcp, &notes[0]).await?;
+            let mut person = Editor::new(addr, &stack.person, Via::Rest, &notes[0]).await?;
             for (i, note) in notes.into_iter().enumerate() {
                 ed.note = note;
-                handle_trial(&mut ed, decks, &format!("handles-{decks}-{seed}-{i}"), &mut rng, &mut counts).await?;
+                handle_trial(&mut ed, &mut person, decks, &format!("handles-{decks}-{seed}-{i}"), &mut rng, &mut counts).await?;
             }
             for (row, run) in per_handle.iter_mut().zip(counts) {
                 row.runs.push(run);
@@ -1162,10 +1164,9 @@ pub fn handles_table(rows: &[HandleRow], trials: usize) -> String {
     let mut s = format!(
         "\n## handles: an agent's handle to one of K slides decks after 0–2 changes by a person, {trials} trials per seed and K\n\n\
          The seed post ran 10,000 trials per K in memory; here {total} trials per K ({trials} per seed) each go over HTTP. \
-         Changes: move a tab 40%, rename a slides tab to one of five labels 35%, add a slides tab 25%. Cairn has neither a \
-         move nor a rename operation, so moves and renames are emulated on a client-side strip view (the order and labels \
-         the person sees) laid over list_note_tabs; added tabs are real create_note_tab calls and every re-list is a real \
-         list_note_tabs, checked against the strip view.\n\n"
+         Changes: move a tab 40% and rename a slides tab to one of five labels 35% (the person, `PATCH \
+         /api/v1/notes/{{note}}/tabs/{{tab}}`), add a slides tab 25% (create_note_tab). The agent resolves its handle in a \
+         fresh list_note_tabs.\n\n"
     );
     s.push_str("| K decks | handle | seed | trials | person changes | right | wrong deck | not found |\n");
     s.push_str("|---:|---|---:|---:|---:|---:|---:|---:|\n");

@@ -19,12 +19,13 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, Linker, Resource, ResourceTable};
 use wasmtime::{Engine, Store as WasmStore, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
-use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
+use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
+use wasmtime_wasi_http::p2::types::{HostIncomingRequest, HostResponseOutparam};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
 /// How long one epoch tick is.
@@ -152,21 +153,10 @@ impl WasiHttpHooks for Hooks {
                 let (parts, body) = request.into_parts();
                 let body = body.collect().await?.to_bytes();
                 let request = hyper::Request::from_parts(parts, http_body_util::Full::new(body));
-                // Buffer both bodies: the caller has written its whole request
-                // before it waits for the answer, and handing each side one
-                // complete body saves a round of stream polls per chunk.
-                let (parts, body) = request.into_parts();
-                let body = body.collect().await?.to_bytes();
-                let request = hyper::Request::from_parts(parts, http_body_util::Full::new(body));
-                let response = run(app, target, request, RouteInfo::internal()).await.map_err(|e| {
-                    wasmtime_wasi_http::Error::InternalError(Some(format!("{e:#}")))
-                })?;
-                let (parts, body) = response.into_parts();
-                let body = body.collect().await?.to_bytes();
-                let response = hyper::Response::from_parts(parts, boxed(http_body_util::Full::new(body)));
-                let (parts, body) = response.into_parts();
-                let body = body.collect().await?.to_bytes();
-                let response = hyper::Response::from_parts(parts, boxed(http_body_util::Full::new(body)));
+                let response = run_buffered(app, target, request, RouteInfo::internal())
+                    .await
+                    .map_err(|e| wasmtime_wasi_http::Error::InternalError(Some(format!("{e:#}"))))?;
+                let response = response.map(|body| boxed(http_body_util::Full::new(body)));
                 let io: Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send> =
                     Box::new(async { Ok(()) });
                 return Ok((response, io));
@@ -197,20 +187,25 @@ impl RouteInfo {
 /// Result of running one request through one component.
 pub type Response = hyper::Response<HyperOutgoingBody>;
 
-/// Run `req` through a fresh instance of `component`.
-pub async fn run<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo) -> Result<Response>
+/// A fresh store for one request to `component`, the request and the
+/// response outparam pushed into it, and the receiver of the response.
+fn prepare<B>(
+    app: &Arc<App>,
+    component: &Loaded,
+    mut req: hyper::Request<B>,
+    route: &RouteInfo,
+) -> Result<(WasmStore<Ctx>, Resource<HostIncomingRequest>, Resource<HostResponseOutparam>, ResponseReceiver)>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
 {
-    let mut req = req;
-    add_spin_headers(&mut req, &component.spec, &route);
+    add_spin_headers(&mut req, &component.spec, route);
     let ctx = Ctx {
         wasi: WasiCtx::builder().inherit_stderr().build(),
         http: WasiHttpCtx::new(),
         table: ResourceTable::new(),
         limits: StoreLimitsBuilder::new().memory_size(app.limits.max_memory).trap_on_grow_failure(true).build(),
-        hooks: Hooks { app: Arc::downgrade(&app), caller: component.spec.clone() },
+        hooks: Hooks { app: Arc::downgrade(app), caller: component.spec.clone() },
         component: component.spec.clone(),
         variables: component.variables.clone(),
         app: app.clone(),
@@ -220,23 +215,80 @@ where
     let ticks = (app.limits.request_timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
     store.set_epoch_deadline(ticks);
     store.epoch_deadline_trap();
-
     let (tx, rx) = tokio::sync::oneshot::channel();
     let wasi_req = store.data_mut().http().new_incoming_request(Scheme::Http, req)?;
     let out = store.data_mut().http().new_response_outparam(tx)?;
-    let pre = component.pre.clone();
-    let task = tokio::spawn(async move {
-        let proxy = pre.instantiate_async(&mut store).await?;
-        proxy.wasi_http_incoming_handler().call_handle(&mut store, wasi_req, out).await
-    });
+    Ok((store, wasi_req, out, rx))
+}
+
+type ResponseReceiver = tokio::sync::oneshot::Receiver<Result<hyper::Response<HyperOutgoingBody>, ErrorCode>>;
+
+/// Instantiate and call the handler. The store moves in, so it is dropped
+/// (with every body and outparam the guest left open) when the call ends.
+async fn call(mut store: WasmStore<Ctx>, pre: ProxyPre<Ctx>, req: Resource<HostIncomingRequest>, out: Resource<HostResponseOutparam>) -> wasmtime::Result<()> {
+    let proxy = pre.instantiate_async(&mut store).await?;
+    proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await
+}
+
+/// What went wrong when no response came: the guest's trap or error if it
+/// had one, else that it returned without answering.
+fn no_response(id: &str, guest: Option<wasmtime::Result<()>>, code: Option<ErrorCode>) -> anyhow::Error {
+    match (code, guest) {
+        (Some(code), _) => anyhow::anyhow!("component {id:?} answered with an error: {code:?}"),
+        (None, Some(Err(e))) => describe_trap(e, id),
+        (None, _) => anyhow::anyhow!("component {id:?} returned without sending a response"),
+    }
+}
+
+/// Run `req` through a fresh instance of `component`; the response streams
+/// while the instance keeps running in its own task.
+pub async fn run<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo) -> Result<Response>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    let (store, wasi_req, out, rx) = prepare(&app, &component, req, &route)?;
+    let task = tokio::spawn(call(store, component.pre.clone(), wasi_req, out));
     match rx.await {
         Ok(Ok(resp)) => Ok(resp),
-        Ok(Err(code)) => Err(anyhow::anyhow!("component {:?} answered with an error: {code:?}", component.spec.id)),
+        Ok(Err(code)) => Err(no_response(&component.spec.id, None, Some(code))),
         Err(_) => match task.await {
-            Ok(Ok(())) => Err(anyhow::anyhow!("component {:?} returned without sending a response", component.spec.id)),
-            Ok(Err(e)) => Err(describe_trap(e, &component.spec.id)),
+            Ok(guest) => Err(no_response(&component.spec.id, Some(guest), None)),
             Err(join) => Err(anyhow::anyhow!("component {:?} task failed: {join}", component.spec.id)),
         },
+    }
+}
+
+/// Run `req` through a fresh instance of `component` in the calling task and
+/// return the response with its whole body: what one component calling
+/// another needs, without a task hop per call.
+pub async fn run_buffered<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo) -> Result<hyper::Response<Bytes>>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    let (store, wasi_req, out, rx) = prepare(&app, &component, req, &route)?;
+    let answer = async {
+        match rx.await {
+            Ok(Ok(resp)) => {
+                let (parts, body) = resp.into_parts();
+                match body.collect().await {
+                    Ok(b) => Ok(hyper::Response::from_parts(parts, b.to_bytes())),
+                    Err(e) => Err(Some(anyhow::anyhow!("component {:?} failed while writing its body: {e}", component.spec.id))),
+                }
+            }
+            Ok(Err(code)) => Err(Some(no_response(&component.spec.id, None, Some(code)))),
+            Err(_) => Err(None),
+        }
+    };
+    let (guest, answer) = tokio::join!(call(store, component.pre.clone(), wasi_req, out), answer);
+    match answer {
+        Ok(resp) => Ok(resp),
+        Err(Some(e)) => Err(match guest {
+            Err(trap) => describe_trap(trap, &component.spec.id),
+            Ok(()) => e,
+        }),
+        Err(None) => Err(no_response(&component.spec.id, Some(guest), None)),
     }
 }
 

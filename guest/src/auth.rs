@@ -9,10 +9,12 @@ use cairn_auth::jwt::{AuthError, Verifier};
 use sha2::{Digest, Sha256};
 use spin_sdk::http::{Request, Response};
 
-/// Verifier and the URLs it advertises.
+/// Where tokens are checked against and the URLs it advertises. The JWKS is
+/// parsed only when a token is not in the verified-token cache, so a cache
+/// hit costs a hash and a store read.
 pub struct Config {
-    /// The configured verifier.
-    pub verifier: Verifier,
+    jwks: String,
+    issuer: String,
     /// The protected resource (the `aud` tokens must carry).
     pub resource: String,
     /// The authorization server to advertise.
@@ -26,10 +28,9 @@ impl Config {
         let jwks = crate::variable("jwks").ok_or("the jwks variable is not set")?;
         let issuer = crate::variable("issuer").ok_or("the issuer variable is not set")?;
         let resource = crate::variable("audience").ok_or("the audience variable is not set")?;
-        let verifier = Verifier::from_jwks(&jwks, &issuer, &resource)?;
         let authorization_server = crate::variable("authorization_server").unwrap_or_else(|| issuer.clone());
         let cache_salt = hex(&Sha256::digest(format!("{jwks}\n{issuer}\n{resource}").as_bytes())[..8]);
-        Ok(Self { verifier, resource, authorization_server, cache_salt })
+        Ok(Self { jwks, issuer, resource, authorization_server, cache_salt })
     }
 
     /// Where the protected-resource metadata lives (RFC 9728).
@@ -52,9 +53,10 @@ impl Config {
 
     /// Verify the request's bearer token, through the store's cache of
     /// tokens already verified (keyed by a hash of token and configuration,
-    /// valid until the token's `exp`).
-    pub fn authenticate(&self, req: &Request, bucket: Option<&Bucket>, now_s: u64) -> Result<Principal, AuthError> {
-        let token = respond::bearer(req).ok_or(AuthError::Missing)?;
+    /// valid until the token's `exp`). A JWKS that cannot be used is the
+    /// operator's fault, not the caller's: [`Refused::Misconfigured`].
+    pub fn authenticate(&self, req: &Request, bucket: Option<&Bucket>, now_s: u64) -> Result<Principal, Refused> {
+        let token = respond::bearer(req).ok_or(Refused::Token(AuthError::Missing))?;
         let key = format!("auth/verified/{}/{}", self.cache_salt, hex(&Sha256::digest(token.as_bytes())[..16]));
         if let Some(b) = bucket {
             if let Ok(Some(bytes)) = b.get(&key) {
@@ -66,11 +68,21 @@ impl Config {
                 }
             }
         }
-        let p = self.verifier.verify(token)?;
+        let verifier = Verifier::from_jwks(&self.jwks, &self.issuer, &self.resource).map_err(Refused::Misconfigured)?;
+        let p = verifier.verify(token).map_err(Refused::Token)?;
         if let Some(b) = bucket {
             let _ = b.set(&key, &serde_json::to_vec(&p).unwrap_or_default());
         }
         Ok(p)
+    }
+
+    /// The answer to a refused authentication: 401 with the challenge, or
+    /// 500 `misconfigured`.
+    pub fn refusal(&self, refused: &Refused) -> Response {
+        match refused {
+            Refused::Token(e) => self.unauthorized(e),
+            Refused::Misconfigured(e) => respond::error(500, "misconfigured", e),
+        }
     }
 
     /// 401 with the challenge naming the metadata.
@@ -99,6 +111,24 @@ impl Config {
             ),
         );
         r
+    }
+}
+
+/// Why a request was not authenticated.
+#[derive(Debug)]
+pub enum Refused {
+    /// The caller's token: 401.
+    Token(AuthError),
+    /// The configured JWKS cannot be used: 500.
+    Misconfigured(String),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Token(e) => e.fmt(f),
+            Refused::Misconfigured(e) => write!(f, "misconfigured: {e}"),
+        }
     }
 }
 

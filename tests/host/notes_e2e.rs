@@ -135,3 +135,29 @@ fn sheet_cells_are_written_and_read_by_range() {
     let too_big = cairn.call(&t, "read_sheet_range", json!({"note_id": note, "tab_id": tab, "start_row": 0, "start_col": 0, "num_rows": 101, "num_cols": 1}));
     assert_eq!(sc(&too_big)["error"], "invalid_argument");
 }
+
+#[test]
+fn a_person_renames_and_moves_a_tab_and_the_agent_still_finds_it_by_id() {
+    let cairn = start();
+    let note = cairn.create_note(&person(), "decks", true);
+    let t = cairn.token(&agent());
+    let v0 = sc(&cairn.call(&t, "list_note_tabs", json!({"note_id": note})))["version"].as_u64().unwrap();
+    let made = cairn.call(&t, "create_note_tab", json!({"note_id": note, "expected_version": v0, "idempotency_key": "d1",
+        "tab_type": "slides", "label": "Pitch"}));
+    let deck = sc(&made)["tab_id"].as_str().unwrap().to_string();
+    let p = cairn.token(&person());
+    let path = format!("/api/v1/notes/{note}/tabs/{deck}");
+    let r = cairn.rest(&p, "PATCH", &path, Some(&json!({"expected_version": v0 + 1, "label": "Roadmap", "position": 0})));
+    assert_eq!(r.status, 200, "{}", r.text());
+    // A stale rename (the version before the move) is refused and changes nothing.
+    let stale = cairn.rest(&p, "PATCH", &path, Some(&json!({"expected_version": v0 + 1, "label": "Budget"})));
+    assert_eq!(stale.status, 409, "{}", stale.text());
+    assert_eq!(stale.json()["current_version"].as_u64().unwrap(), v0 + 2);
+    let tabs = cairn.call(&t, "list_note_tabs", json!({"note_id": note}));
+    let first = &sc(&tabs)["tabs"][0];
+    assert_eq!(first["tab_id"], deck.as_str(), "{tabs}");
+    assert_eq!(first["label"], "Roadmap");
+    let read = cairn.call(&t, "read_note_tab", json!({"note_id": note, "tab_id": deck}));
+    assert_eq!(read["isError"], false, "{read}");
+    assert_eq!(sc(&read)["tab_version"], sc(&made)["tab_version"], "a rename does not touch the content version");
+}

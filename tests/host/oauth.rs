@@ -166,3 +166,14 @@ fn es256_tokens_verify_against_an_ec_key_and_confused_algorithms_do_not() {
         assert_401(&list(&cairn, &hmac_signed(material.as_bytes(), &kid, &claims)), "HS256 with a public key as secret");
     }
 }
+
+#[test]
+fn an_unusable_jwks_is_the_servers_fault_500_not_the_callers_401() {
+    let cairn = start_with(vec![("SPIN_VARIABLE_JWKS", r#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#)], vec![]);
+    let token = cairn.token(&agent());
+    for r in [list(&cairn, &token), cairn.rest(&token, "GET", "/api/v1/notes", None)] {
+        assert_eq!(r.status, 500, "{}", r.text());
+        assert_eq!(r.json()["error"], "misconfigured", "{}", r.text());
+        assert!(r.text().contains("symmetric"), "names what is wrong with the JWKS: {}", r.text());
+    }
+}

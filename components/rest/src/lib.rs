@@ -6,6 +6,7 @@
 //! | `POST /api/v1/notes` | notes:write | create a note (`title`, `approved_for_agents`) |
 //! | `GET /api/v1/notes/{note}` | notes:read | the note, its tabs and versions |
 //! | `PUT /api/v1/notes/{note}/tabs/{tab}` | notes:write | write a tab with `expected_version`; a stale save gets 409 with the current version |
+//! | `PATCH /api/v1/notes/{note}/tabs/{tab}` | notes:write | rename a slides/sheet tab (`label`) and/or move a tab (`position`, 0-based) with `expected_version`; the tab keeps its id |
 //! | `DELETE /api/v1/notes/{note}/tabs/{tab}` | notes:delete | delete a slides/sheet tab (`expected_version`) |
 //! | `POST /api/v1/notes/{note}/files` | notes:write | attach file metadata |
 //! | `POST /api/v1/notes/{note}/claims` | notes:write | claim the note or a tab (`tab_id`, `ttl_seconds`): 201 granted, 200 renewed (heartbeat), 409 held by someone else |
@@ -53,7 +54,7 @@ fn handle(req: Request) -> Response {
         Ok(p) => p,
         Err(e) => {
             audit_refusal(bucket.as_ref(), None, json!({"reason": "token", "detail": e.to_string(), "api": "rest"}));
-            return cfg.unauthorized(&e);
+            return cfg.refusal(&e);
         }
     };
     let path = req.path().trim_end_matches('/').to_string();
@@ -62,7 +63,7 @@ fn handle(req: Request) -> Response {
     let scope = match (&method, segments.as_slice()) {
         (Method::Get, ["api", "v1", "notes", _]) => cairn_auth::scopes::READ,
         (Method::Post, ["api", "v1", "notes"])
-        | (Method::Put, ["api", "v1", "notes", _, "tabs", _])
+        | (Method::Put | Method::Patch, ["api", "v1", "notes", _, "tabs", _])
         | (Method::Post, ["api", "v1", "notes", _, "files"]) => cairn_auth::scopes::WRITE,
         (Method::Delete, ["api", "v1", "notes", _, "tabs", _]) => cairn_auth::scopes::DELETE,
         (Method::Get, ["api", "v1", "claims"]) => cairn_auth::scopes::READ,
@@ -100,6 +101,7 @@ fn handle(req: Request) -> Response {
         (Method::Post, [_, _, _]) => rest::create_note(&kv, env, &who, body),
         (Method::Get, [_, _, _, note]) => rest::get_note(&kv, &who, note),
         (Method::Put, [_, _, _, note, _, tab]) => rest::write_tab(&kv, env, &who, note, tab, body),
+        (Method::Patch, [_, _, _, note, _, tab]) => rest::update_tab(&kv, env, &who, note, tab, body),
         (Method::Delete, [_, _, _, note, _, tab]) => rest::delete_tab(&kv, env, &who, note, tab, body),
         (Method::Post, [_, _, "notes", note, "files"]) => rest::attach_file(&kv, env, &who, note, body),
         (Method::Post, [_, _, "notes", note, "claims"]) => rest::claim_note(&kv, env, &who, note, body),

@@ -76,7 +76,7 @@ async fn post_mcp(req: Request) -> Response {
         Ok(p) => p,
         Err(e) => {
             audit_refusal(bucket, None, json!({"reason": "token", "detail": e.to_string()}));
-            return cfg.unauthorized(&e);
+            return cfg.refusal(&e);
         }
     };
     // 4. JSON and batch shape.

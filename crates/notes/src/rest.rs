@@ -9,6 +9,7 @@
 //! | [`get_note`] | — | 200 |
 //! | [`write_tab`] | `{expected_version, text \| data, idempotency_key?, version_scope?, base_content_hash?}` | 200 |
 //! | [`delete_tab`] | `{expected_version, idempotency_key?}` | 200 |
+//! | [`update_tab`] | `{expected_version, label?, position?, idempotency_key?}` | 200 |
 //! | [`attach_file`] | `{expected_version, name, media_type, size_bytes, idempotency_key?}` | 201 |
 //! | [`claim_note`] | `{tab_id?, ttl_seconds?}` | 201 granted, 200 renewed (heartbeat) |
 //! | [`renew_claim`] | `{ttl_seconds?}` | 200 |
@@ -26,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::args::{
-    MAX_CLAIM_NOTE_CHARS, MAX_KEY_CHARS, MAX_NOTE_TITLE_CHARS, VersionScope, check_chars, check_id,
+    MAX_CLAIM_NOTE_CHARS, MAX_KEY_CHARS, MAX_LABEL_CHARS, MAX_NOTE_TITLE_CHARS, VersionScope, check_chars, check_id,
     check_ttl, parse, parse_claim_id,
 };
 use crate::claims;
@@ -262,6 +263,100 @@ struct DeleteTab {
     expected_version: u64,
     #[serde(default)]
     idempotency_key: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateTab {
+    expected_version: u64,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    #[serde(default)]
+    label: Option<String>,
+    #[serde(default)]
+    position: Option<usize>,
+}
+
+/// Renames a slides or sheet tab (`label`) and/or moves any tab to `position` (0-based,
+/// in the note's tab strip), checked against the note's version. The tab keeps its id and
+/// its content version: a handle by ID still finds it, and a tab-scope edit of its
+/// content does not conflict with a rename or a move. Claim-aware on that tab.
+/// 200 with `{note_id, tab_id, label, position, version, replayed}`.
+pub fn update_tab<K: Kv>(
+    kv: &K,
+    env: &mut impl Env,
+    who: &Identity,
+    note_id: &str,
+    tab_id: &str,
+    args: Value,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        check_id("note_id", note_id)?;
+        check_id("tab_id", tab_id)?;
+        let a: UpdateTab = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        if a.label.is_none() && a.position.is_none() {
+            return Err(Refusal::invalid("label", "send a new label, a new position, or both").into());
+        }
+        if let Some(l) = &a.label {
+            check_chars("label", l, 1, MAX_LABEL_CHARS)?;
+        }
+        let fp = fingerprint(
+            "update_tab",
+            &json!({"tab_id": tab_id, "expected_version": a.expected_version, "label": a.label, "position": a.position}),
+        );
+        let spec = WriteSpec {
+            tool: "update_tab",
+            note_level: false,
+            note_id,
+            idem: a.idempotency_key.as_deref().map(|k| (k, fp)),
+            expected_version: a.expected_version,
+            scope: VersionScope::Note,
+            base_content_hash: None,
+        };
+        commit(
+            &kv,
+            env,
+            who,
+            &spec,
+            |head| {
+                let i = head.tab_index(tab_id).ok_or_else(|| Refusal::not_found("tab"))?;
+                if a.label.is_some() && !matches!(head.tabs[i].kind, TabKind::Slides | TabKind::Sheet) {
+                    return Err(Refusal::invalid("label", "the markdown, files and sources tabs keep their labels").into());
+                }
+                if let Some(p) = a.position
+                    && p >= head.tabs.len()
+                {
+                    return Err(Refusal::invalid(
+                        "position",
+                        format!("position is 0-based and this note has {} tabs: 0 to {}", head.tabs.len(), head.tabs.len() - 1),
+                    )
+                    .into());
+                }
+                Ok(Plan::Write(Target::Tab(i)))
+            },
+            |head, target, _| {
+                let Target::Tab(mut i) = target else {
+                    unreachable!("a tab target")
+                };
+                if let Some(l) = &a.label {
+                    head.tabs[i].label = l.clone();
+                }
+                if let Some(p) = a.position {
+                    let tab = head.tabs.remove(i);
+                    head.tabs.insert(p, tab);
+                    i = p;
+                }
+                let mut result = Map::new();
+                result.insert("tab_id".into(), head.tabs[i].id.clone().into());
+                result.insert("label".into(), head.tabs[i].label.clone().into());
+                result.insert("position".into(), i.into());
+                Ok(Change { action: "update_tab", tab: None, removed_tab: None, result })
+            },
+        )
+    })();
+    reply(out, 200)
 }
 
 /// Deletes a slides or sheet tab (the fixed tabs stay). Its id is never handed out again.
