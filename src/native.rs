@@ -29,6 +29,9 @@ impl Kv for NativeKv {
     fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
         self.0.set(BUCKET, key, value).map_err(err)
     }
+    fn set_many(&self, pairs: &[(&str, &[u8])]) -> Result<(), KvError> {
+        self.0.set_many(BUCKET, pairs).map_err(err)
+    }
     fn delete(&self, key: &str) -> Result<(), KvError> {
         self.0.delete(BUCKET, key).map_err(err)
     }

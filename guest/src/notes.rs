@@ -37,6 +37,11 @@ impl Kv for GuestKv {
     fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
         self.0.set(key, value).map_err(store)
     }
+    /// One `wasi:keyvalue/batch.set-many` call: one host round trip.
+    fn set_many(&self, pairs: &[(&str, &[u8])]) -> Result<(), KvError> {
+        let owned: Vec<(String, Vec<u8>)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_vec())).collect();
+        self.0.set_many(&owned).map_err(store)
+    }
     fn delete(&self, key: &str) -> Result<(), KvError> {
         self.0.delete(key).map_err(store)
     }

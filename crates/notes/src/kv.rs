@@ -27,6 +27,15 @@ pub trait Kv {
     fn swap(&self, cas: Self::Cas, value: Vec<u8>) -> Result<bool, KvError>;
     /// Writes a key unconditionally.
     fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError>;
+    /// Writes several keys unconditionally. A backend may do it in one round trip
+    /// or transaction; the core only batches immutable records written before a CAS,
+    /// so it never relies on the batch being atomic.
+    fn set_many(&self, pairs: &[(&str, &[u8])]) -> Result<(), KvError> {
+        for (k, v) in pairs {
+            self.set(k, v)?;
+        }
+        Ok(())
+    }
     /// Deletes a key (absent is fine).
     fn delete(&self, key: &str) -> Result<(), KvError>;
 }
@@ -242,6 +251,17 @@ impl<'a, K: Kv> TenantKv<'a, K> {
     pub fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
         check_value(value)?;
         self.kv.set(&self.key(key)?, value)
+    }
+
+    /// See [`Kv::set_many`].
+    pub fn set_many(&self, pairs: &[(String, Vec<u8>)]) -> Result<(), KvError> {
+        let mut full = Vec::with_capacity(pairs.len());
+        for (k, v) in pairs {
+            check_value(v)?;
+            full.push((self.key(k)?, v.as_slice()));
+        }
+        let refs: Vec<(&str, &[u8])> = full.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        self.kv.set_many(&refs)
     }
 
     /// See [`Kv::delete`].

@@ -21,7 +21,7 @@
 //! Key layout (all under `t/<tenant>/`, applied by [`TenantKv`]):
 //! - `note/<note_id>`: the note head (title, approval, note version, head rev, tabs with
 //!   their versions and content refs, tab/attachment/claim counters, live claims with
-//!   their ephemeral notes, recently ended claim ids, the 32 newest idempotency records
+//!   their ephemeral notes, recently ended claim ids, the 8 newest idempotency records
 //!   and history entries). One CAS on it commits every write and every claim change.
 //! - `blob/<sha256>`: immutable content chunks (≤ 256 KiB text/slides/attachment-list
 //!   chunks, sheet manifests, 100-row sheet blocks, note-index pages), written before the

@@ -23,10 +23,12 @@ use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Who, decode, encode, r
 use crate::reply::{Fail, Out, Refusal};
 use crate::store::{audit_key, idem_key, note_key, visible_head};
 
-/// Idempotency records kept in the head; older ones move to their own keys.
-pub(crate) const IDEM_IN_HEAD: usize = 32;
+/// Idempotency records kept in the head; older ones move to their own keys. Every
+/// write parses and re-encodes the head, so this stays small: a retry normally comes
+/// within a few writes, and an older key costs one extra read.
+pub(crate) const IDEM_IN_HEAD: usize = 8;
 /// History entries kept in the head; older ones move to the audit keys.
-pub(crate) const HISTORY_IN_HEAD: usize = 32;
+pub(crate) const HISTORY_IN_HEAD: usize = 8;
 /// Attempts before a write gives up on a busy head.
 pub(crate) const MAX_ATTEMPTS: usize = 16;
 
@@ -263,9 +265,12 @@ pub(crate) fn commit<K: Kv, E: Env>(
                 .or(change.removed_tab),
             content_hash,
         });
+        // Records leaving the head go to their own immutable keys, in one batch,
+        // before the swap that drops them from the head.
+        let mut spilled = Vec::new();
         while head.history.len() > HISTORY_IN_HEAD {
             let old = head.history.remove(0);
-            kv.set(&audit_key(&head.note_id, old.version), &encode(&old))?;
+            spilled.push((audit_key(&head.note_id, old.version), encode(&old)));
         }
         if let Some((k, fp)) = &spec.idem {
             head.idem.push(IdemRecord {
@@ -276,9 +281,12 @@ pub(crate) fn commit<K: Kv, E: Env>(
             });
             while head.idem.len() > IDEM_IN_HEAD {
                 let old = head.idem.remove(0);
-                kv.set(&idem_key(&head.note_id, &old.key), &encode(&old))?;
+                spilled.push((idem_key(&head.note_id, &old.key), encode(&old)));
                 head.idem_spilled += 1;
             }
+        }
+        if !spilled.is_empty() {
+            kv.set_many(&spilled)?;
         }
 
         head.rev += 1;
