@@ -99,7 +99,8 @@ impl Chart {
 
     fn bars<DB: DrawingBackend>(&self, root: &DrawingArea<DB, plotters::coord::Shift>) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
         let top = self.series.iter().flat_map(|(_, v)| v.iter().copied()).fold(0.0, f64::max);
-        let top = if top > 0.0 { top * 1.15 } else { 1.0 };
+        // Headroom above the tallest bar for the value labels and the legend.
+        let top = if top > 0.0 { top * 1.45 } else { 1.0 };
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, ("sans-serif", 20))
             .margin(14)

@@ -265,6 +265,27 @@ struct DeleteTab {
     idempotency_key: Option<String>,
 }
 
+/// A REST write checked against the note's version, keyed by the fingerprint of
+/// `payload` when the caller sent an idempotency key.
+fn note_scope_write<'a>(
+    tool: &'static str,
+    note_level: bool,
+    note_id: &'a str,
+    key: Option<&'a str>,
+    expected_version: u64,
+    payload: &Value,
+) -> WriteSpec<'a> {
+    WriteSpec {
+        tool,
+        note_level,
+        note_id,
+        idem: key.map(|k| (k, fingerprint(tool, payload))),
+        expected_version,
+        scope: VersionScope::Note,
+        base_content_hash: None,
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UpdateTab {
@@ -302,19 +323,8 @@ pub fn update_tab<K: Kv>(
         if let Some(l) = &a.label {
             check_chars("label", l, 1, MAX_LABEL_CHARS)?;
         }
-        let fp = fingerprint(
-            "update_tab",
-            &json!({"tab_id": tab_id, "expected_version": a.expected_version, "label": a.label, "position": a.position}),
-        );
-        let spec = WriteSpec {
-            tool: "update_tab",
-            note_level: false,
-            note_id,
-            idem: a.idempotency_key.as_deref().map(|k| (k, fp)),
-            expected_version: a.expected_version,
-            scope: VersionScope::Note,
-            base_content_hash: None,
-        };
+        let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version, "label": a.label, "position": a.position});
+        let spec = note_scope_write("update_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
             &kv,
             env,
@@ -375,19 +385,8 @@ pub fn delete_tab<K: Kv>(
         check_id("tab_id", tab_id)?;
         let a: DeleteTab = parse(args)?;
         check_opt_key(&a.idempotency_key)?;
-        let fp = fingerprint(
-            "delete_tab",
-            &json!({"tab_id": tab_id, "expected_version": a.expected_version}),
-        );
-        let spec = WriteSpec {
-            tool: "delete_tab",
-            note_level: false,
-            note_id,
-            idem: a.idempotency_key.as_deref().map(|k| (k, fp)),
-            expected_version: a.expected_version,
-            scope: VersionScope::Note,
-            base_content_hash: None,
-        };
+        let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version});
+        let spec = note_scope_write("delete_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
             &kv,
             env,
@@ -457,18 +456,7 @@ pub fn attach_file<K: Kv>(
             .as_object_mut()
             .expect("object")
             .remove("idempotency_key");
-        let spec = WriteSpec {
-            tool: "attach_file",
-            note_level: true,
-            note_id,
-            idem: a
-                .idempotency_key
-                .as_deref()
-                .map(|k| (k, fingerprint("attach_file", &payload))),
-            expected_version: a.expected_version,
-            scope: VersionScope::Note,
-            base_content_hash: None,
-        };
+        let spec = note_scope_write("attach_file", true, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
             &kv,
             env,
