@@ -31,11 +31,11 @@ use crate::claim_store::{
     read_index, write_expired,
 };
 use crate::env::{ActorType, Env, Identity, Role};
-use crate::kv::{Kv, MAX_VALUE_BYTES, TenantKv};
-use crate::model::{Claim, ClaimNote, Head, TabKind, Who, encode, rand8, rfc3339, sha_hex};
+use crate::kv::{Kv, TenantKv};
+use crate::model::{Claim, ClaimNote, Head, TabKind, Who, base36, rand8, rfc3339, sha_hex};
 use crate::reply::{Fail, NOTICE, Out, Refusal};
 use crate::store::{load_head, note_key, visible_head};
-use crate::txn::MAX_ATTEMPTS;
+use crate::txn::{MAX_ATTEMPTS, swap_head};
 
 /// Claim notes kept per claim (older ones are dropped when a new one is posted).
 pub(crate) const NOTES_PER_CLAIM: usize = 10;
@@ -180,16 +180,8 @@ fn claim_txn<K: Kv, E: Env>(
         }
         write_expired(kv, note_id, &expired)?;
         put_record(kv, &audit_key, &audit)?;
-        head.rev += 1;
-        let bytes = encode(&head);
-        if bytes.len() > MAX_VALUE_BYTES {
-            return Err(Refusal::too_large(
-                "text",
-                "the note head would exceed the store's value limit; release claims or post shorter notes",
-            )
-            .into());
-        }
-        if kv.swap(cas, bytes)? {
+        let full = "the note head would exceed the store's value limit; release claims or post shorter notes";
+        if swap_head(kv, cas, &mut head, "text", full)? {
             return Ok(result);
         }
     }
@@ -317,6 +309,33 @@ pub(crate) fn claim<K: Kv, E: Env>(
 }
 
 /// Whether the note ever handed out this claim id's sequence number.
+/// The index of live claim `claim_id` when the caller holds it; else the refusal to
+/// answer (gone, or someone else's, for `verb`) with its audit record.
+fn held_by_caller(
+    head: &Head,
+    r: &ClaimRef,
+    claim_id: &str,
+    who: &Identity,
+    action: &'static str,
+    verb: &str,
+    now: u64,
+) -> Result<usize, Step> {
+    let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
+        return Err(Step::Refuse {
+            refusal: gone(head, r),
+            audit: issued(head, r).then(|| refused_gone(action, now, &r.note_id, who, claim_id)),
+        });
+    };
+    let c = &head.claims[i];
+    if c.holder.subject != who.subject {
+        return Err(Step::Refuse {
+            refusal: not_yours(head, c, verb),
+            audit: Some(refused(action, now, &r.note_id, who, c, "forbidden")),
+        });
+    }
+    Ok(i)
+}
+
 fn issued(head: &Head, r: &ClaimRef) -> bool {
     r.seq.is_some_and(|s| s >= 1 && s <= head.claim_seq)
 }
@@ -361,20 +380,10 @@ pub(crate) fn renew<K: Kv, E: Env>(
     action: &'static str,
 ) -> Out<Value> {
     claim_txn(kv, env, who, &r.note_id, |head, now| {
-        let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
-            return Ok(Step::Refuse {
-                refusal: gone(head, r),
-                audit: issued(head, r)
-                    .then(|| refused_gone(action, now, &r.note_id, who, claim_id)),
-            });
+        let i = match held_by_caller(head, r, claim_id, who, action, "renew", now) {
+            Ok(i) => i,
+            Err(refuse) => return Ok(refuse),
         };
-        if head.claims[i].holder.subject != who.subject {
-            let c = &head.claims[i];
-            return Ok(Step::Refuse {
-                refusal: not_yours(head, c, "renew"),
-                audit: Some(refused(action, now, &r.note_id, who, c, "forbidden")),
-            });
-        }
         let c = &mut head.claims[i];
         let ttl = ttl_seconds.map_or(c.ttl_us, |s| s * US);
         c.expires_at = now + ttl;
@@ -528,20 +537,10 @@ pub(crate) fn post_note<K: Kv, E: Env>(
     action: &'static str,
 ) -> Out<Value> {
     claim_txn(kv, env, who, &r.note_id, |head, now| {
-        let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
-            return Ok(Step::Refuse {
-                refusal: gone(head, r),
-                audit: issued(head, r)
-                    .then(|| refused_gone(action, now, &r.note_id, who, claim_id)),
-            });
+        let i = match held_by_caller(head, r, claim_id, who, action, "post notes on", now) {
+            Ok(i) => i,
+            Err(refuse) => return Ok(refuse),
         };
-        if head.claims[i].holder.subject != who.subject {
-            let c = &head.claims[i];
-            return Ok(Step::Refuse {
-                refusal: not_yours(head, c, "post notes on"),
-                audit: Some(refused(action, now, &r.note_id, who, c, "forbidden")),
-            });
-        }
         let c = &mut head.claims[i];
         c.notes.push(ClaimNote {
             at: now,
@@ -707,20 +706,6 @@ pub(crate) fn board<K: Kv>(
         "as_of": rfc3339(now),
         "notice": NOTICE,
     }))
-}
-
-fn base36(mut n: u64) -> String {
-    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut out = Vec::new();
-    loop {
-        out.push(DIGITS[(n % 36) as usize]);
-        n /= 36;
-        if n == 0 {
-            break;
-        }
-    }
-    out.reverse();
-    String::from_utf8(out).expect("ascii")
 }
 
 // The tools.

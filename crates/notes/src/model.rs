@@ -273,7 +273,8 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(
     serde_json::from_slice(bytes).map_err(|e| KvError::Corrupt(format!("{what}: {e}")))
 }
 
-fn base36(mut n: u64) -> String {
+/// `n` in base 36, lower case.
+pub(crate) fn base36(mut n: u64) -> String {
     const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
     let mut out = Vec::new();
     loop {

@@ -28,11 +28,11 @@ use serde_json::{Map, Value, json};
 
 use crate::args::{
     MAX_CLAIM_NOTE_CHARS, MAX_KEY_CHARS, MAX_LABEL_CHARS, MAX_NOTE_TITLE_CHARS, VersionScope, check_chars, check_id,
-    check_ttl, parse, parse_claim_id,
+    ClaimRef, check_ttl, parse, parse_claim_id,
 };
 use crate::claims;
 use crate::env::{Env, Identity};
-use crate::kv::{Kv, KvError};
+use crate::kv::{Kv, KvError, TenantKv};
 use crate::model::{
     FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex,
     tab_provenance,
@@ -546,6 +546,23 @@ pub fn claim_note<K: Kv>(
     reply(out, if renewed { 200 } else { 201 })
 }
 
+/// A REST helper on one claim: the caller's tenant view and the parsed claim id, then
+/// `f`, answered with `ok` on success.
+fn on_claim<'a, K: Kv>(
+    kv: &'a K,
+    who: &Identity,
+    claim_id: &str,
+    ok: u16,
+    f: impl FnOnce(&TenantKv<'a, K>, &ClaimRef) -> Out<Value>,
+) -> Result<RestReply, KvError> {
+    let out = (|| -> Out<Value> {
+        let kv = crate::tenant_kv(kv, who)?;
+        let r = parse_claim_id(claim_id)?;
+        f(&kv, &r)
+    })();
+    reply(out, ok)
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RenewBody {
@@ -562,22 +579,11 @@ pub fn renew_claim<K: Kv>(
     claim_id: &str,
     args: Value,
 ) -> Result<RestReply, KvError> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        let r = parse_claim_id(claim_id)?;
+    on_claim(kv, who, claim_id, 200, |kv, r| {
         let a: RenewBody = parse(args)?;
         check_ttl(a.ttl_seconds)?;
-        claims::renew(
-            &kv,
-            env,
-            who,
-            claim_id,
-            &r,
-            a.ttl_seconds,
-            "rest_renew_claim",
-        )
-    })();
-    reply(out, 200)
+        claims::renew(kv, env, who, claim_id, r, a.ttl_seconds, "rest_renew_claim")
+    })
 }
 
 /// Releases a claim the caller holds. 200 with `{claim_id, note_id, tab_id, released,
@@ -589,12 +595,7 @@ pub fn release_claim<K: Kv>(
     who: &Identity,
     claim_id: &str,
 ) -> Result<RestReply, KvError> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        let r = parse_claim_id(claim_id)?;
-        claims::release(&kv, env, who, claim_id, &r, false, "rest_release_claim")
-    })();
-    reply(out, 200)
+    on_claim(kv, who, claim_id, 200, |kv, r| claims::release(kv, env, who, claim_id, r, false, "rest_release_claim"))
 }
 
 #[derive(Deserialize)]
@@ -613,14 +614,11 @@ pub fn post_claim_note<K: Kv>(
     claim_id: &str,
     args: Value,
 ) -> Result<RestReply, KvError> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        let r = parse_claim_id(claim_id)?;
+    on_claim(kv, who, claim_id, 201, |kv, r| {
         let a: NoteBody = parse(args)?;
         check_chars("text", &a.text, 1, MAX_CLAIM_NOTE_CHARS)?;
-        claims::post_note(&kv, env, who, claim_id, &r, &a.text, "rest_post_claim_note")
-    })();
-    reply(out, 201)
+        claims::post_note(kv, env, who, claim_id, r, &a.text, "rest_post_claim_note")
+    })
 }
 
 /// The presence board: live claims of the caller's tenant, of one note or of every note

@@ -71,6 +71,18 @@ pub(crate) struct Change {
     pub result: Map<String, Value>,
 }
 
+/// Bumps the head's revision and swaps it in over `cas`: true when committed, false
+/// when another write got there first (read again and retry). A head that would exceed
+/// the store's value limit is refused as `too_large` naming `field`, and nothing is written.
+pub(crate) fn swap_head<K: Kv>(kv: &TenantKv<K>, cas: K::Cas, head: &mut Head, field: &str, message: &str) -> Out<bool> {
+    head.rev += 1;
+    let bytes = encode(head);
+    if bytes.len() > MAX_VALUE_BYTES {
+        return Err(Refusal::too_large(field, message).into());
+    }
+    Ok(kv.swap(cas, bytes)?)
+}
+
 /// Passed to apply: the store, the injected environment, the caller and the time.
 pub(crate) struct Ctx<'a, 'k, K: Kv, E: Env> {
     pub kv: &'a TenantKv<'k, K>,
@@ -289,16 +301,7 @@ pub(crate) fn commit<K: Kv, E: Env>(
             kv.set_many(&spilled)?;
         }
 
-        head.rev += 1;
-        let bytes = encode(&head);
-        if bytes.len() > MAX_VALUE_BYTES {
-            return Err(Refusal::too_large(
-                "note",
-                "the note head would exceed the store's value limit",
-            )
-            .into());
-        }
-        if kv.swap(cas, bytes)? {
+        if swap_head(kv, cas, &mut head, "note", "the note head would exceed the store's value limit")? {
             return Ok(result);
         }
     }
