@@ -309,7 +309,7 @@ pub fn native_calls(kv: Arc<NativeKv>, notes: &[String], clients: usize, op: Op,
 /// A SQLite store of its own in `dir`, for the native side.
 pub fn native_store(dir: &std::path::Path) -> Result<Arc<NativeKv>> {
     std::fs::create_dir_all(dir)?;
-    let store: Arc<dyn Store> = Arc::new(cairn_kv::sqlite::SqliteStore::open(&dir.join("kv.db"), false)?);
+    let store: Arc<dyn Store> = Arc::new(cairn_kv_sqlite::SqliteStore::open(&dir.join("kv.db"), false)?);
     Ok(Arc::new(NativeKv(store)))
 }
 

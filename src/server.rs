@@ -103,7 +103,7 @@ pub async fn start(opts: Options) -> Result<Running> {
     app_vars.extend(opts.variables.clone());
     let local_key = crate::local::fill_defaults(&mut app_vars, &opts.state_dir, addr)?;
     let store: Arc<dyn Store> = match opts.store {
-        StoreKind::Sqlite => Arc::new(cairn_kv::sqlite::SqliteStore::open(&opts.state_dir.join("kv.db"), opts.fsync)?),
+        StoreKind::Sqlite => Arc::new(cairn_kv_sqlite::SqliteStore::open(&opts.state_dir.join("kv.db"), opts.fsync)?),
         StoreKind::Memory => Arc::new(cairn_kv::memory::MemoryStore::new()),
     };
     let engine = runtime::engine(&opts.limits)?;

@@ -53,7 +53,7 @@ fn probe_leaves_no_keys_behind() {
     let state = cairn.state_dir.clone();
     let (status, log) = cairn.terminate();
     assert!(status.success(), "{log}");
-    let store = cairn_kv::sqlite::SqliteStore::open(&state.join("kv.db"), false).unwrap();
+    let store = cairn_kv_sqlite::SqliteStore::open(&state.join("kv.db"), false).unwrap();
     let left = store.list_keys("default", None, 100).unwrap();
     assert!(left.iter().all(|k| !k.starts_with("kv-probe/")), "probe keys left behind: {left:?}");
 }

@@ -139,7 +139,7 @@ fn refused_calls_are_audited() {
     let state = cairn.state_dir.clone();
     let (status, log) = cairn.terminate();
     assert!(status.success(), "{log}");
-    let store = cairn_kv::sqlite::SqliteStore::open(&state.join("kv.db"), false).unwrap();
+    let store = cairn_kv_sqlite::SqliteStore::open(&state.join("kv.db"), false).unwrap();
     let sys = store.list_keys("default", Some("sys/audit/refused/"), 100).unwrap();
     let sys: Vec<String> = sys.into_iter().filter(|k| k.starts_with("sys/audit/refused/")).collect();
     let reasons: Vec<String> = sys

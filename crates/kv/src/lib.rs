@@ -1,17 +1,22 @@
-//! Key-value stores that keep Cairn's compare-and-swap promise.
+//! Cairn's key-value contract: the promise every store keeps, the in-memory
+//! store, and the conformance suite that holds every backend to it.
 //!
-//! - [`Store`]: the trait every backend implements; its documentation is the
-//!   promise (the same text as `wit/deps/keyvalue/atomics.wit`).
-//! - [`sqlite`]: the durable embedded default, one SQLite file in WAL mode.
-//! - [`memory`]: an in-memory store for tests and benchmarks.
-//! - [`conformance`]: the suite every backend must pass, callable from any
-//!   test with a factory for fresh stores.
+//! - [`Store`]: the trait; its documentation is the numbered promise (the
+//!   same text as `wit/deps/keyvalue/atomics.wit`). Backends are sibling
+//!   crates (`cairn-kv-sqlite`, `cairn-kv-redis`); components reach a host's
+//!   store through `wasi:keyvalue` and see it as a [`Store`] too.
+//! - [`memory`]: an in-memory store (tests, benchmarks, `cairn up --store memory`).
+//! - [`conformance`]: the named checks every backend must pass, as a
+//!   catalogue (`kv-probe` runs the sequential ones from inside a component)
+//!   and as [`conformance_tests!`] for a backend's test suite.
+//! - [`faults`]: wrappers around a real store that break it on purpose, for
+//!   tests: lose swaps, lie about them, fail like a stopped server.
 //!
-//! The version stamp logic both backends share lives in [`Stamped`].
+//! Pure Rust with no platform dependencies: it compiles for `wasm32-wasip2`.
 
 pub mod conformance;
+pub mod faults;
 pub mod memory;
-pub mod sqlite;
 
 use std::fmt;
 
@@ -21,15 +26,34 @@ pub const MAX_KEY_BYTES: usize = 256;
 pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
 
 /// A store failure. None of these is a CAS conflict (see [`Swap::Failed`]).
+///
+/// After an [`Error::Unavailable`] the outcome of a write is unknown (the
+/// request may have reached the server before the connection broke): the
+/// caller must not report it as done, and may resend it only if the write is
+/// conditional or idempotent, as every Cairn write is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The key is longer than [`MAX_KEY_BYTES`].
-    KeyTooLong { len: usize },
+    KeyTooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
     /// The value is larger than [`MAX_VALUE_BYTES`].
-    ValueTooLarge { len: usize },
+    ValueTooLarge {
+        /// Its length in bytes.
+        len: usize,
+    },
     /// `increment` on a key that holds something other than an 8-byte counter.
-    NotACounter { len: usize },
-    /// The backend failed (I/O, corruption, closed).
+    NotACounter {
+        /// The length of what the key holds.
+        len: usize,
+    },
+    /// The store cannot be reached right now (connection refused or lost,
+    /// timeout): try again later.
+    Unavailable(String),
+    /// The store is out of space (disk full, memory limit): nothing was written.
+    Full(String),
+    /// The backend failed otherwise (corruption, closed, a bug).
     Backend(String),
 }
 
@@ -46,6 +70,8 @@ impl fmt::Display for Error {
                 f,
                 "key holds a {len}-byte value, not an 8-byte counter written by increment"
             ),
+            Error::Unavailable(msg) => write!(f, "store unavailable: {msg}"),
+            Error::Full(msg) => write!(f, "store full: {msg}"),
             Error::Backend(msg) => write!(f, "store backend failed: {msg}"),
         }
     }
@@ -57,11 +83,15 @@ impl std::error::Error for Error {}
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// What a read saw of a key: the basis of a later [`Store::swap`].
+///
+/// The number is the backend's own token: a stamp (SQLite, memory, Redis)
+/// or, for a store reached through `wasi:keyvalue`, the host's CAS handle.
+/// Callers only carry it from a read to a swap of the same key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Observed {
-    /// The key was present with this version stamp.
+    /// The key was present; the backend's stamp of its last write.
     Present(u64),
-    /// The key was absent; the store's stamp sequence stood at this value.
+    /// The key was absent; the backend's sequence stood at this value.
     Absent(u64),
 }
 
@@ -88,19 +118,22 @@ pub enum Swap {
 ///
 /// 1. [`swap`](Store::swap) succeeds only if the key has not been written
 ///    (set, deleted, incremented or swapped) since the read that produced its
-///    [`Observed`]. Stamps come from one store-wide sequence and are never
-///    reused, so a delete and recreate with the same bytes still fails an
-///    older swap (no ABA).
+///    [`Observed`]. Stamps come from one sequence that is never reused, so a
+///    delete and recreate with the same bytes still fails an older swap (no
+///    ABA).
 /// 2. On a key observed absent, `swap` succeeds only if the key is still
 ///    absent and was not written in between: of two creators, exactly one wins.
 /// 3. A swap that does not happen returns [`Swap::Failed`] with a fresh read;
 ///    it never reports success.
-/// 4. [`increment`](Store::increment) is atomic.
+/// 4. [`increment`](Store::increment) is atomic (8 little-endian bytes, as in Spin).
+/// 5. [`set_many`](Store::set_many) and [`delete_many`](Store::delete_many)
+///    are all or nothing.
 ///
 /// Every method refuses keys over [`MAX_KEY_BYTES`] and values over
 /// [`MAX_VALUE_BYTES`] before touching the store. Buckets are independent
-/// namespaces (a Spin store label maps to one bucket).
-pub trait Store: Send + Sync + 'static {
+/// namespaces (a Spin store label maps to one bucket). The
+/// [`conformance`] suite checks each rule by name.
+pub trait Store: Send + Sync {
     /// Read a key with what was observed, for a later swap.
     fn read(&self, bucket: &str, key: &str) -> Result<Read>;
     /// Write `value` if nothing wrote the key since `observed` was read.
@@ -111,6 +144,10 @@ pub trait Store: Send + Sync + 'static {
     }
     /// Write several keys in one transaction (all or nothing).
     fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()>;
+    /// The values of several keys, in order (`None`: absent).
+    fn get_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter().map(|k| self.get(bucket, k)).collect()
+    }
     /// Delete several keys in one transaction. Deleting an absent key succeeds.
     fn delete_many(&self, bucket: &str, keys: &[&str]) -> Result<()>;
     /// Delete one key. Deleting an absent key succeeds.
@@ -134,7 +171,7 @@ pub trait Store: Send + Sync + 'static {
     }
     /// Whether `key` is present.
     fn exists(&self, bucket: &str, key: &str) -> Result<bool> {
-        Ok(self.read(bucket, key)?.value.is_some())
+        Ok(self.get(bucket, key)?.is_some())
     }
 }
 
@@ -154,7 +191,7 @@ pub fn check_value(value: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// A stored row as both backends keep it: live value or delete marker.
+/// A stored row as the stamp-keeping backends keep it: live value or delete marker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stamped {
     /// `None` for a delete marker.
@@ -175,8 +212,8 @@ impl Stamped {
         }
     }
 
-    /// The swap rule, shared by every backend. `purge_floor` is the highest
-    /// stamp of any delete marker swept so far.
+    /// The swap rule, shared by every stamp-keeping backend. `purge_floor` is
+    /// the highest stamp of any delete marker swept so far.
     pub fn swap_allowed(row: Option<&Stamped>, observed: Observed, purge_floor: u64) -> bool {
         match (row, observed) {
             (Some(Stamped { value: Some(_), stamp }), Observed::Present(seen)) => *stamp == seen,

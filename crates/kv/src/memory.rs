@@ -3,7 +3,7 @@
 use crate::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::{Instant};
+use std::time::Instant;
 
 #[derive(Default)]
 struct Inner {
@@ -140,5 +140,20 @@ impl Store for MemoryStore {
             s.closed = true;
             Ok(())
         })
+    }
+}
+
+impl MemoryStore {
+    /// Every live key of `bucket` with its value, in key order (tests use it
+    /// to show that nothing was written).
+    pub fn dump(&self, bucket: &str) -> Vec<(String, Vec<u8>)> {
+        self.with(|s| {
+            Ok(s.rows
+                .iter()
+                .filter(|((b, _), (row, _))| b == bucket && row.value.is_some())
+                .map(|((_, k), (row, _))| (k.clone(), row.value.clone().unwrap_or_default()))
+                .collect())
+        })
+        .unwrap_or_default()
     }
 }

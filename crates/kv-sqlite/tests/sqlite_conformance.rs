@@ -1,6 +1,7 @@
 //! The SQLite store keeps the CAS promise, and what it acknowledged survives
 //! the process being killed.
-use cairn_kv::{Store, sqlite::SqliteStore};
+use cairn_kv::Store;
+use cairn_kv_sqlite::SqliteStore;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -1,4 +1,5 @@
-//! The durable embedded store: one SQLite database in WAL mode.
+//! `cairn-kv-sqlite`: the durable embedded store, one SQLite database in WAL
+//! mode, keeping the promise of [`cairn_kv::Store`].
 //!
 //! SQLite because it is what Spin's own default key-value store uses, it is
 //! embedded (no service to run), crash-safe in WAL mode, and one file is easy
@@ -11,7 +12,7 @@
 //! database is opened in exclusive locking mode so a second process gets a
 //! clear error instead of a silent split-brain).
 
-use crate::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
+use cairn_kv::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 use std::sync::Mutex;
@@ -28,8 +29,19 @@ pub struct SqliteStore {
     inner: Mutex<Inner>,
 }
 
+/// SQLite's errors as store errors: a full disk is [`Error::Full`] (the
+/// transaction rolled back, nothing was written), a locked file
+/// [`Error::Unavailable`], anything else [`Error::Backend`].
 fn backend(e: rusqlite::Error) -> Error {
-    Error::Backend(e.to_string())
+    match &e {
+        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => Error::Full(e.to_string()),
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) =>
+        {
+            Error::Unavailable(e.to_string())
+        }
+        _ => Error::Backend(e.to_string()),
+    }
 }
 
 fn now_ms() -> i64 {

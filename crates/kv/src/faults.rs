@@ -1,0 +1,233 @@
+//! Stores that break on purpose, for tests: a wrapper around a real store
+//! whose faults a test switches on and off while the system runs.
+//!
+//! - lose the next N swaps (reported as conflicts, nothing written);
+//! - lie like Spin's Redis backend: a swap whose read was overtaken is
+//!   reported as done without writing (its nil `EXEC` taken for success), and
+//!   now and then written anyway (a reconnect between `WATCH` and `EXEC`
+//!   turns it into a blind write);
+//! - fail like a stopped server ([`Error::Unavailable`]) or a full disk
+//!   ([`Error::Full`]), for writes only or for everything;
+//! - record the keys read, to show what an operation touched.
+
+use crate::{Error, Observed, Read, Result, Store, Swap};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The switches of a [`Faulty`] store, shared with the test driving it.
+#[derive(Debug, Default)]
+pub struct Control {
+    lose_swaps: AtomicU32,
+    lie: AtomicBool,
+    /// Blind writes per 1,000 lied-about swaps.
+    blind_per_mille: AtomicU32,
+    rng: AtomicU64,
+    unavailable: AtomicBool,
+    full: AtomicBool,
+    recording: AtomicBool,
+    reads: Mutex<Vec<String>>,
+    lies: AtomicU64,
+    blind_writes: AtomicU64,
+}
+
+impl Control {
+    /// The next `n` swaps fail as if another writer had written in between.
+    pub fn lose_next_swaps(&self, n: u32) {
+        self.lose_swaps.store(n, Ordering::SeqCst);
+    }
+
+    /// Lie about lost swaps as Spin's Redis backend does; `blind_per_mille`
+    /// of those lies also write the value (a blind write). `seed` makes the
+    /// choice repeatable.
+    pub fn lie_like_spin_redis(&self, blind_per_mille: u32, seed: u64) {
+        self.blind_per_mille.store(blind_per_mille.min(1000), Ordering::SeqCst);
+        self.rng.store(seed | 1, Ordering::SeqCst);
+        self.lie.store(true, Ordering::SeqCst);
+    }
+
+    /// Stop lying.
+    pub fn tell_the_truth(&self) {
+        self.lie.store(false, Ordering::SeqCst);
+    }
+
+    /// Every operation fails with [`Error::Unavailable`] while on.
+    pub fn set_unavailable(&self, on: bool) {
+        self.unavailable.store(on, Ordering::SeqCst);
+    }
+
+    /// Every write fails with [`Error::Full`] while on; reads still work.
+    pub fn set_full(&self, on: bool) {
+        self.full.store(on, Ordering::SeqCst);
+    }
+
+    /// Start (or stop) recording the keys read.
+    pub fn record_reads(&self, on: bool) {
+        self.recording.store(on, Ordering::SeqCst);
+    }
+
+    /// The keys read since the last call (while recording).
+    pub fn take_reads(&self) -> Vec<String> {
+        std::mem::take(&mut *self.reads.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// How many lost swaps were reported as success, and how many of those
+    /// were blind writes.
+    pub fn lies_told(&self) -> (u64, u64) {
+        (self.lies.load(Ordering::SeqCst), self.blind_writes.load(Ordering::SeqCst))
+    }
+
+    fn next_per_mille(&self) -> u32 {
+        let mut x = self.rng.load(Ordering::SeqCst);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.store(x, Ordering::SeqCst);
+        (x % 1000) as u32
+    }
+
+    fn reading(&self, key: &str) -> Result<()> {
+        if self.unavailable.load(Ordering::SeqCst) {
+            return Err(Error::Unavailable("connection refused (fault injected)".into()));
+        }
+        if self.recording.load(Ordering::SeqCst) {
+            self.reads.lock().unwrap_or_else(|e| e.into_inner()).push(key.to_string());
+        }
+        Ok(())
+    }
+
+    fn writing(&self) -> Result<()> {
+        if self.unavailable.load(Ordering::SeqCst) {
+            return Err(Error::Unavailable("connection refused (fault injected)".into()));
+        }
+        if self.full.load(Ordering::SeqCst) {
+            return Err(Error::Full("no space left on device (fault injected)".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A real store behind switchable faults.
+pub struct Faulty {
+    inner: Arc<dyn Store>,
+    ctl: Arc<Control>,
+}
+
+impl Faulty {
+    /// Wrap `inner`; the returned [`Control`] flips the faults.
+    pub fn new(inner: Arc<dyn Store>) -> (Self, Arc<Control>) {
+        let ctl = Arc::new(Control::default());
+        (Self { inner, ctl: ctl.clone() }, ctl)
+    }
+}
+
+impl Store for Faulty {
+    fn read(&self, bucket: &str, key: &str) -> Result<Read> {
+        self.ctl.reading(key)?;
+        self.inner.read(bucket, key)
+    }
+
+    fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
+        self.ctl.writing()?;
+        crate::check_value(value)?;
+        if self.ctl.lose_swaps.load(Ordering::SeqCst) > 0 {
+            self.ctl.lose_swaps.fetch_sub(1, Ordering::SeqCst);
+            return Ok(Swap::Failed(self.inner.read(bucket, key)?));
+        }
+        match self.inner.swap(bucket, key, observed, value)? {
+            Swap::Done => Ok(Swap::Done),
+            Swap::Failed(fresh) if !self.ctl.lie.load(Ordering::SeqCst) => Ok(Swap::Failed(fresh)),
+            Swap::Failed(_) => {
+                self.ctl.lies.fetch_add(1, Ordering::SeqCst);
+                if self.ctl.next_per_mille() < self.ctl.blind_per_mille.load(Ordering::SeqCst) {
+                    self.ctl.blind_writes.fetch_add(1, Ordering::SeqCst);
+                    self.inner.set(bucket, key, value)?;
+                }
+                Ok(Swap::Done)
+            }
+        }
+    }
+
+    fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()> {
+        self.ctl.writing()?;
+        self.inner.set_many(bucket, pairs)
+    }
+
+    fn get_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>> {
+        for k in keys {
+            self.ctl.reading(k)?;
+        }
+        self.inner.get_many(bucket, keys)
+    }
+
+    fn delete_many(&self, bucket: &str, keys: &[&str]) -> Result<()> {
+        self.ctl.writing()?;
+        self.inner.delete_many(bucket, keys)
+    }
+
+    fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64> {
+        self.ctl.writing()?;
+        self.inner.increment(bucket, key, delta)
+    }
+
+    fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        self.ctl.reading("")?;
+        self.inner.list_keys(bucket, after, limit)
+    }
+
+    fn sweep(&self, older_than_ms: u64) -> Result<usize> {
+        self.inner.sweep(older_than_ms)
+    }
+
+    fn close(&self) -> Result<()> {
+        self.inner.close()
+    }
+
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        self.ctl.reading(key)?;
+        self.inner.get(bucket, key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::MemoryStore;
+
+    #[test]
+    fn a_lying_store_reports_a_lost_swap_as_done_and_writes_nothing() {
+        let (s, ctl) = Faulty::new(Arc::new(MemoryStore::new()));
+        s.set("b", "k", b"1").unwrap();
+        let stale = s.read("b", "k").unwrap();
+        s.set("b", "k", b"2").unwrap();
+        ctl.lie_like_spin_redis(0, 1);
+        assert_eq!(s.swap("b", "k", stale.observed, b"3").unwrap(), Swap::Done);
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"2"[..]));
+        assert_eq!(ctl.lies_told(), (1, 0));
+    }
+
+    #[test]
+    fn a_blind_write_overwrites_what_another_writer_stored() {
+        let (s, ctl) = Faulty::new(Arc::new(MemoryStore::new()));
+        s.set("b", "k", b"1").unwrap();
+        let stale = s.read("b", "k").unwrap();
+        s.set("b", "k", b"2").unwrap();
+        ctl.lie_like_spin_redis(1000, 1);
+        assert_eq!(s.swap("b", "k", stale.observed, b"3").unwrap(), Swap::Done);
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"3"[..]));
+        assert_eq!(ctl.lies_told(), (1, 1));
+    }
+
+    #[test]
+    fn unavailable_and_full_refuse_without_writing() {
+        let (s, ctl) = Faulty::new(Arc::new(MemoryStore::new()));
+        s.set("b", "k", b"1").unwrap();
+        ctl.set_full(true);
+        assert!(matches!(s.set("b", "k", b"2"), Err(Error::Full(_))));
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"1"[..]), "reads work while full");
+        ctl.set_full(false);
+        ctl.set_unavailable(true);
+        assert!(matches!(s.get("b", "k"), Err(Error::Unavailable(_))));
+        ctl.set_unavailable(false);
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"1"[..]));
+    }
+}
