@@ -7,7 +7,7 @@
 
 use crate::bindings::fermyon::spin::key_value as spin_kv;
 use crate::bindings::wasi::keyvalue::{atomics, batch, store};
-use crate::runtime::Ctx;
+use crate::instance::Ctx;
 use cairn_kv::{Observed, Store, Swap};
 use std::sync::Arc;
 use wasmtime::component::Resource;
@@ -208,18 +208,5 @@ impl spin_kv::HostStore for Ctx {
     }
     fn drop(&mut self, s: Resource<Bucket>) -> wasmtime::Result<()> {
         store::HostBucket::drop(self, s)
-    }
-}
-
-impl crate::bindings::fermyon::spin::variables::Host for Ctx {
-    fn get(
-        &mut self,
-        name: String,
-    ) -> wasmtime::Result<Result<String, crate::bindings::fermyon::spin::variables::Error>> {
-        use crate::bindings::fermyon::spin::variables::Error;
-        if crate::manifest::valid_id(&name, '_').is_err() || name.chars().any(|c| c.is_ascii_uppercase()) {
-            return Ok(Err(Error::InvalidName(name)));
-        }
-        Ok(self.variables.get(&name).cloned().ok_or(Error::Undefined(name)))
     }
 }

@@ -1,37 +1,36 @@
 //! Cairn's embedded host: runs the Spin application described by `spin.toml`
-//! on one machine.
+//! on one machine. Split by job, as Spin splits loader, factors and trigger:
 //!
 //! - [`manifest`]: reads and validates `spin.toml` (manifest version 2).
 //! - [`variables`]: application and component variables, `SPIN_VARIABLE_*`.
-//! - [`runtime`]: the engine, the precompile cache, one request's instance.
-//! - [`kv_host`]: host side of `wasi:keyvalue` and Spin's key-value/variables.
-//! - [`local`]: the local signing key and identity secret in the state dir.
-//! - [`native`]: the notes core in-process, the benchmarks' baseline.
-//! - [`outbound`]: plain-HTTP calls to allowed hosts outside the application.
+//! - [`engine`]: the wasmtime engine, the precompile cache, the linker.
+//! - [`instance`]: the shared application, one request's instance and its limits.
+//! - [`outbound`]: outbound HTTP from guests: the allow-list, `*.spin.internal`
+//!   chaining in-process, plain HTTP elsewhere.
+//! - [`kv_host`]: host side of `wasi:keyvalue` and Spin's key-value.
+//! - [`variables_host`]: host side of Spin's variables.
 //! - [`server`]: the HTTP listener, routing, logs, graceful shutdown.
-//! - [`build`]: `cairn build`, the manifest's build commands.
-//! - [`compat`]: `cairn compat`, component imports against Spin's platform world.
-//! - [`bench`]: `cairn bench host`, the host against native hyper.
-//! - [`bench_notes`]: `cairn bench notes|router`, the tools against the core natively.
-//! - [`experiments`]: `cairn bench race|…|throughput|all`, the seed posts' experiments over HTTP.
-//! - [`charts`]: SVG charts of the experiments for `docs/results.md`.
+//! - [`sweep`]: the periodic sweep of delete markers and lapsed claims.
+//! - [`clock`]: the system clock and randomness as the notes core's `Env`.
+//! - [`local`]: the local signing key and identity secret in the state dir.
+//! - [`logs`]: the log subscriber.
+//! - [`cmd`]: the CLI commands (`up`, `build`, `token`, `compat`), one file each.
 //!
 //! Bindings for the WIT contract in `wit/` are generated here, once.
 
-pub mod bench;
-pub mod bench_notes;
-pub mod build;
-pub mod charts;
-pub mod compat;
-pub mod experiments;
+pub mod clock;
+pub mod cmd;
+pub mod engine;
+pub mod instance;
 pub mod kv_host;
 pub mod local;
+pub mod logs;
 pub mod manifest;
-pub mod native;
 pub mod outbound;
-pub mod runtime;
 pub mod server;
+pub mod sweep;
 pub mod variables;
+pub mod variables_host;
 
 /// Host bindings of `cairn:platform/host` (`wit/cairn.wit`).
 pub mod bindings {

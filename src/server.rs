@@ -7,7 +7,8 @@
 //! store is closed cleanly.
 
 use crate::manifest::Manifest;
-use crate::runtime::{self, App, Limits};
+use crate::instance::{self, App, Limits};
+use crate::engine;
 use anyhow::{Context, Result};
 use cairn_kv::Store;
 use http_body_util::{BodyExt, Full};
@@ -106,15 +107,15 @@ pub async fn start(opts: Options) -> Result<Running> {
         StoreKind::Sqlite => Arc::new(cairn_kv_sqlite::SqliteStore::open(&opts.state_dir.join("kv.db"), opts.fsync)?),
         StoreKind::Memory => Arc::new(cairn_kv::memory::MemoryStore::new()),
     };
-    let engine = runtime::engine(&opts.limits)?;
+    let engine = engine::engine(&opts.limits)?;
     {
         let engine = engine.clone();
         std::thread::Builder::new().name("epoch".into()).spawn(move || loop {
-            std::thread::sleep(runtime::EPOCH_TICK);
+            std::thread::sleep(engine::EPOCH_TICK);
             engine.increment_epoch();
         })?;
     }
-    let components = runtime::load_all(&engine, &manifest, &app_vars, &opts.cache_dir)?;
+    let components = engine::load_all(&engine, &manifest, &app_vars, &opts.cache_dir)?;
     let app = Arc::new(App {
         engine,
         manifest,
@@ -184,7 +185,7 @@ async fn sweep(app: Arc<App>, every: Duration) {
     loop {
         tick.tick().await;
         let store = app.store().clone();
-        match tokio::task::spawn_blocking(move || sweep_once(&store)).await {
+        match tokio::task::spawn_blocking(move || crate::sweep::sweep_once(&store)).await {
             Ok(Ok((markers, claims))) if markers + claims > 0 => {
                 tracing::info!(delete_markers = markers, expired_claims = claims, "swept")
             }
@@ -192,36 +193,6 @@ async fn sweep(app: Arc<App>, every: Duration) {
             _ => {}
         }
     }
-}
-
-/// One sweep: delete markers older than an hour, and lapsed claims of every
-/// tenant (released with reason `expired`). Returns both counts.
-pub fn sweep_once(store: &Arc<dyn Store>) -> Result<(usize, usize)> {
-    let markers = store.sweep(3_600_000)?;
-    let kv = crate::native::NativeKv(store.clone());
-    let mut env = crate::native::NativeEnv::new(0);
-    let mut claims = 0;
-    for tenant in tenants(store.as_ref())? {
-        claims += cairn_notes::sweep_expired_claims(&kv, &mut env, &tenant).map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    }
-    Ok((markers, claims))
-}
-
-/// Every tenant with keys in the store, by skipping from one tenant's
-/// prefix `t/<tenant>/` to the next: one indexed lookup per tenant.
-pub fn tenants(store: &dyn Store) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut after = "t/".to_string();
-    loop {
-        let next = store.list_keys("default", Some(&after), 1)?;
-        let Some(key) = next.first() else { break };
-        let Some(rest) = key.strip_prefix("t/") else { break };
-        let Some((tenant, _)) = rest.split_once('/') else { break };
-        out.push(tenant.to_string());
-        // '0' follows '/': the first key after every `t/<tenant>/…`.
-        after = format!("t/{tenant}0");
-    }
-    Ok(out)
 }
 
 async fn handle(
@@ -233,13 +204,13 @@ async fn handle(
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_string();
-    let (id, response) = match runtime::route(&app, &path) {
+    let (id, response) = match instance::route(&app, &path) {
         None => ("-".to_string(), json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into())),
         Some((loaded, mut info)) => {
             info.client = peer.to_string();
             let id = loaded.spec.id.clone();
             let _permit = permits.acquire().await;
-            let response = match runtime::run(app.clone(), loaded.clone(), req, info).await {
+            let response = match instance::run(app.clone(), loaded.clone(), req, info).await {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::error!(component = %id, error = %e, "request failed");

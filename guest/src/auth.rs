@@ -45,7 +45,7 @@ impl Config {
         serde_json::json!({
             "resource": self.resource,
             "authorization_servers": [self.authorization_server],
-            "scopes_supported": cairn_auth::scopes::ALL,
+            "scopes_supported": cairn_notes::scopes::ALL,
             "bearer_methods_supported": ["header"],
             "resource_name": "Cairn",
         })
@@ -192,14 +192,12 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Record a refused call: under the tenant when known, else under `sys/`.
+/// Record a refused call: under the tenant when known, else under `sys/`
+/// (the key layout is the core's: [`cairn_notes::keys::refused_audit_key`]).
 pub fn audit_refusal(bucket: Option<&Bucket>, tenant: Option<&str>, record: serde_json::Value) {
     let Some(b) = bucket else { return };
     let now = crate::notes::now_us();
-    let key = match tenant {
-        Some(t) => format!("t/{t}/audit/refused/{now:020}-{:08x}", crate::random_u64() as u32),
-        None => format!("sys/audit/refused/{now:020}-{:08x}", crate::random_u64() as u32),
-    };
+    let key = cairn_notes::keys::refused_audit_key(tenant, now, crate::random_u64() as u32);
     let mut record = record;
     record["at_us"] = serde_json::json!(now);
     let _ = b.set(&key, record.to_string().as_bytes());

@@ -1,94 +1,210 @@
-//! `wasi:keyvalue@0.2.0-draft2` for components: see `wit/deps/keyvalue` for
-//! the promise every Cairn host keeps.
+//! The host's key-value stores as a [`cairn_kv::Store`], over
+//! `wasi:keyvalue@0.2.0-draft2` (store, atomics, batch): what the notes core
+//! and the `kv-probe` component see. `wit/deps/keyvalue` states the promise
+//! every Cairn host keeps; on other hosts the probe tells which rules hold.
+//!
+//! A read for a later swap is an `atomics.cas` handle owned by the host. The
+//! store keeps the handles it gave out in a table and hands the caller the
+//! handle's number as the [`Observed`] token; a swap takes the handle back out.
+//! Buckets are opened on first use and kept for the request.
 
+use cairn_kv::{Error, Observed, Read, Result, Store, Swap};
 use spin_sdk::wit::wasi::keyvalue::{atomics, batch, store};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
-pub use store::Error;
-
-/// An open store.
-pub struct Bucket(store::Bucket);
-
-/// A read of one key, kept for a conditional write.
-pub struct Cas(atomics::Cas);
-
-/// What a [`Bucket::swap`] did.
-pub enum Swap {
-    /// The value was written.
-    Done,
-    /// The key was written since the read; nothing was written. The handle
-    /// has read the key again.
-    Conflict(Cas),
+/// The stores of the host this component runs on.
+#[derive(Default)]
+pub struct GuestStore {
+    buckets: RefCell<HashMap<String, store::Bucket>>,
+    handles: RefCell<HashMap<u64, (String, String, atomics::Cas)>>,
+    next: RefCell<u64>,
 }
 
-/// A readable description of a store error.
-pub fn describe(e: &Error) -> String {
+// A component instance is single-threaded: nothing here is ever shared
+// between threads, but the Store trait asks for Send + Sync.
+unsafe impl Send for GuestStore {}
+unsafe impl Sync for GuestStore {}
+
+/// A readable description of a host store error.
+pub fn describe(e: &store::Error) -> String {
     match e {
-        Error::NoSuchStore => "no such store".into(),
-        Error::AccessDenied => "access to the store denied".into(),
-        Error::Other(msg) => msg.clone(),
+        store::Error::NoSuchStore => "no such store".into(),
+        store::Error::AccessDenied => "access to the store denied".into(),
+        store::Error::Other(msg) => msg.clone(),
     }
+}
+
+/// The host's error as a store error: the host passes Cairn's own error text
+/// through, so its classes (unavailable, full) survive the trip.
+fn err(e: store::Error) -> Error {
+    let msg = describe(&e);
+    if msg.starts_with("store unavailable") {
+        Error::Unavailable(msg)
+    } else if msg.starts_with("store full") {
+        Error::Full(msg)
+    } else {
+        Error::Backend(msg)
+    }
+}
+
+impl GuestStore {
+    /// A store with no bucket opened yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Opens `label` now: an error when the component may not use it.
+    pub fn open(label: &str) -> Result<Self> {
+        let s = Self::new();
+        s.with_bucket(label, |_| Ok(()))?;
+        Ok(s)
+    }
+
+    fn with_bucket<T>(&self, label: &str, f: impl FnOnce(&store::Bucket) -> Result<T>) -> Result<T> {
+        if let Some(b) = self.buckets.borrow().get(label) {
+            return f(b);
+        }
+        let b = store::open(label).map_err(err)?;
+        let out = f(&b);
+        self.buckets.borrow_mut().insert(label.to_string(), b);
+        out
+    }
+
+    fn keep(&self, bucket: &str, key: &str, cas: atomics::Cas) -> Result<Read> {
+        let value = cas.current().map_err(err)?;
+        let mut next = self.next.borrow_mut();
+        *next += 1;
+        let id = *next;
+        self.handles.borrow_mut().insert(id, (bucket.to_string(), key.to_string(), cas));
+        Ok(Read { observed: if value.is_some() { Observed::Present(id) } else { Observed::Absent(id) }, value })
+    }
+}
+
+impl Store for GuestStore {
+    fn read(&self, bucket: &str, key: &str) -> Result<Read> {
+        let cas = self.with_bucket(bucket, |b| atomics::Cas::new(b, key).map_err(err))?;
+        self.keep(bucket, key, cas)
+    }
+
+    fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
+        cairn_kv::check_key(key)?;
+        let id = match observed {
+            Observed::Present(id) | Observed::Absent(id) => id,
+        };
+        let Some((b, k, cas)) = self.handles.borrow_mut().remove(&id) else {
+            return Err(Error::Backend(format!("no read of {key} is pending for this swap")));
+        };
+        if b != bucket || k != key {
+            return Err(Error::Backend(format!("the read handed in was of {b}/{k}, not {bucket}/{key}")));
+        }
+        match atomics::swap(cas, value) {
+            Ok(()) => Ok(Swap::Done),
+            Err(atomics::CasError::CasFailed(fresh)) => Ok(Swap::Failed(self.keep(bucket, key, fresh)?)),
+            Err(atomics::CasError::StoreError(e)) => Err(err(e)),
+        }
+    }
+
+    fn set(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
+        self.with_bucket(bucket, |b| b.set(key, value).map_err(err))
+    }
+
+    fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()> {
+        let owned: Vec<(String, Vec<u8>)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_vec())).collect();
+        self.with_bucket(bucket, |b| batch::set_many(b, &owned).map_err(err))
+    }
+
+    fn get_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>> {
+        let owned: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        let got = self.with_bucket(bucket, |b| batch::get_many(b, &owned).map_err(err))?;
+        // The host answers in order, one entry per key asked for.
+        let mut by_key: HashMap<String, Option<Vec<u8>>> = got.into_iter().collect();
+        Ok(keys.iter().map(|k| by_key.remove(*k).flatten()).collect())
+    }
+
+    fn delete_many(&self, bucket: &str, keys: &[&str]) -> Result<()> {
+        let owned: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        self.with_bucket(bucket, |b| batch::delete_many(b, &owned).map_err(err))
+    }
+
+    fn delete(&self, bucket: &str, key: &str) -> Result<()> {
+        self.with_bucket(bucket, |b| b.delete(key).map_err(err))
+    }
+
+    fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64> {
+        self.with_bucket(bucket, |b| atomics::increment(b, key, delta).map_err(err))
+    }
+
+    /// Pages through the host's listing (its cursors are opaque) and keeps
+    /// the keys after `after`, in byte order.
+    fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        self.with_bucket(bucket, |b| {
+            let mut all = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let page = b.list_keys(cursor.as_deref()).map_err(err)?;
+                all.extend(page.keys.into_iter().filter(|k| after.is_none_or(|a| k.as_str() > a)));
+                match page.cursor {
+                    Some(c) => cursor = Some(c),
+                    None => break,
+                }
+            }
+            all.sort();
+            all.truncate(limit);
+            Ok(all)
+        })
+    }
+
+    /// Delete markers are the host's business: nothing to do from inside.
+    fn sweep(&self, _older_than_ms: u64) -> Result<usize> {
+        Ok(0)
+    }
+
+    fn close(&self) -> Result<()> {
+        self.handles.borrow_mut().clear();
+        self.buckets.borrow_mut().clear();
+        Ok(())
+    }
+
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        self.with_bucket(bucket, |b| b.get(key).map_err(err))
+    }
+
+    fn exists(&self, bucket: &str, key: &str) -> Result<bool> {
+        self.with_bucket(bucket, |b| b.exists(key).map_err(err))
+    }
+}
+
+/// One store label of the host, opened: a convenience for code that works on
+/// a single label (the router's cache, audit records).
+pub struct Bucket {
+    store: GuestStore,
+    label: String,
 }
 
 impl Bucket {
-    /// Open the store with this label (it must be in the component's
-    /// `key_value_stores`).
-    pub fn open(label: &str) -> Result<Self, Error> {
-        store::open(label).map(Bucket)
+    /// Opens `label` (it must be in the component's `key_value_stores`).
+    pub fn open(label: &str) -> Result<Self> {
+        Ok(Bucket { store: GuestStore::open(label)?, label: label.to_string() })
     }
     /// The value under `key`.
-    pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Error> {
-        self.0.get(key)
+    pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.store.get(&self.label, key)
     }
-    /// Write unconditionally.
-    pub fn set(&self, key: &str, value: &[u8]) -> Result<(), Error> {
-        self.0.set(key, value)
+    /// Writes unconditionally.
+    pub fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.store.set(&self.label, key, value)
     }
-    /// Delete (absent is fine).
-    pub fn delete(&self, key: &str) -> Result<(), Error> {
-        self.0.delete(key)
+    /// Deletes (absent is fine).
+    pub fn delete(&self, key: &str) -> Result<()> {
+        self.store.delete(&self.label, key)
     }
-    /// Whether `key` is present.
-    pub fn exists(&self, key: &str) -> Result<bool, Error> {
-        self.0.exists(key)
+    /// Atomically adds `delta` to the counter under `key`.
+    pub fn increment(&self, key: &str, delta: i64) -> Result<i64> {
+        self.store.increment(&self.label, key, delta)
     }
-    /// One page of keys and the cursor of the next.
-    pub fn list_keys(&self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), Error> {
-        let page = self.0.list_keys(cursor)?;
-        Ok((page.keys, page.cursor))
-    }
-    /// Read `key` for a later [`swap`](Bucket::swap).
-    pub fn read(&self, key: &str) -> Result<Cas, Error> {
-        atomics::Cas::new(&self.0, key).map(Cas)
-    }
-    /// Atomically add `delta` to the counter under `key`.
-    pub fn increment(&self, key: &str, delta: i64) -> Result<i64, Error> {
-        atomics::increment(&self.0, key, delta)
-    }
-    /// Write `value` if nothing wrote the key since `cas` read it.
-    pub fn swap(&self, cas: Cas, value: &[u8]) -> Result<Swap, Error> {
-        match atomics::swap(cas.0, value) {
-            Ok(()) => Ok(Swap::Done),
-            Err(atomics::CasError::CasFailed(fresh)) => Ok(Swap::Conflict(Cas(fresh))),
-            Err(atomics::CasError::StoreError(e)) => Err(e),
-        }
-    }
-    /// Values of several keys.
-    pub fn get_many(&self, keys: &[String]) -> Result<Vec<(String, Option<Vec<u8>>)>, Error> {
-        batch::get_many(&self.0, keys)
-    }
-    /// Set several keys at once.
-    pub fn set_many(&self, pairs: &[(String, Vec<u8>)]) -> Result<(), Error> {
-        batch::set_many(&self.0, pairs)
-    }
-    /// Delete several keys at once.
-    pub fn delete_many(&self, keys: &[String]) -> Result<(), Error> {
-        batch::delete_many(&self.0, keys)
-    }
-}
-
-impl Cas {
-    /// The value the handle saw (`None`: absent).
-    pub fn value(&self) -> Result<Option<Vec<u8>>, Error> {
-        self.0.current()
+    /// The store behind the label.
+    pub fn store(&self) -> &GuestStore {
+        &self.store
     }
 }

@@ -4,10 +4,11 @@
 //! so every component keeps to Spin's platform world. This crate wraps them:
 //!
 //! - [`auth`]: bearer tokens for the public components (router, REST).
-//! - [`kv`]: `wasi:keyvalue` store, atomics and batch, with the CAS handle as
-//!   a plain value and conflicts as an outcome, not an error.
-//! - [`respond`]: JSON responses and request helpers.
-//! - [`notes`]: the notes core over the host's store, clock and randomness.
+//! - [`kv`]: the host's stores (`wasi:keyvalue` store, atomics and batch) as
+//!   a [`cairn_kv::Store`], the contract the core and the conformance checks use.
+//! - [`respond`]: JSON responses, request helpers, failures as 5xx.
+//! - [`notes`]: the core's environment: the host's clock and randomness, and
+//!   the verified principal as the core's identity.
 //! - [`tool`]: the whole body of a tool component ([`tool_component!`]).
 //! - [`random_u64`] and [`variable`]: randomness and application variables.
 

@@ -1,51 +1,8 @@
-//! The notes core on the host's store: [`cairn_notes::Kv`] over
-//! `wasi:keyvalue`, and [`cairn_notes::Env`] over `wasi:clocks`/`wasi:random`.
+//! The notes core's environment inside a component: the host's clock and
+//! randomness as [`cairn_notes::Env`], and the verified principal as the
+//! core's [`cairn_notes::Identity`].
 
-use crate::kv::{Bucket, Cas, Swap, describe};
-use cairn_notes::{Env, Kv, KvError};
-
-/// The `default` store as the notes core sees it.
-pub struct GuestKv(pub Bucket);
-
-impl GuestKv {
-    /// Open the `default` store.
-    pub fn open() -> Result<Self, KvError> {
-        Bucket::open("default").map(GuestKv).map_err(|e| KvError::Store(describe(&e)))
-    }
-}
-
-fn store(e: crate::kv::Error) -> KvError {
-    KvError::Store(describe(&e))
-}
-
-impl Kv for GuestKv {
-    type Cas = Cas;
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        self.0.get(key).map_err(store)
-    }
-    fn read_cas(&self, key: &str) -> Result<(Cas, Option<Vec<u8>>), KvError> {
-        let cas = self.0.read(key).map_err(store)?;
-        let value = cas.value().map_err(store)?;
-        Ok((cas, value))
-    }
-    fn swap(&self, cas: Cas, value: Vec<u8>) -> Result<bool, KvError> {
-        match self.0.swap(cas, &value).map_err(store)? {
-            Swap::Done => Ok(true),
-            Swap::Conflict(_) => Ok(false),
-        }
-    }
-    fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
-        self.0.set(key, value).map_err(store)
-    }
-    /// One `wasi:keyvalue/batch.set-many` call: one host round trip.
-    fn set_many(&self, pairs: &[(&str, &[u8])]) -> Result<(), KvError> {
-        let owned: Vec<(String, Vec<u8>)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_vec())).collect();
-        self.0.set_many(&owned).map_err(store)
-    }
-    fn delete(&self, key: &str) -> Result<(), KvError> {
-        self.0.delete(key).map_err(store)
-    }
-}
+use cairn_notes::Env;
 
 /// The host's clock and randomness.
 pub struct HostEnv;

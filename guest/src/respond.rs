@@ -22,3 +22,14 @@ pub fn bearer(req: &spin_sdk::http::Request) -> Option<&str> {
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
+
+/// The answer to a store or host failure: 503 with `Retry-After` when trying
+/// again later may work (the store is unreachable or full), else 500. The
+/// body names the failure, never a stack.
+pub fn failure(e: &cairn_notes::Failure) -> Response {
+    let mut r = error(e.http_status(), e.code(), &e.to_string());
+    if e.http_status() == 503 {
+        r.set_header("retry-after", "1");
+    }
+    r
+}

@@ -5,9 +5,11 @@
 //! `POST /` with the `cairn-identity` header and the tool's arguments as the
 //! JSON body; the answer is the MCP `CallToolResult` (a refusal is a result
 //! with `isError: true`). 401 without a valid identity, 400 for a body that
-//! is not a JSON object, 500 when the store fails.
+//! is not a JSON object; a store failure is 503 with `Retry-After` when
+//! trying again may work (unreachable, full), else 500.
 
-use crate::notes::{GuestKv, HostEnv, identity};
+use crate::kv::GuestStore;
+use crate::notes::{HostEnv, identity};
 use crate::respond;
 use spin_sdk::http::{Method, Request, Response};
 
@@ -24,13 +26,10 @@ pub fn serve(tool: &str, req: Request) -> Response {
         Ok(serde_json::Value::Null) if req.body().is_empty() => serde_json::json!({}),
         _ => return respond::error(400, "invalid_body", "the body must be a JSON object of arguments"),
     };
-    let kv = match GuestKv::open() {
-        Ok(kv) => kv,
-        Err(e) => return respond::error(500, "store_unavailable", &e.to_string()),
-    };
-    match cairn_notes::call_tool(&kv, &mut HostEnv, &identity(&principal), tool, args) {
+    let store = GuestStore::new();
+    match cairn_notes::call_tool(&store, &mut HostEnv, &identity(&principal), tool, args) {
         Ok(result) => respond::json(200, &result),
-        Err(e) => respond::error(500, "store_failed", &e.to_string()),
+        Err(e) => respond::failure(&e),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Every built component imports only what Spin's platform world offers
 //! (read from the spin-sdk crate in the cargo registry) and what Cairn's
 //! contract in wit/ names; the check itself refuses what it must.
-use cairn::compat::{Offered, check_manifest, satisfies, spin_sdk_wit, split};
+use cairn::cmd::compat::{Offered, check_manifest, satisfies, spin_sdk_wit, split};
 use crate::harness::*;
 
 fn spin_world() -> Offered {
@@ -20,7 +20,7 @@ fn the_check_sees_key_value_imports_of_the_probe() {
     require_built(&["kv_probe.wasm"]);
     let engine = wasmtime::Engine::default();
     let (imports, exports) =
-        cairn::compat::component_interfaces(&engine, &root().join("target/wasm32-wasip2/wasm/kv_probe.wasm")).unwrap();
+        cairn::cmd::compat::component_interfaces(&engine, &root().join("target/wasm32-wasip2/wasm/kv_probe.wasm")).unwrap();
     assert!(imports.iter().any(|i| i == "wasi:keyvalue/atomics@0.2.0-draft2"), "{imports:?}");
     assert!(exports.iter().any(|e| e.starts_with("wasi:http/incoming-handler@0.2.")), "{exports:?}");
 }

@@ -12,7 +12,6 @@ mod cache;
 mod claims;
 mod compat;
 mod concurrency;
-mod experiments;
 mod kv_probe;
 mod limits;
 mod manifest;

@@ -26,8 +26,8 @@
 //! `idempotency_key`. Browser origins are refused unless allow-listed.
 
 use cairn_guest::auth::{Config, audit_refusal};
-use cairn_guest::kv::Bucket;
-use cairn_guest::notes::{GuestKv, HostEnv, identity};
+use cairn_guest::kv::{Bucket, GuestStore};
+use cairn_guest::notes::{HostEnv, identity};
 use cairn_guest::respond;
 use cairn_notes::rest::{self, RestReply};
 use serde_json::{Value, json};
@@ -61,15 +61,15 @@ fn handle(req: Request) -> Response {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let method = req.method().clone();
     let scope = match (&method, segments.as_slice()) {
-        (Method::Get, ["api", "v1", "notes", _]) => cairn_auth::scopes::READ,
+        (Method::Get, ["api", "v1", "notes", _]) => cairn_notes::scopes::READ,
         (Method::Post, ["api", "v1", "notes"])
         | (Method::Put | Method::Patch, ["api", "v1", "notes", _, "tabs", _])
-        | (Method::Post, ["api", "v1", "notes", _, "files"]) => cairn_auth::scopes::WRITE,
-        (Method::Delete, ["api", "v1", "notes", _, "tabs", _]) => cairn_auth::scopes::DELETE,
-        (Method::Get, ["api", "v1", "claims"]) => cairn_auth::scopes::READ,
+        | (Method::Post, ["api", "v1", "notes", _, "files"]) => cairn_notes::scopes::WRITE,
+        (Method::Delete, ["api", "v1", "notes", _, "tabs", _]) => cairn_notes::scopes::DELETE,
+        (Method::Get, ["api", "v1", "claims"]) => cairn_notes::scopes::READ,
         (Method::Post, ["api", "v1", "notes", _, "claims"])
         | (Method::Post, ["api", "v1", "claims", _, "renew" | "notes" | "force-release"])
-        | (Method::Delete, ["api", "v1", "claims", _]) => cairn_auth::scopes::WRITE,
+        | (Method::Delete, ["api", "v1", "claims", _]) => cairn_notes::scopes::WRITE,
         (_, ["api", "v1", "claims", ..]) => return respond::error(405, "method_not_allowed", "see the API table in the README"),
         (_, ["api", "v1", "notes", ..]) => return respond::error(405, "method_not_allowed", "see the API table in the README"),
         _ => return respond::error(404, "not_found", "no such route"),
@@ -91,10 +91,7 @@ fn handle(req: Request) -> Response {
             body["idempotency_key"] = json!(key);
         }
     }
-    let kv = match GuestKv::open() {
-        Ok(kv) => kv,
-        Err(e) => return respond::error(500, "store_unavailable", &e.to_string()),
-    };
+    let kv = GuestStore::new();
     let who = identity(&principal);
     let env = &mut HostEnv;
     let reply = match (&method, segments.as_slice()) {
@@ -117,7 +114,7 @@ fn handle(req: Request) -> Response {
     };
     match reply {
         Ok(RestReply { status, body }) => respond::json(status, &body),
-        Err(e) => respond::error(500, "store_failed", &e.to_string()),
+        Err(e) => respond::failure(&e),
     }
 }
 
@@ -130,10 +127,7 @@ fn sweep(req: &Request) -> Response {
         Some(t) if cairn_guest::constant_time_eq(t.as_bytes(), token.as_bytes()) => {}
         _ => return respond::error(401, "unauthorized", "the sweep needs the operator's sweep_token"),
     }
-    let kv = match GuestKv::open() {
-        Ok(kv) => kv,
-        Err(e) => return respond::error(500, "store_unavailable", &e.to_string()),
-    };
+    let kv = GuestStore::new();
     let mut released = serde_json::Map::new();
     for tenant in req.query().split('&').filter_map(|p| p.strip_prefix("tenant=")) {
         match cairn_notes::sweep_expired_claims(&kv, &mut HostEnv, tenant) {

@@ -22,47 +22,6 @@ pub const VERSIONS: [&str; 4] = ["2026-07-28", "2025-11-25", "2025-06-18", "2025
 const LATEST_HANDSHAKE: &str = "2025-11-25";
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
-/// The component serving each tool: the one dispatch table.
-fn component_of(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "list_notes" => "list-notes",
-        "list_note_tabs" => "list-note-tabs",
-        "read_note_tab" => "read-note-tab",
-        "read_sheet_range" => "read-sheet-range",
-        "list_note_attachments" => "list-note-attachments",
-        "edit_note_tab" => "edit-note-tab",
-        "create_note_tab" => "create-note-tab",
-        "add_note_source" => "add-note-source",
-        "claim_note" => "claim-note",
-        "renew_claim" => "renew-claim",
-        "release_claim" => "release-claim",
-        "post_claim_note" => "post-claim-note",
-        "list_claims" => "list-claims",
-        _ => return None,
-    })
-}
-
-/// The OAuth scope each tool needs.
-const SCOPES: &[(&str, &str)] = &[
-    ("list_notes", cairn_auth::scopes::READ),
-    ("list_note_tabs", cairn_auth::scopes::READ),
-    ("read_note_tab", cairn_auth::scopes::READ),
-    ("read_sheet_range", cairn_auth::scopes::READ),
-    ("list_note_attachments", cairn_auth::scopes::READ),
-    ("edit_note_tab", cairn_auth::scopes::WRITE),
-    ("create_note_tab", cairn_auth::scopes::WRITE),
-    ("add_note_source", cairn_auth::scopes::WRITE),
-    ("claim_note", cairn_auth::scopes::WRITE),
-    ("renew_claim", cairn_auth::scopes::WRITE),
-    ("release_claim", cairn_auth::scopes::WRITE),
-    ("post_claim_note", cairn_auth::scopes::WRITE),
-    ("list_claims", cairn_auth::scopes::READ),
-];
-
-fn scope_of(tool: &str) -> Option<&'static str> {
-    SCOPES.iter().find(|(t, _)| *t == tool).map(|(_, s)| *s)
-}
-
 /// A JSON-RPC error object.
 pub fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
@@ -84,7 +43,7 @@ pub fn needed_scope(m: &Value) -> Option<&'static str> {
     if m.get("method")?.as_str()? != "tools/call" {
         return None;
     }
-    scope_of(m.get("params")?.get("name")?.as_str()?)
+    cairn_notes::tools::find(m.get("params")?.get("name")?.as_str()?).map(|t| t.scope)
 }
 
 /// The 2026-07-28 headers, when present, must agree with the body.
@@ -214,12 +173,11 @@ async fn handle(m: Value, who: &Principal) -> Option<Reply> {
 
 /// `tools/list`: the core's published tools with their OAuth requirements.
 pub fn list_tools() -> Vec<Value> {
-    cairn_notes::tools()
-        .into_iter()
-        .map(|spec| {
-            let scope = scope_of(spec.name).unwrap_or(cairn_auth::scopes::WRITE);
-            let mut v = serde_json::to_value(&spec).unwrap_or(Value::Null);
-            v["securitySchemes"] = json!([{"type": "oauth2", "scopes": [scope]}]);
+    cairn_notes::tools::TOOLS
+        .iter()
+        .map(|tool| {
+            let mut v = serde_json::to_value(tool.spec()).unwrap_or(Value::Null);
+            v["securitySchemes"] = json!([{"type": "oauth2", "scopes": [tool.scope]}]);
             v
         })
         .collect()
@@ -227,7 +185,7 @@ pub fn list_tools() -> Vec<Value> {
 
 async fn call_tool(params: &Value, who: &Principal) -> Result<String, (i64, String)> {
     let name = params.get("name").and_then(Value::as_str).ok_or((INVALID_PARAMS, "params.name must be a tool name".to_string()))?;
-    let component = component_of(name).ok_or((INVALID_PARAMS, format!("unknown tool {name}")))?;
+    let tool = cairn_notes::tools::find(name).ok_or((INVALID_PARAMS, format!("unknown tool {name}")))?;
     let mut args = params.get("arguments").cloned().unwrap_or(json!({}));
     if !args.is_object() {
         return Err((INVALID_PARAMS, "params.arguments must be an object".into()));
@@ -235,7 +193,7 @@ async fn call_tool(params: &Value, who: &Principal) -> Result<String, (i64, Stri
     if let Some(a) = args.as_object_mut() {
         a.remove("_meta");
     }
-    let url = cairn_guest::variable(&format!("tool_url_{name}")).unwrap_or_else(|| format!("http://{component}.spin.internal/"));
+    let url = cairn_guest::variable(&format!("tool_url_{name}")).unwrap_or_else(|| format!("http://{}.spin.internal/", tool.component()));
     let secret = cairn_guest::variable("identity_secret").ok_or((INTERNAL_ERROR, "the identity_secret variable is not set".to_string()))?;
     let req = Request::builder()
         .method(Method::Post)

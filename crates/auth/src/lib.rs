@@ -7,7 +7,6 @@
 //!   signed with HMAC-SHA256 under a secret only components know, so nobody
 //!   outside can forge it (the token itself never travels to tools).
 //! - [`mint`]: Ed25519 keys and tokens for local use (`cairn token`, tests).
-//! - [`scopes`]: the scope names.
 //!
 //! Pure Rust, no wasm dependencies: the router and REST components and the
 //! host all use this one crate.
@@ -18,19 +17,6 @@ pub mod mint;
 
 use serde::{Deserialize, Serialize};
 
-/// Scope names.
-pub mod scopes {
-    /// Read notes and tabs.
-    pub const READ: &str = "notes:read";
-    /// Write notes and tabs, claim.
-    pub const WRITE: &str = "notes:write";
-    /// Delete notes and tabs (REST only).
-    pub const DELETE: &str = "notes:delete";
-    /// Read the audit log (REST only).
-    pub const AUDIT: &str = "audit:read";
-    /// Every scope, as advertised in the protected-resource metadata.
-    pub const ALL: [&str; 4] = [READ, WRITE, DELETE, AUDIT];
-}
 
 /// An AI agent or a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

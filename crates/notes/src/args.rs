@@ -1,14 +1,17 @@
-//! Typed tool arguments: serde with unknown fields denied, then limit checks. Every
-//! failure is an `invalid_argument` (or `too_large`) refusal naming the field.
-//! The published JSON Schemas in [`crate::tools`] state the same rules; a test keeps the
-//! two in step.
+//! What every tool's typed arguments share: the parser (serde with unknown
+//! fields denied, blame field by field), the limits, the checks, and the
+//! argument types more than one tool takes (slides, version scope, claim ids).
+//! Every failure is an `invalid_argument` (or `too_large`) refusal naming the
+//! field. Each tool's own argument struct lives in its file under
+//! [`crate::tools`], next to the JSON Schema that states the same rules; the
+//! `schema_agreement` test keeps the two in step.
 
 use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::reply::Refusal;
-use crate::store::MAX_DOC_BYTES;
+use crate::refusal::Refusal;
+
 
 /// Items per page of a listing.
 pub(crate) const MAX_LIMIT: u64 = 50;
@@ -102,7 +105,7 @@ fn missing_name(msg: &str) -> Option<&str> {
 
 /// Optional fields must be absent or a real value: an explicit `null` is refused, as the
 /// published schemas refuse it.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
 }
 
@@ -131,7 +134,7 @@ pub(crate) fn check_chars(field: &str, v: &str, min: usize, max: usize) -> Resul
     Ok(())
 }
 
-fn check_range(field: &str, v: u64, min: u64, max: u64) -> Result<(), Refusal> {
+pub(crate) fn check_range(field: &str, v: u64, min: u64, max: u64) -> Result<(), Refusal> {
     if v < min || v > max {
         return Err(Refusal::invalid(
             field,
@@ -141,11 +144,11 @@ fn check_range(field: &str, v: u64, min: u64, max: u64) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn check_key(v: &str) -> Result<(), Refusal> {
+pub(crate) fn check_key(v: &str) -> Result<(), Refusal> {
     check_chars("idempotency_key", v, 1, MAX_KEY_CHARS)
 }
 
-fn check_hash(field: &str, v: &str) -> Result<(), Refusal> {
+pub(crate) fn check_hash(field: &str, v: &str) -> Result<(), Refusal> {
     let ok = v.len() == 64
         && v.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
@@ -159,11 +162,11 @@ fn check_hash(field: &str, v: &str) -> Result<(), Refusal> {
     }
 }
 
-fn check_limit(limit: Option<u64>) -> Result<(), Refusal> {
+pub(crate) fn check_limit(limit: Option<u64>) -> Result<(), Refusal> {
     limit.map_or(Ok(()), |l| check_range("limit", l, 1, MAX_LIMIT))
 }
 
-fn check_cursor(c: &Option<String>) -> Result<(), Refusal> {
+pub(crate) fn check_cursor(c: &Option<String>) -> Result<(), Refusal> {
     c.as_deref()
         .map_or(Ok(()), |c| check_chars("cursor", c, 1, MAX_CURSOR_CHARS))
 }
@@ -208,90 +211,6 @@ pub(crate) fn check_cells(
     Ok(())
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListNotes {
-    #[serde(default, deserialize_with = "present")]
-    pub cursor: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub limit: Option<u64>,
-}
-
-impl ListNotes {
-    pub fn check(&self) -> Result<(), Refusal> {
-        check_cursor(&self.cursor)?;
-        check_limit(self.limit)
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListNoteTabs {
-    pub note_id: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ReadNoteTab {
-    pub note_id: String,
-    pub tab_id: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ReadSheetRange {
-    pub note_id: String,
-    pub tab_id: String,
-    pub start_row: u64,
-    pub start_col: u64,
-    pub num_rows: u64,
-    pub num_cols: u64,
-    #[serde(default, deserialize_with = "present")]
-    pub sheet_id: Option<String>,
-}
-
-impl ReadSheetRange {
-    pub fn check(&self) -> Result<(), Refusal> {
-        check_id("note_id", &self.note_id)?;
-        check_id("tab_id", &self.tab_id)?;
-        check_range("start_row", self.start_row, 0, MAX_ROWS - 1)?;
-        check_range("start_col", self.start_col, 0, MAX_COLS - 1)?;
-        check_range("num_rows", self.num_rows, 1, MAX_RANGE)?;
-        check_range("num_cols", self.num_cols, 1, MAX_RANGE)?;
-        self.sheet_id
-            .as_deref()
-            .map_or(Ok(()), |s| check_id("sheet_id", s))
-    }
-}
-
-/// Which attachments to list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum AttachKind {
-    Files,
-    Sources,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListNoteAttachments {
-    pub note_id: String,
-    #[serde(default, deserialize_with = "present")]
-    pub kind: Option<AttachKind>,
-    #[serde(default, deserialize_with = "present")]
-    pub limit: Option<u64>,
-    #[serde(default, deserialize_with = "present")]
-    pub cursor: Option<String>,
-}
-
-impl ListNoteAttachments {
-    pub fn check(&self) -> Result<(), Refusal> {
-        check_id("note_id", &self.note_id)?;
-        check_cursor(&self.cursor)?;
-        check_limit(self.limit)
-    }
-}
-
 /// Which version `expected_version` is compared with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -302,54 +221,6 @@ pub(crate) enum VersionScope {
     /// The tab's own version.
     Tab,
 }
-
-/// The operations of `edit_note_tab`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Operation {
-    ReplaceText,
-    ReplaceTabData,
-    SlideAdd,
-    SlidesAddOutline,
-    SheetSetRange,
-}
-
-impl Operation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::ReplaceText => "replace_text",
-            Operation::ReplaceTabData => "replace_tab_data",
-            Operation::SlideAdd => "slide_add",
-            Operation::SlidesAddOutline => "slides_add_outline",
-            Operation::SheetSetRange => "sheet_set_range",
-        }
-    }
-
-    /// The operation fields this operation requires, then those it also allows.
-    pub fn fields(self) -> (&'static [&'static str], &'static [&'static str]) {
-        match self {
-            Operation::ReplaceText => (&["text"], &[]),
-            Operation::ReplaceTabData => (&["data"], &[]),
-            Operation::SlideAdd => (&["title"], &["body", "notes"]),
-            Operation::SlidesAddOutline => (&["slides"], &[]),
-            Operation::SheetSetRange => (&["sheet_id", "start_row", "start_col", "values"], &[]),
-        }
-    }
-}
-
-/// Every operation field of `edit_note_tab`.
-pub(crate) const OPERATION_FIELDS: [&str; 10] = [
-    "text",
-    "data",
-    "title",
-    "body",
-    "notes",
-    "slides",
-    "sheet_id",
-    "start_row",
-    "start_col",
-    "values",
-];
 
 /// One slide as an agent may send it: title, body, notes and nothing else.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -400,191 +271,6 @@ pub(crate) fn check_outline(slides: &[SlideIn]) -> Result<(), Refusal> {
         check_slide(&format!("slides[{i}]"), s)?;
     }
     Ok(())
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct EditNoteTab {
-    pub note_id: String,
-    pub tab_id: String,
-    pub expected_version: u64,
-    pub idempotency_key: String,
-    pub operation: Operation,
-    #[serde(default, deserialize_with = "present")]
-    pub version_scope: Option<VersionScope>,
-    #[serde(default, deserialize_with = "present")]
-    pub base_content_hash: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub text: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub data: Option<Map<String, Value>>,
-    #[serde(default, deserialize_with = "present")]
-    pub title: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub body: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub notes: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub slides: Option<Vec<SlideIn>>,
-    #[serde(default, deserialize_with = "present")]
-    pub sheet_id: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub start_row: Option<u64>,
-    #[serde(default, deserialize_with = "present")]
-    pub start_col: Option<u64>,
-    #[serde(default, deserialize_with = "present")]
-    pub values: Option<Vec<Vec<Value>>>,
-}
-
-impl EditNoteTab {
-    fn has(&self, field: &str) -> bool {
-        match field {
-            "text" => self.text.is_some(),
-            "data" => self.data.is_some(),
-            "title" => self.title.is_some(),
-            "body" => self.body.is_some(),
-            "notes" => self.notes.is_some(),
-            "slides" => self.slides.is_some(),
-            "sheet_id" => self.sheet_id.is_some(),
-            "start_row" => self.start_row.is_some(),
-            "start_col" => self.start_col.is_some(),
-            "values" => self.values.is_some(),
-            _ => false,
-        }
-    }
-
-    pub fn scope(&self) -> VersionScope {
-        self.version_scope.unwrap_or_default()
-    }
-
-    pub fn check(&self) -> Result<(), Refusal> {
-        check_id("note_id", &self.note_id)?;
-        check_id("tab_id", &self.tab_id)?;
-        check_key(&self.idempotency_key)?;
-        if let Some(h) = &self.base_content_hash {
-            check_hash("base_content_hash", h)?;
-        }
-        let op = self.operation.as_str();
-        let (required, optional) = self.operation.fields();
-        for f in required {
-            if !self.has(f) {
-                return Err(Refusal::invalid(
-                    f,
-                    format!("{f} is required by operation {op}"),
-                ));
-            }
-        }
-        for f in OPERATION_FIELDS {
-            if self.has(f) && !required.contains(&f) && !optional.contains(&f) {
-                return Err(Refusal::invalid(
-                    f,
-                    format!("{f} is not used by operation {op}"),
-                ));
-            }
-        }
-        if let Some(t) = &self.text
-            && t.len() > MAX_DOC_BYTES
-        {
-            return Err(Refusal::too_large(
-                "text",
-                format!(
-                    "text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes",
-                    t.len()
-                ),
-            ));
-        }
-        if let Some(t) = &self.title {
-            check_chars("title", t, 0, MAX_SLIDE_TITLE_CHARS)?;
-        }
-        if let Some(b) = &self.body {
-            check_chars("body", b, 0, MAX_SLIDE_TEXT_CHARS)?;
-        }
-        if let Some(n) = &self.notes {
-            check_chars("notes", n, 0, MAX_SLIDE_TEXT_CHARS)?;
-        }
-        if let Some(s) = &self.slides {
-            check_outline(s)?;
-        }
-        if let Some(s) = &self.sheet_id {
-            check_id("sheet_id", s)?;
-        }
-        if let Some(r) = self.start_row {
-            check_range("start_row", r, 0, MAX_ROWS - 1)?;
-        }
-        if let Some(c) = self.start_col {
-            check_range("start_col", c, 0, MAX_COLS - 1)?;
-        }
-        if let Some(v) = &self.values {
-            if v.is_empty() {
-                return Err(Refusal::invalid(
-                    "values",
-                    "values must hold at least one row",
-                ));
-            }
-            check_cells("values", v, MAX_SET_ROWS)?;
-        }
-        Ok(())
-    }
-}
-
-/// The tab types `create_note_tab` can make.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum NewTabType {
-    Slides,
-    Sheet,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CreateNoteTab {
-    pub note_id: String,
-    pub expected_version: u64,
-    pub idempotency_key: String,
-    pub tab_type: NewTabType,
-    #[serde(default, deserialize_with = "present")]
-    pub label: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub slides: Option<Vec<SlideIn>>,
-}
-
-impl CreateNoteTab {
-    pub fn check(&self) -> Result<(), Refusal> {
-        check_id("note_id", &self.note_id)?;
-        check_key(&self.idempotency_key)?;
-        if let Some(l) = &self.label {
-            check_chars("label", l, 1, MAX_LABEL_CHARS)?;
-        }
-        if let Some(s) = &self.slides {
-            if self.tab_type != NewTabType::Slides {
-                return Err(Refusal::invalid(
-                    "slides",
-                    "slides is only used with tab_type slides",
-                ));
-            }
-            check_outline(s)?;
-        }
-        Ok(())
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct AddNoteSource {
-    pub note_id: String,
-    pub expected_version: u64,
-    pub idempotency_key: String,
-    pub title: String,
-    pub url: String,
-}
-
-impl AddNoteSource {
-    pub fn check(&self) -> Result<(), Refusal> {
-        check_id("note_id", &self.note_id)?;
-        check_key(&self.idempotency_key)?;
-        check_chars("title", &self.title, 1, MAX_SOURCE_TITLE_CHARS)?;
-        check_chars("url", &self.url, 1, MAX_URL_CHARS)
-    }
 }
 
 /// Claim ttl bounds and default, in seconds.
@@ -640,74 +326,3 @@ pub(crate) fn parse_claim_id(id: &str) -> Result<ClaimRef, Refusal> {
     })
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ClaimNoteArgs {
-    pub note_id: String,
-    #[serde(default, deserialize_with = "present")]
-    pub tab_id: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    pub ttl_seconds: Option<u64>,
-}
-
-impl ClaimNoteArgs {
-    pub fn check(&self) -> Result<(), Refusal> {
-        check_id("note_id", &self.note_id)?;
-        if let Some(t) = &self.tab_id {
-            check_id("tab_id", t)?;
-        }
-        check_ttl(self.ttl_seconds)
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RenewClaimArgs {
-    pub claim_id: String,
-    #[serde(default, deserialize_with = "present")]
-    pub ttl_seconds: Option<u64>,
-}
-
-impl RenewClaimArgs {
-    pub fn check(&self) -> Result<ClaimRef, Refusal> {
-        let r = parse_claim_id(&self.claim_id)?;
-        check_ttl(self.ttl_seconds)?;
-        Ok(r)
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ReleaseClaimArgs {
-    pub claim_id: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct PostClaimNoteArgs {
-    pub claim_id: String,
-    pub text: String,
-}
-
-impl PostClaimNoteArgs {
-    pub fn check(&self) -> Result<ClaimRef, Refusal> {
-        let r = parse_claim_id(&self.claim_id)?;
-        check_chars("text", &self.text, 1, MAX_CLAIM_NOTE_CHARS)?;
-        Ok(r)
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListClaimsArgs {
-    #[serde(default, deserialize_with = "present")]
-    pub note_id: Option<String>,
-}
-
-impl ListClaimsArgs {
-    pub fn check(&self) -> Result<(), Refusal> {
-        self.note_id
-            .as_deref()
-            .map_or(Ok(()), |n| check_id("note_id", n))
-    }
-}

@@ -22,20 +22,15 @@
 
 use serde_json::{Value, json};
 
-use crate::args::{
-    ClaimNoteArgs, ClaimRef, DEFAULT_TTL_SECONDS, ListClaimsArgs, PostClaimNoteArgs,
-    ReleaseClaimArgs, RenewClaimArgs, parse, parse_claim_id,
-};
-use crate::claim_store::{
-    Record, actor_str, claim_audit_key, drop_lapsed, index_lower, note_ended, put_record,
-    read_index, write_expired,
-};
+use crate::args::{ClaimRef, DEFAULT_TTL_SECONDS, parse_claim_id};
+use crate::claim_audit::{Record, actor_str, note_ended, put_record};
+use crate::claim_index::{index_lower, read_index};
 use crate::env::{ActorType, Env, Identity, Role};
-use crate::kv::{Kv, TenantKv};
+use crate::head::{Decision, Limit, Reader, is_busy, load_head, transact, visible_head};
+use crate::keys;
+use crate::kv::TenantKv;
 use crate::model::{Claim, ClaimNote, Head, TabKind, Who, base36, rand8, rfc3339, sha_hex};
-use crate::reply::{Fail, NOTICE, Out, Refusal};
-use crate::store::{load_head, note_key, visible_head};
-use crate::txn::{MAX_ATTEMPTS, swap_head};
+use crate::refusal::{Code, NOTICE, Out, Refusal};
 
 /// Claim notes kept per claim (older ones are dropped when a new one is posted).
 pub(crate) const NOTES_PER_CLAIM: usize = 10;
@@ -82,7 +77,7 @@ pub(crate) fn conflict(head: &Head, c: &Claim, what: &str) -> Refusal {
         None => format!("note {}", head.note_id),
     };
     Refusal::new(
-        "claim_conflict",
+        Code::ClaimConflict,
         format!(
             "{what}: {target} is claimed by {} ({}) until {}",
             c.holder.name,
@@ -118,81 +113,63 @@ fn view(note_id: &str, c: &Claim, renewed: bool) -> Value {
 /// What one attempt of a claim operation decided.
 enum Step {
     /// Commit the changed head; `index_due` is the expiry of a newly granted claim.
-    Commit {
-        result: Value,
-        audit: Value,
-        index_due: Option<u64>,
-    },
+    Commit { result: Value, audit: Value, index_due: Option<u64> },
     /// Answer without changing the head (lapsed claims are still dropped if any).
     Answer { result: Value, audit: Value },
     /// Refuse; the record is written best effort (a refusal has no commit to join).
-    Refuse {
-        refusal: Refusal,
-        audit: Option<Value>,
-    },
+    Refuse { refusal: Refusal, audit: Option<Value> },
 }
 
-/// Runs a claim operation on the head of `note_id` as one CAS (bounded retries).
+const CLAIM_LIMIT: Limit = Limit {
+    field: "text",
+    message: "the note head would exceed the store's value limit; release claims or post shorter notes",
+};
+
+/// Runs a claim operation on the head of `note_id` as one [`transact`], with its audit
+/// record.
 ///
 /// Time and the operation's audit key are fixed before the first attempt: a retried
 /// attempt writes the same key (and, for the same outcome, the same bytes), so the record
 /// left there is the operation's final outcome.
-fn claim_txn<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
+fn claim_txn(
+    kv: &TenantKv,
+    env: &mut dyn Env,
     who: &Identity,
     note_id: &str,
     mut op: impl FnMut(&mut Head, u64) -> Out<Step>,
 ) -> Out<Value> {
     let now = env.now_us();
-    let audit_key = claim_audit_key(note_id, now, &rand8(env));
-    let key = note_key(note_id);
-    for _ in 0..MAX_ATTEMPTS {
-        let (cas, raw) = kv.read_cas(&key)?;
-        let Some(raw) = raw else {
-            return Err(Refusal::not_found("note").into());
-        };
-        let mut head = visible_head(&raw, who)?;
-        let expired = drop_lapsed(&mut head, now);
-        let (result, audit, index_due) = match op(&mut head, now)? {
-            Step::Refuse { refusal, audit } => {
-                if let Some(a) = audit {
-                    let _ = put_record(kv, &audit_key, &a);
-                }
-                return Err(refusal.into());
+    let audit_key = keys::claim_audit(note_id, now, &rand8(env));
+    let busy = "the note is busy with other writes; nothing changed";
+    let out = transact(kv, note_id, Reader::Caller(who), now, &CLAIM_LIMIT, busy, |head, _| match op(head, now)? {
+        Step::Refuse { refusal, audit } => {
+            if let Some(a) = audit {
+                let _ = put_record(kv, &audit_key, &a);
             }
-            Step::Answer { result, audit } if expired.is_empty() => {
-                put_record(kv, &audit_key, &audit)?;
-                return Ok(result);
+            Err(refusal.into())
+        }
+        Step::Answer { result, audit } => {
+            put_record(kv, &audit_key, &audit)?;
+            Ok(Decision::Answer(result))
+        }
+        Step::Commit { result, audit, index_due } => {
+            if let Some(due) = index_due
+                && head.claims_due.is_none_or(|d| due < d)
+            {
+                index_lower(kv, note_id, due)?;
+                head.claims_due = Some(head.claims_due.map_or(due, |d| d.min(due)));
             }
-            Step::Answer { result, audit } => (result, audit, None),
-            Step::Commit {
-                result,
-                audit,
-                index_due,
-            } => (result, audit, index_due),
-        };
-        if let Some(due) = index_due
-            && head.claims_due.is_none_or(|d| due < d)
-        {
-            index_lower(kv, note_id, due)?;
-            head.claims_due = Some(head.claims_due.map_or(due, |d| d.min(due)));
+            put_record(kv, &audit_key, &audit)?;
+            Ok(Decision::Commit(result))
         }
-        write_expired(kv, note_id, &expired)?;
-        put_record(kv, &audit_key, &audit)?;
-        let full = "the note head would exceed the store's value limit; release claims or post shorter notes";
-        if swap_head(kv, cas, &mut head, "text", full)? {
-            return Ok(result);
-        }
+    });
+    if is_busy(&out) {
+        let gave_up = json!({"event": "refused", "error": "busy", "note_id": note_id, "at": rfc3339(now),
+            "at_us": now, "by": {"subject": who.subject, "name": Who::of(who).name,
+            "actor_type": actor_str(who.actor_type)}});
+        let _ = put_record(kv, &audit_key, &gave_up);
     }
-    let gave_up = json!({"event": "refused", "error": "busy", "note_id": note_id, "at": rfc3339(now),
-        "at_us": now, "by": {"subject": who.subject, "name": Who::of(who).name,
-        "actor_type": actor_str(who.actor_type)}});
-    let _ = put_record(kv, &audit_key, &gave_up);
-    Err(Fail::Refused(Refusal::new(
-        "busy",
-        "the note is busy with other writes; nothing changed",
-    )))
+    out
 }
 
 fn record<'a>(
@@ -220,9 +197,9 @@ pub(crate) struct Claimed {
 }
 
 /// Claims a note (`tab_id: None`) or one of its tabs for `ttl_seconds`.
-pub(crate) fn claim<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
+pub(crate) fn claim(
+    kv: &TenantKv,
+    env: &mut dyn Env,
     who: &Identity,
     note_id: &str,
     tab_id: Option<&str>,
@@ -342,7 +319,7 @@ fn issued(head: &Head, r: &ClaimRef) -> bool {
 
 /// The not_found of a claim that is not live (never issued, released or lapsed).
 fn gone(head: &Head, r: &ClaimRef) -> Refusal {
-    let refusal = Refusal::new("not_found", "claim not found: it is not live in this note");
+    let refusal = Refusal::new(Code::NotFound, "claim not found: it is not live in this note");
     if issued(head, r) {
         refusal.with_next_step(NEXT_STEP_GONE)
     } else {
@@ -353,7 +330,7 @@ fn gone(head: &Head, r: &ClaimRef) -> Refusal {
 /// The `forbidden` refusal for a claim someone else holds.
 fn not_yours(head: &Head, c: &Claim, what: &str) -> Refusal {
     Refusal::new(
-        "forbidden",
+        Code::Forbidden,
         format!(
             "only the holder may {what} claim {}; it is held by {} ({}) until {}",
             c.claim_id,
@@ -370,9 +347,9 @@ fn not_yours(head: &Head, c: &Claim, what: &str) -> Refusal {
 }
 
 /// Extends a live claim the caller holds to now + ttl (default: the claim's own ttl).
-pub(crate) fn renew<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
+pub(crate) fn renew(
+    kv: &TenantKv,
+    env: &mut dyn Env,
     who: &Identity,
     claim_id: &str,
     r: &ClaimRef,
@@ -445,9 +422,9 @@ fn refused_gone(
 
 /// Releases a claim: by its holder, or `forced` by a human admin (checked by the caller).
 /// Releasing a claim that already ended answers `already_released: true`.
-pub(crate) fn release<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
+pub(crate) fn release(
+    kv: &TenantKv,
+    env: &mut dyn Env,
     who: &Identity,
     claim_id: &str,
     r: &ClaimRef,
@@ -527,9 +504,9 @@ pub(crate) fn release<K: Kv, E: Env>(
 }
 
 /// Posts an ephemeral note on a live claim the caller holds.
-pub(crate) fn post_note<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
+pub(crate) fn post_note(
+    kv: &TenantKv,
+    env: &mut dyn Env,
     who: &Identity,
     claim_id: &str,
     r: &ClaimRef,
@@ -595,16 +572,16 @@ pub(crate) fn post_note<K: Kv, E: Env>(
 }
 
 /// Force-releases someone's claim: human admins only (a role check, never a scope).
-pub(crate) fn force_release<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
+pub(crate) fn force_release(
+    kv: &TenantKv,
+    env: &mut dyn Env,
     who: &Identity,
     claim_id: &str,
 ) -> Out<Value> {
     let r = parse_claim_id(claim_id)?;
     if who.role != Role::Admin || who.actor_type != ActorType::Human {
         // Best effort, and only under a note that exists in the caller's tenant.
-        if let Ok(Some(_)) = kv.get(&note_key(&r.note_id)) {
+        if let Ok(Some(_)) = kv.get(&keys::note(&r.note_id)) {
             let now = env.now_us();
             let rec = Record {
                 event: "refused",
@@ -615,10 +592,10 @@ pub(crate) fn force_release<K: Kv, E: Env>(
                 by: Some(who),
             }
             .json(json!({"error": "forbidden", "claim_id": claim_id}));
-            let _ = put_record(kv, &claim_audit_key(&r.note_id, now, &rand8(env)), &rec);
+            let _ = put_record(kv, &keys::claim_audit(&r.note_id, now, &rand8(env)), &rec);
         }
         return Err(Refusal::new(
-            "forbidden",
+            Code::Forbidden,
             "only a human with the admin role may force-release a claim",
         )
         .with_next_step(
@@ -662,8 +639,8 @@ fn board_item(head: &Head, c: &Claim, who: &Identity) -> Value {
 
 /// The presence board: live claims of the caller's tenant (of one note, or of every note
 /// the caller may see), never a lapsed one.
-pub(crate) fn board<K: Kv>(
-    kv: &TenantKv<K>,
+pub(crate) fn board(
+    kv: &TenantKv,
     who: &Identity,
     now: u64,
     note_id: Option<&str>,
@@ -687,10 +664,10 @@ pub(crate) fn board<K: Kv>(
         }
         None => {
             for n in read_index(kv)?.notes.keys() {
-                let Some(raw) = kv.get(&note_key(n))? else {
+                let Some(raw) = kv.get(&keys::note(n))? else {
                     continue;
                 };
-                let Ok(head) = visible_head(&raw, who) else {
+                let Ok(head) = visible_head(&raw, Reader::Caller(who)) else {
                     continue;
                 };
                 if !add(&head, who, now, &mut items) {
@@ -708,68 +685,3 @@ pub(crate) fn board<K: Kv>(
     }))
 }
 
-// The tools.
-
-pub(crate) fn claim_note<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
-    who: &Identity,
-    args: Value,
-) -> Out<Value> {
-    let a: ClaimNoteArgs = parse(args)?;
-    a.check()?;
-    let c = claim(
-        kv,
-        env,
-        who,
-        &a.note_id,
-        a.tab_id.as_deref(),
-        a.ttl_seconds,
-        "claim_note",
-    )?;
-    Ok(c.result)
-}
-
-pub(crate) fn renew_claim<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
-    who: &Identity,
-    args: Value,
-) -> Out<Value> {
-    let a: RenewClaimArgs = parse(args)?;
-    let r = a.check()?;
-    renew(kv, env, who, &a.claim_id, &r, a.ttl_seconds, "renew_claim")
-}
-
-pub(crate) fn release_claim<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
-    who: &Identity,
-    args: Value,
-) -> Out<Value> {
-    let a: ReleaseClaimArgs = parse(args)?;
-    let r = parse_claim_id(&a.claim_id)?;
-    release(kv, env, who, &a.claim_id, &r, false, "release_claim")
-}
-
-pub(crate) fn post_claim_note<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
-    who: &Identity,
-    args: Value,
-) -> Out<Value> {
-    let a: PostClaimNoteArgs = parse(args)?;
-    let r = a.check()?;
-    post_note(kv, env, who, &a.claim_id, &r, &a.text, "post_claim_note")
-}
-
-pub(crate) fn list_claims<K: Kv>(
-    kv: &TenantKv<K>,
-    who: &Identity,
-    now: u64,
-    args: Value,
-) -> Out<Value> {
-    let a: ListClaimsArgs = parse(args)?;
-    a.check()?;
-    board(kv, who, now, a.note_id.as_deref())
-}

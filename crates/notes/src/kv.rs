@@ -1,271 +1,113 @@
-//! The storage abstraction: the [`Kv`] trait, its failure type [`KvError`], an in-memory
-//! store [`MemKv`] for tests and benchmarks, and [`TenantKv`], the only way tool code
-//! reaches a store (every key gets the `t/<tenant>/` prefix).
+//! [`TenantKv`]: the only way the core reaches a store. Every key gets the
+//! tenant's prefix ([`crate::keys::tenant_prefix`]), so no tool can build an
+//! unprefixed key; every read and write goes to the `default` bucket.
 
-use std::collections::BTreeMap;
-use std::fmt;
-use std::sync::Mutex;
+use cairn_kv::{Observed, Read, Store, Swap};
 
-/// Longest key a store accepts, in bytes (Spin's documented limit).
-pub const MAX_KEY_BYTES: usize = 256;
-/// Largest value a store accepts, in bytes (Spin's documented limit).
-pub const MAX_VALUE_BYTES: usize = 1_000_000;
+use crate::keys::{tenant_prefix, valid_tenant};
+use crate::refusal::Failure;
 
-/// A key-value store with compare-and-swap.
-///
-/// The core never relies on `swap` comparing versions correctly: every record it swaps
-/// carries its own increasing version, so a store that compares values behaves the same.
-pub trait Kv {
-    /// A handle from a read, consumed by [`Kv::swap`].
-    type Cas;
-    /// Reads a key.
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError>;
-    /// Reads a key and returns a handle for a later conditional write.
-    fn read_cas(&self, key: &str) -> Result<(Self::Cas, Option<Vec<u8>>), KvError>;
-    /// true = swapped; false = someone wrote since the read (conflict). Never report a lost
-    /// swap as true.
-    fn swap(&self, cas: Self::Cas, value: Vec<u8>) -> Result<bool, KvError>;
-    /// Writes a key unconditionally.
-    fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError>;
-    /// Writes several keys unconditionally. A backend may do it in one round trip
-    /// or transaction; the core only batches immutable records written before a CAS,
-    /// so it never relies on the batch being atomic.
-    fn set_many(&self, pairs: &[(&str, &[u8])]) -> Result<(), KvError> {
-        for (k, v) in pairs {
-            self.set(k, v)?;
-        }
-        Ok(())
-    }
-    /// Deletes a key (absent is fine).
-    fn delete(&self, key: &str) -> Result<(), KvError>;
-}
+/// The bucket holding notes (the Spin store label `default`).
+pub const BUCKET: &str = "default";
 
-/// A host or store failure. Not a domain refusal: those are tool results.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KvError {
-    /// The backend failed (I/O, connection, host error), with its message.
-    Store(String),
-    /// A key longer than [`MAX_KEY_BYTES`] reached the store (a bug in the caller).
-    KeyTooLong(usize),
-    /// A value larger than [`MAX_VALUE_BYTES`] reached the store (a bug in the caller).
-    ValueTooLarge(usize),
-    /// A stored record could not be decoded or a referenced blob is missing.
-    Corrupt(String),
-}
-
-impl fmt::Display for KvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KvError::Store(m) => write!(f, "store failure: {m}"),
-            KvError::KeyTooLong(n) => write!(f, "key of {n} bytes exceeds {MAX_KEY_BYTES}"),
-            KvError::ValueTooLarge(n) => write!(f, "value of {n} bytes exceeds {MAX_VALUE_BYTES}"),
-            KvError::Corrupt(m) => write!(f, "corrupt record: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for KvError {}
-
-fn check_key(key: &str) -> Result<(), KvError> {
-    if key.len() > MAX_KEY_BYTES {
-        return Err(KvError::KeyTooLong(key.len()));
-    }
-    Ok(())
-}
-
-fn check_value(value: &[u8]) -> Result<(), KvError> {
-    if value.len() > MAX_VALUE_BYTES {
-        return Err(KvError::ValueTooLarge(value.len()));
-    }
-    Ok(())
-}
-
-#[derive(Default)]
-struct MemState {
-    map: BTreeMap<String, (u64, Vec<u8>)>,
-    stamp: u64,
-    lose_swaps: u32,
-    reads: Vec<String>,
-}
-
-/// An in-memory store keeping a write stamp per key: `swap` succeeds only if the key was
-/// not written since the read (create-if-absent on an absent key). For tests and benchmarks.
-#[derive(Default)]
-pub struct MemKv {
-    state: Mutex<MemState>,
-}
-
-/// The [`Kv::Cas`] handle of [`MemKv`]: the key and the stamp it had when read.
-pub struct MemCas {
-    key: String,
-    stamp: Option<u64>,
-}
-
-impl MemKv {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, MemState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Every key with its value, in key order (to check that nothing was written).
-    pub fn dump(&self) -> Vec<(String, Vec<u8>)> {
-        self.lock()
-            .map
-            .iter()
-            .map(|(k, (_, v))| (k.clone(), v.clone()))
-            .collect()
-    }
-
-    /// The size of the largest stored value, in bytes.
-    pub fn max_value_len(&self) -> usize {
-        self.lock()
-            .map
-            .values()
-            .map(|(_, v)| v.len())
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// Makes the next `n` swaps fail as if another writer had written in between.
-    pub fn lose_next_swaps(&self, n: u32) {
-        self.lock().lose_swaps = n;
-    }
-
-    /// Returns and clears the keys read (by `get` or `read_cas`) since the last call.
-    pub fn take_reads(&self) -> Vec<String> {
-        std::mem::take(&mut self.lock().reads)
-    }
-}
-
-impl Kv for MemKv {
-    type Cas = MemCas;
-
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        check_key(key)?;
-        let mut s = self.lock();
-        s.reads.push(key.to_string());
-        Ok(s.map.get(key).map(|(_, v)| v.clone()))
-    }
-
-    fn read_cas(&self, key: &str) -> Result<(MemCas, Option<Vec<u8>>), KvError> {
-        check_key(key)?;
-        let mut s = self.lock();
-        s.reads.push(key.to_string());
-        let (stamp, value) = match s.map.get(key) {
-            Some((st, v)) => (Some(*st), Some(v.clone())),
-            None => (None, None),
-        };
-        Ok((
-            MemCas {
-                key: key.to_string(),
-                stamp,
-            },
-            value,
-        ))
-    }
-
-    fn swap(&self, cas: MemCas, value: Vec<u8>) -> Result<bool, KvError> {
-        check_value(&value)?;
-        let mut s = self.lock();
-        if s.lose_swaps > 0 {
-            s.lose_swaps -= 1;
-            return Ok(false);
-        }
-        if s.map.get(&cas.key).map(|(st, _)| *st) != cas.stamp {
-            return Ok(false);
-        }
-        s.stamp += 1;
-        let stamp = s.stamp;
-        s.map.insert(cas.key, (stamp, value));
-        Ok(true)
-    }
-
-    fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
-        check_key(key)?;
-        check_value(value)?;
-        let mut s = self.lock();
-        s.stamp += 1;
-        let stamp = s.stamp;
-        s.map.insert(key.to_string(), (stamp, value.to_vec()));
-        Ok(())
-    }
-
-    fn delete(&self, key: &str) -> Result<(), KvError> {
-        check_key(key)?;
-        self.lock().map.remove(key);
-        Ok(())
-    }
-}
-
-/// Tenant ids: `[a-z0-9_-]{1,64}`.
-pub fn valid_tenant(tenant: &str) -> bool {
-    (1..=64).contains(&tenant.len())
-        && tenant
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-}
-
-/// A view of a store confined to one tenant: every key is prefixed with `t/<tenant>/`,
-/// and keys and values are checked against the store's limits before they reach it.
-pub struct TenantKv<'a, K: Kv> {
-    kv: &'a K,
+/// A store confined to one tenant.
+pub struct TenantKv<'a> {
+    store: &'a dyn Store,
     prefix: String,
 }
 
-impl<'a, K: Kv> TenantKv<'a, K> {
-    /// Wraps `kv` for `tenant`; `None` if the tenant id is not `[a-z0-9_-]{1,64}`.
-    pub fn new(kv: &'a K, tenant: &str) -> Option<Self> {
-        valid_tenant(tenant).then(|| TenantKv {
-            kv,
-            prefix: format!("t/{tenant}/"),
-        })
+/// A read of a key for a later [`TenantKv::swap`].
+pub(crate) struct Held {
+    pub value: Option<Vec<u8>>,
+    pub observed: Observed,
+}
+
+impl From<Read> for Held {
+    fn from(r: Read) -> Self {
+        Held { value: r.value, observed: r.observed }
+    }
+}
+
+impl<'a> TenantKv<'a> {
+    /// `store` seen by `tenant`; `None` if the tenant id is not `[a-z0-9_-]{1,64}`.
+    pub fn new(store: &'a dyn Store, tenant: &str) -> Option<Self> {
+        valid_tenant(tenant).then(|| TenantKv { store, prefix: tenant_prefix(tenant) })
     }
 
-    fn key(&self, key: &str) -> Result<String, KvError> {
-        let full = format!("{}{key}", self.prefix);
-        check_key(&full)?;
-        Ok(full)
+    fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
     }
 
-    /// See [`Kv::get`].
-    pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        self.kv.get(&self.key(key)?)
+    pub(crate) fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Failure> {
+        Ok(self.store.get(BUCKET, &self.key(key))?)
     }
 
-    /// See [`Kv::read_cas`].
-    pub fn read_cas(&self, key: &str) -> Result<(K::Cas, Option<Vec<u8>>), KvError> {
-        self.kv.read_cas(&self.key(key)?)
+    pub(crate) fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, Failure> {
+        let full: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        Ok(self.store.get_many(BUCKET, &refs)?)
     }
 
-    /// See [`Kv::swap`].
-    pub fn swap(&self, cas: K::Cas, value: Vec<u8>) -> Result<bool, KvError> {
-        check_value(&value)?;
-        self.kv.swap(cas, value)
+    pub(crate) fn read(&self, key: &str) -> Result<Held, Failure> {
+        Ok(self.store.read(BUCKET, &self.key(key))?.into())
     }
 
-    /// See [`Kv::set`].
-    pub fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
-        check_value(value)?;
-        self.kv.set(&self.key(key)?, value)
-    }
-
-    /// See [`Kv::set_many`].
-    pub fn set_many(&self, pairs: &[(String, Vec<u8>)]) -> Result<(), KvError> {
-        let mut full = Vec::with_capacity(pairs.len());
-        for (k, v) in pairs {
-            check_value(v)?;
-            full.push((self.key(k)?, v.as_slice()));
+    /// `Ok(None)`: written. `Ok(Some(fresh))`: someone wrote since the read.
+    pub(crate) fn swap(&self, key: &str, observed: Observed, value: &[u8]) -> Result<Option<Held>, Failure> {
+        match self.store.swap(BUCKET, &self.key(key), observed, value)? {
+            Swap::Done => Ok(None),
+            Swap::Failed(fresh) => Ok(Some(fresh.into())),
         }
-        let refs: Vec<(&str, &[u8])> = full.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        self.kv.set_many(&refs)
     }
 
-    /// See [`Kv::delete`].
-    pub fn delete(&self, key: &str) -> Result<(), KvError> {
-        self.kv.delete(&self.key(key)?)
+    pub(crate) fn set(&self, key: &str, value: &[u8]) -> Result<(), Failure> {
+        Ok(self.store.set(BUCKET, &self.key(key), value)?)
+    }
+
+    /// Several immutable records in one call (one `wasi:keyvalue/batch` call in components).
+    pub(crate) fn set_many(&self, pairs: &[(String, Vec<u8>)]) -> Result<(), Failure> {
+        let full: Vec<(String, &[u8])> = pairs.iter().map(|(k, v)| (self.key(k), v.as_slice())).collect();
+        let refs: Vec<(&str, &[u8])> = full.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        Ok(self.store.set_many(BUCKET, &refs)?)
+    }
+}
+
+pub use cairn_kv::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_kv::memory::MemoryStore;
+
+    #[test]
+    fn the_tenant_prefix_counts_toward_the_key_limit() {
+        let store = MemoryStore::new();
+        let t = TenantKv::new(&store, "acme").unwrap();
+        let fits = "k".repeat(MAX_KEY_BYTES - "t/acme/".len());
+        t.set(&fits, b"x").unwrap();
+        assert_eq!(store.get(BUCKET, &format!("t/acme/{fits}")).unwrap().as_deref(), Some(&b"x"[..]));
+        let over = format!("{fits}k");
+        assert!(matches!(
+            t.set(&over, b"x"),
+            Err(Failure::Store(cairn_kv::Error::KeyTooLong { len })) if len == MAX_KEY_BYTES + 1
+        ));
+    }
+
+    #[test]
+    fn tenant_kv_prefixes_keys_and_keeps_tenants_apart() {
+        let kv = MemoryStore::new();
+        let a = TenantKv::new(&kv, "a").unwrap();
+        let b = TenantKv::new(&kv, "b").unwrap();
+        a.set("note/x", b"A").unwrap();
+        assert_eq!(b.get("note/x").unwrap(), None);
+        assert_eq!(kv.get(BUCKET, "t/a/note/x").unwrap(), Some(b"A".to_vec()));
+    }
+
+    #[test]
+    fn tenant_ids_outside_the_alphabet_get_no_view() {
+        let store = MemoryStore::new();
+        for bad in ["", "Acme", "a/b", "a.b", &"a".repeat(65)] {
+            assert!(TenantKv::new(&store, bad).is_none(), "{bad:?}");
+        }
     }
 }

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::env::{ActorType, Env, Identity};
-use crate::kv::KvError;
+use crate::refusal::Failure;
 
 /// The kind of a tab. `markdown`, `files` and `sources` exist once per note with fixed ids;
 /// `slides` and `sheet` tabs are created on demand.
@@ -269,8 +269,8 @@ pub(crate) fn encode<T: Serialize>(v: &T) -> Vec<u8> {
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(
     what: &str,
     bytes: &[u8],
-) -> Result<T, KvError> {
-    serde_json::from_slice(bytes).map_err(|e| KvError::Corrupt(format!("{what}: {e}")))
+) -> Result<T, Failure> {
+    serde_json::from_slice(bytes).map_err(|e| Failure::Corrupt(format!("{what}: {e}")))
 }
 
 /// `n` in base 36, lower case.
@@ -289,14 +289,14 @@ pub(crate) fn base36(mut n: u64) -> String {
 }
 
 /// Eight random base-36 characters.
-pub(crate) fn rand8(env: &mut impl Env) -> String {
+pub(crate) fn rand8(env: &mut dyn Env) -> String {
     let s = base36(env.random_u64());
     let s = format!("{s:0>8}");
     s[s.len() - 8..].to_string()
 }
 
 /// A new note id: `note-<time>-<random>` (unique: no two writers create the same head key).
-pub(crate) fn new_note_id(env: &mut impl Env) -> String {
+pub(crate) fn new_note_id(env: &mut dyn Env) -> String {
     let now = env.now_us();
     format!("note-{}-{}{}", base36(now), rand8(env), rand8(env))
 }
@@ -331,6 +331,18 @@ pub(crate) fn tab_provenance(t: &Tab) -> Value {
         "updated_at": rfc3339(t.updated_at),
         "updated_by": t.updated_by.label(),
         "content_hash": t.content_hash,
+    })
+}
+
+/// The listing form of a tab (`list_note_tabs`, REST note reads).
+pub(crate) fn tab_summary(t: &Tab) -> Value {
+    json!({
+        "tab_id": t.id,
+        "type": t.kind.as_str(),
+        "label": t.label,
+        "tab_version": t.version,
+        "content_hash": t.content_hash,
+        "provenance": tab_provenance(t),
     })
 }
 

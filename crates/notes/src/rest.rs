@@ -26,22 +26,23 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use cairn_kv::Store;
+
 use crate::args::{
-    MAX_CLAIM_NOTE_CHARS, MAX_KEY_CHARS, MAX_LABEL_CHARS, MAX_NOTE_TITLE_CHARS, VersionScope, check_chars, check_id,
-    ClaimRef, check_ttl, parse, parse_claim_id,
+    ClaimRef, MAX_CLAIM_NOTE_CHARS, MAX_KEY_CHARS, MAX_LABEL_CHARS, MAX_NOTE_TITLE_CHARS, VersionScope, check_chars,
+    check_id, check_ttl, parse, parse_claim_id,
 };
 use crate::claims;
+use crate::content::{load_list, put_doc};
+use crate::edit::{Edit, edit_tab_with, new_tab};
 use crate::env::{Env, Identity};
-use crate::kv::{Kv, KvError, TenantKv};
-use crate::model::{
-    FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex,
-    tab_provenance,
-};
-use crate::read::{load_list, tab_summary};
-use crate::reply::{Fail, NOTICE, Out, Refusal};
-use crate::store::{index_add, load_head, note_key, put_doc};
-use crate::txn::{Change, Plan, Target, WriteSpec, commit};
-use crate::write::{Edit, edit_tab_with, fingerprint, new_tab};
+use crate::head::load_head;
+use crate::keys;
+use crate::kv::TenantKv;
+use crate::model::{FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex, tab_provenance, tab_summary};
+use crate::note_index::index_add;
+use crate::refusal::{Fail, Failure, NOTICE, Out, Refusal};
+use crate::write::{Change, Plan, Target, WriteSpec, commit, fingerprint, note_scope};
 
 /// An HTTP status and a JSON body.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,27 +53,14 @@ pub struct RestReply {
     pub body: Value,
 }
 
-fn reply(out: Out<Value>, ok_status: u16) -> Result<RestReply, KvError> {
+fn reply(out: Out<Value>, ok_status: u16) -> Result<RestReply, Failure> {
     match out {
         Ok(body) => Ok(RestReply {
             status: ok_status,
             body,
         }),
-        Err(Fail::Refused(r)) => {
-            let status = match r.code {
-                "invalid_argument" => 400,
-                "forbidden" => 403,
-                "not_found" => 404,
-                "too_large" => 413,
-                "busy" => 503,
-                _ => 409,
-            };
-            Ok(RestReply {
-                status,
-                body: r.body(),
-            })
-        }
-        Err(Fail::Kv(e)) => Err(e),
+        Err(Fail::Refused(r)) => Ok(RestReply { status: r.code.http_status(), body: r.body() }),
+        Err(Fail::Failed(e)) => Err(e),
     }
 }
 
@@ -87,12 +75,12 @@ struct CreateNote {
 /// Creates a note with its fixed tabs `markdown`, `files` and `sources` (version 1).
 /// Body: `{"title": 1-200 chars, "approved_for_agents": bool (default false)}`.
 /// 201 with `{note_id, title, approved_for_agents, version, tabs}`.
-pub fn create_note<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn create_note(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     args: Value,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     let out = (|| -> Out<Value> {
         let kv = crate::tenant_kv(kv, who)?;
         let a: CreateNote = parse(args)?;
@@ -143,7 +131,7 @@ pub fn create_note<K: Kv>(
         // The id is unique, so no other writer creates this key; the index entry goes
         // first, and listings skip an entry whose head is not there (yet).
         index_add(&kv, &note_id)?;
-        kv.set(&note_key(&note_id), &encode(&head))?;
+        kv.set(&keys::note(&note_id), &encode(&head))?;
         Ok(json!({
             "note_id": head.note_id,
             "title": head.title,
@@ -157,7 +145,7 @@ pub fn create_note<K: Kv>(
 
 /// Reads a note with its tabs and their versions (contents: the `read_note_tab` tool).
 /// 200 with `{note_id, title, approved_for_agents, version, provenance, tabs, notice}`.
-pub fn get_note<K: Kv>(kv: &K, who: &Identity, note_id: &str) -> Result<RestReply, KvError> {
+pub fn get_note(kv: &dyn Store, who: &Identity, note_id: &str) -> Result<RestReply, Failure> {
     let out = (|| -> Out<Value> {
         let kv = crate::tenant_kv(kv, who)?;
         check_id("note_id", note_id)?;
@@ -210,14 +198,14 @@ struct WriteTab {
 /// Replaces a tab's whole content: `text` for the markdown tab, `data` for a slides or
 /// sheet tab (the shapes of `edit_note_tab`'s `replace_tab_data`).
 /// 200 with `{note_id, tab_id, version, tab_version, content_hash, replayed}`.
-pub fn write_tab<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn write_tab(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     note_id: &str,
     tab_id: &str,
     args: Value,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     let out = (|| -> Out<Value> {
         let kv = crate::tenant_kv(kv, who)?;
         check_id("note_id", note_id)?;
@@ -265,27 +253,6 @@ struct DeleteTab {
     idempotency_key: Option<String>,
 }
 
-/// A REST write checked against the note's version, keyed by the fingerprint of
-/// `payload` when the caller sent an idempotency key.
-fn note_scope_write<'a>(
-    tool: &'static str,
-    note_level: bool,
-    note_id: &'a str,
-    key: Option<&'a str>,
-    expected_version: u64,
-    payload: &Value,
-) -> WriteSpec<'a> {
-    WriteSpec {
-        tool,
-        note_level,
-        note_id,
-        idem: key.map(|k| (k, fingerprint(tool, payload))),
-        expected_version,
-        scope: VersionScope::Note,
-        base_content_hash: None,
-    }
-}
-
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UpdateTab {
@@ -303,14 +270,14 @@ struct UpdateTab {
 /// its content version: a handle by ID still finds it, and a tab-scope edit of its
 /// content does not conflict with a rename or a move. Claim-aware on that tab.
 /// 200 with `{note_id, tab_id, label, position, version, replayed}`.
-pub fn update_tab<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn update_tab(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     note_id: &str,
     tab_id: &str,
     args: Value,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     let out = (|| -> Out<Value> {
         let kv = crate::tenant_kv(kv, who)?;
         check_id("note_id", note_id)?;
@@ -324,7 +291,7 @@ pub fn update_tab<K: Kv>(
             check_chars("label", l, 1, MAX_LABEL_CHARS)?;
         }
         let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version, "label": a.label, "position": a.position});
-        let spec = note_scope_write("update_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        let spec = note_scope("update_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
             &kv,
             env,
@@ -371,14 +338,14 @@ pub fn update_tab<K: Kv>(
 
 /// Deletes a slides or sheet tab (the fixed tabs stay). Its id is never handed out again.
 /// 200 with `{note_id, deleted_tab_id, version, replayed}`.
-pub fn delete_tab<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn delete_tab(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     note_id: &str,
     tab_id: &str,
     args: Value,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     let out = (|| -> Out<Value> {
         let kv = crate::tenant_kv(kv, who)?;
         check_id("note_id", note_id)?;
@@ -386,7 +353,7 @@ pub fn delete_tab<K: Kv>(
         let a: DeleteTab = parse(args)?;
         check_opt_key(&a.idempotency_key)?;
         let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version});
-        let spec = note_scope_write("delete_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        let spec = note_scope("delete_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
             &kv,
             env,
@@ -437,13 +404,13 @@ struct AttachFile {
 
 /// Records a file attachment's metadata (the bytes live elsewhere; agents only ever see
 /// this metadata). 201 with `{note_id, file_id, version, tab_version, replayed}`.
-pub fn attach_file<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn attach_file(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     note_id: &str,
     args: Value,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     let out = (|| -> Out<Value> {
         let kv = crate::tenant_kv(kv, who)?;
         check_id("note_id", note_id)?;
@@ -456,7 +423,7 @@ pub fn attach_file<K: Kv>(
             .as_object_mut()
             .expect("object")
             .remove("idempotency_key");
-        let spec = note_scope_write("attach_file", true, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        let spec = note_scope("attach_file", true, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
             &kv,
             env,
@@ -515,13 +482,13 @@ struct ClaimBody {
 /// 201 with `{claim_id, note_id, tab_id, held_by, actor_type, since, expires_at,
 /// ttl_seconds, renewed: false}` when granted; 200 with the same claim and `renewed: true`
 /// when the caller already held it (a heartbeat); 409 `claim_conflict` naming the holder.
-pub fn claim_note<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn claim_note(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     note_id: &str,
     args: Value,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     let mut renewed = false;
     let out = (|| -> Out<Value> {
         let kv = crate::tenant_kv(kv, who)?;
@@ -548,13 +515,13 @@ pub fn claim_note<K: Kv>(
 
 /// A REST helper on one claim: the caller's tenant view and the parsed claim id, then
 /// `f`, answered with `ok` on success.
-fn on_claim<'a, K: Kv>(
-    kv: &'a K,
+fn on_claim<'a>(
+    kv: &'a dyn Store,
     who: &Identity,
     claim_id: &str,
     ok: u16,
-    f: impl FnOnce(&TenantKv<'a, K>, &ClaimRef) -> Out<Value>,
-) -> Result<RestReply, KvError> {
+    f: impl FnOnce(&TenantKv<'a>, &ClaimRef) -> Out<Value>,
+) -> Result<RestReply, Failure> {
     let out = (|| -> Out<Value> {
         let kv = crate::tenant_kv(kv, who)?;
         let r = parse_claim_id(claim_id)?;
@@ -572,13 +539,13 @@ struct RenewBody {
 
 /// Extends a live claim the caller holds (`{ttl_seconds?}`, default: the claim's ttl).
 /// 200 with the claim; 403 `forbidden` for someone else's; 404 when it is not live.
-pub fn renew_claim<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn renew_claim(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     claim_id: &str,
     args: Value,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     on_claim(kv, who, claim_id, 200, |kv, r| {
         let a: RenewBody = parse(args)?;
         check_ttl(a.ttl_seconds)?;
@@ -589,12 +556,12 @@ pub fn renew_claim<K: Kv>(
 /// Releases a claim the caller holds. 200 with `{claim_id, note_id, tab_id, released,
 /// already_released, reason}`; a repeat is 200 with `already_released: true`; 403 for
 /// someone else's claim.
-pub fn release_claim<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn release_claim(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     claim_id: &str,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     on_claim(kv, who, claim_id, 200, |kv, r| claims::release(kv, env, who, claim_id, r, false, "rest_release_claim"))
 }
 
@@ -607,13 +574,13 @@ struct NoteBody {
 /// Posts an ephemeral note (`{text}`, 1-2000 characters) on a live claim the caller holds.
 /// 201 with `{claim_id, note_id, tab_id, posted_at, content_hash, notes_on_claim,
 /// dropped_oldest, expires_at}`.
-pub fn post_claim_note<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn post_claim_note(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     claim_id: &str,
     args: Value,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     on_claim(kv, who, claim_id, 201, |kv, r| {
         let a: NoteBody = parse(args)?;
         check_chars("text", &a.text, 1, MAX_CLAIM_NOTE_CHARS)?;
@@ -625,12 +592,12 @@ pub fn post_claim_note<K: Kv>(
 /// the caller may see. 200 with `{claims: [{claim_id, note_id, note_title, tab_id,
 /// tab_label, held_by, actor_type, since, expires_at, ttl_seconds, renewed, yours, notes:
 /// [{text, posted_at, provenance}]}], truncated, as_of, notice}`.
-pub fn list_claims<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn list_claims(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     note_id: Option<&str>,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     let out = (|| -> Out<Value> {
         let kv = crate::tenant_kv(kv, who)?;
         if let Some(n) = note_id {
@@ -644,12 +611,12 @@ pub fn list_claims<K: Kv>(
 /// Force-releases anyone's claim: only for a caller with role Admin AND actor type Human
 /// (a role check; no token scope grants it). Audited with who did it (event `forced`).
 /// 200 with the release result (`forced: true`, `forced_by`); 403 `forbidden` otherwise.
-pub fn force_release_claim<K: Kv>(
-    kv: &K,
-    env: &mut impl Env,
+pub fn force_release_claim(
+    kv: &dyn Store,
+    env: &mut dyn Env,
     who: &Identity,
     claim_id: &str,
-) -> Result<RestReply, KvError> {
+) -> Result<RestReply, Failure> {
     let out = (|| -> Out<Value> {
         let kv = crate::tenant_kv(kv, who)?;
         claims::force_release(&kv, env, who, claim_id)

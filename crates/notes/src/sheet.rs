@@ -12,10 +12,10 @@ use serde_json::{Map, Value};
 use crate::args::{
     MAX_COLS, MAX_LABEL_CHARS, MAX_ROWS, check_cells, check_chars, check_id, parse_object,
 };
-use crate::kv::{Kv, KvError, MAX_VALUE_BYTES, TenantKv};
-use crate::model::{decode, encode, sha_hex};
-use crate::reply::{Out, Refusal};
-use crate::store::{get_blob, get_doc, put_doc};
+use crate::content::{get_blob, get_doc, put_blob, put_doc};
+use crate::kv::{MAX_VALUE_BYTES, TenantKv};
+use crate::model::{decode, encode};
+use crate::refusal::{Failure, Out, Refusal};
 
 /// Rows per stored block.
 pub(crate) const BLOCK_ROWS: u64 = 100;
@@ -63,20 +63,20 @@ fn empty_sheet(sheet_id: String, name: String) -> SheetMeta {
     }
 }
 
-pub(crate) fn load_manifest<K: Kv>(
-    kv: &TenantKv<K>,
+pub(crate) fn load_manifest(
+    kv: &TenantKv,
     blobs: &[String],
-) -> Result<Manifest, KvError> {
+) -> Result<Manifest, Failure> {
     decode("sheet manifest", &get_doc(kv, blobs)?)
 }
 
-pub(crate) fn store_manifest<K: Kv>(kv: &TenantKv<K>, m: &Manifest) -> Out<(String, Vec<String>)> {
+pub(crate) fn store_manifest(kv: &TenantKv, m: &Manifest) -> Out<(String, Vec<String>)> {
     put_doc(kv, &encode(m), "data")
 }
 
 type Block = Vec<Vec<Value>>;
 
-fn load_block<K: Kv>(kv: &TenantKv<K>, meta: &SheetMeta, b: u64) -> Result<Block, KvError> {
+fn load_block(kv: &TenantKv, meta: &SheetMeta, b: u64) -> Result<Block, Failure> {
     match meta.blocks.get(&b) {
         Some(h) => decode("sheet block", &get_blob(kv, h)?),
         None => Ok(Vec::new()),
@@ -84,7 +84,7 @@ fn load_block<K: Kv>(kv: &TenantKv<K>, meta: &SheetMeta, b: u64) -> Result<Block
 }
 
 /// Trims a block and stores it; `None` for an empty block. Refuses a block over the limit.
-fn store_block<K: Kv>(kv: &TenantKv<K>, mut block: Block, field: &str) -> Out<Option<String>> {
+fn store_block(kv: &TenantKv, mut block: Block, field: &str) -> Out<Option<String>> {
     for row in block.iter_mut() {
         while row.last() == Some(&Value::Null) {
             row.pop();
@@ -100,9 +100,7 @@ fn store_block<K: Kv>(kv: &TenantKv<K>, mut block: Block, field: &str) -> Out<Op
     if bytes.len() > MAX_VALUE_BYTES {
         return Err(Refusal::too_large(field, format!("{BLOCK_ROWS} rows of this sheet would exceed {MAX_VALUE_BYTES} bytes: use shorter cells")).into());
     }
-    let h = sha_hex(&bytes);
-    kv.set(&format!("blob/{h}"), &bytes)?;
-    Ok(Some(h))
+    Ok(Some(put_blob(kv, &bytes)?))
 }
 
 /// The extent (rows, cols) of the non-null cells of `values` placed at (r0, c0).
@@ -118,8 +116,8 @@ fn extent(values: &[Vec<Value>], r0: u64, c0: u64) -> (u64, u64) {
 }
 
 /// Writes `values` at (r0, c0); null clears a cell. Touches only the blocks in range.
-pub(crate) fn set_range<K: Kv>(
-    kv: &TenantKv<K>,
+pub(crate) fn set_range(
+    kv: &TenantKv,
     meta: &mut SheetMeta,
     r0: u64,
     c0: u64,
@@ -178,14 +176,14 @@ pub(crate) fn set_range<K: Kv>(
 
 /// Reads `nr` × `nc` cells from (r0, c0) (clipped to the sheet's capacity); empty cells
 /// are null.
-pub(crate) fn read_range<K: Kv>(
-    kv: &TenantKv<K>,
+pub(crate) fn read_range(
+    kv: &TenantKv,
     meta: &SheetMeta,
     r0: u64,
     c0: u64,
     nr: u64,
     nc: u64,
-) -> Result<Vec<Vec<Value>>, KvError> {
+) -> Result<Vec<Vec<Value>>, Failure> {
     let nr = nr.min(MAX_ROWS - r0);
     let nc = nc.min(MAX_COLS - c0);
     let mut out = vec![vec![Value::Null; nc as usize]; nr as usize];
@@ -232,8 +230,8 @@ struct SheetIn {
 /// `replace_tab_data` on a sheet tab: `data = {"sheets": [{"sheet_id"?, "name"?, "values"}]}`.
 /// Listed sheets replace the tab's sheets in that order; a listed `sheet_id` must exist,
 /// an item without one is a new sheet; sheets not listed are removed.
-pub(crate) fn replace<K: Kv>(
-    kv: &TenantKv<K>,
+pub(crate) fn replace(
+    kv: &TenantKv,
     old: &Manifest,
     data: Map<String, Value>,
 ) -> Out<Manifest> {

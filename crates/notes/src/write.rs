@@ -1,202 +1,80 @@
-//! The write tools: `edit_note_tab`, `create_note_tab`, `add_note_source`, and the tab
-//! edits they share with the REST helpers. Each runs as one [`crate::txn::commit`].
+//! The write pipeline: every content write to a note (the tools' and the
+//! people's) runs through [`commit`], one [`crate::head::transact`] on the
+//! note head.
+//!
+//! Order inside one attempt (arguments were validated before): the head
+//! (visibility; lapsed claims dropped) → idempotency key (a replay answers
+//! even if a claim appeared since) → resolve the target → claims → version
+//! (and `base_content_hash`) → apply (content blobs written first) → bump the
+//! note and tab versions, record the idempotency result, a history entry and
+//! the audit records (spilled history, expired claims) → swap the head. A lost
+//! swap re-runs the whole attempt from a fresh read; the caller's
+//! `expected_version` alone decides conflicts.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::args::{
-    AddNoteSource, CreateNoteTab, EditNoteTab, NewTabType, Operation, SlideIn, VersionScope,
-    check_slide, parse, parse_object,
-};
+use crate::args::VersionScope;
+use crate::claim_audit::{Record, note_ended, put_record, write_ended};
+use crate::claims::{blocking_claim, conflict};
 use crate::env::{Env, Identity};
-use crate::kv::{Kv, KvError, TenantKv};
-use crate::model::{
-    Head, Source, Tab, TabKind, Who, canonical_json, decode, encode, rand8, sha_hex,
-};
-use crate::read::load_list;
-use crate::reply::{Out, Refusal};
-use crate::sheet::{self, Manifest, load_manifest, store_manifest};
-use crate::store::{empty_hash, get_doc, put_doc};
-use crate::txn::{Change, Ctx, Plan, Target, WriteSpec, commit};
-use crate::url::normalize_url;
+use crate::head::{Decision, Limit, Reader, transact};
+use crate::keys;
+use crate::kv::TenantKv;
+use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Who, canonical_json, decode, encode, rand8, sha_hex};
+use crate::refusal::{Code, Out, Refusal};
 
-/// Tabs per note (fixed tabs included).
-pub(crate) const MAX_TABS: usize = 100;
-/// Slides per slides tab.
-pub(crate) const MAX_SLIDES: usize = 200;
+/// Idempotency records kept in the head; older ones move to their own keys. Every
+/// write parses and re-encodes the head, so this stays small: a retry normally comes
+/// within a few writes, and an older key costs one extra read.
+pub(crate) const IDEM_IN_HEAD: usize = 8;
+/// History entries kept in the head; older ones move to the audit keys.
+pub(crate) const HISTORY_IN_HEAD: usize = 8;
 
-/// A stored slide.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Slide {
-    pub title: String,
-    pub body: String,
-    pub notes: String,
+/// What a write asks of the transaction.
+pub(crate) struct WriteSpec<'a> {
+    /// The tool or REST helper, as audit records name it.
+    pub tool: &'static str,
+    pub note_id: &'a str,
+    /// For claims: the write targets the note as a whole (create a tab, add a source,
+    /// attach a file), so only a whole-note claim blocks it, whatever tab it changes.
+    pub note_level: bool,
+    /// The idempotency key and the fingerprint of the payload it names.
+    pub idem: Option<(&'a str, String)>,
+    pub expected_version: u64,
+    pub scope: VersionScope,
+    pub base_content_hash: Option<&'a str>,
 }
 
-impl From<&SlideIn> for Slide {
-    fn from(s: &SlideIn) -> Self {
-        Slide {
-            title: s.title.clone(),
-            body: s.body.clone().unwrap_or_default(),
-            notes: s.notes.clone().unwrap_or_default(),
-        }
-    }
+/// What a write targets: the note as a whole, or one tab (by index in `head.tabs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Target {
+    Note,
+    Tab(usize),
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SlidesDoc<T> {
-    slides: Vec<T>,
+/// Outcome of resolving a write against the current head.
+pub(crate) enum Plan {
+    /// Go on to the version check and apply.
+    Write(Target),
+    /// Answer without writing (for example a source already attached).
+    Answer(Value),
 }
 
-pub(crate) fn load_slides<K: Kv>(kv: &TenantKv<K>, tab: &Tab) -> Result<Vec<Slide>, KvError> {
-    if tab.blobs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let doc: SlidesDoc<Slide> = decode("slides", &get_doc(kv, &tab.blobs)?)?;
-    Ok(doc.slides)
+/// What apply did: the history action, the tab whose version moves (or the tab it
+/// removed), and result fields.
+pub(crate) struct Change {
+    pub action: &'static str,
+    pub tab: Option<usize>,
+    pub removed_tab: Option<String>,
+    pub result: Map<String, Value>,
 }
 
-fn store_slides<K: Kv>(
-    kv: &TenantKv<K>,
-    slides: Vec<Slide>,
-    field: &str,
-) -> Out<(String, Vec<String>)> {
-    if slides.len() > MAX_SLIDES {
-        return Err(Refusal::too_large(
-            field,
-            format!("a slides tab holds at most {MAX_SLIDES} slides"),
-        )
-        .into());
-    }
-    put_doc(kv, &encode(&SlidesDoc { slides }), field)
-}
-
-/// A change to one tab's content.
-pub(crate) enum Edit {
-    Text(String),
-    Data(Map<String, Value>),
-    SlideAdd(SlideIn),
-    Outline(Vec<SlideIn>),
-    SetRange {
-        sheet_id: String,
-        row: u64,
-        col: u64,
-        values: Vec<Vec<Value>>,
-    },
-}
-
-impl Edit {
-    fn op(&self) -> Operation {
-        match self {
-            Edit::Text(_) => Operation::ReplaceText,
-            Edit::Data(_) => Operation::ReplaceTabData,
-            Edit::SlideAdd(_) => Operation::SlideAdd,
-            Edit::Outline(_) => Operation::SlidesAddOutline,
-            Edit::SetRange { .. } => Operation::SheetSetRange,
-        }
-    }
-}
-
-/// Finds the tab by exact id and checks that the operation applies to its type.
-pub(crate) fn resolve_tab(head: &Head, tab_id: &str, op: Operation) -> Result<Target, Refusal> {
-    let i = head
-        .tab_index(tab_id)
-        .ok_or_else(|| Refusal::not_found("tab"))?;
-    let kind = head.tabs[i].kind;
-    let fits = match kind {
-        TabKind::Files | TabKind::Sources => {
-            return Err(Refusal::invalid(
-                "tab_id",
-                "File and Source attachments cannot be edited with this tool",
-            ));
-        }
-        TabKind::Markdown => op == Operation::ReplaceText,
-        TabKind::Slides => matches!(
-            op,
-            Operation::ReplaceTabData | Operation::SlideAdd | Operation::SlidesAddOutline
-        ),
-        TabKind::Sheet => matches!(op, Operation::ReplaceTabData | Operation::SheetSetRange),
-    };
-    if !fits {
-        return Err(Refusal::invalid(
-            "operation",
-            format!("{} does not apply to a {} tab", op.as_str(), kind.as_str()),
-        ));
-    }
-    Ok(Target::Tab(i))
-}
-
-/// Applies an edit to tab `i`: new content blobs first, then the tab's content refs.
-pub(crate) fn apply_edit<K: Kv>(
-    kv: &TenantKv<K>,
-    head: &mut Head,
-    i: usize,
-    edit: &Edit,
-) -> Out<Change> {
-    let tab = &head.tabs[i];
-    let (hash, blobs) = match (tab.kind, edit) {
-        (TabKind::Markdown, Edit::Text(t)) => put_doc(kv, t.as_bytes(), "text")?,
-        (TabKind::Slides, Edit::Data(d)) => {
-            let doc: SlidesDoc<SlideIn> = parse_object(d.clone(), "data.")?;
-            for (n, s) in doc.slides.iter().enumerate() {
-                check_slide(&format!("data.slides[{n}]"), s)?;
-            }
-            store_slides(kv, doc.slides.iter().map(Slide::from).collect(), "data")?
-        }
-        (TabKind::Slides, Edit::SlideAdd(s)) => {
-            let mut slides = load_slides(kv, tab)?;
-            slides.push(Slide::from(s));
-            store_slides(kv, slides, "title")?
-        }
-        (TabKind::Slides, Edit::Outline(list)) => {
-            let mut slides = load_slides(kv, tab)?;
-            slides.extend(list.iter().map(Slide::from));
-            store_slides(kv, slides, "slides")?
-        }
-        (TabKind::Sheet, Edit::Data(d)) => {
-            let old = load_manifest(kv, &tab.blobs)?;
-            store_manifest(kv, &sheet::replace(kv, &old, d.clone())?)?
-        }
-        (
-            TabKind::Sheet,
-            Edit::SetRange {
-                sheet_id,
-                row,
-                col,
-                values,
-            },
-        ) => {
-            let mut m = load_manifest(kv, &tab.blobs)?;
-            let s = m
-                .sheet(sheet_id)
-                .ok_or_else(|| Refusal::not_found("sheet").with("field", "sheet_id"))?;
-            sheet::set_range(kv, &mut m.sheets[s], *row, *col, values)?;
-            store_manifest(kv, &m)?
-        }
-        (kind, e) => {
-            return Err(Refusal::invalid(
-                "operation",
-                format!(
-                    "{} does not apply to a {} tab",
-                    e.op().as_str(),
-                    kind.as_str()
-                ),
-            )
-            .into());
-        }
-    };
-    let tab = &mut head.tabs[i];
-    tab.content_hash = hash;
-    tab.blobs = blobs;
-    let mut result = Map::new();
-    result.insert("operation".into(), edit.op().as_str().into());
-    Ok(Change {
-        action: edit.op().as_str(),
-        tab: Some(i),
-        removed_tab: None,
-        result,
-    })
+/// Passed to apply: the store, the injected environment, the caller and the time.
+pub(crate) struct Ctx<'a, 'k> {
+    pub kv: &'a TenantKv<'k>,
+    pub env: &'a mut dyn Env,
+    pub who: &'a Identity,
+    pub now: u64,
 }
 
 /// The fingerprint of a payload: SHA-256 of the tool name and the canonical JSON.
@@ -204,232 +82,202 @@ pub(crate) fn fingerprint(tool: &str, payload: &Value) -> String {
     sha_hex(format!("{tool}\n{}", canonical_json(payload)).as_bytes())
 }
 
-pub(crate) fn edit_note_tab<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
-    who: &Identity,
-    args: Value,
-) -> Out<Value> {
-    let mut a: EditNoteTab = parse(args)?;
-    a.check()?;
-    a.version_scope = Some(a.scope());
-    let mut payload = serde_json::to_value(&a).expect("arguments serialize");
-    payload
-        .as_object_mut()
-        .expect("object")
-        .remove("idempotency_key");
-    let fp = fingerprint("edit_note_tab", &payload);
-    let edit = match a.operation {
-        Operation::ReplaceText => Edit::Text(a.text.clone().unwrap_or_default()),
-        Operation::ReplaceTabData => Edit::Data(a.data.clone().unwrap_or_default()),
-        Operation::SlideAdd => Edit::SlideAdd(SlideIn {
-            title: a.title.clone().unwrap_or_default(),
-            body: a.body.clone(),
-            notes: a.notes.clone(),
-        }),
-        Operation::SlidesAddOutline => Edit::Outline(a.slides.clone().unwrap_or_default()),
-        Operation::SheetSetRange => Edit::SetRange {
-            sheet_id: a.sheet_id.clone().unwrap_or_default(),
-            row: a.start_row.unwrap_or_default(),
-            col: a.start_col.unwrap_or_default(),
-            values: a.values.clone().unwrap_or_default(),
-        },
-    };
-    let spec = WriteSpec {
-        tool: "edit_note_tab",
-        note_level: false,
-        note_id: &a.note_id,
-        idem: Some((&a.idempotency_key, fp)),
-        expected_version: a.expected_version,
-        scope: a.scope(),
-        base_content_hash: a.base_content_hash.as_deref(),
-    };
-    edit_tab_with(kv, env, who, &spec, &a.tab_id, &edit)
-}
-
-/// A new tab with empty content of its kind (version 0: the commit makes it 1).
-pub(crate) fn new_tab(id: String, kind: TabKind, label: String, who: &Identity, now: u64) -> Tab {
-    Tab {
-        id,
-        kind,
-        label,
-        version: 0,
-        content_hash: empty_hash(),
-        blobs: Vec::new(),
-        created_at: now,
-        author: Who::of(who),
-        updated_at: now,
-        updated_by: Who::of(who),
+/// A note-scope write spec keyed by the fingerprint of `payload` when a key was sent.
+pub(crate) fn note_scope<'a>(
+    tool: &'static str,
+    note_level: bool,
+    note_id: &'a str,
+    key: Option<&'a str>,
+    expected_version: u64,
+    payload: &Value,
+) -> WriteSpec<'a> {
+    WriteSpec {
+        tool,
+        note_level,
+        note_id,
+        idem: key.map(|k| (k, fingerprint(tool, payload))),
+        expected_version,
+        scope: VersionScope::Note,
+        base_content_hash: None,
     }
 }
 
-pub(crate) fn create_note_tab<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
+/// Claims: refuses a write whose target another actor (a different subject) holds with a
+/// live claim. A tab write is blocked by a claim on that tab or on the whole note; a
+/// note-level write (`spec.note_level`) only by a whole-note claim. The holder's own
+/// writes pass. A refusal is audited best effort (it has no commit to join).
+fn check_claims(
+    kv: &TenantKv,
+    env: &mut dyn Env,
     who: &Identity,
-    args: Value,
-) -> Out<Value> {
-    let a: CreateNoteTab = parse(args)?;
-    a.check()?;
-    let mut payload = serde_json::to_value(&a).expect("arguments serialize");
-    payload
-        .as_object_mut()
-        .expect("object")
-        .remove("idempotency_key");
-    let fp = fingerprint("create_note_tab", &payload);
-    let spec = WriteSpec {
-        tool: "create_note_tab",
-        note_level: true,
-        note_id: &a.note_id,
-        idem: Some((&a.idempotency_key, fp)),
-        expected_version: a.expected_version,
-        scope: VersionScope::Note,
-        base_content_hash: None,
+    head: &Head,
+    spec: &WriteSpec,
+    target: Target,
+    now: u64,
+) -> Result<(), Refusal> {
+    let tab_id = match target {
+        Target::Tab(i) if !spec.note_level => Some(head.tabs[i].id.as_str()),
+        _ => None,
     };
-    commit(
-        kv,
-        env,
-        who,
-        &spec,
-        |_| Ok(Plan::Write(Target::Note)),
-        |head, _, ctx| {
-            if head.tabs.len() >= MAX_TABS {
-                return Err(Refusal::too_large(
-                    "tab_type",
-                    format!("a note holds at most {MAX_TABS} tabs"),
-                )
-                .into());
-            }
-            let (kind, default_label) = match a.tab_type {
-                NewTabType::Slides => (TabKind::Slides, "Slides"),
-                NewTabType::Sheet => (TabKind::Sheet, "Sheet"),
-            };
-            head.tab_seq += 1;
-            let id = format!("{}-{}-{}", kind.as_str(), head.tab_seq, rand8(ctx.env));
-            let label = a.label.clone().unwrap_or_else(|| default_label.to_string());
-            let mut tab = new_tab(id, kind, label.clone(), ctx.who, ctx.now);
-            let content = match (kind, &a.slides) {
-                (TabKind::Slides, Some(list)) => Some(store_slides(
-                    ctx.kv,
-                    list.iter().map(Slide::from).collect(),
-                    "slides",
-                )?),
-                (TabKind::Sheet, _) => Some(store_manifest(ctx.kv, &Manifest::new())?),
-                _ => None,
-            };
-            if let Some((hash, blobs)) = content {
-                tab.content_hash = hash;
-                tab.blobs = blobs;
-            }
-            head.tabs.push(tab);
-            let mut result = Map::new();
-            result.insert("tab_type".into(), kind.as_str().into());
-            result.insert("label".into(), label.into());
-            Ok(Change {
-                action: "create_tab",
-                tab: Some(head.tabs.len() - 1),
-                removed_tab: None,
-                result,
-            })
-        },
-    )
+    let Some(c) = blocking_claim(head, who, tab_id, now) else {
+        return Ok(());
+    };
+    let rec = Record { event: "refused", action: spec.tool, at: now, note_id: &head.note_id, claim: Some(c), by: Some(who) }
+        .json(json!({"error": "claim_conflict", "write_tab_id": tab_id}));
+    let key = keys::claim_audit(&head.note_id, now, &rand8(env));
+    let _ = put_record(kv, &key, &rec);
+    Err(conflict(head, c, "nothing was written"))
 }
 
-pub(crate) fn add_note_source<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
-    who: &Identity,
-    args: Value,
-) -> Out<Value> {
-    let a: AddNoteSource = parse(args)?;
-    a.check()?;
-    let url = normalize_url(&a.url).map_err(|m| Refusal::invalid("url", m))?;
-    // The intent is "this page is a source of this note": the key names the normalized URL.
-    let fp = fingerprint("add_note_source", &json!({ "url": url }));
-    let spec = WriteSpec {
-        tool: "add_note_source",
-        note_level: true,
-        note_id: &a.note_id,
-        idem: Some((&a.idempotency_key, fp)),
-        expected_version: a.expected_version,
-        scope: VersionScope::Note,
-        base_content_hash: None,
+fn check_version(head: &Head, spec: &WriteSpec, target: Target) -> Result<(), Refusal> {
+    let tab = match target {
+        Target::Tab(i) => Some(&head.tabs[i]),
+        Target::Note => None,
     };
-    commit(
-        kv,
-        env,
-        who,
-        &spec,
-        |head| {
-            let i = head
-                .tabs
-                .iter()
-                .position(|t| t.kind == TabKind::Sources)
-                .ok_or_else(|| Refusal::not_found("sources tab"))?;
-            let list: Vec<Source> = load_list(kv, &head.tabs[i])?;
-            match list.iter().find(|s| s.url == url) {
-                Some(s) => Ok(Plan::Answer(json!({
-                    "note_id": head.note_id,
-                    "source_id": s.source_id,
-                    "title": s.title,
-                    "url": s.url,
-                    "version": head.version,
-                    "already_attached": true,
-                    "replayed": false,
-                }))),
-                None => Ok(Plan::Write(Target::Tab(i))),
-            }
-        },
-        |head, target, ctx| {
-            let Target::Tab(i) = target else {
-                unreachable!("sources live in a tab")
-            };
-            let mut list: Vec<Source> = load_list(ctx.kv, &head.tabs[i])?;
-            head.attach_seq += 1;
-            let source = Source {
-                source_id: format!("src-{}-{}", head.attach_seq, rand8(ctx.env)),
-                title: a.title.clone(),
-                url: url.clone(),
-                added_at: ctx.now,
-                added_by: Who::of(ctx.who),
-            };
-            let mut result = Map::new();
-            result.insert("source_id".into(), source.source_id.clone().into());
-            result.insert("title".into(), source.title.clone().into());
-            result.insert("url".into(), url.clone().into());
-            result.insert("already_attached".into(), false.into());
-            list.push(source);
-            let (hash, blobs) = put_doc(ctx.kv, &encode(&list), "url")?;
-            head.tabs[i].content_hash = hash;
-            head.tabs[i].blobs = blobs;
-            Ok(Change {
-                action: "add_source",
-                tab: Some(i),
-                removed_tab: None,
-                result,
-            })
-        },
-    )
+    let current = match (spec.scope, tab) {
+        (VersionScope::Note, _) => head.version,
+        (VersionScope::Tab, Some(t)) => t.version,
+        (VersionScope::Tab, None) => {
+            return Err(Refusal::invalid("version_scope", "version_scope tab needs a tab target"));
+        }
+    };
+    if spec.expected_version != current {
+        let scope = if spec.scope == VersionScope::Tab { "tab" } else { "note" };
+        return Err(Refusal::new(
+            Code::VersionConflict,
+            format!("the {scope} is at version {current}, not {}: someone wrote since your read", spec.expected_version),
+        )
+        .with_version(current)
+        .with("version_scope", scope));
+    }
+    if let (Some(base), Some(t)) = (spec.base_content_hash, tab)
+        && base != t.content_hash
+    {
+        return Err(Refusal::new(Code::ContentHashMismatch, "the tab's content changed since the read you based this write on")
+            .with_version(current)
+            .with("current_content_hash", t.content_hash.clone()));
+    }
+    Ok(())
 }
 
-/// Runs one tab edit as a commit (shared by `edit_note_tab` and the REST helpers).
-pub(crate) fn edit_tab_with<K: Kv, E: Env>(
-    kv: &TenantKv<K>,
-    env: &mut E,
+/// Finds the record of an idempotency key: in the head, or spilled to its own key.
+fn find_idem(kv: &TenantKv, head: &Head, key: &str) -> Out<Option<IdemRecord>> {
+    if let Some(r) = head.idem.iter().find(|r| r.key == key) {
+        return Ok(Some(r.clone()));
+    }
+    if head.idem_spilled == 0 {
+        return Ok(None);
+    }
+    match kv.get(&keys::idem(&head.note_id, key))? {
+        Some(bytes) => Ok(Some(decode("idempotency record", &bytes)?)),
+        None => Ok(None),
+    }
+}
+
+const NOTE_LIMIT: Limit = Limit { field: "note", message: "the note head would exceed the store's value limit" };
+
+/// Runs one write as a transaction on the note head (see the module docs).
+pub(crate) fn commit(
+    kv: &TenantKv,
+    env: &mut dyn Env,
     who: &Identity,
     spec: &WriteSpec,
-    tab_id: &str,
-    edit: &Edit,
+    resolve: impl Fn(&Head) -> Out<Plan>,
+    mut apply: impl FnMut(&mut Head, Target, &mut Ctx) -> Out<Change>,
 ) -> Out<Value> {
-    commit(
-        kv,
-        env,
-        who,
-        spec,
-        |head| Ok(Plan::Write(resolve_tab(head, tab_id, edit.op())?)),
-        |head, target, ctx: &mut Ctx<K, E>| match target {
-            Target::Tab(i) => apply_edit(ctx.kv, head, i, edit),
-            Target::Note => unreachable!("edits target a tab"),
-        },
-    )
+    let now = env.now_us();
+    let busy = "the note is busy with other writes; nothing was written";
+    transact(kv, spec.note_id, Reader::Caller(who), now, &NOTE_LIMIT, busy, |head, _expired| {
+        if let Some((k, fp)) = &spec.idem
+            && let Some(rec) = find_idem(kv, head, k)?
+        {
+            if &rec.fp == fp {
+                let mut result = rec.result;
+                result["replayed"] = true.into();
+                return Ok(Decision::Leave(result));
+            }
+            return Err(Refusal::new(
+                Code::IdempotencyKeyReused,
+                "this idempotency key already names a different write in this note",
+            )
+            .with_version(head.version)
+            .with("field", "idempotency_key")
+            .into());
+        }
+
+        let target = match resolve(head)? {
+            Plan::Write(t) => t,
+            Plan::Answer(v) => {
+                check_claims(kv, env, who, head, spec, Target::Note, now)?;
+                return Ok(Decision::Leave(v));
+            }
+        };
+        check_claims(kv, env, who, head, spec, target, now)?;
+        check_version(head, spec, target)?;
+
+        let change = apply(head, target, &mut Ctx { kv, env, who, now })?;
+        if let Some(gone) = &change.removed_tab {
+            // Claims on a deleted tab end with it (only its holder could delete it).
+            let (ended, kept): (Vec<Claim>, Vec<Claim>) =
+                std::mem::take(&mut head.claims).into_iter().partition(|c| c.tab_id.as_deref() == Some(gone.as_str()));
+            head.claims = kept;
+            for c in &ended {
+                note_ended(head, &c.claim_id, "tab_deleted", now);
+                write_ended(kv, &head.note_id, c, "tab_deleted", spec.tool, who, now)?;
+            }
+        }
+        Ok(Decision::Commit(record(kv, head, spec, change, who, now)?))
+    })
+}
+
+/// Bumps the versions and records the write in the head: the result, the history
+/// entry and the idempotency record. Records leaving the head go to their own
+/// immutable keys, in one batch, before the swap that drops them from the head.
+fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who: &Identity, now: u64) -> Out<Value> {
+    let by = Who::of(who);
+    head.version += 1;
+    head.updated_at = now;
+    head.updated_by = by.clone();
+    let mut result = change.result;
+    result.insert("note_id".into(), head.note_id.clone().into());
+    result.insert("version".into(), head.version.into());
+    let mut content_hash = None;
+    if let Some(i) = change.tab {
+        let t = &mut head.tabs[i];
+        t.version += 1;
+        t.updated_at = now;
+        t.updated_by = by.clone();
+        result.insert("tab_id".into(), t.id.clone().into());
+        result.insert("tab_version".into(), t.version.into());
+        result.insert("content_hash".into(), t.content_hash.clone().into());
+        content_hash = Some(t.content_hash.clone());
+    }
+    result.insert("replayed".into(), false.into());
+    let result = Value::Object(result);
+
+    head.history.push(HistoryEntry {
+        version: head.version,
+        at: now,
+        by,
+        action: change.action.to_string(),
+        tab_id: change.tab.map(|i| head.tabs[i].id.clone()).or(change.removed_tab),
+        content_hash,
+    });
+    let mut spilled = Vec::new();
+    while head.history.len() > HISTORY_IN_HEAD {
+        let old = head.history.remove(0);
+        spilled.push((keys::history(&head.note_id, old.version), encode(&old)));
+    }
+    if let Some((k, fp)) = &spec.idem {
+        head.idem.push(IdemRecord { key: k.to_string(), fp: fp.clone(), at: now, result: result.clone() });
+        while head.idem.len() > IDEM_IN_HEAD {
+            let old = head.idem.remove(0);
+            spilled.push((keys::idem(&head.note_id, &old.key), encode(&old)));
+            head.idem_spilled += 1;
+        }
+    }
+    if !spilled.is_empty() {
+        kv.set_many(&spilled)?;
+    }
+    Ok(result)
 }

@@ -2,11 +2,11 @@
 mod common;
 use std::sync::Barrier;
 
-use cairn_notes::{ActorType, Identity, MemKv, SimEnv, call_tool};
+use cairn_notes::{ActorType, Identity, SimEnv, call_tool};
 use common::*;
 use serde_json::{Value, json};
 
-fn claim(kv: &MemKv, seed: u64, who: &Identity, args: Value, barrier: &Barrier) -> Value {
+fn claim(kv: &TestKv, seed: u64, who: &Identity, args: Value, barrier: &Barrier) -> Value {
     let mut env = SimEnv::new(seed);
     barrier.wait();
     call_tool(kv, &mut env, who, "claim_note", args).unwrap()["structuredContent"].clone()

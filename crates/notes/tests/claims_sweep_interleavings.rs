@@ -3,21 +3,25 @@
 mod common;
 use std::cell::{Cell, RefCell};
 
-use cairn_notes::kv::MemCas;
-use cairn_notes::{ActorType, Kv, KvError, MemKv, SimEnv, call_tool, sweep_expired_claims};
+use cairn_kv::{Observed, Read, Store, Swap};
+use cairn_notes::{ActorType, SimEnv, call_tool, sweep_expired_claims};
 use common::*;
 use serde_json::{Value, json};
 
 /// A store that runs `hook` (once) just before its `at`-th operation.
 struct HookKv<'a> {
-    inner: &'a MemKv,
+    inner: &'a TestKv,
     ops: Cell<usize>,
     at: usize,
     hook: RefCell<Option<Box<dyn FnOnce() + 'a>>>,
 }
 
+// The tests drive a HookKv from one thread only.
+unsafe impl Send for HookKv<'_> {}
+unsafe impl Sync for HookKv<'_> {}
+
 impl<'a> HookKv<'a> {
-    fn new(inner: &'a MemKv, at: usize, hook: impl FnOnce() + 'a) -> Self {
+    fn new(inner: &'a TestKv, at: usize, hook: impl FnOnce() + 'a) -> Self {
         HookKv {
             inner,
             ops: Cell::new(0),
@@ -42,32 +46,48 @@ impl<'a> HookKv<'a> {
     }
 }
 
-impl Kv for HookKv<'_> {
-    type Cas = MemCas;
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+impl Store for HookKv<'_> {
+    fn read(&self, bucket: &str, key: &str) -> cairn_kv::Result<Read> {
         self.tick();
-        self.inner.get(key)
+        self.inner.read(bucket, key)
     }
-    fn read_cas(&self, key: &str) -> Result<(MemCas, Option<Vec<u8>>), KvError> {
+    fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> cairn_kv::Result<Swap> {
         self.tick();
-        self.inner.read_cas(key)
+        self.inner.swap(bucket, key, observed, value)
     }
-    fn swap(&self, cas: MemCas, value: Vec<u8>) -> Result<bool, KvError> {
+    fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> cairn_kv::Result<()> {
         self.tick();
-        self.inner.swap(cas, value)
+        self.inner.set_many(bucket, pairs)
     }
-    fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
+    fn get_many(&self, bucket: &str, keys: &[&str]) -> cairn_kv::Result<Vec<Option<Vec<u8>>>> {
         self.tick();
-        self.inner.set(key, value)
+        self.inner.get_many(bucket, keys)
     }
-    fn delete(&self, key: &str) -> Result<(), KvError> {
+    fn delete_many(&self, bucket: &str, keys: &[&str]) -> cairn_kv::Result<()> {
         self.tick();
-        self.inner.delete(key)
+        self.inner.delete_many(bucket, keys)
+    }
+    fn increment(&self, bucket: &str, key: &str, delta: i64) -> cairn_kv::Result<i64> {
+        self.tick();
+        self.inner.increment(bucket, key, delta)
+    }
+    fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> cairn_kv::Result<Vec<String>> {
+        self.inner.list_keys(bucket, after, limit)
+    }
+    fn sweep(&self, older_than_ms: u64) -> cairn_kv::Result<usize> {
+        self.inner.sweep(older_than_ms)
+    }
+    fn close(&self) -> cairn_kv::Result<()> {
+        self.inner.close()
+    }
+    fn get(&self, bucket: &str, key: &str) -> cairn_kv::Result<Option<Vec<u8>>> {
+        self.tick();
+        self.inner.get(bucket, key)
     }
 }
 
 /// Every claim in a head is listed on the index with a due time no later than its expiry.
-fn assert_indexed(kv: &MemKv, what: &str) -> usize {
+fn assert_indexed(kv: &TestKv, what: &str) -> usize {
     let dump = kv.dump();
     let idx: Value = dump
         .iter()
@@ -112,7 +132,7 @@ fn world(state: &str) -> (World, String) {
         }
         "stale" => {
             let idx = json!({"rev": 7, "notes": {note.clone(): 0}});
-            w.kv.set("t/acme/claims/index", idx.to_string().as_bytes())
+            w.kv.set("default", "t/acme/claims/index", idx.to_string().as_bytes())
                 .unwrap();
         }
         _ => unreachable!(),

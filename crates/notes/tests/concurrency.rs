@@ -1,10 +1,10 @@
 //! Many writers racing on one note: no lost lines, no duplicate tabs or sources.
 mod common;
-use cairn_notes::{Identity, MemKv, SimEnv, call_tool};
+use cairn_notes::{Identity, SimEnv, call_tool};
 use common::*;
 use serde_json::{Value, json};
 
-fn call(kv: &MemKv, env: &mut SimEnv, who: &Identity, tool: &str, args: Value) -> Value {
+fn call(kv: &TestKv, env: &mut SimEnv, who: &Identity, tool: &str, args: Value) -> Value {
     call_tool(kv, env, who, tool, args).unwrap()["structuredContent"].clone()
 }
 

@@ -1,11 +1,12 @@
 //! The published JSON Schemas and the typed parsers accept and refuse the same payloads.
-use cairn_notes::{ActorType, Identity, MemKv, Role, SimEnv, call_tool, tools};
+use cairn_kv::memory::MemoryStore;
+use cairn_notes::{ActorType, Identity, Role, SimEnv, call_tool, tools};
 use serde_json::{Value, json};
 
 /// Whether the code accepts the arguments: anything but an argument refusal counts
 /// (on an empty store a valid call ends in not_found).
 fn code_accepts(tool: &str, args: &Value) -> bool {
-    let kv = MemKv::new();
+    let kv = MemoryStore::new();
     let mut env = SimEnv::new(1);
     let who = Identity {
         tenant: "acme".into(),

@@ -1,6 +1,6 @@
 //! Tenants: every key is prefixed, and one tenant never sees another's notes.
 mod common;
-use cairn_notes::{Kv, MemKv, TenantKv, call_tool};
+use cairn_notes::{TenantKv, call_tool};
 use common::*;
 use serde_json::json;
 
@@ -63,7 +63,7 @@ fn every_stored_key_is_under_the_callers_tenant_prefix() {
 
 #[test]
 fn invalid_tenant_ids_are_refused_before_any_store_access() {
-    let kv = MemKv::new();
+    let kv = TestKv::new();
     let mut env = cairn_notes::SimEnv::new(1);
     for bad in ["", "ACME", "a/b", "a b", &"x".repeat(65), "../t"] {
         let who = identity(bad, "ada", cairn_notes::ActorType::Human);
@@ -76,12 +76,3 @@ fn invalid_tenant_ids_are_refused_before_any_store_access() {
     assert!(TenantKv::new(&kv, "acme_1-x").is_some());
 }
 
-#[test]
-fn tenant_kv_prefixes_keys_and_keeps_tenants_apart() {
-    let kv = MemKv::new();
-    let a = TenantKv::new(&kv, "a").unwrap();
-    let b = TenantKv::new(&kv, "b").unwrap();
-    a.set("note/x", b"A").unwrap();
-    assert_eq!(b.get("note/x").unwrap(), None);
-    assert_eq!(kv.get("t/a/note/x").unwrap(), Some(b"A".to_vec()));
-}

@@ -1,18 +1,99 @@
 //! Shared helpers for the behaviour tests.
 #![allow(dead_code)]
 
-use cairn_notes::{ActorType, Identity, MemKv, Role, SimEnv, call_tool, rest};
+use std::sync::Arc;
+
+use cairn_kv::faults::{Control, Faulty};
+use cairn_kv::memory::MemoryStore;
+use cairn_kv::{Observed, Read, Store, Swap};
+use cairn_notes::{ActorType, Identity, Role, SimEnv, call_tool, rest};
 use serde_json::{Value, json};
 
+/// The store the behaviour tests run on: the in-memory store behind the
+/// fault-injecting wrapper, with what the tests look at (every key, the
+/// largest value, the keys read) and the faults they switch on.
+pub struct TestKv {
+    mem: Arc<MemoryStore>,
+    faulty: Faulty,
+    ctl: Arc<Control>,
+}
+
+impl TestKv {
+    pub fn new() -> Self {
+        let mem = Arc::new(MemoryStore::new());
+        let (faulty, ctl) = Faulty::new(mem.clone());
+        ctl.record_reads(true);
+        TestKv { mem, faulty, ctl }
+    }
+
+    /// Every key of the notes bucket with its value, in key order.
+    pub fn dump(&self) -> Vec<(String, Vec<u8>)> {
+        self.mem.dump("default")
+    }
+
+    /// The size of the largest stored value, in bytes.
+    pub fn max_value_len(&self) -> usize {
+        self.dump().iter().map(|(_, v)| v.len()).max().unwrap_or(0)
+    }
+
+    /// The next `n` swaps fail as if another writer had written in between.
+    pub fn lose_next_swaps(&self, n: u32) {
+        self.ctl.lose_next_swaps(n);
+    }
+
+    /// The keys read since the last call.
+    pub fn take_reads(&self) -> Vec<String> {
+        self.ctl.take_reads()
+    }
+
+    /// The fault switches.
+    pub fn faults(&self) -> &Control {
+        &self.ctl
+    }
+}
+
+impl Store for TestKv {
+    fn read(&self, bucket: &str, key: &str) -> cairn_kv::Result<Read> {
+        self.faulty.read(bucket, key)
+    }
+    fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> cairn_kv::Result<Swap> {
+        self.faulty.swap(bucket, key, observed, value)
+    }
+    fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> cairn_kv::Result<()> {
+        self.faulty.set_many(bucket, pairs)
+    }
+    fn get_many(&self, bucket: &str, keys: &[&str]) -> cairn_kv::Result<Vec<Option<Vec<u8>>>> {
+        self.faulty.get_many(bucket, keys)
+    }
+    fn delete_many(&self, bucket: &str, keys: &[&str]) -> cairn_kv::Result<()> {
+        self.faulty.delete_many(bucket, keys)
+    }
+    fn increment(&self, bucket: &str, key: &str, delta: i64) -> cairn_kv::Result<i64> {
+        self.faulty.increment(bucket, key, delta)
+    }
+    fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> cairn_kv::Result<Vec<String>> {
+        self.faulty.list_keys(bucket, after, limit)
+    }
+    fn sweep(&self, older_than_ms: u64) -> cairn_kv::Result<usize> {
+        self.faulty.sweep(older_than_ms)
+    }
+    fn close(&self) -> cairn_kv::Result<()> {
+        self.faulty.close()
+    }
+    fn get(&self, bucket: &str, key: &str) -> cairn_kv::Result<Option<Vec<u8>>> {
+        self.faulty.get(bucket, key)
+    }
+}
+
 pub struct World {
-    pub kv: MemKv,
+    pub kv: TestKv,
     pub env: SimEnv,
 }
 
 impl World {
     pub fn new() -> Self {
         World {
-            kv: MemKv::new(),
+            kv: TestKv::new(),
             env: SimEnv::new(7),
         }
     }

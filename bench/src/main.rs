@@ -1,0 +1,119 @@
+//! `cairn-bench`: benchmarks and experiments against the application in
+//! this process. `cargo run --release -p cairn-bench -- <command> --help`.
+
+use anyhow::Result;
+use cairn_bench::experiments::{self, Experiment, Sizes};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "cairn-bench", version, about = "Cairn's benchmarks (ratios against a native baseline) and the seed posts' experiments")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// What every benchmark takes.
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// The application manifest.
+    #[arg(long, short = 'f', default_value = "spin.toml")]
+    manifest: PathBuf,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// Concurrent clients (repeatable).
+    #[arg(long, default_values_t = vec![1, 32])]
+    concurrency: Vec<usize>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The trivial `health` component through the host against native hyper.
+    Host(BenchArgs),
+    /// edit_note_tab through the whole stack against the core natively, and
+    /// per-write cost against tab size and store size.
+    Notes {
+        #[command(flatten)]
+        common: BenchArgs,
+        /// Largest store size to measure (1,000 / 10,000 / 100,000 notes).
+        #[arg(long, default_value_t = 100_000)]
+        max_notes: usize,
+    },
+    /// read_note_tab through the router, against the tool alone and the core.
+    Router(BenchArgs),
+    /// One of the seed posts' experiments, or all of them.
+    Experiment {
+        /// Which one.
+        #[arg(value_enum)]
+        which: Experiment,
+        #[command(flatten)]
+        args: ExperimentArgs,
+    },
+}
+
+/// What the seed posts' experiments take.
+#[derive(clap::Args)]
+struct ExperimentArgs {
+    /// The application manifest.
+    #[arg(long, short = 'f', default_value = "spin.toml")]
+    manifest: PathBuf,
+    /// A short version that runs in seconds.
+    #[arg(long)]
+    quick: bool,
+    /// Runs per row (seeds 1..=runs).
+    #[arg(long)]
+    runs: Option<u64>,
+    /// Edits per editor in race and tabs (fast: `--fast-edits`).
+    #[arg(long)]
+    edits: Option<usize>,
+    /// Edits per editor in fast.
+    #[arg(long)]
+    fast_edits: Option<usize>,
+    /// create_note_tab intents per run.
+    #[arg(long)]
+    intents: Option<usize>,
+    /// Research sessions per seed in sources.
+    #[arg(long)]
+    sessions: Option<usize>,
+    /// Trials per seed and deck count in handles.
+    #[arg(long)]
+    trials: Option<usize>,
+    /// Milliseconds per point (and side) in throughput.
+    #[arg(long)]
+    point_ms: Option<u64>,
+    /// Also write the tables to this markdown file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+impl ExperimentArgs {
+    fn sizes(&self) -> Sizes {
+        let base = if self.quick { Sizes::quick() } else { Sizes::full() };
+        Sizes {
+            runs: self.runs.unwrap_or(base.runs),
+            edits: self.edits.unwrap_or(base.edits),
+            fast_edits: self.fast_edits.unwrap_or(base.fast_edits),
+            intents: self.intents.unwrap_or(base.intents),
+            sessions: self.sessions.unwrap_or(base.sessions),
+            trials: self.trials.unwrap_or(base.trials),
+            point_ms: self.point_ms.unwrap_or(base.point_ms),
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    if std::env::var("CAIRN_LOG").is_ok() {
+        cairn::logs::init();
+    }
+    let rt = tokio::runtime::Runtime::new()?;
+    match Cli::parse().command {
+        Command::Host(a) => rt.block_on(cairn_bench::host::host(a.manifest, a.seconds, a.concurrency)),
+        Command::Notes { common: a, max_notes } => rt.block_on(cairn_bench::notes::notes(a.manifest, a.seconds, a.concurrency, max_notes)),
+        Command::Router(a) => rt.block_on(cairn_bench::notes::router(a.manifest, a.seconds, a.concurrency)),
+        Command::Experiment { which, args } => {
+            let sizes = args.sizes();
+            rt.block_on(experiments::run(args.manifest, which, sizes, args.out))
+        }
+    }
+}

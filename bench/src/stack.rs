@@ -1,0 +1,315 @@
+//! What every benchmark and experiment drives: the application running in
+//! this process ([`Stack`], with bench tokens), a keep-alive HTTP client,
+//! seeded notes, and the closed-loop client that calls the tools through the
+//! whole stack or the same core natively ([`stack_calls`], [`native_calls`]).
+
+use crate::measure::{Series, summarize};
+use cairn::clock::SystemEnv;
+use cairn::instance::Limits;
+use cairn::server::{self, Running, StoreKind};
+use anyhow::{Context, Result, bail};
+use cairn_auth::mint::TokenSpec;
+use cairn_auth::{Actor, Role};
+use cairn_kv::Store;
+use cairn_notes::{ActorType, Identity};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const TENANT: &str = "bench";
+
+/// Distinguishes the idempotency keys of successive runs on the same notes.
+static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+pub fn first_key(client: usize) -> u64 {
+    (RUN.fetch_add(1, std::sync::atomic::Ordering::SeqCst) << 40) | ((client as u64) << 24)
+}
+
+/// A keep-alive HTTP/1.1 client.
+pub struct Client {
+    tx: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    addr: SocketAddr,
+}
+
+impl Client {
+    /// Connect.
+    pub async fn connect(addr: SocketAddr) -> Result<Self> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(conn);
+        Ok(Self { tx, addr })
+    }
+
+    /// Send JSON, get status and JSON.
+    pub async fn send(&mut self, method: &str, path: &str, token: &str, body: &Value) -> Result<(u16, Value)> {
+        let req = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", self.addr.to_string())
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))?;
+        let resp = self.tx.send_request(req).await?;
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await?.to_bytes();
+        Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+    }
+
+    /// `tools/call` through the router; the CallToolResult.
+    pub async fn call(&mut self, token: &str, tool: &str, args: Value) -> Result<Value> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
+        let (status, v) = self.send("POST", "/mcp", token, &body).await?;
+        if status != 200 || v.get("error").is_some() {
+            bail!("{tool}: HTTP {status}: {v}");
+        }
+        Ok(v["result"].clone())
+    }
+}
+
+/// The application running in this process, with bench tokens.
+pub struct Stack {
+    /// The server.
+    pub running: Running,
+    /// An agent's token.
+    pub agent: String,
+    /// A person's token.
+    pub person: String,
+    /// Its state dir (signing key, identity secret, store).
+    pub state: PathBuf,
+}
+
+impl Stack {
+    /// Start with the SQLite store in a fresh state dir.
+    pub async fn start(manifest: PathBuf) -> Result<Self> {
+        let state = std::env::temp_dir().join(format!("cairn-bench-notes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&state);
+        let variables = [("rate_limit_per_minute".to_string(), "1000000000".to_string())].into();
+        let opts = server::Options {
+            manifest,
+            listen: "127.0.0.1:0".parse()?,
+            cache_dir: state.join("cache"),
+            state_dir: state.clone(),
+            store: StoreKind::Sqlite,
+            fsync: false,
+            limits: Limits::default(),
+        sweep_interval: Duration::from_secs(60),
+            variables,
+        };
+        let running = server::start(opts).await?;
+        let key = cairn::local::signing_key(&state)?;
+        let audience = cairn::local::audience(running.addr);
+        let token = |actor, sub: &str| {
+            key.sign(
+                &TokenSpec {
+                    issuer: cairn::local::LOCAL_ISSUER.into(),
+                    audience: audience.clone(),
+                    tenant: TENANT.into(),
+                    subject: sub.into(),
+                    name: None,
+                    actor,
+                    role: Role::Member,
+                    scope: "notes:read notes:write".into(),
+                    now: cairn::local::now(),
+                    ttl: 86_400,
+                }
+                .claims(),
+            )
+        };
+        Ok(Self { agent: token(Actor::Agent, "bench-agent"), person: token(Actor::Human, "bench-person"), running, state })
+    }
+
+    /// Create `n` approved notes straight in the server's store; their ids.
+    pub fn seed_notes(&self, n: usize) -> Result<Vec<String>> {
+        seed(self.running.app.store().as_ref(), n)
+    }
+
+    /// Stop and clean up.
+    pub async fn stop(self) {
+        self.running.shutdown().await;
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
+pub fn person() -> Identity {
+    Identity { tenant: TENANT.into(), subject: "bench-person".into(), display_name: "Bench person".into(), actor_type: ActorType::Human, role: cairn_notes::Role::Member }
+}
+
+pub fn agent() -> Identity {
+    Identity { actor_type: ActorType::Agent, subject: "bench-agent".into(), display_name: "Bench agent".into(), ..person() }
+}
+
+/// Create `n` approved notes; their ids.
+pub fn seed(kv: &dyn Store, n: usize) -> Result<Vec<String>> {
+    let mut env = SystemEnv::new(n as u64);
+    (0..n)
+        .map(|i| {
+            let r = cairn_notes::rest::create_note(kv, &mut env, &person(), json!({"title": format!("note {i}"), "approved_for_agents": true}))
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            if r.status != 201 {
+                bail!("create_note: {}", r.body);
+            }
+            Ok(r.body["note_id"].as_str().context("note_id")?.to_string())
+        })
+        .collect()
+}
+
+/// What one timed step of a client does.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    /// `read_note_tab` of the markdown tab.
+    Read,
+    /// `edit_note_tab` replace_text of `size` characters with the version the
+    /// client's previous edit returned (each client owns its note).
+    Edit(usize),
+    /// An agent's edit: `read_note_tab`, then `edit_note_tab` with the version read.
+    ReadEdit(usize),
+}
+
+/// How a client reaches the tools: over HTTP MCP, or the core in-process.
+#[allow(async_fn_in_trait)]
+pub trait Caller {
+    /// `tools/call`; the CallToolResult.
+    async fn call(&mut self, tool: &str, args: Value) -> Result<Value>;
+}
+
+pub struct McpCaller {
+    /// The connection.
+    pub client: Client,
+    /// The bearer token.
+    pub token: String,
+}
+
+impl Caller for McpCaller {
+    async fn call(&mut self, tool: &str, args: Value) -> Result<Value> {
+        self.client.call(&self.token, tool, args).await
+    }
+}
+
+pub struct CoreCaller {
+    /// The store.
+    pub kv: Arc<dyn Store>,
+    /// Clock and randomness.
+    pub env: SystemEnv,
+    /// Who calls.
+    pub who: Identity,
+}
+
+impl Caller for CoreCaller {
+    async fn call(&mut self, tool: &str, args: Value) -> Result<Value> {
+        cairn_notes::call_tool(self.kv.as_ref(), &mut self.env, &self.who, tool, args).map_err(|e| anyhow::anyhow!("{tool}: {e:?}"))
+    }
+}
+
+pub fn text_of(size: usize, i: u64) -> String {
+    let mut t = format!("{i:012}");
+    while t.len() < size {
+        t.push_str(" lorem ipsum dolor sit amet");
+    }
+    t.truncate(size);
+    t
+}
+
+pub async fn read_version(c: &mut impl Caller, note: &str) -> Result<Value> {
+    let read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
+    if read["isError"] != false {
+        bail!("read refused: {read}");
+    }
+    Ok(read["structuredContent"]["version"].clone())
+}
+
+pub async fn edit(c: &mut impl Caller, note: &str, version: Value, size: usize, key: u64) -> Result<Value> {
+    let args = json!({"note_id": note, "tab_id": "markdown", "expected_version": version,
+        "idempotency_key": format!("bench-{key}"), "operation": "replace_text", "text": text_of(size, key)});
+    let w = c.call("edit_note_tab", args).await?;
+    if w["isError"] != false || w["structuredContent"]["replayed"] != false {
+        bail!("edit refused or replayed: {w}");
+    }
+    Ok(w["structuredContent"]["version"].clone())
+}
+
+/// One client until `deadline`: the latency of every step. A client that
+/// edits checks at the end that its note advanced by exactly the edits it
+/// was told succeeded: nothing acknowledged was lost, nothing was doubled.
+pub async fn client_loop(mut c: impl Caller, note: String, op: Op, first: u64, deadline: Instant) -> Result<Vec<Duration>> {
+    let mut lat = Vec::new();
+    let start = read_version(&mut c, &note).await?;
+    let mut version = start.clone();
+    let mut key = first;
+    while Instant::now() < deadline {
+        let t = Instant::now();
+        match op {
+            Op::Read => version = read_version(&mut c, &note).await?,
+            Op::Edit(size) => {
+                key += 1;
+                version = edit(&mut c, &note, version, size, key).await?;
+            }
+            Op::ReadEdit(size) => {
+                let read = read_version(&mut c, &note).await?;
+                key += 1;
+                version = edit(&mut c, &note, read, size, key).await?;
+            }
+        }
+        lat.push(t.elapsed());
+    }
+    let end = read_version(&mut c, &note).await?;
+    let expected = if matches!(op, Op::Read) { 0 } else { lat.len() as u64 };
+    let moved = end.as_u64().unwrap_or(0).saturating_sub(start.as_u64().unwrap_or(0));
+    if end != version || moved != expected {
+        bail!("note {note}: version went {start} → {end} after {expected} acknowledged edits");
+    }
+    Ok(lat)
+}
+
+/// `clients` MCP clients, each on its own connection and note, through the
+/// whole stack (HTTP, router, tool components, SQLite).
+pub async fn stack_calls(stack: &Stack, notes: &[String], clients: usize, op: Op, duration: Duration) -> Result<Series> {
+    let deadline = Instant::now() + duration;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (addr, token, note) = (stack.running.addr, stack.agent.clone(), notes[c % notes.len()].clone());
+        tasks.push(tokio::spawn(async move {
+            let caller = McpCaller { client: Client::connect(addr).await?, token };
+            client_loop(caller, note, op, first_key(c), deadline).await
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await??);
+    }
+    Ok(summarize("whole stack: HTTP, router, tool components, SQLite", all, started.elapsed()))
+}
+
+/// The same clients calling the core natively, one thread each.
+pub fn native_calls(kv: Arc<dyn Store>, notes: &[String], clients: usize, op: Op, duration: Duration) -> Result<Series> {
+    let deadline = Instant::now() + duration;
+    let started = Instant::now();
+    let handles: Vec<_> = (0..clients)
+        .map(|c| {
+            let (kv, note) = (kv.clone(), notes[c % notes.len()].clone());
+            std::thread::spawn(move || -> Result<Vec<Duration>> {
+                let caller = CoreCaller { kv, env: SystemEnv::new(c as u64), who: agent() };
+                let rt = tokio::runtime::Builder::new_current_thread().build()?;
+                rt.block_on(client_loop(caller, note, op, first_key(c), deadline))
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for h in handles {
+        all.extend(h.join().map_err(|_| anyhow::anyhow!("bench thread panicked"))??);
+    }
+    Ok(summarize("same core natively in-process, SQLite", all, started.elapsed()))
+}
+
+/// A SQLite store of its own in `dir`, for the native side.
+pub fn native_store(dir: &std::path::Path) -> Result<Arc<dyn Store>> {
+    std::fs::create_dir_all(dir)?;
+    Ok(Arc::new(cairn_kv_sqlite::SqliteStore::open(&dir.join("kv.db"), false)?))
+}
+

@@ -1,0 +1,683 @@
+//! `cairn-kv-redis`: Cairn's store on a Redis (7.0+) or Valkey (7.2+)
+//! server, keeping the promise of [`cairn_kv::Store`] with one server-side
+//! Lua script per operation.
+//!
+//! # Map
+//!
+//! - [`RedisStore::open`] checks the URL (`redis://[user:password@]host:port[/db]`;
+//!   `rediss://` is refused: TLS would need a TLS stack this crate does not
+//!   bring), connects, checks that the server is a standalone primary of a
+//!   version with script flags, and loads the scripts.
+//! - `pool`: a few synchronous connections of our own (the trait is
+//!   synchronous; the host calls it from its worker threads), with a connect
+//!   timeout and a read/write timeout, so a stopped or hung server fails fast
+//!   with [`Error::Unavailable`] and nothing blocks forever.
+//! - `scripts`: the Lua scripts; `layout`: the Redis key names ([`Layout`]).
+//!
+//! # Key layout
+//!
+//! Every Redis key starts with the namespace ([`Options::namespace`], so
+//! several stores share a server) and then, for everything that belongs to
+//! one Cairn key, a *hash tag*: `t/<tenant>/<rest>` gets `{t/<tenant>}`, any
+//! other key (`sys/…`, `auth/…`, `ratelimit/…`, `kv-probe/…`) its first path
+//! segment (`{sys}`). So a tenant's keys, and the sequence and floor that
+//! stamp them, all hash to one slot. With `N` the namespace, `T` the tag and
+//! `B` the bucket written as `<byte length>:<name>`:
+//!
+//! | Redis key | type | holds |
+//! | --- | --- | --- |
+//! | `N:{T}:r:B:<key>` | hash | `v`: the value (absent in a delete marker); `s`: stamp of the last write |
+//! | `N:{T}:seq` | string | the tag's stamp sequence: last stamp handed out |
+//! | `N:{T}:floor` | string | the tag's purge floor: highest stamp of a swept marker |
+//! | `N:{T}:i:B` | sorted set | the live keys of bucket B under T (score 0: byte order) |
+//! | `N:{T}:m:B` | sorted set | the delete markers of B under T, scored by delete time (ms) |
+//! | `N:tags:B` | sorted set | the tags ever written in B (score 0) |
+//! | `N:buckets` | set | the buckets ever written |
+//!
+//! (A tag containing `%`, `{` or `}` is %-escaped between the braces, and the
+//! empty tag of a key starting with `/` is written `{%}`; see [`hash_tag`].)
+//!
+//! # The scripts and the promise
+//!
+//! Each operation is one script (`EVALSHA`, loaded again when the server
+//! answers `NOSCRIPT`). A script runs atomically, reads all it decides on
+//! before its first write, and is refused whole (never half run) with `OOM`
+//! when the server is over `maxmemory`: Redis checks that before a flagged
+//! script starts. Rule by rule (numbers as in [`cairn_kv::Store`]):
+//!
+//! - `read`: the value, its stamp and the tag's sequence in one step;
+//!   absent (or a marker) observes `Absent(seq)`.
+//! - Stamps (rule 1): every write (set, swap, increment, delete) takes
+//!   `max(seq + 1, server time in µs)` from its tag's sequence, so stamps
+//!   only grow and are never reused, and a delete followed by a recreate
+//!   with the same bytes has a new stamp (no ABA). The clock term means a
+//!   server that lost its data (a restart without persistence, a failover)
+//!   does not hand out the stamps of lost writes again, unless its clock is
+//!   behind by more than the outage lasted.
+//! - `swap` (rules 1–3): the rule of [`cairn_kv::Stamped::swap_allowed`] on the
+//!   record and the tag's floor; a swap that does not happen returns
+//!   `{0, value, stamp, seq}` read in the same step, which becomes
+//!   [`Swap::Failed`] with a fresh read. Only `{1}` is success.
+//! - `delete_many` (rule 1, 5): turns each live key into a marker (stamp,
+//!   and a place in the markers set with the server time); absent keys are
+//!   left alone.
+//! - `sweep` (rule 1 after purging): per bucket and tag, drops markers
+//!   deleted at least `older_than_ms` ago (server clock) and raises the
+//!   tag's purge floor to the highest dropped stamp in the same step, like
+//!   the SQLite backend: a handle read before a dropped marker then fails.
+//! - `increment` (rule 4): exact wrapping 64-bit addition on 8 little-endian
+//!   bytes (in two 32-bit halves: Lua has only doubles); any other value is
+//!   refused with [`Error::NotACounter`] and nothing is written.
+//! - `set_many` / `delete_many` (rule 5): one script for the whole batch,
+//!   after every key and value was checked against the limits here.
+//! - `get_many`: one read-only script per tag in the batch (a read of
+//!   several keys is not a transaction in the promise).
+//! - `list_keys`: plain read commands, no script (see below).
+//!
+//! Reads (`read`, `get_many`) are flagged `no-writes` and keep working when
+//! the server is out of memory; `delete_many` and `sweep` are flagged
+//! `allow-oom`, so a full store can still be emptied.
+//!
+//! # `list_keys`: an index, not SCAN
+//!
+//! Cairn lists keys rarely, but the host's tenant discovery asks for *one*
+//! key after `t/<tenant>0`, once per tenant; with SCAN each such call would
+//! walk the whole namespace. So each write script also keeps the per-tag
+//! index `N:{T}:i:B` (a sorted set, O(log n) per write, the key stored a
+//! second time), and every tag ever written in a bucket is in `N:tags:B`.
+//! Since a tag is a prefix of all its keys, a listing only reads the tags
+//! that are prefixes of `after` (one `ZMSCORE`) and the tags after `after`
+//! in order, stopping at the first tag beyond the `limit`-th key found:
+//! about two round trips and O(limit · log n) per page, whatever the size
+//! of the store. Tags are registered (`SADD`/`ZADD`, once per connection and
+//! tag) *before* the first write under them and never removed, so a tag
+//! whose keys were all deleted still costs one empty range read per listing
+//! that passes it.
+//!
+//! # Batches across tags, and Redis Cluster
+//!
+//! The layout is ready for a cluster: every script names its keys, and all
+//! keys of one Cairn key's tag, its sequence and floor included, are in one
+//! slot. This client itself talks to one standalone primary and refuses a
+//! cluster node at open. A `set_many`/`delete_many` whose keys have
+//! different tags is sent as one script anyway: on a standalone server it
+//! is atomic; on a cluster the server would refuse it whole with
+//! `CROSSSLOT` ([`Error::Backend`], nothing written), never split it. Cairn
+//! keeps its batches within one tenant. The tag registries (`N:tags:B`,
+//! `N:buckets`) are in slots of their own; that is why they are written by
+//! separate commands before the data, and only ever grow.
+//!
+//! # Durability, replication and failover
+//!
+//! A write is acknowledged when the primary ran its script. With Redis'
+//! usual asynchronous replication, a failover to a replica loses the
+//! acknowledged writes the replica had not received yet: a note saved a
+//! moment before the primary died can be gone. On a single primary,
+//! `appendonly yes` with `appendfsync always` makes an acknowledged write
+//! survive a crash; with replicas, `WAIT` (or `WAITAOF`) after the write
+//! bounds the loss to writes not yet on the replicas. This crate does
+//! neither by itself: durability is the server's configuration. What it
+//! does guarantee is that a lost write never turns into a false success
+//! later: stamps follow the server clock, so a new primary does not reuse
+//! the stamps of writes it never saw.
+//!
+//! # Errors
+//!
+//! Connection refused or reset, timeouts and other I/O errors, and the
+//! server being busy, loading or read-only are [`Error::Unavailable`]; the
+//! server's `OOM` refusal is [`Error::Full`]; anything else is
+//! [`Error::Backend`]. A write whose reply is lost (connection dropped or
+//! timed out after sending) is `Unavailable`, never success and never a
+//! conflict, and is not resent: its outcome is unknown. Read-only calls are
+//! retried once on a fresh connection when a pooled one turned out dead.
+
+mod address;
+mod layout;
+mod pool;
+mod scripts;
+
+pub use address::{DEFAULT_PORT, redact};
+pub use layout::{Layout, MAX_NAMESPACE_BYTES, check_namespace, hash_tag, tag_of};
+
+use cairn_kv::{Error, Observed, Read, Result, Store, Swap, check_key, check_value};
+use pool::{Conn, Pool};
+use redis::{Client, ErrorKind, RedisError, RedisResult, Value};
+use scripts::Scripts;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// How a [`RedisStore`] connects and where its keys go.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Prefix of every Redis key of this store: stores with different
+    /// namespaces share a server without seeing each other. 1 to 64 bytes of
+    /// `[A-Za-z0-9._:/-]`. Default `cairn`.
+    pub namespace: String,
+    /// Most connections open at once. Default 8.
+    pub pool_size: usize,
+    /// Limit on TCP connect plus handshake (`AUTH`, `SELECT`). Default 500 ms.
+    pub connect_timeout: Duration,
+    /// Limit on every read and write on a connection, and on waiting for a
+    /// free connection. Default 2 s.
+    pub io_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            namespace: "cairn".into(),
+            pool_size: 8,
+            connect_timeout: Duration::from_millis(500),
+            io_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Options {
+    /// The defaults, with namespace `ns`.
+    pub fn with_namespace(ns: impl Into<String>) -> Self {
+        Self { namespace: ns.into(), ..Self::default() }
+    }
+}
+
+/// A store on one Redis or Valkey server. Cheap to share between threads.
+pub struct RedisStore {
+    layout: Layout,
+    pool: Pool,
+    scripts: Scripts,
+    connect_timeout: Duration,
+    io_timeout: Duration,
+}
+
+/// Tags read per registry page while listing.
+const LIST_TAG_CHUNK: usize = 16;
+/// Tags read per registry page while sweeping.
+const SWEEP_TAG_CHUNK: usize = 256;
+/// Markers dropped per sweep script call.
+const SWEEP_BATCH: usize = 1000;
+
+fn closed() -> Error {
+    Error::Backend("store is closed".into())
+}
+
+/// A reply that does not have the shape a script returns: a bug, or someone
+/// else's data in our namespace.
+fn odd(what: &str, v: &Value) -> Error {
+    Error::Backend(format!("unexpected reply from Redis for {what}: {v:?}"))
+}
+
+fn odd_reply(what: &'static str) -> RedisError {
+    RedisError::from((ErrorKind::UnexpectedReturnType, what))
+}
+
+fn bytes(v: &Value) -> Option<Option<Vec<u8>>> {
+    match v {
+        Value::Nil => Some(None),
+        Value::BulkString(b) => Some(Some(b.clone())),
+        Value::SimpleString(s) => Some(Some(s.as_bytes().to_vec())),
+        _ => None,
+    }
+}
+
+fn number(v: &Value) -> Option<u64> {
+    match v {
+        Value::Int(n) => u64::try_from(*n).ok(),
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        Value::SimpleString(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// A read from `[value|nil, stamp|nil, seq]`.
+fn observed_from(what: &str, parts: &[Value], whole: &Value) -> Result<Read> {
+    let [v, s, seq] = parts else { return Err(odd(what, whole)) };
+    let value = bytes(v).ok_or_else(|| odd(what, whole))?;
+    let seq = number(seq).ok_or_else(|| odd(what, whole))?;
+    Ok(match value {
+        Some(value) => {
+            let stamp = number(s).ok_or_else(|| odd(what, whole))?;
+            Read { value: Some(value), observed: Observed::Present(stamp) }
+        }
+        None => Read { value: None, observed: Observed::Absent(seq) },
+    })
+}
+
+/// `key=value` lines of an `INFO` reply.
+fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines().find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':'))
+}
+
+impl RedisStore {
+    /// Connect to the server at `url` (`redis://[user:password@]host:port[/db]`).
+    ///
+    /// A malformed URL, or `rediss://`, is an [`Error::Backend`] naming what is
+    /// wrong; a server that cannot be reached is [`Error::Unavailable`] naming
+    /// the address; a server that is a replica, a cluster node, or older than
+    /// Redis 7.0 is an [`Error::Backend`] saying so.
+    pub fn open(url: &str, options: Options) -> Result<Self> {
+        let layout = Layout::new(&options.namespace)?;
+        if options.pool_size == 0 {
+            return Err(Error::Backend("the Redis connection pool needs at least 1 connection".into()));
+        }
+        if options.connect_timeout.is_zero() || options.io_timeout.is_zero() {
+            return Err(Error::Backend("Redis timeouts must be longer than zero".into()));
+        }
+        let target = address::parse(url)?;
+        let shown = target.shown.clone();
+        let client = Client::open(target.info)
+            .map_err(|e| Error::Backend(format!("Redis URL `{}`: {e}", redact(url))))?;
+        let pool = Pool::new(client, target.shown, options.pool_size, options.connect_timeout, options.io_timeout);
+        let store = Self {
+            layout,
+            pool,
+            scripts: Scripts::new(),
+            connect_timeout: options.connect_timeout,
+            io_timeout: options.io_timeout,
+        };
+        store.check_server(&shown)?;
+        Ok(store)
+    }
+
+    fn check_server(&self, shown: &str) -> Result<()> {
+        // The first answer is awaited only as long as a connect: a peer that
+        // accepts but never answers fails open as fast as one that refuses.
+        let info = self.pool.with(false, |c| {
+            c.redis.set_read_timeout(Some(self.connect_timeout))?;
+            let info = redis::cmd("INFO").arg("server").arg("replication").arg("cluster").query::<String>(&mut c.redis);
+            c.redis.set_read_timeout(Some(self.io_timeout))?;
+            info
+        });
+        match info {
+            Ok(info) => {
+                let version = info_field(&info, "redis_version").unwrap_or("?");
+                let major: u32 = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+                if major < 7 {
+                    return Err(Error::Backend(format!(
+                        "Redis at {shown} is version {version}; cairn-kv-redis needs Redis 7.0 or later \
+                         (or Valkey 7.2+) for script flags"
+                    )));
+                }
+                if let Some(role) = info_field(&info, "role").filter(|r| *r != "master") {
+                    return Err(Error::Backend(format!(
+                        "Redis at {shown} is a read-only replica (role {role}); point the URL at the primary"
+                    )));
+                }
+                if info_field(&info, "cluster_enabled") == Some("1") {
+                    return Err(Error::Backend(format!(
+                        "Redis at {shown} is a cluster node; this client talks to one standalone primary \
+                         (the key layout is cluster-ready, the client is not)"
+                    )));
+                }
+            }
+            // INFO renamed or not permitted: loading the scripts below still
+            // fails on a server without script flags.
+            Err(Error::Backend(_)) => {}
+            Err(e) => return Err(e),
+        }
+        self.pool
+            .with(false, |c| {
+                for (_, script) in self.scripts.all() {
+                    script.load(&mut c.redis)?;
+                }
+                Ok(())
+            })
+            .map_err(|e| match e {
+                Error::Backend(m) => Error::Backend(format!(
+                    "loading cairn-kv-redis' scripts failed ({m}); it needs Redis 7.0+ or Valkey 7.2+ \
+                     with EVALSHA and SCRIPT allowed"
+                )),
+                e => e,
+            })
+    }
+
+    /// The Redis key names this store uses.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The server's address (`host:port[/db]`, no credentials).
+    pub fn address(&self) -> &str {
+        &self.pool.shown
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.pool.is_closed() { Err(closed()) } else { Ok(()) }
+    }
+
+    /// Add the tags of a write to the registries, unless this connection
+    /// already did: before the write, so a listing never misses a key.
+    fn register(&self, c: &mut Conn, bucket: &str, tags: &[&str]) -> RedisResult<()> {
+        let mut missing: Vec<&str> = tags.iter().copied().filter(|t| !c.is_registered(bucket, t)).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        let mut p = redis::pipe();
+        p.cmd("SADD").arg(self.layout.buckets()).arg(bucket).ignore();
+        p.cmd("ZADD").arg(self.layout.tags(bucket));
+        for t in &missing {
+            p.arg(0).arg(*t);
+        }
+        p.ignore();
+        p.query::<()>(&mut c.redis)?;
+        for t in missing {
+            c.mark_registered(bucket, t);
+        }
+        Ok(())
+    }
+
+    fn distinct_tags<'k>(keys: impl Iterator<Item = &'k str>) -> Vec<&'k str> {
+        let mut tags: Vec<&str> = keys.map(tag_of).collect();
+        tags.sort_unstable();
+        tags.dedup();
+        tags
+    }
+}
+
+impl Store for RedisStore {
+    fn read(&self, bucket: &str, key: &str) -> Result<Read> {
+        check_key(key)?;
+        self.check_open()?;
+        let (rec, seq) = (self.layout.record(bucket, key), self.layout.sequence(key));
+        let mut call = self.scripts.read.key(&rec);
+        call.key(&seq);
+        let reply: Value = self.pool.with(true, |c| call.invoke(&mut c.redis))?;
+        match &reply {
+            Value::Array(parts) => observed_from("read", parts, &reply),
+            _ => Err(odd("read", &reply)),
+        }
+    }
+
+    fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
+        check_key(key)?;
+        check_value(value)?;
+        self.check_open()?;
+        let (mode, n) = match observed {
+            Observed::Present(s) => ("P", s),
+            Observed::Absent(s) => ("A", s),
+        };
+        let mut call = self.scripts.swap.key(self.layout.record(bucket, key));
+        call.key(self.layout.sequence(key))
+            .key(self.layout.purge_floor(key))
+            .key(self.layout.index(bucket, key))
+            .key(self.layout.markers(bucket, key))
+            .arg(mode)
+            .arg(n.to_string())
+            .arg(value)
+            .arg(key);
+        let tag = tag_of(key);
+        let reply: Value = self.pool.with(false, |c| {
+            self.register(c, bucket, &[tag])?;
+            call.invoke(&mut c.redis)
+        })?;
+        match &reply {
+            Value::Array(parts) => match parts.first() {
+                Some(Value::Int(1)) => Ok(Swap::Done),
+                Some(Value::Int(0)) => Ok(Swap::Failed(observed_from("swap", &parts[1..], &reply)?)),
+                _ => Err(odd("swap", &reply)),
+            },
+            _ => Err(odd("swap", &reply)),
+        }
+    }
+
+    fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()> {
+        for (k, v) in pairs {
+            check_key(k)?;
+            check_value(v)?;
+        }
+        self.check_open()?;
+        if pairs.is_empty() {
+            return Ok(());
+        }
+        let mut call = self.scripts.set_many.prepare_invoke();
+        for (k, v) in pairs {
+            call.key(self.layout.record(bucket, k))
+                .key(self.layout.sequence(k))
+                .key(self.layout.index(bucket, k))
+                .key(self.layout.markers(bucket, k))
+                .arg(*k)
+                .arg(*v);
+        }
+        let tags = Self::distinct_tags(pairs.iter().map(|(k, _)| *k));
+        let _: Value = self.pool.with(false, |c| {
+            self.register(c, bucket, &tags)?;
+            call.invoke(&mut c.redis)
+        })?;
+        Ok(())
+    }
+
+    fn get_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>> {
+        for k in keys {
+            check_key(k)?;
+        }
+        self.check_open()?;
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One read-only script per tag, in one lease.
+        let mut groups: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, k) in keys.iter().enumerate() {
+            groups.entry(tag_of(k)).or_default().push(i);
+        }
+        let calls: Vec<(Vec<usize>, redis::ScriptInvocation<'_>)> = groups
+            .into_values()
+            .map(|idx| {
+                let mut call = self.scripts.get_many.prepare_invoke();
+                for &i in &idx {
+                    call.key(self.layout.record(bucket, keys[i]));
+                }
+                (idx, call)
+            })
+            .collect();
+        let replies: Vec<Value> = self.pool.with(true, |c| {
+            calls.iter().map(|(_, call)| call.invoke::<Value>(&mut c.redis)).collect()
+        })?;
+        let mut out = vec![None; keys.len()];
+        for ((idx, _), reply) in calls.iter().zip(&replies) {
+            let Value::Array(values) = reply else { return Err(odd("get_many", reply)) };
+            if values.len() != idx.len() {
+                return Err(odd("get_many", reply));
+            }
+            for (&i, v) in idx.iter().zip(values) {
+                out[i] = bytes(v).ok_or_else(|| odd("get_many", reply))?;
+            }
+        }
+        Ok(out)
+    }
+
+    fn delete_many(&self, bucket: &str, keys: &[&str]) -> Result<()> {
+        for k in keys {
+            check_key(k)?;
+        }
+        self.check_open()?;
+        let mut distinct: Vec<&str> = Vec::with_capacity(keys.len());
+        for k in keys {
+            if !distinct.contains(k) {
+                distinct.push(k);
+            }
+        }
+        if distinct.is_empty() {
+            return Ok(());
+        }
+        let mut call = self.scripts.delete_many.prepare_invoke();
+        for k in &distinct {
+            call.key(self.layout.record(bucket, k))
+                .key(self.layout.sequence(k))
+                .key(self.layout.index(bucket, k))
+                .key(self.layout.markers(bucket, k))
+                .arg(*k);
+        }
+        let _: Value = self.pool.with(false, |c| call.invoke(&mut c.redis))?;
+        Ok(())
+    }
+
+    fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64> {
+        check_key(key)?;
+        self.check_open()?;
+        let bits = delta as u64;
+        let mut call = self.scripts.increment.key(self.layout.record(bucket, key));
+        call.key(self.layout.sequence(key))
+            .key(self.layout.index(bucket, key))
+            .key(self.layout.markers(bucket, key))
+            .arg(key)
+            .arg((bits & 0xffff_ffff).to_string())
+            .arg((bits >> 32).to_string());
+        let tag = tag_of(key);
+        let reply: Value = self.pool.with(false, |c| {
+            self.register(c, bucket, &[tag])?;
+            call.invoke(&mut c.redis)
+        })?;
+        match &reply {
+            Value::Array(parts) => match parts.as_slice() {
+                [Value::Int(1), Value::BulkString(b)] => {
+                    let arr: [u8; 8] = b.as_slice().try_into().map_err(|_| odd("increment", &reply))?;
+                    Ok(i64::from_le_bytes(arr))
+                }
+                [Value::Int(0), Value::Int(len)] => Err(Error::NotACounter { len: *len as usize }),
+                _ => Err(odd("increment", &reply)),
+            },
+            _ => Err(odd("increment", &reply)),
+        }
+    }
+
+    fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        self.check_open()?;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let registry = self.layout.tags(bucket);
+        // Lexicographic bounds: strictly after `after`, or from the start.
+        let lower: Vec<u8> = match after {
+            Some(a) => [b"(".as_slice(), a.as_bytes()].concat(),
+            None => b"-".to_vec(),
+        };
+        let per_tag = limit.min(i64::MAX as usize);
+        let found = self.pool.with(true, |c| {
+            let mut found: Vec<Vec<u8>> = Vec::new();
+            // First round trip: which prefixes of `after` are registered tags
+            // (their keys can sort after `after`), and the first tags after it.
+            let mut p = redis::pipe();
+            if let Some(a) = after {
+                p.cmd("ZMSCORE").arg(&registry);
+                for i in 0..=a.len() {
+                    p.arg(&a.as_bytes()[..i]);
+                }
+            }
+            p.cmd("ZRANGEBYLEX").arg(&registry).arg(&lower).arg("+").arg("LIMIT").arg(0).arg(LIST_TAG_CHUNK);
+            let mut replies: Vec<Value> = p.query(&mut c.redis)?;
+            let chunk_reply = replies.pop().ok_or_else(|| odd_reply("ZRANGEBYLEX"))?;
+            let mut queue: Vec<Vec<u8>> = Vec::new();
+            if let (Some(a), Some(Value::Array(scores))) = (after, replies.pop()) {
+                for (i, score) in scores.iter().enumerate() {
+                    if *score != Value::Nil {
+                        queue.push(a.as_bytes()[..i].to_vec());
+                    }
+                }
+            }
+            let mut tags: Vec<Vec<u8>> = redis::from_redis_value(chunk_reply)?;
+            loop {
+                let full_chunk = tags.len() == LIST_TAG_CHUNK;
+                let last = tags.last().cloned();
+                let mut stop = false;
+                for t in tags {
+                    // Keys of a tag sort at or after the tag: once `limit`
+                    // keys were found before it, it and later tags are out.
+                    if found.len() >= limit && found[limit - 1] < t {
+                        stop = true;
+                        break;
+                    }
+                    queue.push(t);
+                }
+                if !queue.is_empty() {
+                    let mut p = redis::pipe();
+                    for t in &queue {
+                        let tag = String::from_utf8_lossy(t);
+                        p.cmd("ZRANGEBYLEX")
+                            .arg(self.layout.index_of_tag(bucket, &tag))
+                            .arg(&lower)
+                            .arg("+")
+                            .arg("LIMIT")
+                            .arg(0)
+                            .arg(per_tag);
+                    }
+                    let pages: Vec<Vec<Vec<u8>>> = p.query(&mut c.redis)?;
+                    for page in pages {
+                        found.extend(page);
+                    }
+                    found.sort_unstable();
+                    found.dedup();
+                    found.truncate(limit);
+                    queue.clear();
+                }
+                let Some(last) = last else { break };
+                if stop || !full_chunk || (found.len() >= limit && found[limit - 1] <= last) {
+                    break;
+                }
+                let next = [b"(".as_slice(), &last].concat();
+                tags = redis::cmd("ZRANGEBYLEX")
+                    .arg(&registry)
+                    .arg(next)
+                    .arg("+")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(LIST_TAG_CHUNK)
+                    .query(&mut c.redis)?;
+            }
+            Ok(found)
+        })?;
+        found
+            .into_iter()
+            .map(|k| String::from_utf8(k).map_err(|_| Error::Backend("a listed key is not UTF-8".into())))
+            .collect()
+    }
+
+    fn sweep(&self, older_than_ms: u64) -> Result<usize> {
+        self.check_open()?;
+        let older = older_than_ms.to_string();
+        self.pool.with(false, |c| {
+            let buckets: Vec<String> = redis::cmd("SMEMBERS").arg(self.layout.buckets()).query(&mut c.redis)?;
+            let mut dropped = 0usize;
+            for bucket in &buckets {
+                let registry = self.layout.tags(bucket);
+                let mut lower = b"-".to_vec();
+                loop {
+                    let tags: Vec<String> = redis::cmd("ZRANGEBYLEX")
+                        .arg(&registry)
+                        .arg(&lower)
+                        .arg("+")
+                        .arg("LIMIT")
+                        .arg(0)
+                        .arg(SWEEP_TAG_CHUNK)
+                        .query(&mut c.redis)?;
+                    for tag in &tags {
+                        let mut call = self.scripts.sweep.key(self.layout.markers_of_tag(bucket, tag));
+                        call.key(self.layout.purge_floor_of_tag(tag))
+                            .arg(&older)
+                            .arg(self.layout.record_prefix(bucket, tag))
+                            .arg(SWEEP_BATCH);
+                        loop {
+                            let (n, looked): (usize, usize) = call.invoke(&mut c.redis)?;
+                            dropped += n;
+                            if looked < SWEEP_BATCH {
+                                break;
+                            }
+                        }
+                    }
+                    match tags.last() {
+                        Some(last) if tags.len() == SWEEP_TAG_CHUNK => lower = format!("({last}").into_bytes(),
+                        _ => break,
+                    }
+                }
+            }
+            Ok(dropped)
+        })
+    }
+
+    fn close(&self) -> Result<()> {
+        // Nothing is buffered on this side: every acknowledged write is on
+        // the server already.
+        self.pool.close();
+        Ok(())
+    }
+}

@@ -1,0 +1,78 @@
+//! The key layout, in one place: every key Cairn writes, the tenant prefix
+//! that confines a tenant's keys, and the system keys outside every tenant.
+//! The host and the components build keys only through these functions.
+//!
+//! Under `t/<tenant>/` (see [`tenant_prefix`]):
+//! - `note/<note_id>`: the note head, the commit point of every write.
+//! - `blob/<sha256>`: immutable content chunks, written before the head swap.
+//! - `idem/<note_id>/<sha256(key)>`: idempotency records spilled from the head.
+//! - `audit/<note_id>/<version:020>`: history entries spilled from the head.
+//! - `audit/claims/<note_id>/<time µs:020>-<tag>`: claim audit records.
+//! - `audit/refused/<time µs:020>-<tag>`: refused calls (token, scope, rate) of the tenant.
+//! - `idx/notes`: the tenant's note list.
+//! - `claims/index`: notes holding claims, with their due times.
+//!
+//! Outside every tenant:
+//! - `sys/audit/refused/<time µs:020>-<tag>`: refusals before a tenant is known.
+//! - `auth/verified/…`, `ratelimit/…`: the router's cache (in the `cache` store).
+//! - `kv-probe/<random>/…`: the probe's scratch keys, deleted afterwards.
+
+use crate::model::sha_hex;
+
+/// Tenant ids: `[a-z0-9_-]{1,64}`.
+pub fn valid_tenant(tenant: &str) -> bool {
+    (1..=64).contains(&tenant.len())
+        && tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// The prefix of every key of `tenant`: `t/<tenant>/`.
+pub fn tenant_prefix(tenant: &str) -> String {
+    format!("t/{tenant}/")
+}
+
+/// The tenant a full key belongs to, if it is a tenant key.
+pub fn tenant_of(key: &str) -> Option<&str> {
+    key.strip_prefix("t/")?.split_once('/').map(|(t, _)| t)
+}
+
+/// The first key after every key of `tenant` (`'0'` follows `'/'`): where a
+/// scan skips to for the next tenant.
+pub fn after_tenant(tenant: &str) -> String {
+    format!("t/{tenant}0")
+}
+
+/// Where refusals of a call are recorded: under the tenant when it is known,
+/// else under `sys/`. `tag` tells apart records of the same microsecond.
+pub fn refused_audit_key(tenant: Option<&str>, at_us: u64, tag: u32) -> String {
+    match tenant {
+        Some(t) if valid_tenant(t) => format!("{}audit/refused/{at_us:020}-{tag:08x}", tenant_prefix(t)),
+        _ => format!("sys/audit/refused/{at_us:020}-{tag:08x}"),
+    }
+}
+
+// Keys inside a tenant (relative to its prefix).
+
+pub(crate) fn note(note_id: &str) -> String {
+    format!("note/{note_id}")
+}
+
+pub(crate) fn blob(hash: &str) -> String {
+    format!("blob/{hash}")
+}
+
+pub(crate) fn idem(note_id: &str, key: &str) -> String {
+    format!("idem/{note_id}/{}", sha_hex(key.as_bytes()))
+}
+
+pub(crate) fn history(note_id: &str, version: u64) -> String {
+    format!("audit/{note_id}/{version:020}")
+}
+
+pub(crate) fn claim_audit(note_id: &str, at: u64, tag: &str) -> String {
+    format!("audit/claims/{note_id}/{at:020}-{tag}")
+}
+
+/// The tenant's note list.
+pub(crate) const NOTE_INDEX: &str = "idx/notes";
+/// The tenant's claim index.
+pub(crate) const CLAIM_INDEX: &str = "claims/index";

@@ -1,0 +1,78 @@
+//! The tenant's note list (`idx/notes`), kept with [`crate::head::update`],
+//! and the list of tenants.
+//!
+//! The note list holds ids in creation order: the newest in `tail`, full pages
+//! of [`INDEX_PAGE`] ids frozen into immutable blobs. A note is added to it
+//! before its head is written, so a listing may see an id whose head is not
+//! there (yet) and skips it; it never misses a note that exists.
+
+use serde::{Deserialize, Serialize};
+
+use crate::content::{get_blob, put_blob};
+use crate::head::update;
+use crate::keys::{self, NOTE_INDEX};
+use crate::kv::TenantKv;
+use crate::model::{decode, encode};
+use crate::refusal::{Failure, Out};
+
+/// Note ids per frozen index page.
+const INDEX_PAGE: usize = 256;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct NoteIndex {
+    rev: u64,
+    pages: Vec<String>,
+    tail: Vec<String>,
+}
+
+/// Appends a note id to the tenant's list.
+pub(crate) fn index_add(kv: &TenantKv, note_id: &str) -> Out<()> {
+    update(kv, NOTE_INDEX, "note index", "the note list is busy; nothing was written", |idx: &mut NoteIndex| {
+        idx.tail.push(note_id.to_string());
+        if idx.tail.len() >= INDEX_PAGE {
+            let page = put_blob(kv, &encode(&idx.tail))?;
+            idx.pages.push(page);
+            idx.tail.clear();
+        }
+        idx.rev += 1;
+        Ok(true)
+    })
+}
+
+/// Up to `max` note ids from position `pos`, and the total number of ids.
+pub(crate) fn index_slice(kv: &TenantKv, pos: usize, max: usize) -> Result<(Vec<String>, usize), Failure> {
+    let Some(raw) = kv.get(NOTE_INDEX)? else {
+        return Ok((Vec::new(), 0));
+    };
+    let idx: NoteIndex = decode("note index", &raw)?;
+    let total = idx.pages.len() * INDEX_PAGE + idx.tail.len();
+    let mut out = Vec::new();
+    let mut p = pos;
+    while out.len() < max && p < total {
+        let page_no = p / INDEX_PAGE;
+        let page: Vec<String> =
+            if page_no < idx.pages.len() { decode("index page", &get_blob(kv, &idx.pages[page_no])?)? } else { idx.tail.clone() };
+        let start = p % INDEX_PAGE;
+        let take = (max - out.len()).min(page.len().saturating_sub(start));
+        if take == 0 {
+            break;
+        }
+        out.extend_from_slice(&page[start..start + take]);
+        p += take;
+    }
+    Ok((out, total))
+}
+
+/// Every tenant with keys in the store, by skipping from one tenant's prefix
+/// to the next: one ordered lookup per tenant.
+pub fn list_tenants(store: &dyn cairn_kv::Store) -> Result<Vec<String>, Failure> {
+    let mut out = Vec::new();
+    let mut after = "t/".to_string();
+    loop {
+        let next = store.list_keys(crate::kv::BUCKET, Some(&after), 1)?;
+        let Some(tenant) = next.first().and_then(|k| keys::tenant_of(k)).map(str::to_string) else { break };
+        after = keys::after_tenant(&tenant);
+        out.push(tenant);
+    }
+    Ok(out)
+}

@@ -1,0 +1,141 @@
+//! `add_note_source`: cite a page in a note's Sources tab, at most once per
+//! normalized URL.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{Call, Tool, ToolAnnotations, WRITE_SCOPE};
+use crate::args::{MAX_SOURCE_TITLE_CHARS, MAX_URL_CHARS, VersionScope, check_chars, check_id, check_key, parse};
+use crate::content::{load_list, put_doc};
+use crate::model::{Source, TabKind, Who, encode, rand8};
+use crate::refusal::{Out, Refusal};
+use crate::schema::{key, note_id, object, version};
+use crate::url::normalize_url;
+use crate::write::{Change, Plan, Target, WriteSpec, commit, fingerprint};
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "add_note_source",
+    title: "Add a note source",
+    scope: WRITE_SCOPE,
+    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true },
+    description,
+    input_schema,
+    run,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    note_id: String,
+    expected_version: u64,
+    idempotency_key: String,
+    title: String,
+    url: String,
+}
+
+impl Args {
+    fn check(&self) -> Result<(), Refusal> {
+        check_id("note_id", &self.note_id)?;
+        check_key(&self.idempotency_key)?;
+        check_chars("title", &self.title, 1, MAX_SOURCE_TITLE_CHARS)?;
+        check_chars("url", &self.url, 1, MAX_URL_CHARS)
+    }
+}
+
+fn description() -> String {
+    "Add an http or https citation to a note's Sources tab; returns the source_id. The URL is \
+                normalized (https, lower-case host without www., no fragment, no utm_* parameters, no trailing \
+                slash) and a note holds each normalized URL once: adding it again returns the existing source with \
+                already_attached: true. The idempotency key should name the intent \"this page is a source of this \
+                note\": derive it from the note_id and the normalized URL, not a fresh random value. On \
+                version_conflict nothing was written: list the note's attachments again and add with the new \
+                version."
+                .into()
+}
+
+fn input_schema() -> Value {
+    object(
+                &["note_id", "expected_version", "idempotency_key", "title", "url"],
+                json!({
+                    "note_id": note_id(),
+                    "expected_version": version("The note version from list_note_tabs or read_note_tab."),
+                    "idempotency_key": key("Derived from note_id and the normalized URL."),
+                    "title": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_TITLE_CHARS},
+                    "url": {"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "description": "An http or https URL."},
+                }),
+            )
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Value> {
+    let a: Args = parse(args)?;
+    a.check()?;
+    let url = normalize_url(&a.url).map_err(|m| Refusal::invalid("url", m))?;
+    // The intent is "this page is a source of this note": the key names the normalized URL.
+    let fp = fingerprint("add_note_source", &json!({ "url": url }));
+    let spec = WriteSpec {
+        tool: "add_note_source",
+        note_level: true,
+        note_id: &a.note_id,
+        idem: Some((&a.idempotency_key, fp)),
+        expected_version: a.expected_version,
+        scope: VersionScope::Note,
+        base_content_hash: None,
+    };
+    let kv = c.kv;
+    commit(
+        kv,
+        c.env,
+        c.who,
+        &spec,
+        |head| {
+            let i = head
+                .tabs
+                .iter()
+                .position(|t| t.kind == TabKind::Sources)
+                .ok_or_else(|| Refusal::not_found("sources tab"))?;
+            let list: Vec<Source> = load_list(kv, &head.tabs[i])?;
+            match list.iter().find(|s| s.url == url) {
+                Some(s) => Ok(Plan::Answer(json!({
+                    "note_id": head.note_id,
+                    "source_id": s.source_id,
+                    "title": s.title,
+                    "url": s.url,
+                    "version": head.version,
+                    "already_attached": true,
+                    "replayed": false,
+                }))),
+                None => Ok(Plan::Write(Target::Tab(i))),
+            }
+        },
+        |head, target, ctx| {
+            let Target::Tab(i) = target else {
+                unreachable!("sources live in a tab")
+            };
+            let mut list: Vec<Source> = load_list(ctx.kv, &head.tabs[i])?;
+            head.attach_seq += 1;
+            let source = Source {
+                source_id: format!("src-{}-{}", head.attach_seq, rand8(ctx.env)),
+                title: a.title.clone(),
+                url: url.clone(),
+                added_at: ctx.now,
+                added_by: Who::of(ctx.who),
+            };
+            let mut result = Map::new();
+            result.insert("source_id".into(), source.source_id.clone().into());
+            result.insert("title".into(), source.title.clone().into());
+            result.insert("url".into(), url.clone().into());
+            result.insert("already_attached".into(), false.into());
+            list.push(source);
+            let (hash, blobs) = put_doc(ctx.kv, &encode(&list), "url")?;
+            head.tabs[i].content_hash = hash;
+            head.tabs[i].blobs = blobs;
+            Ok(Change {
+                action: "add_source",
+                tab: Some(i),
+                removed_tab: None,
+                result,
+            })
+        },
+    )
+}
+

@@ -1,0 +1,70 @@
+//! `claim_note`: hold a note or one tab for a while, so nobody else writes it.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Call, ON_CLAIM, Tool, ToolAnnotations, WRITE_SCOPE};
+use crate::args::{DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, MIN_TTL_SECONDS, check_id, check_ttl, parse};
+use crate::claims::claim;
+use crate::refusal::{Out, Refusal};
+use crate::schema::{id, note_id, object, ttl};
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "claim_note",
+    title: "Claim a note or a tab",
+    scope: WRITE_SCOPE,
+    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true },
+    description,
+    input_schema,
+    run,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    note_id: String,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    tab_id: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    ttl_seconds: Option<u64>,
+}
+
+impl Args {
+    fn check(&self) -> Result<(), Refusal> {
+        check_id("note_id", &self.note_id)?;
+        if let Some(t) = &self.tab_id {
+            check_id("tab_id", t)?;
+        }
+        check_ttl(self.ttl_seconds)
+    }
+}
+
+fn description() -> String {
+    format!(
+        "Announce that you are about to change a note (leave tab_id out: the whole note) or one tab \
+         (tab_id), and hold it for ttl_seconds ({MIN_TTL_SECONDS}-{MAX_TTL_SECONDS}, default \
+         {DEFAULT_TTL_SECONDS}). While you hold it, other actors' writes to it and their claims on it are \
+         refused. A whole-note claim and any tab claim exclude each other; claims on two different tabs \
+         coexist. Claiming what you already hold is a heartbeat: the same claim_id comes back with \
+         renewed: true and a later expires_at. Returns claim_id, held_by, actor_type, since, expires_at. \
+         A claim does not replace versions: your writes still send the expected_version you read. Renew \
+         with renew_claim before expires_at while you work, release_claim when done. {ON_CLAIM}"
+    )
+}
+
+fn input_schema() -> Value {
+    object(
+        &["note_id"],
+        json!({
+            "note_id": note_id(),
+            "tab_id": id("Exact tab ID from list_note_tabs; leave it out to claim the whole note. The files and sources tabs are claimed with the whole note."),
+            "ttl_seconds": ttl("How long to hold the claim, in seconds (default 600)."),
+        }),
+    )
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Value> {
+    let a: Args = parse(args)?;
+    a.check()?;
+    Ok(claim(c.kv, c.env, c.who, &a.note_id, a.tab_id.as_deref(), a.ttl_seconds, "claim_note")?.result)
+}

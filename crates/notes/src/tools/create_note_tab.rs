@@ -1,0 +1,160 @@
+//! `create_note_tab`: a new Slides or Sheet tab with an id that is never reused.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{Call, KEY_RULE, Tool, ToolAnnotations, WRITE_SCOPE};
+use crate::args::{MAX_LABEL_CHARS, SlideIn, VersionScope, check_chars, check_id, check_key, check_outline, parse};
+use crate::content::{Slide, store_slides};
+use crate::edit::{MAX_TABS, new_tab};
+use crate::model::{TabKind, rand8};
+use crate::refusal::{Out, Refusal};
+use crate::schema::{key, note_id, object, outline, version};
+use crate::sheet::{Manifest, store_manifest};
+use crate::write::{Change, Plan, Target, WriteSpec, commit, fingerprint};
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "create_note_tab",
+    title: "Create a note tab",
+    scope: WRITE_SCOPE,
+    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true },
+    description,
+    input_schema,
+    run,
+};
+
+/// The tab types `create_note_tab` can make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum NewTabType {
+    Slides,
+    Sheet,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    note_id: String,
+    expected_version: u64,
+    idempotency_key: String,
+    tab_type: NewTabType,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    label: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    slides: Option<Vec<SlideIn>>,
+}
+
+impl Args {
+    fn check(&self) -> Result<(), Refusal> {
+        check_id("note_id", &self.note_id)?;
+        check_key(&self.idempotency_key)?;
+        if let Some(l) = &self.label {
+            check_chars("label", l, 1, MAX_LABEL_CHARS)?;
+        }
+        if let Some(s) = &self.slides {
+            if self.tab_type != NewTabType::Slides {
+                return Err(Refusal::invalid(
+                    "slides",
+                    "slides is only used with tab_type slides",
+                ));
+            }
+            check_outline(s)?;
+        }
+        Ok(())
+    }
+}
+
+fn description() -> String {
+    format!("Create a new Slides or Sheet tab in a note, based on the version from list_note_tabs; returns the \
+                 exact new tab_id for later edits. An optional outline (slides: 1-20 items of only title, body, \
+                 notes) fills a Slides tab in one call. A repeated idempotency key returns the first tab: resend a \
+                 lost call with the same key. On version_conflict nothing was created: list the tabs again, then \
+                 create with the new version and a new key if the tab is still needed. {KEY_RULE}")
+}
+
+fn input_schema() -> Value {
+    let mut schema = object(
+        &["note_id", "expected_version", "idempotency_key", "tab_type"],
+        json!({
+            "note_id": note_id(),
+            "expected_version": version("The note version from list_note_tabs."),
+            "idempotency_key": key("Names this one new tab; resend a lost call with the same key."),
+            "tab_type": {"type": "string", "enum": ["slides", "sheet"]},
+            "label": {"type": "string", "minLength": 1, "maxLength": MAX_LABEL_CHARS, "description": "Shown name; labels may repeat, so never use one as an ID."},
+            "slides": outline(),
+        }),
+    );
+    schema["allOf"] = json!([{
+        "if": {"properties": {"tab_type": {"const": "sheet"}}, "required": ["tab_type"]},
+        "then": {"not": {"required": ["slides"]}},
+    }]);
+    schema
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Value> {
+    let a: Args = parse(args)?;
+    a.check()?;
+    let mut payload = serde_json::to_value(&a).expect("arguments serialize");
+    payload
+        .as_object_mut()
+        .expect("object")
+        .remove("idempotency_key");
+    let fp = fingerprint("create_note_tab", &payload);
+    let spec = WriteSpec {
+        tool: "create_note_tab",
+        note_level: true,
+        note_id: &a.note_id,
+        idem: Some((&a.idempotency_key, fp)),
+        expected_version: a.expected_version,
+        scope: VersionScope::Note,
+        base_content_hash: None,
+    };
+    commit(
+        c.kv,
+        c.env,
+        c.who,
+        &spec,
+        |_| Ok(Plan::Write(Target::Note)),
+        |head, _, ctx| {
+            if head.tabs.len() >= MAX_TABS {
+                return Err(Refusal::too_large(
+                    "tab_type",
+                    format!("a note holds at most {MAX_TABS} tabs"),
+                )
+                .into());
+            }
+            let (kind, default_label) = match a.tab_type {
+                NewTabType::Slides => (TabKind::Slides, "Slides"),
+                NewTabType::Sheet => (TabKind::Sheet, "Sheet"),
+            };
+            head.tab_seq += 1;
+            let id = format!("{}-{}-{}", kind.as_str(), head.tab_seq, rand8(ctx.env));
+            let label = a.label.clone().unwrap_or_else(|| default_label.to_string());
+            let mut tab = new_tab(id, kind, label.clone(), ctx.who, ctx.now);
+            let content = match (kind, &a.slides) {
+                (TabKind::Slides, Some(list)) => Some(store_slides(
+                    ctx.kv,
+                    list.iter().map(Slide::from).collect(),
+                    "slides",
+                )?),
+                (TabKind::Sheet, _) => Some(store_manifest(ctx.kv, &Manifest::new())?),
+                _ => None,
+            };
+            if let Some((hash, blobs)) = content {
+                tab.content_hash = hash;
+                tab.blobs = blobs;
+            }
+            head.tabs.push(tab);
+            let mut result = Map::new();
+            result.insert("tab_type".into(), kind.as_str().into());
+            result.insert("label".into(), label.into());
+            Ok(Change {
+                action: "create_tab",
+                tab: Some(head.tabs.len() - 1),
+                removed_tab: None,
+                result,
+            })
+        },
+    )
+}
+

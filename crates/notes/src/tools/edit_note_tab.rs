@@ -1,0 +1,264 @@
+//! `edit_note_tab`: change one tab, named by its exact id, conditionally on the
+//! version the caller read, once per idempotency key.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{Call, KEY_RULE, ON_CONFLICT, Tool, ToolAnnotations, WRITE_SCOPE};
+use crate::args::{
+    MAX_CELL_CHARS, MAX_COLS, MAX_ROWS, MAX_SET_ROWS, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, SlideIn,
+    VersionScope, check_cells, check_chars, check_hash, check_id, check_key, check_outline, check_range, parse,
+};
+use crate::content::MAX_DOC_BYTES;
+use crate::edit::{Edit, OPERATION_FIELDS, Operation, edit_tab_with};
+use crate::refusal::{Out, Refusal};
+use crate::schema::{id, key, note_id, object, outline, version};
+use crate::write::{WriteSpec, fingerprint};
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "edit_note_tab",
+    title: "Edit a note tab",
+    scope: WRITE_SCOPE,
+    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true },
+    description,
+    input_schema,
+    run,
+};
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    note_id: String,
+    tab_id: String,
+    expected_version: u64,
+    idempotency_key: String,
+    operation: Operation,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    version_scope: Option<VersionScope>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    base_content_hash: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    text: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    data: Option<Map<String, Value>>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    title: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    body: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    notes: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    slides: Option<Vec<SlideIn>>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    sheet_id: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    start_row: Option<u64>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    start_col: Option<u64>,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    values: Option<Vec<Vec<Value>>>,
+}
+
+impl Args {
+    fn has(&self, field: &str) -> bool {
+        match field {
+            "text" => self.text.is_some(),
+            "data" => self.data.is_some(),
+            "title" => self.title.is_some(),
+            "body" => self.body.is_some(),
+            "notes" => self.notes.is_some(),
+            "slides" => self.slides.is_some(),
+            "sheet_id" => self.sheet_id.is_some(),
+            "start_row" => self.start_row.is_some(),
+            "start_col" => self.start_col.is_some(),
+            "values" => self.values.is_some(),
+            _ => false,
+        }
+    }
+
+    fn scope(&self) -> VersionScope {
+        self.version_scope.unwrap_or_default()
+    }
+
+    fn check(&self) -> Result<(), Refusal> {
+        check_id("note_id", &self.note_id)?;
+        check_id("tab_id", &self.tab_id)?;
+        check_key(&self.idempotency_key)?;
+        if let Some(h) = &self.base_content_hash {
+            check_hash("base_content_hash", h)?;
+        }
+        let op = self.operation.as_str();
+        let (required, optional) = self.operation.fields();
+        for f in required {
+            if !self.has(f) {
+                return Err(Refusal::invalid(
+                    f,
+                    format!("{f} is required by operation {op}"),
+                ));
+            }
+        }
+        for f in OPERATION_FIELDS {
+            if self.has(f) && !required.contains(&f) && !optional.contains(&f) {
+                return Err(Refusal::invalid(
+                    f,
+                    format!("{f} is not used by operation {op}"),
+                ));
+            }
+        }
+        if let Some(t) = &self.text
+            && t.len() > MAX_DOC_BYTES
+        {
+            return Err(Refusal::too_large(
+                "text",
+                format!(
+                    "text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes",
+                    t.len()
+                ),
+            ));
+        }
+        if let Some(t) = &self.title {
+            check_chars("title", t, 0, MAX_SLIDE_TITLE_CHARS)?;
+        }
+        if let Some(b) = &self.body {
+            check_chars("body", b, 0, MAX_SLIDE_TEXT_CHARS)?;
+        }
+        if let Some(n) = &self.notes {
+            check_chars("notes", n, 0, MAX_SLIDE_TEXT_CHARS)?;
+        }
+        if let Some(s) = &self.slides {
+            check_outline(s)?;
+        }
+        if let Some(s) = &self.sheet_id {
+            check_id("sheet_id", s)?;
+        }
+        if let Some(r) = self.start_row {
+            check_range("start_row", r, 0, MAX_ROWS - 1)?;
+        }
+        if let Some(c) = self.start_col {
+            check_range("start_col", c, 0, MAX_COLS - 1)?;
+        }
+        if let Some(v) = &self.values {
+            if v.is_empty() {
+                return Err(Refusal::invalid(
+                    "values",
+                    "values must hold at least one row",
+                ));
+            }
+            check_cells("values", v, MAX_SET_ROWS)?;
+        }
+        Ok(())
+    }
+}
+
+fn description() -> String {
+    format!("Change one tab, named by its exact tab_id, based on the version from read_note_tab. Operations: \
+                 replace_text (text: the whole text) for the markdown tab; slide_add (title, body, notes) or \
+                 slides_add_outline (slides: 1-20 items of only title, body, notes) to append slides; \
+                 sheet_set_range (sheet_id, start_row, start_col, values) for a sheet; replace_tab_data (data: the \
+                 whole content of a slides or sheet tab). File and Source attachments cannot be edited here. \
+                 expected_version is compared with the note's version (a write anywhere in the note moves it) or, \
+                 with version_scope tab, with the tab's own version; base_content_hash, if sent, must equal the \
+                 tab's content_hash. {ON_CONFLICT} {KEY_RULE}")
+}
+
+/// `edit_note_tab`: each operation requires its fields and forbids the others'.
+fn input_schema() -> Value {
+    let ops = [
+        Operation::ReplaceText,
+        Operation::ReplaceTabData,
+        Operation::SlideAdd,
+        Operation::SlidesAddOutline,
+        Operation::SheetSetRange,
+    ];
+    let rules: Vec<Value> = ops
+        .iter()
+        .map(|op| {
+            let (required, optional) = op.fields();
+            let forbidden: Vec<Value> = OPERATION_FIELDS
+                .iter()
+                .filter(|f| !required.contains(f) && !optional.contains(f))
+                .map(|f| json!({"required": [f]}))
+                .collect();
+            json!({
+                "if": {"properties": {"operation": {"const": op.as_str()}}, "required": ["operation"]},
+                "then": {"required": required, "not": {"anyOf": forbidden}},
+            })
+        })
+        .collect();
+    let mut schema = object(
+        &[
+            "note_id",
+            "tab_id",
+            "expected_version",
+            "idempotency_key",
+            "operation",
+        ],
+        json!({
+            "note_id": note_id(),
+            "tab_id": id("Exact tab ID from list_note_tabs or read_note_tab (never a type or a label)."),
+            "expected_version": version("The version you read: the note's version, or the tab's with version_scope tab."),
+            "idempotency_key": key("Names this one change on this one base version; a new key for every new attempt after a conflict."),
+            "operation": {"type": "string", "enum": ops.iter().map(|o| o.as_str()).collect::<Vec<_>>()},
+            "version_scope": {"type": "string", "enum": ["note", "tab"],
+                "description": "note (default): any write in the note is a conflict; tab: only writes to this tab."},
+            "base_content_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$",
+                "description": "Optional content_hash of the tab you read; the write is refused if the tab changed."},
+            "text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_text: the whole new text of the markdown tab (at most 1,000,000 bytes)."},
+            "data": {"type": "object", "description": "replace_tab_data: the whole content. Slides: {\"slides\": [{title, body?, notes?}]}. Sheet: {\"sheets\": [{sheet_id? (existing), name?, values: rows of cells}]}; sheets not listed are removed."},
+            "title": {"type": "string", "maxLength": MAX_SLIDE_TITLE_CHARS, "description": "slide_add: slide title."},
+            "body": {"type": "string", "maxLength": MAX_SLIDE_TEXT_CHARS, "description": "slide_add: slide body."},
+            "notes": {"type": "string", "maxLength": MAX_SLIDE_TEXT_CHARS, "description": "slide_add: speaker notes."},
+            "slides": outline(),
+            "sheet_id": id("sheet_set_range: the sheet of the tab (from read_note_tab)."),
+            "start_row": {"type": "integer", "minimum": 0, "maximum": MAX_ROWS - 1, "description": "sheet_set_range: first row, zero-based."},
+            "start_col": {"type": "integer", "minimum": 0, "maximum": MAX_COLS - 1, "description": "sheet_set_range: first column, zero-based."},
+            "values": {
+                "type": "array", "minItems": 1, "maxItems": MAX_SET_ROWS,
+                "description": "sheet_set_range: rows of cells; null clears a cell.",
+                "items": {"type": "array", "maxItems": MAX_COLS,
+                    "items": {"type": ["string", "number", "boolean", "null"], "maxLength": MAX_CELL_CHARS}},
+            },
+        }),
+    );
+    schema["allOf"] = rules.into();
+    schema
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Value> {
+    let mut a: Args = parse(args)?;
+    a.check()?;
+    a.version_scope = Some(a.scope());
+    let mut payload = serde_json::to_value(&a).expect("arguments serialize");
+    payload
+        .as_object_mut()
+        .expect("object")
+        .remove("idempotency_key");
+    let fp = fingerprint("edit_note_tab", &payload);
+    let edit = match a.operation {
+        Operation::ReplaceText => Edit::Text(a.text.clone().unwrap_or_default()),
+        Operation::ReplaceTabData => Edit::Data(a.data.clone().unwrap_or_default()),
+        Operation::SlideAdd => Edit::SlideAdd(SlideIn {
+            title: a.title.clone().unwrap_or_default(),
+            body: a.body.clone(),
+            notes: a.notes.clone(),
+        }),
+        Operation::SlidesAddOutline => Edit::Outline(a.slides.clone().unwrap_or_default()),
+        Operation::SheetSetRange => Edit::SetRange {
+            sheet_id: a.sheet_id.clone().unwrap_or_default(),
+            row: a.start_row.unwrap_or_default(),
+            col: a.start_col.unwrap_or_default(),
+            values: a.values.clone().unwrap_or_default(),
+        },
+    };
+    let spec = WriteSpec {
+        tool: "edit_note_tab",
+        note_level: false,
+        note_id: &a.note_id,
+        idem: Some((&a.idempotency_key, fp)),
+        expected_version: a.expected_version,
+        scope: a.scope(),
+        base_content_hash: a.base_content_hash.as_deref(),
+    };
+    edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &edit)
+}
+

@@ -1,0 +1,51 @@
+//! `list_note_tabs`: every tab of a note with its exact id, in tab-strip order.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Call, READ, READ_SCOPE, Tool};
+use crate::args::{check_id, parse};
+use crate::head::load_head;
+use crate::model::tab_summary;
+use crate::refusal::{NOTICE, Out};
+use crate::schema::{note_id, object};
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "list_note_tabs",
+    title: "List note tabs",
+    scope: READ_SCOPE,
+    annotations: READ,
+    description,
+    input_schema,
+    run,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    note_id: String,
+}
+
+fn description() -> String {
+    "List every tab instance of a note with its exact tab_id, type, label and tab_version, and the \
+    note's version. A note may have several Slides or Sheet tabs and labels may repeat: use the exact \
+    tab_id returned here, never a type or a label."
+        .into()
+}
+
+fn input_schema() -> Value {
+    object(&["note_id"], json!({"note_id": note_id()}))
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Value> {
+    let a: Args = parse(args)?;
+    check_id("note_id", &a.note_id)?;
+    let head = load_head(c.kv, c.who, &a.note_id)?;
+    Ok(json!({
+        "note_id": head.note_id,
+        "title": head.title,
+        "version": head.version,
+        "tabs": head.tabs.iter().map(tab_summary).collect::<Vec<_>>(),
+        "notice": NOTICE,
+    }))
+}

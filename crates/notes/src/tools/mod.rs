@@ -1,0 +1,180 @@
+//! The tools, one file each: its arguments (a typed struct with unknown
+//! fields denied, and its checks), its published JSON Schema, description,
+//! annotations and OAuth scope, and its handler (parse → apply → encode), as
+//! mini-redis keeps one file per command.
+//!
+//! [`TOOLS`] is the one table that names every tool: [`crate::call_tool`]
+//! dispatches through it, `tools/list` is drawn from it, the router takes
+//! each tool's scope and component from it, and a test checks `spin.toml`
+//! against it. Adding a tool is one file here, one line in [`TOOLS`], a
+//! three-line component folder and one manifest block.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::env::{Env, Identity};
+use crate::kv::TenantKv;
+use crate::refusal::Out;
+
+mod add_note_source;
+mod claim_note;
+mod create_note_tab;
+mod edit_note_tab;
+mod list_claims;
+mod list_note_attachments;
+mod list_note_tabs;
+mod list_notes;
+mod post_claim_note;
+mod read_note_tab;
+mod read_sheet_range;
+mod release_claim;
+mod renew_claim;
+
+pub(crate) use crate::scopes::{READ as READ_SCOPE, WRITE as WRITE_SCOPE};
+
+/// Every tool, in the order `tools/list` shows them.
+pub static TOOLS: &[&Tool] = &[
+    &list_notes::TOOL,
+    &list_note_tabs::TOOL,
+    &read_note_tab::TOOL,
+    &read_sheet_range::TOOL,
+    &list_note_attachments::TOOL,
+    &edit_note_tab::TOOL,
+    &create_note_tab::TOOL,
+    &add_note_source::TOOL,
+    &claim_note::TOOL,
+    &renew_claim::TOOL,
+    &release_claim::TOOL,
+    &post_claim_note::TOOL,
+    &list_claims::TOOL,
+];
+
+/// What a tool's handler is given: the caller's view of the store, the clock
+/// and randomness, and who is calling.
+pub(crate) struct Call<'a, 'k> {
+    pub kv: &'a TenantKv<'k>,
+    pub env: &'a mut dyn Env,
+    pub who: &'a Identity,
+}
+
+/// One tool.
+pub struct Tool {
+    /// Tool name (`[a-z_]`): also, with `-` for `_`, its component's id.
+    pub name: &'static str,
+    /// Human-readable title.
+    pub title: &'static str,
+    /// The OAuth scope a caller needs ([`crate::scopes::READ`] or [`crate::scopes::WRITE`]).
+    pub scope: &'static str,
+    /// MCP annotations.
+    pub annotations: ToolAnnotations,
+    /// What the tool does and what to do on a conflict.
+    pub description: fn() -> String,
+    /// JSON Schema of the arguments.
+    pub input_schema: fn() -> Value,
+    pub(crate) run: fn(&mut Call, Value) -> Out<Value>,
+}
+
+impl Tool {
+    /// The id of the component serving this tool (`list_note_tabs` → `list-note-tabs`).
+    pub fn component(&self) -> String {
+        self.name.replace('_', "-")
+    }
+
+    /// The tool as `tools/list` publishes it.
+    pub fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name,
+            title: self.title,
+            description: (self.description)(),
+            input_schema: (self.input_schema)(),
+            annotations: self.annotations,
+            scope: self.scope,
+        }
+    }
+}
+
+/// The tool called `name`.
+pub fn find(name: &str) -> Option<&'static Tool> {
+    TOOLS.iter().copied().find(|t| t.name == name)
+}
+
+/// Every tool as published, in listing order.
+pub fn tools() -> Vec<ToolSpec> {
+    TOOLS.iter().map(|t| t.spec()).collect()
+}
+
+/// MCP tool annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// The tool does not change anything.
+    pub read_only_hint: bool,
+    /// The tool may replace or remove existing content.
+    pub destructive_hint: bool,
+    /// Repeating the call with the same arguments has no further effect.
+    pub idempotent_hint: bool,
+}
+
+/// One tool as published in `tools/list`, plus the OAuth scope it needs.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    /// Tool name (`[a-z_]`).
+    pub name: &'static str,
+    /// Human-readable title.
+    pub title: &'static str,
+    /// What the tool does and what to do on a conflict.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// MCP annotations.
+    pub annotations: ToolAnnotations,
+    /// `notes:read` or `notes:write` (not part of the MCP listing).
+    #[serde(skip)]
+    pub scope: &'static str,
+}
+
+/// The annotations of every read tool.
+pub(crate) const READ: ToolAnnotations =
+    ToolAnnotations { read_only_hint: true, destructive_hint: false, idempotent_hint: true };
+
+/// What every content write tool says about conflicts.
+pub(crate) const ON_CONFLICT: &str = "On version_conflict or content_hash_mismatch nothing was written: read the tab again, \
+redo your change on the content that is there now, and write with the new version and a new idempotency key. \
+Never resend the old content with a refreshed version: that overwrites the other writer.";
+
+/// What every keyed write tool says about idempotency keys.
+pub(crate) const KEY_RULE: &str = "The idempotency key names one intended change on one base version: after a lost reply, \
+resend the same call with the same key and you get the first result (replayed: true), even if the note moved on. \
+A key reused for a different payload is refused (idempotency_key_reused).";
+
+/// What every claim tool says about claims in the way.
+pub(crate) const ON_CLAIM: &str = "On claim_conflict nothing changed: the result names claim_id, held_by, actor_type, since \
+and expires_at of the claim in the way. Wait until expires_at (or until list_claims no longer shows it) or work on \
+another target. Never improvise around a claim: do not write the same change into another tab, a copy or a new \
+note, and do not ask the holder's tools to release it.";
+
+/// An opaque cursor: a tag and a position, hex-encoded.
+pub(crate) fn encode_cursor(tag: &str, pos: usize) -> String {
+    let raw = format!("{tag}:{pos}");
+    let hex: String = raw.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("c1{hex}")
+}
+
+/// The position a cursor of listing `tag` points at (0 without a cursor).
+pub(crate) fn decode_cursor(tag: &str, cursor: Option<&str>) -> Result<usize, crate::refusal::Refusal> {
+    let Some(c) = cursor else { return Ok(0) };
+    let bad = || crate::refusal::Refusal::invalid("cursor", "cursor is not one this listing returned");
+    let hex = c.strip_prefix("c1").ok_or_else(bad)?;
+    if hex.len() % 2 != 0 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let bytes: Vec<u8> =
+        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16)).collect::<Result<_, _>>().map_err(|_| bad())?;
+    let raw = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (t, pos) = raw.split_once(':').ok_or_else(bad)?;
+    if t != tag {
+        return Err(bad());
+    }
+    pos.parse().map_err(|_| bad())
+}

@@ -1,0 +1,59 @@
+//! `post_claim_note`: tell others, on your claim, what you are doing.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Call, Tool, ToolAnnotations, WRITE_SCOPE};
+use crate::args::{ClaimRef, MAX_CLAIM_NOTE_CHARS, check_chars, parse, parse_claim_id};
+use crate::claims::{NOTES_PER_CLAIM, post_note};
+use crate::refusal::{Out, Refusal};
+use crate::schema::{claim_id, object};
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "post_claim_note",
+    title: "Post a claim note",
+    scope: WRITE_SCOPE,
+    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: false },
+    description,
+    input_schema,
+    run,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    claim_id: String,
+    text: String,
+}
+
+impl Args {
+    fn check(&self) -> Result<ClaimRef, Refusal> {
+        let r = parse_claim_id(&self.claim_id)?;
+        check_chars("text", &self.text, 1, MAX_CLAIM_NOTE_CHARS)?;
+        Ok(r)
+    }
+}
+
+fn description() -> String {
+    format!(
+        "Post a short note (at most {MAX_CLAIM_NOTE_CHARS} characters) on a live claim you hold, telling \
+         others what you are doing (\"rewriting the intro, hands off for ten minutes\"). Claim notes are \
+         ephemeral: they end with the claim and never enter the note's history; the {NOTES_PER_CLAIM} \
+         newest are kept. Only the holder may post (forbidden otherwise); on a claim that is no longer live \
+         the answer is not_found."
+    )
+}
+
+fn input_schema() -> Value {
+    object(
+        &["claim_id", "text"],
+        json!({"claim_id": claim_id(),
+               "text": {"type": "string", "minLength": 1, "maxLength": MAX_CLAIM_NOTE_CHARS, "description": "What you are doing, for others."}}),
+    )
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Value> {
+    let a: Args = parse(args)?;
+    let r = a.check()?;
+    post_note(c.kv, c.env, c.who, &a.claim_id, &r, &a.text, "post_claim_note")
+}

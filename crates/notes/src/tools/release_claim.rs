@@ -1,0 +1,44 @@
+//! `release_claim`: end a claim you hold (harmless to repeat).
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Call, Tool, ToolAnnotations, WRITE_SCOPE};
+use crate::args::{parse, parse_claim_id};
+use crate::claims::release;
+use crate::refusal::Out;
+use crate::schema::{claim_id, object};
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "release_claim",
+    title: "Release a claim",
+    scope: WRITE_SCOPE,
+    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true },
+    description,
+    input_schema,
+    run,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    claim_id: String,
+}
+
+fn description() -> String {
+    "Release a claim you hold as soon as your change is written, so others can work. Its claim \
+    notes go with it. Releasing again is harmless (already_released: true). Releasing someone else's \
+    claim is forbidden: wait until its expires_at or work on another target; never improvise around a \
+    claim."
+        .into()
+}
+
+fn input_schema() -> Value {
+    object(&["claim_id"], json!({"claim_id": claim_id()}))
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Value> {
+    let a: Args = parse(args)?;
+    let r = parse_claim_id(&a.claim_id)?;
+    release(c.kv, c.env, c.who, &a.claim_id, &r, false, "release_claim")
+}

@@ -1,0 +1,57 @@
+//! `renew_claim`: the heartbeat that keeps a claim live.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Call, Tool, ToolAnnotations, WRITE_SCOPE};
+use crate::args::{ClaimRef, check_ttl, parse, parse_claim_id};
+use crate::claims::renew;
+use crate::refusal::{Out, Refusal};
+use crate::schema::{claim_id, object, ttl};
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "renew_claim",
+    title: "Renew a claim",
+    scope: WRITE_SCOPE,
+    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true },
+    description,
+    input_schema,
+    run,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    claim_id: String,
+    #[serde(default, deserialize_with = "crate::args::present")]
+    ttl_seconds: Option<u64>,
+}
+
+impl Args {
+    fn check(&self) -> Result<ClaimRef, Refusal> {
+        let r = parse_claim_id(&self.claim_id)?;
+        check_ttl(self.ttl_seconds)?;
+        Ok(r)
+    }
+}
+
+fn description() -> String {
+    "Heartbeat: extend a live claim you hold to now + ttl_seconds (default: the claim's own ttl). \
+    A claim that was released or has expired cannot be renewed (not_found): claim the target again and \
+    read it before writing, since someone may have written meanwhile. Renewing someone else's claim is \
+    forbidden: wait until its expires_at or work on another target; never improvise around a claim."
+        .into()
+}
+
+fn input_schema() -> Value {
+    object(
+        &["claim_id"],
+        json!({"claim_id": claim_id(), "ttl_seconds": ttl("New ttl from now, in seconds (default: the claim's own ttl).")}),
+    )
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Value> {
+    let a: Args = parse(args)?;
+    let r = a.check()?;
+    renew(c.kv, c.env, c.who, &a.claim_id, &r, a.ttl_seconds, "renew_claim")
+}

@@ -1,0 +1,185 @@
+//! Spin compatibility: is every import of a component offered by Spin's
+//! platform world, and by Cairn's own contract in `wit/`?
+//!
+//! Spin's world is read from the `spin-sdk` crate the components are built
+//! with (its `wit/` directory in the cargo registry, found through `cargo
+//! metadata`), never from a copy. Versions compare the way hosts link them:
+//! an import is satisfied by an offered interface of the same name whose
+//! version is semver-compatible and not older (`0.2.0` by `0.2.6`, never
+//! `0.2.12` by `0.2.6`); pre-release versions must match exactly.
+
+use anyhow::{Context, Result, bail};
+use semver::Version;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use wit_parser::{Resolve, WorldItem};
+
+/// The interfaces a world offers: `(namespace:package/interface, version)`.
+#[derive(Debug, Clone, Default)]
+pub struct Offered {
+    /// Name of the world, for messages.
+    pub world: String,
+    /// Offered interfaces.
+    pub interfaces: Vec<(String, Option<Version>)>,
+}
+
+/// Split `ns:pkg/iface@1.2.3` into name and version.
+pub fn split(id: &str) -> (String, Option<Version>) {
+    match id.split_once('@') {
+        Some((name, v)) => (name.to_string(), Version::parse(v).ok()),
+        None => (id.to_string(), None),
+    }
+}
+
+/// Whether an import at `want` is satisfied by an offer at `have`.
+pub fn satisfies(have: &Option<Version>, want: &Option<Version>) -> bool {
+    match (have, want) {
+        (None, None) => true,
+        (Some(h), Some(w)) if !h.pre.is_empty() || !w.pre.is_empty() => h == w,
+        (Some(h), Some(w)) if h.major == 0 && w.major == 0 => h.minor == w.minor && w.patch <= h.patch,
+        (Some(h), Some(w)) => h.major == w.major && (w.minor, w.patch) <= (h.minor, h.patch),
+        _ => false,
+    }
+}
+
+impl Offered {
+    /// Read `world` of the main package of a WIT directory (whose name must
+    /// be `package`, e.g. `spin:up`).
+    pub fn from_wit_dir(dir: &Path, package: &str, world: &str) -> Result<Self> {
+        let mut resolve = Resolve::new();
+        let (pkg, _) = resolve.push_dir(dir).with_context(|| format!("cannot parse the WIT in {}", dir.display()))?;
+        let found = &resolve.packages[pkg];
+        let name = format!("{}:{}", found.name.namespace, found.name.name);
+        if name != package {
+            bail!("{} holds package {name}, expected {package}", dir.display());
+        }
+        let world_id = *found.worlds.get(world).with_context(|| format!("{package} has no world {world}"))?;
+        let world = format!("{package}/{world}");
+        let mut interfaces = Vec::new();
+        for item in resolve.worlds[world_id].imports.values() {
+            if let WorldItem::Interface { id, .. } = item {
+                if let Some(name) = resolve.id_of(*id) {
+                    interfaces.push(split(&name));
+                }
+            }
+        }
+        Ok(Self { world, interfaces })
+    }
+
+    /// Why `import` is not offered, or `None` when it is.
+    pub fn refuse(&self, import: &str) -> Option<String> {
+        let (name, version) = split(import);
+        let same_name: Vec<_> = self.interfaces.iter().filter(|(n, _)| *n == name).collect();
+        if same_name.iter().any(|(_, v)| satisfies(v, &version)) {
+            return None;
+        }
+        if same_name.is_empty() {
+            Some(format!("{import}: {} offers no {name}", self.world))
+        } else {
+            let versions: Vec<String> =
+                same_name.iter().map(|(_, v)| v.as_ref().map(|v| v.to_string()).unwrap_or_default()).collect();
+            Some(format!("{import}: {} offers {name} only at {}", self.world, versions.join(", ")))
+        }
+    }
+}
+
+/// Imports and exports of a component, as `ns:pkg/iface@version` names.
+pub fn component_interfaces(engine: &wasmtime::Engine, wasm: &Path) -> Result<(Vec<String>, Vec<String>)> {
+    let bytes = std::fs::read(wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
+    let component = wasmtime::component::Component::from_binary(engine, &bytes).map_err(anyhow::Error::from)?;
+    let ty = component.component_type();
+    let imports = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
+    let exports = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+    Ok((imports, exports))
+}
+
+/// The `wit/` directory of the spin-sdk crate in the cargo registry, found
+/// with `cargo metadata` on the workspace at `root`.
+pub fn spin_sdk_wit(root: &Path) -> Result<PathBuf> {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["metadata", "--format-version", "1", "--manifest-path"])
+        .arg(root.join("Cargo.toml"))
+        .output()
+        .context("cannot run cargo metadata")?;
+    if !out.status.success() {
+        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let pkg = meta["packages"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "spin-sdk"))
+        .context("spin-sdk is not in the workspace's dependency graph")?;
+    let manifest = pkg["manifest_path"].as_str().context("spin-sdk has no manifest_path")?;
+    let dir = Path::new(manifest).parent().context("bad manifest_path")?.join("wit");
+    if !dir.join("world.wit").exists() {
+        bail!("{} has no world.wit", dir.display());
+    }
+    Ok(dir)
+}
+
+/// The workspace holding `start`: the nearest ancestor with `wit/cairn.wit`.
+pub fn workspace_root(start: &Path) -> Result<PathBuf> {
+    let start = std::fs::canonicalize(start).with_context(|| format!("no such directory {}", start.display()))?;
+    start
+        .ancestors()
+        .find(|d| d.join("wit/cairn.wit").exists() && d.join("Cargo.toml").exists())
+        .map(Path::to_path_buf)
+        .with_context(|| format!("no Cairn workspace (wit/cairn.wit) above {}", start.display()))
+}
+
+/// Check every component of a manifest against Spin's platform world and
+/// Cairn's `host` world. Returns one line per problem (empty: compatible)
+/// and prints a line per component.
+pub fn check_manifest(manifest_path: &Path, workspace_root: &Path) -> Result<Vec<String>> {
+    let manifest = crate::manifest::Manifest::load(manifest_path)?;
+    let spin = Offered::from_wit_dir(&spin_sdk_wit(workspace_root)?, "spin:up", "platform")?;
+    let ours = Offered::from_wit_dir(&workspace_root.join("wit"), "cairn:platform", "host")?;
+    let engine = wasmtime::Engine::default();
+    let mut problems = Vec::new();
+    for c in &manifest.components {
+        let (imports, exports) = component_interfaces(&engine, &c.source)?;
+        let mut mine = Vec::new();
+        for import in &imports {
+            mine.extend(spin.refuse(import));
+            // Beyond the standard WASI 0.2 set, only our contract's interfaces.
+            let standard = ["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/", "wasi:http/"]
+                .iter()
+                .any(|p| import.starts_with(p));
+            if !standard {
+                mine.extend(ours.refuse(import));
+            }
+        }
+        let exports_handler = exports.iter().map(|e| split(e)).any(|(n, v)| {
+            n == "wasi:http/incoming-handler" && v.is_some_and(|v| v.major == 0 && v.minor == 2 && v.pre.is_empty())
+        });
+        if !exports_handler {
+            mine.push("does not export wasi:http/incoming-handler@0.2.x".to_string());
+        }
+        println!("{:<20} {} imports, {}", c.id, imports.len(), if mine.is_empty() { "compatible" } else { "NOT compatible" });
+        problems.extend(mine.into_iter().map(|p| format!("{}: {p}", c.id)));
+    }
+    Ok(problems)
+}
+
+/// Arguments of `cairn compat`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The application manifest.
+    #[arg(long, short = 'f', default_value = "spin.toml")]
+    pub manifest: PathBuf,
+}
+
+/// Check every component and print the verdict; an error lists the problems.
+pub fn run(a: Args) -> Result<()> {
+    let dir = a.manifest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let root = workspace_root(dir)?;
+    let problems = check_manifest(&a.manifest, &root)?;
+    if problems.is_empty() {
+        println!("every component keeps to Spin's platform world and Cairn's contract");
+        return Ok(());
+    }
+    for p in &problems {
+        eprintln!("{p}");
+    }
+    bail!("{} incompatible import(s)", problems.len())
+}

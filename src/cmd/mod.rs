@@ -1,0 +1,7 @@
+//! The `cairn` commands, one file each: its arguments (clap) and its run.
+//! `main.rs` only names them.
+
+pub mod build;
+pub mod compat;
+pub mod token;
+pub mod up;

@@ -1,0 +1,71 @@
+//! `cairn up`: serve the application in `spin.toml` until Ctrl-C or SIGTERM.
+
+use crate::instance::Limits;
+use crate::server::{self, StoreKind};
+use anyhow::Result;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `cairn up`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The application manifest.
+    #[arg(long, short = 'f', default_value = "spin.toml")]
+    pub manifest: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    pub listen: SocketAddr,
+    /// Directory for the store and the compiled-component cache.
+    #[arg(long, default_value = ".cairn")]
+    pub state_dir: PathBuf,
+    /// Where compiled components are cached (default: <state-dir>/cache).
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+    /// Run `cairn build` first.
+    #[arg(long)]
+    pub build: bool,
+    /// Backend of the `default` key-value store.
+    #[arg(long, value_enum, default_value = "sqlite")]
+    pub store: StoreKind,
+    /// Make every SQLite commit survive power loss, not only a crash.
+    #[arg(long)]
+    pub fsync: bool,
+    /// Time one request may run before it is interrupted, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    pub request_timeout_ms: u64,
+    /// Linear memory one instance may use, in MiB.
+    #[arg(long, default_value_t = 128)]
+    pub max_memory_mb: usize,
+    /// Instances alive at once.
+    #[arg(long, default_value_t = 256)]
+    pub max_instances: u32,
+    /// Seconds between sweeps of lapsed claims.
+    #[arg(long, default_value_t = 60)]
+    pub sweep_interval_secs: u64,
+}
+
+/// Build first if asked, then serve until a signal.
+pub fn run(a: Args) -> Result<()> {
+    if a.build {
+        super::build::build(&a.manifest)?;
+    }
+    let limits = Limits {
+        request_timeout: Duration::from_millis(a.request_timeout_ms),
+        max_memory: a.max_memory_mb << 20,
+        max_instances: a.max_instances,
+    };
+    let cache_dir = a.cache_dir.unwrap_or_else(|| a.state_dir.join("cache"));
+    let opts = server::Options {
+        manifest: a.manifest,
+        listen: a.listen,
+        state_dir: a.state_dir,
+        cache_dir,
+        store: a.store,
+        fsync: a.fsync,
+        limits,
+        sweep_interval: Duration::from_secs(a.sweep_interval_secs.max(1)),
+        variables: Default::default(),
+    };
+    tokio::runtime::Runtime::new()?.block_on(server::run_until_signal(opts))
+}

@@ -1,0 +1,127 @@
+//! The engine and the component cache: the pooling allocator with resident
+//! memory kept warm and epoch interruption for timeouts; every component
+//! precompiled once into the cache directory and loaded from there on every
+//! later start (the log says which); one linker with everything a component
+//! may import.
+
+use crate::instance::{Ctx, Loaded};
+use crate::manifest::Manifest;
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::Engine;
+use wasmtime::component::{Component, Linker};
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+
+/// How long one epoch tick is.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Build the engine: pooling allocator with resident memory kept warm,
+/// epoch interruption for timeouts.
+pub fn engine(limits: &crate::instance::Limits) -> Result<Engine> {
+    let mut pool = wasmtime::PoolingAllocationConfig::default();
+    let n = limits.max_instances;
+    pool.total_component_instances(n)
+        .total_core_instances(n * 4)
+        .total_memories(n * 2)
+        .total_tables(n * 4)
+        .total_stacks(n)
+        .max_memory_size(limits.max_memory)
+        .max_memories_per_component(4)
+        .max_tables_per_component(8)
+        .max_core_instances_per_component(16)
+        .linear_memory_keep_resident(1 << 20)
+        .table_keep_resident(1 << 20)
+        .decommit_batch_size(64)
+        .pagemap_scan(wasmtime::Enabled::Auto);
+    let mut config = wasmtime::Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config).map_err(anyhow::Error::from).context("cannot create the wasmtime engine")
+}
+
+/// Compile `wasm` once: load the cached artifact if there is one for these
+/// bytes and this engine, else compile and cache. Returns whether it compiled.
+pub fn load_component(engine: &Engine, id: &str, wasm_path: &Path, cache_dir: &Path) -> Result<(Component, bool)> {
+    let bytes = std::fs::read(wasm_path).with_context(|| {
+        format!("component {id:?}: cannot read {} (run `cairn build` first)", wasm_path.display())
+    })?;
+    let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut engine_hash);
+    let digest = Sha256::digest(&bytes);
+    let name = format!("{id}-{}-{:016x}.cwasm", hex(&digest[..12]), engine_hash.finish());
+    let path = cache_dir.join(name);
+    if path.exists() {
+        // SAFETY: the file was written by `precompile_component` of an engine
+        // with the same compatibility hash, in a directory only this host writes.
+        match unsafe { Component::deserialize_file(engine, &path) } {
+            Ok(c) => return Ok((c, false)),
+            Err(e) => tracing::warn!(component = id, error = %e, "cached artifact unusable; recompiling"),
+        }
+    }
+    let compiled = engine.precompile_component(&bytes).map_err(anyhow::Error::from).with_context(|| format!("component {id:?}: compile failed"))?;
+    std::fs::create_dir_all(cache_dir)?;
+    let tmp = cache_dir.join(format!(".{id}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, &compiled)?;
+    std::fs::rename(&tmp, &path)?;
+    // Drop artifacts of older builds of this component.
+    if let Ok(entries) = std::fs::read_dir(cache_dir) {
+        for e in entries.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.starts_with(&format!("{id}-")) && e.path() != path && n.ends_with(".cwasm") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    // SAFETY: as above; just written by this engine.
+    let c = unsafe { Component::deserialize_file(engine, &path) }?;
+    Ok((c, true))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The linker every component is instantiated with.
+pub fn linker(engine: &Engine) -> Result<Linker<Ctx>> {
+    let mut linker = Linker::<Ctx>::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    crate::bindings::Host_::add_to_linker::<_, wasmtime::component::HasSelf<Ctx>>(&mut linker, |c| c)?;
+    Ok(linker)
+}
+
+/// Load every component of the manifest. Logs whether each was compiled or
+/// came from the cache.
+pub fn load_all(
+    engine: &Engine,
+    manifest: &Manifest,
+    app_vars: &BTreeMap<String, String>,
+    cache_dir: &Path,
+) -> Result<BTreeMap<String, Arc<Loaded>>> {
+    let linker = linker(engine)?;
+    let mut out = BTreeMap::new();
+    for spec in &manifest.components {
+        let started = Instant::now();
+        let (component, compiled) = load_component(engine, &spec.id, &spec.source, cache_dir)?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("component {:?} imports something this host does not provide", spec.id))?;
+        let pre = ProxyPre::new(pre)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("component {:?} does not export wasi:http/incoming-handler@0.2.x", spec.id))?;
+        let variables = crate::variables::resolve_component(spec, app_vars)?;
+        let how = if compiled { "compiled" } else { "loaded from cache" };
+        tracing::info!(component = %spec.id, ms = started.elapsed().as_millis() as u64, "component {how}");
+        out.insert(spec.id.clone(), Arc::new(Loaded { spec: Arc::new(spec.clone()), pre, variables: Arc::new(variables) }));
+    }
+    Ok(out)
+}
+

@@ -1,0 +1,280 @@
+//! One request's instance: the application every request shares ([`App`]),
+//! each instance's host state ([`Ctx`]) and limits, and running a request
+//! through a fresh instance ([`run`], [`run_buffered`]).
+//!
+//! Every request gets a fresh instance from the pooling allocator (no state
+//! survives between requests, so tenants cannot see each other's memory). A
+//! trap, a request past its timeout (epoch interruption) or past its memory
+//! limit ends that request only, as an error the server answers with 500.
+
+use crate::engine::EPOCH_TICK;
+use crate::manifest::{Component as Spec, Manifest, Route};
+use crate::outbound::Hooks;
+use anyhow::Result;
+use cairn_kv::Store;
+use http_body_util::BodyExt;
+use http_body_util::combinators::UnsyncBoxBody;
+use hyper::body::Bytes;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime::{Engine, Store as WasmStore, StoreLimits, StoreLimitsBuilder};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
+use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
+use wasmtime_wasi_http::p2::types::{HostIncomingRequest, HostResponseOutparam};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+/// Limits applied to every instance.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Wall-clock time a request may run before it is interrupted.
+    pub request_timeout: Duration,
+    /// Linear memory one instance may use, in bytes.
+    pub max_memory: usize,
+    /// Instances alive at once (in-flight requests, counting chained calls).
+    pub max_instances: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { request_timeout: Duration::from_secs(30), max_memory: 128 << 20, max_instances: 256 }
+    }
+}
+
+/// A loaded component, ready to instantiate.
+pub struct Loaded {
+    /// Its manifest entry.
+    pub spec: Arc<Spec>,
+    /// Pre-linked instance template.
+    pub pre: ProxyPre<Ctx>,
+    /// Its variables, resolved at startup.
+    pub variables: Arc<BTreeMap<String, String>>,
+}
+
+/// Everything requests share.
+pub struct App {
+    /// The engine (pooling allocator, epoch interruption).
+    pub engine: Engine,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Components by id.
+    pub components: BTreeMap<String, Arc<Loaded>>,
+    /// Every store by label: `default` (durable) and `cache` (in memory, for
+    /// what may be lost on restart: rate-limit counters, verified tokens).
+    pub stores: BTreeMap<String, Arc<dyn Store>>,
+    /// Instance limits.
+    pub limits: Limits,
+}
+
+impl App {
+    /// The durable store (the `default` label).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.stores["default"]
+    }
+}
+
+/// One instance's host state.
+pub struct Ctx {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    pub(crate) table: ResourceTable,
+    limits: StoreLimits,
+    hooks: Hooks,
+    pub(crate) app: Arc<App>,
+    pub(crate) component: Arc<Spec>,
+    pub(crate) variables: Arc<BTreeMap<String, String>>,
+}
+
+impl WasiView for Ctx {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for Ctx {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { hooks: &mut self.hooks, table: &mut self.table, ctx: &mut self.http }
+    }
+}
+
+/// The route facts Spin passes to a component as `spin-*` headers.
+#[derive(Debug, Clone)]
+pub struct RouteInfo {
+    /// The matched route as written (`/api/...`).
+    pub matched: String,
+    /// The route's prefix (what `spin-path-info` is relative to).
+    pub base: String,
+    /// The client address.
+    pub client: String,
+}
+
+impl RouteInfo {
+    /// For a request from another component.
+    pub fn internal() -> Self {
+        Self { matched: String::new(), base: String::new(), client: "127.0.0.1:0".into() }
+    }
+}
+
+/// Result of running one request through one component.
+pub type Response = hyper::Response<HyperOutgoingBody>;
+
+/// A fresh store for one request to `component`, the request and the
+/// response outparam pushed into it, and the receiver of the response.
+fn prepare<B>(
+    app: &Arc<App>,
+    component: &Loaded,
+    mut req: hyper::Request<B>,
+    route: &RouteInfo,
+) -> Result<(WasmStore<Ctx>, Resource<HostIncomingRequest>, Resource<HostResponseOutparam>, ResponseReceiver)>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    add_spin_headers(&mut req, &component.spec, route);
+    let ctx = Ctx {
+        wasi: WasiCtx::builder().inherit_stderr().build(),
+        http: WasiHttpCtx::new(),
+        table: ResourceTable::new(),
+        limits: StoreLimitsBuilder::new().memory_size(app.limits.max_memory).trap_on_grow_failure(true).build(),
+        hooks: Hooks::new(app, component.spec.clone()),
+        component: component.spec.clone(),
+        variables: component.variables.clone(),
+        app: app.clone(),
+    };
+    let mut store = WasmStore::new(&app.engine, ctx);
+    store.limiter(|c| &mut c.limits);
+    let ticks = (app.limits.request_timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
+    store.set_epoch_deadline(ticks);
+    store.epoch_deadline_trap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let wasi_req = store.data_mut().http().new_incoming_request(Scheme::Http, req)?;
+    let out = store.data_mut().http().new_response_outparam(tx)?;
+    Ok((store, wasi_req, out, rx))
+}
+
+type ResponseReceiver = tokio::sync::oneshot::Receiver<Result<hyper::Response<HyperOutgoingBody>, ErrorCode>>;
+
+/// Instantiate and call the handler. The store moves in, so it is dropped
+/// (with every body and outparam the guest left open) when the call ends.
+async fn call(mut store: WasmStore<Ctx>, pre: ProxyPre<Ctx>, req: Resource<HostIncomingRequest>, out: Resource<HostResponseOutparam>) -> wasmtime::Result<()> {
+    let proxy = pre.instantiate_async(&mut store).await?;
+    proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await
+}
+
+/// What went wrong when no response came: the guest's trap or error if it
+/// had one, else that it returned without answering.
+fn no_response(id: &str, guest: Option<wasmtime::Result<()>>, code: Option<ErrorCode>) -> anyhow::Error {
+    match (code, guest) {
+        (Some(code), _) => anyhow::anyhow!("component {id:?} answered with an error: {code:?}"),
+        (None, Some(Err(e))) => describe_trap(e, id),
+        (None, _) => anyhow::anyhow!("component {id:?} returned without sending a response"),
+    }
+}
+
+/// Run `req` through a fresh instance of `component`; the response streams
+/// while the instance keeps running in its own task.
+pub async fn run<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo) -> Result<Response>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    let (store, wasi_req, out, rx) = prepare(&app, &component, req, &route)?;
+    let task = tokio::spawn(call(store, component.pre.clone(), wasi_req, out));
+    match rx.await {
+        Ok(Ok(resp)) => Ok(resp),
+        Ok(Err(code)) => Err(no_response(&component.spec.id, None, Some(code))),
+        Err(_) => match task.await {
+            Ok(guest) => Err(no_response(&component.spec.id, Some(guest), None)),
+            Err(join) => Err(anyhow::anyhow!("component {:?} task failed: {join}", component.spec.id)),
+        },
+    }
+}
+
+/// Run `req` through a fresh instance of `component` in the calling task and
+/// return the response with its whole body: what one component calling
+/// another needs, without a task hop per call.
+pub async fn run_buffered<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo) -> Result<hyper::Response<Bytes>>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    let (store, wasi_req, out, rx) = prepare(&app, &component, req, &route)?;
+    let answer = async {
+        match rx.await {
+            Ok(Ok(resp)) => {
+                let (parts, body) = resp.into_parts();
+                match body.collect().await {
+                    Ok(b) => Ok(hyper::Response::from_parts(parts, b.to_bytes())),
+                    Err(e) => Err(Some(anyhow::anyhow!("component {:?} failed while writing its body: {e}", component.spec.id))),
+                }
+            }
+            Ok(Err(code)) => Err(Some(no_response(&component.spec.id, None, Some(code)))),
+            Err(_) => Err(None),
+        }
+    };
+    let (guest, answer) = tokio::join!(call(store, component.pre.clone(), wasi_req, out), answer);
+    match answer {
+        Ok(resp) => Ok(resp),
+        Err(Some(e)) => Err(match guest {
+            Err(trap) => describe_trap(trap, &component.spec.id),
+            Ok(()) => e,
+        }),
+        Err(None) => Err(no_response(&component.spec.id, Some(guest), None)),
+    }
+}
+
+fn describe_trap(e: wasmtime::Error, id: &str) -> anyhow::Error {
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => anyhow::anyhow!("component {id:?} ran past the request timeout"),
+        Some(trap) => anyhow::anyhow!("component {id:?} trapped: {trap}"),
+        None => anyhow::anyhow!("component {id:?} failed: {e:#}"),
+    }
+}
+
+fn add_spin_headers<B>(req: &mut hyper::Request<B>, spec: &Spec, route: &RouteInfo) {
+    let path = req.uri().path().to_string();
+    let full = format!(
+        "http://{}{}",
+        req.headers().get(hyper::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost"),
+        req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/")
+    );
+    let path_info = path.strip_prefix(&route.base).unwrap_or(&path).to_string();
+    let h = req.headers_mut();
+    let mut put = |name: &'static str, value: &str| {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(value) {
+            h.insert(name, v);
+        }
+    };
+    put("spin-full-url", &full);
+    put("spin-path-info", &path_info);
+    put("spin-matched-route", &route.matched);
+    put("spin-raw-component-route", &route.matched);
+    put("spin-component-route", &route.base);
+    put("spin-base-path", "/");
+    put("spin-client-addr", &route.client);
+    put("spin-component-id", &spec.id);
+}
+
+/// The public component for a path, with its route facts.
+pub fn route<'a>(app: &'a App, path: &str) -> Option<(&'a Arc<Loaded>, RouteInfo)> {
+    let (spec, route) = app.manifest.route(path)?;
+    let loaded = app.components.get(&spec.id)?;
+    let (matched, base) = match route {
+        Route::Exact(p) => (p.clone(), p.clone()),
+        Route::Wildcard(p) => (format!("{p}/..."), p.clone()),
+        Route::Private => return None,
+    };
+    Some((loaded, RouteInfo { matched, base, client: String::new() }))
+}
+
+/// Box a hyper body into what outbound responses carry.
+pub fn boxed<B>(body: B) -> UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    body.map_err(Into::into).boxed_unsync()
+}
