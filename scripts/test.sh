@@ -9,6 +9,17 @@ if command -v rustup >/dev/null 2>&1; then
   rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 fi
 
+# Debian packages the tests start: redis-server (the Redis/Valkey backend's
+# tests and the many-hosts tests run their own on free loopback ports).
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+if [ ${#need[@]} -gt 0 ]; then
+  as_root=""
+  [ "$(id -u)" -eq 0 ] || as_root="sudo"
+  $as_root apt-get update
+  DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y --no-install-recommends "${need[@]}"
+fi
+
 # The official MCP clients the interop tests drive (pinned in interop/).
 if [ ! -x target/interop-venv/bin/python ]; then
   python3 -m venv target/interop-venv

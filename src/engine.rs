@@ -12,13 +12,10 @@ use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
-
-/// How long one epoch tick is.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Build the engine: pooling allocator with resident memory kept warm,
 /// epoch interruption for timeouts.

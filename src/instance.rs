@@ -7,9 +7,7 @@
 //! trap, a request past its timeout (epoch interruption) or past its memory
 //! limit ends that request only, as an error the server answers with 500.
 
-use crate::engine::EPOCH_TICK;
 use crate::manifest::{Component as Spec, Manifest, Route};
-use crate::outbound::Hooks;
 use anyhow::Result;
 use cairn_kv::Store;
 use http_body_util::BodyExt;
@@ -25,7 +23,14 @@ use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::p2::types::{HostIncomingRequest, HostResponseOutparam};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+
+/// How long one epoch tick is (the granularity of request timeouts).
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// The outbound HTTP policy of one instance of a component, made by
+/// [`crate::outbound::hooks`] (set in [`App::outbound`]).
+pub type OutboundHooks = Box<dyn WasiHttpHooks + Send + Sync>;
 
 /// Limits applied to every instance.
 #[derive(Debug, Clone)]
@@ -67,6 +72,8 @@ pub struct App {
     pub stores: BTreeMap<String, Arc<dyn Store>>,
     /// Instance limits.
     pub limits: Limits,
+    /// Makes each instance's outbound HTTP policy.
+    pub outbound: fn(&Arc<App>, Arc<Spec>) -> OutboundHooks,
 }
 
 impl App {
@@ -82,7 +89,7 @@ pub struct Ctx {
     http: WasiHttpCtx,
     pub(crate) table: ResourceTable,
     limits: StoreLimits,
-    hooks: Hooks,
+    hooks: OutboundHooks,
     pub(crate) app: Arc<App>,
     pub(crate) component: Arc<Spec>,
     pub(crate) variables: Arc<BTreeMap<String, String>>,
@@ -96,7 +103,7 @@ impl WasiView for Ctx {
 
 impl WasiHttpView for Ctx {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView { hooks: &mut self.hooks, table: &mut self.table, ctx: &mut self.http }
+        WasiHttpCtxView { hooks: &mut *self.hooks, table: &mut self.table, ctx: &mut self.http }
     }
 }
 
@@ -139,7 +146,7 @@ where
         http: WasiHttpCtx::new(),
         table: ResourceTable::new(),
         limits: StoreLimitsBuilder::new().memory_size(app.limits.max_memory).trap_on_grow_failure(true).build(),
-        hooks: Hooks::new(app, component.spec.clone()),
+        hooks: (app.outbound)(app, component.spec.clone()),
         component: component.spec.clone(),
         variables: component.variables.clone(),
         app: app.clone(),

@@ -21,11 +21,9 @@ pub struct Hooks {
     caller: Arc<Spec>,
 }
 
-impl Hooks {
-    /// The policy of an instance of `caller`.
-    pub fn new(app: &Arc<App>, caller: Arc<Spec>) -> Self {
-        Self { app: Arc::downgrade(app), caller }
-    }
+/// The policy of an instance of `caller`: what [`App::outbound`] holds.
+pub fn hooks(app: &Arc<App>, caller: Arc<Spec>) -> crate::instance::OutboundHooks {
+    Box::new(Hooks { app: Arc::downgrade(app), caller })
 }
 
 type SendFuture = Box<

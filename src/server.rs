@@ -111,7 +111,7 @@ pub async fn start(opts: Options) -> Result<Running> {
     {
         let engine = engine.clone();
         std::thread::Builder::new().name("epoch".into()).spawn(move || loop {
-            std::thread::sleep(engine::EPOCH_TICK);
+            std::thread::sleep(instance::EPOCH_TICK);
             engine.increment_epoch();
         })?;
     }
@@ -122,6 +122,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         components,
         stores: [("default".to_string(), store), ("cache".to_string(), Arc::new(cairn_kv::memory::MemoryStore::new()) as Arc<dyn Store>)].into(),
         limits: opts.limits.clone(),
+        outbound: crate::outbound::hooks,
     });
     for c in &app.manifest.components {
         tracing::info!(component = %c.id, routes = ?c.routes, "component ready");

@@ -52,6 +52,28 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
+/// The chart on `root` with this y range and y label area: the caption,
+/// margins, axes and mesh every chart shares.
+macro_rules! frame {
+    ($chart:expr, $root:expr, $y:expr, $y_area:expr) => {{
+        let mut c = ChartBuilder::on($root)
+            .caption(&$chart.title, ("sans-serif", 20))
+            .margin(14)
+            .x_label_area_size(40)
+            .y_label_area_size($y_area)
+            .build_cartesian_2d($chart.x_axis(), $y)?;
+        c.configure_mesh()
+            .disable_x_mesh()
+            .x_desc(&$chart.x)
+            .y_desc(&$chart.y)
+            .x_label_formatter(&|x| $chart.label_of(*x))
+            .y_label_formatter(&|y| short_number(*y))
+            .label_style(("sans-serif", 13))
+            .draw()?;
+        c
+    }};
+}
+
 impl Chart {
     /// Check the shape: at least one category and series, every series one
     /// finite, non-negative value per category (positive for log lines).
@@ -101,21 +123,7 @@ impl Chart {
         let top = self.series.iter().flat_map(|(_, v)| v.iter().copied()).fold(0.0, f64::max);
         // Headroom above the tallest bar for the value labels and the legend.
         let top = if top > 0.0 { top * 1.45 } else { 1.0 };
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 20))
-            .margin(14)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(self.x_axis(), 0.0..top)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_desc(&self.x)
-            .y_desc(&self.y)
-            .x_label_formatter(&|x| self.label_of(*x))
-            .y_label_formatter(&|y| short_number(*y))
-            .label_style(("sans-serif", 13))
-            .draw()?;
+        let mut chart = frame!(self, root, 0.0..top, 64);
         let width = 0.8 / self.series.len() as f64;
         for (j, (name, values)) in self.series.iter().enumerate() {
             let color = PALETTE[j % PALETTE.len()];
@@ -136,20 +144,7 @@ impl Chart {
     fn lines<DB: DrawingBackend>(&self, root: &DrawingArea<DB, plotters::coord::Shift>) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
         let values = || self.series.iter().flat_map(|(_, v)| v.iter().copied());
         let (lo, hi) = (values().fold(f64::MAX, f64::min), values().fold(0.0, f64::max));
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 20))
-            .margin(14)
-            .x_label_area_size(40)
-            .y_label_area_size(72)
-            .build_cartesian_2d(self.x_axis(), (lo / 2.0..hi * 2.0).log_scale())?;
-        chart
-            .configure_mesh()
-            .x_desc(&self.x)
-            .y_desc(&self.y)
-            .x_label_formatter(&|x| self.label_of(*x))
-            .y_label_formatter(&|y| short_number(*y))
-            .label_style(("sans-serif", 13))
-            .draw()?;
+        let mut chart = frame!(self, root, (lo / 2.0..hi * 2.0).log_scale(), 72);
         for (j, (name, values)) in self.series.iter().enumerate() {
             let color = PALETTE[j % PALETTE.len()];
             let points: Vec<(f64, f64)> = values.iter().enumerate().map(|(i, &v)| (i as f64 + 0.5, v)).collect();

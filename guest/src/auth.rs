@@ -57,7 +57,7 @@ impl Config {
     /// operator's fault, not the caller's: [`Refused::Misconfigured`].
     pub fn authenticate(&self, req: &Request, bucket: Option<&Bucket>, now_s: u64) -> Result<Principal, Refused> {
         let token = respond::bearer(req).ok_or(Refused::Token(AuthError::Missing))?;
-        let key = format!("auth/verified/{}/{}", self.cache_salt, hex(&Sha256::digest(token.as_bytes())[..16]));
+        let key = cairn_notes::keys::verified_token(&self.cache_salt, &hex(&Sha256::digest(token.as_bytes())[..16]));
         if let Some(b) = bucket {
             if let Ok(Some(bytes)) = b.get(&key) {
                 if let Ok(p) = serde_json::from_slice::<Principal>(&bytes) {

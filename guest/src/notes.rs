@@ -28,13 +28,7 @@ pub fn identity(p: &cairn_auth::Principal) -> cairn_notes::Identity {
         tenant: p.tenant.clone(),
         subject: p.subject.clone(),
         display_name: p.name.clone(),
-        actor_type: match p.actor {
-            cairn_auth::Actor::Agent => cairn_notes::ActorType::Agent,
-            cairn_auth::Actor::Human => cairn_notes::ActorType::Human,
-        },
-        role: match p.role {
-            cairn_auth::Role::Admin => cairn_notes::Role::Admin,
-            cairn_auth::Role::Member => cairn_notes::Role::Member,
-        },
+        actor_type: p.actor,
+        role: p.role,
     }
 }

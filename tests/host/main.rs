@@ -22,5 +22,6 @@ mod outbound;
 mod routing;
 mod shutdown;
 mod tenants;
+mod tools_manifest;
 mod variables;
 mod wire;

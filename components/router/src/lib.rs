@@ -103,7 +103,7 @@ async fn post_mcp(req: Request) -> Response {
         let per_minute = setting("rate_limit_per_minute", 60) as i64;
         let token_id = token_id(respond::bearer(&req).unwrap_or(""));
         let minute = now_s / 60;
-        let key = format!("ratelimit/{token_id}/{minute}");
+        let key = cairn_notes::keys::rate_limit(&token_id, minute);
         match b.increment(&key, messages.len() as i64) {
             Ok(count) if count > per_minute => {
                 audit_refusal(bucket, Some(&principal.tenant), json!({"reason": "rate", "sub": principal.subject}));
@@ -112,7 +112,7 @@ async fn post_mcp(req: Request) -> Response {
                 return r;
             }
             Ok(count) if count == messages.len() as i64 => {
-                let _ = b.delete(&format!("ratelimit/{token_id}/{}", minute.saturating_sub(1)));
+                let _ = b.delete(&cairn_notes::keys::rate_limit(&token_id, minute.saturating_sub(1)));
             }
             _ => {}
         }

@@ -17,26 +17,9 @@ pub mod mint;
 
 use serde::{Deserialize, Serialize};
 
-
-/// An AI agent or a person.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Actor {
-    /// An AI agent (the default when a token does not say).
-    Agent,
-    /// A person.
-    Human,
-}
-
-/// Role in the tenant. Roles are never granted by scopes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// May administer the tenant (e.g. force-release claims). Only people.
-    Admin,
-    /// Everyone else (the default).
-    Member,
-}
+/// Agent or person, and the role in the tenant: the notes core's types, so a
+/// verified principal needs no translation to become the core's identity.
+pub use cairn_notes::{ActorType as Actor, Role};
 
 /// The verified caller.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -344,6 +344,15 @@ impl RedisStore {
         if self.pool.is_closed() { Err(closed()) } else { Ok(()) }
     }
 
+    /// Run a write script on one connection, after registering the tags it
+    /// writes under (see [`RedisStore::register`]).
+    fn write_script(&self, bucket: &str, tags: &[&str], call: &redis::ScriptInvocation<'_>) -> Result<Value> {
+        self.pool.with(false, |c| {
+            self.register(c, bucket, tags)?;
+            call.invoke(&mut c.redis)
+        })
+    }
+
     /// Add the tags of a write to the registries, unless this connection
     /// already did: before the write, so a listing never misses a key.
     fn register(&self, c: &mut Conn, bucket: &str, tags: &[&str]) -> RedisResult<()> {
@@ -406,11 +415,7 @@ impl Store for RedisStore {
             .arg(n.to_string())
             .arg(value)
             .arg(key);
-        let tag = tag_of(key);
-        let reply: Value = self.pool.with(false, |c| {
-            self.register(c, bucket, &[tag])?;
-            call.invoke(&mut c.redis)
-        })?;
+        let reply: Value = self.write_script(bucket, &[tag_of(key)], &call)?;
         match &reply {
             Value::Array(parts) => match parts.first() {
                 Some(Value::Int(1)) => Ok(Swap::Done),
@@ -440,10 +445,7 @@ impl Store for RedisStore {
                 .arg(*v);
         }
         let tags = Self::distinct_tags(pairs.iter().map(|(k, _)| *k));
-        let _: Value = self.pool.with(false, |c| {
-            self.register(c, bucket, &tags)?;
-            call.invoke(&mut c.redis)
-        })?;
+        let _: Value = self.write_script(bucket, &tags, &call)?;
         Ok(())
     }
 
@@ -523,11 +525,7 @@ impl Store for RedisStore {
             .arg(key)
             .arg((bits & 0xffff_ffff).to_string())
             .arg((bits >> 32).to_string());
-        let tag = tag_of(key);
-        let reply: Value = self.pool.with(false, |c| {
-            self.register(c, bucket, &[tag])?;
-            call.invoke(&mut c.redis)
-        })?;
+        let reply: Value = self.write_script(bucket, &[tag_of(key)], &call)?;
         match &reply {
             Value::Array(parts) => match parts.as_slice() {
                 [Value::Int(1), Value::BulkString(b)] => {

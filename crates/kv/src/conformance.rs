@@ -216,23 +216,27 @@ fn one_of_two_creators_wins(s: &dyn Store, sc: Scope) -> Outcome {
     expect_value(s, sc, &k, Some(b"a"), "the second creator's value was stored")
 }
 
-fn no_aba_after_delete_and_recreate(s: &dyn Store, sc: Scope) -> Outcome {
-    let k = sc.key("aba");
-    io(s.set(sc.bucket, &k, b"same"))?;
+/// A handle read after `k` was set to `value`, then `meddle`d with, fails its
+/// swap, and the key keeps `value`.
+fn stale_after(s: &dyn Store, sc: Scope, name: &str, value: &[u8], meddle: impl Fn(&str) -> Outcome, what: &str) -> Outcome {
+    let k = sc.key(name);
+    io(s.set(sc.bucket, &k, value))?;
     let before = io(s.read(sc.bucket, &k))?;
-    io(s.delete(sc.bucket, &k))?;
-    io(s.set(sc.bucket, &k, b"same"))?;
-    expect_failed(io(s.swap(sc.bucket, &k, before.observed, b"late"))?, "after delete + recreate with the same bytes (the store compares values)")?;
-    expect_value(s, sc, &k, Some(b"same"), "a refused swap wrote")
+    meddle(&k)?;
+    expect_failed(io(s.swap(sc.bucket, &k, before.observed, b"late"))?, what)?;
+    expect_value(s, sc, &k, Some(value), "a refused swap wrote")
+}
+
+fn no_aba_after_delete_and_recreate(s: &dyn Store, sc: Scope) -> Outcome {
+    let meddle = |k: &str| {
+        io(s.delete(sc.bucket, k))?;
+        io(s.set(sc.bucket, k, b"same"))
+    };
+    stale_after(s, sc, "aba", b"same", meddle, "after delete + recreate with the same bytes (the store compares values)")
 }
 
 fn same_bytes_rewrite_is_a_write(s: &dyn Store, sc: Scope) -> Outcome {
-    let k = sc.key("same");
-    io(s.set(sc.bucket, &k, b"v"))?;
-    let before = io(s.read(sc.bucket, &k))?;
-    io(s.set(sc.bucket, &k, b"v"))?;
-    expect_failed(io(s.swap(sc.bucket, &k, before.observed, b"w"))?, "after the same bytes were written again")?;
-    expect_value(s, sc, &k, Some(b"v"), "a refused swap wrote")
+    stale_after(s, sc, "same", b"v", |k| io(s.set(sc.bucket, k, b"v")), "after the same bytes were written again")
 }
 
 fn lost_swap_is_never_reported_as_success(s: &dyn Store, sc: Scope) -> Outcome {

@@ -300,17 +300,37 @@ fn held_by_caller(
     let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
         return Err(Step::Refuse {
             refusal: gone(head, r),
-            audit: issued(head, r).then(|| refused_gone(action, now, &r.note_id, who, claim_id)),
+            audit: issued(head, r)
+                .then(|| refused(action, now, &r.note_id, who, None, json!({"error": "not_found", "claim_id": claim_id}))),
         });
     };
     let c = &head.claims[i];
     if c.holder.subject != who.subject {
         return Err(Step::Refuse {
             refusal: not_yours(head, c, verb),
-            audit: Some(refused(action, now, &r.note_id, who, c, "forbidden")),
+            audit: Some(refused(action, now, &r.note_id, who, Some(c), json!({"error": "forbidden"}))),
         });
     }
     Ok(i)
+}
+
+/// A claim operation on a live claim the caller holds: `op` gets the claim's index; a
+/// claim that is gone or someone else's is refused (and audited) before `op` runs.
+#[allow(clippy::too_many_arguments)]
+fn on_held(
+    kv: &TenantKv,
+    env: &mut dyn Env,
+    who: &Identity,
+    claim_id: &str,
+    r: &ClaimRef,
+    action: &'static str,
+    verb: &str,
+    mut op: impl FnMut(&mut Head, usize, u64) -> Out<Step>,
+) -> Out<Value> {
+    claim_txn(kv, env, who, &r.note_id, |head, now| match held_by_caller(head, r, claim_id, who, action, verb, now) {
+        Ok(i) => op(head, i, now),
+        Err(refuse) => Ok(refuse),
+    })
 }
 
 fn issued(head: &Head, r: &ClaimRef) -> bool {
@@ -356,11 +376,7 @@ pub(crate) fn renew(
     ttl_seconds: Option<u64>,
     action: &'static str,
 ) -> Out<Value> {
-    claim_txn(kv, env, who, &r.note_id, |head, now| {
-        let i = match held_by_caller(head, r, claim_id, who, action, "renew", now) {
-            Ok(i) => i,
-            Err(refuse) => return Ok(refuse),
-        };
+    on_held(kv, env, who, claim_id, r, action, "renew", |head, i, now| {
         let c = &mut head.claims[i];
         let ttl = ttl_seconds.map_or(c.ttl_us, |s| s * US);
         c.expires_at = now + ttl;
@@ -383,41 +399,10 @@ pub(crate) fn renew(
     })
 }
 
-fn refused(
-    action: &'static str,
-    now: u64,
-    note_id: &str,
-    who: &Identity,
-    c: &Claim,
-    error: &str,
-) -> Value {
-    Record {
-        event: "refused",
-        action,
-        at: now,
-        note_id,
-        claim: Some(c),
-        by: Some(who),
-    }
-    .json(json!({"error": error}))
-}
-
-fn refused_gone(
-    action: &'static str,
-    now: u64,
-    note_id: &str,
-    who: &Identity,
-    claim_id: &str,
-) -> Value {
-    Record {
-        event: "refused",
-        action,
-        at: now,
-        note_id,
-        claim: None,
-        by: Some(who),
-    }
-    .json(json!({"error": "not_found", "claim_id": claim_id}))
+/// The audit record of a refused claim operation: on `claim` when it is live, else
+/// naming the claim id that is not.
+fn refused(action: &'static str, now: u64, note_id: &str, who: &Identity, claim: Option<&Claim>, extra: Value) -> Value {
+    Record { event: "refused", action, at: now, note_id, claim, by: Some(who) }.json(extra)
 }
 
 /// Releases a claim: by its holder, or `forced` by a human admin (checked by the caller).
@@ -467,7 +452,7 @@ pub(crate) fn release(
             let c = &head.claims[i];
             return Ok(Step::Refuse {
                 refusal: not_yours(head, c, "release"),
-                audit: Some(refused(action, now, &r.note_id, who, c, "forbidden")),
+                audit: Some(refused(action, now, &r.note_id, who, Some(c), json!({"error": "forbidden"}))),
             });
         }
         let c = head.claims.remove(i);
@@ -513,11 +498,7 @@ pub(crate) fn post_note(
     text: &str,
     action: &'static str,
 ) -> Out<Value> {
-    claim_txn(kv, env, who, &r.note_id, |head, now| {
-        let i = match held_by_caller(head, r, claim_id, who, action, "post notes on", now) {
-            Ok(i) => i,
-            Err(refuse) => return Ok(refuse),
-        };
+    on_held(kv, env, who, claim_id, r, action, "post notes on", |head, i, now| {
         let c = &mut head.claims[i];
         c.notes.push(ClaimNote {
             at: now,

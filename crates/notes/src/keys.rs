@@ -19,6 +19,9 @@
 
 use crate::model::sha_hex;
 
+/// The bucket (Spin store label) holding notes: `default`.
+pub const BUCKET: &str = "default";
+
 /// Tenant ids: `[a-z0-9_-]{1,64}`.
 pub fn valid_tenant(tenant: &str) -> bool {
     (1..=64).contains(&tenant.len())
@@ -35,10 +38,19 @@ pub fn tenant_of(key: &str) -> Option<&str> {
     key.strip_prefix("t/")?.split_once('/').map(|(t, _)| t)
 }
 
-/// The first key after every key of `tenant` (`'0'` follows `'/'`): where a
-/// scan skips to for the next tenant.
-pub fn after_tenant(tenant: &str) -> String {
-    format!("t/{tenant}0")
+/// Every tenant with keys in the store, by skipping from one tenant's prefix
+/// to the next (`'0'` follows `'/'`, so `t/<tenant>0` is the first key after
+/// all of `t/<tenant>/…`): one ordered lookup per tenant.
+pub fn list_tenants(store: &dyn cairn_kv::Store) -> Result<Vec<String>, crate::Failure> {
+    let mut out = Vec::new();
+    let mut after = "t/".to_string();
+    loop {
+        let next = store.list_keys(BUCKET, Some(&after), 1)?;
+        let Some(tenant) = next.first().and_then(|k| tenant_of(k)).map(str::to_string) else { break };
+        after = format!("t/{tenant}0");
+        out.push(tenant);
+    }
+    Ok(out)
 }
 
 /// Where refusals of a call are recorded: under the tenant when it is known,
@@ -48,6 +60,17 @@ pub fn refused_audit_key(tenant: Option<&str>, at_us: u64, tag: u32) -> String {
         Some(t) if valid_tenant(t) => format!("{}audit/refused/{at_us:020}-{tag:08x}", tenant_prefix(t)),
         _ => format!("sys/audit/refused/{at_us:020}-{tag:08x}"),
     }
+}
+
+/// The router's count of one token's messages in one minute (`cache` store).
+pub fn rate_limit(token_id: &str, minute: u64) -> String {
+    format!("ratelimit/{token_id}/{minute}")
+}
+
+/// A verified token's principal, kept until the token's `exp` (`cache`
+/// store); `config` changes with the trusted keys, issuer and audience.
+pub fn verified_token(config: &str, token_hash: &str) -> String {
+    format!("auth/verified/{config}/{token_hash}")
 }
 
 // Keys inside a tenant (relative to its prefix).

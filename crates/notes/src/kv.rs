@@ -7,8 +7,7 @@ use cairn_kv::{Observed, Read, Store, Swap};
 use crate::keys::{tenant_prefix, valid_tenant};
 use crate::refusal::Failure;
 
-/// The bucket holding notes (the Spin store label `default`).
-pub const BUCKET: &str = "default";
+pub use crate::keys::BUCKET;
 
 /// A store confined to one tenant.
 pub struct TenantKv<'a> {

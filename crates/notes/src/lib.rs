@@ -4,7 +4,8 @@
 //!
 //! Module map, bottom up (no module imports one above it):
 //! - [`env`](mod@env): [`Env`] (clock, randomness), [`Identity`] of the caller, [`SimEnv`] for tests.
-//! - [`keys`]: the key layout (tenant prefix, every record's key, system keys).
+//! - [`keys`]: the key layout (tenant prefix, every record's key, system keys,
+//!   [`list_tenants`]).
 //! - [`refusal`]: refusal [`Code`]s and [`Failure`]s, the two ways a call ends badly,
 //!   and the `CallToolResult` shape.
 //! - [`kv`]: [`TenantKv`], the tenant's view of a store (the only way in).
@@ -14,7 +15,7 @@
 //! - `claim_audit`: claim audit records, and what a commit does with lapsed claims.
 //! - `head`: **the one head transaction** ([`head`'s `transact`]) every change to a
 //!   note commits through, and `update` for the other records rewritten in place.
-//! - `note_index` (the tenant's note list, [`list_tenants`]), `claim_index`
+//! - `note_index` (the tenant's note list), `claim_index`
 //!   (the claim index and [`sweep_expired_claims`]).
 //! - `claims` (claim rules and operations), `write` (the write pipeline:
 //!   idempotency → claims → version → apply → history), `edit` (tab edits).
@@ -80,7 +81,7 @@ pub use cairn_kv::Store;
 pub use claim_index::sweep_expired_claims;
 pub use env::{ActorType, Env, Identity, Role, SimEnv};
 pub use kv::TenantKv;
-pub use note_index::list_tenants;
+pub use keys::list_tenants;
 pub use refusal::{Code, Failure, NEXT_STEP_CLAIM, NEXT_STEP_REREAD, NOTICE};
 pub use tools::{Tool, ToolAnnotations, ToolSpec, tools};
 

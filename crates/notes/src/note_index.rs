@@ -1,5 +1,4 @@
-//! The tenant's note list (`idx/notes`), kept with [`crate::head::update`],
-//! and the list of tenants.
+//! The tenant's note list (`idx/notes`), kept with [`crate::head::update`].
 //!
 //! The note list holds ids in creation order: the newest in `tail`, full pages
 //! of [`INDEX_PAGE`] ids frozen into immutable blobs. A note is added to it
@@ -10,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::content::{get_blob, put_blob};
 use crate::head::update;
-use crate::keys::{self, NOTE_INDEX};
+use crate::keys::NOTE_INDEX;
 use crate::kv::TenantKv;
 use crate::model::{decode, encode};
 use crate::refusal::{Failure, Out};
@@ -61,18 +60,4 @@ pub(crate) fn index_slice(kv: &TenantKv, pos: usize, max: usize) -> Result<(Vec<
         p += take;
     }
     Ok((out, total))
-}
-
-/// Every tenant with keys in the store, by skipping from one tenant's prefix
-/// to the next: one ordered lookup per tenant.
-pub fn list_tenants(store: &dyn cairn_kv::Store) -> Result<Vec<String>, Failure> {
-    let mut out = Vec::new();
-    let mut after = "t/".to_string();
-    loop {
-        let next = store.list_keys(crate::kv::BUCKET, Some(&after), 1)?;
-        let Some(tenant) = next.first().and_then(|k| keys::tenant_of(k)).map(str::to_string) else { break };
-        after = keys::after_tenant(&tenant);
-        out.push(tenant);
-    }
-    Ok(out)
 }

@@ -64,6 +64,38 @@ fn reply(out: Out<Value>, ok_status: u16) -> Result<RestReply, Failure> {
     }
 }
 
+/// Every REST helper's frame: the caller's tenant view and the ids checked,
+/// then `f`, answered with its status (a refusal with its code's status).
+fn answer_with(
+    store: &dyn Store,
+    who: &Identity,
+    ids: &[(&str, &str)],
+    f: impl FnOnce(&TenantKv) -> Out<(u16, Value)>,
+) -> Result<RestReply, Failure> {
+    let out = (|| {
+        let kv = crate::tenant_kv(store, who)?;
+        for (field, id) in ids {
+            check_id(field, id)?;
+        }
+        f(&kv)
+    })();
+    match out {
+        Ok((status, body)) => Ok(RestReply { status, body }),
+        Err(e) => reply(Err(e), 0),
+    }
+}
+
+/// [`answer_with`] for helpers that answer one status on success.
+fn answer(
+    store: &dyn Store,
+    who: &Identity,
+    ids: &[(&str, &str)],
+    ok: u16,
+    f: impl FnOnce(&TenantKv) -> Out<Value>,
+) -> Result<RestReply, Failure> {
+    answer_with(store, who, ids, |kv| Ok((ok, f(kv)?)))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CreateNote {
@@ -81,8 +113,7 @@ pub fn create_note(
     who: &Identity,
     args: Value,
 ) -> Result<RestReply, Failure> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
+    answer(kv, who, &[], 201, |kv| {
         let a: CreateNote = parse(args)?;
         check_chars("title", &a.title, 1, MAX_NOTE_TITLE_CHARS)?;
         let now = env.now_us();
@@ -130,7 +161,7 @@ pub fn create_note(
         };
         // The id is unique, so no other writer creates this key; the index entry goes
         // first, and listings skip an entry whose head is not there (yet).
-        index_add(&kv, &note_id)?;
+        index_add(kv, &note_id)?;
         kv.set(&keys::note(&note_id), &encode(&head))?;
         Ok(json!({
             "note_id": head.note_id,
@@ -139,17 +170,14 @@ pub fn create_note(
             "version": head.version,
             "tabs": head.tabs.iter().map(tab_summary).collect::<Vec<_>>(),
         }))
-    })();
-    reply(out, 201)
+    })
 }
 
 /// Reads a note with its tabs and their versions (contents: the `read_note_tab` tool).
 /// 200 with `{note_id, title, approved_for_agents, version, provenance, tabs, notice}`.
 pub fn get_note(kv: &dyn Store, who: &Identity, note_id: &str) -> Result<RestReply, Failure> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        check_id("note_id", note_id)?;
-        let head = load_head(&kv, who, note_id)?;
+    answer(kv, who, &[("note_id", note_id)], 200, |kv| {
+        let head = load_head(kv, who, note_id)?;
         Ok(json!({
             "note_id": head.note_id,
             "title": head.title,
@@ -169,8 +197,7 @@ pub fn get_note(kv: &dyn Store, who: &Identity, note_id: &str) -> Result<RestRep
             }).collect::<Vec<_>>(),
             "notice": NOTICE,
         }))
-    })();
-    reply(out, 200)
+    })
 }
 
 fn check_opt_key(k: &Option<String>) -> Result<(), Refusal> {
@@ -206,10 +233,7 @@ pub fn write_tab(
     tab_id: &str,
     args: Value,
 ) -> Result<RestReply, Failure> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        check_id("note_id", note_id)?;
-        check_id("tab_id", tab_id)?;
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
         let mut a: WriteTab = parse(args)?;
         check_opt_key(&a.idempotency_key)?;
         let edit = match (a.text.take(), a.data.take()) {
@@ -240,9 +264,8 @@ pub fn write_tab(
             scope: a.version_scope.unwrap_or_default(),
             base_content_hash: a.base_content_hash.as_deref(),
         };
-        edit_tab_with(&kv, env, who, &spec, tab_id, &edit)
-    })();
-    reply(out, 200)
+        edit_tab_with(kv, env, who, &spec, tab_id, &edit)
+    })
 }
 
 #[derive(Serialize, Deserialize)]
@@ -278,10 +301,7 @@ pub fn update_tab(
     tab_id: &str,
     args: Value,
 ) -> Result<RestReply, Failure> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        check_id("note_id", note_id)?;
-        check_id("tab_id", tab_id)?;
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
         let a: UpdateTab = parse(args)?;
         check_opt_key(&a.idempotency_key)?;
         if a.label.is_none() && a.position.is_none() {
@@ -293,7 +313,7 @@ pub fn update_tab(
         let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version, "label": a.label, "position": a.position});
         let spec = note_scope("update_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
-            &kv,
+            kv,
             env,
             who,
             &spec,
@@ -332,8 +352,7 @@ pub fn update_tab(
                 Ok(Change { action: "update_tab", tab: None, removed_tab: None, result })
             },
         )
-    })();
-    reply(out, 200)
+    })
 }
 
 /// Deletes a slides or sheet tab (the fixed tabs stay). Its id is never handed out again.
@@ -346,16 +365,13 @@ pub fn delete_tab(
     tab_id: &str,
     args: Value,
 ) -> Result<RestReply, Failure> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        check_id("note_id", note_id)?;
-        check_id("tab_id", tab_id)?;
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
         let a: DeleteTab = parse(args)?;
         check_opt_key(&a.idempotency_key)?;
         let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version});
         let spec = note_scope("delete_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
-            &kv,
+            kv,
             env,
             who,
             &spec,
@@ -387,8 +403,7 @@ pub fn delete_tab(
                 })
             },
         )
-    })();
-    reply(out, 200)
+    })
 }
 
 #[derive(Serialize, Deserialize)]
@@ -411,9 +426,7 @@ pub fn attach_file(
     note_id: &str,
     args: Value,
 ) -> Result<RestReply, Failure> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        check_id("note_id", note_id)?;
+    answer(kv, who, &[("note_id", note_id)], 201, |kv| {
         let a: AttachFile = parse(args)?;
         check_opt_key(&a.idempotency_key)?;
         check_chars("name", &a.name, 1, 255)?;
@@ -425,7 +438,7 @@ pub fn attach_file(
             .remove("idempotency_key");
         let spec = note_scope("attach_file", true, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
-            &kv,
+            kv,
             env,
             who,
             &spec,
@@ -465,8 +478,7 @@ pub fn attach_file(
                 })
             },
         )
-    })();
-    reply(out, 201)
+    })
 }
 
 #[derive(Deserialize)]
@@ -489,45 +501,27 @@ pub fn claim_note(
     note_id: &str,
     args: Value,
 ) -> Result<RestReply, Failure> {
-    let mut renewed = false;
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        check_id("note_id", note_id)?;
+    answer_with(kv, who, &[("note_id", note_id)], |kv| {
         let a: ClaimBody = parse(args)?;
         if let Some(t) = &a.tab_id {
             check_id("tab_id", t)?;
         }
         check_ttl(a.ttl_seconds)?;
-        let c = claims::claim(
-            &kv,
-            env,
-            who,
-            note_id,
-            a.tab_id.as_deref(),
-            a.ttl_seconds,
-            "rest_claim_note",
-        )?;
-        renewed = c.renewed;
-        Ok(c.result)
-    })();
-    reply(out, if renewed { 200 } else { 201 })
+        let c = claims::claim(kv, env, who, note_id, a.tab_id.as_deref(), a.ttl_seconds, "rest_claim_note")?;
+        Ok((if c.renewed { 200 } else { 201 }, c.result))
+    })
 }
 
 /// A REST helper on one claim: the caller's tenant view and the parsed claim id, then
 /// `f`, answered with `ok` on success.
-fn on_claim<'a>(
-    kv: &'a dyn Store,
+fn on_claim(
+    kv: &dyn Store,
     who: &Identity,
     claim_id: &str,
     ok: u16,
-    f: impl FnOnce(&TenantKv<'a>, &ClaimRef) -> Out<Value>,
+    f: impl FnOnce(&TenantKv, &ClaimRef) -> Out<Value>,
 ) -> Result<RestReply, Failure> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        let r = parse_claim_id(claim_id)?;
-        f(&kv, &r)
-    })();
-    reply(out, ok)
+    answer(kv, who, &[], ok, |kv| f(kv, &parse_claim_id(claim_id)?))
 }
 
 #[derive(Deserialize)]
@@ -598,14 +592,8 @@ pub fn list_claims(
     who: &Identity,
     note_id: Option<&str>,
 ) -> Result<RestReply, Failure> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        if let Some(n) = note_id {
-            check_id("note_id", n)?;
-        }
-        claims::board(&kv, who, env.now_us(), note_id)
-    })();
-    reply(out, 200)
+    let ids: Vec<(&str, &str)> = note_id.map(|n| ("note_id", n)).into_iter().collect();
+    answer(kv, who, &ids, 200, |kv| claims::board(kv, who, env.now_us(), note_id))
 }
 
 /// Force-releases anyone's claim: only for a caller with role Admin AND actor type Human
@@ -617,9 +605,7 @@ pub fn force_release_claim(
     who: &Identity,
     claim_id: &str,
 ) -> Result<RestReply, Failure> {
-    let out = (|| -> Out<Value> {
-        let kv = crate::tenant_kv(kv, who)?;
-        claims::force_release(&kv, env, who, claim_id)
-    })();
-    reply(out, 200)
+    answer(kv, who, &[], 200, |kv| {
+        claims::force_release(kv, env, who, claim_id)
+    })
 }

@@ -4,24 +4,16 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Call, Tool, ToolAnnotations, WRITE_SCOPE};
-use crate::args::{MAX_SOURCE_TITLE_CHARS, MAX_URL_CHARS, VersionScope, check_chars, check_id, check_key, parse};
+use super::{ADDS, Call, WRITE_SCOPE};
+use crate::args::{MAX_SOURCE_TITLE_CHARS, MAX_URL_CHARS, check_chars, check_id, check_key, parse};
 use crate::content::{load_list, put_doc};
 use crate::model::{Source, TabKind, Who, encode, rand8};
 use crate::refusal::{Out, Refusal};
 use crate::schema::{key, note_id, object, version};
 use crate::url::normalize_url;
-use crate::write::{Change, Plan, Target, WriteSpec, commit, fingerprint};
+use crate::write::{Change, Plan, Target, commit, note_scope};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "add_note_source",
-    title: "Add a note source",
-    scope: WRITE_SCOPE,
-    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true },
-    description,
-    input_schema,
-    run,
-};
+tool!("add_note_source", "Add a note source", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,16 +63,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     a.check()?;
     let url = normalize_url(&a.url).map_err(|m| Refusal::invalid("url", m))?;
     // The intent is "this page is a source of this note": the key names the normalized URL.
-    let fp = fingerprint("add_note_source", &json!({ "url": url }));
-    let spec = WriteSpec {
-        tool: "add_note_source",
-        note_level: true,
-        note_id: &a.note_id,
-        idem: Some((&a.idempotency_key, fp)),
-        expected_version: a.expected_version,
-        scope: VersionScope::Note,
-        base_content_hash: None,
-    };
+    let spec = note_scope("add_note_source", true, &a.note_id, Some(&a.idempotency_key), a.expected_version, &json!({ "url": url }));
     let kv = c.kv;
     commit(
         kv,

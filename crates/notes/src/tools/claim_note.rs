@@ -3,21 +3,13 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Call, ON_CLAIM, Tool, ToolAnnotations, WRITE_SCOPE};
+use super::{ADDS, Call, ON_CLAIM, WRITE_SCOPE};
 use crate::args::{DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, MIN_TTL_SECONDS, check_id, check_ttl, parse};
 use crate::claims::claim;
 use crate::refusal::{Out, Refusal};
 use crate::schema::{id, note_id, object, ttl};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "claim_note",
-    title: "Claim a note or a tab",
-    scope: WRITE_SCOPE,
-    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true },
-    description,
-    input_schema,
-    run,
-};
+tool!("claim_note", "Claim a note or a tab", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -3,25 +3,17 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{Call, KEY_RULE, Tool, ToolAnnotations, WRITE_SCOPE};
-use crate::args::{MAX_LABEL_CHARS, SlideIn, VersionScope, check_chars, check_id, check_key, check_outline, parse};
+use super::{Call, KEY_RULE, REPLACES, WRITE_SCOPE};
+use crate::args::{MAX_LABEL_CHARS, SlideIn, check_chars, check_id, check_key, check_outline, parse};
 use crate::content::{Slide, store_slides};
 use crate::edit::{MAX_TABS, new_tab};
 use crate::model::{TabKind, rand8};
 use crate::refusal::{Out, Refusal};
 use crate::schema::{key, note_id, object, outline, version};
 use crate::sheet::{Manifest, store_manifest};
-use crate::write::{Change, Plan, Target, WriteSpec, commit, fingerprint};
+use crate::write::{Change, Plan, Target, commit, note_scope};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "create_note_tab",
-    title: "Create a note tab",
-    scope: WRITE_SCOPE,
-    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true },
-    description,
-    input_schema,
-    run,
-};
+tool!("create_note_tab", "Create a note tab", WRITE_SCOPE, REPLACES);
 
 /// The tab types `create_note_tab` can make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,16 +91,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         .as_object_mut()
         .expect("object")
         .remove("idempotency_key");
-    let fp = fingerprint("create_note_tab", &payload);
-    let spec = WriteSpec {
-        tool: "create_note_tab",
-        note_level: true,
-        note_id: &a.note_id,
-        idem: Some((&a.idempotency_key, fp)),
-        expected_version: a.expected_version,
-        scope: VersionScope::Note,
-        base_content_hash: None,
-    };
+    let spec = note_scope("create_note_tab", true, &a.note_id, Some(&a.idempotency_key), a.expected_version, &payload);
     commit(
         c.kv,
         c.env,

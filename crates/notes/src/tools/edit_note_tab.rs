@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{Call, KEY_RULE, ON_CONFLICT, Tool, ToolAnnotations, WRITE_SCOPE};
+use super::{Call, KEY_RULE, ON_CONFLICT, REPLACES, WRITE_SCOPE};
 use crate::args::{
     MAX_CELL_CHARS, MAX_COLS, MAX_ROWS, MAX_SET_ROWS, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, SlideIn,
     VersionScope, check_cells, check_chars, check_hash, check_id, check_key, check_outline, check_range, parse,
@@ -15,15 +15,7 @@ use crate::refusal::{Out, Refusal};
 use crate::schema::{id, key, note_id, object, outline, version};
 use crate::write::{WriteSpec, fingerprint};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "edit_note_tab",
-    title: "Edit a note tab",
-    scope: WRITE_SCOPE,
-    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true },
-    description,
-    input_schema,
-    run,
-};
+tool!("edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

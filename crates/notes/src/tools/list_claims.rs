@@ -3,21 +3,13 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Call, READ, READ_SCOPE, Tool};
+use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_id, parse};
 use crate::claims::board;
 use crate::refusal::{Out, Refusal};
 use crate::schema::{note_id, object};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "list_claims",
-    title: "List claims",
-    scope: READ_SCOPE,
-    annotations: READ,
-    description,
-    input_schema,
-    run,
-};
+tool!("list_claims", "List claims", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

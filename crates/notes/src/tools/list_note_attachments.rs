@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Call, READ, READ_SCOPE, Tool, decode_cursor, encode_cursor};
+use super::{Call, READ, READ_SCOPE, decode_cursor, encode_cursor};
 use crate::args::{DEFAULT_LIMIT, check_cursor, check_id, check_limit, parse};
 use crate::content::load_list;
 use crate::head::load_head;
@@ -11,15 +11,7 @@ use crate::model::{FileMeta, Source, TabKind, rfc3339, sha_hex};
 use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{cursor, limit, note_id, object};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "list_note_attachments",
-    title: "List note attachments",
-    scope: READ_SCOPE,
-    annotations: READ,
-    description,
-    input_schema,
-    run,
-};
+tool!("list_note_attachments", "List note attachments", READ_SCOPE, READ);
 
 /// Which attachments to list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -3,22 +3,14 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Call, READ, READ_SCOPE, Tool};
+use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_id, parse};
 use crate::head::load_head;
 use crate::model::tab_summary;
 use crate::refusal::{NOTICE, Out};
 use crate::schema::{note_id, object};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "list_note_tabs",
-    title: "List note tabs",
-    scope: READ_SCOPE,
-    annotations: READ,
-    description,
-    input_schema,
-    run,
-};
+tool!("list_note_tabs", "List note tabs", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

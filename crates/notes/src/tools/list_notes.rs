@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Call, READ, READ_SCOPE, Tool, decode_cursor, encode_cursor};
+use super::{Call, READ, READ_SCOPE, decode_cursor, encode_cursor};
 use crate::args::{DEFAULT_LIMIT, check_cursor, check_limit, parse};
 use crate::head::{Reader, visible_head};
 use crate::keys;
@@ -12,15 +12,7 @@ use crate::note_index::index_slice;
 use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{cursor, limit, object};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "list_notes",
-    title: "List notes",
-    scope: READ_SCOPE,
-    annotations: READ,
-    description,
-    input_schema,
-    run,
-};
+tool!("list_notes", "List notes", READ_SCOPE, READ);
 
 /// How many note ids one call looks at (agents skip unapproved notes).
 const LIST_SCAN: usize = 500;

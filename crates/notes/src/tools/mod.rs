@@ -16,6 +16,22 @@ use crate::env::{Env, Identity};
 use crate::kv::TenantKv;
 use crate::refusal::Out;
 
+/// Declares a tool file's `TOOL`: its name, title, scope and annotations,
+/// with the file's own `description`, `input_schema` and `run` functions.
+macro_rules! tool {
+    ($name:literal, $title:literal, $scope:expr, $annotations:expr) => {
+        pub(crate) static TOOL: $crate::tools::Tool = $crate::tools::Tool {
+            name: $name,
+            title: $title,
+            scope: $scope,
+            annotations: $annotations,
+            description,
+            input_schema,
+            run,
+        };
+    };
+}
+
 mod add_note_source;
 mod claim_note;
 mod create_note_tab;
@@ -137,6 +153,15 @@ pub struct ToolSpec {
 /// The annotations of every read tool.
 pub(crate) const READ: ToolAnnotations =
     ToolAnnotations { read_only_hint: true, destructive_hint: false, idempotent_hint: true };
+/// A write that may replace existing content; repeating it (same key) changes nothing more.
+pub(crate) const REPLACES: ToolAnnotations =
+    ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true };
+/// A write that only adds or holds; repeating it changes nothing more.
+pub(crate) const ADDS: ToolAnnotations =
+    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true };
+/// A write that adds something new every time it is called.
+pub(crate) const APPENDS: ToolAnnotations =
+    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: false };
 
 /// What every content write tool says about conflicts.
 pub(crate) const ON_CONFLICT: &str = "On version_conflict or content_hash_mismatch nothing was written: read the tab again, \

@@ -3,21 +3,13 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Call, Tool, ToolAnnotations, WRITE_SCOPE};
+use super::{APPENDS, Call, WRITE_SCOPE};
 use crate::args::{ClaimRef, MAX_CLAIM_NOTE_CHARS, check_chars, parse, parse_claim_id};
 use crate::claims::{NOTES_PER_CLAIM, post_note};
 use crate::refusal::{Out, Refusal};
 use crate::schema::{claim_id, object};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "post_claim_note",
-    title: "Post a claim note",
-    scope: WRITE_SCOPE,
-    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: false },
-    description,
-    input_schema,
-    run,
-};
+tool!("post_claim_note", "Post a claim note", WRITE_SCOPE, APPENDS);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

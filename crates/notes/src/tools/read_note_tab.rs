@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Call, READ, READ_SCOPE, Tool};
+use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_id, parse};
 use crate::content::{load_list, load_slides, load_text};
 use crate::head::load_head;
@@ -12,15 +12,7 @@ use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{id, note_id, object};
 use crate::sheet::load_manifest;
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "read_note_tab",
-    title: "Read a note tab",
-    scope: READ_SCOPE,
-    annotations: READ,
-    description,
-    input_schema,
-    run,
-};
+tool!("read_note_tab", "Read a note tab", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

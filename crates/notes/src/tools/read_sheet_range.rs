@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::read_note_tab::find_tab;
-use super::{Call, READ, READ_SCOPE, Tool};
+use super::{Call, READ, READ_SCOPE};
 use crate::args::{MAX_COLS, MAX_RANGE, MAX_ROWS, check_id, check_range, parse};
 use crate::head::load_head;
 use crate::model::{TabKind, tab_provenance};
@@ -12,15 +12,7 @@ use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{id, note_id, object};
 use crate::sheet::{load_manifest, read_range};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "read_sheet_range",
-    title: "Read sheet cells",
-    scope: READ_SCOPE,
-    annotations: READ,
-    description,
-    input_schema,
-    run,
-};
+tool!("read_sheet_range", "Read sheet cells", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -3,21 +3,13 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Call, Tool, ToolAnnotations, WRITE_SCOPE};
+use super::{ADDS, Call, WRITE_SCOPE};
 use crate::args::{parse, parse_claim_id};
 use crate::claims::release;
 use crate::refusal::Out;
 use crate::schema::{claim_id, object};
 
-pub(crate) static TOOL: Tool = Tool {
-    name: "release_claim",
-    title: "Release a claim",
-    scope: WRITE_SCOPE,
-    annotations: ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true },
-    description,
-    input_schema,
-    run,
-};
+tool!("release_claim", "Release a claim", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

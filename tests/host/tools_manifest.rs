@@ -1,0 +1,79 @@
+//! `spin.toml` and the core's tool table name the same tools: every tool in
+//! `cairn_notes::tools::TOOLS` has its component (private route, the default
+//! store, the identity secret, its build), its `tool_url_<tool>` variable and
+//! the router's mapping and outbound host for it; and nothing in the manifest
+//! names a tool the table does not have. Adding a tool and forgetting a
+//! manifest block fails here, naming what is missing.
+use crate::harness::root;
+use cairn::manifest::{Manifest, Route};
+use cairn_notes::tools::TOOLS;
+
+fn manifest() -> Manifest {
+    Manifest::load(&root().join("spin.toml")).unwrap()
+}
+
+#[test]
+fn every_tool_in_the_table_has_its_component_variable_route_and_outbound_host() {
+    let m = manifest();
+    let router = m.component("router").expect("the router component");
+    let mut missing = Vec::new();
+    for tool in TOOLS {
+        let id = tool.component();
+        let var = format!("tool_url_{}", tool.name);
+        match m.component(&id) {
+            None => missing.push(format!("{}: no [component.{id}]", tool.name)),
+            Some(c) => {
+                if c.routes != [Route::Private] {
+                    missing.push(format!("{}: component {id} needs exactly one private route", tool.name));
+                }
+                if c.key_value_stores != ["default"] {
+                    missing.push(format!("{}: component {id} must open the default store (only)", tool.name));
+                }
+                if !c.variables.contains_key("identity_secret") {
+                    missing.push(format!("{}: component {id} lacks identity_secret", tool.name));
+                }
+                if !c.source.ends_with(format!("target/wasm32-wasip2/wasm/{}.wasm", tool.name)) {
+                    missing.push(format!("{}: component {id} has source {}", tool.name, c.source.display()));
+                }
+                let builds = c.build.as_ref().is_some_and(|b| b.command.split_whitespace().any(|w| w == id));
+                if !builds {
+                    missing.push(format!("{}: component {id} has no build command building -p {id}", tool.name));
+                }
+            }
+        }
+        if !m.variables.contains_key(&var) {
+            missing.push(format!("{}: no application variable {var}", tool.name));
+        }
+        if router.variables.get(&var).map(|t| t.replace(' ', "")) != Some(format!("{{{{{var}}}}}")) {
+            missing.push(format!("{}: the router lacks {var} = \"{{{{ {var} }}}}\"", tool.name));
+        }
+        if !router.allowed_outbound_hosts.iter().any(|r| r.allows("http", &format!("{id}.spin.internal"), 80)) {
+            missing.push(format!("{}: the router may not call http://{id}.spin.internal", tool.name));
+        }
+    }
+    assert!(missing.is_empty(), "spin.toml is missing parts of tools in the table:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn the_manifest_names_no_tool_the_table_lacks() {
+    let m = manifest();
+    let known: Vec<String> = TOOLS.iter().map(|t| t.component()).collect();
+    let mut extra = Vec::new();
+    for c in &m.components {
+        if c.routes == [Route::Private] && !known.contains(&c.id) {
+            extra.push(format!("component {} has a private route but is no tool in the table", c.id));
+        }
+    }
+    for var in m.variables.keys().filter_map(|v| v.strip_prefix("tool_url_")) {
+        if !TOOLS.iter().any(|t| t.name == var) {
+            extra.push(format!("variable tool_url_{var} names no tool in the table"));
+        }
+    }
+    let router = m.component("router").unwrap();
+    for var in router.variables.keys().filter_map(|v| v.strip_prefix("tool_url_")) {
+        if !TOOLS.iter().any(|t| t.name == var) {
+            extra.push(format!("router variable tool_url_{var} names no tool in the table"));
+        }
+    }
+    assert!(extra.is_empty(), "{}", extra.join("\n"));
+}
