@@ -9,6 +9,7 @@
 //!   chaining in-process, plain HTTP elsewhere.
 //! - [`kv_host`]: host side of `wasi:keyvalue` and Spin's key-value.
 //! - [`variables_host`]: host side of Spin's variables.
+//! - [`stores`]: which backend holds each store label (runtime config, `--store`).
 //! - [`server`]: the HTTP listener, routing, logs, graceful shutdown.
 //! - [`sweep`]: the periodic sweep of delete markers and lapsed claims.
 //! - [`clock`]: the system clock and randomness as the notes core's `Env`.
@@ -28,6 +29,7 @@ pub mod logs;
 pub mod manifest;
 pub mod outbound;
 pub mod server;
+pub mod stores;
 pub mod sweep;
 pub mod variables;
 pub mod variables_host;

@@ -24,21 +24,34 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+/// Creates `path` (mode 0600) holding a fresh secret, unless it exists: hosts
+/// that share a state dir and start at once all end up reading the same one.
+/// The secret is written whole under a name of this process's own and linked
+/// into place, so no reader ever sees half of it.
+fn create_secret(path: &Path) -> Result<()> {
     use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
-    f.write_all(text.as_bytes())?;
-    Ok(())
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.exists() {
+        return Ok(());
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+    f.write_all(hex(&random_bytes::<32>()?).as_bytes())?;
+    f.sync_all()?;
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot create {}", path.display())),
+    }
 }
 
 /// The state dir's signing key, created on first use.
 pub fn signing_key(state_dir: &Path) -> Result<LocalKey> {
     std::fs::create_dir_all(state_dir)?;
     let path = state_dir.join("signing-key");
-    if !path.exists() {
-        write_private(&path, &hex(&random_bytes::<32>()?))?;
-    }
+    create_secret(&path)?;
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let bytes: Vec<u8> = (0..text.trim().len())
         .step_by(2)
@@ -52,9 +65,7 @@ pub fn signing_key(state_dir: &Path) -> Result<LocalKey> {
 /// The state dir's identity secret, created on first use.
 pub fn identity_secret(state_dir: &Path) -> Result<String> {
     let path = state_dir.join("identity-secret");
-    if !path.exists() {
-        write_private(&path, &hex(&random_bytes::<32>()?))?;
-    }
+    create_secret(&path)?;
     Ok(std::fs::read_to_string(path)?.trim().to_string())
 }
 

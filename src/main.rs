@@ -24,6 +24,17 @@ enum Command {
     /// Check every component's imports against Spin's platform world (from the
     /// spin-sdk crate in the cargo registry) and Cairn's contract in wit/.
     Compat(cmd::compat::Args),
+    /// Write deployment manifests.
+    Deploy {
+        #[command(subcommand)]
+        target: Deploy,
+    },
+}
+
+#[derive(Subcommand)]
+enum Deploy {
+    /// One SpinKube SpinApp per tool plus a front app, each with its autoscaler.
+    Spinkube(cmd::deploy::Args),
 }
 
 fn main() -> Result<()> {
@@ -35,5 +46,6 @@ fn main() -> Result<()> {
         Command::Build(a) => cmd::build::run(a),
         Command::Token(a) => cmd::token::run(a),
         Command::Compat(a) => cmd::compat::run(a),
+        Command::Deploy { target: Deploy::Spinkube(a) } => cmd::deploy::run(a),
     }
 }

@@ -123,8 +123,12 @@ pub struct Component {
     pub description: String,
     /// Store labels it may open.
     pub key_value_stores: Vec<String>,
-    /// Outbound hosts it may call.
+    /// Outbound hosts it may call (entries with `{{ variable }}` templates
+    /// join once [`Manifest::resolve_outbound`] expanded them).
     pub allowed_outbound_hosts: Vec<OutboundRule>,
+    /// `allowed_outbound_hosts` entries written with `{{ variable }}`
+    /// templates, as Spin allows, before expansion.
+    pub outbound_templates: Vec<String>,
     /// Component variable templates (`{{ app_var }}`).
     pub variables: BTreeMap<String, String>,
     /// Build step.
@@ -259,8 +263,9 @@ impl Manifest {
             for label in &c.key_value_stores {
                 valid_id(label, '_').map_err(|e| anyhow::anyhow!("component {id:?}: store label {label:?} {e}"))?;
             }
-            let rules = c
-                .allowed_outbound_hosts
+            let (templates, fixed): (Vec<String>, Vec<String>) =
+                c.allowed_outbound_hosts.into_iter().partition(|h| h.contains("{{"));
+            let rules = fixed
                 .iter()
                 .map(|h| OutboundRule::parse(h).with_context(|| format!("component {id:?}")))
                 .collect::<Result<Vec<_>>>()?;
@@ -271,6 +276,7 @@ impl Manifest {
                 description: c.description,
                 key_value_stores: c.key_value_stores,
                 allowed_outbound_hosts: rules,
+                outbound_templates: templates,
                 variables: c.variables,
                 build: c.build,
                 routes,
@@ -312,5 +318,38 @@ impl Manifest {
     /// A component by id.
     pub fn component(&self, id: &str) -> Option<&Component> {
         self.components.iter().find(|c| c.id == id)
+    }
+
+    /// Expands the `{{ variable }}` templates of every component's
+    /// `allowed_outbound_hosts` with the application's values, as Spin does
+    /// at load: an entry that expands to something that is not a host is an
+    /// error naming the component and the template.
+    pub fn resolve_outbound(&mut self, app: &BTreeMap<String, String>) -> Result<()> {
+        for c in &mut self.components {
+            for t in std::mem::take(&mut c.outbound_templates) {
+                let host = crate::variables::expand(&t, app).with_context(|| format!("component {:?}: allowed_outbound_hosts", c.id))?;
+                let rule = OutboundRule::parse(&host).with_context(|| {
+                    format!("component {:?}: allowed_outbound_hosts entry {t:?} expands to {host:?}, which is not a host", c.id)
+                })?;
+                c.allowed_outbound_hosts.push(rule);
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps only the components `ids` (and their routes), as `spin up -c`
+    /// does: `cairn up --component <id>` serves a part of the application.
+    pub fn select(&mut self, ids: &[String]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        for id in ids {
+            if self.component(id).is_none() {
+                let known: Vec<&str> = self.components.iter().map(|c| c.id.as_str()).collect();
+                bail!("--component {id:?}: spin.toml has no such component (it has {})", known.join(", "));
+            }
+        }
+        self.components.retain(|c| ids.contains(&c.id));
+        Ok(())
     }
 }

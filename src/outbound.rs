@@ -95,9 +95,25 @@ pub async fn send(request: Request<WasiBody>) -> Result<(hyper::Response<WasiBod
     let host = uri.host().ok_or(Error::HttpRequestUriInvalid)?.to_string();
     let port = uri.port_u16().unwrap_or(80);
     let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await.map_err(Error::Connect)?;
+    let _ = stream.set_nodelay(true);
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    let io: Io = Box::new(async move { conn.await.map_err(Error::from) });
+    // The connection must be driven while the request is sent and the
+    // response streams, so it runs in its own task; the I/O future handed
+    // back waits for it.
+    let driver = tokio::spawn(conn);
+    let io: Io = Box::new(async move {
+        match driver.await {
+            Ok(r) => r.map_err(Error::from),
+            Err(e) => Err(Error::InternalError(Some(format!("outbound connection task failed: {e}")))),
+        }
+    });
     let (mut parts, body) = request.into_parts();
+    if !parts.headers.contains_key(hyper::header::HOST) {
+        let authority = if uri.port_u16().is_some() { format!("{host}:{port}") } else { host.clone() };
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&authority) {
+            parts.headers.insert(hyper::header::HOST, v);
+        }
+    }
     if let Some(pq) = parts.uri.path_and_query() {
         parts.uri = pq.as_str().parse().map_err(|_| Error::HttpRequestUriInvalid)?;
     }

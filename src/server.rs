@@ -9,8 +9,8 @@
 use crate::manifest::Manifest;
 use crate::instance::{self, App, Limits};
 use crate::engine;
+use crate::stores::Stores;
 use anyhow::{Context, Result};
-use cairn_kv::Store;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
@@ -25,15 +25,6 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
-/// Which backend holds the `default` store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum StoreKind {
-    /// SQLite in WAL mode at `<state-dir>/kv.db` (durable).
-    Sqlite,
-    /// In memory (lost on exit; for tests and benchmarks).
-    Memory,
-}
-
 /// Everything `cairn up` needs.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -45,8 +36,10 @@ pub struct Options {
     pub state_dir: PathBuf,
     /// Directory of the compiled-component cache.
     pub cache_dir: PathBuf,
-    /// Backend of the `default` store.
-    pub store: StoreKind,
+    /// Which backend holds each store label.
+    pub stores: Stores,
+    /// Serve only these components (all when empty), as `spin up -c`.
+    pub components: Vec<String>,
     /// `synchronous = FULL` for SQLite.
     pub fsync: bool,
     /// Instance limits.
@@ -90,23 +83,36 @@ fn json(status: StatusCode, text: String) -> Response<Body> {
     r
 }
 
+/// The variable that tells components whether to confirm their commits.
+const COMMIT_CHECK: &str = "commit_check";
+
 /// Load everything and start serving; returns once the listener is bound.
+/// Every store is opened (and every configuration error found) before the
+/// listener is bound, so a host that cannot serve never half-starts.
 pub async fn start(opts: Options) -> Result<Running> {
     let started = Instant::now();
-    let manifest = Manifest::load(&opts.manifest)?;
+    let mut manifest = Manifest::load(&opts.manifest)?;
+    manifest.select(&opts.components)?;
     std::fs::create_dir_all(&opts.state_dir)
         .with_context(|| format!("cannot create state dir {}", opts.state_dir.display()))?;
+    let mut app_vars = crate::variables::resolve_app(&manifest)?;
+    // This host's stores all keep the promise (they pass the conformance
+    // suite), so components need not confirm their commits, unless the
+    // operator forces the check.
+    if manifest.variables.contains_key(COMMIT_CHECK)
+        && std::env::var_os("SPIN_VARIABLE_COMMIT_CHECK").is_none()
+        && !opts.variables.contains_key(COMMIT_CHECK)
+    {
+        app_vars.insert(COMMIT_CHECK.into(), "off".into());
+    }
+    app_vars.extend(opts.variables.clone());
+    let stores = opts.stores.open(&opts.state_dir, opts.fsync)?;
     let listener = TcpListener::bind(opts.listen)
         .await
         .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
     let addr = listener.local_addr()?;
-    let mut app_vars = crate::variables::resolve_app(&manifest)?;
-    app_vars.extend(opts.variables.clone());
     let local_key = crate::local::fill_defaults(&mut app_vars, &opts.state_dir, addr)?;
-    let store: Arc<dyn Store> = match opts.store {
-        StoreKind::Sqlite => Arc::new(cairn_kv_sqlite::SqliteStore::open(&opts.state_dir.join("kv.db"), opts.fsync)?),
-        StoreKind::Memory => Arc::new(cairn_kv::memory::MemoryStore::new()),
-    };
+    manifest.resolve_outbound(&app_vars)?;
     let engine = engine::engine(&opts.limits)?;
     {
         let engine = engine.clone();
@@ -120,7 +126,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         engine,
         manifest,
         components,
-        stores: [("default".to_string(), store), ("cache".to_string(), Arc::new(cairn_kv::memory::MemoryStore::new()) as Arc<dyn Store>)].into(),
+        stores,
         limits: opts.limits.clone(),
         outbound: crate::outbound::hooks,
     });
@@ -174,9 +180,11 @@ async fn serve(app: Arc<App>, listener: TcpListener, sweep_interval: Duration, m
         tracing::warn!("some connections did not finish in time");
     }
     sweeper.abort();
-    match app.store().close() {
-        Ok(()) => tracing::info!("store closed cleanly"),
-        Err(e) => tracing::error!(error = %e, "store did not close cleanly"),
+    for (label, store) in &app.stores {
+        match store.close() {
+            Ok(()) => tracing::info!(store = %label, "store closed cleanly"),
+            Err(e) => tracing::error!(store = %label, error = %e, "store did not close cleanly"),
+        }
     }
 }
 

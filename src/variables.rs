@@ -29,22 +29,29 @@ pub fn resolve_app(manifest: &Manifest) -> Result<BTreeMap<String, String>> {
 pub fn resolve_component(c: &Component, app: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for (name, template) in &c.variables {
-        let mut value = String::new();
-        let mut rest = template.as_str();
-        while let Some(start) = rest.find("{{") {
-            value.push_str(&rest[..start]);
-            let Some(end) = rest[start..].find("}}") else {
-                bail!("component {:?}: variable {name:?} has an unclosed '{{{{'", c.id);
-            };
-            let var = rest[start + 2..start + end].trim();
-            let Some(v) = app.get(var) else {
-                bail!("component {:?}: variable {name:?} refers to {var:?}, which [variables] does not declare", c.id);
-            };
-            value.push_str(v);
-            rest = &rest[start + end + 2..];
-        }
-        value.push_str(rest);
+        let value = expand(template, app).map_err(|e| anyhow::anyhow!("component {:?}: variable {name:?}: {e}", c.id))?;
         out.insert(name.clone(), value);
     }
     Ok(out)
+}
+
+/// Expand the `{{ app_var }}` templates of one string; a template naming a
+/// variable `[variables]` does not declare is an error naming it.
+pub fn expand(template: &str, app: &BTreeMap<String, String>) -> Result<String> {
+    let mut value = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        value.push_str(&rest[..start]);
+        let Some(end) = rest[start..].find("}}") else {
+            bail!("{template:?} has an unclosed '{{{{'");
+        };
+        let var = rest[start + 2..start + end].trim();
+        let Some(v) = app.get(var) else {
+            bail!("{template:?} refers to {var:?}, which [variables] does not declare");
+        };
+        value.push_str(v);
+        rest = &rest[start + end + 2..];
+    }
+    value.push_str(rest);
+    Ok(value)
 }

@@ -9,7 +9,8 @@
 use crate::measure::{load, print_table};
 use anyhow::{Result, bail};
 use cairn::instance::Limits;
-use cairn::server::{self, StoreKind};
+use cairn::server;
+use cairn::stores::{StoreKind, Stores};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Bytes;
 use hyper::{Request, Response};
@@ -56,7 +57,8 @@ pub async fn host(manifest: PathBuf, seconds: u64, concurrency: Vec<usize>) -> R
         listen: "127.0.0.1:0".parse()?,
         cache_dir: state.join("cache"),
         state_dir: state.clone(),
-        store: StoreKind::Memory,
+        stores: Stores::default().with_default(Some(&StoreKind::Memory)),
+        components: Vec::new(),
         fsync: false,
         limits: Limits::default(),
         sweep_interval: Duration::from_secs(60),

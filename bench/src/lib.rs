@@ -5,14 +5,20 @@
 //! - [`stack`]: the application in this process with bench tokens, an HTTP
 //!   client, seeded notes, the closed-loop client (whole stack or core natively).
 //! - [`measure`]: series, percentiles, a GET load generator, printed tables.
+//! - [`append`]: the seed workload (read, then write the text plus a line), verified.
+//! - [`hosts`]: hosts as separate `cairn up` processes sharing a state dir.
+//! - [`scale`]: the append workload on 1–3 hosts on one Redis against SQLite.
 //! - [`host`]: the trivial component through the host against native hyper.
 //! - [`notes`]: edits and reads through the stack against the core natively.
 //! - [`experiments`]: one file per experiment, picked by [`experiments::Experiment`].
 //! - [`charts`]: SVG charts of the experiments for `docs/results.md`.
 
+pub mod append;
 pub mod charts;
 pub mod experiments;
 pub mod host;
+pub mod hosts;
 pub mod measure;
 pub mod notes;
+pub mod scale;
 pub mod stack;

@@ -42,6 +42,22 @@ enum Command {
     },
     /// read_note_tab through the router, against the tool alone and the core.
     Router(BenchArgs),
+    /// The append workload on 1, 2 and 3 hosts sharing one Redis against one
+    /// host on SQLite, and the commit check's cost.
+    Scale {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+        /// Seconds per row.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 32)]
+        clients: usize,
+        /// Also append the table to this markdown file.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// One of the seed posts' experiments, or all of them.
     Experiment {
         /// Which one.
@@ -111,6 +127,15 @@ fn main() -> Result<()> {
         Command::Host(a) => rt.block_on(cairn_bench::host::host(a.manifest, a.seconds, a.concurrency)),
         Command::Notes { common: a, max_notes } => rt.block_on(cairn_bench::notes::notes(a.manifest, a.seconds, a.concurrency, max_notes)),
         Command::Router(a) => rt.block_on(cairn_bench::notes::router(a.manifest, a.seconds, a.concurrency)),
+        Command::Scale { manifest, seconds, clients, out } => {
+            let table = rt.block_on(cairn_bench::scale::scale(manifest, seconds, clients))?;
+            println!("{table}");
+            if let Some(path) = out {
+                use std::io::Write as _;
+                std::fs::OpenOptions::new().create(true).append(true).open(&path)?.write_all(table.as_bytes())?;
+            }
+            Ok(())
+        }
         Command::Experiment { which, args } => {
             let sizes = args.sizes();
             rt.block_on(experiments::run(args.manifest, which, sizes, args.out))

@@ -6,7 +6,8 @@
 use crate::measure::{Series, summarize};
 use cairn::clock::SystemEnv;
 use cairn::instance::Limits;
-use cairn::server::{self, Running, StoreKind};
+use cairn::server::{self, Running};
+use cairn::stores::{StoreKind, Stores};
 use anyhow::{Context, Result, bail};
 use cairn_auth::mint::TokenSpec;
 use cairn_auth::{Actor, Role};
@@ -95,7 +96,8 @@ impl Stack {
             listen: "127.0.0.1:0".parse()?,
             cache_dir: state.join("cache"),
             state_dir: state.clone(),
-            store: StoreKind::Sqlite,
+            stores: Stores::default().with_default(Some(&StoreKind::Sqlite)),
+        components: Vec::new(),
             fsync: false,
             limits: Limits::default(),
         sweep_interval: Duration::from_secs(60),

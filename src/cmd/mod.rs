@@ -3,5 +3,6 @@
 
 pub mod build;
 pub mod compat;
+pub mod deploy;
 pub mod token;
 pub mod up;

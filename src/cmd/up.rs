@@ -1,7 +1,8 @@
 //! `cairn up`: serve the application in `spin.toml` until Ctrl-C or SIGTERM.
 
 use crate::instance::Limits;
-use crate::server::{self, StoreKind};
+use crate::server;
+use crate::stores::{StoreKind, Stores};
 use anyhow::Result;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,9 +26,18 @@ pub struct Args {
     /// Run `cairn build` first.
     #[arg(long)]
     pub build: bool,
-    /// Backend of the `default` key-value store.
-    #[arg(long, value_enum, default_value = "sqlite")]
-    pub store: StoreKind,
+    /// Backend of the `default` key-value store: sqlite, memory, or a
+    /// redis://host:port[/db] URL (a shortcut for a runtime config entry).
+    #[arg(long)]
+    pub store: Option<StoreKind>,
+    /// A Spin runtime config file: `[key_value_store.<label>]` tables choose
+    /// each store's backend (type redis, spin or memory).
+    #[arg(long)]
+    pub runtime_config_file: Option<PathBuf>,
+    /// Serve only this component (repeatable), as `spin up -c`: tools
+    /// deployed apart, each host serving some.
+    #[arg(long = "component", short = 'c')]
+    pub components: Vec<String>,
     /// Make every SQLite commit survive power loss, not only a crash.
     #[arg(long)]
     pub fsync: bool,
@@ -56,12 +66,18 @@ pub fn run(a: Args) -> Result<()> {
         max_instances: a.max_instances,
     };
     let cache_dir = a.cache_dir.unwrap_or_else(|| a.state_dir.join("cache"));
+    let stores = match &a.runtime_config_file {
+        Some(path) => Stores::from_file(path)?,
+        None => Stores::default(),
+    }
+    .with_default(a.store.as_ref());
     let opts = server::Options {
         manifest: a.manifest,
         listen: a.listen,
         state_dir: a.state_dir,
         cache_dir,
-        store: a.store,
+        stores,
+        components: a.components,
         fsync: a.fsync,
         limits,
         sweep_interval: Duration::from_secs(a.sweep_interval_secs.max(1)),

@@ -72,7 +72,7 @@ fn now() -> u64 {
 impl Cairn {
     /// The audience tokens must carry.
     pub fn audience(&self) -> String {
-        format!("http://{}/mcp", self.addr)
+        self.audience.clone().unwrap_or_else(|| format!("http://{}/mcp", self.addr))
     }
 
     /// The claims of a valid token for `who`.

@@ -45,6 +45,8 @@ pub struct Cairn {
     pub child: Child,
     pub log: Arc<Mutex<String>>,
     pub state_dir: PathBuf,
+    /// The audience tokens must carry when set for the host (`SPIN_VARIABLE_AUDIENCE`).
+    pub audience: Option<String>,
 }
 
 /// How to start one.
@@ -108,10 +110,11 @@ impl Cairn {
                 }
             });
         }
+        let audience = opts.env.iter().find(|(k, _)| *k == "SPIN_VARIABLE_AUDIENCE").map(|(_, v)| v.to_string());
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if log.lock().unwrap().contains("cairn is serving") {
-                return Ok(Cairn { addr, child, log, state_dir });
+                return Ok(Cairn { addr, child, log, state_dir, audience });
             }
             if let Ok(Some(_)) = child.try_wait() {
                 std::thread::sleep(Duration::from_millis(100));
@@ -150,6 +153,12 @@ impl Cairn {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Kill the process (SIGKILL: no shutdown, no flush) and wait for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Whether the process is still running.
@@ -217,18 +226,26 @@ impl Reply {
 
 /// One HTTP/1.1 request on a fresh connection (`Connection: close`).
 pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    try_request(addr, method, path, headers, body).unwrap_or_else(|e| panic!("{method} {path} on {addr}: {e}"))
+}
+
+/// [`request`], with a connection that fails (a killed host) as an error.
+pub fn try_request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> std::io::Result<Reply> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))?;
     let mut head = format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
+    s.write_all(head.as_bytes())?;
+    s.write_all(body)?;
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    parse(&raw)
+    s.read_to_end(&mut raw)?;
+    if !raw.windows(4).any(|w| w == b"\r\n\r\n") {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the connection closed before a response"));
+    }
+    Ok(parse(&raw))
 }
 
 fn parse(raw: &[u8]) -> Reply {

@@ -7,11 +7,13 @@
 mod app;
 mod harness;
 mod interop;
+mod redis;
 
 mod cache;
 mod claims;
 mod compat;
 mod concurrency;
+mod deploy;
 mod kv_probe;
 mod limits;
 mod manifest;
@@ -20,8 +22,12 @@ mod notes_e2e;
 mod oauth;
 mod outbound;
 mod routing;
+mod scale_out;
+mod scale_out_faults;
 mod shutdown;
+mod store_config;
 mod tenants;
+mod tools_apart;
 mod tools_manifest;
 mod variables;
 mod wire;

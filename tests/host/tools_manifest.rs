@@ -1,15 +1,21 @@
 //! `spin.toml` and the core's tool table name the same tools: every tool in
-//! `cairn_notes::tools::TOOLS` has its component (private route, the default
-//! store, the identity secret, its build), its `tool_url_<tool>` variable and
-//! the router's mapping and outbound host for it; and nothing in the manifest
-//! names a tool the table does not have. Adding a tool and forgetting a
-//! manifest block fails here, naming what is missing.
+//! `cairn_notes::tools::TOOLS` has its component (route `/tools/<tool>`, the
+//! default store, the identity secret and the commit check, its build), its
+//! `tool_url_<tool>` variable (defaulting to the component in this
+//! application) and the router's mapping and outbound host for it; and
+//! nothing in the manifest names a tool the table does not have. Adding a
+//! tool and forgetting a manifest block fails here, naming what is missing.
 use crate::harness::root;
 use cairn::manifest::{Manifest, Route};
 use cairn_notes::tools::TOOLS;
 
+/// The manifest with its variables at their defaults (as a host without
+/// overrides resolves them).
 fn manifest() -> Manifest {
-    Manifest::load(&root().join("spin.toml")).unwrap()
+    let mut m = Manifest::load(&root().join("spin.toml")).unwrap();
+    let defaults = m.variables.iter().map(|(k, v)| (k.clone(), v.default.clone().unwrap_or_default())).collect();
+    m.resolve_outbound(&defaults).unwrap();
+    m
 }
 
 #[test]
@@ -23,14 +29,16 @@ fn every_tool_in_the_table_has_its_component_variable_route_and_outbound_host() 
         match m.component(&id) {
             None => missing.push(format!("{}: no [component.{id}]", tool.name)),
             Some(c) => {
-                if c.routes != [Route::Private] {
-                    missing.push(format!("{}: component {id} needs exactly one private route", tool.name));
+                if c.routes != [Route::Exact(format!("/tools/{}", tool.name))] {
+                    missing.push(format!("{}: component {id} needs exactly the route /tools/{}", tool.name, tool.name));
                 }
                 if c.key_value_stores != ["default"] {
                     missing.push(format!("{}: component {id} must open the default store (only)", tool.name));
                 }
-                if !c.variables.contains_key("identity_secret") {
-                    missing.push(format!("{}: component {id} lacks identity_secret", tool.name));
+                for var in ["identity_secret", "commit_check"] {
+                    if !c.variables.contains_key(var) {
+                        missing.push(format!("{}: component {id} lacks the variable {var}", tool.name));
+                    }
                 }
                 if !c.source.ends_with(format!("target/wasm32-wasip2/wasm/{}.wasm", tool.name)) {
                     missing.push(format!("{}: component {id} has source {}", tool.name, c.source.display()));
@@ -41,8 +49,9 @@ fn every_tool_in_the_table_has_its_component_variable_route_and_outbound_host() 
                 }
             }
         }
-        if !m.variables.contains_key(&var) {
-            missing.push(format!("{}: no application variable {var}", tool.name));
+        match m.variables.get(&var).and_then(|v| v.default.as_deref()) {
+            Some(d) if d == format!("http://{id}.spin.internal") => {}
+            _ => missing.push(format!("{}: no application variable {var} defaulting to http://{id}.spin.internal", tool.name)),
         }
         if router.variables.get(&var).map(|t| t.replace(' ', "")) != Some(format!("{{{{{var}}}}}")) {
             missing.push(format!("{}: the router lacks {var} = \"{{{{ {var} }}}}\"", tool.name));
@@ -60,8 +69,9 @@ fn the_manifest_names_no_tool_the_table_lacks() {
     let known: Vec<String> = TOOLS.iter().map(|t| t.component()).collect();
     let mut extra = Vec::new();
     for c in &m.components {
-        if c.routes == [Route::Private] && !known.contains(&c.id) {
-            extra.push(format!("component {} has a private route but is no tool in the table", c.id));
+        let tool_route = c.routes.iter().any(|r| matches!(r, Route::Exact(p) | Route::Wildcard(p) if p.starts_with("/tools")));
+        if tool_route && !known.contains(&c.id) {
+            extra.push(format!("component {} is routed under /tools but is no tool in the table", c.id));
         }
     }
     for var in m.variables.keys().filter_map(|v| v.strip_prefix("tool_url_")) {

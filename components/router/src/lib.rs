@@ -129,8 +129,17 @@ async fn post_mcp(req: Request) -> Response {
     // 7. Run, in order.
     let mut replies = Vec::new();
     for m in messages {
-        if let Some(reply) = mcp::handle_message(m, &principal).await {
-            replies.push(reply);
+        match mcp::handle_message(m, &principal).await {
+            Ok(Some(reply)) => replies.push(reply),
+            Ok(None) => {}
+            // A tool or the store is out of reach: no result can be trusted
+            // to have happened or not, so the caller retries the request
+            // (with the same idempotency keys) once the store is back.
+            Err(mcp::Unavailable(why)) => {
+                let mut r = respond::error(503, "unavailable", &format!("{why}; retry the request (same idempotency keys) shortly"));
+                r.set_header("retry-after", "1");
+                return r;
+            }
         }
     }
     if replies.is_empty() {

@@ -85,11 +85,12 @@ fn server_info() -> Value {
 
 /// Handle one message; its serialized reply, `None` for notifications and
 /// client responses.
-pub async fn handle_message(m: Value, who: &Principal) -> Option<String> {
-    handle(m, who).await.map(|r| match r {
+/// client responses; `Err` when the request cannot be served right now.
+pub async fn handle_message(m: Value, who: &Principal) -> Result<Option<String>, Unavailable> {
+    Ok(handle(m, who).await?.map(|r| match r {
         Reply::Value(v) => v.to_string(),
         Reply::Text(t) => t,
-    })
+    }))
 }
 
 enum Reply {
@@ -97,8 +98,8 @@ enum Reply {
     Text(String),
 }
 
-async fn handle(m: Value, who: &Principal) -> Option<Reply> {
-    let err = |id: Value, code, msg: &str| Some(Reply::Value(error(id, code, msg)));
+async fn handle(m: Value, who: &Principal) -> Result<Option<Reply>, Unavailable> {
+    let err = |id: Value, code, msg: &str| Ok(Some(Reply::Value(error(id, code, msg))));
     let Value::Object(obj) = &m else {
         return err(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object");
     };
@@ -106,7 +107,7 @@ async fn handle(m: Value, who: &Principal) -> Option<Reply> {
     let Some(method) = obj.get("method").and_then(Value::as_str) else {
         // A response from the client (result/error): nothing to answer.
         if id.is_some() && (obj.contains_key("result") || obj.contains_key("error")) {
-            return None;
+            return Ok(None);
         }
         return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "missing method");
     };
@@ -114,7 +115,7 @@ async fn handle(m: Value, who: &Principal) -> Option<Reply> {
         return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "jsonrpc must be \"2.0\"");
     }
     let Some(id) = id else {
-        return None; // a notification
+        return Ok(None); // a notification
     };
     if !valid_id(&id) {
         return err(Value::Null, INVALID_REQUEST, "id must be a string or an integer");
@@ -147,10 +148,12 @@ async fn handle(m: Value, who: &Principal) -> Option<Reply> {
         "tools/call" => {
             // The tool's result goes back as the tool wrote it: no parse and
             // re-serialize of what may be a megabyte of text.
-            return Some(match call_tool(&params, who).await {
+            return Ok(Some(match call_tool(&params, who).await {
                 Ok(raw) => Reply::Text(result_text(&id, &raw, stateless)),
-                Err((code, msg)) => Reply::Value(error(id, code, &msg)),
-            });
+                Err(ToolError::Params(msg)) => Reply::Value(error(id, INVALID_PARAMS, &msg)),
+                Err(ToolError::Internal(msg)) => Reply::Value(error(id, INTERNAL_ERROR, &msg)),
+                Err(ToolError::Unavailable(msg)) => return Err(Unavailable(msg)),
+            }));
         }
         other => Err((METHOD_NOT_FOUND, format!("unknown method {other}"))),
     };
@@ -165,10 +168,10 @@ async fn handle(m: Value, who: &Principal) -> Option<Reply> {
             }
         }
     }
-    Some(Reply::Value(match reply {
+    Ok(Some(Reply::Value(match reply {
         Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
         Err((code, msg)) => error(id, code, &msg),
-    }))
+    })))
 }
 
 /// `tools/list`: the core's published tools with their OAuth requirements.
@@ -183,18 +186,34 @@ pub fn list_tools() -> Vec<Value> {
         .collect()
 }
 
-async fn call_tool(params: &Value, who: &Principal) -> Result<String, (i64, String)> {
-    let name = params.get("name").and_then(Value::as_str).ok_or((INVALID_PARAMS, "params.name must be a tool name".to_string()))?;
-    let tool = cairn_notes::tools::find(name).ok_or((INVALID_PARAMS, format!("unknown tool {name}")))?;
+/// Why a tool call came back without a result.
+enum ToolError {
+    /// Bad params: a JSON-RPC error (-32602) for this message.
+    Params(String),
+    /// The tool failed (a host bug): a JSON-RPC error (-32603) for this message.
+    Internal(String),
+    /// The tool or its store cannot be reached right now: the whole request
+    /// answers 503 with `Retry-After`.
+    Unavailable(String),
+}
+
+/// The request cannot be served right now (a tool or its store is
+/// unreachable): answer 503 with `Retry-After`, never a result.
+pub struct Unavailable(pub String);
+
+async fn call_tool(params: &Value, who: &Principal) -> Result<String, ToolError> {
+    let name = params.get("name").and_then(Value::as_str).ok_or(ToolError::Params("params.name must be a tool name".to_string()))?;
+    let tool = cairn_notes::tools::find(name).ok_or(ToolError::Params(format!("unknown tool {name}")))?;
     let mut args = params.get("arguments").cloned().unwrap_or(json!({}));
     if !args.is_object() {
-        return Err((INVALID_PARAMS, "params.arguments must be an object".into()));
+        return Err(ToolError::Params("params.arguments must be an object".into()));
     }
     if let Some(a) = args.as_object_mut() {
         a.remove("_meta");
     }
-    let url = cairn_guest::variable(&format!("tool_url_{name}")).unwrap_or_else(|| format!("http://{}.spin.internal/", tool.component()));
-    let secret = cairn_guest::variable("identity_secret").ok_or((INTERNAL_ERROR, "the identity_secret variable is not set".to_string()))?;
+    let base = cairn_guest::variable(&format!("tool_url_{name}")).unwrap_or_else(|| format!("http://{}.spin.internal", tool.component()));
+    let url = format!("{}/tools/{name}", base.trim_end_matches('/'));
+    let secret = cairn_guest::variable("identity_secret").ok_or(ToolError::Internal("the identity_secret variable is not set".to_string()))?;
     let req = Request::builder()
         .method(Method::Post)
         .uri(url)
@@ -202,15 +221,20 @@ async fn call_tool(params: &Value, who: &Principal) -> Result<String, (i64, Stri
         .header(cairn_auth::identity::HEADER, cairn_auth::identity::sign(who, &secret))
         .body(args.to_string())
         .build();
-    let resp: Response = spin_sdk::http::send(req).await.map_err(|e| (INTERNAL_ERROR, format!("tool {name} is unreachable: {e}")))?;
+    let resp: Response = spin_sdk::http::send(req).await.map_err(|e| ToolError::Unavailable(format!("tool {name} is unreachable: {e}")))?;
     if *resp.status() != 200 {
+        let status = *resp.status();
         let body: Value = serde_json::from_slice(resp.body()).unwrap_or(Value::Null);
         let msg = body.get("message").and_then(Value::as_str).unwrap_or("the tool failed");
-        return Err((INTERNAL_ERROR, format!("tool {name} failed: {msg}")));
+        return Err(if status == 503 {
+            ToolError::Unavailable(format!("tool {name}: {msg}"))
+        } else {
+            ToolError::Internal(format!("tool {name} failed: {msg}"))
+        });
     }
-    let raw = String::from_utf8(resp.into_body()).map_err(|_| (INTERNAL_ERROR, format!("tool {name} answered with invalid UTF-8")))?;
+    let raw = String::from_utf8(resp.into_body()).map_err(|_| ToolError::Internal(format!("tool {name} answered with invalid UTF-8")))?;
     if !raw.starts_with('{') {
-        return Err((INTERNAL_ERROR, format!("tool {name} answered with something other than a result object")));
+        return Err(ToolError::Internal(format!("tool {name} answered with something other than a result object")));
     }
     Ok(raw)
 }

@@ -243,6 +243,10 @@ impl Store for SqliteStore {
         }
     }
 
+    fn vouched(&self) -> bool {
+        true
+    }
+
     fn close(&self) -> Result<()> {
         let mut guard = self.inner.lock().map_err(|_| Error::Backend("store lock poisoned".into()))?;
         if let Some(conn) = guard.conn.take() {

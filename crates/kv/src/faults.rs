@@ -28,6 +28,9 @@ pub struct Control {
     reads: Mutex<Vec<String>>,
     lies: AtomicU64,
     blind_writes: AtomicU64,
+    /// 0: as the store behind says; 1: vouched; 2: not vouched.
+    vouched: AtomicU32,
+    swap_latency_us: AtomicU64,
 }
 
 impl Control {
@@ -45,9 +48,22 @@ impl Control {
         self.lie.store(true, Ordering::SeqCst);
     }
 
+    /// Every swap takes this long before it reaches the store behind, as an
+    /// `EXEC` does its round trip to a server: what another writer commits
+    /// meanwhile makes the swap's read stale.
+    pub fn set_swap_latency(&self, latency: std::time::Duration) {
+        self.swap_latency_us.store(latency.as_micros() as u64, Ordering::SeqCst);
+    }
+
     /// Stop lying.
     pub fn tell_the_truth(&self) {
         self.lie.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether the wrapper says it keeps the promise ([`Store::vouched`]):
+    /// a test decides whether the code on top confirms its commits.
+    pub fn set_vouched(&self, vouched: bool) {
+        self.vouched.store(if vouched { 1 } else { 2 }, Ordering::SeqCst);
     }
 
     /// Every operation fails with [`Error::Unavailable`] while on.
@@ -129,6 +145,10 @@ impl Store for Faulty {
     fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
         self.ctl.writing()?;
         crate::check_value(value)?;
+        let latency = self.ctl.swap_latency_us.load(Ordering::SeqCst);
+        if latency > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(latency));
+        }
         if self.ctl.lose_swaps.load(Ordering::SeqCst) > 0 {
             self.ctl.lose_swaps.fetch_sub(1, Ordering::SeqCst);
             return Ok(Swap::Failed(self.inner.read(bucket, key)?));
@@ -182,6 +202,14 @@ impl Store for Faulty {
         self.inner.close()
     }
 
+    fn vouched(&self) -> bool {
+        match self.ctl.vouched.load(Ordering::SeqCst) {
+            1 => true,
+            2 => false,
+            _ => self.inner.vouched(),
+        }
+    }
+
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.ctl.reading(key)?;
         self.inner.get(bucket, key)
@@ -215,6 +243,20 @@ mod tests {
         assert_eq!(s.swap("b", "k", stale.observed, b"3").unwrap(), Swap::Done);
         assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"3"[..]));
         assert_eq!(ctl.lies_told(), (1, 1));
+    }
+
+    #[test]
+    fn the_probe_rule_for_lost_swaps_catches_a_store_that_lies_like_spin_redis() {
+        use crate::conformance::{SEQUENTIAL, Scope};
+        let check = SEQUENTIAL.iter().find(|c| c.name == "lost_swap_is_never_reported_as_success").unwrap();
+        let (honest, _) = Faulty::new(Arc::new(MemoryStore::new()));
+        assert_eq!((check.run)(&honest, Scope { bucket: "b", prefix: "p/" }), Ok(()));
+        for blind in [0, 1000] {
+            let (s, ctl) = Faulty::new(Arc::new(MemoryStore::new()));
+            ctl.lie_like_spin_redis(blind, 7);
+            let verdict = (check.run)(&s, Scope { bucket: "b", prefix: "p/" });
+            assert!(verdict.is_err(), "a lying store (blind {blind}/1000) passed the lost-swap rule");
+        }
     }
 
     #[test]

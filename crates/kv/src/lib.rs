@@ -165,6 +165,14 @@ pub trait Store: Send + Sync {
     /// Flush and close; later calls fail with [`Error::Backend`].
     fn close(&self) -> Result<()>;
 
+    /// Whether this store keeps every rule above (it passes the conformance
+    /// suite): writers may take a reported swap at its word. A store Cairn
+    /// cannot vouch for answers `false` (the default), and Cairn's writers
+    /// then confirm each commit by reading it back.
+    fn vouched(&self) -> bool {
+        false
+    }
+
     /// The value under `key`, `None` when absent.
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.read(bucket, key)?.value)

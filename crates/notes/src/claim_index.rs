@@ -28,7 +28,7 @@ use crate::env::Env;
 use crate::head::{Decision, Limit, MAX_ATTEMPTS, Reader, transact, update};
 use crate::keys::CLAIM_INDEX;
 use crate::kv::TenantKv;
-use crate::model::{decode, encode};
+use crate::model::{decode, encode, nonce};
 use crate::refusal::{Code, Fail, Failure, Out, Refusal};
 
 /// Notes with claims one tenant may have at once (keeps the index far below the value limit).
@@ -90,8 +90,8 @@ const SWEEP_LIMIT: Limit = Limit { field: "note_id", message: "the note head exc
 /// was due, so it rises or goes), and a claimer that read the head before this commit
 /// must fail its swap and re-read `claims_due`, or its claim could be added under an
 /// entry the sweep is taking away.
-fn sweep_note(kv: &TenantKv, note_id: &str, now: u64) -> Result<NoteSweep, Failure> {
-    let out = transact(kv, note_id, Reader::System, now, &SWEEP_LIMIT, "busy", |head, expired| {
+fn sweep_note(kv: &TenantKv, note_id: &str, now: u64, nonce: &str) -> Result<NoteSweep, Failure> {
+    let out = transact(kv, note_id, Reader::System, now, nonce, &SWEEP_LIMIT, "busy", |head, expired| {
         let due = head.claims.iter().map(|c| c.expires_at).min();
         head.claims_due = due;
         Ok(Decision::Commit(NoteSweep::Due(due, expired.len())))
@@ -128,7 +128,7 @@ pub fn sweep_expired_claims(store: &dyn cairn_kv::Store, env: &mut dyn Env, tena
             return Ok(expired);
         }
         for note_id in due {
-            match sweep_note(&kv, &note_id, now)? {
+            match sweep_note(&kv, &note_id, now, &nonce(env))? {
                 NoteSweep::Gone => {
                     idx.notes.remove(&note_id);
                 }

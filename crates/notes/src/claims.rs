@@ -29,7 +29,7 @@ use crate::env::{ActorType, Env, Identity, Role};
 use crate::head::{Decision, Limit, Reader, is_busy, load_head, transact, visible_head};
 use crate::keys;
 use crate::kv::TenantKv;
-use crate::model::{Claim, ClaimNote, Head, TabKind, Who, base36, rand8, rfc3339, sha_hex};
+use crate::model::{Claim, ClaimNote, Head, TabKind, Who, base36, nonce, rand8, rfc3339, sha_hex};
 use crate::refusal::{Code, NOTICE, Out, Refusal};
 
 /// Claim notes kept per claim (older ones are dropped when a new one is posted).
@@ -141,7 +141,8 @@ fn claim_txn(
     let now = env.now_us();
     let audit_key = keys::claim_audit(note_id, now, &rand8(env));
     let busy = "the note is busy with other writes; nothing changed";
-    let out = transact(kv, note_id, Reader::Caller(who), now, &CLAIM_LIMIT, busy, |head, _| match op(head, now)? {
+    let nonce = nonce(env);
+    let out = transact(kv, note_id, Reader::Caller(who), now, &nonce, &CLAIM_LIMIT, busy, |head, _| match op(head, now)? {
         Step::Refuse { refusal, audit } => {
             if let Some(a) = audit {
                 let _ = put_record(kv, &audit_key, &a);

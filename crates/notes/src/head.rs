@@ -20,6 +20,41 @@
 //! that the swap commits: a lost swap leaves nothing anyone can see.
 //! The head's `rev` grows with every commit, so even a store that compares
 //! values instead of versions sees every change.
+//!
+//! # On a store that lies
+//!
+//! All of the above rests on the swap telling the truth. A store Cairn cannot
+//! vouch for ([`cairn_kv::Store::vouched`] is false: a host's store behind
+//! `wasi:keyvalue`, unless the `commit_check` variable says otherwise) may
+//! report a lost swap as written (Spin's Redis backend takes the nil reply of
+//! an `EXEC` whose `WATCH`ed key changed for success) or, after a reconnect
+//! between `WATCH` and `EXEC`, write blindly over a newer head. On such a
+//! store every attempt also
+//!
+//! 1. re-reads the head right before its swap and starts over if anyone
+//!    committed since the read it decided on: the swap then goes out on a
+//!    handle not a moment old, so a blind write can only hit a commit that
+//!    lands in the instant between that read and the swap;
+//! 2. writes a commit marker of its own into the head (the operation's nonce
+//!    and the attempt number), kept among the [`MARKERS_KEPT`] newest;
+//! 3. after a swap reported as done, waits [`SETTLE`] and reads the head back,
+//!    and answers only if its marker is there (in the head it wrote, or in a
+//!    later head that moved on from it). A marker that is not there means the
+//!    swap did not land, or was overwritten: the attempt starts over from the
+//!    head it read back, as after a lost swap. It is never acknowledged.
+//!
+//! The wait is what closes the blind write: a swap that could overwrite this
+//! commit went out on a read taken before this commit landed, and every
+//! writer sends its swap within [`SWAP_AFTER_READ`] of its read (else it reads
+//! again), so such a swap has landed by the time this writer reads back, as
+//! long as a request reaches the store within `SETTLE - SWAP_AFTER_READ`
+//! (3 ms): the overwrite is seen, and this write starts over instead of being
+//! acknowledged. These two are the only places the core reads a clock of its
+//! own; they order real requests, never a record.
+//!
+//! Starting over is safe for every operation: a keyed write finds its own
+//! idempotency record if it did land, a claim finds itself held (a
+//! heartbeat), and any other write is conditional on the version it read.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -27,12 +62,20 @@ use serde::de::DeserializeOwned;
 use crate::claim_audit::{drop_lapsed, write_expired};
 use crate::env::Identity;
 use crate::keys;
-use crate::kv::TenantKv;
+use crate::kv::{Held, TenantKv};
 use crate::model::{Claim, Head, decode, encode};
 use crate::refusal::{Code, Fail, Out, Refusal};
 
 /// Attempts of every compare-and-swap loop before it gives up as `busy`.
 pub(crate) const MAX_ATTEMPTS: usize = 32;
+/// Commit markers kept in a head (the newest), for writers that confirm
+/// their commits: a marker is found as long as fewer commits than this came
+/// after it before its writer read the head back.
+pub(crate) const MARKERS_KEPT: usize = 32;
+/// How long a writer that confirms waits between its swap and its read-back.
+pub(crate) const SETTLE: std::time::Duration = std::time::Duration::from_millis(5);
+/// The longest a writer that confirms lets pass between its fresh read and its swap.
+pub(crate) const SWAP_AFTER_READ: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Who reads the head.
 #[derive(Clone, Copy)]
@@ -84,19 +127,24 @@ pub(crate) fn load_head(kv: &TenantKv, who: &Identity, note_id: &str) -> Out<Hea
 ///
 /// `now` is fixed by the caller for every attempt, so records an attempt writes
 /// before a lost swap are rewritten with the same keys and bytes by the next.
-/// `op` gets the head with lapsed claims already dropped, and those claims.
+/// `nonce` is the operation's own, drawn once: each attempt's commit marker is
+/// made from it. `op` gets the head with lapsed claims already dropped, and
+/// those claims.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn transact<R>(
     kv: &TenantKv,
     note_id: &str,
     reader: Reader,
     now: u64,
+    nonce: &str,
     limit: &Limit,
     busy: &str,
     mut op: impl FnMut(&mut Head, &[Claim]) -> Out<Decision<R>>,
 ) -> Out<R> {
     let key = keys::note(note_id);
+    let confirm = kv.confirms_commits();
     let mut held = kv.read(&key)?;
-    for _ in 0..MAX_ATTEMPTS {
+    for attempt in 0..MAX_ATTEMPTS {
         let Some(raw) = &held.value else {
             return Err(Refusal::not_found("note").into());
         };
@@ -109,16 +157,53 @@ pub(crate) fn transact<R>(
         };
         write_expired(kv, note_id, &expired)?;
         head.rev += 1;
+        let marker = format!("{nonce}.{attempt}");
+        if confirm {
+            head.commits.push(marker.clone());
+            let cut = head.commits.len().saturating_sub(MARKERS_KEPT);
+            head.commits.drain(..cut);
+        }
         let bytes = encode(&head);
         if bytes.len() > cairn_kv::MAX_VALUE_BYTES {
             return Err(Refusal::too_large(limit.field, limit.message).into());
         }
+        if confirm {
+            let fresh = kv.read(&key)?;
+            let read_at = std::time::Instant::now();
+            if fresh.value != held.value {
+                held = fresh;
+                continue;
+            }
+            held = fresh;
+            if read_at.elapsed() > SWAP_AFTER_READ {
+                held = kv.read(&key)?;
+                continue;
+            }
+        }
         match kv.swap(&key, held.observed, &bytes)? {
-            None => return Ok(answer),
+            None if !confirm => return Ok(answer),
+            None => {
+                std::thread::sleep(SETTLE);
+                match landed(kv, &key, &marker)? {
+                    Ok(()) => return Ok(answer),
+                    Err(read_back) => held = read_back,
+                }
+            }
             Some(fresh) => held = fresh,
         }
     }
     Err(Refusal::busy(busy).into())
+}
+
+/// Whether the swap that wrote `marker` landed: the head read back carries it
+/// (or moved on from the head that did). Else the read, to start over from.
+fn landed(kv: &TenantKv, key: &str, marker: &str) -> Out<Result<(), Held>> {
+    let back = kv.read(key)?;
+    let Some(raw) = &back.value else {
+        return Ok(Err(back));
+    };
+    let head = visible_head(raw, Reader::System)?;
+    Ok(if head.commits.iter().any(|m| m == marker) { Ok(()) } else { Err(back) })
 }
 
 /// Whether an outcome is the `busy` refusal of a contended loop.

@@ -13,6 +13,7 @@ pub use crate::keys::BUCKET;
 pub struct TenantKv<'a> {
     store: &'a dyn Store,
     prefix: String,
+    confirm: bool,
 }
 
 /// A read of a key for a later [`TenantKv::swap`].
@@ -30,7 +31,13 @@ impl From<Read> for Held {
 impl<'a> TenantKv<'a> {
     /// `store` seen by `tenant`; `None` if the tenant id is not `[a-z0-9_-]{1,64}`.
     pub fn new(store: &'a dyn Store, tenant: &str) -> Option<Self> {
-        valid_tenant(tenant).then(|| TenantKv { store, prefix: tenant_prefix(tenant) })
+        valid_tenant(tenant).then(|| TenantKv { store, prefix: tenant_prefix(tenant), confirm: !store.vouched() })
+    }
+
+    /// Whether commits confirm themselves: the store is one Cairn cannot
+    /// vouch for ([`Store::vouched`]).
+    pub(crate) fn confirms_commits(&self) -> bool {
+        self.confirm
     }
 
     fn key(&self, key: &str) -> String {

@@ -178,6 +178,10 @@ pub(crate) struct Head {
     /// How many idempotency records were moved out of the head to their own keys.
     pub idem_spilled: u64,
     pub history: Vec<HistoryEntry>,
+    /// Commit markers of the latest commits that confirm themselves (see
+    /// [`crate::head`]), newest last, at most [`crate::head::MARKERS_KEPT`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commits: Vec<String>,
 }
 
 impl Head {
@@ -293,6 +297,11 @@ pub(crate) fn rand8(env: &mut dyn Env) -> String {
     let s = base36(env.random_u64());
     let s = format!("{s:0>8}");
     s[s.len() - 8..].to_string()
+}
+
+/// An operation's nonce: 16 random base-36 characters (commit markers).
+pub(crate) fn nonce(env: &mut dyn Env) -> String {
+    format!("{}{}", rand8(env), rand8(env))
 }
 
 /// A new note id: `note-<time>-<random>` (unique: no two writers create the same head key).

@@ -158,6 +158,7 @@ pub fn create_note(
                 tab_id: None,
                 content_hash: None,
             }],
+            commits: Vec::new(),
         };
         // The id is unique, so no other writer creates this key; the index entry goes
         // first, and listings skip an entry whose head is not there (yet).

@@ -20,7 +20,7 @@ use crate::env::{Env, Identity};
 use crate::head::{Decision, Limit, Reader, transact};
 use crate::keys;
 use crate::kv::TenantKv;
-use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Who, canonical_json, decode, encode, rand8, sha_hex};
+use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Who, canonical_json, decode, encode, nonce, rand8, sha_hex};
 use crate::refusal::{Code, Out, Refusal};
 
 /// Idempotency records kept in the head; older ones move to their own keys. Every
@@ -187,7 +187,8 @@ pub(crate) fn commit(
 ) -> Out<Value> {
     let now = env.now_us();
     let busy = "the note is busy with other writes; nothing was written";
-    transact(kv, spec.note_id, Reader::Caller(who), now, &NOTE_LIMIT, busy, |head, _expired| {
+    let nonce = nonce(env);
+    transact(kv, spec.note_id, Reader::Caller(who), now, &nonce, &NOTE_LIMIT, busy, |head, _expired| {
         if let Some((k, fp)) = &spec.idem
             && let Some(rec) = find_idem(kv, head, k)?
         {

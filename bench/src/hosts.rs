@@ -1,0 +1,111 @@
+//! Hosts as separate `cairn up` processes (the built binary next to this
+//! one), for benchmarks that need several: each on its own free port, all
+//! sharing one state dir (signing key, identity secret, compile cache) and
+//! one audience, as hosts behind one load balancer would.
+
+use anyhow::{Context, Result, bail};
+use cairn_auth::mint::TokenSpec;
+use cairn_auth::{Actor, Role};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The audience every host of a group serves.
+pub const AUDIENCE: &str = "http://cairn.bench/mcp";
+
+/// One running host process.
+pub struct Host {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    child: Child,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `cairn` binary built next to `cairn-bench`.
+fn cairn_binary() -> Result<PathBuf> {
+    let me = std::env::current_exe()?;
+    let bin = me.with_file_name("cairn");
+    if !bin.exists() {
+        bail!("{} is missing: build it first (cargo build --release)", bin.display());
+    }
+    Ok(bin)
+}
+
+/// Start a host with these `cairn up` arguments and environment; returns
+/// once it serves.
+pub fn start(manifest: &Path, state: &Path, args: &[String], env: &[(String, String)]) -> Result<Host> {
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+    let mut cmd = Command::new(cairn_binary()?);
+    cmd.arg("up").arg("-f").arg(manifest).arg("--listen").arg(addr.to_string()).arg("--state-dir").arg(state).args(args);
+    cmd.env("SPIN_VARIABLE_AUDIENCE", AUDIENCE)
+        .env("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "1000000000")
+        .env("CAIRN_LOG", "warn")
+        .env_remove("RUST_BACKTRACE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().context("cannot start cairn up")?;
+    let stderr = child.stderr.take().context("no stderr")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut log = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            log.push_str(&line);
+            log.push('\n');
+            let _ = tx.send(log.clone());
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return Ok(Host { addr, child });
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = rx.try_iter().last().unwrap_or_default();
+            bail!("cairn up exited ({status}):\n{log}");
+        }
+        if Instant::now() > deadline {
+            bail!("cairn up did not serve within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A token for an agent of tenant `bench`, signed with the state dir's key.
+pub fn token(state: &Path, sub: &str) -> Result<String> {
+    let key = cairn::local::signing_key(state)?;
+    Ok(key.sign(
+        &TokenSpec {
+            issuer: cairn::local::LOCAL_ISSUER.into(),
+            audience: AUDIENCE.into(),
+            tenant: "bench".into(),
+            subject: sub.into(),
+            name: None,
+            actor: Actor::Agent,
+            role: Role::Member,
+            scope: "notes:read notes:write".into(),
+            now: cairn::local::now(),
+            ttl: 86_400,
+        }
+        .claims(),
+    ))
+}

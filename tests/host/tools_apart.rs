@@ -1,0 +1,124 @@
+//! Tools deployed apart, as `spin up -c` or one SpinKube `SpinApp` per tool
+//! would run them: a router host (`--component router --component rest`)
+//! reaches the tools on two other hosts through the `tool_url_<tool>`
+//! variables over real HTTP, all three on one Redis; the official Python MCP
+//! client drives it. The tool hosts are reachable from the network, so they
+//! refuse calls without a valid signed identity.
+use crate::app::*;
+use crate::harness::*;
+use crate::redis::{self, Server as Redis};
+use crate::scale_out::AUDIENCE;
+use serde_json::{Value, json};
+use std::process::Command;
+
+const READS: [&str; 6] = ["list_notes", "list_note_tabs", "read_note_tab", "read_sheet_range", "list_note_attachments", "list_claims"];
+const WRITES: [&str; 7] = ["edit_note_tab", "create_note_tab", "add_note_source", "claim_note", "renew_claim", "release_claim", "post_claim_note"];
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// A host on `redis` serving only these components, with the shared state dir.
+fn host(redis: &Redis, state: &std::path::Path, components: &[&str], env: Vec<(&'static str, &'static str)>) -> Cairn {
+    let rc = leak(redis::runtime_config(redis).display().to_string());
+    let jwks = leak(key().jwks());
+    let mut all = vec![
+        ("SPIN_VARIABLE_JWKS", jwks),
+        ("SPIN_VARIABLE_ISSUER", ISSUER),
+        ("SPIN_VARIABLE_AUDIENCE", AUDIENCE),
+        ("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "1000000"),
+    ];
+    all.extend(env);
+    let mut args = vec!["--runtime-config-file", rc];
+    for c in components {
+        args.push("--component");
+        args.push(leak(c.replace('_', "-")));
+    }
+    Cairn::start(Start { state_dir: Some(state.to_path_buf()), env: all, args, ..Start::default() })
+}
+
+struct Apart {
+    _redis: Redis,
+    router: Cairn,
+    reads: Cairn,
+    writes: Cairn,
+}
+
+fn deploy() -> Apart {
+    require_app();
+    let redis = redis::start();
+    let state = scratch("apart-state");
+    let reads = host(&redis, &state, &READS, vec![]);
+    let writes = host(&redis, &state, &WRITES, vec![]);
+    let mut env = Vec::new();
+    for (tools, h) in [(&READS[..], &reads), (&WRITES[..], &writes)] {
+        for t in tools {
+            env.push((leak(format!("SPIN_VARIABLE_TOOL_URL_{}", t.to_uppercase())), leak(format!("http://{}", h.addr))));
+        }
+    }
+    let router = host(&redis, &state, &["router", "rest"], env);
+    Apart { _redis: redis, router, reads, writes }
+}
+
+#[test]
+fn a_router_host_reaches_tools_on_two_other_hosts_and_an_official_client_works() {
+    let d = deploy();
+    // The tool hosts serve tools only: no router, no REST there.
+    assert_eq!(d.reads.get("/mcp").status, 404);
+    assert_eq!(d.writes.request("POST", "/api/v1/notes", &[], b"{}").status, 404);
+    let note = d.router.create_note(&person(), "apart", true);
+    let token = d.router.token(&agent());
+    let python = root().join("target/interop-venv/bin/python");
+    assert!(python.exists(), "{} is missing: run scripts/test.sh, which installs the MCP clients", python.display());
+    // The client talks to the router's own address; tokens carry the deployment's audience.
+    let url = format!("http://{}/mcp", d.router.addr);
+    let out = Command::new(&python)
+        .arg(root().join("interop/python_client.py"))
+        .args([&url, "legacy"])
+        .env("CAIRN_TOKEN", &token)
+        .env("CAIRN_NOTE", &note)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "python client failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap();
+    let r: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(r["conflict"], "version_conflict", "{r}");
+    // Both tool hosts served their part of it.
+    assert!(d.reads.wait_for_log("read-note-tab").contains("read-note-tab"), "the read host served no read");
+    assert!(d.writes.wait_for_log("edit-note-tab").contains("edit-note-tab"), "the write host served no write");
+    // And a claim from one host shows on the board of the other.
+    let c = d.router.call(&token, "claim_note", json!({"note_id": note}));
+    assert_eq!(c["isError"], false, "{c}");
+    let board = d.router.call(&token, "list_claims", json!({"note_id": note}));
+    assert_eq!(board["structuredContent"]["claims"][0]["claim_id"], c["structuredContent"]["claim_id"]);
+}
+
+#[test]
+fn a_tool_host_refuses_calls_without_a_valid_signed_identity() {
+    let d = deploy();
+    let body = json!({}).to_string();
+    let r = d.reads.request("POST", "/tools/list_notes", &[("content-type", "application/json")], body.as_bytes());
+    assert_eq!(r.status, 401, "{}", r.text());
+    // An identity signed with a secret the hosts do not share.
+    let forged = cairn_auth::identity::sign(
+        &cairn_auth::Principal {
+            tenant: "acme".into(),
+            subject: "mallory".into(),
+            name: "Mallory".into(),
+            actor: cairn_auth::Actor::Human,
+            role: cairn_auth::Role::Admin,
+            scopes: vec!["notes:read".into(), "notes:write".into()],
+            exp: u64::MAX,
+        },
+        "not-the-secret",
+    );
+    let r = d.writes.request(
+        "POST",
+        "/tools/edit_note_tab",
+        &[("content-type", "application/json"), (cairn_auth::identity::HEADER, &forged)],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert!(r.text().contains("cairn-identity"), "{}", r.text());
+}
