@@ -56,6 +56,8 @@ impl Client {
             .header("authorization", format!("Bearer {token}"))
             .header("content-type", "application/json")
             .body(Full::new(Bytes::from(body.to_string())))?;
+        // The previous exchange may still be finishing on this connection.
+        self.tx.ready().await?;
         let resp = self.tx.send_request(req).await?;
         let status = resp.status().as_u16();
         let bytes = resp.into_body().collect().await?.to_bytes();

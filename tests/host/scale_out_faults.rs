@@ -100,6 +100,21 @@ fn client(hosts: Arc<Mutex<Vec<SocketAddr>>>, start: usize, token: String, note:
     seen
 }
 
+/// One client thread per note, spread over `hosts`; set the flag to stop them.
+fn clients(hosts: &[Cairn], token: &str, notes: &[(String, String)]) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<Seen>>) {
+    let addrs = Arc::new(Mutex::new(hosts.iter().map(|h| h.addr).collect::<Vec<_>>()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers = notes
+        .iter()
+        .enumerate()
+        .map(|(c, (note, tag))| {
+            let (addrs, token, note, tag, stop) = (addrs.clone(), token.to_string(), note.clone(), tag.clone(), stop.clone());
+            std::thread::spawn(move || client(addrs, c, token, note, tag, stop))
+        })
+        .collect();
+    (stop, workers)
+}
+
 /// Checks every client's note: each acknowledged line once, nothing else twice.
 fn check_notes(host: &Cairn, token: &str, notes: &[(String, String)], seen: &[Seen]) -> usize {
     let mut acked = 0;
@@ -125,16 +140,7 @@ fn killing_one_of_two_hosts_under_32_clients_loses_no_acknowledged_write() {
     let mut hosts = hosts_on(&redis, 2, &[], &[]);
     let token = hosts[0].token(&agent());
     let notes: Vec<(String, String)> = (0..32).map(|c| (hosts[1].create_note(&person(), &format!("load {c}"), true), format!("c{c}"))).collect();
-    let addrs = Arc::new(Mutex::new(vec![hosts[0].addr, hosts[1].addr]));
-    let stop = Arc::new(AtomicBool::new(false));
-    let workers: Vec<_> = notes
-        .iter()
-        .enumerate()
-        .map(|(c, (note, tag))| {
-            let (addrs, token, note, tag, stop) = (addrs.clone(), token.clone(), note.clone(), tag.clone(), stop.clone());
-            std::thread::spawn(move || client(addrs, c, token, note, tag, stop))
-        })
-        .collect();
+    let (stop, workers) = clients(&hosts, &token, &notes);
     std::thread::sleep(Duration::from_millis(1500));
     hosts[0].kill();
     let killed_at = Instant::now();
@@ -159,16 +165,7 @@ fn a_redis_outage_under_load_is_503_with_retry_after_and_loses_nothing() {
     let hosts = hosts_on(&redis, 2, &[], &[]);
     let token = hosts[0].token(&agent());
     let notes: Vec<(String, String)> = (0..8).map(|c| (hosts[0].create_note(&person(), &format!("outage {c}"), true), format!("o{c}"))).collect();
-    let addrs = Arc::new(Mutex::new(vec![hosts[0].addr, hosts[1].addr]));
-    let stop = Arc::new(AtomicBool::new(false));
-    let workers: Vec<_> = notes
-        .iter()
-        .enumerate()
-        .map(|(c, (note, tag))| {
-            let (addrs, token, note, tag, stop) = (addrs.clone(), token.clone(), note.clone(), tag.clone(), stop.clone());
-            std::thread::spawn(move || client(addrs, c, token, note, tag, stop))
-        })
-        .collect();
+    let (stop, workers) = clients(&hosts, &token, &notes);
     std::thread::sleep(Duration::from_millis(1000));
     redis.kill();
     std::thread::sleep(Duration::from_millis(1500));

@@ -21,6 +21,12 @@ fn lying(confirm: bool) -> (Arc<Faulty>, Arc<Control>) {
     (Arc::new(faulty), ctl)
 }
 
+/// A note approved for agents, created while the store still tells the truth.
+fn note_on(store: &dyn Store, env: &mut SimEnv, who: &Identity) -> String {
+    let r = cairn_notes::rest::create_note(store, env, who, json!({"title": "Raced", "approved_for_agents": true})).unwrap();
+    r.body["note_id"].as_str().unwrap().to_string()
+}
+
 fn call(store: &dyn Store, env: &mut SimEnv, who: &Identity, tool: &str, args: Value) -> Value {
     call_tool(store, env, who, tool, args).expect("no store failure")["structuredContent"].clone()
 }
@@ -32,12 +38,7 @@ fn race(confirm: bool, seed: u64, lines: usize) -> (usize, u64, u64) {
     let (store, ctl) = lying(confirm);
     let mut env = SimEnv::new(seed);
     let ada = human("acme");
-    let note = cairn_notes::rest::create_note(store.as_ref(), &mut env, &ada, json!({"title": "Race", "approved_for_agents": true}))
-        .unwrap()
-        .body["note_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let note = note_on(store.as_ref(), &mut env, &ada);
     ctl.lie_like_spin_redis(150, seed);
     ctl.set_swap_latency(std::time::Duration::from_micros(200));
     let acked: Vec<Vec<String>> = std::thread::scope(|s| {
@@ -114,12 +115,7 @@ fn claims_raced_on_a_lying_store_have_exactly_one_holder_when_commits_are_confir
         let (store, ctl) = lying(true);
         let mut env = SimEnv::new(round);
         let ada = human("acme");
-        let note = cairn_notes::rest::create_note(store.as_ref(), &mut env, &ada, json!({"title": "Claimed", "approved_for_agents": true}))
-            .unwrap()
-            .body["note_id"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let note = note_on(store.as_ref(), &mut env, &ada);
         ctl.lie_like_spin_redis(0, round + 1);
         ctl.set_swap_latency(std::time::Duration::from_micros(200));
         let barrier = std::sync::Barrier::new(2);
