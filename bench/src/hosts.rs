@@ -37,6 +37,13 @@ impl Drop for Host {
     }
 }
 
+impl Host {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 /// The `cairn` binary built next to `cairn-bench`.
 fn cairn_binary() -> Result<PathBuf> {
     let me = std::env::current_exe()?;

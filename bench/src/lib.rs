@@ -10,6 +10,9 @@
 //! - [`scale`]: the append workload on 1–3 hosts on one Redis against SQLite.
 //! - [`host`]: the trivial component through the host against native hyper.
 //! - [`notes`]: edits and reads through the stack against the core natively.
+//! - [`peer`]: the Python peer (official MCP SDK + SQLite) as a process.
+//! - [`perf`]: the performance report: the append workload, reads, tab and
+//!   store sizes, where the time goes, memory and start.
 //! - [`experiments`]: one file per experiment, picked by [`experiments::Experiment`].
 //! - [`charts`]: SVG charts of the experiments for `docs/results.md`.
 
@@ -20,5 +23,7 @@ pub mod host;
 pub mod hosts;
 pub mod measure;
 pub mod notes;
+pub mod peer;
+pub mod perf;
 pub mod scale;
 pub mod stack;

@@ -58,6 +58,35 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// The performance report: the append workload (whole stack, tools
+    /// alone, core natively, Python peer), reads, tab and store sizes, where
+    /// the time goes, memory and start.
+    Perf {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+        /// Seconds per measurement.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Client counts of the append workload (repeatable).
+        #[arg(long, default_values_t = vec![1, 8, 32])]
+        clients: Vec<usize>,
+        /// The Python peer's interpreter (default: target/peer-venv/bin/python when present).
+        #[arg(long)]
+        python: Option<PathBuf>,
+        /// Leave the Python peer out.
+        #[arg(long)]
+        no_peer: bool,
+        /// Largest store of the store-size sweep.
+        #[arg(long, default_value_t = 100_000)]
+        max_notes: usize,
+        /// Only these sections (repeatable; all by default).
+        #[arg(long, value_enum)]
+        only: Vec<cairn_bench::perf::Section>,
+        /// Also put the report into this markdown file (replacing an earlier one).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// One of the seed posts' experiments, or all of them.
     Experiment {
         /// Which one.
@@ -133,6 +162,16 @@ fn main() -> Result<()> {
             if let Some(path) = out {
                 use std::io::Write as _;
                 std::fs::OpenOptions::new().create(true).append(true).open(&path)?.write_all(table.as_bytes())?;
+            }
+            Ok(())
+        }
+        Command::Perf { manifest, seconds, clients, python, no_peer, max_notes, only, out } => {
+            let python = if no_peer { None } else { python.or_else(cairn_bench::peer::default_python) };
+            let args = cairn_bench::perf::PerfArgs { manifest, seconds, clients, python, max_notes, host_env: Vec::new() };
+            let report = rt.block_on(cairn_bench::perf::perf(args, &only))?;
+            println!("{report}");
+            if let Some(path) = out {
+                cairn_bench::perf::write_report(&path, &report)?;
             }
             Ok(())
         }

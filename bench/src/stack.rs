@@ -55,6 +55,8 @@ impl Client {
             .header("host", self.addr.to_string())
             .header("authorization", format!("Bearer {token}"))
             .header("content-type", "application/json")
+            // The Python SDK answers 406 without it; Cairn does not need it.
+            .header("accept", "application/json, text/event-stream")
             .body(Full::new(Bytes::from(body.to_string())))?;
         // The previous exchange may still be finishing on this connection.
         self.tx.ready().await?;
@@ -317,3 +319,46 @@ pub fn native_store(dir: &std::path::Path) -> Result<Arc<dyn Store>> {
     Ok(Arc::new(cairn_kv_sqlite::SqliteStore::open(&dir.join("kv.db"), false)?))
 }
 
+
+/// A tool component called in-process, as the router reaches it, without
+/// HTTP in front and without the router: what one tool costs on its own.
+pub struct ToolCaller {
+    /// The application.
+    pub app: Arc<cairn::instance::App>,
+    /// The caller's signed identity (`cairn-identity`).
+    pub identity: String,
+}
+
+impl ToolCaller {
+    /// For the bench agent of `stack`.
+    pub fn agent(stack: &Stack) -> Result<Self> {
+        let secret = cairn::local::identity_secret(&stack.state)?;
+        let principal = cairn_auth::Principal {
+            tenant: TENANT.into(),
+            subject: "bench-agent".into(),
+            name: "Bench agent".into(),
+            actor: Actor::Agent,
+            role: Role::Member,
+            scopes: vec!["notes:read".into(), "notes:write".into()],
+            exp: u64::MAX,
+        };
+        Ok(Self { app: stack.running.app.clone(), identity: cairn_auth::identity::sign(&principal, &secret) })
+    }
+}
+
+impl Caller for ToolCaller {
+    async fn call(&mut self, tool: &str, args: Value) -> Result<Value> {
+        let spec = cairn_notes::tools::find(tool).with_context(|| format!("no tool {tool}"))?;
+        let id = spec.component();
+        let component = self.app.components.get(&id).with_context(|| format!("no component {id}"))?.clone();
+        let req = hyper::Request::post(format!("http://{id}.spin.internal/tools/{tool}"))
+            .header("host", format!("{id}.spin.internal"))
+            .header(cairn_auth::identity::HEADER, self.identity.clone())
+            .body(Full::new(Bytes::from(args.to_string())))?;
+        let resp = cairn::instance::run_buffered(self.app.clone(), component, req, cairn::instance::RouteInfo::internal()).await?;
+        if resp.status() != 200 {
+            bail!("{tool}: the component answered {}: {}", resp.status(), String::from_utf8_lossy(resp.body()));
+        }
+        Ok(serde_json::from_slice(resp.body())?)
+    }
+}

@@ -1,0 +1,719 @@
+//! `cairn-bench perf`: the performance report, every number against a
+//! baseline measured in the same run.
+//!
+//! 1. **The append workload** (the seed posts' own: each client owns a note
+//!    and loops `read_note_tab` → `edit_note_tab` with the text it read plus
+//!    one line, so notes grow) at 1, 8 and 32 clients through the whole
+//!    stack (a separate `cairn up` process, SQLite), the tool components
+//!    alone (in-process, no HTTP, no router), the core natively and the
+//!    Python peer (official MCP SDK + SQLite WAL, a separate process). Every
+//!    client checks at the end that each acknowledged line is in its note
+//!    exactly once.
+//! 2. **Reads**: `read_note_tab` calls/s of a 1 KB tab at 1 and 32 clients,
+//!    the same four ways.
+//! 3. **Tab size**: one client's edits of 1 KB … 1 MB through the stack
+//!    against natively.
+//! 4. **Store size**: one client's edits as the store grows to 100,000 notes.
+//! 5. **Where the time goes**: one read and one edit at one client, layer by
+//!    layer (HTTP and a fresh instance, the router, the hop, the tool
+//!    component, the core, the store).
+//! 6. **Memory and start**: the host's resident memory with every component
+//!    loaded and 32 clients busy, and a warm start.
+
+use crate::append::{AppendRun, append_client, combine, verify};
+use crate::hosts::{self, Host};
+use crate::measure::{Series, load, summarize};
+use crate::peer::Peer;
+use crate::stack::*;
+use anyhow::{Context, Result, bail};
+use cairn::clock::SystemEnv;
+use cairn_kv::{Observed, Read, Store, Swap};
+use serde_json::json;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What `perf` takes.
+#[derive(Debug, Clone)]
+pub struct PerfArgs {
+    /// The application manifest.
+    pub manifest: PathBuf,
+    /// Seconds per append and read measurement.
+    pub seconds: f64,
+    /// Client counts of the append workload.
+    pub clients: Vec<usize>,
+    /// The Python peer's interpreter (its venv); the peer rows are left out without it.
+    pub python: Option<PathBuf>,
+    /// Largest store of the store-size sweep.
+    pub max_notes: usize,
+    /// Extra variables for the whole-stack host (`SPIN_VARIABLE_<NAME>`).
+    pub host_env: Vec<(String, String)>,
+}
+
+/// Everything one run shares: a scratch dir, the shared compile cache.
+struct Run {
+    args: PerfArgs,
+    dir: PathBuf,
+    seq: AtomicU64,
+}
+
+impl Run {
+    fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.args.seconds)
+    }
+
+    fn fresh_dir(&self, what: &str) -> Result<PathBuf> {
+        let d = self.dir.join(format!("{what}-{}", self.seq.fetch_add(1, Ordering::SeqCst)));
+        std::fs::create_dir_all(&d)?;
+        Ok(d)
+    }
+
+    /// A `cairn up` process on a fresh SQLite store (the compile cache shared).
+    fn host(&self, extra_env: &[(String, String)]) -> Result<(Host, String, PathBuf)> {
+        let state = self.fresh_dir("host")?;
+        let token = hosts::token(&state, "bench-agent")?;
+        let args = vec!["--cache-dir".to_string(), self.dir.join("cache").display().to_string()];
+        let mut env = self.args.host_env.clone();
+        env.extend(extra_env.iter().cloned());
+        let host = hosts::start(&self.args.manifest, &state, &args, &env)?;
+        wait_healthy(host.addr, Duration::from_secs(120))?;
+        Ok((host, token, state))
+    }
+}
+
+/// Waits until `GET /healthz` answers 200.
+fn wait_healthy(addr: SocketAddr, within: Duration) -> Result<Duration> {
+    use std::io::{Read as _, Write as _};
+    let started = Instant::now();
+    loop {
+        if let Ok(mut s) = std::net::TcpStream::connect(addr) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = s.write_all(format!("GET /healthz HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n").as_bytes());
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf);
+            if buf.starts_with(b"HTTP/1.1 200") {
+                return Ok(started.elapsed());
+            }
+        }
+        if started.elapsed() > within {
+            bail!("the host at {addr} did not answer /healthz within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// One client's outcome: latencies, lines acknowledged, lines lost, conflicts, note size.
+type Outcome = (Vec<Duration>, usize, usize, usize, usize);
+
+async fn append_one(c: &mut impl Caller, note: &str, tag: &str, deadline: Instant) -> Result<Outcome> {
+    let (lat, acked, conflicts) = append_client(c, note, tag, deadline).await?;
+    let (bad, size) = verify(c, note, &acked).await?;
+    Ok((lat, acked.len(), bad, conflicts, size))
+}
+
+async fn gather(tasks: Vec<tokio::task::JoinHandle<Result<Outcome>>>) -> Result<Vec<Outcome>> {
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await??);
+    }
+    Ok(out)
+}
+
+/// The append workload over MCP to `addr` (a Cairn host or the peer).
+async fn append_mcp(addr: SocketAddr, token: &str, notes: Vec<String>, duration: Duration, label: &str) -> Result<AppendRun> {
+    let deadline = Instant::now() + duration;
+    let started = Instant::now();
+    let tasks = notes
+        .into_iter()
+        .enumerate()
+        .map(|(i, note)| {
+            let token = token.to_string();
+            tokio::spawn(async move {
+                let mut c = McpCaller { client: Client::connect(addr).await?, token };
+                append_one(&mut c, &note, &format!("c{i}"), deadline).await
+            })
+        })
+        .collect();
+    Ok(combine(label, gather(tasks).await?, started.elapsed()))
+}
+
+/// The append workload on the tool components, in-process.
+async fn append_tools(stack: &Stack, notes: Vec<String>, duration: Duration, label: &str) -> Result<AppendRun> {
+    let deadline = Instant::now() + duration;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, note) in notes.into_iter().enumerate() {
+        let mut c = ToolCaller::agent(stack)?;
+        tasks.push(tokio::spawn(async move { append_one(&mut c, &note, &format!("t{i}"), deadline).await }));
+    }
+    Ok(combine(label, gather(tasks).await?, started.elapsed()))
+}
+
+/// The append workload on the core natively, one thread per client.
+fn append_native(kv: Arc<dyn Store>, notes: Vec<String>, duration: Duration, label: &str) -> Result<AppendRun> {
+    let deadline = Instant::now() + duration;
+    let started = Instant::now();
+    let handles: Vec<_> = notes
+        .into_iter()
+        .enumerate()
+        .map(|(i, note)| {
+            let kv = kv.clone();
+            std::thread::spawn(move || -> Result<Outcome> {
+                let mut c = CoreCaller { kv, env: SystemEnv::new(i as u64), who: agent() };
+                let rt = tokio::runtime::Builder::new_current_thread().build()?;
+                rt.block_on(append_one(&mut c, &note, &format!("n{i}"), deadline))
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.join().map_err(|_| anyhow::anyhow!("a bench thread panicked"))??);
+    }
+    Ok(combine(label, out, started.elapsed()))
+}
+
+/// Notes for `n` clients created through a Cairn host's REST API.
+async fn host_notes(addr: SocketAddr, token: &str, n: usize) -> Result<Vec<String>> {
+    let mut c = Client::connect(addr).await?;
+    let mut out = Vec::new();
+    for i in 0..n {
+        let (status, v) = c.send("POST", "/api/v1/notes", token, &json!({"title": format!("perf {i}"), "approved_for_agents": true})).await?;
+        if status != 201 {
+            bail!("creating a note: HTTP {status}: {v}");
+        }
+        out.push(v["note_id"].as_str().context("note_id")?.to_string());
+    }
+    Ok(out)
+}
+
+/// One row of the append table.
+struct AppendRow {
+    clients: usize,
+    path: &'static str,
+    run: AppendRun,
+}
+
+const STACK: &str = "Cairn, whole stack";
+const TOOLS: &str = "tool components alone";
+const NATIVE: &str = "core natively";
+const PEER: &str = "Python SDK + SQLite";
+
+async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Vec<AppendRow>> {
+    let d = run.duration();
+    let warm = Duration::from_millis(300);
+    let mut rows = Vec::new();
+    for &c in &run.args.clients {
+        eprintln!("perf: append workload, {c} clients");
+        {
+            let (host, token, state) = run.host(&[])?;
+            append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, warm, STACK).await?;
+            let r = append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, d, STACK).await?;
+            rows.push(AppendRow { clients: c, path: STACK, run: r });
+            drop(host);
+            let _ = std::fs::remove_dir_all(state);
+        }
+        append_tools(stack, stack.seed_notes(c)?, warm, TOOLS).await?;
+        rows.push(AppendRow { clients: c, path: TOOLS, run: append_tools(stack, stack.seed_notes(c)?, d, TOOLS).await? });
+        {
+            let dir = run.fresh_dir("native")?;
+            let kv = native_store(&dir)?;
+            append_native(kv.clone(), seed(kv.as_ref(), c)?, warm, NATIVE)?;
+            rows.push(AppendRow { clients: c, path: NATIVE, run: append_native(kv.clone(), seed(kv.as_ref(), c)?, d, NATIVE)? });
+            drop(kv);
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        if let Some(py) = &run.args.python {
+            let peer = Peer::start(py)?;
+            append_mcp(peer.addr, &peer.token, peer.notes(c).await?, warm, PEER).await?;
+            let r = append_mcp(peer.addr, &peer.token, peer.notes(c).await?, d, PEER).await?;
+            rows.push(AppendRow { clients: c, path: PEER, run: r });
+        }
+    }
+    let _ = write!(
+        out,
+        "\n## The append workload: {} s per row\n\n\
+         Each client owns a note and loops read_note_tab → edit_note_tab (replace_text with the text it read plus one \
+         line, the version it read, a fresh idempotency key) on its own keep-alive connection, so notes grow as they do \
+         in real use. At the end every client checks that each acknowledged line is in its note exactly once (`lost` \
+         must be 0). One edit = one read + one write; p50 and p99 are of the pair.\n\n\
+         | clients | path | edits/s | p50 ms | p99 ms | acknowledged | lost | conflicts | largest note |\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        run.args.seconds
+    );
+    for r in &rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} |",
+            r.clients,
+            r.path,
+            r.run.pairs.rps,
+            ms(r.run.pairs.p50),
+            ms(r.run.pairs.p99),
+            r.run.acked,
+            r.run.lost,
+            r.run.conflicts,
+            human(r.run.largest_note)
+        );
+    }
+    let _ = write!(out, "\n| clients | whole stack ÷ Python peer | core natively ÷ whole stack | whole stack ÷ tools alone |\n|---:|---:|---:|---:|\n");
+    for &c in &run.args.clients {
+        let get = |p: &str| rows.iter().find(|r| r.clients == c && r.path == p).map(|r| r.run.pairs.rps);
+        let (s, t, n, p) = (get(STACK), get(TOOLS), get(NATIVE), get(PEER));
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => format!("**{:.2}×**", a / b),
+            _ => "–".into(),
+        };
+        let _ = writeln!(out, "| {c} | {} | {} | {} |", ratio(s, p), ratio(n, s), ratio(s, t));
+    }
+    if rows.iter().any(|r| r.run.lost > 0) {
+        bail!("an acknowledged line was lost:\n{out}");
+    }
+    Ok(rows)
+}
+
+/// Sets a note's markdown text through `c`.
+async fn fill(c: &mut impl Caller, note: &str, bytes: usize) -> Result<()> {
+    let v = read_version(c, note).await?;
+    edit(c, note, v, bytes, 7).await?;
+    Ok(())
+}
+
+/// `clients` read loops on notes holding 1 KB each.
+async fn reads_mcp(addr: SocketAddr, token: &str, notes: &[String], clients: usize, d: Duration, label: &str) -> Result<Series> {
+    let deadline = Instant::now() + d;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (token, note) = (token.to_string(), notes[c % notes.len()].clone());
+        tasks.push(tokio::spawn(async move {
+            let caller = McpCaller { client: Client::connect(addr).await?, token };
+            client_loop(caller, note, Op::Read, first_key(c), deadline).await
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await??);
+    }
+    Ok(summarize(label, all, started.elapsed()))
+}
+
+async fn reads_tools(stack: &Stack, notes: &[String], clients: usize, d: Duration, label: &str) -> Result<Series> {
+    let deadline = Instant::now() + d;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (caller, note) = (ToolCaller::agent(stack)?, notes[c % notes.len()].clone());
+        tasks.push(tokio::spawn(async move { client_loop(caller, note, Op::Read, first_key(c), deadline).await }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await??);
+    }
+    Ok(summarize(label, all, started.elapsed()))
+}
+
+async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()> {
+    let d = run.duration();
+    let mut rows: Vec<(usize, Series)> = Vec::new();
+    let counts = [1usize, 32];
+    eprintln!("perf: reads");
+    {
+        let (host, token, state) = run.host(&[])?;
+        let notes = host_notes(host.addr, &token, 32).await?;
+        let mut c = McpCaller { client: Client::connect(host.addr).await?, token: token.clone() };
+        for n in &notes {
+            fill(&mut c, n, 1000).await?;
+        }
+        for &k in &counts {
+            reads_mcp(host.addr, &token, &notes, k, Duration::from_millis(300), STACK).await?;
+            rows.push((k, reads_mcp(host.addr, &token, &notes, k, d, STACK).await?));
+        }
+        drop(host);
+        let _ = std::fs::remove_dir_all(state);
+    }
+    let notes = stack.seed_notes(32)?;
+    let mut c = ToolCaller::agent(stack)?;
+    for n in &notes {
+        fill(&mut c, n, 1000).await?;
+    }
+    for &k in &counts {
+        rows.push((k, reads_tools(stack, &notes, k, d, TOOLS).await?));
+    }
+    {
+        let dir = run.fresh_dir("native")?;
+        let kv = native_store(&dir)?;
+        let notes = seed(kv.as_ref(), 32)?;
+        let mut c = CoreCaller { kv: kv.clone(), env: SystemEnv::new(1), who: agent() };
+        for n in &notes {
+            fill(&mut c, n, 1000).await?;
+        }
+        for &k in &counts {
+            let mut s = native_calls(kv.clone(), &notes, k, Op::Read, d)?;
+            s.name = NATIVE.into();
+            rows.push((k, s));
+        }
+        drop(kv);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    if let Some(py) = &run.args.python {
+        let peer = Peer::start(py)?;
+        let notes = peer.notes(32).await?;
+        let mut c = peer.caller().await?;
+        for n in &notes {
+            fill(&mut c, n, 1000).await?;
+        }
+        for &k in &counts {
+            rows.push((k, reads_mcp(peer.addr, &peer.token, &notes, k, d, PEER).await?));
+        }
+    }
+    let _ = write!(
+        out,
+        "\n## read_note_tab: calls/s of a 1 KB tab, {} s per row\n\n\
+         | clients | path | calls/s | p50 ms | p99 ms | whole stack ÷ this |\n|---:|---|---:|---:|---:|---:|\n",
+        run.args.seconds
+    );
+    for &k in &counts {
+        let stack_rps = rows.iter().find(|(c, s)| *c == k && s.name == STACK).map(|(_, s)| s.rps).unwrap_or(0.0);
+        for (_, s) in rows.iter().filter(|(c, _)| *c == k) {
+            let _ = writeln!(out, "| {k} | {} | {:.0} | {} | {} | {:.2}× |", s.name, s.rps, ms(s.p50), ms(s.p99), stack_rps / s.rps.max(f64::MIN_POSITIVE));
+        }
+    }
+    Ok(())
+}
+
+/// One client's edits of `size` bytes (each with the version the previous returned).
+async fn tab_sizes_section(run: &Run, out: &mut String) -> Result<()> {
+    eprintln!("perf: tab sizes");
+    let d = Duration::from_secs_f64((run.args.seconds / 2.0).max(1.0));
+    let (host, token, state) = run.host(&[])?;
+    let dir = run.fresh_dir("native")?;
+    let kv = native_store(&dir)?;
+    let _ = write!(
+        out,
+        "\n## Cost against tab size: one client, edit_note_tab replace_text of the whole tab\n\n\
+         | tab size | whole stack µs/edit (p50) | core natively µs/edit (p50) | stack ÷ native |\n|---:|---:|---:|---:|\n"
+    );
+    for size in [1_000usize, 10_000, 100_000, 1_000_000] {
+        let notes = host_notes(host.addr, &token, 1).await?;
+        let addr = host.addr;
+        let caller = McpCaller { client: Client::connect(addr).await?, token: token.clone() };
+        let lat = client_loop(caller, notes[0].clone(), Op::Edit(size), first_key(0), Instant::now() + d).await?;
+        let s = summarize(STACK, lat, d);
+        let native_notes = seed(kv.as_ref(), 1)?;
+        let n = native_calls(kv.clone(), &native_notes, 1, Op::Edit(size), d)?;
+        let _ = writeln!(out, "| {} | {:.0} | {:.0} | **{:.2}×** |", human(size), us(s.p50), us(n.p50), s.p50.as_secs_f64() / n.p50.as_secs_f64());
+    }
+    drop(host);
+    drop(kv);
+    let _ = std::fs::remove_dir_all(state);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(())
+}
+
+async fn store_sizes_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()> {
+    eprintln!("perf: store sizes");
+    let d = Duration::from_secs_f64((run.args.seconds / 2.0).max(1.0));
+    let dir = run.fresh_dir("native")?;
+    let kv = native_store(&dir)?;
+    let _ = write!(
+        out,
+        "\n## Cost against store size: one client, read_note_tab + edit_note_tab of 200 characters\n\n\
+         | notes in the store | whole stack µs/edit (p50) | core natively µs/edit (p50) |\n|---:|---:|---:|\n"
+    );
+    let mut have = 0usize;
+    for target in [1_000usize, 10_000, 100_000].into_iter().filter(|&n| n <= run.args.max_notes.max(1_000)) {
+        let more = target - have;
+        let added = stack.seed_notes(more)?;
+        let native_added = seed(kv.as_ref(), more)?;
+        have = target;
+        let s = stack_calls(stack, &added[added.len() - 1..], 1, Op::ReadEdit(200), d).await?;
+        let n = native_calls(kv.clone(), &native_added[native_added.len() - 1..], 1, Op::ReadEdit(200), d)?;
+        let _ = writeln!(out, "| {target} | {:.0} | {:.0} |", us(s.p50), us(n.p50));
+    }
+    drop(kv);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(())
+}
+
+/// A store that counts the time spent in it.
+struct Timed {
+    inner: Arc<dyn Store>,
+    nanos: AtomicU64,
+}
+
+impl Timed {
+    fn time<T>(&self, f: impl FnOnce() -> T) -> T {
+        let t = Instant::now();
+        let r = f();
+        self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        r
+    }
+}
+
+impl Store for Timed {
+    fn read(&self, b: &str, k: &str) -> cairn_kv::Result<Read> {
+        self.time(|| self.inner.read(b, k))
+    }
+    fn swap(&self, b: &str, k: &str, o: Observed, v: &[u8]) -> cairn_kv::Result<Swap> {
+        self.time(|| self.inner.swap(b, k, o, v))
+    }
+    fn set(&self, b: &str, k: &str, v: &[u8]) -> cairn_kv::Result<()> {
+        self.time(|| self.inner.set(b, k, v))
+    }
+    fn set_many(&self, b: &str, pairs: &[(&str, &[u8])]) -> cairn_kv::Result<()> {
+        self.time(|| self.inner.set_many(b, pairs))
+    }
+    fn get_many(&self, b: &str, keys: &[&str]) -> cairn_kv::Result<Vec<Option<Vec<u8>>>> {
+        self.time(|| self.inner.get_many(b, keys))
+    }
+    fn delete_many(&self, b: &str, keys: &[&str]) -> cairn_kv::Result<()> {
+        self.time(|| self.inner.delete_many(b, keys))
+    }
+    fn increment(&self, b: &str, k: &str, d: i64) -> cairn_kv::Result<i64> {
+        self.time(|| self.inner.increment(b, k, d))
+    }
+    fn list_keys(&self, b: &str, after: Option<&str>, limit: usize) -> cairn_kv::Result<Vec<String>> {
+        self.time(|| self.inner.list_keys(b, after, limit))
+    }
+    fn sweep(&self, older_than_ms: u64) -> cairn_kv::Result<usize> {
+        self.inner.sweep(older_than_ms)
+    }
+    fn close(&self) -> cairn_kv::Result<()> {
+        self.inner.close()
+    }
+    fn vouched(&self) -> bool {
+        self.inner.vouched()
+    }
+    fn get(&self, b: &str, k: &str) -> cairn_kv::Result<Option<Vec<u8>>> {
+        self.time(|| self.inner.get(b, k))
+    }
+}
+
+/// The mean time of `$n` sequential runs of `$body` (with `$i` counting
+/// them): means, not medians, so that layers add up.
+macro_rules! mean {
+    ($n:expr, $i:ident => $body:expr) => {{
+        let t = Instant::now();
+        for $i in 0..$n as u64 {
+            $body;
+        }
+        t.elapsed() / $n as u32
+    }};
+}
+
+async fn where_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()> {
+    eprintln!("perf: where the time goes");
+    let n = ((run.args.seconds * 400.0) as usize).clamp(200, 4000);
+    let addr = stack.running.addr;
+    let h = load(addr, "/healthz", 1, Duration::from_secs_f64((run.args.seconds / 4.0).max(0.5))).await?;
+    let health = Duration::from_secs_f64(1.0 / h.rps);
+    let mut client = Client::connect(addr).await?;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let ping = mean!(n, _i => {
+        let (status, _) = client.send("POST", "/mcp", &stack.agent, &ping).await?;
+        if status != 200 {
+            bail!("ping answered {status}");
+        }
+    });
+    let note = stack.seed_notes(1)?.remove(0);
+    let mut mcp = McpCaller { client: Client::connect(addr).await?, token: stack.agent.clone() };
+    fill(&mut mcp, &note, 1000).await?;
+    let args = json!({"note_id": note, "tab_id": "markdown"});
+    let stack_read = mean!(n, _i => mcp.call("read_note_tab", args.clone()).await?);
+    let mut tool = ToolCaller::agent(stack)?;
+    let tool_read = mean!(n, _i => tool.call("read_note_tab", args.clone()).await?);
+    let timed = Arc::new(Timed { inner: stack.running.app.store().clone(), nanos: AtomicU64::new(0) });
+    let mut core = CoreCaller { kv: timed.clone(), env: SystemEnv::new(3), who: agent() };
+    timed.nanos.store(0, Ordering::SeqCst);
+    let core_read = mean!(n, _i => core.call("read_note_tab", args.clone()).await?);
+    let store_read = Duration::from_nanos(timed.nanos.load(Ordering::SeqCst) / n as u64);
+
+    // Edits: 1 KB replace_text, each on the version the previous returned.
+    let mut v = read_version(&mut mcp, &note).await?;
+    let stack_edit = mean!(n, i => v = edit(&mut mcp, &note, v.clone(), 1000, first_key(0) + i).await?);
+    let mut v = read_version(&mut tool, &note).await?;
+    let tool_edit = mean!(n, i => v = edit(&mut tool, &note, v.clone(), 1000, first_key(1) + i).await?);
+    let mut v = read_version(&mut core, &note).await?;
+    timed.nanos.store(0, Ordering::SeqCst);
+    let core_edit = mean!(n, i => v = edit(&mut core, &note, v.clone(), 1000, first_key(2) + i).await?);
+    let store_edit = Duration::from_nanos(timed.nanos.load(Ordering::SeqCst) / n as u64);
+
+    let _ = write!(
+        out,
+        "\n## Where the time goes: one read and one edit of a 1 KB tab at one client\n\n\
+         Each layer is the difference of two measured mean times ({n} sequential calls each): HTTP and a fresh instance \
+         (`GET /healthz`, the trivial component), the router (an MCP `ping`, less that), the hop from the router to \
+         the tool (the whole call, less the router and the tool alone), the tool component (called in-process, less \
+         the core), the core (called natively, less its store time) and the store (time inside store calls).\n\n\
+         | layer | read µs | edit µs |\n|---|---:|---:|\n"
+    );
+    let router = ping.saturating_sub(health);
+    let rows = [
+        ("HTTP and a fresh instance", health, health),
+        ("router: token, rate limit, JSON-RPC", router, router),
+        ("hop: router → tool", stack_read.saturating_sub(ping + tool_read), stack_edit.saturating_sub(ping + tool_edit)),
+        ("tool component: instance, arguments, result", tool_read.saturating_sub(core_read), tool_edit.saturating_sub(core_edit)),
+        ("core", core_read.saturating_sub(store_read), core_edit.saturating_sub(store_edit)),
+        ("store", store_read, store_edit),
+        ("**whole call**", stack_read, stack_edit),
+    ];
+    for (what, r, e) in rows {
+        let _ = writeln!(out, "| {what} | {:.0} | {:.0} |", us(r), us(e));
+    }
+    Ok(())
+}
+
+/// Resident memory of `pid` (VmRSS, VmHWM) in KiB.
+fn memory(pid: u32) -> Result<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| {
+        status.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).unwrap_or(0)
+    };
+    Ok((field("VmRSS:"), field("VmHWM:")))
+}
+
+async fn memory_section(run: &Run, out: &mut String) -> Result<()> {
+    eprintln!("perf: memory and start");
+    let state = run.fresh_dir("host")?;
+    let token = hosts::token(&state, "bench-agent")?;
+    let args = vec!["--cache-dir".to_string(), run.dir.join("cache").display().to_string()];
+    let host = hosts::start(&run.args.manifest, &state, &args, &run.args.host_env)?;
+    wait_healthy(host.addr, Duration::from_secs(120))?;
+    let idle = memory(host.pid())?.0;
+    let notes = host_notes(host.addr, &token, 32).await?;
+    let pid = host.pid();
+    let sampler = tokio::spawn(async move {
+        let mut max = 0;
+        for _ in 0..10_000 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            match memory(pid) {
+                Ok((rss, _)) => max = max.max(rss),
+                Err(_) => break,
+            }
+        }
+        max
+    });
+    let r = append_mcp(host.addr, &token, notes, run.duration(), STACK).await?;
+    sampler.abort();
+    let (rss, hwm) = memory(pid)?;
+    drop(host);
+    // A warm start: the same state dir and compile cache, started again.
+    let started = Instant::now();
+    let host = hosts::start(&run.args.manifest, &state, &args, &run.args.host_env)?;
+    wait_healthy(host.addr, Duration::from_secs(60))?;
+    let warm = started.elapsed();
+    drop(host);
+    let _ = std::fs::remove_dir_all(state);
+    let _ = write!(
+        out,
+        "\n## Memory and start\n\n\
+         | measure | value |\n|---|---:|\n\
+         | resident memory, every component loaded, idle | {:.0} MB |\n\
+         | resident memory after 32 clients appending for {} s ({:.0} edits/s) | {:.0} MB |\n\
+         | peak resident memory (VmHWM) | {:.0} MB |\n\
+         | warm start: process start → first `/healthz` 200, compile cache warm | {:.0} ms |\n",
+        idle as f64 / 1024.0,
+        run.args.seconds,
+        r.pairs.rps,
+        rss as f64 / 1024.0,
+        hwm as f64 / 1024.0,
+        warm.as_secs_f64() * 1000.0
+    );
+    Ok(())
+}
+
+/// Which sections to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Section {
+    /// The append workload.
+    Append,
+    /// read_note_tab.
+    Reads,
+    /// Cost against tab size.
+    TabSize,
+    /// Cost against store size.
+    StoreSize,
+    /// Where the time goes.
+    Where,
+    /// Memory and warm start.
+    Memory,
+}
+
+/// `cairn-bench perf`: the report as markdown.
+pub async fn perf(args: PerfArgs, sections: &[Section]) -> Result<String> {
+    let dir = std::env::temp_dir().join(format!("cairn-bench-perf-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("cache"))?;
+    let run = Run { args, dir: dir.clone(), seq: AtomicU64::new(0) };
+    let stack = Stack::start(run.args.manifest.clone()).await?;
+    let mut out = String::new();
+    let peer = match &run.args.python {
+        Some(p) => format!("the Python peer ({})", p.display()),
+        None => "no Python peer (install it: see bench/peer/README.md)".into(),
+    };
+    let _ = write!(
+        out,
+        "\n# Performance (`cairn-bench perf`)\n\nOne run on this machine ({} cores), {peer}. Whole-stack rows are a separate \
+         `cairn up` process on its own SQLite store; the tool-alone and native rows run in the benchmark's process.\n",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    );
+    let all = sections.is_empty();
+    let want = |s: Section| all || sections.contains(&s);
+    if want(Section::Where) {
+        where_section(&run, &stack, &mut out).await?;
+    }
+    if want(Section::Append) {
+        append_section(&run, &stack, &mut out).await?;
+    }
+    if want(Section::Reads) {
+        reads_section(&run, &stack, &mut out).await?;
+    }
+    if want(Section::TabSize) {
+        tab_sizes_section(&run, &mut out).await?;
+    }
+    if want(Section::StoreSize) {
+        store_sizes_section(&run, &stack, &mut out).await?;
+    }
+    if want(Section::Memory) {
+        memory_section(&run, &mut out).await?;
+    }
+    stack.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(out)
+}
+
+/// Puts `report` into `path` between the perf markers (replacing an earlier
+/// report), or at the end when the markers are absent.
+pub fn write_report(path: &Path, report: &str) -> Result<()> {
+    const BEGIN: &str = "<!-- cairn-bench perf: begin -->";
+    const END: &str = "<!-- cairn-bench perf: end -->";
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let block = format!("{BEGIN}\n{}\n{END}", report.trim());
+    let new = match (old.find(BEGIN), old.find(END)) {
+        (Some(a), Some(b)) if b > a => format!("{}{block}{}", &old[..a], &old[b + END.len()..]),
+        _ => format!("{}\n{block}\n", old.trim_end()),
+    };
+    std::fs::write(path, new)?;
+    Ok(())
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1e3)
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn human(n: usize) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1} MB", n as f64 / 1e6)
+    } else if n >= 1000 {
+        format!("{:.0} KB", n as f64 / 1e3)
+    } else {
+        format!("{n} B")
+    }
+}
