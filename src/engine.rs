@@ -31,7 +31,7 @@ pub fn engine(limits: &crate::instance::Limits) -> Result<Engine> {
         .max_memories_per_component(4)
         .max_tables_per_component(8)
         .max_core_instances_per_component(16)
-        .linear_memory_keep_resident(1 << 20)
+        .linear_memory_keep_resident(16 << 20)
         .table_keep_resident(1 << 20)
         .decommit_batch_size(64)
         .pagemap_scan(wasmtime::Enabled::Auto);
@@ -94,31 +94,50 @@ pub fn linker(engine: &Engine) -> Result<Linker<Ctx>> {
     Ok(linker)
 }
 
-/// Load every component of the manifest. Logs whether each was compiled or
-/// came from the cache.
+/// Load every component of the manifest, and compose each one's
+/// dependencies into it ([`crate::compose`]). A `.wasm` used more than once
+/// (a tool served on its own and composed into the router) is compiled
+/// once. Logs whether each was compiled or came from the cache.
 pub fn load_all(
     engine: &Engine,
     manifest: &Manifest,
     app_vars: &BTreeMap<String, String>,
     cache_dir: &Path,
 ) -> Result<BTreeMap<String, Arc<Loaded>>> {
-    let linker = linker(engine)?;
+    let host = linker(engine)?;
+    let mut compiled: BTreeMap<std::path::PathBuf, Component> = BTreeMap::new();
+    let mut compile = |id: &str, path: &Path| -> Result<Component> {
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if let Some(c) = compiled.get(&key) {
+            return Ok(c.clone());
+        }
+        let started = Instant::now();
+        let (component, fresh) = load_component(engine, id, path, cache_dir)?;
+        let how = if fresh { "compiled" } else { "loaded from cache" };
+        tracing::info!(component = id, ms = started.elapsed().as_millis() as u64, "component {how}");
+        compiled.insert(key, component.clone());
+        Ok(component)
+    };
     let mut out = BTreeMap::new();
     for spec in &manifest.components {
-        let started = Instant::now();
-        let (component, compiled) = load_component(engine, &spec.id, &spec.source, cache_dir)?;
-        let pre = linker
-            .instantiate_pre(&component)
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("component {:?} imports something this host does not provide", spec.id))?;
+        let component = compile(&spec.id, &spec.source)?;
+        let pre = if spec.dependencies.is_empty() {
+            host.instantiate_pre(&component)
+        } else {
+            let mut linker = host.clone();
+            crate::compose::link(engine, &host, &mut linker, spec, &component, &mut |path| {
+                let id = path.file_stem().map(|s| s.to_string_lossy().replace('_', "-")).unwrap_or_default();
+                compile(&id, path)
+            })?;
+            linker.instantiate_pre(&component)
+        }
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("component {:?} imports something this host does not provide (a dependency missing from spin.toml?)", spec.id))?;
         let pre = ProxyPre::new(pre)
             .map_err(anyhow::Error::from)
             .with_context(|| format!("component {:?} does not export wasi:http/incoming-handler@0.2.x", spec.id))?;
         let variables = crate::variables::resolve_component(spec, app_vars)?;
-        let how = if compiled { "compiled" } else { "loaded from cache" };
-        tracing::info!(component = %spec.id, ms = started.elapsed().as_millis() as u64, "component {how}");
         out.insert(spec.id.clone(), Arc::new(Loaded { spec: Arc::new(spec.clone()), pre, variables: Arc::new(variables) }));
     }
     Ok(out)
 }
-

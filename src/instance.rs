@@ -1,6 +1,6 @@
 //! One request's instance: the application every request shares ([`App`]),
 //! each instance's host state ([`Ctx`]) and limits, and running a request
-//! through a fresh instance ([`run`], [`run_buffered`]).
+//! through a fresh instance ([`run_buffered`]).
 //!
 //! Every request gets a fresh instance from the pooling allocator (no state
 //! survives between requests, so tenants cannot see each other's memory). A
@@ -93,6 +93,32 @@ pub struct Ctx {
     pub(crate) app: Arc<App>,
     pub(crate) component: Arc<Spec>,
     pub(crate) variables: Arc<BTreeMap<String, String>>,
+    /// The instances of the component's composed dependencies.
+    pub(crate) deps: crate::compose::Instances,
+}
+
+/// A component's configuration, set aside while a dependency that does not
+/// inherit it runs ([`Ctx::enter`], [`Ctx::leave`]).
+pub struct Saved(Arc<Spec>, Arc<BTreeMap<String, String>>, OutboundHooks);
+
+impl Ctx {
+    /// Run with `spec`'s configuration (stores, outbound hosts) and no
+    /// variables until [`Ctx::leave`].
+    pub fn enter(&mut self, spec: Arc<Spec>) -> Saved {
+        let hooks = (self.app.outbound)(&self.app, spec.clone());
+        Saved(
+            std::mem::replace(&mut self.component, spec),
+            std::mem::take(&mut self.variables),
+            std::mem::replace(&mut self.hooks, hooks),
+        )
+    }
+
+    /// Put back what [`Ctx::enter`] set aside.
+    pub fn leave(&mut self, saved: Saved) {
+        self.component = saved.0;
+        self.variables = saved.1;
+        self.hooks = saved.2;
+    }
 }
 
 impl WasiView for Ctx {
@@ -141,6 +167,17 @@ where
     B::Error: Into<wasmtime_wasi_http::Error>,
 {
     add_spin_headers(&mut req, &component.spec, route);
+    let mut store = new_store(app, component);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let wasi_req = store.data_mut().http().new_incoming_request(Scheme::Http, req)?;
+    let out = store.data_mut().http().new_response_outparam(tx)?;
+    Ok((store, wasi_req, out, rx))
+}
+
+/// A fresh store for one instance of `component`, with its limits and
+/// deadline (what every request gets; benchmarks use it to time
+/// instantiation alone).
+pub fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
     let ctx = Ctx {
         wasi: WasiCtx::builder().inherit_stderr().build(),
         http: WasiHttpCtx::new(),
@@ -149,6 +186,7 @@ where
         hooks: (app.outbound)(app, component.spec.clone()),
         component: component.spec.clone(),
         variables: component.variables.clone(),
+        deps: Default::default(),
         app: app.clone(),
     };
     let mut store = WasmStore::new(&app.engine, ctx);
@@ -156,10 +194,7 @@ where
     let ticks = (app.limits.request_timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
     store.set_epoch_deadline(ticks);
     store.epoch_deadline_trap();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let wasi_req = store.data_mut().http().new_incoming_request(Scheme::Http, req)?;
-    let out = store.data_mut().http().new_response_outparam(tx)?;
-    Ok((store, wasi_req, out, rx))
+    store
 }
 
 type ResponseReceiver = tokio::sync::oneshot::Receiver<Result<hyper::Response<HyperOutgoingBody>, ErrorCode>>;
@@ -178,25 +213,6 @@ fn no_response(id: &str, guest: Option<wasmtime::Result<()>>, code: Option<Error
         (Some(code), _) => anyhow::anyhow!("component {id:?} answered with an error: {code:?}"),
         (None, Some(Err(e))) => describe_trap(e, id),
         (None, _) => anyhow::anyhow!("component {id:?} returned without sending a response"),
-    }
-}
-
-/// Run `req` through a fresh instance of `component`; the response streams
-/// while the instance keeps running in its own task.
-pub async fn run<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo) -> Result<Response>
-where
-    B: hyper::body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<wasmtime_wasi_http::Error>,
-{
-    let (store, wasi_req, out, rx) = prepare(&app, &component, req, &route)?;
-    let task = tokio::spawn(call(store, component.pre.clone(), wasi_req, out));
-    match rx.await {
-        Ok(Ok(resp)) => Ok(resp),
-        Ok(Err(code)) => Err(no_response(&component.spec.id, None, Some(code))),
-        Err(_) => match task.await {
-            Ok(guest) => Err(no_response(&component.spec.id, Some(guest), None)),
-            Err(join) => Err(anyhow::anyhow!("component {:?} task failed: {join}", component.spec.id)),
-        },
     }
 }
 

@@ -5,6 +5,7 @@
 //! - [`variables`]: application and component variables, `SPIN_VARIABLE_*`.
 //! - [`engine`]: the wasmtime engine, the precompile cache, the linker.
 //! - [`instance`]: the shared application, one request's instance and its limits.
+//! - [`compose`]: component dependencies, composed into the dependent at load.
 //! - [`outbound`]: outbound HTTP from guests: the allow-list, `*.spin.internal`
 //!   chaining in-process, plain HTTP elsewhere.
 //! - [`kv_host`]: host side of `wasi:keyvalue` and Spin's key-value.
@@ -21,6 +22,7 @@
 
 pub mod clock;
 pub mod cmd;
+pub mod compose;
 pub mod engine;
 pub mod instance;
 pub mod kv_host;

@@ -69,6 +69,58 @@ struct RawComponent {
     variables: BTreeMap<String, String>,
     #[serde(default)]
     build: Option<Build>,
+    #[serde(default)]
+    dependencies_inherit_configuration: Option<bool>,
+    #[serde(default)]
+    dependencies: BTreeMap<String, RawDependency>,
+}
+
+/// `[component.<id>.dependencies]` entries Cairn composes: a `.wasm` by
+/// path or another component of the application (Spin's other sources, a
+/// registry or a URL, are refused with a message).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawDependency {
+    Path {
+        path: String,
+        #[serde(default)]
+        export: Option<String>,
+        #[serde(default)]
+        inherit_configuration: Option<RawInherit>,
+    },
+    Component {
+        component: String,
+        #[serde(default)]
+        export: Option<String>,
+        #[serde(default)]
+        inherit_configuration: Option<RawInherit>,
+    },
+    Other(toml::Value),
+}
+
+/// `inherit_configuration`: all or nothing, or a list of keys.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawInherit {
+    All(bool),
+    Some(Vec<String>),
+}
+
+/// One composed dependency of a component (Spin's component dependencies):
+/// the component's import `import` is filled by the export `export` of the
+/// component in `source`, instantiated inside the dependent's instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dependency {
+    /// The import it fills: a plain name (`read-note-tab`) or an interface
+    /// (`ns:pkg/iface@1.0.0`).
+    pub import: String,
+    /// The `.wasm` that implements it.
+    pub source: PathBuf,
+    /// The export of `source` that fills the import (default: the import's own name).
+    pub export: String,
+    /// Whether it runs with the dependent's configuration (stores,
+    /// variables, outbound hosts); else with none, as Spin composes it.
+    pub inherit: bool,
 }
 
 /// An application variable (`[variables]`).
@@ -135,6 +187,8 @@ pub struct Component {
     pub build: Option<Build>,
     /// Its trigger routes (none: private, reachable only from components).
     pub routes: Vec<Route>,
+    /// Components composed into it at load time.
+    pub dependencies: Vec<Dependency>,
 }
 
 /// The application.
@@ -227,6 +281,65 @@ pub fn valid_id(id: &str, delim: char) -> Result<(), String> {
     Ok(())
 }
 
+/// The dependencies of component `id`, with Spin's rules: names are plain
+/// kebab-case names or interface names; `dependencies_inherit_configuration`
+/// and per-dependency `inherit_configuration` exclude each other; a
+/// component used as a dependency may not have its own stores, variables or
+/// outbound hosts.
+fn dependencies(
+    id: &str,
+    raw: BTreeMap<String, RawDependency>,
+    inherit_all: Option<bool>,
+    dir: &Path,
+    components: &BTreeMap<String, (PathBuf, bool)>,
+) -> Result<Vec<Dependency>> {
+    let mut out = Vec::new();
+    for (import, dep) in raw {
+        if !import.contains(':') {
+            valid_id(&import, '-').map_err(|e| anyhow::anyhow!("component {id:?}: dependency name {import:?} {e} (plain names are kebab-case)"))?;
+        }
+        let (source, export, inherit) = match dep {
+            RawDependency::Path { path, export, inherit_configuration } => (dir.join(path), export, inherit_configuration),
+            RawDependency::Component { component, export, inherit_configuration } => {
+                let (source, plain) = components
+                    .get(&component)
+                    .with_context(|| format!("component {id:?}: dependency {import:?} names component {component:?}, which does not exist"))?;
+                if !plain {
+                    bail!(
+                        "component {id:?}: dependency {import:?}: component {component:?} cannot be used as a dependency because it has \
+                         its own key_value_stores, variables or allowed_outbound_hosts (name its .wasm with `path` instead)"
+                    );
+                }
+                (source.clone(), export, inherit_configuration)
+            }
+            RawDependency::Other(v) => {
+                let given = match &v {
+                    toml::Value::Table(t) => format!("a table with {}", t.keys().cloned().collect::<Vec<_>>().join(", ")),
+                    other => format!("a {}", other.type_str()),
+                };
+                bail!(
+                    "component {id:?}: dependency {import:?} is {given}: Cairn's host composes dependencies given by `path` or \
+                     `component` (with optional `export` and `inherit_configuration`); registry and URL sources are not fetched here"
+                )
+            }
+        };
+        let inherit = match inherit {
+            None => None,
+            Some(RawInherit::All(b)) => Some(b),
+            Some(RawInherit::Some(keys)) => bail!(
+                "component {id:?}: dependency {import:?} inherits only {keys:?}: Cairn's host composes with all of the \
+                 dependent's configuration or none (write `inherit_configuration = true` or `false`)"
+            ),
+        };
+        if inherit_all.is_some() && inherit.is_some() {
+            bail!("component {id:?} sets both dependencies_inherit_configuration and inherit_configuration on {import:?}: use one or the other");
+        }
+        let export = export.unwrap_or_else(|| import.clone());
+        out.push(Dependency { import, source, export, inherit: inherit.or(inherit_all).unwrap_or(false) });
+    }
+    Ok(out)
+}
+
 impl Manifest {
     /// Read and validate the manifest at `path`.
     pub fn load(path: &Path) -> Result<Self> {
@@ -258,7 +371,16 @@ impl Manifest {
             routes.entry(t.component.clone()).or_default().push(route);
         }
         let mut components = Vec::new();
+        let sources: BTreeMap<String, (PathBuf, bool)> = raw
+            .component
+            .iter()
+            .map(|(id, c)| {
+                let plain = c.key_value_stores.is_empty() && c.variables.is_empty() && c.allowed_outbound_hosts.is_empty();
+                (id.clone(), (dir.join(&c.source), plain))
+            })
+            .collect();
         for (id, c) in raw.component {
+            let dependencies = dependencies(&id, c.dependencies, c.dependencies_inherit_configuration, &dir, &sources)?;
             valid_id(&id, '-').map_err(|e| anyhow::anyhow!("component id {id:?} {e} (Spin requires kebab-case ids)"))?;
             for label in &c.key_value_stores {
                 valid_id(label, '_').map_err(|e| anyhow::anyhow!("component {id:?}: store label {label:?} {e}"))?;
@@ -280,6 +402,7 @@ impl Manifest {
                 variables: c.variables,
                 build: c.build,
                 routes,
+                dependencies,
             });
         }
         Ok(Manifest {

@@ -63,6 +63,7 @@ impl WasiHttpHooks for Hooks {
                 let Some(target) = app.components.get(id).cloned() else {
                     return Err(wasmtime_wasi_http::Error::DestinationNotFound);
                 };
+                tracing::debug!(caller = %caller.id, component = %id, "in-process http call");
                 // Buffer both bodies: the caller has written its whole request
                 // before it waits for the answer, and handing each side one
                 // complete body saves a round of stream polls per chunk.

@@ -219,8 +219,11 @@ async fn handle(
             info.client = peer.to_string();
             let id = loaded.spec.id.clone();
             let _permit = permits.acquire().await;
-            let response = match instance::run(app.clone(), loaded.clone(), req, info).await {
-                Ok(r) => r,
+            // The instance runs in this connection's task, to the end, with its
+            // response body collected as it is written: no task hop and no
+            // cross-thread wake-up per request.
+            let response = match instance::run_buffered(app.clone(), loaded.clone(), req, info).await {
+                Ok(r) => r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync()),
                 Err(e) => {
                     tracing::error!(component = %id, error = %e, "request failed");
                     json(

@@ -171,7 +171,7 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
                     let mut lat = Vec::new();
                     while Instant::now() < end {
                         let t = Instant::now();
-                        cairn_notes::call_tool(&*kv, &mut env, &agent(), "read_note_tab", args.clone()).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                        cairn_notes::call_tool_value(&*kv, &mut env, &agent(), "read_note_tab", args.clone()).map_err(|e| anyhow::anyhow!("{e:?}"))?;
                         lat.push(t.elapsed());
                     }
                     Ok(lat)

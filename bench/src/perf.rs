@@ -197,6 +197,7 @@ struct AppendRow {
 }
 
 const STACK: &str = "Cairn, whole stack";
+const STACK_HTTP: &str = "whole stack, tools over wasi:http";
 const TOOLS: &str = "tool components alone";
 const NATIVE: &str = "core natively";
 const PEER: &str = "Python SDK + SQLite";
@@ -212,6 +213,16 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
             append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, warm, STACK).await?;
             let r = append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, d, STACK).await?;
             rows.push(AppendRow { clients: c, path: STACK, run: r });
+            drop(host);
+            let _ = std::fs::remove_dir_all(state);
+        }
+        {
+            // The same host with the router reaching its tools over wasi:http,
+            // as it does when they are deployed apart.
+            let (host, token, state) = run.host(&[("SPIN_VARIABLE_TOOL_CALLS".into(), "http".into())])?;
+            append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, warm, STACK_HTTP).await?;
+            let r = append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, d, STACK_HTTP).await?;
+            rows.push(AppendRow { clients: c, path: STACK_HTTP, run: r });
             drop(host);
             let _ = std::fs::remove_dir_all(state);
         }
@@ -258,15 +269,18 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
             human(r.run.largest_note)
         );
     }
-    let _ = write!(out, "\n| clients | whole stack ÷ Python peer | core natively ÷ whole stack | whole stack ÷ tools alone |\n|---:|---:|---:|---:|\n");
+    let _ = write!(
+        out,
+        "\n| clients | whole stack ÷ Python peer | core natively ÷ whole stack | whole stack ÷ tools alone | composed ÷ over wasi:http |\n|---:|---:|---:|---:|---:|\n"
+    );
     for &c in &run.args.clients {
         let get = |p: &str| rows.iter().find(|r| r.clients == c && r.path == p).map(|r| r.run.pairs.rps);
-        let (s, t, n, p) = (get(STACK), get(TOOLS), get(NATIVE), get(PEER));
+        let (s, h, t, n, p) = (get(STACK), get(STACK_HTTP), get(TOOLS), get(NATIVE), get(PEER));
         let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b > 0.0 => format!("**{:.2}×**", a / b),
             _ => "–".into(),
         };
-        let _ = writeln!(out, "| {c} | {} | {} | {} |", ratio(s, p), ratio(n, s), ratio(s, t));
+        let _ = writeln!(out, "| {c} | {} | {} | {} | {} |", ratio(s, p), ratio(n, s), ratio(s, t), ratio(s, h));
     }
     if rows.iter().any(|r| r.run.lost > 0) {
         bail!("an acknowledged line was lost:\n{out}");

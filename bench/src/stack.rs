@@ -208,7 +208,7 @@ pub struct CoreCaller {
 
 impl Caller for CoreCaller {
     async fn call(&mut self, tool: &str, args: Value) -> Result<Value> {
-        cairn_notes::call_tool(self.kv.as_ref(), &mut self.env, &self.who, tool, args).map_err(|e| anyhow::anyhow!("{tool}: {e:?}"))
+        cairn_notes::call_tool_value(self.kv.as_ref(), &mut self.env, &self.who, tool, args).map_err(|e| anyhow::anyhow!("{tool}: {e:?}"))
     }
 }
 

@@ -29,7 +29,11 @@ impl Config {
         let issuer = crate::variable("issuer").ok_or("the issuer variable is not set")?;
         let resource = crate::variable("audience").ok_or("the audience variable is not set")?;
         let authorization_server = crate::variable("authorization_server").unwrap_or_else(|| issuer.clone());
-        let cache_salt = hex(&Sha256::digest(format!("{jwks}\n{issuer}\n{resource}").as_bytes())[..8]);
+        // The salt changes whenever the trusted keys or the names change, so a
+        // token verified under an old configuration is verified again; it
+        // needs no collision resistance (nobody chooses the configuration
+        // to collide), so it is a fast hash rather than SHA-256.
+        let cache_salt = format!("{:016x}", fnv64(format!("{jwks}\n{issuer}\n{resource}").as_bytes()));
         Ok(Self { jwks, issuer, resource, authorization_server, cache_salt })
     }
 
@@ -57,7 +61,7 @@ impl Config {
     /// operator's fault, not the caller's: [`Refused::Misconfigured`].
     pub fn authenticate(&self, req: &Request, bucket: Option<&Bucket>, now_s: u64) -> Result<Principal, Refused> {
         let token = respond::bearer(req).ok_or(Refused::Token(AuthError::Missing))?;
-        let key = cairn_notes::keys::verified_token(&self.cache_salt, &hex(&Sha256::digest(token.as_bytes())[..16]));
+        let key = cairn_notes::keys::verified_token(&self.cache_salt, &token_digest(token));
         if let Some(b) = bucket {
             if let Ok(Some(bytes)) = b.get(&key) {
                 if let Ok(p) = serde_json::from_slice::<Principal>(&bytes) {
@@ -187,9 +191,27 @@ pub fn origin(url: &str) -> String {
     }
 }
 
+/// A name for a bearer token that does not keep the token: the hex of the
+/// first 16 bytes of its SHA-256 (the key of its verified-token cache entry
+/// and of its rate-limit counter).
+pub fn token_digest(token: &str) -> String {
+    hex(&Sha256::digest(token.as_bytes())[..16])
+}
+
+/// FNV-1a, 64 bits.
+fn fnv64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
 /// Lower-case hex.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
 }
 
 /// Record a refused call: under the tenant when known, else under `sys/`

@@ -9,10 +9,14 @@
 //! - [`respond`]: JSON responses, request helpers, failures as 5xx.
 //! - [`notes`]: the core's environment: the host's clock and randomness, and
 //!   the verified principal as the core's identity.
-//! - [`tool`]: the whole body of a tool component ([`tool_component!`]).
+//! - [`tool`]: the whole body of a tool component ([`tool_component!`]):
+//!   one answer behind two doors, `POST /tools/<name>` and the
+//!   `cairn:platform/tool` export the router is composed with.
+//! - [`bindings`]: bindings of Cairn's own WIT (the tool export, the router's slots).
 //! - [`random_u64`] and [`variable`]: randomness and application variables.
 
 pub mod auth;
+pub mod bindings;
 pub mod kv;
 pub mod notes;
 pub mod respond;

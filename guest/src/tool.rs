@@ -1,46 +1,76 @@
-//! A tool component is this one function: check the router's signed
-//! identity, parse the arguments, call the core, return its result.
+//! A tool component is one answer ([`answer`]: check the arguments, call
+//! the core, encode its result) behind two doors:
 //!
-//! Wire (private route, reached as `http://<component-id>.spin.internal/`):
-//! `POST /` with the `cairn-identity` header and the tool's arguments as the
-//! JSON body; the answer is the MCP `CallToolResult` (a refusal is a result
-//! with `isError: true`). 401 without a valid identity, 400 for a body that
-//! is not a JSON object; a store failure is 503 with `Retry-After` when
-//! trying again may work (unreachable, full), else 500.
+//! - **HTTP** ([`serve`]), for a tool deployed apart: `POST /tools/<name>`
+//!   with the router's signed identity in `cairn-identity` and the
+//!   arguments as the JSON body. 401 without a valid identity, 405 for
+//!   another method.
+//! - **Composed** ([`call`]): the `cairn:platform/tool` export
+//!   (`wit/tools.wit`) the router calls in its own instance when the
+//!   application composes it. The caller is the router's verified
+//!   principal, unsigned: only the composing component can reach it.
+//!
+//! Both answer the same statuses and bodies: 200 with the MCP
+//! `CallToolResult` (a refusal is a result with `isError: true`), 400 for a
+//! body that is not a JSON object, 503 when the store cannot be reached or
+//! is full (retry later), 500 for a bug or corrupt data.
 
 use crate::kv::GuestStore;
 use crate::notes::{HostEnv, identity};
-use crate::respond;
+use cairn_auth::Principal;
 use spin_sdk::http::{Method, Request, Response};
 
-/// Serve one call of `tool`.
-pub fn serve(tool: &str, req: Request) -> Response {
-    if *req.method() != Method::Post {
-        return respond::error(405, "method_not_allowed", "tools answer POST only");
-    }
-    let Some(principal) = caller(&req) else {
-        return respond::error(401, "unauthenticated", "missing or invalid cairn-identity: tools are reached through the router");
-    };
-    let args: serde_json::Value = match serde_json::from_slice(req.body()) {
+fn error_body(code: &str, message: &str) -> String {
+    serde_json::json!({ "error": code, "message": message }).to_string()
+}
+
+/// One call of `tool` for `principal` on the JSON `body`: status and body.
+pub fn answer(tool: &str, principal: &Principal, body: &[u8]) -> (u16, String) {
+    let args: serde_json::Value = match serde_json::from_slice(body) {
         Ok(v @ serde_json::Value::Object(_)) => v,
-        Ok(serde_json::Value::Null) if req.body().is_empty() => serde_json::json!({}),
-        _ => return respond::error(400, "invalid_body", "the body must be a JSON object of arguments"),
+        Ok(serde_json::Value::Null) if body.is_empty() => serde_json::json!({}),
+        _ => return (400, error_body("invalid_body", "the body must be a JSON object of arguments")),
     };
     let store = GuestStore::new();
-    match cairn_notes::call_tool(&store, &mut HostEnv, &identity(&principal), tool, args) {
-        Ok(result) => respond::json(200, &result),
-        Err(e) => respond::failure(&e),
+    match cairn_notes::call_tool(&store, &mut HostEnv, &identity(principal), tool, args) {
+        Ok(result) => (200, result),
+        Err(e) => (e.http_status(), error_body(e.code(), &e.to_string())),
+    }
+}
+
+/// The HTTP door: serve one `POST /tools/<tool>`.
+pub fn serve(tool: &str, req: Request) -> Response {
+    let (status, body) = if *req.method() != Method::Post {
+        (405, error_body("method_not_allowed", "tools answer POST only"))
+    } else {
+        match caller(&req) {
+            Some(principal) => answer(tool, &principal, req.body()),
+            None => (401, error_body("unauthenticated", "missing or invalid cairn-identity: tools are reached through the router")),
+        }
+    };
+    let mut r = Response::builder().status(status).header("content-type", "application/json").body(body).build();
+    if status == 503 {
+        r.set_header("retry-after", "1");
+    }
+    r
+}
+
+/// The composed door: `cairn:platform/tool#call` for `tool`.
+pub fn call(tool: &str, caller: &str, arguments: &str) -> (u16, String) {
+    match serde_json::from_str::<Principal>(caller) {
+        Ok(principal) => answer(tool, &principal, arguments.as_bytes()),
+        Err(e) => (400, error_body("invalid_caller", &format!("the caller is not a principal: {e}"))),
     }
 }
 
 /// The principal the router signed into `cairn-identity`, if it verifies.
-pub fn caller(req: &Request) -> Option<cairn_auth::Principal> {
+pub fn caller(req: &Request) -> Option<Principal> {
     let secret = crate::variable("identity_secret")?;
     let value = req.header(cairn_auth::identity::HEADER)?.as_str()?;
     cairn_auth::identity::verify(value, &secret)
 }
 
-/// Define a tool component: `cairn_guest::tool_component!("list_note_tabs");`
+/// Define a tool component, both doors: `cairn_guest::tool_component!("list_note_tabs");`
 #[macro_export]
 macro_rules! tool_component {
     ($name:literal) => {
@@ -48,5 +78,15 @@ macro_rules! tool_component {
         fn handle(req: $crate::spin_sdk::http::Request) -> $crate::spin_sdk::http::Response {
             $crate::tool::serve($name, req)
         }
+
+        struct Tool;
+
+        impl $crate::bindings::tool_library::exports::cairn::platform::tool::Guest for Tool {
+            fn call(caller: String, arguments: String) -> (u16, String) {
+                $crate::tool::call($name, &caller, &arguments)
+            }
+        }
+
+        $crate::bindings::tool_library::export_tool_library!(Tool);
     };
 }

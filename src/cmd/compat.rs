@@ -7,6 +7,12 @@
 //! an import is satisfied by an offered interface of the same name whose
 //! version is semver-compatible and not older (`0.2.0` by `0.2.6`, never
 //! `0.2.12` by `0.2.6`); pre-release versions must match exactly.
+//!
+//! Imports a component's `[component.<id>.dependencies]` fill are composed
+//! at load time (Spin >= 3.5) and never reach the platform: for those the
+//! check is that the dependency exports what the manifest says, that the
+//! component imports that name, and that the dependency's own imports keep
+//! to the same two worlds.
 
 use anyhow::{Context, Result, bail};
 use semver::Version;
@@ -139,16 +145,23 @@ pub fn check_manifest(manifest_path: &Path, workspace_root: &Path) -> Result<Vec
     for c in &manifest.components {
         let (imports, exports) = component_interfaces(&engine, &c.source)?;
         let mut mine = Vec::new();
-        for import in &imports {
-            mine.extend(spin.refuse(import));
-            // Beyond the standard WASI 0.2 set, only our contract's interfaces.
-            let standard = ["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/", "wasi:http/"]
-                .iter()
-                .any(|p| import.starts_with(p));
-            if !standard {
-                mine.extend(ours.refuse(import));
+        // Imports filled by `[component.<id>.dependencies]` are composed at
+        // load time (Spin >= 3.5), so the platform never sees them; instead
+        // each dependency must export what it is said to.
+        for dep in &c.dependencies {
+            let (dep_imports, dep_exports) = component_interfaces(&engine, &dep.source)?;
+            if !dep_exports.iter().any(|e| *e == dep.export) {
+                mine.push(format!("dependency {:?}: {} does not export {}", dep.import, dep.source.display(), dep.export));
+            }
+            if !imports.iter().any(|i| *i == dep.import) {
+                mine.push(format!("dependency {:?}: the component imports no such name", dep.import));
+            }
+            for p in refuse_imports(&dep_imports, &[], &spin, &ours) {
+                mine.push(format!("dependency {:?}: {p}", dep.import));
             }
         }
+        let composed: Vec<&str> = c.dependencies.iter().map(|d| d.import.as_str()).collect();
+        mine.extend(refuse_imports(&imports, &composed, &spin, &ours));
         let exports_handler = exports.iter().map(|e| split(e)).any(|(n, v)| {
             n == "wasi:http/incoming-handler" && v.is_some_and(|v| v.major == 0 && v.minor == 2 && v.pre.is_empty())
         });
@@ -159,6 +172,22 @@ pub fn check_manifest(manifest_path: &Path, workspace_root: &Path) -> Result<Vec
         problems.extend(mine.into_iter().map(|p| format!("{}: {p}", c.id)));
     }
     Ok(problems)
+}
+
+/// Why each of `imports` (except the `composed` ones) is not offered by
+/// Spin's world, or beyond the standard WASI 0.2 set by our contract.
+fn refuse_imports(imports: &[String], composed: &[&str], spin: &Offered, ours: &Offered) -> Vec<String> {
+    let mut out = Vec::new();
+    for import in imports.iter().filter(|i| !composed.contains(&i.as_str())) {
+        out.extend(spin.refuse(import));
+        let standard = ["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/", "wasi:http/"]
+            .iter()
+            .any(|p| import.starts_with(p));
+        if !standard {
+            out.extend(ours.refuse(import));
+        }
+    }
+    out
 }
 
 /// Arguments of `cairn compat`.

@@ -58,3 +58,30 @@ fn versions_compare_the_way_hosts_link_them() {
     assert!(satisfies(&v("2.1.0"), &v("2.0.3")));
     assert!(!satisfies(&v("0.2.0-draft2"), &v("0.2.0-draft")));
 }
+
+#[test]
+fn a_dependency_must_export_what_the_manifest_says_and_fill_a_real_import() {
+    require_built(&["health.wasm", "kv_probe.wasm", "read_note_tab.wasm"]);
+    let wasm = |n: &str| root().join(format!("target/wasm32-wasip2/wasm/{n}.wasm")).display().to_string();
+    let dir = scratch("compat-deps");
+    let manifest = dir.join("spin.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "spin_manifest_version = 2\n[application]\nname = \"t\"\n\
+             [component.health]\nsource = \"{}\"\n[component.health.dependencies]\n\
+             \"not-imported\" = {{ path = \"{}\", export = \"cairn:platform/tool@0.1.0\" }}\n\
+             \"also-not-imported\" = {{ path = \"{}\", export = \"cairn:platform/tool@0.1.0\" }}\n",
+            wasm("health"),
+            wasm("kv_probe"),
+            wasm("read_note_tab"),
+        ),
+    )
+    .unwrap();
+    let problems = check_manifest(&manifest, &root()).unwrap();
+    // kv_probe exports no tool interface; read_note_tab does.
+    assert!(problems.iter().any(|p| p.contains("\"not-imported\"") && p.contains("does not export cairn:platform/tool@0.1.0")), "{problems:#?}");
+    assert!(!problems.iter().any(|p| p.contains("\"also-not-imported\"") && p.contains("does not export")), "{problems:#?}");
+    // health imports neither name.
+    assert!(problems.iter().any(|p| p.contains("\"also-not-imported\"") && p.contains("imports no such name")), "{problems:#?}");
+}

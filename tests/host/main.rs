@@ -12,6 +12,7 @@ mod redis;
 mod cache;
 mod claims;
 mod compat;
+mod composition;
 mod concurrency;
 mod deploy;
 mod kv_probe;

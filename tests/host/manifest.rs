@@ -64,3 +64,55 @@ fn a_missing_wasm_file_names_the_component_and_the_fix() {
     let log = Cairn::try_start(Start { manifest, ..Start::default() }).err().expect("startup must fail");
     assert!(log.contains("ghost") && log.contains("cairn build"), "{log}");
 }
+
+#[test]
+fn dependencies_are_read_with_spins_inheritance_rules() {
+    let m = load(&format!(
+        "{HEAD}[component.router]\nsource = \"r.wasm\"\ndependencies_inherit_configuration = true\n\
+         [component.router.dependencies]\n\"read-note-tab\" = {{ path = \"t.wasm\", export = \"cairn:platform/tool@0.1.0\" }}\n\
+         \"ns:pkg/iface@1.0.0\" = {{ path = \"i.wasm\" }}\n"
+    ))
+    .unwrap();
+    let deps = &m.component("router").unwrap().dependencies;
+    let tab = deps.iter().find(|d| d.import == "read-note-tab").unwrap();
+    assert!(tab.inherit && tab.source.ends_with("t.wasm") && tab.export == "cairn:platform/tool@0.1.0");
+    // Without an export, the import's own name is the export.
+    let iface = deps.iter().find(|d| d.import == "ns:pkg/iface@1.0.0").unwrap();
+    assert_eq!(iface.export, "ns:pkg/iface@1.0.0");
+    // Not inheriting is the default, as in Spin.
+    let m = load(&format!("{HEAD}[component.a]\nsource = \"a.wasm\"\n[component.a.dependencies]\n\"x\" = {{ path = \"x.wasm\" }}\n")).unwrap();
+    assert!(!m.component("a").unwrap().dependencies[0].inherit);
+}
+
+#[test]
+fn dependency_mistakes_are_refused_naming_the_fix() {
+    let cases = [
+        // Plain names are kebab-case.
+        ("\"read_note_tab\" = { path = \"t.wasm\" }", "kebab-case"),
+        // Registry sources are not fetched.
+        ("\"x\" = { version = \"1.0\", registry = \"example.com\" }", "registry"),
+        // Partial inheritance is not offered.
+        ("\"x\" = { path = \"x.wasm\", inherit_configuration = [\"key_value_stores\"] }", "all of the"),
+        // A dependency naming a component that does not exist.
+        ("\"x\" = { component = \"ghost\" }", "ghost"),
+    ];
+    for (line, needle) in cases {
+        let text = format!("{HEAD}[component.a]\nsource = \"a.wasm\"\n[component.a.dependencies]\n{line}\n");
+        let err = format!("{:#}", load(&text).unwrap_err());
+        assert!(err.contains(needle) && err.contains("\"a\""), "{line}: {err}");
+    }
+    // Both inheritance switches at once.
+    let err = load(&format!(
+        "{HEAD}[component.a]\nsource = \"a.wasm\"\ndependencies_inherit_configuration = true\n\
+         [component.a.dependencies]\n\"x\" = {{ path = \"x.wasm\", inherit_configuration = false }}\n"
+    ))
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("one or the other"), "{err:#}");
+    // A component with its own configuration cannot be a dependency.
+    let err = load(&format!(
+        "{HEAD}[component.tool]\nsource = \"t.wasm\"\nkey_value_stores = [\"default\"]\n\
+         [component.a]\nsource = \"a.wasm\"\n[component.a.dependencies]\n\"x\" = {{ component = \"tool\" }}\n"
+    ))
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("its own key_value_stores"), "{err:#}");
+}

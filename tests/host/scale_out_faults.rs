@@ -4,7 +4,7 @@
 //! and nothing lands twice, and no failure is ever reported as a success.
 use crate::app::*;
 use crate::harness::*;
-use crate::redis::{self, Server as Redis};
+use crate::redis;
 use crate::scale_out::hosts_on;
 use serde_json::{Value, json};
 use std::net::SocketAddr;

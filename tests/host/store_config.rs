@@ -4,7 +4,7 @@
 //! never starts listening.
 use crate::app::*;
 use crate::harness::*;
-use crate::redis::{self, Server as Redis};
+use crate::redis;
 use std::net::TcpListener;
 
 fn start_fails(args: Vec<&str>) -> String {

@@ -79,21 +79,15 @@ async fn post_mcp(req: Request) -> Response {
             return cfg.refusal(&e);
         }
     };
-    // 4. JSON and batch shape.
-    let parsed: Value = match serde_json::from_slice(req.body()) {
-        Ok(v) => v,
-        Err(e) => return respond::json(400, &mcp::error(Value::Null, mcp::PARSE_ERROR, &format!("parse error: {e}"))),
+    // 4. JSON and batch shape. Messages stay borrowed slices of the body, so
+    //    a tool's arguments reach it as the caller wrote them.
+    let body = match std::str::from_utf8(req.body()) {
+        Ok(b) => b,
+        Err(e) => return respond::json(400, &mcp::error(Value::Null, mcp::PARSE_ERROR, &format!("parse error: the body is not UTF-8: {e}"))),
     };
-    let (messages, batch) = match parsed {
-        Value::Array(items) if items.is_empty() || items.len() > mcp::MAX_BATCH => {
-            return respond::json(
-                400,
-                &mcp::error(Value::Null, mcp::INVALID_REQUEST, &format!("a batch holds 1 to {} messages; this one has {}: nothing was run", mcp::MAX_BATCH, items.len())),
-            );
-        }
-        Value::Array(items) => (items, true),
-        v @ Value::Object(_) => (vec![v], false),
-        _ => return respond::json(400, &mcp::error(Value::Null, mcp::INVALID_REQUEST, "a request is a JSON-RPC object or an array of them")),
+    let (messages, batch) = match mcp::split(body) {
+        Ok(m) => m,
+        Err(reply) => return respond::json(400, &reply),
     };
     if let Err(r) = mcp::check_headers(&req, &messages) {
         return respond::json(400, &r);
@@ -101,7 +95,7 @@ async fn post_mcp(req: Request) -> Response {
     // 5. Rate limit, per token, per message.
     if let Some(b) = cache {
         let per_minute = setting("rate_limit_per_minute", 60) as i64;
-        let token_id = token_id(respond::bearer(&req).unwrap_or(""));
+        let token_id = cairn_guest::auth::token_digest(respond::bearer(&req).unwrap_or(""));
         let minute = now_s / 60;
         let key = cairn_notes::keys::rate_limit(&token_id, minute);
         match b.increment(&key, messages.len() as i64) {
@@ -119,7 +113,7 @@ async fn post_mcp(req: Request) -> Response {
     }
     // 6. Scopes of every tool this request calls, before anything runs.
     for m in &messages {
-        if let Some(scope) = mcp::needed_scope(m) {
+        if let Some(scope) = m.needed_scope() {
             if !principal.has_scope(scope) {
                 audit_refusal(bucket, Some(&principal.tenant), json!({"reason": "scope", "sub": principal.subject, "scope": scope}));
                 return cfg.insufficient_scope(scope);
@@ -128,7 +122,7 @@ async fn post_mcp(req: Request) -> Response {
     }
     // 7. Run, in order.
     let mut replies = Vec::new();
-    for m in messages {
+    for m in &messages {
         match mcp::handle_message(m, &principal).await {
             Ok(Some(reply)) => replies.push(reply),
             Ok(None) => {}
@@ -149,8 +143,3 @@ async fn post_mcp(req: Request) -> Response {
     Response::builder().status(200).header("content-type", "application/json").body(body).build()
 }
 
-
-/// A name for a token that does not keep the token.
-fn token_id(token: &str) -> String {
-    cairn_guest::auth::hex(&cairn_auth::identity::hmac_sha256(b"cairn-rate-limit", token.as_bytes())[..16])
-}

@@ -1,6 +1,8 @@
 //! JSON-RPC and MCP: one message in, at most one reply out.
 
 use cairn_auth::Principal;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use spin_sdk::http::{Method, Request, Response};
 
@@ -38,16 +40,102 @@ fn result_text(id: &Value, result: &str, stateless: bool) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
 }
 
-/// The scope a message needs before anything runs (`tools/call` of a known tool).
-pub fn needed_scope(m: &Value) -> Option<&'static str> {
-    if m.get("method")?.as_str()? != "tools/call" {
-        return None;
+/// One JSON-RPC message of a request, borrowed from the body: each member
+/// present (even `null`) is its raw JSON.
+#[derive(Debug, Default, Deserialize)]
+pub struct Message<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+    /// The message is not a JSON object.
+    #[serde(skip)]
+    not_object: bool,
+}
+
+/// A member that is present, `null` included (plain `Option` would read `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The `params` of `tools/call`, the arguments kept raw.
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    arguments: Option<&'a RawValue>,
+}
+
+impl<'a> Message<'a> {
+    fn parse(raw: &'a RawValue) -> Result<Self, String> {
+        if !raw.get().starts_with('{') {
+            return Ok(Message { not_object: true, ..Default::default() });
+        }
+        serde_json::from_str(raw.get()).map_err(|e| e.to_string())
     }
-    cairn_notes::tools::find(m.get("params")?.get("name")?.as_str()?).map(|t| t.scope)
+
+    /// The method, when it is a string.
+    pub fn method(&self) -> Option<String> {
+        serde_json::from_str(self.method?.get()).ok()
+    }
+
+    /// `params.name`, when it is a string.
+    fn tool_name(&self) -> Option<String> {
+        let p: CallParams = serde_json::from_str(self.params?.get()).ok()?;
+        p.name.and_then(|n| n.as_str().map(String::from))
+    }
+
+    /// The scope this message needs before anything runs (`tools/call` of a known tool).
+    pub fn needed_scope(&self) -> Option<&'static str> {
+        if self.method()? != "tools/call" {
+            return None;
+        }
+        cairn_notes::tools::find(&self.tool_name()?).map(|t| t.scope)
+    }
+
+    fn id_value(&self) -> Value {
+        self.id.and_then(|r| serde_json::from_str(r.get()).ok()).unwrap_or(Value::Null)
+    }
+}
+
+/// The messages of a body: one object, or a batch of 1 to [`MAX_BATCH`];
+/// otherwise the error reply for the whole request.
+pub fn split(body: &str) -> Result<(Vec<Message<'_>>, bool), Value> {
+    let raw: &RawValue = serde_json::from_str(body).map_err(|e| error(Value::Null, PARSE_ERROR, &format!("parse error: {e}")))?;
+    let text = raw.get();
+    let (items, batch): (Vec<&RawValue>, bool) = if text.starts_with('[') {
+        let items: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| error(Value::Null, PARSE_ERROR, &format!("parse error: {e}")))?;
+        if items.is_empty() || items.len() > MAX_BATCH {
+            return Err(error(
+                Value::Null,
+                INVALID_REQUEST,
+                &format!("a batch holds 1 to {MAX_BATCH} messages; this one has {}: nothing was run", items.len()),
+            ));
+        }
+        (items, true)
+    } else if text.starts_with('{') {
+        (vec![raw], false)
+    } else {
+        return Err(error(Value::Null, INVALID_REQUEST, "a request is a JSON-RPC object or an array of them"));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        out.push(Message::parse(item).map_err(|e| error(Value::Null, INVALID_REQUEST, &format!("invalid JSON-RPC message: {e}")))?);
+    }
+    Ok((out, batch))
 }
 
 /// The 2026-07-28 headers, when present, must agree with the body.
-pub fn check_headers(req: &Request, messages: &[Value]) -> Result<(), Value> {
+pub fn check_headers(req: &Request, messages: &[Message]) -> Result<(), Value> {
     if let Some(v) = req.header("mcp-protocol-version").and_then(|v| v.as_str()) {
         if !VERSIONS.contains(&v) {
             return Err(error(Value::Null, INVALID_REQUEST, &format!("unsupported MCP-Protocol-Version {v}; supported: {}", VERSIONS.join(", "))));
@@ -55,13 +143,13 @@ pub fn check_headers(req: &Request, messages: &[Value]) -> Result<(), Value> {
     }
     if let [single] = messages {
         if let Some(m) = req.header("mcp-method").and_then(|v| v.as_str()) {
-            if single.get("method").and_then(Value::as_str) != Some(m) {
-                return Err(error(single.get("id").cloned().unwrap_or(Value::Null), INVALID_REQUEST, "the Mcp-Method header does not match the body's method"));
+            if single.method().as_deref() != Some(m) {
+                return Err(error(single.id_value(), INVALID_REQUEST, "the Mcp-Method header does not match the body's method"));
             }
         }
         if let Some(n) = req.header("mcp-name").and_then(|v| v.as_str()) {
-            if single.pointer("/params/name").and_then(Value::as_str) != Some(n) {
-                return Err(error(single.get("id").cloned().unwrap_or(Value::Null), INVALID_REQUEST, "the Mcp-Name header does not match params.name"));
+            if single.tool_name().as_deref() != Some(n) {
+                return Err(error(single.id_value(), INVALID_REQUEST, "the Mcp-Name header does not match params.name"));
             }
         }
     }
@@ -84,9 +172,8 @@ fn server_info() -> Value {
 }
 
 /// Handle one message; its serialized reply, `None` for notifications and
-/// client responses.
 /// client responses; `Err` when the request cannot be served right now.
-pub async fn handle_message(m: Value, who: &Principal) -> Result<Option<String>, Unavailable> {
+pub async fn handle_message(m: &Message<'_>, who: &Principal) -> Result<Option<String>, Unavailable> {
     Ok(handle(m, who).await?.map(|r| match r {
         Reply::Value(v) => v.to_string(),
         Reply::Text(t) => t,
@@ -98,20 +185,21 @@ enum Reply {
     Text(String),
 }
 
-async fn handle(m: Value, who: &Principal) -> Result<Option<Reply>, Unavailable> {
+async fn handle(m: &Message<'_>, who: &Principal) -> Result<Option<Reply>, Unavailable> {
     let err = |id: Value, code, msg: &str| Ok(Some(Reply::Value(error(id, code, msg))));
-    let Value::Object(obj) = &m else {
+    if m.not_object {
         return err(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object");
-    };
-    let id = obj.get("id").cloned();
-    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+    }
+    let id = m.id.map(|_| m.id_value());
+    let Some(method) = m.method() else {
         // A response from the client (result/error): nothing to answer.
-        if id.is_some() && (obj.contains_key("result") || obj.contains_key("error")) {
+        if id.is_some() && (m.result.is_some() || m.error.is_some()) {
             return Ok(None);
         }
         return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "missing method");
     };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    let method = method.as_str();
+    if m.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
         return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "jsonrpc must be \"2.0\"");
     }
     let Some(id) = id else {
@@ -120,16 +208,34 @@ async fn handle(m: Value, who: &Principal) -> Result<Option<Reply>, Unavailable>
     if !valid_id(&id) {
         return err(Value::Null, INVALID_REQUEST, "id must be a string or an integer");
     }
-    let params = obj.get("params").cloned().unwrap_or(json!({}));
-    if !params.is_object() {
+    let raw_params = m.params.map(RawValue::get).unwrap_or("{}");
+    if !raw_params.starts_with('{') {
         return err(id, INVALID_PARAMS, "params must be an object");
     }
+    // Only `_meta` of the params is read here; a tool call's arguments stay raw.
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "_meta", default)]
+        meta: Option<Value>,
+    }
+    let meta = serde_json::from_str::<Meta>(raw_params).ok().and_then(|m| m.meta);
     // 2026-07-28: the revision rides in every request's _meta.
-    let stateless = match params.pointer(&format!("/_meta/{}", META_VERSION.replace('/', "~1"))).and_then(Value::as_str) {
+    let stateless = match meta.as_ref().and_then(|m| m.get(META_VERSION)).and_then(Value::as_str) {
         Some(v) if VERSIONS.contains(&v) => v == "2026-07-28",
         Some(v) => return err(id, INVALID_PARAMS, &format!("unsupported protocol version {v}; supported: {}", VERSIONS.join(", "))),
         None => false,
     };
+    if method == "tools/call" {
+        // The tool's result goes back as the tool wrote it: no parse and
+        // re-serialize of what may be a megabyte of text.
+        return Ok(Some(match call_tool(raw_params, who).await {
+            Ok(raw) => Reply::Text(result_text(&id, &raw, stateless)),
+            Err(ToolError::Params(msg)) => Reply::Value(error(id, INVALID_PARAMS, &msg)),
+            Err(ToolError::Internal(msg)) => Reply::Value(error(id, INTERNAL_ERROR, &msg)),
+            Err(ToolError::Unavailable(msg)) => return Err(Unavailable(msg)),
+        }));
+    }
+    let params: Value = serde_json::from_str(raw_params).unwrap_or_else(|_| json!({}));
     let mut reply = match method {
         "initialize" => {
             let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or(LATEST_HANDSHAKE);
@@ -145,16 +251,6 @@ async fn handle(m: Value, who: &Principal) -> Result<Option<Reply>, Unavailable>
         })),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": list_tools()})),
-        "tools/call" => {
-            // The tool's result goes back as the tool wrote it: no parse and
-            // re-serialize of what may be a megabyte of text.
-            return Ok(Some(match call_tool(&params, who).await {
-                Ok(raw) => Reply::Text(result_text(&id, &raw, stateless)),
-                Err(ToolError::Params(msg)) => Reply::Value(error(id, INVALID_PARAMS, &msg)),
-                Err(ToolError::Internal(msg)) => Reply::Value(error(id, INTERNAL_ERROR, &msg)),
-                Err(ToolError::Unavailable(msg)) => return Err(Unavailable(msg)),
-            }));
-        }
         other => Err((METHOD_NOT_FOUND, format!("unknown method {other}"))),
     };
     if stateless || method == "server/discover" {
@@ -201,18 +297,47 @@ enum ToolError {
 /// unreachable): answer 503 with `Retry-After`, never a result.
 pub struct Unavailable(pub String);
 
-async fn call_tool(params: &Value, who: &Principal) -> Result<String, ToolError> {
-    let name = params.get("name").and_then(Value::as_str).ok_or(ToolError::Params("params.name must be a tool name".to_string()))?;
+async fn call_tool(raw_params: &str, who: &Principal) -> Result<String, ToolError> {
+    let params: CallParams = serde_json::from_str(raw_params).map_err(|e| ToolError::Params(format!("params: {e}")))?;
+    let name = params.name.as_ref().and_then(Value::as_str).ok_or(ToolError::Params("params.name must be a tool name".to_string()))?;
     let tool = cairn_notes::tools::find(name).ok_or(ToolError::Params(format!("unknown tool {name}")))?;
-    let mut args = params.get("arguments").cloned().unwrap_or(json!({}));
-    if !args.is_object() {
+    // The arguments go to the tool as sent; it drops `_meta`, MCP's request metadata.
+    let args = params.arguments.map(RawValue::get).unwrap_or("{}");
+    if !args.starts_with('{') {
         return Err(ToolError::Params("params.arguments must be an object".into()));
     }
-    if let Some(a) = args.as_object_mut() {
-        a.remove("_meta");
+    let component = tool.component();
+    let own = format!("http://{component}.spin.internal");
+    let base = cairn_guest::variable(&format!("tool_url_{name}")).unwrap_or_else(|| own.clone());
+    let base = base.trim_end_matches('/');
+    // A tool of this application is called through the router's slot for
+    // it (composed at load time), unless `tool_calls` asks for HTTP; a tool
+    // deployed apart is always called at its URL.
+    let composed = base == own && cairn_guest::variable("tool_calls").as_deref() != Some("http");
+    let (status, body) = if composed {
+        let caller = serde_json::to_string(who).map_err(|e| ToolError::Internal(format!("cannot encode the caller: {e}")))?;
+        cairn_guest::bindings::call_slot(&component, &caller, args)
+            .ok_or_else(|| ToolError::Internal(format!("the router has no slot for {name}")))?
+    } else {
+        call_http(name, &format!("{base}/tools/{name}"), who, args).await?
+    };
+    if status != 200 {
+        let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let msg = body.get("message").and_then(Value::as_str).unwrap_or("the tool failed");
+        return Err(if status == 503 {
+            ToolError::Unavailable(format!("tool {name}: {msg}"))
+        } else {
+            ToolError::Internal(format!("tool {name} failed: {msg}"))
+        });
     }
-    let base = cairn_guest::variable(&format!("tool_url_{name}")).unwrap_or_else(|| format!("http://{}.spin.internal", tool.component()));
-    let url = format!("{}/tools/{name}", base.trim_end_matches('/'));
+    if !body.starts_with('{') {
+        return Err(ToolError::Internal(format!("tool {name} answered with something other than a result object")));
+    }
+    Ok(body)
+}
+
+/// A tool over HTTP at `url`, with the caller's identity signed in.
+async fn call_http(name: &str, url: &str, who: &Principal, args: &str) -> Result<(u16, String), ToolError> {
     let secret = cairn_guest::variable("identity_secret").ok_or(ToolError::Internal("the identity_secret variable is not set".to_string()))?;
     let req = Request::builder()
         .method(Method::Post)
@@ -222,19 +347,7 @@ async fn call_tool(params: &Value, who: &Principal) -> Result<String, ToolError>
         .body(args.to_string())
         .build();
     let resp: Response = spin_sdk::http::send(req).await.map_err(|e| ToolError::Unavailable(format!("tool {name} is unreachable: {e}")))?;
-    if *resp.status() != 200 {
-        let status = *resp.status();
-        let body: Value = serde_json::from_slice(resp.body()).unwrap_or(Value::Null);
-        let msg = body.get("message").and_then(Value::as_str).unwrap_or("the tool failed");
-        return Err(if status == 503 {
-            ToolError::Unavailable(format!("tool {name}: {msg}"))
-        } else {
-            ToolError::Internal(format!("tool {name} failed: {msg}"))
-        });
-    }
-    let raw = String::from_utf8(resp.into_body()).map_err(|_| ToolError::Internal(format!("tool {name} answered with invalid UTF-8")))?;
-    if !raw.starts_with('{') {
-        return Err(ToolError::Internal(format!("tool {name} answered with something other than a result object")));
-    }
-    Ok(raw)
+    let status = *resp.status();
+    let body = String::from_utf8(resp.into_body()).map_err(|_| ToolError::Internal(format!("tool {name} answered with invalid UTF-8")))?;
+    Ok((status, body))
 }

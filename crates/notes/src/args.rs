@@ -59,10 +59,14 @@ pub(crate) fn parse_object<T: DeserializeOwned>(
     obj: Map<String, Value>,
     prefix: &str,
 ) -> Result<T, Refusal> {
-    let err = match serde_json::from_value::<T>(Value::Object(obj.clone())) {
+    // Deserialize from a borrowed view: the success path copies each string
+    // once, into `T`, whatever its size.
+    let whole = Value::Object(obj);
+    let err = match T::deserialize(&whole) {
         Ok(v) => return Ok(v),
         Err(e) => e.to_string(),
     };
+    let Value::Object(obj) = whole else { unreachable!("built as an object above") };
     let baseline = serde_json::from_value::<T>(Value::Object(Map::new()))
         .err()
         .map(|e| e.to_string());

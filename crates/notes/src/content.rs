@@ -2,10 +2,13 @@
 //! before the head swap that makes them visible.
 //!
 //! A document (markdown text, a slides deck, an attachment list, a sheet
-//! manifest) is split into chunks of at most [`CHUNK_BYTES`], each stored at
-//! `blob/<sha256>`; the tab in the head lists the chunk hashes and the hash of
-//! the whole. A blob that a lost swap left behind is harmless: nothing refers
-//! to it, and a retry writes the same bytes under the same key.
+//! manifest) is addressed by the SHA-256 of the whole (the tab's
+//! `content_hash`), hashed once per write: a document of at most
+//! [`CHUNK_BYTES`] is one blob at `blob/<hash>`; a larger one is split into
+//! chunks at `blob/<hash>.<i>`. The tab in the head lists its blobs' names
+//! (tabs written before this layout list their chunks' own hashes, which
+//! read back the same way). A blob that a lost swap left behind is harmless:
+//! nothing refers to it, and a retry writes the same bytes under the same key.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -23,33 +26,50 @@ pub(crate) const MAX_DOC_BYTES: usize = 1_000_000;
 /// Slides per slides tab.
 pub(crate) const MAX_SLIDES: usize = 200;
 
-/// Stores `bytes` as content-addressed chunks; returns (content hash, chunk hashes).
+/// Stores `bytes` under its content hash; returns (content hash, blob names).
 /// `field` names the argument blamed when the document is too large.
 pub(crate) fn put_doc(kv: &TenantKv, bytes: &[u8], field: &str) -> Out<(String, Vec<String>)> {
+    check_doc_size(bytes, field)?;
+    let hash = sha_hex(bytes);
+    let blobs = put_hashed(kv, bytes, &hash)?;
+    Ok((hash, blobs))
+}
+
+/// Refuses a document over [`MAX_DOC_BYTES`], blaming `field`.
+pub(crate) fn check_doc_size(bytes: &[u8], field: &str) -> Result<(), Refusal> {
     if bytes.len() > MAX_DOC_BYTES {
         return Err(Refusal::too_large(
             field,
             format!("content of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", bytes.len()),
-        )
-        .into());
+        ));
     }
-    let mut blobs = Vec::new();
-    for chunk in bytes.chunks(CHUNK_BYTES) {
-        blobs.push(put_blob(kv, chunk)?);
-    }
-    Ok((sha_hex(bytes), blobs))
+    Ok(())
 }
 
-/// Writes one immutable blob and returns its hash.
+/// Stores a document whose SHA-256 (`hash`) the caller computed; the blob names.
+pub(crate) fn put_hashed(kv: &TenantKv, bytes: &[u8], hash: &str) -> Result<Vec<String>, Failure> {
+    if bytes.len() <= CHUNK_BYTES {
+        if !bytes.is_empty() {
+            kv.set(&keys::blob(hash), bytes)?;
+        }
+        return Ok(if bytes.is_empty() { Vec::new() } else { vec![hash.to_string()] });
+    }
+    let names: Vec<String> = (0..bytes.len().div_ceil(CHUNK_BYTES)).map(|i| format!("{hash}.{i}")).collect();
+    let pairs: Vec<(String, &[u8])> = names.iter().map(|n| keys::blob(n)).zip(bytes.chunks(CHUNK_BYTES)).collect();
+    kv.set_many(&pairs)?;
+    Ok(names)
+}
+
+/// Writes one immutable blob at `blob/<sha256>` and returns its name.
 pub(crate) fn put_blob(kv: &TenantKv, bytes: &[u8]) -> Result<String, Failure> {
     let h = sha_hex(bytes);
     kv.set(&keys::blob(&h), bytes)?;
     Ok(h)
 }
 
-/// Reads one blob; a missing blob is corruption.
-pub(crate) fn get_blob(kv: &TenantKv, hash: &str) -> Result<Vec<u8>, Failure> {
-    kv.get(&keys::blob(hash))?.ok_or_else(|| Failure::Corrupt(format!("missing blob {hash}")))
+/// Reads one blob by name; a missing blob is corruption.
+pub(crate) fn get_blob(kv: &TenantKv, name: &str) -> Result<Vec<u8>, Failure> {
+    kv.get(&keys::blob(name))?.ok_or_else(|| Failure::Corrupt(format!("missing blob {name}")))
 }
 
 /// Reads a document back from its chunks (one batch read when there are several).
@@ -126,4 +146,46 @@ pub(crate) fn store_slides(kv: &TenantKv, slides: Vec<Slide>, field: &str) -> Ou
         return Err(Refusal::too_large(field, format!("a slides tab holds at most {MAX_SLIDES} slides")).into());
     }
     put_doc(kv, &encode(&SlidesDoc { slides }), field)
+}
+
+#[cfg(test)]
+mod layouts {
+    //! Both blob layouts read back: chunks named by the document's hash, and
+    //! chunks named by their own hashes (tabs written before).
+    use super::*;
+    use cairn_kv::memory::MemoryStore;
+
+    fn doc(len: usize) -> Vec<u8> {
+        (0..len).map(|i| b"abcdefghij"[i % 10]).collect()
+    }
+
+    #[test]
+    fn a_document_over_one_chunk_is_stored_under_its_own_hash_and_reads_back_whole() {
+        let store = MemoryStore::new();
+        let kv = TenantKv::new(&store, "t").unwrap();
+        let bytes = doc(CHUNK_BYTES * 2 + 17);
+        let (hash, blobs) = put_doc(&kv, &bytes, "text").unwrap();
+        assert_eq!(hash, sha_hex(&bytes));
+        assert_eq!(blobs, vec![format!("{hash}.0"), format!("{hash}.1"), format!("{hash}.2")]);
+        assert_eq!(get_doc(&kv, &blobs).unwrap(), bytes);
+    }
+
+    #[test]
+    fn a_document_of_one_chunk_keeps_the_key_it_always_had() {
+        let store = MemoryStore::new();
+        let kv = TenantKv::new(&store, "t").unwrap();
+        let bytes = doc(1000);
+        let (hash, blobs) = put_doc(&kv, &bytes, "text").unwrap();
+        assert_eq!(blobs, vec![hash.clone()]);
+        assert_eq!(kv.get(&keys::blob(&sha_hex(&bytes))).unwrap(), Some(bytes));
+    }
+
+    #[test]
+    fn chunks_named_by_their_own_hashes_still_read_back() {
+        let store = MemoryStore::new();
+        let kv = TenantKv::new(&store, "t").unwrap();
+        let bytes = doc(CHUNK_BYTES + 5);
+        let names: Vec<String> = bytes.chunks(CHUNK_BYTES).map(|c| put_blob(&kv, c).unwrap()).collect();
+        assert_eq!(get_doc(&kv, &names).unwrap(), bytes);
+    }
 }

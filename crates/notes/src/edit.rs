@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::args::{SlideIn, check_slide, parse_object};
-use crate::content::{Slide, SlidesDoc, empty_hash, load_slides, put_doc, store_slides};
+use crate::content::{Slide, SlidesDoc, check_doc_size, empty_hash, load_slides, put_hashed, store_slides};
 use crate::env::{Env, Identity};
 use crate::kv::TenantKv;
 use crate::model::{Head, Tab, TabKind, Who};
@@ -67,7 +67,8 @@ pub(crate) const OPERATION_FIELDS: [&str; 10] = [
 
 /// A change to one tab's content.
 pub(crate) enum Edit {
-    Text(String),
+    /// The whole markdown text and its SHA-256 (hashed once, before the commit).
+    Text(String, String),
     Data(Map<String, Value>),
     SlideAdd(SlideIn),
     Outline(Vec<SlideIn>),
@@ -82,7 +83,7 @@ pub(crate) enum Edit {
 impl Edit {
     fn op(&self) -> Operation {
         match self {
-            Edit::Text(_) => Operation::ReplaceText,
+            Edit::Text(..) => Operation::ReplaceText,
             Edit::Data(_) => Operation::ReplaceTabData,
             Edit::SlideAdd(_) => Operation::SlideAdd,
             Edit::Outline(_) => Operation::SlidesAddOutline,
@@ -129,7 +130,10 @@ pub(crate) fn apply_edit(
 ) -> Out<Change> {
     let tab = &head.tabs[i];
     let (hash, blobs) = match (tab.kind, edit) {
-        (TabKind::Markdown, Edit::Text(t)) => put_doc(kv, t.as_bytes(), "text")?,
+        (TabKind::Markdown, Edit::Text(t, hash)) => {
+            check_doc_size(t.as_bytes(), "text")?;
+            (hash.clone(), put_hashed(kv, t.as_bytes(), hash)?)
+        }
         (TabKind::Slides, Edit::Data(d)) => {
             let doc: SlidesDoc<SlideIn> = parse_object(d.clone(), "data.")?;
             for (n, s) in doc.slides.iter().enumerate() {

@@ -71,8 +71,8 @@ impl<'a> TenantKv<'a> {
     }
 
     /// Several immutable records in one call (one `wasi:keyvalue/batch` call in components).
-    pub(crate) fn set_many(&self, pairs: &[(String, Vec<u8>)]) -> Result<(), Failure> {
-        let full: Vec<(String, &[u8])> = pairs.iter().map(|(k, v)| (self.key(k), v.as_slice())).collect();
+    pub(crate) fn set_many<K: AsRef<str>, V: AsRef<[u8]>>(&self, pairs: &[(K, V)]) -> Result<(), Failure> {
+        let full: Vec<(String, &[u8])> = pairs.iter().map(|(k, v)| (self.key(k.as_ref()), v.as_ref())).collect();
         let refs: Vec<(&str, &[u8])> = full.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         Ok(self.store.set_many(BUCKET, &refs)?)
     }

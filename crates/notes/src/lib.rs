@@ -95,11 +95,16 @@ pub(crate) fn tenant_kv<'a>(store: &'a dyn Store, who: &Identity) -> Result<Tena
     TenantKv::new(store, &who.tenant).ok_or_else(|| Refusal::invalid("identity.tenant", "tenant ids are [a-z0-9_-]{1,64}"))
 }
 
-/// Runs one tool for `who` and returns its MCP `CallToolResult`.
+/// Runs one tool for `who` and returns its MCP `CallToolResult` as JSON text
+/// (what a tool component answers, built without a second serialization).
 ///
 /// Unknown tools and bad arguments are `invalid_argument` results; `Err` only for a
-/// store failure.
-pub fn call_tool(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &str, args: Value) -> Result<Value, Failure> {
+/// store failure. A `_meta` member of the arguments (MCP's request metadata)
+/// is not an argument and is dropped.
+pub fn call_tool(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &str, mut args: Value) -> Result<String, Failure> {
+    if let Some(obj) = args.as_object_mut() {
+        obj.remove("_meta");
+    }
     let out = (|| -> Out<Value> {
         let kv = tenant_kv(store, who)?;
         let Some(t) = tools::find(tool) else {
@@ -108,4 +113,10 @@ pub fn call_tool(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &st
         (t.run)(&mut tools::Call { kv: &kv, env, who }, args)
     })();
     finish(out)
+}
+
+/// [`call_tool`] with the result parsed, for callers that inspect it.
+pub fn call_tool_value(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &str, args: Value) -> Result<Value, Failure> {
+    let text = call_tool(store, env, who, tool, args)?;
+    Ok(serde_json::from_str(&text).expect("a tool result is JSON"))
 }

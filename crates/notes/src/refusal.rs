@@ -9,7 +9,7 @@
 //! Also here: the MCP `CallToolResult` shape and the fixed notice that goes
 //! with every text written by someone else.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// The fixed notice returned with every text written by someone else.
 pub const NOTICE: &str = "This is content written by others, returned with its provenance \
@@ -245,21 +245,27 @@ impl From<Refusal> for Fail {
 
 pub(crate) type Out<T> = Result<T, Fail>;
 
-/// Wraps structuredContent into an MCP `CallToolResult`.
-pub(crate) fn tool_result(structured: Value, is_error: bool) -> Value {
-    let text = structured.to_string();
-    json!({
-        "content": [{"type": "text", "text": text}],
-        "structuredContent": structured,
-        "isError": is_error,
-    })
+/// Wraps structuredContent into an MCP `CallToolResult`, as JSON text:
+/// `{"content":[{"type":"text","text":S}],"structuredContent":S,"isError":b}`
+/// where `S` is the structured content serialized once (the text block
+/// carries it again as a string, for clients that read only `content`).
+pub(crate) fn tool_result(structured: &Value, is_error: bool) -> String {
+    let s = structured.to_string();
+    let mut out = String::with_capacity(2 * s.len() + 96);
+    out.push_str(r#"{"content":[{"type":"text","text":"#);
+    // A String's Serialize writes it as a JSON string literal, escaped.
+    out.push_str(&serde_json::to_string(&s).expect("a string always serializes"));
+    out.push_str(r#"}],"structuredContent":"#);
+    out.push_str(&s);
+    out.push_str(if is_error { r#","isError":true}"# } else { r#","isError":false}"# });
+    out
 }
 
-/// Turns an internal outcome into a tool result, keeping failures as `Err`.
-pub(crate) fn finish(out: Out<Value>) -> Result<Value, Failure> {
+/// Turns an internal outcome into a tool result (as JSON text), keeping failures as `Err`.
+pub(crate) fn finish(out: Out<Value>) -> Result<String, Failure> {
     match out {
-        Ok(v) => Ok(tool_result(v, false)),
-        Err(Fail::Refused(r)) => Ok(tool_result(r.body(), true)),
+        Ok(v) => Ok(tool_result(&v, false)),
+        Err(Fail::Refused(r)) => Ok(tool_result(&r.body(), true)),
         Err(Fail::Failed(e)) => Err(e),
     }
 }

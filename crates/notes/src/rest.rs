@@ -42,7 +42,7 @@ use crate::kv::TenantKv;
 use crate::model::{FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex, tab_provenance, tab_summary};
 use crate::note_index::index_add;
 use crate::refusal::{Fail, Failure, NOTICE, Out, Refusal};
-use crate::write::{Change, Plan, Target, WriteSpec, commit, fingerprint, note_scope};
+use crate::write::{Change, Fingerprint, Plan, Target, WriteSpec, commit, fingerprint, note_scope};
 
 /// An HTTP status and a JSON body.
 #[derive(Debug, Clone, PartialEq)]
@@ -238,7 +238,10 @@ pub fn write_tab(
         let mut a: WriteTab = parse(args)?;
         check_opt_key(&a.idempotency_key)?;
         let edit = match (a.text.take(), a.data.take()) {
-            (Some(t), None) => Edit::Text(t),
+            (Some(t), None) => {
+                let hash = sha_hex(t.as_bytes());
+                Edit::Text(t, hash)
+            }
             (None, Some(d)) => Edit::Data(d),
             _ => {
                 return Err(Refusal::invalid(
@@ -248,19 +251,21 @@ pub fn write_tab(
                 .into());
             }
         };
-        let payload = json!({"tab_id": tab_id, "args": serde_json::to_value(&a).expect("serializes"), "edit": match &edit {
-            Edit::Text(t) => json!({"text": t}),
-            Edit::Data(d) => json!({"data": d}),
-            _ => Value::Null,
-        }});
+        let args = serde_json::to_value(&a).expect("serializes");
+        let payload = |edit: Value| json!({"tab_id": tab_id, "args": args, "edit": edit});
+        let fp = match &edit {
+            Edit::Text(t, hash) => {
+                let current = payload(json!({"text": hash}));
+                Fingerprint::hashed_text("write_tab", &current, move || fingerprint("write_tab", &payload(json!({"text": t}))))
+            }
+            Edit::Data(d) => Fingerprint::of("write_tab", &payload(json!({"data": d}))),
+            _ => Fingerprint::of("write_tab", &payload(Value::Null)),
+        };
         let spec = WriteSpec {
             tool: "write_tab",
             note_level: false,
             note_id,
-            idem: a
-                .idempotency_key
-                .as_deref()
-                .map(|k| (k, fingerprint("write_tab", &payload))),
+            idem: a.idempotency_key.as_deref().map(|k| (k, fp)),
             expected_version: a.expected_version,
             scope: a.version_scope.unwrap_or_default(),
             base_content_hash: a.base_content_hash.as_deref(),

@@ -39,7 +39,7 @@ pub(crate) struct WriteSpec<'a> {
     /// attach a file), so only a whole-note claim blocks it, whatever tab it changes.
     pub note_level: bool,
     /// The idempotency key and the fingerprint of the payload it names.
-    pub idem: Option<(&'a str, String)>,
+    pub idem: Option<(&'a str, Fingerprint<'a>)>,
     pub expected_version: u64,
     pub scope: VersionScope,
     pub base_content_hash: Option<&'a str>,
@@ -82,6 +82,37 @@ pub(crate) fn fingerprint(tool: &str, payload: &Value) -> String {
     sha_hex(format!("{tool}\n{}", canonical_json(payload)).as_bytes())
 }
 
+/// What an idempotency key is compared with: the fingerprint of the payload,
+/// and, for a payload whose fingerprint changed form, the old form, computed
+/// only when a record written before the change is found.
+///
+/// The forms: a plain [`fingerprint`] of the payload; or, for a payload
+/// carrying a whole text (`edit_note_tab`'s `replace_text`, the people's
+/// tab write), `2:` and the fingerprint of the payload with the text replaced
+/// by its SHA-256, the content hash the write computes anyway, so a write
+/// hashes its text once. Records keep the form they were written with.
+pub(crate) struct Fingerprint<'a> {
+    current: String,
+    legacy: Option<Box<dyn Fn() -> String + 'a>>,
+}
+
+impl<'a> Fingerprint<'a> {
+    /// A plain fingerprint of `payload`.
+    pub fn of(tool: &str, payload: &Value) -> Self {
+        Fingerprint { current: fingerprint(tool, payload), legacy: None }
+    }
+
+    /// The `2:` form (see the type), with the plain form of records written before it.
+    pub fn hashed_text(tool: &str, payload_with_hash: &Value, legacy: impl Fn() -> String + 'a) -> Self {
+        Fingerprint { current: format!("2:{}", fingerprint(tool, payload_with_hash)), legacy: Some(Box::new(legacy)) }
+    }
+
+    /// Whether a stored record's fingerprint names this payload.
+    fn matches(&self, stored: &str) -> bool {
+        stored == self.current || (!stored.starts_with("2:") && self.legacy.as_ref().is_some_and(|old| old() == stored))
+    }
+}
+
 /// A note-scope write spec keyed by the fingerprint of `payload` when a key was sent.
 pub(crate) fn note_scope<'a>(
     tool: &'static str,
@@ -95,7 +126,7 @@ pub(crate) fn note_scope<'a>(
         tool,
         note_level,
         note_id,
-        idem: key.map(|k| (k, fingerprint(tool, payload))),
+        idem: key.map(|k| (k, Fingerprint::of(tool, payload))),
         expected_version,
         scope: VersionScope::Note,
         base_content_hash: None,
@@ -192,7 +223,7 @@ pub(crate) fn commit(
         if let Some((k, fp)) = &spec.idem
             && let Some(rec) = find_idem(kv, head, k)?
         {
-            if &rec.fp == fp {
+            if fp.matches(&rec.fp) {
                 let mut result = rec.result;
                 result["replayed"] = true.into();
                 return Ok(Decision::Leave(result));
@@ -270,7 +301,7 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
         spilled.push((keys::history(&head.note_id, old.version), encode(&old)));
     }
     if let Some((k, fp)) = &spec.idem {
-        head.idem.push(IdemRecord { key: k.to_string(), fp: fp.clone(), at: now, result: result.clone() });
+        head.idem.push(IdemRecord { key: k.to_string(), fp: fp.current.clone(), at: now, result: result.clone() });
         while head.idem.len() > IDEM_IN_HEAD {
             let old = head.idem.remove(0);
             spilled.push((keys::idem(&head.note_id, &old.key), encode(&old)));
@@ -281,4 +312,58 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
         kv.set_many(&spilled)?;
     }
     Ok(result)
+}
+
+#[cfg(test)]
+mod stored_before {
+    //! Records written before the `2:` fingerprint form still name their payload.
+    use super::*;
+    use crate::env::{ActorType, Role, SimEnv};
+    use crate::{call_tool_value, rest};
+    use cairn_kv::memory::MemoryStore;
+
+    fn agent() -> Identity {
+        Identity { tenant: "t".into(), subject: "a".into(), display_name: "A".into(), actor_type: ActorType::Agent, role: Role::Member }
+    }
+
+    fn edit_args(note: &str, text: &str) -> Value {
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "k1",
+            "operation": "replace_text", "text": text})
+    }
+
+    /// Rewrites the stored head's records of key `k1` to the fingerprint form
+    /// a store kept before `2:` (the payload with its whole text).
+    fn downgrade_record(store: &MemoryStore, note: &str, text: &str) {
+        let kv = TenantKv::new(store, "t").unwrap();
+        let mut head: Head = decode("head", &kv.get(&keys::note(note)).unwrap().unwrap()).unwrap();
+        let legacy = fingerprint(
+            "edit_note_tab",
+            &json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "operation": "replace_text",
+                "version_scope": "note", "base_content_hash": null, "text": text, "data": null, "title": null, "body": null,
+                "notes": null, "slides": null, "sheet_id": null, "start_row": null, "start_col": null, "values": null}),
+        );
+        let rec = head.idem.iter_mut().find(|r| r.key == "k1").unwrap();
+        assert!(rec.fp.starts_with("2:"), "new records carry the hashed-text form");
+        rec.fp = legacy;
+        kv.set(&keys::note(note), &encode(&head)).unwrap();
+    }
+
+    #[test]
+    fn a_key_recorded_with_the_old_fingerprint_form_still_replays_and_still_refuses_another_payload() {
+        let store = MemoryStore::new();
+        let mut env = SimEnv::new(7);
+        let who = Identity { actor_type: ActorType::Human, ..agent() };
+        let note = rest::create_note(&store, &mut env, &who, json!({"title": "n", "approved_for_agents": true})).unwrap().body["note_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let first = call_tool_value(&store, &mut env, &agent(), "edit_note_tab", edit_args(&note, "hello")).unwrap();
+        assert_eq!(first["isError"], false, "{first}");
+        downgrade_record(&store, &note, "hello");
+        let again = call_tool_value(&store, &mut env, &agent(), "edit_note_tab", edit_args(&note, "hello")).unwrap();
+        assert_eq!(again["structuredContent"]["replayed"], true, "{again}");
+        assert_eq!(again["structuredContent"]["version"], first["structuredContent"]["version"]);
+        let other = call_tool_value(&store, &mut env, &agent(), "edit_note_tab", edit_args(&note, "goodbye")).unwrap();
+        assert_eq!(other["structuredContent"]["error"], "idempotency_key_reused", "{other}");
+    }
 }

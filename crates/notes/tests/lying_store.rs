@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cairn_kv::Store;
 use cairn_kv::faults::{Control, Faulty};
 use cairn_kv::memory::MemoryStore;
-use cairn_notes::{ActorType, Identity, SimEnv, call_tool};
+use cairn_notes::{ActorType, Identity, SimEnv, call_tool_value};
 use common::*;
 use serde_json::{Value, json};
 
@@ -28,7 +28,7 @@ fn note_on(store: &dyn Store, env: &mut SimEnv, who: &Identity) -> String {
 }
 
 fn call(store: &dyn Store, env: &mut SimEnv, who: &Identity, tool: &str, args: Value) -> Value {
-    call_tool(store, env, who, tool, args).expect("no store failure")["structuredContent"].clone()
+    call_tool_value(store, env, who, tool, args).expect("no store failure")["structuredContent"].clone()
 }
 
 /// Two editors append `lines` lines each to one note, re-reading and

@@ -1,6 +1,6 @@
 //! The published JSON Schemas and the typed parsers accept and refuse the same payloads.
 use cairn_kv::memory::MemoryStore;
-use cairn_notes::{ActorType, Identity, Role, SimEnv, call_tool, tools};
+use cairn_notes::{ActorType, Identity, Role, SimEnv, call_tool_value, tools};
 use serde_json::{Value, json};
 
 /// Whether the code accepts the arguments: anything but an argument refusal counts
@@ -15,7 +15,7 @@ fn code_accepts(tool: &str, args: &Value) -> bool {
         actor_type: ActorType::Human,
         role: Role::Member,
     };
-    let r = call_tool(&kv, &mut env, &who, tool, args.clone()).unwrap();
+    let r = call_tool_value(&kv, &mut env, &who, tool, args.clone()).unwrap();
     let code = r["structuredContent"]["error"].as_str().unwrap_or("");
     !(code == "invalid_argument" || code == "too_large")
 }

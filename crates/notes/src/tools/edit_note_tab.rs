@@ -13,7 +13,8 @@ use crate::content::MAX_DOC_BYTES;
 use crate::edit::{Edit, OPERATION_FIELDS, Operation, edit_tab_with};
 use crate::refusal::{Out, Refusal};
 use crate::schema::{id, key, note_id, object, outline, version};
-use crate::write::{WriteSpec, fingerprint};
+use crate::model::sha_hex;
+use crate::write::{Fingerprint, WriteSpec, fingerprint};
 
 tool!("edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
 
@@ -220,15 +221,11 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let mut a: Args = parse(args)?;
     a.check()?;
     a.version_scope = Some(a.scope());
-    let mut payload = serde_json::to_value(&a).expect("arguments serialize");
-    payload
-        .as_object_mut()
-        .expect("object")
-        .remove("idempotency_key");
-    let fp = fingerprint("edit_note_tab", &payload);
+    let text = a.text.take();
+    let text_hash = text.as_deref().map(|t| sha_hex(t.as_bytes()));
     let edit = match a.operation {
-        Operation::ReplaceText => Edit::Text(a.text.clone().unwrap_or_default()),
-        Operation::ReplaceTabData => Edit::Data(a.data.clone().unwrap_or_default()),
+        Operation::ReplaceText => Edit::Text(text.unwrap_or_default(), text_hash.clone().unwrap_or_else(|| sha_hex(b""))),
+        Operation::ReplaceTabData => Edit::Data(a.data.take().unwrap_or_default()),
         Operation::SlideAdd => Edit::SlideAdd(SlideIn {
             title: a.title.clone().unwrap_or_default(),
             body: a.body.clone(),
@@ -242,6 +239,25 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
             values: a.values.clone().unwrap_or_default(),
         },
     };
+    // The payload an idempotency key names: every argument but the key, the
+    // text by its hash (see `Fingerprint`); the old form keeps the text.
+    let payload = |text: Option<&str>| {
+        let mut p = serde_json::to_value(&a).expect("arguments serialize");
+        let obj = p.as_object_mut().expect("object");
+        obj.remove("idempotency_key");
+        obj.insert("text".into(), text.map(Value::from).unwrap_or(Value::Null));
+        if let Edit::Data(d) = &edit {
+            obj.insert("data".into(), Value::Object(d.clone()));
+        }
+        p
+    };
+    let full_text = match &edit {
+        Edit::Text(t, _) => Some(t.as_str()),
+        _ => None,
+    };
+    let fp = Fingerprint::hashed_text("edit_note_tab", &payload(text_hash.as_deref()), || {
+        fingerprint("edit_note_tab", &payload(full_text))
+    });
     let spec = WriteSpec {
         tool: "edit_note_tab",
         note_level: false,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cairn_kv::faults::{Control, Faulty};
 use cairn_kv::memory::MemoryStore;
 use cairn_kv::{Observed, Read, Store, Swap};
-use cairn_notes::{ActorType, Identity, Role, SimEnv, call_tool, rest};
+use cairn_notes::{ActorType, Identity, Role, SimEnv, call_tool_value, rest};
 use serde_json::{Value, json};
 
 /// The store the behaviour tests run on: the in-memory store behind the
@@ -101,7 +101,7 @@ impl World {
     /// Calls a tool; the result must have the MCP shape.
     pub fn call(&mut self, who: &Identity, tool: &str, args: Value) -> Value {
         self.env.advance_us(10);
-        let r = call_tool(&self.kv, &mut self.env, who, tool, args).expect("no store failure");
+        let r = call_tool_value(&self.kv, &mut self.env, who, tool, args).expect("no store failure");
         assert_eq!(r["content"][0]["type"], "text");
         let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
         assert_eq!(
