@@ -15,6 +15,7 @@ mod compat;
 mod composition;
 mod concurrency;
 mod deploy;
+mod history;
 mod kv_probe;
 mod limits;
 mod manifest;

@@ -11,7 +11,7 @@ use crate::scale_out::AUDIENCE;
 use serde_json::{Value, json};
 use std::process::Command;
 
-const READS: [&str; 6] = ["list_notes", "list_note_tabs", "read_note_tab", "read_sheet_range", "list_note_attachments", "list_claims"];
+const READS: [&str; 7] = ["list_notes", "list_note_tabs", "read_note_tab", "read_sheet_range", "list_note_attachments", "list_note_history", "list_claims"];
 const WRITES: [&str; 7] = ["edit_note_tab", "create_note_tab", "add_note_source", "claim_note", "renew_claim", "release_claim", "post_claim_note"];
 
 fn leak(s: String) -> &'static str {

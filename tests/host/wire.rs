@@ -20,7 +20,7 @@ fn scrub(v: &Value, ids: &[(String, String)]) -> Value {
             o.iter()
                 .map(|(k, x)| {
                     let x = match (k.as_str(), x) {
-                        ("updated_at" | "created_at" | "added_at", Value::String(_)) => json!("<time>"),
+                        ("updated_at" | "created_at" | "added_at" | "at", Value::String(_)) => json!("<time>"),
                         ("content_hash" | "current_content_hash", Value::String(_)) => json!("<sha256>"),
                         ("text", Value::String(t)) if t.starts_with('{') => match serde_json::from_str::<Value>(t) {
                             Ok(inner) => Value::String(scrub(&inner, ids).to_string()),
@@ -83,4 +83,5 @@ fn tools_list_and_every_tool_call_match_the_saved_fixtures() {
     call("add_note_source", json!({"note_id": note, "expected_version": 3, "idempotency_key": "wire-source",
         "title": "Spec", "url": "https://www.example.org/spec/?utm_source=wire"}), &mut ids);
     call("list_note_attachments", json!({"note_id": note, "kind": "sources"}), &mut ids);
+    call("list_note_history", json!({"note_id": note, "limit": 50}), &mut ids);
 }

@@ -62,6 +62,11 @@ fn handle(req: Request) -> Response {
     let method = req.method().clone();
     let scope = match (&method, segments.as_slice()) {
         (Method::Get, ["api", "v1", "notes", _]) => cairn_notes::scopes::READ,
+        (Method::Get, ["api", "v1", "notes", _, "history"])
+        | (Method::Get, ["api", "v1", "notes", _, "tabs", _, "versions", _])
+        | (Method::Get, ["api", "v1", "notes", _, "tabs", _, "diff"]) => cairn_notes::scopes::READ,
+        (Method::Post, ["api", "v1", "notes", _, "tabs", _, "restore"]) => cairn_notes::scopes::WRITE,
+        (Method::Post, ["api", "v1", "notes", _, "tabs", _, "merge"]) => cairn_notes::scopes::READ,
         (Method::Post, ["api", "v1", "notes"])
         | (Method::Put | Method::Patch, ["api", "v1", "notes", _, "tabs", _])
         | (Method::Post, ["api", "v1", "notes", _, "files"]) => cairn_notes::scopes::WRITE,
@@ -101,6 +106,17 @@ fn handle(req: Request) -> Response {
         (Method::Patch, [_, _, _, note, _, tab]) => rest::update_tab(&kv, env, &who, note, tab, body),
         (Method::Delete, [_, _, _, note, _, tab]) => rest::delete_tab(&kv, env, &who, note, tab, body),
         (Method::Post, [_, _, "notes", note, "files"]) => rest::attach_file(&kv, env, &who, note, body),
+        (Method::Get, [_, _, "notes", note, "history"]) => {
+            let q = query(req.query());
+            rest::note_history(&kv, env, &who, note, q.get("tab_id").map(String::as_str), q.get("before").map(String::as_str), q.get("limit").map(String::as_str))
+        }
+        (Method::Get, [_, _, "notes", note, "tabs", tab, "versions", v]) => rest::tab_version(&kv, env, &who, note, tab, v),
+        (Method::Get, [_, _, "notes", note, "tabs", tab, "diff"]) => {
+            let q = query(req.query());
+            rest::tab_diff(&kv, env, &who, note, tab, q.get("from").map(String::as_str), q.get("to").map(String::as_str))
+        }
+        (Method::Post, [_, _, "notes", note, "tabs", tab, "restore"]) => rest::restore_tab(&kv, env, &who, note, tab, body),
+        (Method::Post, [_, _, "notes", note, "tabs", tab, "merge"]) => rest::merge_draft(&kv, env, &who, note, tab, body),
         (Method::Post, [_, _, "notes", note, "claims"]) => rest::claim_note(&kv, env, &who, note, body),
         (Method::Get, [_, _, "claims"]) => {
             let note = req.query().split('&').find_map(|kv| kv.strip_prefix("note_id=")).map(str::to_string);
@@ -136,4 +152,10 @@ fn sweep(req: &Request) -> Response {
         };
     }
     respond::json(200, &json!({"released": released}))
+}
+
+/// The query string's parameters (`a=1&b=2`; no percent-decoding is needed
+/// for the ids and numbers these routes take).
+fn query(q: &str) -> std::collections::BTreeMap<String, String> {
+    q.split('&').filter_map(|p| p.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }

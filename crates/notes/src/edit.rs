@@ -6,11 +6,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::args::{SlideIn, check_slide, parse_object};
-use crate::content::{Slide, SlidesDoc, check_doc_size, empty_hash, load_slides, put_hashed, store_slides};
+use crate::content::{Slide, SlidesDoc, check_doc_size, empty_hash, load_slides, load_text, put_hashed, store_slides};
+use crate::model::sha_hex;
 use crate::env::{Env, Identity};
 use crate::kv::TenantKv;
 use crate::model::{Head, Tab, TabKind, Who};
-use crate::refusal::{Out, Refusal};
+use crate::refusal::{Code, Out, Refusal};
 use crate::sheet::{self, load_manifest, store_manifest};
 use crate::write::{Change, Ctx, Plan, Target, WriteSpec, commit};
 
@@ -22,6 +23,8 @@ pub(crate) const MAX_TABS: usize = 100;
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Operation {
     ReplaceText,
+    AppendText,
+    ReplaceInText,
     ReplaceTabData,
     SlideAdd,
     SlidesAddOutline,
@@ -32,6 +35,8 @@ impl Operation {
     pub fn as_str(self) -> &'static str {
         match self {
             Operation::ReplaceText => "replace_text",
+            Operation::AppendText => "append_text",
+            Operation::ReplaceInText => "replace_in_text",
             Operation::ReplaceTabData => "replace_tab_data",
             Operation::SlideAdd => "slide_add",
             Operation::SlidesAddOutline => "slides_add_outline",
@@ -43,6 +48,8 @@ impl Operation {
     pub fn fields(self) -> (&'static [&'static str], &'static [&'static str]) {
         match self {
             Operation::ReplaceText => (&["text"], &[]),
+            Operation::AppendText => (&["text"], &[]),
+            Operation::ReplaceInText => (&["old_text", "new_text"], &[]),
             Operation::ReplaceTabData => (&["data"], &[]),
             Operation::SlideAdd => (&["title"], &["body", "notes"]),
             Operation::SlidesAddOutline => (&["slides"], &[]),
@@ -52,8 +59,10 @@ impl Operation {
 }
 
 /// Every operation field of `edit_note_tab`.
-pub(crate) const OPERATION_FIELDS: [&str; 10] = [
+pub(crate) const OPERATION_FIELDS: [&str; 12] = [
     "text",
+    "old_text",
+    "new_text",
     "data",
     "title",
     "body",
@@ -69,6 +78,9 @@ pub(crate) const OPERATION_FIELDS: [&str; 10] = [
 pub(crate) enum Edit {
     /// The whole markdown text and its SHA-256 (hashed once, before the commit).
     Text(String, String),
+    /// A change to part of the markdown text; with `rebase`, the note
+    /// version it was based on when that may have moved.
+    Patch(Patch, Option<u64>),
     Data(Map<String, Value>),
     SlideAdd(SlideIn),
     Outline(Vec<SlideIn>),
@@ -84,6 +96,8 @@ impl Edit {
     fn op(&self) -> Operation {
         match self {
             Edit::Text(..) => Operation::ReplaceText,
+            Edit::Patch(Patch::Append(_), _) => Operation::AppendText,
+            Edit::Patch(Patch::Replace { .. }, _) => Operation::ReplaceInText,
             Edit::Data(_) => Operation::ReplaceTabData,
             Edit::SlideAdd(_) => Operation::SlideAdd,
             Edit::Outline(_) => Operation::SlidesAddOutline,
@@ -105,7 +119,7 @@ pub(crate) fn resolve_tab(head: &Head, tab_id: &str, op: Operation) -> Result<Ta
                 "File and Source attachments cannot be edited with this tool",
             ));
         }
-        TabKind::Markdown => op == Operation::ReplaceText,
+        TabKind::Markdown => matches!(op, Operation::ReplaceText | Operation::AppendText | Operation::ReplaceInText),
         TabKind::Slides => matches!(
             op,
             Operation::ReplaceTabData | Operation::SlideAdd | Operation::SlidesAddOutline
@@ -127,12 +141,35 @@ pub(crate) fn apply_edit(
     head: &mut Head,
     i: usize,
     edit: &Edit,
+    now: u64,
 ) -> Out<Change> {
     let tab = &head.tabs[i];
+    let mut size = None;
+    let mut extra = Map::new();
     let (hash, blobs) = match (tab.kind, edit) {
         (TabKind::Markdown, Edit::Text(t, hash)) => {
             check_doc_size(t.as_bytes(), "text")?;
+            size = Some(t.len() as u64);
             (hash.clone(), put_hashed(kv, t.as_bytes(), hash)?)
+        }
+        (TabKind::Markdown, Edit::Patch(patch, base)) => {
+            let current = load_text(kv, tab)?;
+            let rebased = match base {
+                Some(v) if *v != head.version => Some(check_rebase(kv, head, tab, patch, *v, &current, now)?),
+                _ => None,
+            };
+            let text = patch.apply(&current, "")?;
+            check_doc_size(text.as_bytes(), "text")?;
+            if let Some(over) = rebased {
+                extra.insert("rebased".into(), true.into());
+                extra.insert("rebased_over".into(), over.into());
+            } else if base.is_some() {
+                extra.insert("rebased".into(), false.into());
+            }
+            let hash = sha_hex(text.as_bytes());
+            size = Some(text.len() as u64);
+            let blobs = put_hashed(kv, text.as_bytes(), &hash)?;
+            (hash, blobs)
         }
         (TabKind::Slides, Edit::Data(d)) => {
             let doc: SlidesDoc<SlideIn> = parse_object(d.clone(), "data.")?;
@@ -186,7 +223,8 @@ pub(crate) fn apply_edit(
     let tab = &mut head.tabs[i];
     tab.content_hash = hash;
     tab.blobs = blobs;
-    let mut result = Map::new();
+    tab.size = size.unwrap_or(0);
+    let mut result = extra;
     result.insert("operation".into(), edit.op().as_str().into());
     Ok(Change {
         action: edit.op().as_str(),
@@ -205,6 +243,7 @@ pub(crate) fn new_tab(id: String, kind: TabKind, label: String, who: &Identity, 
         version: 0,
         content_hash: empty_hash(),
         blobs: Vec::new(),
+        size: 0,
         created_at: now,
         author: Who::of(who),
         updated_at: now,
@@ -228,8 +267,117 @@ pub(crate) fn edit_tab_with(
         spec,
         |head| Ok(Plan::Write(resolve_tab(head, tab_id, edit.op())?)),
         |head, target, ctx: &mut Ctx| match target {
-            Target::Tab(i) => apply_edit(ctx.kv, head, i, edit),
+            Target::Tab(i) => apply_edit(ctx.kv, head, i, edit, ctx.now),
             Target::Note => unreachable!("edits target a tab"),
         },
     )
+}
+
+/// A change to part of a markdown text, carrying its intent.
+#[derive(Debug, Clone)]
+pub(crate) enum Patch {
+    /// Add `text` at the end, on its own line(s).
+    Append(String),
+    /// Replace the one occurrence of `old` with `new`.
+    Replace { old: String, new: String },
+}
+
+impl Patch {
+    /// The text with the patch applied; `replace_in_text` needs `old` to
+    /// occur exactly once. `context` names the text in a refusal ("" or "
+    /// in the version you read").
+    pub fn apply(&self, text: &str, context: &str) -> Out<String> {
+        match self {
+            Patch::Append(add) => {
+                let mut out = String::with_capacity(text.len() + add.len() + 2);
+                out.push_str(text);
+                if !text.is_empty() && !text.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(add);
+                if !add.ends_with('\n') {
+                    out.push('\n');
+                }
+                Ok(out)
+            }
+            Patch::Replace { old, new } => {
+                let (at, _) = once(text, old, context)?;
+                Ok(format!("{}{new}{}", &text[..at], &text[at + old.len()..]))
+            }
+        }
+    }
+
+    /// The lines of `base` the patch changes, half-open (`[n, n)` for an
+    /// append after the `n` lines of `base`).
+    fn lines(&self, base: &str) -> Out<(usize, usize)> {
+        let line_of = |byte: usize| base[..byte].matches('\n').count();
+        match self {
+            Patch::Append(_) => Ok({
+                let n = base.lines().count();
+                (n, n)
+            }),
+            Patch::Replace { old, .. } => {
+                let (at, _) = once(base, old, " in the version you based the patch on")?;
+                let end = at + old.len();
+                Ok((line_of(at), line_of(end.saturating_sub(1).max(at)) + 1))
+            }
+        }
+    }
+}
+
+/// The byte offset of the one occurrence of `needle`, or `invalid_argument`
+/// saying how many times it occurs.
+fn once(text: &str, needle: &str, context: &str) -> Out<(usize, usize)> {
+    let mut hits = text.match_indices(needle);
+    match (hits.next(), hits.next()) {
+        (Some((at, _)), None) => Ok((at, 1)),
+        (None, _) => Err(Refusal::invalid("old_text", format!("old_text occurs 0 times in the text{context}; it must occur exactly once")).into()),
+        (Some(_), Some(_)) => {
+            let n = 2 + hits.count();
+            Err(Refusal::invalid("old_text", format!("old_text occurs {n} times in the text{context}; it must occur exactly once: include more of the surrounding text")).into())
+        }
+    }
+}
+
+/// Whether a patch based on note version `base` may be applied to the text
+/// as it is now: only if no change between `base` and now touches or
+/// borders the lines the patch changes (compared line by line with the text
+/// at `base`, read from history). Returns the versions it is rebased over;
+/// anything else is `version_conflict`.
+fn check_rebase(kv: &TenantKv, head: &Head, tab: &Tab, patch: &Patch, base: u64, current: &str, now: u64) -> Out<Vec<u64>> {
+    let conflict = |why: String| -> crate::refusal::Fail {
+        Refusal::new(Code::VersionConflict, format!("the note is at version {}, not {base}, and the patch cannot be rebased: {why}", head.version))
+            .with_version(head.version)
+            .with("version_scope", "note")
+            .with("rebase_refused", why)
+            .into()
+    };
+    if base > head.version {
+        return Err(conflict(format!("version {base} does not exist yet")));
+    }
+    let then = match crate::history::tab_at(kv, head, &tab.id, base, now) {
+        Ok(t) => t,
+        Err(crate::refusal::Fail::Refused(r)) => return Err(conflict(format!("the version you read is not readable: {}", r.message))),
+        Err(e) => return Err(e),
+    };
+    let base_text = load_text(kv, &then)?;
+    let (ps, pe) = patch.lines(&base_text).map_err(|_| conflict("old_text does not occur exactly once in the version you read".into()))?;
+    let diff = similar::TextDiff::from_lines(base_text.as_str(), current);
+    for op in diff.ops() {
+        if op.tag() == similar::DiffTag::Equal {
+            continue;
+        }
+        let r = op.old_range();
+        if r.start <= pe && r.end >= ps {
+            return Err(conflict(format!(
+                "a change since version {base} touches or borders lines {}-{} that the patch changes",
+                ps + 1,
+                pe.max(ps + 1)
+            )));
+        }
+    }
+    if let Patch::Replace { old, .. } = patch {
+        once(current, old, "").map_err(|_| conflict("old_text no longer occurs exactly once".into()))?;
+    }
+    Ok(((base + 1)..=head.version).collect())
 }

@@ -54,6 +54,8 @@ mod claims;
 mod content;
 mod edit;
 mod head;
+mod history;
+mod merge;
 mod model;
 mod note_index;
 mod schema;

@@ -68,10 +68,17 @@ pub(crate) struct Tab {
     pub version: u64,
     pub content_hash: String,
     pub blobs: Vec<String>,
+    /// Bytes of a markdown tab's text (0 in records written before it was kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub size: u64,
     pub created_at: u64,
     pub author: Who,
     pub updated_at: u64,
     pub updated_by: Who,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A claim (lease) on a note or one of its tabs, held in the head so that the claim check,
@@ -136,6 +143,15 @@ pub(crate) struct HistoryEntry {
     pub action: String,
     pub tab_id: Option<String>,
     pub content_hash: Option<String>,
+    /// The tab as this commit left it (its content refs, label, version), so
+    /// the version stays readable and restorable; for a deleted tab, the
+    /// tab as it was when deleted. `None` in entries written before history
+    /// kept snapshots, and for note-level changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab: Option<Tab>,
+    /// Whether this commit deleted `tab`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
 }
 
 /// The note head, `note/<note_id>`: the commit point of every write to the note.

@@ -17,6 +17,11 @@
 //! | [`post_claim_note`] | `{text}` | 201 |
 //! | [`list_claims`] | — (optional note id) | 200 (presence board) |
 //! | [`force_release_claim`] | — | 200; 403 unless the caller is a human admin |
+//! | [`note_history`] | — (`tab_id`, `before`, `limit` in the query) | 200, newest first |
+//! | [`tab_version`] | — | 200: the tab at a note version |
+//! | [`tab_diff`] | — (`from`, `to` in the query) | 200: a line diff |
+//! | [`restore_tab`] | `{from_version, expected_version, idempotency_key?}` | 200: a new version |
+//! | [`merge_draft`] | `{base_version, text}` | 200: the three-way merge; writes nothing |
 //!
 //! Refusals: 400 `invalid_argument`, 403 `forbidden`, 404 `not_found`, 409
 //! `version_conflict`, `content_hash_mismatch`, `idempotency_key_reused`, `claim_conflict`
@@ -157,6 +162,8 @@ pub fn create_note(
                 action: "create_note".into(),
                 tab_id: None,
                 content_hash: None,
+                tab: None,
+                deleted: false,
             }],
             commits: Vec::new(),
         };
@@ -269,6 +276,7 @@ pub fn write_tab(
             expected_version: a.expected_version,
             scope: a.version_scope.unwrap_or_default(),
             base_content_hash: a.base_content_hash.as_deref(),
+            rebase: false,
         };
         edit_tab_with(kv, env, who, &spec, tab_id, &edit)
     })
@@ -404,7 +412,7 @@ pub fn delete_tab(
                 Ok(Change {
                     action: "delete_tab",
                     tab: None,
-                    removed_tab: Some(tab.id),
+                    removed_tab: Some(tab),
                     result,
                 })
             },
@@ -613,5 +621,236 @@ pub fn force_release_claim(
 ) -> Result<RestReply, Failure> {
     answer(kv, who, &[], 200, |kv| {
         claims::force_release(kv, env, who, claim_id)
+    })
+}
+
+/// A tab's content as lines of text, for diffs: the markdown text itself;
+/// slides, sheets and attachment lists as their stored JSON, one item per line.
+fn tab_text(kv: &TenantKv, tab: &crate::model::Tab) -> Out<String> {
+    Ok(match tab.kind {
+        TabKind::Markdown => crate::content::load_text(kv, tab)?,
+        _ => {
+            let doc = crate::content::get_doc(kv, &tab.blobs)?;
+            match serde_json::from_slice::<Value>(&doc) {
+                Ok(v) => serde_json::to_string_pretty(&v).unwrap_or_default() + "\n",
+                Err(_) => String::from_utf8_lossy(&doc).into_owned(),
+            }
+        }
+    })
+}
+
+/// Parses an optional positive integer query parameter.
+fn query_u64(field: &str, v: Option<&str>) -> Result<Option<u64>, Refusal> {
+    match v {
+        None => Ok(None),
+        Some(s) => s.parse::<u64>().ok().filter(|n| *n >= 1).map(Some).ok_or_else(|| {
+            Refusal::invalid(field, format!("{field} must be a positive whole number, not {s:?}"))
+        }),
+    }
+}
+
+/// A note's history, newest first (`GET /api/v1/notes/{note}/history?tab_id=&before=&limit=`):
+/// 200 with `{note_id, version, entries, next_before}`; pass `next_before` back as `before`.
+pub fn note_history(
+    kv: &dyn Store,
+    env: &mut dyn Env,
+    who: &Identity,
+    note_id: &str,
+    tab_id: Option<&str>,
+    before: Option<&str>,
+    limit: Option<&str>,
+) -> Result<RestReply, Failure> {
+    let now = env.now_us();
+    answer(kv, who, &[("note_id", note_id)], 200, |kv| {
+        if let Some(t) = tab_id {
+            check_id("tab_id", t)?;
+        }
+        let before = query_u64("before", before)?;
+        let limit = query_u64("limit", limit)?.unwrap_or(crate::args::DEFAULT_LIMIT);
+        crate::args::check_limit(Some(limit))?;
+        let head = load_head(kv, who, note_id)?;
+        let (entries, next) = crate::history::page(kv, &head, tab_id, before, limit as usize, now)?;
+        Ok(json!({"note_id": head.note_id, "version": head.version, "entries": entries, "next_before": next, "notice": NOTICE}))
+    })
+}
+
+/// One past version of a tab (`GET …/tabs/{tab}/versions/{v}`, `v` a note
+/// version): what `read_note_tab` answers with `at_version`.
+pub fn tab_version(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, version: &str) -> Result<RestReply, Failure> {
+    let v = match query_u64("version", Some(version)) {
+        Ok(v) => v,
+        Err(r) => return reply(Err(r.into()), 0),
+    };
+    let result = crate::call_tool_value(kv, env, who, "read_note_tab", json!({"note_id": note_id, "tab_id": tab_id, "at_version": v}))?;
+    let body = result["structuredContent"].clone();
+    let status = match body["error"].as_str() {
+        None => 200,
+        Some(code) => crate::refusal::Code::ALL.iter().find(|c| c.as_str() == code).map_or(400, |c| c.http_status()),
+    };
+    Ok(RestReply { status, body })
+}
+
+/// A line diff of a tab between two note versions
+/// (`GET …/tabs/{tab}/diff?from=&to=`, `to` default the current version):
+/// 200 with `{from, to, unified, hunks: [{old_start, old_lines, new_start, new_lines, lines: [{op, text}]}]}`.
+pub fn tab_diff(
+    kv: &dyn Store,
+    env: &mut dyn Env,
+    who: &Identity,
+    note_id: &str,
+    tab_id: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> Result<RestReply, Failure> {
+    let now = env.now_us();
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+        let from = query_u64("from", from)?.ok_or_else(|| Refusal::invalid("from", "from (a note version) is required"))?;
+        let head = load_head(kv, who, note_id)?;
+        let to = query_u64("to", to)?.unwrap_or(head.version);
+        if from > to {
+            return Err(Refusal::invalid("from", format!("a diff goes forward: from ({from}) must not be after to ({to})")).into());
+        }
+        let old = crate::history::tab_at(kv, &head, tab_id, from, now)?;
+        let new = crate::history::tab_at(kv, &head, tab_id, to, now)?;
+        let (a, b) = (tab_text(kv, &old)?, tab_text(kv, &new)?);
+        let diff = similar::TextDiff::from_lines(a.as_str(), b.as_str());
+        let hunks: Vec<Value> = diff
+            .unified_diff()
+            .context_radius(3)
+            .iter_hunks()
+            .map(|h| {
+                let ops = h.ops();
+                let (first, last) = (ops.first(), ops.last());
+                let old_start = first.map_or(0, |o| o.old_range().start);
+                let new_start = first.map_or(0, |o| o.new_range().start);
+                let old_end = last.map_or(0, |o| o.old_range().end);
+                let new_end = last.map_or(0, |o| o.new_range().end);
+                let lines: Vec<Value> = h
+                    .iter_changes()
+                    .map(|c| {
+                        let op = match c.tag() {
+                            similar::ChangeTag::Equal => "equal",
+                            similar::ChangeTag::Delete => "delete",
+                            similar::ChangeTag::Insert => "insert",
+                        };
+                        json!({"op": op, "text": c.value().trim_end_matches('\n')})
+                    })
+                    .collect();
+                json!({"old_start": old_start + 1, "old_lines": old_end - old_start, "new_start": new_start + 1,
+                    "new_lines": new_end - new_start, "lines": lines})
+            })
+            .collect();
+        let unified = diff.unified_diff().context_radius(3).header(&format!("version {from}"), &format!("version {to}")).to_string();
+        Ok(json!({"note_id": head.note_id, "tab_id": tab_id, "from": from, "to": to,
+            "from_content_hash": old.content_hash, "to_content_hash": new.content_hash,
+            "unified": unified, "hunks": hunks, "notice": NOTICE}))
+    })
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Restore {
+    from_version: u64,
+    expected_version: u64,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+}
+
+/// Restores a tab to its content at note version `from_version`
+/// (`POST …/tabs/{tab}/restore`): an ordinary conditional, keyed,
+/// claim-aware write that commits a new version (history is never
+/// rewritten); a deleted tab comes back under its old id, at the end of the
+/// tab strip. 200 with `{note_id, tab_id, version, tab_version, content_hash, restored_from, replayed}`.
+pub fn restore_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
+    let now = env.now_us();
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+        let a: Restore = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        if a.from_version == 0 {
+            return Err(Refusal::invalid("from_version", "from_version must be a note version from the history (1 or more)").into());
+        }
+        let payload = json!({"tab_id": tab_id, "from_version": a.from_version, "expected_version": a.expected_version});
+        let spec = note_scope("restore_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        commit(
+            kv,
+            env,
+            who,
+            &spec,
+            |head| {
+                if a.from_version > head.version {
+                    return Err(Refusal::invalid("from_version", format!("from_version {} is after the note's version {}", a.from_version, head.version))
+                        .with_version(head.version)
+                        .into());
+                }
+                Ok(Plan::Write(head.tab_index(tab_id).map_or(Target::Note, Target::Tab)))
+            },
+            |head, target, ctx| {
+                let then = crate::history::tab_at(ctx.kv, head, tab_id, a.from_version, now)?;
+                let i = match target {
+                    Target::Tab(i) => {
+                        let t = &mut head.tabs[i];
+                        t.content_hash = then.content_hash.clone();
+                        t.blobs = then.blobs.clone();
+                        t.size = then.size;
+                        i
+                    }
+                    Target::Note => {
+                        if head.tabs.len() >= crate::edit::MAX_TABS {
+                            return Err(Refusal::too_large("tab_id", "the note already has the most tabs it may have").into());
+                        }
+                        head.tabs.push(then.clone());
+                        head.tabs.len() - 1
+                    }
+                };
+                let mut result = Map::new();
+                result.insert("restored_from".into(), a.from_version.into());
+                if matches!(target, Target::Note) {
+                    result.insert("undeleted".into(), true.into());
+                }
+                Ok(Change { action: "restore", tab: Some(i), removed_tab: None, result })
+            },
+        )
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MergeDraft {
+    base_version: u64,
+    text: String,
+}
+
+/// The three-way merge of a person's draft of the markdown tab (`text`,
+/// started from note version `base_version`) with the text now
+/// (`POST …/tabs/{tab}/merge`). Writes nothing. 200 with `{merged, clean,
+/// conflicts: [{base_start, base, theirs, mine}], version, tab_version,
+/// content_hash}`: save `merged` (after resolving any conflicts) with the
+/// `version` returned here as `expected_version`.
+pub fn merge_draft(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
+    let now = env.now_us();
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+        let a: MergeDraft = parse(args)?;
+        crate::content::check_doc_size(a.text.as_bytes(), "text")?;
+        let head = load_head(kv, who, note_id)?;
+        let tab = head.tabs.iter().find(|t| t.id == tab_id).ok_or_else(|| Refusal::not_found("tab"))?;
+        if tab.kind != TabKind::Markdown {
+            return Err(Refusal::invalid("tab_id", format!("merge works on the markdown tab, not a {} tab", tab.kind.as_str())).into());
+        }
+        if a.base_version == 0 || a.base_version > head.version {
+            return Err(Refusal::invalid("base_version", format!("base_version must be between 1 and the note's version {}", head.version))
+                .with_version(head.version)
+                .into());
+        }
+        let base_tab = crate::history::tab_at(kv, &head, tab_id, a.base_version, now)?;
+        let base = crate::content::load_text(kv, &base_tab)?;
+        let theirs = crate::content::load_text(kv, tab)?;
+        let mut out = crate::merge::merge3(&base, &theirs, &a.text);
+        out["note_id"] = head.note_id.clone().into();
+        out["tab_id"] = tab.id.clone().into();
+        out["version"] = head.version.into();
+        out["tab_version"] = tab.version.into();
+        out["content_hash"] = tab.content_hash.clone().into();
+        out["base_version"] = a.base_version.into();
+        Ok(out)
     })
 }

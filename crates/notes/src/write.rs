@@ -20,7 +20,7 @@ use crate::env::{Env, Identity};
 use crate::head::{Decision, Limit, Reader, transact};
 use crate::keys;
 use crate::kv::TenantKv;
-use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Who, canonical_json, decode, encode, nonce, rand8, sha_hex};
+use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Tab, Who, canonical_json, decode, encode, nonce, rand8, sha_hex};
 use crate::refusal::{Code, Out, Refusal};
 
 /// Idempotency records kept in the head; older ones move to their own keys. Every
@@ -43,6 +43,9 @@ pub(crate) struct WriteSpec<'a> {
     pub expected_version: u64,
     pub scope: VersionScope,
     pub base_content_hash: Option<&'a str>,
+    /// A patch that may be rebased: an older `expected_version` passes the
+    /// version check, and the apply decides (see `edit::check_rebase`).
+    pub rebase: bool,
 }
 
 /// What a write targets: the note as a whole, or one tab (by index in `head.tabs`).
@@ -65,7 +68,7 @@ pub(crate) enum Plan {
 pub(crate) struct Change {
     pub action: &'static str,
     pub tab: Option<usize>,
-    pub removed_tab: Option<String>,
+    pub removed_tab: Option<Tab>,
     pub result: Map<String, Value>,
 }
 
@@ -130,6 +133,7 @@ pub(crate) fn note_scope<'a>(
         expected_version,
         scope: VersionScope::Note,
         base_content_hash: None,
+        rebase: false,
     }
 }
 
@@ -172,7 +176,7 @@ fn check_version(head: &Head, spec: &WriteSpec, target: Target) -> Result<(), Re
             return Err(Refusal::invalid("version_scope", "version_scope tab needs a tab target"));
         }
     };
-    if spec.expected_version != current {
+    if spec.expected_version != current && !(spec.rebase && spec.expected_version < current) {
         let scope = if spec.scope == VersionScope::Tab { "tab" } else { "note" };
         return Err(Refusal::new(
             Code::VersionConflict,
@@ -248,7 +252,7 @@ pub(crate) fn commit(
         check_version(head, spec, target)?;
 
         let change = apply(head, target, &mut Ctx { kv, env, who, now })?;
-        if let Some(gone) = &change.removed_tab {
+        if let Some(gone) = change.removed_tab.as_ref().map(|t| &t.id) {
             // Claims on a deleted tab end with it (only its holder could delete it).
             let (ended, kept): (Vec<Claim>, Vec<Claim>) =
                 std::mem::take(&mut head.claims).into_iter().partition(|c| c.tab_id.as_deref() == Some(gone.as_str()));
@@ -287,13 +291,17 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
     result.insert("replayed".into(), false.into());
     let result = Value::Object(result);
 
+    let deleted = change.removed_tab.is_some();
+    let snapshot = change.tab.map(|i| head.tabs[i].clone()).or(change.removed_tab);
     head.history.push(HistoryEntry {
         version: head.version,
         at: now,
         by,
         action: change.action.to_string(),
-        tab_id: change.tab.map(|i| head.tabs[i].id.clone()).or(change.removed_tab),
-        content_hash,
+        tab_id: snapshot.as_ref().map(|t| t.id.clone()),
+        content_hash: content_hash.or_else(|| snapshot.as_ref().map(|t| t.content_hash.clone())),
+        tab: snapshot,
+        deleted,
     });
     let mut spilled = Vec::new();
     while head.history.len() > HISTORY_IN_HEAD {

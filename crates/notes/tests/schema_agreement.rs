@@ -63,6 +63,15 @@ fn cases() -> Vec<(&'static str, Value, bool)> {
             true,
         ),
         ("read_note_tab", json!({"note_id": n}), false),
+        ("read_note_tab", json!({"note_id": n, "tab_id": "markdown", "at_version": 3}), true),
+        ("read_note_tab", json!({"note_id": n, "tab_id": "markdown", "at_version": -1}), false),
+        ("read_note_tab", json!({"note_id": n, "tab_id": "markdown", "at_version": "3"}), false),
+        ("list_note_history", json!({"note_id": n}), true),
+        ("list_note_history", json!({"note_id": n, "tab_id": "markdown", "limit": 50}), true),
+        ("list_note_history", json!({"note_id": n, "limit": 51}), false),
+        ("list_note_history", json!({"note_id": n, "limit": 0}), false),
+        ("list_note_history", json!({"tab_id": "markdown"}), false),
+        ("list_note_history", json!({"note_id": n, "tab_id": "bad id!"}), false),
         (
             "read_note_tab",
             json!({"note_id": n, "tab_id": "a", "version": 1}),
@@ -128,6 +137,12 @@ fn cases() -> Vec<(&'static str, Value, bool)> {
             e(json!({"operation": "replace_text", "text": "hello"})),
             true,
         ),
+        ("edit_note_tab", e(json!({"operation": "append_text", "text": "a line", "rebase": true})), true),
+        ("edit_note_tab", e(json!({"operation": "replace_in_text", "old_text": "a", "new_text": "b"})), true),
+        ("edit_note_tab", e(json!({"operation": "replace_in_text", "old_text": "", "new_text": "b"})), false),
+        ("edit_note_tab", e(json!({"operation": "replace_in_text", "old_text": "a"})), false),
+        ("edit_note_tab", e(json!({"operation": "append_text", "old_text": "a", "text": "b"})), false),
+        ("edit_note_tab", e(json!({"operation": "append_text", "text": "a", "rebase": "yes"})), false),
         (
             "edit_note_tab",
             e(

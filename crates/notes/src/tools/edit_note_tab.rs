@@ -10,7 +10,7 @@ use crate::args::{
     VersionScope, check_cells, check_chars, check_hash, check_id, check_key, check_outline, check_range, parse,
 };
 use crate::content::MAX_DOC_BYTES;
-use crate::edit::{Edit, OPERATION_FIELDS, Operation, edit_tab_with};
+use crate::edit::{Edit, OPERATION_FIELDS, Operation, Patch, edit_tab_with};
 use crate::refusal::{Out, Refusal};
 use crate::schema::{id, key, note_id, object, outline, version};
 use crate::model::sha_hex;
@@ -32,6 +32,12 @@ struct Args {
     base_content_hash: Option<String>,
     #[serde(default, deserialize_with = "crate::args::present")]
     text: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
+    old_text: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
+    new_text: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    rebase: bool,
     #[serde(default, deserialize_with = "crate::args::present")]
     data: Option<Map<String, Value>>,
     #[serde(default, deserialize_with = "crate::args::present")]
@@ -56,6 +62,8 @@ impl Args {
     fn has(&self, field: &str) -> bool {
         match field {
             "text" => self.text.is_some(),
+            "old_text" => self.old_text.is_some(),
+            "new_text" => self.new_text.is_some(),
             "data" => self.data.is_some(),
             "title" => self.title.is_some(),
             "body" => self.body.is_some(),
@@ -109,6 +117,30 @@ impl Args {
                 ),
             ));
         }
+        if let Some(t) = &self.old_text {
+            if t.is_empty() {
+                return Err(Refusal::invalid("old_text", "old_text must not be empty: name the exact text to replace"));
+            }
+            if t.len() > MAX_DOC_BYTES {
+                return Err(Refusal::too_large("old_text", format!("old_text of {} bytes exceeds the tab size limit of {MAX_DOC_BYTES} bytes", t.len())));
+            }
+        }
+        if let Some(t) = &self.new_text
+            && t.len() > MAX_DOC_BYTES
+        {
+            return Err(Refusal::too_large("new_text", format!("new_text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", t.len())));
+        }
+        if self.rebase {
+            if !matches!(self.operation, Operation::AppendText | Operation::ReplaceInText) {
+                return Err(Refusal::invalid("rebase", format!("rebase applies to append_text and replace_in_text, not {op}")));
+            }
+            if self.version_scope == Some(VersionScope::Tab) {
+                return Err(Refusal::invalid("rebase", "rebase works on note versions: leave version_scope out (or note)"));
+            }
+            if self.base_content_hash.is_some() {
+                return Err(Refusal::invalid("rebase", "base_content_hash asks for the exact content you read; rebase asks to apply over later changes: send one or the other"));
+            }
+        }
         if let Some(t) = &self.title {
             check_chars("title", t, 0, MAX_SLIDE_TITLE_CHARS)?;
         }
@@ -145,19 +177,27 @@ impl Args {
 
 fn description() -> String {
     format!("Change one tab, named by its exact tab_id, based on the version from read_note_tab. Operations: \
-                 replace_text (text: the whole text) for the markdown tab; slide_add (title, body, notes) or \
+                 replace_text (text: the whole text), append_text (text: added at the end on its own line) or \
+                 replace_in_text (old_text: an exact snippet that occurs exactly once, new_text: what replaces it) \
+                 for the markdown tab; slide_add (title, body, notes) or \
                  slides_add_outline (slides: 1-20 items of only title, body, notes) to append slides; \
                  sheet_set_range (sheet_id, start_row, start_col, values) for a sheet; replace_tab_data (data: the \
                  whole content of a slides or sheet tab). File and Source attachments cannot be edited here. \
                  expected_version is compared with the note's version (a write anywhere in the note moves it) or, \
                  with version_scope tab, with the tab's own version; base_content_hash, if sent, must equal the \
-                 tab's content_hash. {ON_CONFLICT} {KEY_RULE}")
+                 tab's content_hash. With rebase: true (append_text and replace_in_text only), a patch whose \
+                 expected_version is older than the note's is still applied if, and only if, no change since that \
+                 version touches or borders the lines the patch changes (and old_text still occurs exactly once); \
+                 the result then says rebased: true and rebased_over lists the versions. Anything else is a \
+                 version_conflict: re-read and decide again. {ON_CONFLICT} {KEY_RULE}")
 }
 
 /// `edit_note_tab`: each operation requires its fields and forbids the others'.
 fn input_schema() -> Value {
     let ops = [
         Operation::ReplaceText,
+        Operation::AppendText,
+        Operation::ReplaceInText,
         Operation::ReplaceTabData,
         Operation::SlideAdd,
         Operation::SlidesAddOutline,
@@ -196,7 +236,10 @@ fn input_schema() -> Value {
                 "description": "note (default): any write in the note is a conflict; tab: only writes to this tab."},
             "base_content_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$",
                 "description": "Optional content_hash of the tab you read; the write is refused if the tab changed."},
-            "text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_text: the whole new text of the markdown tab (at most 1,000,000 bytes)."},
+            "text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_text: the whole new text of the markdown tab (at most 1,000,000 bytes); append_text: the text to add at the end."},
+            "old_text": {"type": "string", "minLength": 1, "maxLength": MAX_DOC_BYTES, "description": "replace_in_text: the exact text to replace; it must occur exactly once in the tab."},
+            "new_text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_in_text: the text that replaces old_text."},
+            "rebase": {"type": "boolean", "default": false, "description": "append_text and replace_in_text: apply over later changes that do not touch or border the changed lines (see the description)."},
             "data": {"type": "object", "description": "replace_tab_data: the whole content. Slides: {\"slides\": [{title, body?, notes?}]}. Sheet: {\"sheets\": [{sheet_id? (existing), name?, values: rows of cells}]}; sheets not listed are removed."},
             "title": {"type": "string", "maxLength": MAX_SLIDE_TITLE_CHARS, "description": "slide_add: slide title."},
             "body": {"type": "string", "maxLength": MAX_SLIDE_TEXT_CHARS, "description": "slide_add: slide body."},
@@ -225,6 +268,11 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let text_hash = text.as_deref().map(|t| sha_hex(t.as_bytes()));
     let edit = match a.operation {
         Operation::ReplaceText => Edit::Text(text.unwrap_or_default(), text_hash.clone().unwrap_or_else(|| sha_hex(b""))),
+        Operation::AppendText => Edit::Patch(Patch::Append(text.clone().unwrap_or_default()), a.rebase.then_some(a.expected_version)),
+        Operation::ReplaceInText => Edit::Patch(
+            Patch::Replace { old: a.old_text.clone().unwrap_or_default(), new: a.new_text.clone().unwrap_or_default() },
+            a.rebase.then_some(a.expected_version),
+        ),
         Operation::ReplaceTabData => Edit::Data(a.data.take().unwrap_or_default()),
         Operation::SlideAdd => Edit::SlideAdd(SlideIn {
             title: a.title.clone().unwrap_or_default(),
@@ -266,6 +314,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         expected_version: a.expected_version,
         scope: a.scope(),
         base_content_hash: a.base_content_hash.as_deref(),
+        rebase: a.rebase,
     };
     edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &edit)
 }

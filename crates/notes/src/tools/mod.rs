@@ -38,6 +38,7 @@ mod create_note_tab;
 mod edit_note_tab;
 mod list_claims;
 mod list_note_attachments;
+mod list_note_history;
 mod list_note_tabs;
 mod list_notes;
 mod post_claim_note;
@@ -55,6 +56,7 @@ pub static TOOLS: &[&Tool] = &[
     &read_note_tab::TOOL,
     &read_sheet_range::TOOL,
     &list_note_attachments::TOOL,
+    &list_note_history::TOOL,
     &edit_note_tab::TOOL,
     &create_note_tab::TOOL,
     &add_note_source::TOOL,

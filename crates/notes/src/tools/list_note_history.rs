@@ -1,0 +1,71 @@
+//! `list_note_history`: a note's committed versions, newest first.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Call, READ, READ_SCOPE, decode_cursor, encode_cursor};
+use crate::args::{DEFAULT_LIMIT, check_cursor, check_id, check_limit, parse};
+use crate::head::load_head;
+use crate::history;
+use crate::refusal::{NOTICE, Out};
+use crate::schema::{cursor, id, limit, note_id, object};
+
+tool!("list_note_history", "List a note's history", READ_SCOPE, READ);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    note_id: String,
+    #[serde(default)]
+    tab_id: Option<String>,
+    #[serde(default)]
+    cursor: Option<String>,
+    #[serde(default)]
+    limit: Option<u64>,
+}
+
+fn description() -> String {
+    "List a note's committed versions, newest first (of one tab with tab_id): for each, the note version, \
+    the tab and its tab_version, the action (replace_text, append_text, create_tab, delete_tab, restore, …), \
+    who (name, subject, actor_type) and when, and the content_hash. Read any listed version of a tab with \
+    read_note_tab and at_version. At most limit (up to 50) per call; pass next_cursor back as cursor. The \
+    newest 1,000 versions and the last 30 days are kept."
+        .into()
+}
+
+fn input_schema() -> Value {
+    object(
+        &["note_id"],
+        json!({
+            "note_id": note_id(),
+            "tab_id": id("Only versions that changed this tab (exact tab ID; deleted tabs included)."),
+            "cursor": cursor(),
+            "limit": limit(),
+        }),
+    )
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Value> {
+    let a: Args = parse(args)?;
+    check_id("note_id", &a.note_id)?;
+    if let Some(t) = &a.tab_id {
+        check_id("tab_id", t)?;
+    }
+    check_cursor(&a.cursor)?;
+    check_limit(a.limit)?;
+    let head = load_head(c.kv, c.who, &a.note_id)?;
+    let tag = format!("history-{}", head.note_id);
+    let top = match a.cursor.as_deref() {
+        Some(cur) => Some(decode_cursor(&tag, Some(cur))? as u64),
+        None => None,
+    };
+    let limit = a.limit.unwrap_or(DEFAULT_LIMIT) as usize;
+    let (entries, next) = history::page(c.kv, &head, a.tab_id.as_deref(), top, limit, c.env.now_us())?;
+    Ok(json!({
+        "note_id": head.note_id,
+        "version": head.version,
+        "entries": entries,
+        "next_cursor": next.map(|v| encode_cursor(&tag, v as usize)),
+        "notice": NOTICE,
+    }))
+}
