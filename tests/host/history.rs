@@ -62,3 +62,23 @@ fn history_routes_need_their_scopes() {
     let r = cairn.rest(&t, "POST", &format!("/api/v1/notes/{note}/tabs/markdown/restore"), Some(&json!({"from_version": 1, "expected_version": 1})));
     assert_eq!(r.status, 403, "{}", r.text());
 }
+
+#[test]
+fn the_audit_route_shows_refused_and_committed_writes_to_auditors_only() {
+    let cairn = start();
+    let note = cairn.create_note(&person(), "Audited", true);
+    let p = cairn.token(&person());
+    let tab = format!("/api/v1/notes/{note}/tabs/markdown");
+    assert_eq!(cairn.rest(&p, "PUT", &tab, Some(&json!({"expected_version": 1, "text": "x"}))).status, 200);
+    assert_eq!(cairn.rest(&p, "PUT", &tab, Some(&json!({"expected_version": 1, "text": "y"}))).status, 409);
+    let path = format!("/api/v1/audit?note_id={note}");
+    assert_eq!(cairn.rest(&p, "GET", &path, None).status, 403, "notes scopes are not audit:read");
+    let auditor = cairn.token(&Who { scope: "audit:read", ..person() });
+    let r = cairn.rest(&auditor, "GET", &path, None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let events = r.json()["events"].as_array().unwrap().clone();
+    assert!(events.iter().any(|e| e["outcome"] == "committed" && e["version"] == 2), "{events:?}");
+    let refused = events.iter().find(|e| e["outcome"] == "version_conflict").expect("the stale save is in the trail");
+    assert_eq!(refused["tool"], "PUT /api/v1/notes/{note}/tabs/{tab}");
+    assert!(!r.text().contains("\"y\""), "{}", r.text());
+}

@@ -72,6 +72,7 @@ fn handle(req: Request) -> Response {
         | (Method::Post, ["api", "v1", "notes", _, "files"]) => cairn_notes::scopes::WRITE,
         (Method::Delete, ["api", "v1", "notes", _, "tabs", _]) => cairn_notes::scopes::DELETE,
         (Method::Get, ["api", "v1", "claims"]) => cairn_notes::scopes::READ,
+        (Method::Get, ["api", "v1", "audit"]) => cairn_notes::scopes::AUDIT,
         (Method::Post, ["api", "v1", "notes", _, "claims"])
         | (Method::Post, ["api", "v1", "claims", _, "renew" | "notes" | "force-release"])
         | (Method::Delete, ["api", "v1", "claims", _]) => cairn_notes::scopes::WRITE,
@@ -118,6 +119,11 @@ fn handle(req: Request) -> Response {
         (Method::Post, [_, _, "notes", note, "tabs", tab, "restore"]) => rest::restore_tab(&kv, env, &who, note, tab, body),
         (Method::Post, [_, _, "notes", note, "tabs", tab, "merge"]) => rest::merge_draft(&kv, env, &who, note, tab, body),
         (Method::Post, [_, _, "notes", note, "claims"]) => rest::claim_note(&kv, env, &who, note, body),
+        (Method::Get, [_, _, "audit"]) => {
+            let q = query(req.query());
+            let get = |k: &str| q.get(k).map(String::as_str);
+            rest::audit(&kv, env, &who, get("note_id"), get("since"), get("cursor"), get("limit"))
+        }
         (Method::Get, [_, _, "claims"]) => {
             let note = req.query().split('&').find_map(|kv| kv.strip_prefix("note_id=")).map(str::to_string);
             rest::list_claims(&kv, env, &who, note.as_deref())
@@ -128,6 +134,16 @@ fn handle(req: Request) -> Response {
         (Method::Delete, [_, _, "claims", claim]) => rest::release_claim(&kv, env, &who, claim),
         _ => return respond::error(404, "not_found", "no such route"),
     };
+    if method != Method::Get
+        && let Ok(r) = &reply
+    {
+        let note = match segments.as_slice() {
+            [_, _, "notes", note, ..] => Some(*note),
+            _ => None,
+        };
+        let route = format!("{} /{}", method_name(&method), route_pattern(&segments));
+        rest::record_refusal(&kv, env, &who, &route, note, r);
+    }
     match reply {
         Ok(RestReply { status, body }) => respond::json(status, &body),
         Err(e) => respond::failure(&e),
@@ -158,4 +174,32 @@ fn sweep(req: &Request) -> Response {
 /// for the ids and numbers these routes take).
 fn query(q: &str) -> std::collections::BTreeMap<String, String> {
     q.split('&').filter_map(|p| p.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn method_name(m: &Method) -> &'static str {
+    match m {
+        Method::Get => "GET",
+        Method::Post => "POST",
+        Method::Put => "PUT",
+        Method::Patch => "PATCH",
+        Method::Delete => "DELETE",
+        _ => "OTHER",
+    }
+}
+
+/// The route a path matched, with its ids replaced (`api/v1/notes/{note}/tabs/{tab}`),
+/// so the audit trail names routes, not values.
+fn route_pattern(segments: &[&str]) -> String {
+    segments
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match (i, segments.get(i.wrapping_sub(1))) {
+            (_, Some(&"notes")) => "{note}",
+            (_, Some(&"tabs")) => "{tab}",
+            (_, Some(&"claims")) => "{claim}",
+            (_, Some(&"versions")) => "{version}",
+            _ => s,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }

@@ -70,6 +70,7 @@ pub(crate) fn entry_json(e: &HistoryEntry) -> Value {
         "tab_id": e.tab_id,
         "by": {"name": e.by.name, "subject": e.by.subject, "actor_type": e.by.actor_type},
         "at": rfc3339(e.at),
+        "at_us": e.at,
         "content_hash": e.content_hash,
     });
     if let Some(t) = &e.tab {

@@ -8,7 +8,8 @@
 //! - `idem/<note_id>/<sha256(key)>`: idempotency records spilled from the head.
 //! - `audit/<note_id>/<version:020>`: history entries spilled from the head.
 //! - `audit/claims/<note_id>/<time µs:020>-<tag>`: claim audit records.
-//! - `audit/refused/<time µs:020>-<tag>`: refused calls (token, scope, rate) of the tenant.
+//! - `audit/refused/<time µs:020>-<tag>`: refused calls of the tenant (token, scope, rate,
+//!   and refused writes: version conflict, invalid argument, forbidden, …).
 //! - `idx/notes`: the tenant's note list.
 //! - `claims/index`: notes holding claims, with their due times.
 //!
@@ -57,10 +58,20 @@ pub fn list_tenants(store: &dyn cairn_kv::Store) -> Result<Vec<String>, crate::F
 /// else under `sys/`. `tag` tells apart records of the same microsecond.
 pub fn refused_audit_key(tenant: Option<&str>, at_us: u64, tag: u32) -> String {
     match tenant {
-        Some(t) if valid_tenant(t) => format!("{}audit/refused/{at_us:020}-{tag:08x}", tenant_prefix(t)),
-        _ => format!("sys/audit/refused/{at_us:020}-{tag:08x}"),
+        Some(t) if valid_tenant(t) => format!("{}{}", tenant_prefix(t), refused(at_us, tag)),
+        _ => format!("sys/{}", refused(at_us, tag)),
     }
 }
+
+/// Under the tenant: one refused call (token, scope, rate, or a write).
+pub(crate) fn refused(at_us: u64, tag: u32) -> String {
+    format!("{REFUSED}{at_us:020}-{tag:08x}")
+}
+
+/// The prefix of refused-call records.
+pub(crate) const REFUSED: &str = "audit/refused/";
+/// The prefix of claim audit records (then `<note_id>/`).
+pub(crate) const CLAIM_AUDIT: &str = "audit/claims/";
 
 /// The router's count of one token's messages in one minute (`cache` store).
 pub fn rate_limit(token_id: &str, minute: u64) -> String {
@@ -92,7 +103,7 @@ pub(crate) fn history(note_id: &str, version: u64) -> String {
 }
 
 pub(crate) fn claim_audit(note_id: &str, at: u64, tag: &str) -> String {
-    format!("audit/claims/{note_id}/{at:020}-{tag}")
+    format!("{CLAIM_AUDIT}{note_id}/{at:020}-{tag}")
 }
 
 /// The tenant's note list.

@@ -78,6 +78,21 @@ impl<'a> TenantKv<'a> {
     }
 }
 
+impl TenantKv<'_> {
+    /// Up to `limit` keys under `prefix` (relative to the tenant), in key
+    /// order, after `prefix` + `after` (or from the start of the prefix).
+    pub(crate) fn list_prefix(&self, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>, Failure> {
+        let full = self.key(prefix);
+        let start = match after {
+            Some(a) => format!("{full}{a}"),
+            None => full.clone(),
+        };
+        let keys = self.store.list_keys(BUCKET, Some(&start), limit)?;
+        let strip = self.key("");
+        Ok(keys.into_iter().take_while(|k| k.starts_with(&full)).map(|k| k[strip.len()..].to_string()).collect())
+    }
+}
+
 pub use cairn_kv::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 
 #[cfg(test)]

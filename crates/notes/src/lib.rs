@@ -48,6 +48,7 @@ pub mod tools;
 pub mod url;
 
 mod args;
+mod audit;
 mod claim_audit;
 mod claim_index;
 mod claims;
@@ -112,7 +113,16 @@ pub fn call_tool(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &st
         let Some(t) = tools::find(tool) else {
             return Err(Refusal::invalid("name", format!("unknown tool {tool:?}")).into());
         };
-        (t.run)(&mut tools::Call { kv: &kv, env, who }, args)
+        if t.annotations.read_only_hint {
+            return (t.run)(&mut tools::Call { kv: &kv, env, who }, args);
+        }
+        // A refused write is recorded for the audit trail.
+        let note = args.get("note_id").and_then(Value::as_str).map(str::to_string);
+        let out = (t.run)(&mut tools::Call { kv: &kv, env, who }, args);
+        if let Err(refusal::Fail::Refused(r)) = &out {
+            audit::record_refused_write(&kv, env, who, tool, note.as_deref(), &r.body());
+        }
+        out
     })();
     finish(out)
 }

@@ -854,3 +854,43 @@ pub fn merge_draft(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &
         Ok(out)
     })
 }
+
+/// The audit trail (`GET /api/v1/audit?note_id=&since=&cursor=&limit=`,
+/// scope `audit:read`, people only): committed writes, refused writes,
+/// claim events and refused calls, oldest first from `since` (µs since the
+/// epoch). 200 with `{events, next_cursor}`; see `crate::audit`.
+pub fn audit(
+    kv: &dyn Store,
+    env: &mut dyn Env,
+    who: &Identity,
+    note_id: Option<&str>,
+    since: Option<&str>,
+    cursor: Option<&str>,
+    limit: Option<&str>,
+) -> Result<RestReply, Failure> {
+    let now = env.now_us();
+    let ids: Vec<(&str, &str)> = note_id.map(|n| ("note_id", n)).into_iter().collect();
+    answer(kv, who, &ids, 200, |kv| {
+        let since = match since {
+            None => 0,
+            Some(s) => s.parse::<u64>().map_err(|_| Refusal::invalid("since", format!("since must be microseconds since the epoch, not {s:?}")))?,
+        };
+        if let Some(c) = cursor {
+            check_chars("cursor", c, 1, 400)?;
+        }
+        let limit = query_u64("limit", limit)?.unwrap_or(crate::args::DEFAULT_LIMIT);
+        crate::args::check_limit(Some(limit))?;
+        crate::audit::list(kv, who, note_id, since, cursor, limit as usize, now)
+    })
+}
+
+/// Records a refused people's write (`route`: method and route pattern) for
+/// the audit trail, when `reply` is a refusal. Best effort.
+pub fn record_refusal(store: &dyn Store, env: &mut dyn Env, who: &Identity, route: &str, note_id: Option<&str>, reply: &RestReply) {
+    if reply.status < 400 || !reply.body["error"].is_string() {
+        return;
+    }
+    if let Ok(kv) = crate::tenant_kv(store, who) {
+        crate::audit::record_refused_write(&kv, env, who, route, note_id, &reply.body);
+    }
+}

@@ -19,7 +19,7 @@ fn agent_cannot_see_or_write_an_unapproved_note() {
         json!({"note_id": hidden, "tab_id": "markdown"}),
     );
     assert_eq!(r["error"], "not_found");
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     let r = w.refused(
         &bot,
         "edit_note_tab",
@@ -34,7 +34,7 @@ fn agent_cannot_see_or_write_an_unapproved_note() {
         "idempotency_key": "k", "title": "t", "url": "https://example.org"}),
     );
     assert_eq!(r["error"], "not_found");
-    assert_eq!(w.kv.dump(), before);
+    assert_eq!(w.kv.notes_state(), before);
     let g = rest::get_note(&w.kv, &bot, &hidden).unwrap();
     assert_eq!(g.status, 404);
     // The person sees it.

@@ -31,7 +31,7 @@ fn release_is_idempotent_and_drops_claim_notes() {
     assert_eq!(r["already_released"], false);
     assert_eq!(r["reason"], "released");
     assert!(w.board(&ada).is_empty());
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     for (k, v) in &before {
         assert!(
             !String::from_utf8_lossy(v).contains("rewriting the intro"),

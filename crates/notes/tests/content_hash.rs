@@ -28,7 +28,7 @@ fn stale_base_content_hash_is_refused_and_nothing_written() {
     let old = w.tab(&ada, &note, "markdown");
     w.write_text(&ada, &note, "changed", "k1");
     let now = w.tab(&ada, &note, "markdown");
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     // The version matches a fresh read, but the hash names the old content.
     let r = w.refused(
         &ada,
@@ -40,7 +40,7 @@ fn stale_base_content_hash_is_refused_and_nothing_written() {
     assert_eq!(r["error"], "content_hash_mismatch");
     assert_eq!(r["current_content_hash"], now["provenance"]["content_hash"]);
     assert_eq!(r["current_version"], now["version"]);
-    assert_eq!(w.kv.dump(), before);
+    assert_eq!(w.kv.notes_state(), before);
 }
 
 #[test]

@@ -31,7 +31,7 @@ fn same_key_with_a_different_payload_is_refused_and_nothing_written() {
     let ada = human("acme");
     let note = w.note(&ada, "Plan", true);
     w.ok(&ada, "edit_note_tab", edit(&note, 1, "k1", "hello"));
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     let r = w.refused(
         &ada,
         "edit_note_tab",
@@ -39,7 +39,7 @@ fn same_key_with_a_different_payload_is_refused_and_nothing_written() {
     );
     assert_eq!(r["error"], "idempotency_key_reused");
     assert_eq!(r["current_version"], 2);
-    assert_eq!(w.kv.dump(), before);
+    assert_eq!(w.kv.notes_state(), before);
 }
 
 #[test]

@@ -71,7 +71,7 @@ fn write_tab_is_a_conditional_write_for_people_too() {
     let bot = agent("acme");
     let note = w.note(&ada, "Plan", true);
     w.write_text(&bot, &note, "agent line", "a1");
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     let stale = rest::write_tab(
         &w.kv,
         &mut w.env,
@@ -84,7 +84,7 @@ fn write_tab_is_a_conditional_write_for_people_too() {
     assert_eq!(stale.status, 409);
     assert_eq!(stale.body["error"], "version_conflict");
     assert_eq!(stale.body["current_version"], 2);
-    assert_eq!(w.kv.dump(), before);
+    assert_eq!(w.kv.notes_state(), before);
     let ok = rest::write_tab(&w.kv, &mut w.env, &ada, &note, "markdown",
         json!({"expected_version": 2, "text": "agent line\nperson line", "idempotency_key": "save-1"})).unwrap();
     assert_eq!(ok.status, 200, "{}", ok.body);

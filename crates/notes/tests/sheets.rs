@@ -142,7 +142,7 @@ fn unknown_sheet_id_is_not_found_and_out_of_range_writes_are_refused() {
     let tab = w.create_tab(&ada, &note, "sheet", "Numbers");
     let r = set(&mut w, &ada, &note, &tab, ("s9", 0, 0), json!([[1]]), "a");
     assert_eq!(r["structuredContent"]["error"], "not_found");
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     let r = set(
         &mut w,
         &ada,
@@ -173,7 +173,7 @@ fn unknown_sheet_id_is_not_found_and_out_of_range_writes_are_refused() {
         "d",
     );
     assert_eq!(r["structuredContent"]["field"], "values");
-    assert_eq!(w.kv.dump(), before);
+    assert_eq!(w.kv.notes_state(), before);
 }
 
 #[test]

@@ -32,7 +32,7 @@ fn outlines_of_zero_or_more_than_20_slides_are_refused_and_nothing_written() {
     let bot = agent("acme");
     let note = w.note(&human("acme"), "Deck", true);
     let deck = w.create_tab(&human("acme"), &note, "slides", "Deck");
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     for n in [0, 21] {
         let r = w.refused(
             &bot,
@@ -50,7 +50,7 @@ fn outlines_of_zero_or_more_than_20_slides_are_refused_and_nothing_written() {
         );
         assert_eq!(r["field"], "slides");
     }
-    assert_eq!(w.kv.dump(), before);
+    assert_eq!(w.kv.notes_state(), before);
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn unknown_slide_fields_are_refused() {
     let bot = agent("acme");
     let note = w.note(&human("acme"), "Deck", true);
     let deck = w.create_tab(&human("acme"), &note, "slides", "Deck");
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     let r = w.refused(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": deck, "expected_version": 2,
         "idempotency_key": "k", "operation": "slides_add_outline", "slides": [{"title": "a", "bullets": ["x"]}]}));
     assert_eq!(r["field"], "slides");
@@ -82,7 +82,7 @@ fn unknown_slide_fields_are_refused() {
         "tab_type": "slides", "slides": [{"body": "no title"}]}),
     );
     assert_eq!(r["field"], "slides");
-    assert_eq!(w.kv.dump(), before);
+    assert_eq!(w.kv.notes_state(), before);
 }
 
 #[test]

@@ -77,7 +77,7 @@ fn a_repeat_of_the_same_normalized_url_returns_the_existing_source_whatever_the_
     );
     assert_eq!(first["already_attached"], false);
     assert_eq!(first["url"], "https://example.org/report");
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     for (i, spelling) in [
         "http://example.org/report",
         "example.org/report#top",
@@ -95,7 +95,7 @@ fn a_repeat_of_the_same_normalized_url_returns_the_existing_source_whatever_the_
         assert_eq!(again["source_id"], first["source_id"]);
         assert_eq!(again["version"], 2);
     }
-    assert_eq!(w.kv.dump(), before, "nothing written");
+    assert_eq!(w.kv.notes_state(), before, "nothing written");
     let list = w.ok(
         &bot,
         "list_note_attachments",
@@ -162,7 +162,7 @@ fn non_http_urls_are_refused_naming_url_and_nothing_written() {
     let mut w = World::new();
     let bot = agent("acme");
     let note = w.note(&human("acme"), "Research", true);
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     for bad in [
         "ftp://example.org/file",
         "javascript:alert(1)",
@@ -172,7 +172,7 @@ fn non_http_urls_are_refused_naming_url_and_nothing_written() {
         assert_eq!(r["error"], "invalid_argument");
         assert_eq!(r["field"], "url");
     }
-    assert_eq!(w.kv.dump(), before);
+    assert_eq!(w.kv.notes_state(), before);
 }
 
 #[test]

@@ -72,7 +72,7 @@ fn a_type_or_a_label_is_never_resolved_into_a_tab_id() {
     let deck = w.create_tab(&ada, &note, "slides", "Deck");
     let v = w.version(&ada, &note);
     for handle in ["slides", "Deck", "sheet", "Slides"] {
-        let before = w.kv.dump();
+        let before = w.kv.notes_state();
         let r = w.refused(
             &ada,
             "edit_note_tab",
@@ -80,7 +80,7 @@ fn a_type_or_a_label_is_never_resolved_into_a_tab_id() {
             "idempotency_key": format!("k-{handle}"), "operation": "slide_add", "title": "New"}),
         );
         assert_eq!(r["error"], "not_found", "{handle}");
-        assert_eq!(w.kv.dump(), before);
+        assert_eq!(w.kv.notes_state(), before);
         let r = w.refused(
             &ada,
             "read_note_tab",

@@ -50,12 +50,12 @@ fn a_stale_rename_is_refused_and_nothing_written() {
     let deck = w.create_tab(&ada, &note, "slides", "Pitch");
     let v = w.version(&ada, &note);
     w.create_tab(&ada, &note, "sheet", "Numbers");
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     let r = update(&mut w, &ada, &note, &deck, json!({"expected_version": v, "label": "Budget"}));
     assert_eq!(r.status, 409, "{}", r.body);
     assert_eq!(r.body["error"], "version_conflict");
     assert_eq!(r.body["current_version"], v + 1);
-    assert_eq!(w.kv.dump(), before, "a refused rename writes nothing");
+    assert_eq!(w.kv.notes_state(), before, "a refused rename writes nothing");
 }
 
 #[test]
@@ -99,7 +99,7 @@ fn bad_updates_name_what_is_wrong() {
     let note = w.note(&ada, "Plan", true);
     let deck = w.create_tab(&ada, &note, "slides", "Pitch");
     let v = w.version(&ada, &note);
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     for (args, field, says) in [
         (json!({"expected_version": v, "position": 4}), "position", "0 to 3"),
         (json!({"expected_version": v}), "label", "label, a new position"),
@@ -115,7 +115,7 @@ fn bad_updates_name_what_is_wrong() {
     }
     let r = update(&mut w, &ada, &note, "slides-9-zzzzzzzz", json!({"expected_version": v, "label": "B"}));
     assert_eq!(r.status, 404, "{}", r.body);
-    assert_eq!(w.kv.dump(), before, "nothing was written by any refused update");
+    assert_eq!(w.kv.notes_state(), before, "nothing was written by any refused update");
 }
 
 #[test]

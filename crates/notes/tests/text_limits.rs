@@ -32,14 +32,14 @@ fn text_over_one_megabyte_is_refused_too_large_and_nothing_written() {
     let mut w = World::new();
     let ada = human("acme");
     let note = w.note(&ada, "Long", true);
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     for text in ["x".repeat(1_000_001), "€".repeat(333_334)] {
         let r = w.write_text(&ada, &note, &text, "k1");
         assert_eq!(r["isError"], true);
         assert_eq!(r["structuredContent"]["error"], "too_large");
         assert_eq!(r["structuredContent"]["field"], "text");
     }
-    assert_eq!(w.kv.dump(), before);
+    assert_eq!(w.kv.notes_state(), before);
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn slides_over_the_document_limit_are_refused_too_large() {
     let big: Vec<_> = (0..120)
         .map(|_| json!({"title": "t", "body": "b".repeat(10_000)}))
         .collect();
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     let r = w.refused(
         &ada,
         "edit_note_tab",
@@ -59,5 +59,5 @@ fn slides_over_the_document_limit_are_refused_too_large() {
         "idempotency_key": "k", "operation": "replace_tab_data", "data": {"slides": big}}),
     );
     assert_eq!(r["error"], "too_large");
-    assert_eq!(w.kv.dump(), before, "refused before any blob is written");
+    assert_eq!(w.kv.notes_state(), before, "refused before any blob is written");
 }

@@ -10,7 +10,7 @@ fn stale_version_is_refused_and_nothing_written() {
     let ada = human("acme");
     let note = w.note(&ada, "Plan", true);
     w.write_text(&ada, &note, "person paragraph", "p1");
-    let before = w.kv.dump();
+    let before = w.kv.notes_state();
     let r = w.refused(
         &ada,
         "edit_note_tab",
@@ -22,7 +22,7 @@ fn stale_version_is_refused_and_nothing_written() {
     assert_eq!(r["current_version"], 2);
     assert_eq!(r["next_step"], NEXT_STEP_REREAD);
     assert!(r["message"].as_str().unwrap().contains("version 2"));
-    assert_eq!(w.kv.dump(), before, "nothing written");
+    assert_eq!(w.kv.notes_state(), before, "nothing written");
     assert_eq!(w.tab(&ada, &note, "markdown")["text"], "person paragraph");
 }
 

@@ -31,6 +31,12 @@ impl TestKv {
         self.mem.dump("default")
     }
 
+    /// Every record but the audit trail's refused-call records (a refused
+    /// write is recorded there, and changes nothing else).
+    pub fn notes_state(&self) -> Vec<(String, Vec<u8>)> {
+        self.dump().into_iter().filter(|(k, _)| !k.contains("/audit/refused/")).collect()
+    }
+
     /// The size of the largest stored value, in bytes.
     pub fn max_value_len(&self) -> usize {
         self.dump().iter().map(|(_, v)| v.len()).max().unwrap_or(0)
