@@ -654,6 +654,8 @@ pub enum Section {
     Where,
     /// Memory and warm start.
     Memory,
+    /// Write cost and sizes as one note's history grows.
+    History,
 }
 
 /// `cairn-bench perf`: the report as markdown.
@@ -694,9 +696,122 @@ pub async fn perf(args: PerfArgs, sections: &[Section]) -> Result<String> {
     if want(Section::Memory) {
         memory_section(&run, &mut out).await?;
     }
+    if want(Section::History) {
+        history_section(&run, &mut out).await?;
+    }
     stack.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(out)
+}
+
+/// Bytes of every key under `prefix` and their count, read back from the store.
+fn stored_under(kv: &dyn Store, prefix: &str) -> Result<(usize, usize)> {
+    let (mut n, mut bytes) = (0, 0);
+    let mut after = prefix.to_string();
+    loop {
+        let keys = kv.list_keys(cairn_notes::keys::BUCKET, Some(&after), 1000)?;
+        let mine: Vec<&String> = keys.iter().take_while(|k| k.starts_with(prefix)).collect();
+        for k in &mine {
+            n += 1;
+            bytes += k.len() + kv.get(cairn_notes::keys::BUCKET, k)?.map_or(0, |v| v.len());
+        }
+        match mine.last() {
+            Some(last) if mine.len() == keys.len() => after = (*last).clone(),
+            _ => return Ok((n, bytes)),
+        }
+    }
+}
+
+/// One note's history grows to `VERSIONS` versions (a `replace_text` of
+/// 200 characters each, so the text itself does not grow; the core natively
+/// on SQLite): what a write costs near version
+/// 10 and near the end, what the head weighs, how the store grows, and what
+/// reading an old version and the newest history page cost at the end.
+async fn history_section(run: &Run, out: &mut String) -> Result<()> {
+    const VERSIONS: u64 = 10_000;
+    const WINDOW: u64 = 50;
+    eprintln!("perf: history, {VERSIONS} versions of one note");
+    let dir = run.fresh_dir("history")?;
+    let kv = native_store(&dir)?;
+    let note = seed(kv.as_ref(), 1)?.remove(0);
+    let mut c = CoreCaller { kv: kv.clone(), env: SystemEnv::new(11), who: agent() };
+    let head_key = format!("t/{}/note/{note}", crate::stack::TENANT);
+    let head_bytes = |kv: &dyn Store| -> Result<usize> { Ok(kv.get(cairn_notes::keys::BUCKET, &head_key)?.map_or(0, |v| v.len())) };
+    let mut early = Vec::new();
+    let mut late = Vec::new();
+    let mut head_early = 0;
+    let mut store_early = (0, 0);
+    let tenant_prefix = format!("t/{}/", crate::stack::TENANT);
+    for v in 1..VERSIONS {
+        let started = Instant::now();
+        let r = c
+            .call("edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": format!("h{v}"),
+                "operation": "replace_text", "text": text_of(200, v)}))
+            .await?;
+        let took = started.elapsed();
+        if r["isError"] != false {
+            bail!("history write {v} refused: {r}");
+        }
+        if (10..10 + WINDOW).contains(&v) {
+            early.push(took);
+        }
+        if v >= VERSIONS - WINDOW {
+            late.push(took);
+        }
+        if v == 10 + WINDOW {
+            head_early = head_bytes(kv.as_ref())?;
+            store_early = stored_under(kv.as_ref(), &tenant_prefix)?;
+        }
+    }
+    let head_late = head_bytes(kv.as_ref())?;
+    let store_late = stored_under(kv.as_ref(), &tenant_prefix)?;
+    let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<Duration> {
+        let started = Instant::now();
+        for _ in 0..20 {
+            f()?;
+        }
+        Ok(started.elapsed() / 20)
+    };
+    let mut env = SystemEnv::new(12);
+    let who = agent();
+    let old_read = time(&mut || {
+        let r = cairn_notes::call_tool_value(kv.as_ref(), &mut env, &who, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": VERSIONS - 900}))
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        if r["isError"] != false {
+            bail!("at_version read refused: {r}");
+        }
+        Ok(())
+    })?;
+    let page = time(&mut || {
+        cairn_notes::call_tool_value(kv.as_ref(), &mut env, &who, "list_note_history", json!({"note_id": note, "limit": 50}))
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        Ok(())
+    })?;
+    let p50 = |v: &mut Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (e, l) = (p50(&mut early), p50(&mut late));
+    let _ = write!(
+        out,
+        "\n## History: one note to {VERSIONS} versions (core natively on SQLite, replace_text of 200 characters each)\n\n\
+         | measure | near version 10 | near version {VERSIONS} | ratio |\n|---|---:|---:|---:|\n\
+         | write µs (p50 of {WINDOW}) | {:.0} | {:.0} | **{:.2}×** |\n\
+         | note head bytes | {head_early} | {head_late} | {:.2}× |\n\
+         | store: keys / bytes of the tenant | {} / {} | {} / {} | {:.0}× bytes |\n\n\
+         At version {VERSIONS}: reading the tab as it was at version {} (`at_version`) {:.0} µs; the newest page of \
+         `list_note_history` (50 entries) {:.0} µs. The head keeps its size (older history entries and idempotency \
+         records move to keys of their own, one batch per write); what a write costs moves with the size of the SQLite \
+         file and its write-ahead log, as in the store-size sweep; the store grows with the history it keeps (every \
+         version's content and entry is retained, ~1.5 KB per version here).\n",
+        us(e), us(l), us(l) / us(e).max(1.0),
+        head_late as f64 / head_early.max(1) as f64,
+        store_early.0, human(store_early.1), store_late.0, human(store_late.1), store_late.1 as f64 / store_early.1.max(1) as f64,
+        VERSIONS - 900, us(old_read), us(page),
+    );
+    drop(kv);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(())
 }
 
 /// Puts `report` into `path` between the perf markers (replacing an earlier

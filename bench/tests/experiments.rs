@@ -38,11 +38,17 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
 
     // race: re-read + re-apply loses nothing; every run saw every edit through.
     let rows = race::race(stack, s.runs, s.edits).await?;
-    assert_eq!(rows.len(), 3);
-    charts_draw(editor::edit_charts("race", "race", &["a", "b", "c"], &rows));
-    let reapply = &rows[1];
-    assert_eq!(reapply.runs.len() as u64, s.runs);
-    assert_eq!(reapply.lost(), 0, "re-apply lost lines: {reapply:?}");
+    assert_eq!(rows.len(), 5);
+    charts_draw(editor::edit_charts("race", "race", &["a", "b", "c", "d", "e"], &rows));
+    for safe in [&rows[1], &rows[3], &rows[4]] {
+        assert_eq!(safe.runs.len() as u64, s.runs);
+        assert_eq!(safe.lost(), 0, "{} lost lines: {safe:?}", safe.label);
+    }
+    // The section patch never borders the person's lines: the agent is never refused.
+    assert_eq!(rows[4].runs.iter().map(|r| r.agent.conflicts).sum::<usize>(), 0, "{:?}", rows[4]);
+    // The person editing the line the agent patches: a conflict, never a silent merge.
+    let same = race::same_line(stack).await?;
+    assert!(same.refused && same.person_kept, "{same:?}");
     for r in rows.iter().flat_map(|row| &row.runs) {
         assert_eq!(r.agent.edits, s.edits);
         assert!(r.agent.writes >= s.edits && r.person.writes >= s.edits);
@@ -51,9 +57,11 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
     }
 
     // fast: zero think time, re-apply, nothing lost.
-    let row = race::fast(stack, s.runs, s.fast_edits).await?;
-    assert_eq!(row.lost(), 0, "fast lost lines: {row:?}");
-    charts_draw(editor::edit_charts("fast", "fast", &["fast"], &[row]));
+    let rows = race::fast(stack, s.runs, s.fast_edits).await?;
+    for row in &rows {
+        assert_eq!(row.lost(), 0, "fast lost lines: {row:?}");
+    }
+    charts_draw(editor::edit_charts("fast", "fast", &["re-apply", "append", "section"], &rows));
 
     // create: a same-key retry yields exactly one tab per intent.
     let rows = create::create(stack, s.runs, s.intents).await?;

@@ -53,6 +53,12 @@ pub enum Policy {
     Reapply,
     /// Re-reads only the version and resends the old text.
     ResendOld,
+    /// The agent sends `append_text` with `rebase: true` on the version it
+    /// read; on a conflict it re-reads (the person writes whole texts, re-applying).
+    AppendRebase,
+    /// The agent adds its line to its own section with `replace_in_text`
+    /// and `rebase: true`; the person appends at the end, re-applying.
+    SectionRebase,
 }
 
 impl Policy {
@@ -61,7 +67,14 @@ impl Policy {
             Policy::StaleText => "(a) fresh version, text from an older read (last-writer-wins)",
             Policy::Reapply => "(b) version; on conflict re-read and re-apply",
             Policy::ResendOld => "(c) version; on conflict resend old text with the fresh version",
+            Policy::AppendRebase => "(d) agent: append_text, rebase: true; person: (b)",
+            Policy::SectionRebase => "(e) agent: replace_in_text in its own section, rebase: true; person: (b)",
         }
+    }
+
+    /// Whether the agent writes patches (and the person re-applies).
+    pub(crate) fn patches(self) -> bool {
+        matches!(self, Policy::AppendRebase | Policy::SectionRebase)
     }
 }
 
@@ -94,6 +107,8 @@ pub struct EditorStats {
     pub conflicts: usize,
     /// Most attempts one edit needed.
     pub max_tries: usize,
+    /// Writes applied by rebasing over later changes (patch policies).
+    pub rebased: usize,
     /// Lines (or cells) of this editor missing from the final content.
     pub lost: usize,
 }
@@ -217,7 +232,12 @@ impl Editor {
             Via::Mcp => {
                 let args = json!({"note_id": self.note, "tab_id": tab, "expected_version": version,
                     "idempotency_key": key, "operation": "replace_text", "text": text, "version_scope": scope.as_str()});
-                let r = self.call("edit_note_tab", args).await?;
+                let r = loop {
+                    let r = self.call("edit_note_tab", args.clone()).await?;
+                    if r["structuredContent"]["error"] != "busy" {
+                        break r;
+                    }
+                };
                 tool_outcome(&r)
             }
             Via::Rest => {
@@ -231,6 +251,24 @@ impl Editor {
                 }
             }
         }
+    }
+
+    /// A patch (`append_text` or `replace_in_text`, in `op`) with `rebase:
+    /// true` over MCP: `Some(rebased)` if it landed, `None` on a version conflict.
+    pub(crate) async fn write_patch(&mut self, tab: &str, version: &Value, key: &str, op: Value) -> Result<Option<bool>> {
+        let mut args = json!({"note_id": self.note, "tab_id": tab, "expected_version": version, "idempotency_key": key, "rebase": true});
+        for (k, v) in op.as_object().context("a patch is an object")? {
+            args[k] = v.clone();
+        }
+        // `busy` (the note stayed contended for every attempt) asks for the
+        // same call again with the same key.
+        let r = loop {
+            let r = self.call("edit_note_tab", args.clone()).await?;
+            if r["structuredContent"]["error"] != "busy" {
+                break r;
+            }
+        };
+        Ok(tool_outcome(&r)?.then(|| r["structuredContent"]["rebased"] == true))
     }
 
     /// One cell of a sheet tab over MCP: true if it landed, false on a version conflict.
@@ -280,11 +318,25 @@ pub(crate) async fn text_editor(mut ed: Editor, tab: &str, tag: &str, edits: usi
             _ => base.version(scope),
         };
         let mut tries = 0;
+        let patching = policy.patches() && ed.via == Via::Mcp;
         loop {
             tries += 1;
             st.writes += 1;
             let key = format!("{tag}-{i}-{tries}");
-            if ed.write_text(tab, &version, scope, &key, &append(&base.text, &line)).await? {
+            if patching {
+                let op = match policy {
+                    Policy::SectionRebase => {
+                        // Its own section: after its last line (or the heading).
+                        let last = if i == 0 { format!("{SECTION}\n") } else { format!("\n{tag}-{}\n", i - 1) };
+                        json!({"operation": "replace_in_text", "old_text": last, "new_text": format!("{last}{line}\n")})
+                    }
+                    _ => json!({"operation": "append_text", "text": line}),
+                };
+                if let Some(rebased) = ed.write_patch(tab, &version, &key, op).await? {
+                    st.rebased += usize::from(rebased);
+                    break;
+                }
+            } else if ed.write_text(tab, &version, scope, &key, &append(&base.text, &line)).await? {
                 break;
             }
             st.conflicts += 1;
@@ -293,7 +345,7 @@ pub(crate) async fn text_editor(mut ed: Editor, tab: &str, tag: &str, edits: usi
             }
             let fresh = ed.read(tab).await?;
             version = fresh.version(scope);
-            if policy == Policy::Reapply {
+            if policy == Policy::Reapply || policy.patches() {
                 base = fresh;
             }
         }
@@ -333,27 +385,30 @@ pub(crate) fn lost_lines(text: &str, tag: &str, edits: usize) -> usize {
     (0..edits).filter(|i| !have.contains(format!("{tag}-{i}").as_str())).count()
 }
 
+/// The heading of the agent's own section in the section-patch runs.
+pub(crate) const SECTION: &str = "## agent";
+
 pub(crate) const AGENT_THINK: (u64, u64) = (20, 80);
 pub(crate) const PERSON_THINK: (u64, u64) = (5, 40);
 
 /// Markdown: one line per run and a median line per row.
 pub fn edit_table(title: &str, rows: &[EditRow]) -> String {
     let mut s = format!("\n## {title}\n\n");
-    s.push_str("| client behaviour | seed | lost agent | lost person | conflicts agent | conflicts person | writes agent | writes person | max tries | wall s |\n");
-    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("| client behaviour | seed | lost agent | lost person | conflicts agent | conflicts person | writes agent | writes person | rebased agent | max tries | wall s |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for row in rows {
         for r in &row.runs {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {:.2} |",
+                "| {} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {} | {:.2} |",
                 row.label, r.seed, r.agent.lost, r.agent.edits, r.person.lost, r.person.edits, r.agent.conflicts, r.person.conflicts,
-                r.agent.writes, r.person.writes, r.agent.max_tries.max(r.person.max_tries), r.wall.as_secs_f64()
+                r.agent.writes, r.person.writes, r.agent.rebased, r.agent.max_tries.max(r.person.max_tries), r.wall.as_secs_f64()
             );
         }
         let m = |f: &dyn Fn(&EditRun) -> f64| num(median(row.runs.iter().map(f).collect()));
         let _ = writeln!(
             s,
-            "| **{}** | **median** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{:.2}** |",
+            "| **{}** | **median** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{:.2}** |",
             row.label,
             m(&|r| r.agent.lost as f64),
             m(&|r| r.person.lost as f64),
@@ -361,6 +416,7 @@ pub fn edit_table(title: &str, rows: &[EditRow]) -> String {
             m(&|r| r.person.conflicts as f64),
             m(&|r| r.agent.writes as f64),
             m(&|r| r.person.writes as f64),
+            m(&|r| r.agent.rebased as f64),
             m(&|r| r.agent.max_tries.max(r.person.max_tries) as f64),
             median(row.runs.iter().map(|r| r.wall.as_secs_f64()).collect()),
         );

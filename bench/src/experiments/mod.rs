@@ -130,16 +130,24 @@ pub async fn run_on(stack: &Stack, which: Experiment, sizes: Sizes) -> Result<Ve
             "race: agent (think 20–80 ms, MCP) and person (think 5–40 ms, MCP read + REST write), {} edits each, seeds 1–{}",
             sizes.edits, sizes.runs
         );
-        let names = ["(a) stale text, LWW", "(b) re-read + re-apply", "(c) resend old text"];
-        out.push(Section { markdown: editor::edit_table(&title, &rows), charts: editor::edit_charts("race", "race", &names, &rows) });
+        let names = ["(a) stale text, LWW", "(b) re-read + re-apply", "(c) resend old text", "(d) append + rebase", "(e) section patch + rebase"];
+        let mut markdown = editor::edit_table(&title, &rows);
+        let same = race::same_line(stack).await?;
+        let _ = write!(
+            markdown,
+            "\nThe person rewrites the very line the agent then patches (replace_in_text, rebase: true, on the version before): \
+             the patch was {}, and the text {} the person's change.\n",
+            if same.refused { "refused with version_conflict" } else { "APPLIED" },
+            if same.person_kept { "keeps" } else { "LOST" }
+        );
+        out.push(Section { markdown, charts: editor::edit_charts("race", "race", &names, &rows) });
     }
     if which.includes(Experiment::Fast) {
-        let row = race::fast(stack, sizes.runs, sizes.fast_edits).await?;
-        let title = format!("fast: zero think time, {} edits per editor, re-read + re-apply, seeds 1–{}", sizes.fast_edits, sizes.runs);
-        let rows = [row];
+        let rows = race::fast(stack, sizes.runs, sizes.fast_edits).await?;
+        let title = format!("fast: zero think time, {} edits per editor, the person re-reads + re-applies, seeds 1–{}", sizes.fast_edits, sizes.runs);
         out.push(Section {
             markdown: editor::edit_table(&title, &rows),
-            charts: editor::edit_charts("fast", "fast", &["zero think time, re-apply"], &rows),
+            charts: editor::edit_charts("fast", "fast", &["re-apply", "append + rebase", "section patch + rebase"], &rows),
         });
     }
     if which.includes(Experiment::Create) {

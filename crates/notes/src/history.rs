@@ -126,9 +126,13 @@ pub(crate) fn tab_at(kv: &TenantKv, head: &Head, tab_id: &str, at: u64, now: u64
             .with_version(head.version)
             .into());
     }
+    // Walk back in growing steps: the version asked for is usually recent
+    // (in the head: no store read) or a few versions back.
     let mut v = at;
+    let mut step = 4;
     loop {
-        let low = v.saturating_sub(BATCH - 1).max(1);
+        let low = v.saturating_sub(step - 1).max(1);
+        step = (step * 2).min(BATCH);
         for e in entries(kv, head, v, low)? {
             if e.version == at && !retained(head, e.version, e.at, now) {
                 return Err(Refusal::new(
