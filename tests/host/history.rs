@@ -82,3 +82,23 @@ fn the_audit_route_shows_refused_and_committed_writes_to_auditors_only() {
     assert_eq!(refused["tool"], "PUT /api/v1/notes/{note}/tabs/{tab}");
     assert!(!r.text().contains("\"y\""), "{}", r.text());
 }
+
+#[test]
+fn retention_comes_from_the_hosts_variables() {
+    let cairn = start_with(vec![("SPIN_VARIABLE_HISTORY_KEEP_VERSIONS", "2"), ("SPIN_VARIABLE_HISTORY_KEEP_DAYS", "0")], vec![]);
+    let p = cairn.token(&person());
+    let note = cairn.create_note(&person(), "Short memory", true);
+    let tab = format!("/api/v1/notes/{note}/tabs/markdown");
+    for (v, text) in [(1, "a\n"), (2, "b\n"), (3, "c\n")] {
+        assert_eq!(cairn.rest(&p, "PUT", &tab, Some(&json!({"expected_version": v, "text": text}))).status, 200);
+    }
+    // The newest two versions (3 and 4) read; version 2 is past retention.
+    assert_eq!(cairn.rest(&p, "GET", &format!("{tab}/versions/3"), None).json()["text"], "b\n");
+    let gone = cairn.rest(&p, "GET", &format!("{tab}/versions/2"), None);
+    assert_eq!(gone.status, 404, "{}", gone.text());
+    assert_eq!(gone.json()["field"], "at_version");
+    // Through the composed tool too (it inherits the router's variables).
+    let a = cairn.token(&agent());
+    let r = cairn.call(&a, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": 2}));
+    assert_eq!(r["structuredContent"]["error"], "not_found", "{r}");
+}

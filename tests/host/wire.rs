@@ -21,6 +21,7 @@ fn scrub(v: &Value, ids: &[(String, String)]) -> Value {
                 .map(|(k, x)| {
                     let x = match (k.as_str(), x) {
                         ("updated_at" | "created_at" | "added_at" | "at", Value::String(_)) => json!("<time>"),
+                        ("at_us", Value::Number(_)) => json!("<time µs>"),
                         ("content_hash" | "current_content_hash", Value::String(_)) => json!("<sha256>"),
                         ("text", Value::String(t)) if t.starts_with('{') => match serde_json::from_str::<Value>(t) {
                             Ok(inner) => Value::String(scrub(&inner, ids).to_string()),

@@ -94,7 +94,7 @@ fn records(kv: &TenantKv, keys: &[String]) -> Out<Vec<(String, Value)>> {
 /// writes, claim events and refused writes), else of the tenant (claim
 /// events and refused calls of every note; committed writes are listed per
 /// note, as they are the note's history).
-pub(crate) fn list(kv: &TenantKv, who: &Identity, note_id: Option<&str>, since: u64, cursor: Option<&str>, limit: usize, now: u64) -> Out<Value> {
+pub(crate) fn list(kv: &TenantKv, who: &Identity, note_id: Option<&str>, since: u64, cursor: Option<&str>, limit: usize, now: crate::history::Window) -> Out<Value> {
     if who.actor_type != crate::env::ActorType::Human {
         return Err(Refusal::new(Code::Forbidden, "the audit trail is for people: agents read a note's history with list_note_history").into());
     }

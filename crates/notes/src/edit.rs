@@ -141,7 +141,7 @@ pub(crate) fn apply_edit(
     head: &mut Head,
     i: usize,
     edit: &Edit,
-    now: u64,
+    now: crate::history::Window,
 ) -> Out<Change> {
     let tab = &head.tabs[i];
     let mut size = None;
@@ -267,7 +267,7 @@ pub(crate) fn edit_tab_with(
         spec,
         |head| Ok(Plan::Write(resolve_tab(head, tab_id, edit.op())?)),
         |head, target, ctx: &mut Ctx| match target {
-            Target::Tab(i) => apply_edit(ctx.kv, head, i, edit, ctx.now),
+            Target::Tab(i) => apply_edit(ctx.kv, head, i, edit, crate::history::Window::of(&*ctx.env)),
             Target::Note => unreachable!("edits target a tab"),
         },
     )
@@ -344,7 +344,7 @@ fn once(text: &str, needle: &str, context: &str) -> Out<(usize, usize)> {
 /// borders the lines the patch changes (compared line by line with the text
 /// at `base`, read from history). Returns the versions it is rebased over;
 /// anything else is `version_conflict`.
-fn check_rebase(kv: &TenantKv, head: &Head, tab: &Tab, patch: &Patch, base: u64, current: &str, now: u64) -> Out<Vec<u64>> {
+fn check_rebase(kv: &TenantKv, head: &Head, tab: &Tab, patch: &Patch, base: u64, current: &str, now: crate::history::Window) -> Out<Vec<u64>> {
     let conflict = |why: String| -> crate::refusal::Fail {
         Refusal::new(Code::VersionConflict, format!("the note is at version {}, not {base}, and the patch cannot be rebased: {why}", head.version))
             .with_version(head.version)

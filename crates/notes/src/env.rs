@@ -9,6 +9,27 @@ pub trait Env {
     fn now_us(&self) -> u64;
     /// A fresh random number (used for the random part of new ids).
     fn random_u64(&mut self) -> u64;
+    /// How long history stays readable (the host's `history_keep_versions`
+    /// and `history_keep_days` variables; by default 1,000 versions and 30 days).
+    fn retention(&self) -> Retention {
+        Retention::default()
+    }
+}
+
+/// A note's history stays readable while a version is among the newest
+/// `versions` of its note **or** younger than `days`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Versions per note kept whatever their age.
+    pub versions: u64,
+    /// Days every version is kept whatever the count.
+    pub days: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention { versions: 1_000, days: 30 }
+    }
 }
 
 /// Whether the caller is an AI agent or a person.
@@ -52,6 +73,8 @@ pub struct Identity {
 pub struct SimEnv {
     /// The current time in microseconds; tests move it forward.
     pub now_us: u64,
+    /// The retention it reports; tests shorten it.
+    pub retention: Retention,
     state: u64,
 }
 
@@ -60,6 +83,7 @@ impl SimEnv {
     pub fn new(seed: u64) -> Self {
         SimEnv {
             now_us: 1_767_225_600_000_000,
+            retention: Retention::default(),
             state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
         }
     }
@@ -73,6 +97,10 @@ impl SimEnv {
 impl Env for SimEnv {
     fn now_us(&self) -> u64 {
         self.now_us
+    }
+
+    fn retention(&self) -> Retention {
+        self.retention
     }
 
     fn random_u64(&mut self) -> u64 {

@@ -12,23 +12,38 @@
 //! the newest entry at or before `v` that changed it; a fixed tab no entry
 //! changed since the note was created is empty at its first version.
 //!
-//! Retention: a version stays readable while it is among the newest
-//! [`KEEP_VERSIONS`] of its note **or** younger than [`KEEP_FOR_US`]; past
-//! both it is `not_found` ("past retention"). Entries and blobs are not
-//! deleted yet: the window is what readers are promised, not what is kept.
+//! Retention ([`crate::env::Retention`], from the host's variables): a
+//! version stays readable while it is among the newest `versions` of its
+//! note **or** younger than `days`; past both it is `not_found` ("past
+//! retention", naming `at_version`). Entries and blobs are not deleted yet:
+//! the window is what readers are promised, not what is kept.
 
 use serde_json::{Value, json};
 
 use crate::content::empty_hash;
+use crate::env::{Env, Retention};
 use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{Head, HistoryEntry, Tab, TabKind, decode, rfc3339};
 use crate::refusal::{Code, Out, Refusal};
 
-/// Versions per note that stay readable whatever their age.
-pub(crate) const KEEP_VERSIONS: u64 = 1_000;
-/// How long every version stays readable, whatever the count (30 days, µs).
-pub(crate) const KEEP_FOR_US: u64 = 30 * 24 * 3600 * 1_000_000;
+/// The moment a history read happens and the retention it honours.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window {
+    now: u64,
+    keep: Retention,
+}
+
+impl Window {
+    /// Now, with the host's retention.
+    pub fn of(env: &dyn Env) -> Self {
+        Window { now: env.now_us(), keep: env.retention() }
+    }
+
+    fn describe(&self) -> String {
+        format!("the newest {} versions and the last {} days are kept", self.keep.versions, self.keep.days)
+    }
+}
 /// Entries read per store round trip while walking back.
 const BATCH: u64 = 64;
 
@@ -58,8 +73,8 @@ fn entries(kv: &TenantKv, head: &Head, from: u64, to: u64) -> Out<Vec<HistoryEnt
 }
 
 /// Whether version `v` (committed at `at`) is still within retention.
-fn retained(head: &Head, v: u64, at: u64, now: u64) -> bool {
-    head.version.saturating_sub(v) < KEEP_VERSIONS || now.saturating_sub(at) < KEEP_FOR_US
+fn retained(head: &Head, v: u64, at: u64, w: Window) -> bool {
+    head.version.saturating_sub(v) < w.keep.versions || w.now.saturating_sub(at) < w.keep.days.saturating_mul(24 * 3600 * 1_000_000)
 }
 
 /// The wire form of an entry (`list_note_history`, the REST history).
@@ -93,7 +108,7 @@ pub(crate) fn entry_json(e: &HistoryEntry) -> Value {
 /// so a filter that matches rarely still answers quickly. Returns the
 /// entries and the version to continue at, `None` once the first retained
 /// version was seen.
-pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option<u64>, limit: usize, now: u64) -> Out<(Vec<Value>, Option<u64>)> {
+pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option<u64>, limit: usize, now: Window) -> Out<(Vec<Value>, Option<u64>)> {
     let top = top.unwrap_or(head.version).min(head.version);
     let floor = top.saturating_sub((limit as u64 * 20).max(BATCH)).max(1);
     let mut found = Vec::new();
@@ -120,7 +135,7 @@ pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option
 /// version is past retention, the tab did not exist then, or its entry
 /// predates snapshots). A deleted tab reads as it was before deletion for
 /// versions before the delete; at or after it, `not_found`.
-pub(crate) fn tab_at(kv: &TenantKv, head: &Head, tab_id: &str, at: u64, now: u64) -> Out<Tab> {
+pub(crate) fn tab_at(kv: &TenantKv, head: &Head, tab_id: &str, at: u64, now: Window) -> Out<Tab> {
     if at == 0 || at > head.version {
         return Err(Refusal::invalid("at_version", format!("at_version must be between 1 and the note's version {}", head.version))
             .with_version(head.version)
@@ -137,7 +152,7 @@ pub(crate) fn tab_at(kv: &TenantKv, head: &Head, tab_id: &str, at: u64, now: u64
             if e.version == at && !retained(head, e.version, e.at, now) {
                 return Err(Refusal::new(
                     Code::NotFound,
-                    format!("version {at} is past retention (the newest {KEEP_VERSIONS} versions and the last 30 days are kept)"),
+                    format!("version {at} is past retention ({})", now.describe()),
                 )
                 .with("field", "at_version")
                 .into());

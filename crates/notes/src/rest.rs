@@ -660,7 +660,7 @@ pub fn note_history(
     before: Option<&str>,
     limit: Option<&str>,
 ) -> Result<RestReply, Failure> {
-    let now = env.now_us();
+    let now = crate::history::Window::of(&*env);
     answer(kv, who, &[("note_id", note_id)], 200, |kv| {
         if let Some(t) = tab_id {
             check_id("tab_id", t)?;
@@ -702,7 +702,7 @@ pub fn tab_diff(
     from: Option<&str>,
     to: Option<&str>,
 ) -> Result<RestReply, Failure> {
-    let now = env.now_us();
+    let now = crate::history::Window::of(&*env);
     answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
         let from = query_u64("from", from)?.ok_or_else(|| Refusal::invalid("from", "from (a note version) is required"))?;
         let head = load_head(kv, who, note_id)?;
@@ -762,7 +762,7 @@ struct Restore {
 /// rewritten); a deleted tab comes back under its old id, at the end of the
 /// tab strip. 200 with `{note_id, tab_id, version, tab_version, content_hash, restored_from, replayed}`.
 pub fn restore_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
-    let now = env.now_us();
+    let now = crate::history::Window::of(&*env);
     answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
         let a: Restore = parse(args)?;
         check_opt_key(&a.idempotency_key)?;
@@ -827,7 +827,7 @@ struct MergeDraft {
 /// content_hash}`: save `merged` (after resolving any conflicts) with the
 /// `version` returned here as `expected_version`.
 pub fn merge_draft(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
-    let now = env.now_us();
+    let now = crate::history::Window::of(&*env);
     answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
         let a: MergeDraft = parse(args)?;
         crate::content::check_doc_size(a.text.as_bytes(), "text")?;
@@ -868,7 +868,7 @@ pub fn audit(
     cursor: Option<&str>,
     limit: Option<&str>,
 ) -> Result<RestReply, Failure> {
-    let now = env.now_us();
+    let now = crate::history::Window::of(&*env);
     let ids: Vec<(&str, &str)> = note_id.map(|n| ("note_id", n)).into_iter().collect();
     answer(kv, who, &ids, 200, |kv| {
         let since = match since {

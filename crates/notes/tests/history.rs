@@ -217,3 +217,24 @@ fn a_stale_draft_merges_with_the_text_now_and_shows_only_real_conflicts() {
     let bad = rest::merge_draft(&w.kv, &mut w.env, &ada, &note, "markdown", json!({"base_version": 7, "text": ""})).unwrap();
     assert_eq!((bad.status, bad.body["field"].as_str()), (400, Some("base_version")));
 }
+
+#[test]
+fn a_version_past_both_retention_limits_is_not_found_naming_at_version() {
+    let mut w = World::new();
+    w.env.retention = cairn_notes::env::Retention { versions: 2, days: 1 };
+    let ada = human("acme");
+    let note = three_versions(&mut w, &ada);
+    // Younger than a day: every version still reads, whatever the count.
+    assert_eq!(read_at(&mut w, &ada, &note, "markdown", 2)["text"], "one\n");
+    w.advance_s(2 * 24 * 3600);
+    // Older than a day and not among the newest 2 versions (3 and 4).
+    let r = read_at(&mut w, &ada, &note, "markdown", 2);
+    assert_eq!((r["error"].as_str(), r["field"].as_str()), (Some("not_found"), Some("at_version")), "{r}");
+    assert!(r["message"].as_str().unwrap().contains("newest 2 versions and the last 1 days"), "{r}");
+    assert_eq!(read_at(&mut w, &ada, &note, "markdown", 3)["text"], "one\ntwo\n");
+    // The listing stops at the window too.
+    let h = w.ok(&ada, "list_note_history", json!({"note_id": note}));
+    let versions: Vec<u64> = h["entries"].as_array().unwrap().iter().map(|e| e["version"].as_u64().unwrap()).collect();
+    assert_eq!(versions, [4, 3]);
+    assert!(h["next_cursor"].is_null());
+}

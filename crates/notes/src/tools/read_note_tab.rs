@@ -58,7 +58,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let tab = match a.at_version {
         None => find_tab(&head, &a.tab_id)?,
         Some(v) => {
-            then = history::tab_at(c.kv, &head, &a.tab_id, v, c.env.now_us())?;
+            then = history::tab_at(c.kv, &head, &a.tab_id, v, history::Window::of(&*c.env))?;
             &then
         }
     };
