@@ -25,7 +25,7 @@ if [ ! -x target/interop-venv/bin/python ]; then
   python3 -m venv target/interop-venv
 fi
 target/interop-venv/bin/pip install --quiet --disable-pip-version-check -r interop/requirements.txt
-(cd interop && npm install --no-audit --no-fund --loglevel=error)
+(cd interop && npm install --prefer-offline --no-audit --no-fund --loglevel=error)
 
 # One profile, one target dir and one feature resolution for everything:
 # building the tests first also builds the `cairn` binary they use, so
