@@ -17,8 +17,12 @@
 //!   note commits through, and `update` for the other records rewritten in place.
 //! - `note_index` (the tenant's note list), `claim_index`
 //!   (the claim index and [`sweep_expired_claims`]).
+//! - `history` (every version of a note: listing, a tab as it was at a
+//!   version, retention), `merge` (three-way line merge of a stale draft).
 //! - `claims` (claim rules and operations), `write` (the write pipeline:
-//!   idempotency → claims → version → apply → history), `edit` (tab edits).
+//!   idempotency → claims → version → apply → history), `edit` (tab edits,
+//!   patches and their rebase check).
+//! - `audit` (the audit trail people read, and refused writes recorded for it).
 //! - [`tools`](mod@tools): one file per tool and [`tools::TOOLS`], the one table.
 //! - [`rest`]: the people's REST helpers over the same rules.
 //!

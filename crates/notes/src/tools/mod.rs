@@ -7,7 +7,9 @@
 //! dispatches through it, `tools/list` is drawn from it, the router takes
 //! each tool's scope and component from it, and a test checks `spin.toml`
 //! against it. Adding a tool is one file here, one line in [`TOOLS`], a
-//! three-line component folder and one manifest block.
+//! three-line component folder, one manifest block, and the router's slot
+//! for it (`wit/tools.wit`, `cairn_guest::bindings::call_slot`); the test
+//! names whatever is missing.
 
 use serde::Serialize;
 use serde_json::Value;
