@@ -122,6 +122,15 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Caps the database at `pages` pages (`PRAGMA max_page_count`), so a
+    /// test can fill it as a full disk would.
+    #[doc(hidden)]
+    pub fn limit_pages_for_tests(&self, pages: u32) -> Result<()> {
+        self.with(|c, _, _| c.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(())))
+    }
+}
+
 fn row(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<Stamped>> {
     conn.prepare_cached("SELECT value, stamp FROM kv WHERE bucket = ?1 AND key = ?2")?
         .query_row(params![bucket, key], |r| {
