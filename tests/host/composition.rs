@@ -78,3 +78,19 @@ fn the_same_tool_wasm_still_answers_its_own_http_route() {
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(r.text().contains("cairn-identity"), "{}", r.text());
 }
+
+#[test]
+fn every_tool_in_the_table_answers_through_its_composed_slot() {
+    // A slot missing from wit/tools.wit or from call_slot would answer an
+    // internal error ("the router has no slot"); every tool must instead
+    // answer its own result (here: a refusal of the empty arguments).
+    let host = start();
+    let token = host.token(&agent());
+    for tool in cairn_notes::tools::TOOLS {
+        let r = host.mcp(&token, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool.name, "arguments": {}}}));
+        assert_eq!(r.status, 200, "{}: {}", tool.name, r.text());
+        let v = r.json();
+        assert!(v.get("error").is_none(), "{}: {v}", tool.name);
+        assert!(v["result"]["structuredContent"].is_object(), "{}: {v}", tool.name);
+    }
+}
