@@ -175,9 +175,8 @@ where
 }
 
 /// A fresh store for one instance of `component`, with its limits and
-/// deadline (what every request gets; benchmarks use it to time
-/// instantiation alone).
-pub fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
+/// deadline (what every request gets).
+fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
     let ctx = Ctx {
         wasi: WasiCtx::builder().inherit_stderr().build(),
         http: WasiHttpCtx::new(),

@@ -208,21 +208,14 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
     let mut rows = Vec::new();
     for &c in &run.args.clients {
         eprintln!("perf: append workload, {c} clients");
-        {
-            let (host, token, state) = run.host(&[])?;
-            append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, warm, STACK).await?;
-            let r = append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, d, STACK).await?;
-            rows.push(AppendRow { clients: c, path: STACK, run: r });
-            drop(host);
-            let _ = std::fs::remove_dir_all(state);
-        }
-        {
-            // The same host with the router reaching its tools over wasi:http,
-            // as it does when they are deployed apart.
-            let (host, token, state) = run.host(&[("SPIN_VARIABLE_TOOL_CALLS".into(), "http".into())])?;
-            append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, warm, STACK_HTTP).await?;
-            let r = append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, d, STACK_HTTP).await?;
-            rows.push(AppendRow { clients: c, path: STACK_HTTP, run: r });
+        // The whole stack as the manifest composes it, then the same host
+        // with the router reaching its tools over wasi:http, as it does when
+        // they are deployed apart.
+        for (path, env) in [(STACK, vec![]), (STACK_HTTP, vec![("SPIN_VARIABLE_TOOL_CALLS".to_string(), "http".to_string())])] {
+            let (host, token, state) = run.host(&env)?;
+            append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, warm, path).await?;
+            let r = append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, d, path).await?;
+            rows.push(AppendRow { clients: c, path, run: r });
             drop(host);
             let _ = std::fs::remove_dir_all(state);
         }

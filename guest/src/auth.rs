@@ -195,23 +195,12 @@ pub fn origin(url: &str) -> String {
 /// first 16 bytes of its SHA-256 (the key of its verified-token cache entry
 /// and of its rate-limit counter).
 pub fn token_digest(token: &str) -> String {
-    hex(&Sha256::digest(token.as_bytes())[..16])
+    cairn_notes::hex(&Sha256::digest(token.as_bytes())[..16])
 }
 
 /// FNV-1a, 64 bits.
 fn fnv64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
-}
-
-/// Lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
-    }
-    s
 }
 
 /// Record a refused call: under the tenant when known, else under `sys/`

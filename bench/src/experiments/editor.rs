@@ -200,6 +200,17 @@ impl Editor {
         }
     }
 
+    /// `edit_note_tab` until it is not `busy` (the note stayed contended
+    /// for every attempt), which asks for the same call again with the same key.
+    async fn edit(&mut self, args: Value) -> Result<Value> {
+        loop {
+            let r = self.call("edit_note_tab", args.clone()).await?;
+            if r["structuredContent"]["error"] != "busy" {
+                return Ok(r);
+            }
+        }
+    }
+
     /// A REST request, with the same retry as [`Editor::call`].
     pub(crate) async fn send(&mut self, method: &str, path: &str, body: &Value) -> Result<(u16, Value)> {
         let mut tries = 0;
@@ -232,12 +243,7 @@ impl Editor {
             Via::Mcp => {
                 let args = json!({"note_id": self.note, "tab_id": tab, "expected_version": version,
                     "idempotency_key": key, "operation": "replace_text", "text": text, "version_scope": scope.as_str()});
-                let r = loop {
-                    let r = self.call("edit_note_tab", args.clone()).await?;
-                    if r["structuredContent"]["error"] != "busy" {
-                        break r;
-                    }
-                };
+                let r = self.edit(args).await?;
                 tool_outcome(&r)
             }
             Via::Rest => {
@@ -260,14 +266,7 @@ impl Editor {
         for (k, v) in op.as_object().context("a patch is an object")? {
             args[k] = v.clone();
         }
-        // `busy` (the note stayed contended for every attempt) asks for the
-        // same call again with the same key.
-        let r = loop {
-            let r = self.call("edit_note_tab", args.clone()).await?;
-            if r["structuredContent"]["error"] != "busy" {
-                break r;
-            }
-        };
+        let r = self.edit(args).await?;
         Ok(tool_outcome(&r)?.then(|| r["structuredContent"]["rebased"] == true))
     }
 
@@ -276,7 +275,7 @@ impl Editor {
         let args = json!({"note_id": self.note, "tab_id": tab, "expected_version": version, "idempotency_key": key,
             "operation": "sheet_set_range", "sheet_id": sheet, "start_row": row, "start_col": 0, "values": [[value]],
             "version_scope": scope.as_str()});
-        let r = self.call("edit_note_tab", args).await?;
+        let r = self.edit(args).await?;
         tool_outcome(&r)
     }
 }

@@ -134,7 +134,9 @@ fn handle(req: Request) -> Response {
         (Method::Delete, [_, _, "claims", claim]) => rest::release_claim(&kv, env, &who, claim),
         _ => return respond::error(404, "not_found", "no such route"),
     };
-    if method != Method::Get
+    // Refused writes go into the audit trail (reads, merge included, write nothing).
+    if scope != cairn_notes::scopes::READ
+        && scope != cairn_notes::scopes::AUDIT
         && let Ok(r) = &reply
     {
         let note = match segments.as_slice() {

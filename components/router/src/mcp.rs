@@ -41,7 +41,9 @@ fn result_text(id: &Value, result: &str, stateless: bool) -> String {
 }
 
 /// One JSON-RPC message of a request, borrowed from the body: each member
-/// present (even `null`) is its raw JSON.
+/// present (even `null`) is its raw JSON. The method and the params are read
+/// once, when the message is parsed (a tool call's params may hold a
+/// megabyte of arguments, which stay raw).
 #[derive(Debug, Default, Deserialize)]
 pub struct Message<'a> {
     #[serde(borrow, default, deserialize_with = "present")]
@@ -59,6 +61,12 @@ pub struct Message<'a> {
     /// The message is not a JSON object.
     #[serde(skip)]
     not_object: bool,
+    /// `method`, when it is a string.
+    #[serde(skip)]
+    method_name: Option<String>,
+    /// `params` read as an object (`None`: absent or not an object).
+    #[serde(skip)]
+    parsed: Option<Result<Params<'a>, String>>,
 }
 
 /// A member that is present, `null` included (plain `Option` would read `null` as absent).
@@ -66,9 +74,12 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
     <&RawValue>::deserialize(d).map(Some)
 }
 
-/// The `params` of `tools/call`, the arguments kept raw.
-#[derive(Deserialize)]
-struct CallParams<'a> {
+/// What the router reads of `params`: `_meta`, and for `tools/call` the
+/// tool's name and its arguments, kept raw.
+#[derive(Debug, Default, Deserialize)]
+struct Params<'a> {
+    #[serde(rename = "_meta", default)]
+    meta: Option<Value>,
     #[serde(default)]
     name: Option<Value>,
     #[serde(borrow, default, deserialize_with = "present")]
@@ -80,18 +91,20 @@ impl<'a> Message<'a> {
         if !raw.get().starts_with('{') {
             return Ok(Message { not_object: true, ..Default::default() });
         }
-        serde_json::from_str(raw.get()).map_err(|e| e.to_string())
+        let mut m: Message = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        m.method_name = m.method.and_then(|r| serde_json::from_str(r.get()).ok());
+        m.parsed = m.params.filter(|p| p.get().starts_with('{')).map(|p| serde_json::from_str(p.get()).map_err(|e| e.to_string()));
+        Ok(m)
     }
 
     /// The method, when it is a string.
-    pub fn method(&self) -> Option<String> {
-        serde_json::from_str(self.method?.get()).ok()
+    pub fn method(&self) -> Option<&str> {
+        self.method_name.as_deref()
     }
 
     /// `params.name`, when it is a string.
-    fn tool_name(&self) -> Option<String> {
-        let p: CallParams = serde_json::from_str(self.params?.get()).ok()?;
-        p.name.and_then(|n| n.as_str().map(String::from))
+    fn tool_name(&self) -> Option<&str> {
+        self.parsed.as_ref()?.as_ref().ok()?.name.as_ref()?.as_str()
     }
 
     /// The scope this message needs before anything runs (`tools/call` of a known tool).
@@ -99,7 +112,7 @@ impl<'a> Message<'a> {
         if self.method()? != "tools/call" {
             return None;
         }
-        cairn_notes::tools::find(&self.tool_name()?).map(|t| t.scope)
+        cairn_notes::tools::find(self.tool_name()?).map(|t| t.scope)
     }
 
     fn id_value(&self) -> Value {
@@ -143,12 +156,12 @@ pub fn check_headers(req: &Request, messages: &[Message]) -> Result<(), Value> {
     }
     if let [single] = messages {
         if let Some(m) = req.header("mcp-method").and_then(|v| v.as_str()) {
-            if single.method().as_deref() != Some(m) {
+            if single.method() != Some(m) {
                 return Err(error(single.id_value(), INVALID_REQUEST, "the Mcp-Method header does not match the body's method"));
             }
         }
         if let Some(n) = req.header("mcp-name").and_then(|v| v.as_str()) {
-            if single.tool_name().as_deref() != Some(n) {
+            if single.tool_name() != Some(n) {
                 return Err(error(single.id_value(), INVALID_REQUEST, "the Mcp-Name header does not match params.name"));
             }
         }
@@ -198,7 +211,6 @@ async fn handle(m: &Message<'_>, who: &Principal) -> Result<Option<Reply>, Unava
         }
         return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "missing method");
     };
-    let method = method.as_str();
     if m.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
         return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "jsonrpc must be \"2.0\"");
     }
@@ -212,15 +224,9 @@ async fn handle(m: &Message<'_>, who: &Principal) -> Result<Option<Reply>, Unava
     if !raw_params.starts_with('{') {
         return err(id, INVALID_PARAMS, "params must be an object");
     }
-    // Only `_meta` of the params is read here; a tool call's arguments stay raw.
-    #[derive(Deserialize)]
-    struct Meta {
-        #[serde(rename = "_meta", default)]
-        meta: Option<Value>,
-    }
-    let meta = serde_json::from_str::<Meta>(raw_params).ok().and_then(|m| m.meta);
+    let params = m.parsed.as_ref().and_then(|p| p.as_ref().ok());
     // 2026-07-28: the revision rides in every request's _meta.
-    let stateless = match meta.as_ref().and_then(|m| m.get(META_VERSION)).and_then(Value::as_str) {
+    let stateless = match params.and_then(|p| p.meta.as_ref()).and_then(|m| m.get(META_VERSION)).and_then(Value::as_str) {
         Some(v) if VERSIONS.contains(&v) => v == "2026-07-28",
         Some(v) => return err(id, INVALID_PARAMS, &format!("unsupported protocol version {v}; supported: {}", VERSIONS.join(", "))),
         None => false,
@@ -228,7 +234,12 @@ async fn handle(m: &Message<'_>, who: &Principal) -> Result<Option<Reply>, Unava
     if method == "tools/call" {
         // The tool's result goes back as the tool wrote it: no parse and
         // re-serialize of what may be a megabyte of text.
-        return Ok(Some(match call_tool(raw_params, who).await {
+        let empty = Params::default();
+        let call = match &m.parsed {
+            None => Ok(&empty),
+            Some(p) => p.as_ref().map_err(String::as_str),
+        };
+        return Ok(Some(match call_tool(call, who).await {
             Ok(raw) => Reply::Text(result_text(&id, &raw, stateless)),
             Err(ToolError::Params(msg)) => Reply::Value(error(id, INVALID_PARAMS, &msg)),
             Err(ToolError::Internal(msg)) => Reply::Value(error(id, INTERNAL_ERROR, &msg)),
@@ -297,8 +308,8 @@ enum ToolError {
 /// unreachable): answer 503 with `Retry-After`, never a result.
 pub struct Unavailable(pub String);
 
-async fn call_tool(raw_params: &str, who: &Principal) -> Result<String, ToolError> {
-    let params: CallParams = serde_json::from_str(raw_params).map_err(|e| ToolError::Params(format!("params: {e}")))?;
+async fn call_tool(params: Result<&Params<'_>, &str>, who: &Principal) -> Result<String, ToolError> {
+    let params = params.map_err(|e| ToolError::Params(format!("params: {e}")))?;
     let name = params.name.as_ref().and_then(Value::as_str).ok_or(ToolError::Params("params.name must be a tool name".to_string()))?;
     let tool = cairn_notes::tools::find(name).ok_or(ToolError::Params(format!("unknown tool {name}")))?;
     // The arguments go to the tool as sent; it drops `_meta`, MCP's request metadata.

@@ -170,6 +170,20 @@ pub(crate) fn check_limit(limit: Option<u64>) -> Result<(), Refusal> {
     limit.map_or(Ok(()), |l| check_range("limit", l, 1, MAX_LIMIT))
 }
 
+/// An opaque cursor: `c1` and the hex of `raw` (a listing's own position text).
+pub(crate) fn cursor_token(raw: &str) -> String {
+    format!("c1{}", crate::model::hex(raw.as_bytes()))
+}
+
+/// The position text of a cursor made by [`cursor_token`], or `invalid_argument` naming `cursor`.
+pub(crate) fn cursor_text(cursor: &str) -> Result<String, Refusal> {
+    cursor
+        .strip_prefix("c1")
+        .and_then(crate::model::unhex)
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| Refusal::invalid("cursor", "cursor is not one this listing returned"))
+}
+
 pub(crate) fn check_cursor(c: &Option<String>) -> Result<(), Refusal> {
     c.as_deref()
         .map_or(Ok(()), |c| check_chars("cursor", c, 1, MAX_CURSOR_CHARS))

@@ -18,7 +18,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::claim_audit::actor_str;
+use crate::claim_audit::who_json;
 use crate::env::{Env, Identity};
 use crate::head::load_head;
 use crate::keys;
@@ -38,7 +38,6 @@ pub(crate) fn record_refused_write(kv: &TenantKv, env: &mut dyn Env, who: &Ident
         return; // the claims audit records it with the claim that was in the way
     }
     let now = env.now_us();
-    let by = Who::of(who);
     let rec = json!({
         "reason": "write",
         "tool": tool,
@@ -46,7 +45,7 @@ pub(crate) fn record_refused_write(kv: &TenantKv, env: &mut dyn Env, who: &Ident
         "error": refusal["error"],
         "field": refusal.get("field"),
         "current_version": refusal.get("current_version"),
-        "by": {"subject": by.subject, "name": by.name, "actor_type": actor_str(by.actor_type)},
+        "by": who_json(&Who::of(who)),
         "at_us": now,
     });
     // The tag tells apart records of one microsecond; drawn from the record
@@ -64,17 +63,12 @@ struct Event {
 }
 
 fn cursor_of(at_us: u64, id: &str) -> String {
-    let raw = format!("{at_us:020}|{id}");
-    raw.bytes().map(|b| format!("{b:02x}")).collect()
+    crate::args::cursor_token(&format!("{at_us:020}|{id}"))
 }
 
 fn parse_cursor(c: &str) -> Result<(u64, String), Refusal> {
     let bad = || Refusal::invalid("cursor", "cursor is not one this listing returned");
-    if c.len() % 2 != 0 || !c.is_ascii() {
-        return Err(bad());
-    }
-    let bytes: Vec<u8> = (0..c.len()).step_by(2).map(|i| u8::from_str_radix(&c[i..i + 2], 16)).collect::<Result<_, _>>().map_err(|_| bad())?;
-    let raw = String::from_utf8(bytes).map_err(|_| bad())?;
+    let raw = crate::args::cursor_text(c)?;
     let (at, id) = raw.split_once('|').ok_or_else(bad)?;
     Ok((at.parse().map_err(|_| bad())?, id.to_string()))
 }
@@ -105,15 +99,10 @@ pub(crate) fn list(kv: &TenantKv, who: &Identity, note_id: Option<&str>, since: 
     if let Some(note) = note_id {
         let head = load_head(kv, who, note)?;
         let (entries, _) = crate::history::page(kv, &head, None, None, SCAN, now)?;
-        for e in entries {
-            let at_us = e["at_us"].as_u64().unwrap_or(0);
-            if at_us < from {
-                continue;
-            }
-            let mut body = json!({"kind": "write", "outcome": "committed", "tool": e["action"], "note_id": note,
-                "tab_id": e["tab_id"], "version": e["version"], "by": e["by"], "content_hash": e["content_hash"]});
-            body["at"] = rfc3339(at_us).into();
-            events.push(Event { at_us, id: format!("v{:020}", e["version"].as_u64().unwrap_or(0)), body });
+        for e in entries.iter().filter(|e| e.at >= from) {
+            let body = json!({"kind": "write", "outcome": "committed", "tool": e.action, "note_id": note, "tab_id": e.tab_id,
+                "version": e.version, "by": who_json(&e.by), "content_hash": e.content_hash, "at": rfc3339(e.at)});
+            events.push(Event { at_us: e.at, id: format!("v{:020}", e.version), body });
         }
     }
 

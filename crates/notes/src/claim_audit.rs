@@ -32,7 +32,8 @@ pub(crate) fn actor_str(a: ActorType) -> &'static str {
     }
 }
 
-fn who_json(w: &Who) -> Value {
+/// Who did something, as audit records name them.
+pub(crate) fn who_json(w: &Who) -> Value {
     json!({"subject": w.subject, "name": w.name, "actor_type": actor_str(w.actor_type)})
 }
 

@@ -141,7 +141,7 @@ pub(crate) fn apply_edit(
     head: &mut Head,
     i: usize,
     edit: &Edit,
-    now: crate::history::Window,
+    env: &dyn Env,
 ) -> Out<Change> {
     let tab = &head.tabs[i];
     let mut size = None;
@@ -155,10 +155,10 @@ pub(crate) fn apply_edit(
         (TabKind::Markdown, Edit::Patch(patch, base)) => {
             let current = load_text(kv, tab)?;
             let rebased = match base {
-                Some(v) if *v != head.version => Some(check_rebase(kv, head, tab, patch, *v, &current, now)?),
+                Some(v) if *v != head.version => Some(check_rebase(kv, head, tab, patch, *v, &current, crate::history::Window::of(env))?),
                 _ => None,
             };
-            let text = patch.apply(&current, "")?;
+            let text = patch.apply(&current)?;
             check_doc_size(text.as_bytes(), "text")?;
             if let Some(over) = rebased {
                 extra.insert("rebased".into(), true.into());
@@ -267,7 +267,7 @@ pub(crate) fn edit_tab_with(
         spec,
         |head| Ok(Plan::Write(resolve_tab(head, tab_id, edit.op())?)),
         |head, target, ctx: &mut Ctx| match target {
-            Target::Tab(i) => apply_edit(ctx.kv, head, i, edit, crate::history::Window::of(&*ctx.env)),
+            Target::Tab(i) => apply_edit(ctx.kv, head, i, edit, &*ctx.env),
             Target::Note => unreachable!("edits target a tab"),
         },
     )
@@ -284,9 +284,8 @@ pub(crate) enum Patch {
 
 impl Patch {
     /// The text with the patch applied; `replace_in_text` needs `old` to
-    /// occur exactly once. `context` names the text in a refusal ("" or "
-    /// in the version you read").
-    pub fn apply(&self, text: &str, context: &str) -> Out<String> {
+    /// occur exactly once.
+    pub fn apply(&self, text: &str) -> Out<String> {
         match self {
             Patch::Append(add) => {
                 let mut out = String::with_capacity(text.len() + add.len() + 2);
@@ -301,7 +300,7 @@ impl Patch {
                 Ok(out)
             }
             Patch::Replace { old, new } => {
-                let (at, _) = once(text, old, context)?;
+                let at = once(text, old, "")?;
                 Ok(format!("{}{new}{}", &text[..at], &text[at + old.len()..]))
             }
         }
@@ -317,7 +316,7 @@ impl Patch {
                 (n, n)
             }),
             Patch::Replace { old, .. } => {
-                let (at, _) = once(base, old, " in the version you based the patch on")?;
+                let at = once(base, old, " in the version you based the patch on")?;
                 let end = at + old.len();
                 Ok((line_of(at), line_of(end.saturating_sub(1).max(at)) + 1))
             }
@@ -326,11 +325,11 @@ impl Patch {
 }
 
 /// The byte offset of the one occurrence of `needle`, or `invalid_argument`
-/// saying how many times it occurs.
-fn once(text: &str, needle: &str, context: &str) -> Out<(usize, usize)> {
+/// saying how many times it occurs (`context` says in which text).
+fn once(text: &str, needle: &str, context: &str) -> Out<usize> {
     let mut hits = text.match_indices(needle);
     match (hits.next(), hits.next()) {
-        (Some((at, _)), None) => Ok((at, 1)),
+        (Some((at, _)), None) => Ok(at),
         (None, _) => Err(Refusal::invalid("old_text", format!("old_text occurs 0 times in the text{context}; it must occur exactly once")).into()),
         (Some(_), Some(_)) => {
             let n = 2 + hits.count();

@@ -44,6 +44,7 @@ impl Window {
         format!("the newest {} versions and the last {} days are kept", self.keep.versions, self.keep.days)
     }
 }
+
 /// Entries read per store round trip while walking back.
 const BATCH: u64 = 64;
 
@@ -83,7 +84,7 @@ pub(crate) fn entry_json(e: &HistoryEntry) -> Value {
         "version": e.version,
         "action": e.action,
         "tab_id": e.tab_id,
-        "by": {"name": e.by.name, "subject": e.by.subject, "actor_type": e.by.actor_type},
+        "by": crate::claim_audit::who_json(&e.by),
         "at": rfc3339(e.at),
         "at_us": e.at,
         "content_hash": e.content_hash,
@@ -108,7 +109,7 @@ pub(crate) fn entry_json(e: &HistoryEntry) -> Value {
 /// so a filter that matches rarely still answers quickly. Returns the
 /// entries and the version to continue at, `None` once the first retained
 /// version was seen.
-pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option<u64>, limit: usize, now: Window) -> Out<(Vec<Value>, Option<u64>)> {
+pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option<u64>, limit: usize, now: Window) -> Out<(Vec<HistoryEntry>, Option<u64>)> {
     let top = top.unwrap_or(head.version).min(head.version);
     let floor = top.saturating_sub((limit as u64 * 20).max(BATCH)).max(1);
     let mut found = Vec::new();
@@ -120,9 +121,10 @@ pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option
                 return Ok((found, None));
             }
             if tab_id.is_none_or(|t| e.tab_id.as_deref() == Some(t)) {
-                found.push(entry_json(&e));
+                let version = e.version;
+                found.push(e);
                 if found.len() == limit {
-                    return Ok((found, (e.version > 1).then(|| e.version - 1)));
+                    return Ok((found, (version > 1).then(|| version - 1)));
                 }
             }
         }

@@ -76,9 +76,7 @@ impl<'a> TenantKv<'a> {
         let refs: Vec<(&str, &[u8])> = full.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         Ok(self.store.set_many(BUCKET, &refs)?)
     }
-}
 
-impl TenantKv<'_> {
     /// Up to `limit` keys under `prefix` (relative to the tenant), in key
     /// order, after `prefix` + `after` (or from the start of the prefix).
     pub(crate) fn list_prefix(&self, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>, Failure> {

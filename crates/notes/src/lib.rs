@@ -89,6 +89,7 @@ pub use claim_index::sweep_expired_claims;
 pub use env::{ActorType, Env, Identity, Role, SimEnv};
 pub use kv::TenantKv;
 pub use keys::list_tenants;
+pub use model::hex;
 pub use refusal::{Code, Failure, NEXT_STEP_CLAIM, NEXT_STEP_REREAD, NOTICE};
 pub use tools::{Tool, ToolAnnotations, ToolSpec, tools};
 

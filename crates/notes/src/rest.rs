@@ -670,6 +670,7 @@ pub fn note_history(
         crate::args::check_limit(Some(limit))?;
         let head = load_head(kv, who, note_id)?;
         let (entries, next) = crate::history::page(kv, &head, tab_id, before, limit as usize, now)?;
+        let entries: Vec<Value> = entries.iter().map(crate::history::entry_json).collect();
         Ok(json!({"note_id": head.note_id, "version": head.version, "entries": entries, "next_before": next, "notice": NOTICE}))
     })
 }
@@ -677,17 +678,10 @@ pub fn note_history(
 /// One past version of a tab (`GET …/tabs/{tab}/versions/{v}`, `v` a note
 /// version): what `read_note_tab` answers with `at_version`.
 pub fn tab_version(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, version: &str) -> Result<RestReply, Failure> {
-    let v = match query_u64("version", Some(version)) {
-        Ok(v) => v,
-        Err(r) => return reply(Err(r.into()), 0),
-    };
-    let result = crate::call_tool_value(kv, env, who, "read_note_tab", json!({"note_id": note_id, "tab_id": tab_id, "at_version": v}))?;
-    let body = result["structuredContent"].clone();
-    let status = match body["error"].as_str() {
-        None => 200,
-        Some(code) => crate::refusal::Code::ALL.iter().find(|c| c.as_str() == code).map_or(400, |c| c.http_status()),
-    };
-    Ok(RestReply { status, body })
+    answer(kv, who, &[], 200, |kv| {
+        let v = query_u64("version", Some(version))?;
+        crate::tools::read_tab(&mut crate::tools::Call { kv, env, who }, note_id, tab_id, v)
+    })
 }
 
 /// A line diff of a tab between two note versions
@@ -832,7 +826,7 @@ pub fn merge_draft(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &
         let a: MergeDraft = parse(args)?;
         crate::content::check_doc_size(a.text.as_bytes(), "text")?;
         let head = load_head(kv, who, note_id)?;
-        let tab = head.tabs.iter().find(|t| t.id == tab_id).ok_or_else(|| Refusal::not_found("tab"))?;
+        let tab = crate::tools::find_tab(&head, tab_id)?;
         if tab.kind != TabKind::Markdown {
             return Err(Refusal::invalid("tab_id", format!("merge works on the markdown tab, not a {} tab", tab.kind.as_str())).into());
         }

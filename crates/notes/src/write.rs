@@ -277,7 +277,6 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
     let mut result = change.result;
     result.insert("note_id".into(), head.note_id.clone().into());
     result.insert("version".into(), head.version.into());
-    let mut content_hash = None;
     if let Some(i) = change.tab {
         let t = &mut head.tabs[i];
         t.version += 1;
@@ -286,7 +285,6 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
         result.insert("tab_id".into(), t.id.clone().into());
         result.insert("tab_version".into(), t.version.into());
         result.insert("content_hash".into(), t.content_hash.clone().into());
-        content_hash = Some(t.content_hash.clone());
     }
     result.insert("replayed".into(), false.into());
     let result = Value::Object(result);
@@ -299,7 +297,7 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
         by,
         action: change.action.to_string(),
         tab_id: snapshot.as_ref().map(|t| t.id.clone()),
-        content_hash: content_hash.or_else(|| snapshot.as_ref().map(|t| t.content_hash.clone())),
+        content_hash: snapshot.as_ref().map(|t| t.content_hash.clone()),
         tab: snapshot,
         deleted,
     });

@@ -64,7 +64,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     Ok(json!({
         "note_id": head.note_id,
         "version": head.version,
-        "entries": entries,
+        "entries": entries.iter().map(history::entry_json).collect::<Vec<_>>(),
         "next_cursor": next.map(|v| encode_cursor(&tag, v as usize)),
         "notice": NOTICE,
     }))

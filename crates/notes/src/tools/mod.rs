@@ -50,6 +50,7 @@ mod release_claim;
 mod renew_claim;
 
 pub(crate) use crate::scopes::{READ as READ_SCOPE, WRITE as WRITE_SCOPE};
+pub(crate) use read_note_tab::{find_tab, read as read_tab};
 
 /// Every tool, in the order `tools/list` shows them.
 pub static TOOLS: &[&Tool] = &[
@@ -183,24 +184,16 @@ and expires_at of the claim in the way. Wait until expires_at (or until list_cla
 another target. Never improvise around a claim: do not write the same change into another tab, a copy or a new \
 note, and do not ask the holder's tools to release it.";
 
-/// An opaque cursor: a tag and a position, hex-encoded.
+/// An opaque cursor: a tag and a position (see [`crate::args::cursor_token`]).
 pub(crate) fn encode_cursor(tag: &str, pos: usize) -> String {
-    let raw = format!("{tag}:{pos}");
-    let hex: String = raw.bytes().map(|b| format!("{b:02x}")).collect();
-    format!("c1{hex}")
+    crate::args::cursor_token(&format!("{tag}:{pos}"))
 }
 
 /// The position a cursor of listing `tag` points at (0 without a cursor).
 pub(crate) fn decode_cursor(tag: &str, cursor: Option<&str>) -> Result<usize, crate::refusal::Refusal> {
     let Some(c) = cursor else { return Ok(0) };
     let bad = || crate::refusal::Refusal::invalid("cursor", "cursor is not one this listing returned");
-    let hex = c.strip_prefix("c1").ok_or_else(bad)?;
-    if hex.len() % 2 != 0 || !hex.is_ascii() {
-        return Err(bad());
-    }
-    let bytes: Vec<u8> =
-        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16)).collect::<Result<_, _>>().map_err(|_| bad())?;
-    let raw = String::from_utf8(bytes).map_err(|_| bad())?;
+    let raw = crate::args::cursor_text(c)?;
     let (t, pos) = raw.split_once(':').ok_or_else(bad)?;
     if t != tag {
         return Err(bad());

@@ -51,14 +51,21 @@ pub(crate) fn find_tab<'h>(head: &'h Head, tab_id: &str) -> Result<&'h Tab, Refu
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
-    check_id("note_id", &a.note_id)?;
-    check_id("tab_id", &a.tab_id)?;
-    let head = load_head(c.kv, c.who, &a.note_id)?;
+    read(c, &a.note_id, &a.tab_id, a.at_version)
+}
+
+/// The tab `tab_id` of note `note_id` as the tool answers it, now or as it
+/// was at note version `at_version` (also the people's
+/// `GET …/tabs/{tab}/versions/{v}`).
+pub(crate) fn read(c: &mut Call, note_id: &str, tab_id: &str, at_version: Option<u64>) -> Out<Value> {
+    check_id("note_id", note_id)?;
+    check_id("tab_id", tab_id)?;
+    let head = load_head(c.kv, c.who, note_id)?;
     let then;
-    let tab = match a.at_version {
-        None => find_tab(&head, &a.tab_id)?,
+    let tab = match at_version {
+        None => find_tab(&head, tab_id)?,
         Some(v) => {
-            then = history::tab_at(c.kv, &head, &a.tab_id, v, history::Window::of(&*c.env))?;
+            then = history::tab_at(c.kv, &head, tab_id, v, history::Window::of(&*c.env))?;
             &then
         }
     };
@@ -72,7 +79,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         "provenance": tab_provenance(tab),
         "notice": NOTICE,
     });
-    if let Some(v) = a.at_version {
+    if let Some(v) = at_version {
         out["at_version"] = v.into();
     }
     match tab.kind {

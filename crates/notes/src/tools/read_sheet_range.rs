@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::read_note_tab::find_tab;
+use super::find_tab;
 use super::{Call, READ, READ_SCOPE};
 use crate::args::{MAX_COLS, MAX_RANGE, MAX_ROWS, check_id, check_range, parse};
 use crate::head::load_head;
