@@ -10,9 +10,12 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 
 # Debian packages the tests start: redis-server (the Redis/Valkey backend's
-# tests and the many-hosts tests run their own on free loopback ports).
+# tests and the many-hosts tests run their own on free loopback ports) and
+# chromium (the people's editor's tests drive it headless; Playwright never
+# downloads a browser here).
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   as_root=""
   [ "$(id -u)" -eq 0 ] || as_root="sudo"
@@ -27,6 +30,12 @@ fi
 target/interop-venv/bin/pip install --quiet --disable-pip-version-check -r interop/requirements.txt
 (cd interop && npm install --prefer-offline --no-audit --no-fund --loglevel=error)
 
+# Playwright for Python, for the browser tests (pinned in tests/browser/).
+if [ ! -x target/browser-venv/bin/python ]; then
+  python3 -m venv target/browser-venv
+fi
+target/browser-venv/bin/pip install --quiet --disable-pip-version-check -r tests/browser/requirements.txt
+
 # One profile, one target dir and one feature resolution for everything:
 # building the tests first also builds the `cairn` binary they use, so
 # wasmtime is compiled once (a separate `cargo build --bin cairn` would
@@ -36,3 +45,6 @@ cargo test --release --locked --no-run
 ./target/release/cairn build -f tests/fixtures/spin.toml
 
 cargo test --release --locked
+
+# The people's editor in headless Chromium, against a `cairn up` of its own.
+target/browser-venv/bin/python -m pytest tests/browser -q -p no:cacheprovider

@@ -102,16 +102,27 @@ pub fn now() -> u64 {
 
 /// A token for an agent of tenant `local`, valid a day.
 pub fn starter_token(key: &LocalKey, issuer: &str, audience: &str) -> String {
+    local_token(key, issuer, audience, ("local-agent", "Local agent"), Actor::Agent, Role::Member, "notes:read notes:write")
+}
+
+/// A token for the local person: a human admin of tenant `local`, valid a
+/// day, for the sign-in link of the people's editor.
+pub fn person_token(key: &LocalKey, issuer: &str, audience: &str) -> String {
+    let scope = "notes:read notes:write notes:delete audit:read";
+    local_token(key, issuer, audience, ("local-person", "Local person"), Actor::Human, Role::Admin, scope)
+}
+
+fn local_token(key: &LocalKey, issuer: &str, audience: &str, (sub, name): (&str, &str), actor: Actor, role: Role, scope: &str) -> String {
     key.sign(
         &TokenSpec {
             issuer: issuer.into(),
             audience: audience.into(),
             tenant: "local".into(),
-            subject: "local-agent".into(),
-            name: Some("Local agent".into()),
-            actor: Actor::Agent,
-            role: Role::Member,
-            scope: "notes:read notes:write".into(),
+            subject: sub.into(),
+            name: Some(name.into()),
+            actor,
+            role,
+            scope: scope.into(),
             now: now(),
             ttl: 86_400,
         }

@@ -60,6 +60,10 @@ pub struct Running {
     /// The MCP URL and a day-long agent token, when tokens are checked
     /// against the state dir's own key.
     pub starter_token: Option<(String, String)>,
+    /// The people's editor's sign-in link for the local person (the token in
+    /// the URL fragment, which browsers never send), when tokens are checked
+    /// against the state dir's own key and the application has a `ui`.
+    pub sign_in_link: Option<String>,
     stop: watch::Sender<bool>,
     done: tokio::task::JoinHandle<()>,
 }
@@ -141,12 +145,17 @@ pub async fn start(opts: Options) -> Result<Running> {
     );
     let (stop, stop_rx) = watch::channel(false);
     let done = tokio::spawn(serve(app.clone(), listener, opts.sweep_interval, stop_rx));
-    let starter_token = local_key.filter(|_| app.manifest.component("router").is_some()).map(|key| {
-        let issuer = app_vars.get("issuer").cloned().unwrap_or_default();
-        let audience = app_vars.get("audience").cloned().unwrap_or_default();
-        (audience.clone(), crate::local::starter_token(&key, &issuer, &audience))
-    });
-    Ok(Running { addr, app, starter_token, stop, done })
+    let issuer = app_vars.get("issuer").cloned().unwrap_or_default();
+    let audience = app_vars.get("audience").cloned().unwrap_or_default();
+    let starter_token = local_key
+        .as_ref()
+        .filter(|_| app.manifest.component("router").is_some())
+        .map(|key| (audience.clone(), crate::local::starter_token(key, &issuer, &audience)));
+    let sign_in_link = local_key
+        .as_ref()
+        .filter(|_| app.manifest.component("ui").is_some())
+        .map(|key| format!("http://{addr}/#token={}", crate::local::person_token(key, &issuer, &audience)));
+    Ok(Running { addr, app, starter_token, sign_in_link, stop, done })
 }
 
 async fn serve(app: Arc<App>, listener: TcpListener, sweep_interval: Duration, mut stop: watch::Receiver<bool>) {
@@ -254,6 +263,9 @@ pub async fn run_until_signal(opts: Options) -> Result<()> {
             "\nMCP endpoint: {url}\nBearer token (agent of tenant \"local\", notes:read notes:write, 24 h):\n{token}\n\
              More tokens: cairn token --tenant <t> --sub <s> (see --help)\n"
         );
+    }
+    if let Some(link) = &running.sign_in_link {
+        eprintln!("People's editor (sign in as the local person, an admin of tenant \"local\", 24 h):\n{link}\n");
     }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {

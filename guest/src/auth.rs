@@ -173,7 +173,8 @@ pub fn check_origin(req: &Request) -> Result<(), String> {
     if let Some(origin) = req.header("origin").and_then(|v| v.as_str()) {
         let allowed = crate::variable("allowed_origins").unwrap_or_default();
         let listed = allowed.split(',').map(str::trim).any(|a| !a.is_empty() && a == origin);
-        if !listed && !(loopback(host_of(origin)) && loopback(host)) {
+        let same_origin = full.contains("://") && origin == self::origin(full);
+        if !listed && !same_origin && !(loopback(host_of(origin)) && loopback(host)) {
             return Err(format!("origin {origin} is not allowed"));
         }
     }

@@ -4,7 +4,15 @@
 //! | method and path | scope | what |
 //! |---|---|---|
 //! | `POST /api/v1/notes` | notes:write | create a note (`title`, `approved_for_agents`) |
+//! | `GET /api/v1/notes?cursor=&limit=` | notes:read | the notes you can see (the `list_notes` tool) |
 //! | `GET /api/v1/notes/{note}` | notes:read | the note, its tabs and versions |
+//! | `PATCH /api/v1/notes/{note}` | notes:write | approve for agents (`approved_for_agents`) and/or rename (`title`) with `expected_version` |
+//! | `GET /api/v1/notes/{note}/tabs/{tab}[?at_version=]` | notes:read | a tab's content (the `read_note_tab` tool) |
+//! | `GET /api/v1/notes/{note}/tabs/{tab}/range?range=A1:C3[&sheet_id=]` | notes:read | sheet cells (the `read_sheet_range` tool) |
+//! | `POST /api/v1/notes/{note}/tabs/{tab}/edit` | notes:write | any `edit_note_tab` operation (the tool's arguments, ids from the path) |
+//! | `POST /api/v1/notes/{note}/tabs` | notes:write | a new slides or sheet tab (the `create_note_tab` tool): 201 |
+//! | `POST /api/v1/notes/{note}/sources` | notes:write | cite a page (the `add_note_source` tool): 201 added, 200 already attached |
+//! | `GET /api/v1/notes/{note}/attachments[?kind=&cursor=&limit=]` | notes:read | files and sources, metadata only (the `list_note_attachments` tool) |
 //! | `PUT /api/v1/notes/{note}/tabs/{tab}` | notes:write | write a tab with `expected_version`; a stale save gets 409 with the current version |
 //! | `PATCH /api/v1/notes/{note}/tabs/{tab}` | notes:write | rename a slides/sheet tab (`label`) and/or move a tab (`position`, 0-based) with `expected_version`; the tab keeps its id |
 //! | `DELETE /api/v1/notes/{note}/tabs/{tab}` | notes:delete | delete a slides/sheet tab (`expected_version`) |
@@ -61,15 +69,16 @@ fn handle(req: Request) -> Response {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let method = req.method().clone();
     let scope = match (&method, segments.as_slice()) {
-        (Method::Get, ["api", "v1", "notes", _]) => cairn_notes::scopes::READ,
-        (Method::Get, ["api", "v1", "notes", _, "history"])
-        | (Method::Get, ["api", "v1", "notes", _, "tabs", _, "versions", _])
-        | (Method::Get, ["api", "v1", "notes", _, "tabs", _, "diff"]) => cairn_notes::scopes::READ,
-        (Method::Post, ["api", "v1", "notes", _, "tabs", _, "restore"]) => cairn_notes::scopes::WRITE,
+        (Method::Get, ["api", "v1", "notes"] | ["api", "v1", "notes", _])
+        | (Method::Get, ["api", "v1", "notes", _, "history" | "attachments"])
+        | (Method::Get, ["api", "v1", "notes", _, "tabs", _] | ["api", "v1", "notes", _, "tabs", _, "range" | "diff"])
+        | (Method::Get, ["api", "v1", "notes", _, "tabs", _, "versions", _]) => cairn_notes::scopes::READ,
+        (Method::Post, ["api", "v1", "notes", _, "tabs", _, "restore" | "edit"]) => cairn_notes::scopes::WRITE,
         (Method::Post, ["api", "v1", "notes", _, "tabs", _, "merge"]) => cairn_notes::scopes::READ,
         (Method::Post, ["api", "v1", "notes"])
+        | (Method::Patch, ["api", "v1", "notes", _])
         | (Method::Put | Method::Patch, ["api", "v1", "notes", _, "tabs", _])
-        | (Method::Post, ["api", "v1", "notes", _, "files"]) => cairn_notes::scopes::WRITE,
+        | (Method::Post, ["api", "v1", "notes", _, "files" | "tabs" | "sources"]) => cairn_notes::scopes::WRITE,
         (Method::Delete, ["api", "v1", "notes", _, "tabs", _]) => cairn_notes::scopes::DELETE,
         (Method::Get, ["api", "v1", "claims"]) => cairn_notes::scopes::READ,
         (Method::Get, ["api", "v1", "audit"]) => cairn_notes::scopes::AUDIT,
@@ -100,34 +109,31 @@ fn handle(req: Request) -> Response {
     let kv = GuestStore::new();
     let who = identity(&principal);
     let env = &mut HostEnv;
+    let q = query(req.query());
+    let get = |k: &str| q.get(k).map(String::as_str);
     let reply = match (&method, segments.as_slice()) {
         (Method::Post, [_, _, _]) => rest::create_note(&kv, env, &who, body),
+        (Method::Get, [_, _, "notes"]) => rest::list_notes(&kv, env, &who, get("cursor"), get("limit")),
         (Method::Get, [_, _, _, note]) => rest::get_note(&kv, &who, note),
+        (Method::Patch, [_, _, "notes", note]) => rest::update_note(&kv, env, &who, note, body),
+        (Method::Get, [_, _, "notes", note, "tabs", tab]) => rest::read_tab(&kv, env, &who, note, tab, get("at_version")),
+        (Method::Get, [_, _, "notes", note, "tabs", tab, "range"]) => rest::read_range(&kv, env, &who, note, tab, get("range"), get("sheet_id")),
+        (Method::Post, [_, _, "notes", note, "tabs", tab, "edit"]) => rest::edit_tab(&kv, env, &who, note, tab, body),
+        (Method::Post, [_, _, "notes", note, "tabs"]) => rest::create_tab(&kv, env, &who, note, body),
+        (Method::Post, [_, _, "notes", note, "sources"]) => rest::add_source(&kv, env, &who, note, body),
+        (Method::Get, [_, _, "notes", note, "attachments"]) => rest::list_attachments(&kv, env, &who, note, get("kind"), get("cursor"), get("limit")),
         (Method::Put, [_, _, _, note, _, tab]) => rest::write_tab(&kv, env, &who, note, tab, body),
         (Method::Patch, [_, _, _, note, _, tab]) => rest::update_tab(&kv, env, &who, note, tab, body),
         (Method::Delete, [_, _, _, note, _, tab]) => rest::delete_tab(&kv, env, &who, note, tab, body),
         (Method::Post, [_, _, "notes", note, "files"]) => rest::attach_file(&kv, env, &who, note, body),
-        (Method::Get, [_, _, "notes", note, "history"]) => {
-            let q = query(req.query());
-            rest::note_history(&kv, env, &who, note, q.get("tab_id").map(String::as_str), q.get("before").map(String::as_str), q.get("limit").map(String::as_str))
-        }
+        (Method::Get, [_, _, "notes", note, "history"]) => rest::note_history(&kv, env, &who, note, get("tab_id"), get("before"), get("limit")),
         (Method::Get, [_, _, "notes", note, "tabs", tab, "versions", v]) => rest::tab_version(&kv, env, &who, note, tab, v),
-        (Method::Get, [_, _, "notes", note, "tabs", tab, "diff"]) => {
-            let q = query(req.query());
-            rest::tab_diff(&kv, env, &who, note, tab, q.get("from").map(String::as_str), q.get("to").map(String::as_str))
-        }
+        (Method::Get, [_, _, "notes", note, "tabs", tab, "diff"]) => rest::tab_diff(&kv, env, &who, note, tab, get("from"), get("to")),
         (Method::Post, [_, _, "notes", note, "tabs", tab, "restore"]) => rest::restore_tab(&kv, env, &who, note, tab, body),
         (Method::Post, [_, _, "notes", note, "tabs", tab, "merge"]) => rest::merge_draft(&kv, env, &who, note, tab, body),
         (Method::Post, [_, _, "notes", note, "claims"]) => rest::claim_note(&kv, env, &who, note, body),
-        (Method::Get, [_, _, "audit"]) => {
-            let q = query(req.query());
-            let get = |k: &str| q.get(k).map(String::as_str);
-            rest::audit(&kv, env, &who, get("note_id"), get("since"), get("cursor"), get("limit"))
-        }
-        (Method::Get, [_, _, "claims"]) => {
-            let note = req.query().split('&').find_map(|kv| kv.strip_prefix("note_id=")).map(str::to_string);
-            rest::list_claims(&kv, env, &who, note.as_deref())
-        }
+        (Method::Get, [_, _, "audit"]) => rest::audit(&kv, env, &who, get("note_id"), get("since"), get("cursor"), get("limit")),
+        (Method::Get, [_, _, "claims"]) => rest::list_claims(&kv, env, &who, get("note_id")),
         (Method::Post, [_, _, "claims", claim, "renew"]) => rest::renew_claim(&kv, env, &who, claim, body),
         (Method::Post, [_, _, "claims", claim, "notes"]) => rest::post_claim_note(&kv, env, &who, claim, body),
         (Method::Post, [_, _, "claims", claim, "force-release"]) => rest::force_release_claim(&kv, env, &who, claim),
@@ -135,8 +141,12 @@ fn handle(req: Request) -> Response {
         _ => return respond::error(404, "not_found", "no such route"),
     };
     // Refused writes go into the audit trail (reads, merge included, write nothing).
+    // The routes served by a write tool (edit, new tab, source) are recorded by the tool
+    // call itself, under the tool's name.
+    let by_tool = matches!((&method, segments.as_slice()), (Method::Post, [_, _, "notes", _, "tabs" | "sources"] | [_, _, "notes", _, "tabs", _, "edit"]));
     if scope != cairn_notes::scopes::READ
         && scope != cairn_notes::scopes::AUDIT
+        && !by_tool
         && let Ok(r) = &reply
     {
         let note = match segments.as_slice() {
@@ -172,10 +182,37 @@ fn sweep(req: &Request) -> Response {
     respond::json(200, &json!({"released": released}))
 }
 
-/// The query string's parameters (`a=1&b=2`; no percent-decoding is needed
-/// for the ids and numbers these routes take).
+/// The query string's parameters (`a=1&b=2`), percent-decoded (`A1%3AC3` is `A1:C3`).
 fn query(q: &str) -> std::collections::BTreeMap<String, String> {
-    q.split('&').filter_map(|p| p.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    q.split('&').filter_map(|p| p.split_once('=')).map(|(k, v)| (decode(k), decode(v))).collect()
+}
+
+/// Decodes `%XX` and `+` (a space) in a query component; a malformed `%` stays as it is.
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+        match (b[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn method_name(m: &Method) -> &'static str {

@@ -11,6 +11,12 @@
 //! `theirs` in a conflict, so a merge never drops what is stored; the
 //! conflict lists all three versions of the region for the person to
 //! decide.
+//!
+//! `segments` lays the merge out in order for an editor: the concatenation
+//! of every segment's `text` is `merged`, each segment says where its lines
+//! come from (`unchanged`, `theirs`, `mine`, `both` or `conflict`), and a
+//! conflict segment also carries `base`, `theirs`, `mine` and its index in
+//! `conflicts`, so a person's choice replaces exactly that segment's text.
 
 use serde_json::{Value, json};
 
@@ -44,8 +50,25 @@ fn side<'a>(base: &[&'a str], from: usize, to: usize, mine: &[&Change<'a>]) -> V
     out
 }
 
+/// Appends lines to the segment list, joining a run from the same source.
+fn push(segments: &mut Vec<Value>, source: &str, lines: &[&str]) {
+    if lines.is_empty() {
+        return;
+    }
+    let text = lines.concat();
+    if let Some(last) = segments.last_mut()
+        && last["source"] == source
+        && source != "conflict"
+    {
+        let joined = format!("{}{text}", last["text"].as_str().unwrap_or_default());
+        last["text"] = joined.into();
+        return;
+    }
+    segments.push(json!({"source": source, "text": text}));
+}
+
 /// The merge of `mine` and `theirs` over `base`: `{merged, clean, conflicts:
-/// [{base_start, base, theirs, mine}]}` (`base_start` is 1-based).
+/// [{base_start, base, theirs, mine}], segments}` (`base_start` is 1-based).
 pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Value {
     let b: Vec<&str> = similar::TextDiff::from_lines(base, base).old_slices().to_vec();
     let (t, m) = (changes(base, theirs), changes(base, mine));
@@ -54,6 +77,7 @@ pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Value {
     all.sort_by_key(|(s, c)| (c.start, c.end, *s));
     let mut merged: Vec<&str> = Vec::new();
     let mut conflicts = Vec::new();
+    let mut segments = Vec::new();
     let mut pos = 0;
     let mut i = 0;
     while i < all.len() {
@@ -65,28 +89,38 @@ pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Value {
         }
         let region = &all[i..j];
         merged.extend_from_slice(&b[pos..start]);
+        push(&mut segments, "unchanged", &b[pos..start]);
         let of = |s: usize| region.iter().filter(|(x, _)| *x == s).map(|(_, c)| *c).collect::<Vec<_>>();
         let (ts, ms) = (of(0), of(1));
         let theirs_lines = side(&b, start, end, &ts);
         let mine_lines = side(&b, start, end, &ms);
         if ms.is_empty() || theirs_lines == mine_lines {
             merged.extend_from_slice(&theirs_lines);
+            push(&mut segments, if ms.is_empty() { "theirs" } else { "both" }, &theirs_lines);
         } else if ts.is_empty() {
             merged.extend_from_slice(&mine_lines);
+            push(&mut segments, "mine", &mine_lines);
         } else {
-            conflicts.push(json!({
+            let conflict = json!({
                 "base_start": start + 1,
                 "base": b[start..end].concat(),
                 "theirs": theirs_lines.concat(),
                 "mine": mine_lines.concat(),
-            }));
+            });
+            let mut segment = conflict.clone();
+            segment["source"] = "conflict".into();
+            segment["text"] = conflict["theirs"].clone();
+            segment["conflict"] = conflicts.len().into();
+            segments.push(segment);
+            conflicts.push(conflict);
             merged.extend_from_slice(&theirs_lines);
         }
         pos = end;
         i = j;
     }
     merged.extend_from_slice(&b[pos..]);
-    json!({"merged": merged.concat(), "clean": conflicts.is_empty(), "conflicts": conflicts})
+    push(&mut segments, "unchanged", &b[pos..]);
+    json!({"merged": merged.concat(), "clean": conflicts.is_empty(), "conflicts": conflicts, "segments": segments})
 }
 
 #[cfg(test)]
@@ -94,6 +128,29 @@ mod tests {
     use super::merge3;
 
     const BASE: &str = "a\nb\nc\nd\ne\n";
+
+    /// The segments' texts, joined, are the merged text.
+    fn joined(r: &serde_json::Value) -> String {
+        r["segments"].as_array().unwrap().iter().map(|s| s["text"].as_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn segments_lay_out_the_merge_and_name_each_side() {
+        let r = merge3(BASE, "A\nb\nc\nd\ne\n", "a\nb\nc\nd\nE\n");
+        assert_eq!(joined(&r), r["merged"].as_str().unwrap());
+        let sources: Vec<&str> = r["segments"].as_array().unwrap().iter().map(|s| s["source"].as_str().unwrap()).collect();
+        assert_eq!(sources, ["theirs", "unchanged", "mine"]);
+        assert_eq!(r["segments"][2]["text"], "E\n");
+    }
+
+    #[test]
+    fn a_conflict_segment_carries_both_sides_and_its_index() {
+        let r = merge3(BASE, "a\nb\nTHEIRS\nd\ne\n", "a\nb\nMINE\nd\nE\n");
+        assert_eq!(joined(&r), r["merged"].as_str().unwrap());
+        let c = r["segments"].as_array().unwrap().iter().find(|s| s["source"] == "conflict").unwrap();
+        assert_eq!((c["theirs"].as_str(), c["mine"].as_str(), c["conflict"].as_u64()), (Some("THEIRS\n"), Some("MINE\n"), Some(0)));
+        assert!(r["segments"].as_array().unwrap().iter().any(|s| s["source"] == "mine" && s["text"] == "E\n"));
+    }
 
     #[test]
     fn changes_apart_merge_cleanly() {

@@ -22,11 +22,21 @@
 //! | [`tab_diff`] | — (`from`, `to` in the query) | 200: a line diff |
 //! | [`restore_tab`] | `{from_version, expected_version, idempotency_key?}` | 200: a new version |
 //! | [`merge_draft`] | `{base_version, text}` | 200: the three-way merge; writes nothing |
+//! | [`update_note`] | `{expected_version, approved_for_agents?, title?, idempotency_key?}` | 200: a new version |
+//! | [`list_notes`] | — (`cursor`, `limit` in the query) | 200: the `list_notes` tool's result |
+//! | [`read_tab`] | — (`at_version` in the query) | 200: the `read_note_tab` tool's result |
+//! | [`read_range`] | — (`range` such as `A1:C3`, `sheet_id` in the query) | 200: the `read_sheet_range` tool's result |
+//! | [`edit_tab`] | the `edit_note_tab` tool's arguments but `note_id`, `tab_id` | 200 |
+//! | [`create_tab`] | the `create_note_tab` tool's arguments but `note_id` | 201 |
+//! | [`add_source`] | the `add_note_source` tool's arguments but `note_id` | 201 added, 200 `already_attached` |
+//! | [`list_attachments`] | — (`kind`, `cursor`, `limit` in the query) | 200: the `list_note_attachments` tool's result |
 //!
 //! Refusals: 400 `invalid_argument`, 403 `forbidden`, 404 `not_found`, 409
 //! `version_conflict`, `content_hash_mismatch`, `idempotency_key_reused`, `claim_conflict`
 //! (with `claim_id`, `held_by`, `actor_type`, `since`, `expires_at`), 413 `too_large`,
-//! 503 `busy`. Tab contents are read with the `read_note_tab` tool through [`crate::call_tool`].
+//! 503 `busy`. The helpers from [`list_notes`] on run the agents' tools through
+//! [`crate::call_tool_value`], so their rules are the tools' own; a tool's refusal comes
+//! back with its code's status and the same body (`tool_reply`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -40,13 +50,13 @@ use crate::args::{
 use crate::claims;
 use crate::content::{load_list, put_doc};
 use crate::edit::{Edit, edit_tab_with, new_tab};
-use crate::env::{Env, Identity};
+use crate::env::{ActorType, Env, Identity};
 use crate::head::load_head;
 use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex, tab_provenance, tab_summary};
 use crate::note_index::index_add;
-use crate::refusal::{Fail, Failure, NOTICE, Out, Refusal};
+use crate::refusal::{Code, Fail, Failure, NOTICE, Out, Refusal};
 use crate::write::{Change, Fingerprint, Plan, Target, WriteSpec, commit, fingerprint, note_scope};
 
 /// An HTTP status and a JSON body.
@@ -64,9 +74,14 @@ fn reply(out: Out<Value>, ok_status: u16) -> Result<RestReply, Failure> {
             status: ok_status,
             body,
         }),
-        Err(Fail::Refused(r)) => Ok(RestReply { status: r.code.http_status(), body: r.body() }),
+        Err(Fail::Refused(r)) => Ok(refused(&r)),
         Err(Fail::Failed(e)) => Err(e),
     }
+}
+
+/// A refusal as a REST reply: its code's status and its body.
+fn refused(r: &Refusal) -> RestReply {
+    RestReply { status: r.code.http_status(), body: r.body() }
 }
 
 /// Every REST helper's frame: the caller's tenant view and the ids checked,
@@ -364,6 +379,65 @@ pub fn update_tab(
                 result.insert("label".into(), head.tabs[i].label.clone().into());
                 result.insert("position".into(), i.into());
                 Ok(Change { action: "update_tab", tab: None, removed_tab: None, result })
+            },
+        )
+    })
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateNote {
+    expected_version: u64,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    #[serde(default)]
+    approved_for_agents: Option<bool>,
+    #[serde(default)]
+    title: Option<String>,
+}
+
+/// Approves a note for agents (or withdraws it: `approved_for_agents`) and/or renames it
+/// (`title`, 1-200 characters as in [`create_note`]): one ordinary conditional write
+/// against the note's version, keyed by an optional idempotency key, that commits a new
+/// version with the history action `update_note`. A write to the note as a whole: a
+/// claim on the whole note by someone else refuses it, a claim on one tab does not.
+/// Approval is a person's decision: `approved_for_agents` from an agent is `forbidden`.
+/// 200 with `{note_id, title, approved_for_agents, version, replayed}`.
+pub fn update_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, args: Value) -> Result<RestReply, Failure> {
+    answer(kv, who, &[("note_id", note_id)], 200, |kv| {
+        let a: UpdateNote = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        if a.approved_for_agents.is_none() && a.title.is_none() {
+            return Err(Refusal::invalid("approved_for_agents", "send approved_for_agents, a new title, or both").into());
+        }
+        if let Some(t) = &a.title {
+            check_chars("title", t, 1, MAX_NOTE_TITLE_CHARS)?;
+        }
+        if a.approved_for_agents.is_some() && who.actor_type != ActorType::Human {
+            return Err(Refusal::new(Code::Forbidden, "only a person approves a note for agents or withdraws the approval")
+                .with("field", "approved_for_agents")
+                .with_next_step("leave approved_for_agents out; ask a person to change it")
+                .into());
+        }
+        let payload = json!({"expected_version": a.expected_version, "approved_for_agents": a.approved_for_agents, "title": a.title});
+        let spec = note_scope("update_note", true, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        commit(
+            kv,
+            env,
+            who,
+            &spec,
+            |_| Ok(Plan::Write(Target::Note)),
+            |head, _, _| {
+                if let Some(t) = &a.title {
+                    head.title = t.clone();
+                }
+                if let Some(approved) = a.approved_for_agents {
+                    head.approved_for_agents = approved;
+                }
+                let mut result = Map::new();
+                result.insert("title".into(), head.title.clone().into());
+                result.insert("approved_for_agents".into(), head.approved_for_agents.into());
+                Ok(Change { action: "update_note", tab: None, removed_tab: None, result })
             },
         )
     })
@@ -847,6 +921,176 @@ pub fn merge_draft(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &
         out["base_version"] = a.base_version.into();
         Ok(out)
     })
+}
+
+/// A tool's `CallToolResult` (from [`crate::call_tool_value`]) as a REST reply: its
+/// structuredContent, with `ok` on success; a refusal (`isError: true`) with the HTTP
+/// status of its code, so it answers as every other route's refusal does.
+fn tool_reply(mut result: Value, ok: u16) -> RestReply {
+    let body = result["structuredContent"].take();
+    let status = if result["isError"] == true {
+        Code::ALL.iter().find(|c| body["error"] == c.as_str()).map_or(500, |c| c.http_status())
+    } else {
+        ok
+    };
+    RestReply { status, body }
+}
+
+/// Runs `tool` for a REST route with `args` (drawn from the path, the query and the body),
+/// answered by [`tool_reply`]. A write tool records its refusals for the audit trail under
+/// its own name ([`crate::call_tool`]); arguments refused before the tool runs are
+/// recorded the same way, so the component does not record these routes again.
+fn via_tool(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &str, note_id: Option<&str>, args: Result<Value, Refusal>, ok: u16) -> Result<RestReply, Failure> {
+    match args {
+        Ok(args) => Ok(tool_reply(crate::call_tool_value(store, env, who, tool, args)?, ok)),
+        Err(r) => {
+            let reply = refused(&r);
+            if crate::tools::find(tool).is_some_and(|t| !t.annotations.read_only_hint) {
+                record_refusal(store, env, who, tool, note_id, &reply);
+            }
+            Ok(reply)
+        }
+    }
+}
+
+/// Tool arguments from a route's parameters, the absent ones left out (tools refuse `null`).
+fn tool_args<const N: usize>(params: [(&str, Option<Value>); N]) -> Value {
+    Value::Object(params.into_iter().filter_map(|(k, v)| Some((k.to_string(), v?))).collect())
+}
+
+/// A write tool's arguments: the body with the path's ids put in. A body field that names
+/// another note or tab than the path is refused, naming the field.
+fn with_path_ids(mut body: Value, ids: &[(&str, &str)]) -> Result<Value, Refusal> {
+    if body.is_null() {
+        body = json!({});
+    }
+    let Some(obj) = body.as_object_mut() else {
+        return Err(Refusal::invalid("arguments", "the body must be a JSON object"));
+    };
+    for (field, id) in ids {
+        if obj.get(*field).is_some_and(|v| v.as_str() != Some(id)) {
+            return Err(Refusal::invalid(
+                field,
+                format!("{field} in the body is not the {field} of the path ({id}): leave it out or send the same id"),
+            ));
+        }
+        obj.insert(field.to_string(), (*id).into());
+    }
+    Ok(body)
+}
+
+/// The notes the caller can see (`GET /api/v1/notes?cursor=&limit=`): the `list_notes`
+/// tool's result, 200 with `{notes: [{note_id, title, version, approved_for_agents,
+/// provenance}], next_cursor, notice}`; pass `next_cursor` back as `cursor`.
+pub fn list_notes(kv: &dyn Store, env: &mut dyn Env, who: &Identity, cursor: Option<&str>, limit: Option<&str>) -> Result<RestReply, Failure> {
+    let args = query_u64("limit", limit).map(|limit| tool_args([("cursor", cursor.map(Value::from)), ("limit", limit.map(Value::from))]));
+    via_tool(kv, env, who, "list_notes", None, args, 200)
+}
+
+/// One tab (`GET …/tabs/{tab}[?at_version=N]`): the `read_note_tab` tool's result, 200 with
+/// `{note_id, tab_id, type, label, version, tab_version, provenance, notice, at_version?}`
+/// and, by type, `text` (markdown), `slides: [{index, title, body, notes}]` (slides),
+/// `sheets: [{sheet_id, name, rows, cols}]` and `hint` (sheet: cells via [`read_range`]),
+/// `count` and `hint` (files, sources: items via [`list_attachments`]).
+pub fn read_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, at_version: Option<&str>) -> Result<RestReply, Failure> {
+    let args = query_u64("at_version", at_version).map(|v| {
+        tool_args([("note_id", Some(note_id.into())), ("tab_id", Some(tab_id.into())), ("at_version", v.map(Value::from))])
+    });
+    via_tool(kv, env, who, "read_note_tab", Some(note_id), args, 200)
+}
+
+/// A range in A1 notation (`A1:C3`, or one cell `B2`: letters name the column from `A`,
+/// digits the row from 1) as the zero-based `(start_row, start_col, num_rows, num_cols)`
+/// of `read_sheet_range`, whose own checks bound it.
+fn a1_range(range: Option<&str>) -> Result<(u64, u64, u64, u64), Refusal> {
+    let range = range.ok_or_else(|| Refusal::invalid("range", "range (cells such as A1:C3) is required"))?;
+    let bad = || Refusal::invalid("range", format!("range must be cells in A1 notation such as A1:C3 or B2, not {range:?}"));
+    let cell = |c: &str| -> Option<(u64, u64)> {
+        let (letters, digits) = c.split_at(c.find(|ch: char| ch.is_ascii_digit())?);
+        let letters_ok = (1..=3).contains(&letters.len()) && letters.bytes().all(|b| b.is_ascii_alphabetic());
+        if !letters_ok || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let col = letters.bytes().fold(0, |n, b| n * 26 + u64::from(b.to_ascii_uppercase() - b'A') + 1);
+        let row: u64 = digits.parse().ok().filter(|r| *r >= 1)?;
+        Some((row - 1, col - 1))
+    };
+    let (from, to) = range.split_once(':').unwrap_or((range, range));
+    let ((r1, c1), (r2, c2)) = (cell(from).ok_or_else(bad)?, cell(to).ok_or_else(bad)?);
+    if r2 < r1 || c2 < c1 {
+        return Err(Refusal::invalid("range", format!("range {range} must go from its top-left cell to its bottom-right cell")));
+    }
+    Ok((r1, c1, r2 - r1 + 1, c2 - c1 + 1))
+}
+
+/// Cells of a sheet tab (`GET …/tabs/{tab}/range?range=A1:C3[&sheet_id=]`, at most 100 × 100):
+/// the `read_sheet_range` tool's result, 200 with `{note_id, tab_id, sheet_id, start_row,
+/// start_col, num_rows, num_cols, values, sheet_rows, sheet_cols, version, tab_version,
+/// provenance, notice}` (zero-based; empty cells are null).
+pub fn read_range(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, range: Option<&str>, sheet_id: Option<&str>) -> Result<RestReply, Failure> {
+    let args = a1_range(range).map(|(row, col, rows, cols)| {
+        tool_args([
+            ("note_id", Some(note_id.into())),
+            ("tab_id", Some(tab_id.into())),
+            ("start_row", Some(row.into())),
+            ("start_col", Some(col.into())),
+            ("num_rows", Some(rows.into())),
+            ("num_cols", Some(cols.into())),
+            ("sheet_id", sheet_id.map(Value::from)),
+        ])
+    });
+    via_tool(kv, env, who, "read_sheet_range", Some(note_id), args, 200)
+}
+
+/// Edits a tab (`POST …/tabs/{tab}/edit`) with every operation of the `edit_note_tab`
+/// tool and its rules (conditional, keyed, claim-aware): the body is the tool's arguments
+/// (`expected_version`, `idempotency_key`, `operation` and its fields, `version_scope`,
+/// `base_content_hash`, `rebase`); `note_id` and `tab_id` come from the path. 200 with the
+/// tool's result (`note_id, tab_id, version, tab_version, content_hash, replayed`, …).
+pub fn edit_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
+    let args = with_path_ids(args, &[("note_id", note_id), ("tab_id", tab_id)]);
+    via_tool(kv, env, who, "edit_note_tab", Some(note_id), args, 200)
+}
+
+/// Creates a slides or sheet tab (`POST …/tabs`): the body is the `create_note_tab` tool's
+/// arguments (`expected_version`, `idempotency_key`, `tab_type`, `label?`, `slides?`),
+/// `note_id` from the path. 201 with `{note_id, tab_id, tab_type, label, version,
+/// tab_version, content_hash, replayed}`.
+pub fn create_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, args: Value) -> Result<RestReply, Failure> {
+    let args = with_path_ids(args, &[("note_id", note_id)]);
+    via_tool(kv, env, who, "create_note_tab", Some(note_id), args, 201)
+}
+
+/// Cites a page in the note's Sources tab (`POST …/sources`): the body is the
+/// `add_note_source` tool's arguments (`expected_version`, `idempotency_key`, `title`,
+/// `url`), `note_id` from the path. 201 with `{note_id, source_id, title, url,
+/// already_attached: false, version, tab_id, tab_version, content_hash, replayed}`; 200 with
+/// `{note_id, source_id, title, url, version, already_attached: true, replayed: false}`
+/// (the source that was there; nothing written) when the normalized URL is already attached.
+pub fn add_source(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, args: Value) -> Result<RestReply, Failure> {
+    let args = with_path_ids(args, &[("note_id", note_id)]);
+    let mut r = via_tool(kv, env, who, "add_note_source", Some(note_id), args, 201)?;
+    if r.status == 201 && r.body["already_attached"] == true {
+        r.status = 200;
+    }
+    Ok(r)
+}
+
+/// A note's files and sources as metadata (`GET …/attachments[?kind=files|sources&cursor=&limit=]`):
+/// the `list_note_attachments` tool's result, 200 with `{note_id, version, attachments,
+/// total, next_cursor, notice}`; an attachment is `{kind: "file", file_id, name,
+/// media_type, size_bytes, provenance}` or `{kind: "source", source_id, title, url,
+/// provenance}`.
+pub fn list_attachments(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, kind: Option<&str>, cursor: Option<&str>, limit: Option<&str>) -> Result<RestReply, Failure> {
+    let args = query_u64("limit", limit).map(|limit| {
+        tool_args([
+            ("note_id", Some(note_id.into())),
+            ("kind", kind.map(Value::from)),
+            ("cursor", cursor.map(Value::from)),
+            ("limit", limit.map(Value::from)),
+        ])
+    });
+    via_tool(kv, env, who, "list_note_attachments", Some(note_id), args, 200)
 }
 
 /// The audit trail (`GET /api/v1/audit?note_id=&since=&cursor=&limit=`,

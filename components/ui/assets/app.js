@@ -1,0 +1,769 @@
+// The people's editor. Plain ES modules, no build step: this file, the
+// markdown renderer (marked) and the sanitizer (DOMPurify), all served by the
+// ui component under a CSP that allows scripts from this origin only.
+//
+// Guarantees the page keeps:
+// - every save is a conditional write (expected_version = the version the
+//   page loaded) with an idempotency key that stays the same while the text
+//   does, so a retry never lands twice;
+// - what the person typed is kept in localStorage (per person, note and
+//   tab) until a save of exactly that text is acknowledged: a stale save, a
+//   refused one, a reload or a closed tab never loses it;
+// - a stale save of the markdown tab opens the three-way merge: their
+//   changes and the person's that do not overlap are merged (the person's
+//   highlighted), overlapping ones are shown side by side to pick or edit;
+// - text written by others is set as text (textContent), except rendered
+//   markdown, which goes through DOMPurify; links are http(s) only.
+
+import { marked } from '/ui/vendor/marked.esm.js';
+import DOMPurify from '/ui/vendor/purify.es.mjs';
+
+const TOKEN = 'cairn.token';
+const PKCE = 'cairn.pkce';
+const CLAIM_TTL = 60;
+const HEARTBEAT_MS = 20000;
+const PRESENCE_MS = 3000;
+
+// ---------------------------------------------------------------- DOM ----
+
+/** An element with attributes, listeners and children; strings become text nodes. */
+function h(tag, props, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v == null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'value') el.value = v;
+    else if (k === 'checked') el.checked = true;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const kid of kids.flat(Infinity)) {
+    if (kid == null || kid === false) continue;
+    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return el;
+}
+
+const $ = (sel) => document.querySelector(sel);
+const main = () => $('#main');
+
+function status(text, bad = false) {
+  const s = $('#status');
+  s.textContent = text || '';
+  s.classList.toggle('bad', !!bad);
+}
+
+/** A link to an http(s) URL; anything else (javascript:, data:) is shown as text. */
+function safeLink(url, label) {
+  try {
+    const u = new URL(url);
+    if (u.protocol === 'https:' || u.protocol === 'http:') {
+      return h('a', { href: u.href, rel: 'noopener noreferrer nofollow', target: '_blank' }, label || url);
+    }
+  } catch { /* not a URL */ }
+  return h('span', { class: 'muted' }, label || url);
+}
+
+/** Markdown written by anyone, rendered and sanitized. */
+function renderMarkdown(el, text) {
+  const html = marked.parse(text || '', { async: false, gfm: true });
+  el.replaceChildren(DOMPurify.sanitize(html, { RETURN_DOM_FRAGMENT: true, FORBID_TAGS: ['style', 'form'] }));
+  for (const a of el.querySelectorAll('a[href]')) {
+    if (!/^https?:/i.test(a.getAttribute('href'))) a.removeAttribute('href');
+    a.setAttribute('rel', 'noopener noreferrer nofollow');
+    a.setAttribute('target', '_blank');
+  }
+}
+
+const when = (t) => (t ? new Date(t).toLocaleString() : '');
+const enc = encodeURIComponent;
+const newKey = () => 'ui-' + Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, '0')).join('');
+
+// ------------------------------------------------------------ sign-in ----
+
+function b64urlDecode(s) {
+  const bin = atob(s.replace(/-/g, '+').replace(/_/g, '/'));
+  return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+}
+const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+
+const token = () => sessionStorage.getItem(TOKEN);
+
+/** The token's claims, for display and for naming drafts (never trusted: the server checks). */
+function me() {
+  try {
+    return JSON.parse(b64urlDecode(token().split('.')[1]));
+  } catch {
+    return {};
+  }
+}
+
+/** `#token=…` from the sign-in link: kept in session storage, dropped from the address bar. */
+function takeTokenFromFragment() {
+  const m = location.hash.match(/^#token=([^&]+)/);
+  if (m) {
+    sessionStorage.setItem(TOKEN, decodeURIComponent(m[1]));
+    history.replaceState(null, '', location.pathname + '#/');
+  }
+}
+
+async function loadConfig() {
+  try {
+    const r = await fetch('/ui/config.json');
+    return r.ok ? await r.json() : {};
+  } catch {
+    return {};
+  }
+}
+
+/** The authorization server's metadata (RFC 8414, else OpenID discovery). */
+async function discover(issuer) {
+  const base = issuer.replace(/\/$/, '');
+  for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
+    const r = await fetch(base + path).catch(() => null);
+    if (r && r.ok) return r.json();
+  }
+  throw new Error('no authorization server metadata at ' + base);
+}
+
+/** Authorization code + PKCE as a public client: off to the authorization server. */
+async function oauthStart(cfg) {
+  const meta = await discover(cfg.authorization_server);
+  const verifier = b64url(crypto.getRandomValues(new Uint8Array(32)));
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier));
+  const state = b64url(crypto.getRandomValues(new Uint8Array(16)));
+  const redirect = location.origin + '/';
+  sessionStorage.setItem(PKCE, JSON.stringify({ verifier, state, redirect, token_endpoint: meta.token_endpoint, client_id: cfg.client_id, resource: cfg.resource }));
+  const u = new URL(meta.authorization_endpoint);
+  const q = { response_type: 'code', client_id: cfg.client_id, redirect_uri: redirect, scope: cfg.scope, state, code_challenge: b64url(new Uint8Array(digest)), code_challenge_method: 'S256' };
+  if (cfg.resource) q.resource = cfg.resource;
+  u.search = new URLSearchParams(q).toString();
+  location.assign(u.href);
+}
+
+/** Back from the authorization server with `?code=&state=`: exchange the code. */
+async function oauthFinish() {
+  const q = new URLSearchParams(location.search);
+  if (!q.has('code') && !q.has('error')) return;
+  const saved = JSON.parse(sessionStorage.getItem(PKCE) || 'null');
+  sessionStorage.removeItem(PKCE);
+  history.replaceState(null, '', location.pathname + '#/');
+  if (q.has('error')) return status('Sign-in refused: ' + (q.get('error_description') || q.get('error')), true);
+  if (!saved || saved.state !== q.get('state')) return status('Sign-in refused: the answer does not belong to this page (state mismatch)', true);
+  const body = new URLSearchParams({ grant_type: 'authorization_code', code: q.get('code'), redirect_uri: saved.redirect, client_id: saved.client_id, code_verifier: saved.verifier });
+  if (saved.resource) body.set('resource', saved.resource);
+  const r = await fetch(saved.token_endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body }).catch(() => null);
+  const t = r ? await r.json().catch(() => ({})) : {};
+  if (!r || !r.ok || !t.access_token) return status('Sign-in failed at the token endpoint: ' + (t.error_description || t.error || 'no answer'), true);
+  sessionStorage.setItem(TOKEN, t.access_token);
+}
+
+async function showSignIn(why) {
+  const cfg = await loadConfig();
+  const input = h('textarea', { id: 'token-input', rows: 3, placeholder: 'Bearer token', autocomplete: 'off' });
+  main().replaceChildren(
+    h('section', { class: 'card' },
+      h('h2', {}, 'Sign in'),
+      why ? h('p', { class: 'banner warn' }, why) : null,
+      cfg.client_id && cfg.authorization_server
+        ? h('p', {}, h('button', { id: 'oauth-signin', class: 'primary', onclick: () => oauthStart(cfg).catch((e) => status(e.message, true)) }, 'Sign in with ' + new URL(cfg.authorization_server).host))
+        : h('p', { class: 'muted' }, 'Open the sign-in link that cairn up prints, or paste a token.'),
+      input,
+      h('div', { class: 'row' }, h('button', { id: 'token-signin', onclick: () => { sessionStorage.setItem(TOKEN, input.value.trim()); route(); } }, 'Use this token'))));
+}
+
+// ---------------------------------------------------------------- API ----
+
+/** One call to the API: `{status, ok, body}`; a network failure is status 0 with a message. */
+async function api(method, path, body) {
+  const init = { method, headers: { authorization: 'Bearer ' + token() } };
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let r;
+  try {
+    r = await fetch(path, init);
+  } catch (e) {
+    return { status: 0, ok: false, body: { error: 'unreachable', message: 'Cairn did not answer (' + e.message + ')' } };
+  }
+  const b = await r.json().catch(() => ({}));
+  if (r.status === 401) {
+    sessionStorage.removeItem(TOKEN);
+    showSignIn('Your sign-in has expired or was refused. Your drafts are kept in this browser.');
+  }
+  return { status: r.status, ok: r.ok, body: b };
+}
+
+/** A refusal in words: the message and what to do next. */
+const refusalText = (b) => [b.message || b.error || 'refused', b.next_step].filter(Boolean).join(' — ');
+
+// ------------------------------------------------------------- drafts ----
+
+function draftKey(note, tab) {
+  const who = me();
+  return ['cairn.draft', who.iss || '', who.tenant || '', who.sub || '', note, tab].join('|');
+}
+const loadDraft = (note, tab) => JSON.parse(localStorage.getItem(draftKey(note, tab)) || 'null');
+const storeDraft = (note, tab, d) => localStorage.setItem(draftKey(note, tab), JSON.stringify({ ...d, saved_at: new Date().toISOString() }));
+const dropDraft = (note, tab) => localStorage.removeItem(draftKey(note, tab));
+
+/** The idempotency key for saving exactly this content: the same while the content is. */
+function keyFor(note, tab, content) {
+  const d = loadDraft(note, tab) || {};
+  if (d.key && d.key_for === content) return d.key;
+  const key = newKey();
+  storeDraft(note, tab, { ...d, key, key_for: content });
+  return key;
+}
+
+// --------------------------------------------------------------- route ---
+
+/** What the open note page holds: timers and the person's own claim, undone on leaving. */
+let page = { timers: [], claim: null, leave: [] };
+
+function leave() {
+  for (const t of page.timers) clearInterval(t);
+  for (const f of page.leave) f();
+  page = { timers: [], claim: null, leave: [] };
+}
+
+async function route() {
+  leave();
+  status('');
+  delete main().dataset.loaded;
+  const t = token();
+  $('#sign-out').hidden = !t;
+  if (!t) return showSignIn();
+  const who = me();
+  $('#who').textContent = [who.name || who.sub, who.tenant && 'tenant ' + who.tenant].filter(Boolean).join(' · ');
+  const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'n' && parts[1]) return openNote(parts[1], parts[2]);
+  return showNotes(parts[0] === 'page' ? parts[1] : undefined);
+}
+
+// --------------------------------------------------------------- notes ---
+
+async function showNotes(cursor) {
+  const r = await api('GET', '/api/v1/notes?limit=20' + (cursor ? '&cursor=' + enc(cursor) : ''));
+  if (!r.ok) return main().replaceChildren(h('p', { class: 'banner bad' }, refusalText(r.body)));
+  const title = h('input', { id: 'new-note-title', placeholder: 'Title of a new note', maxlength: 200 });
+  const approved = h('input', { id: 'new-note-approved', type: 'checkbox' });
+  const create = async () => {
+    const c = await api('POST', '/api/v1/notes', { title: title.value, approved_for_agents: approved.checked });
+    if (!c.ok) return status(refusalText(c.body), true);
+    location.hash = '#/n/' + enc(c.body.note_id);
+  };
+  main().replaceChildren(
+    h('h2', {}, 'Notes'),
+    h('div', { class: 'row' }, title, h('label', {}, approved, ' approved for agents'), h('button', { id: 'create-note', class: 'primary', onclick: create }, 'Create')),
+    r.body.notes.length ? null : h('p', { class: 'muted' }, 'No notes yet.'),
+    h('ul', { id: 'note-list', class: 'note-list' },
+      r.body.notes.map((n) => h('li', {},
+        h('a', { href: '#/n/' + enc(n.note_id), 'data-note-id': n.note_id }, n.title),
+        h('span', { class: 'muted' }, 'v' + n.version),
+        h('span', { class: 'muted' }, n.approved_for_agents ? 'agents may read' : 'people only'),
+        h('span', { class: 'muted' }, 'updated ' + when(n.provenance.updated_at) + ' by ' + n.provenance.updated_by)))),
+    h('div', { class: 'row' },
+      cursor ? h('a', { href: '#/' }, 'First page') : null,
+      r.body.next_cursor ? h('a', { id: 'more-notes', href: '#/page/' + enc(r.body.next_cursor) }, 'Next page') : null));
+}
+
+// ---------------------------------------------------------------- note ---
+
+const KIND = { markdown: 'markdown', slides: 'slides', sheet: 'sheet', files: 'files', sources: 'sources' };
+
+async function openNote(noteId, tabId) {
+  const r = await api('GET', '/api/v1/notes/' + enc(noteId));
+  if (!r.ok) return main().replaceChildren(h('p', { class: 'banner bad' }, refusalText(r.body)), h('a', { href: '#/' }, 'All notes'));
+  const note = r.body;
+  const tab = note.tabs.find((t) => t.tab_id === tabId) || note.tabs[0];
+  const ctx = { note, tab, noteId: note.note_id, tabId: tab.tab_id };
+  const body = h('div', { id: 'tab-body' });
+  const side = h('aside', {}, presencePanel(ctx), historyPanel(ctx));
+  main().replaceChildren(
+    noteHeader(ctx),
+    tabStrip(ctx),
+    h('div', { class: 'layout' }, body, side));
+  const open = { markdown: markdownEditor, slides: slidesEditor, sheet: sheetEditor, files: filesView, sources: sourcesView }[tab.type];
+  try {
+    await open(ctx, body);
+  } catch (e) {
+    body.replaceChildren(h('p', { class: 'banner bad' }, 'This tab could not be opened: ' + e.message));
+  }
+  main().dataset.loaded = tab.tab_id;
+  // Leaving the page (another route, a closed tab) releases the person's claim.
+  const onHide = () => releaseMine(true);
+  window.addEventListener('pagehide', onHide);
+  page.leave.push(() => window.removeEventListener('pagehide', onHide), () => releaseMine(true));
+}
+
+/** Re-read the note's version (after a write of ours) without leaving the tab. */
+async function refreshNote(ctx) {
+  const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId));
+  if (!r.ok) return;
+  ctx.note = r.body;
+  const v = $('#note-version');
+  if (v) v.textContent = 'version ' + ctx.note.version;
+  ctx.refreshHistory?.();
+}
+
+function noteHeader(ctx) {
+  const n = ctx.note;
+  const approve = h('input', { id: 'approve-toggle', type: 'checkbox', checked: n.approved_for_agents,
+    onchange: async (e) => {
+      const r = await api('PATCH', '/api/v1/notes/' + enc(ctx.noteId), { expected_version: ctx.note.version, approved_for_agents: e.target.checked, idempotency_key: newKey() });
+      if (!r.ok) { e.target.checked = !e.target.checked; return status(refusalText(r.body), true); }
+      status(e.target.checked ? 'Agents may now read this note.' : 'This note is withdrawn from agents.');
+      refreshNote(ctx);
+    } });
+  return h('div', {},
+    h('div', { class: 'row' }, h('a', { href: '#/' }, '← All notes')),
+    h('h2', { id: 'note-title' }, n.title),
+    h('div', { class: 'row muted' },
+      h('span', { id: 'note-version' }, 'version ' + n.version),
+      h('span', {}, 'by ' + n.provenance.author),
+      h('label', {}, approve, ' approved for agents')));
+}
+
+function tabStrip(ctx) {
+  const tabs = ctx.note.tabs;
+  const strip = h('nav', { id: 'tabs', class: 'tabs', role: 'tablist' },
+    tabs.map((t) => h('button', { class: 'tab', role: 'tab', 'data-tab-id': t.tab_id, 'data-kind': t.type, 'aria-selected': String(t.tab_id === ctx.tabId),
+      onclick: () => { location.hash = '#/n/' + enc(ctx.noteId) + '/' + enc(t.tab_id); } }, t.label, h('span', { class: 'kind' }, KIND[t.type] || t.type))));
+  const kind = h('select', { id: 'new-tab-kind' }, h('option', { value: 'slides' }, 'slides'), h('option', { value: 'sheet' }, 'sheet'));
+  const label = h('input', { id: 'new-tab-label', placeholder: 'New tab label', maxlength: 100 });
+  const tools = h('div', { class: 'row' }, kind, label, h('button', { id: 'create-tab', onclick: async () => {
+    const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs', { tab_type: kind.value, label: label.value, expected_version: ctx.note.version, idempotency_key: newKey() });
+    if (!r.ok) return status(refusalText(r.body), true);
+    location.hash = '#/n/' + enc(ctx.noteId) + '/' + enc(r.body.tab_id);
+  } }, 'Add tab'));
+  const movable = ctx.tab.type === 'slides' || ctx.tab.type === 'sheet';
+  const idx = tabs.findIndex((t) => t.tab_id === ctx.tabId);
+  const patch = async (change) => {
+    const r = await api('PATCH', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId), { expected_version: ctx.note.version, idempotency_key: newKey(), ...change });
+    if (!r.ok) return status(refusalText(r.body), true);
+    route();
+  };
+  tools.append(
+    h('button', { id: 'move-left', disabled: idx === 0, onclick: () => patch({ position: idx - 1 }) }, '← Move'),
+    h('button', { id: 'move-right', disabled: idx === tabs.length - 1, onclick: () => patch({ position: idx + 1 }) }, 'Move →'));
+  if (movable) {
+    const rename = h('input', { id: 'rename-label', value: ctx.tab.label, maxlength: 100 });
+    tools.append(rename, h('button', { id: 'rename-tab', onclick: () => patch({ label: rename.value }) }, 'Rename'),
+      h('button', { id: 'delete-tab', onclick: async () => {
+        if (!confirm('Delete the tab "' + ctx.tab.label + '"? It stays in the history and can be restored.')) return;
+        const r = await api('DELETE', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId), { expected_version: ctx.note.version, idempotency_key: newKey() });
+        if (!r.ok) return status(refusalText(r.body), true);
+        location.hash = '#/n/' + enc(ctx.noteId);
+      } }, 'Delete tab'));
+  }
+  return h('div', {}, strip, tools);
+}
+
+// ------------------------------------------------------ presence, claims -
+
+/** Another actor's live claim on this tab or the whole note, if any. */
+function blockingClaim(ctx) {
+  return (ctx.claims || []).find((c) => !c.yours && (c.tab_id == null || c.tab_id === ctx.tabId));
+}
+
+function presencePanel(ctx) {
+  const list = h('ul', { id: 'presence', class: 'claims' });
+  const mine = h('button', { id: 'claim-toggle' }, 'Claim this tab while I edit');
+  const panel = h('section', { class: 'panel' }, h('h3', {}, 'Who is here'), list, h('div', { class: 'row' }, mine));
+  const draw = () => {
+    const claims = ctx.claims || [];
+    list.replaceChildren(...(claims.length ? claims.map((c) => h('li', { class: 'claim', 'data-claim-id': c.claim_id, 'data-actor': c.actor_type },
+      h('strong', {}, c.held_by), ' (' + c.actor_type + ')' + (c.yours ? ' — you' : ''),
+      h('div', { class: 'muted' }, (c.tab_id ? 'tab ' + (c.tab_label || c.tab_id) : 'whole note') + ' · since ' + when(c.since) + ' · until ' + when(c.expires_at)),
+      (c.notes || []).map((n) => h('div', { class: 'claim-notes' }, '“', n.text, '” ', h('span', {}, when(n.posted_at))))))
+      : [h('li', { class: 'muted' }, 'Nobody holds this note.')]));
+    mine.textContent = page.claim ? 'Release my claim' : 'Claim this tab while I edit';
+    ctx.onClaims?.();
+  };
+  const poll = async () => {
+    const r = await api('GET', '/api/v1/claims?note_id=' + enc(ctx.noteId));
+    if (r.ok) { ctx.claims = r.body.claims || []; draw(); }
+  };
+  mine.addEventListener('click', async () => {
+    if (page.claim) { await releaseMine(false); return poll(); }
+    const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/claims', { tab_id: ctx.tabId, ttl_seconds: CLAIM_TTL });
+    if (!r.ok) return status(refusalText(r.body) + (r.body.held_by ? ' (held by ' + r.body.held_by + ', ' + r.body.actor_type + ', until ' + when(r.body.expires_at) + ')' : ''), true);
+    page.claim = r.body.claim_id;
+    const beat = setInterval(async () => {
+      const b = await api('POST', '/api/v1/claims/' + enc(page.claim) + '/renew', { ttl_seconds: CLAIM_TTL });
+      if (!b.ok) { status('Your claim lapsed: ' + refusalText(b.body), true); page.claim = null; clearInterval(beat); }
+    }, HEARTBEAT_MS);
+    page.timers.push(beat);
+    poll();
+  });
+  ctx.pollClaims = poll;
+  poll();
+  page.timers.push(setInterval(poll, PRESENCE_MS));
+  return panel;
+}
+
+/** Release the person's claim; on leaving the page the request outlives it (keepalive). */
+async function releaseMine(leaving) {
+  const id = page.claim;
+  if (!id) return;
+  page.claim = null;
+  const init = { method: 'DELETE', headers: { authorization: 'Bearer ' + token() }, keepalive: leaving };
+  await fetch('/api/v1/claims/' + enc(id), init).catch(() => {});
+}
+
+// ------------------------------------------------------------- history ---
+
+function historyPanel(ctx) {
+  const list = h('ul', { id: 'history', class: 'history' });
+  const view = h('div', { id: 'history-view' });
+  const load = async () => {
+    const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/history?limit=30&tab_id=' + enc(ctx.tabId));
+    if (!r.ok) return list.replaceChildren(h('li', { class: 'muted' }, refusalText(r.body)));
+    list.replaceChildren(...r.body.entries.map((e) => h('li', { class: 'version', 'data-version': e.version },
+      h('strong', {}, 'v' + e.version), ' ' + e.action + ' by ', e.by.name, ' (' + e.by.actor_type + ')',
+      h('div', { class: 'muted' }, when(e.at) + (e.size_bytes != null ? ' · ' + e.size_bytes + ' bytes' : '')),
+      e.tab_id ? h('div', { class: 'row' },
+        h('button', { class: 'view-version', onclick: () => showVersion(ctx, view, e.version) }, 'View'),
+        h('button', { class: 'diff-version', onclick: () => showDiff(ctx, view, e.version) }, 'Diff to now'),
+        h('button', { class: 'restore-version', onclick: () => restore(ctx, e.version) }, 'Restore')) : null)));
+  };
+  ctx.refreshHistory = load;
+  load();
+  page.timers.push(setInterval(load, 10000));
+  return h('section', { class: 'panel' }, h('h3', {}, 'History of this tab'), list, view);
+}
+
+async function showVersion(ctx, view, v) {
+  const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/versions/' + v);
+  if (!r.ok) return view.replaceChildren(h('p', { class: 'banner bad' }, refusalText(r.body)));
+  const b = r.body;
+  const shown = h('div', { class: 'preview', id: 'version-content' });
+  if (b.text != null) renderMarkdown(shown, b.text);
+  else shown.append(h('pre', {}, JSON.stringify(b.slides || b.sheets || b, null, 2)));
+  view.replaceChildren(h('h3', {}, 'As of version ' + v + ' (by ' + b.provenance.updated_by + ', ' + when(b.provenance.updated_at) + ')'), shown);
+}
+
+async function showDiff(ctx, view, v) {
+  const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/diff?from=' + v);
+  if (!r.ok) return view.replaceChildren(h('p', { class: 'banner bad' }, refusalText(r.body)));
+  const pre = h('pre', { class: 'diff', id: 'diff-view' });
+  for (const hunk of r.body.hunks) {
+    pre.append(h('span', { class: 'muted' }, `@@ -${hunk.old_start},${hunk.old_lines} +${hunk.new_start},${hunk.new_lines} @@\n`));
+    for (const l of hunk.lines) pre.append(h('span', { class: l.op === 'insert' ? 'ins' : l.op === 'delete' ? 'del' : '' }, (l.op === 'insert' ? '+ ' : l.op === 'delete' ? '- ' : '  ') + l.text + '\n'));
+  }
+  if (!r.body.hunks.length) pre.append('No change between version ' + r.body.from + ' and ' + r.body.to + '.');
+  view.replaceChildren(h('h3', {}, 'Version ' + r.body.from + ' → ' + r.body.to), pre);
+}
+
+async function restore(ctx, v) {
+  const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/restore', { from_version: v, expected_version: ctx.note.version, idempotency_key: newKey() });
+  if (!r.ok) return status(refusalText(r.body), true);
+  status('Restored the tab as of version ' + v + ' (now version ' + r.body.version + ').');
+  const d = loadDraft(ctx.noteId, ctx.tabId);
+  if (d && d.text != null) storeDraft(ctx.noteId, ctx.tabId, d); // a draft survives a restore
+  route();
+}
+
+// ------------------------------------------------------- save feedback ---
+
+function saveBar(ctx) {
+  const save = h('button', { id: 'save', class: 'primary' }, 'Save');
+  const state = h('span', { id: 'save-status', class: 'muted' });
+  const holder = h('div', { id: 'holder-banner', class: 'banner warn', hidden: true });
+  ctx.onClaims = () => {
+    const c = blockingClaim(ctx);
+    holder.hidden = !c;
+    // The server decides (the claim may lapse any moment); the page says what to expect.
+    save.textContent = c ? 'Try to save' : 'Save';
+    if (c) holder.textContent = `${c.held_by} (${c.actor_type}) holds ${c.tab_id ? 'this tab' : 'this note'} until ${when(c.expires_at)}: a save is refused until they release it. Your draft is kept in this browser.`;
+  };
+  return { save, state, holder, bar: h('div', { class: 'row' }, save, state) };
+}
+
+/** A refused save in words, the draft named as kept. */
+function refusedSave(bar, b) {
+  const who = b.held_by ? ` Held by ${b.held_by} (${b.actor_type}) until ${when(b.expires_at)}.` : '';
+  bar.state.textContent = 'Not saved: ' + refusalText(b) + '.' + who + ' Your draft is kept.';
+  bar.state.className = 'bad';
+}
+
+// ----------------------------------------------------- markdown editor ---
+
+async function readTab(ctx) {
+  const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId));
+  if (!r.ok) throw new Error(refusalText(r.body));
+  return r.body;
+}
+
+async function markdownEditor(ctx, body) {
+  const tab = await readTab(ctx);
+  const editor = h('textarea', { id: 'editor', class: 'editor', spellcheck: 'true' });
+  const preview = h('div', { id: 'preview', class: 'preview' });
+  const bar = saveBar(ctx);
+  const draftBanner = h('div', { id: 'draft-banner', class: 'banner info', hidden: true });
+  const area = h('div', { id: 'edit-area' }, bar.holder, draftBanner, h('div', { class: 'split' }, editor, preview), bar.bar);
+  body.replaceChildren(area);
+  let base = { version: tab.version, text: tab.text };
+  const d = loadDraft(ctx.noteId, ctx.tabId);
+  if (d && d.text != null && d.text !== tab.text) {
+    editor.value = d.text;
+    base = { version: d.base_version, text: null };
+    draftBanner.hidden = false;
+    draftBanner.textContent = `Your unsaved draft from ${when(d.saved_at)} is back (started from version ${d.base_version}; the note is at version ${tab.version}).`;
+    bar.state.textContent = 'Unsaved draft';
+  } else {
+    if (d) dropDraft(ctx.noteId, ctx.tabId);
+    editor.value = tab.text;
+    bar.state.textContent = `Saved · version ${tab.version} · last by ${tab.provenance.updated_by}`;
+  }
+  renderMarkdown(preview, editor.value);
+  let timer;
+  editor.addEventListener('input', () => {
+    storeDraft(ctx.noteId, ctx.tabId, { ...(loadDraft(ctx.noteId, ctx.tabId) || {}), text: editor.value, base_version: base.version });
+    bar.state.textContent = 'Unsaved changes (kept in this browser)';
+    bar.state.className = 'muted';
+    clearTimeout(timer);
+    timer = setTimeout(() => renderMarkdown(preview, editor.value), 120);
+  });
+  // The person's resolution of a merge is their new draft, based on the version merged with.
+  const adopt = (text, v) => {
+    editor.value = text;
+    base = { version: v, text: null };
+    storeDraft(ctx.noteId, ctx.tabId, { ...(loadDraft(ctx.noteId, ctx.tabId) || {}), text, base_version: v });
+    renderMarkdown(preview, text);
+    bar.state.textContent = 'Unsaved draft (merged)';
+  };
+  const save = async (text, version) => {
+    bar.save.disabled = true;
+    const r = await api('PUT', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId),
+      { expected_version: version, text, idempotency_key: keyFor(ctx.noteId, ctx.tabId, text) });
+    bar.save.disabled = false;
+    if (r.ok) {
+      dropDraft(ctx.noteId, ctx.tabId);
+      base = { version: r.body.version, text };
+      draftBanner.hidden = true;
+      bar.state.textContent = `Saved · version ${r.body.version}`;
+      bar.state.className = 'muted';
+      await refreshNote(ctx);
+      return true;
+    }
+    if (r.status === 409 && r.body.error === 'version_conflict') {
+      await openMerge(ctx, body, area, text, version, {
+        save: (merged, v) => { adopt(merged, v); return save(merged, v); },
+        edit: adopt,
+      });
+      return false;
+    }
+    refusedSave(bar, r.body);
+    return false;
+  };
+  bar.save.addEventListener('click', () => save(editor.value, base.version));
+  ctx.onClaims?.();
+}
+
+/** The stale-save screen: the merge of the person's draft with the text now. */
+async function openMerge(ctx, body, area, mine, baseVersion, then) {
+  const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/merge', { base_version: baseVersion, text: mine });
+  if (!r.ok) {
+    status('Not saved, and the merge is unavailable: ' + refusalText(r.body) + ' Your draft is kept.', true);
+    return;
+  }
+  const m = r.body;
+  refreshNote(ctx);
+  const now = await readTab(ctx).catch(() => null);
+  const by = now ? `${now.provenance.updated_by}, ${when(now.provenance.updated_at)}` : 'someone else';
+  const choices = new Map();
+  const saveBtn = h('button', { id: 'merge-save', class: 'primary' }, 'Save merged text');
+  const left = h('span', { id: 'merge-left', class: 'muted' });
+  const update = () => {
+    const open = m.conflicts.length - choices.size;
+    saveBtn.disabled = open > 0;
+    left.textContent = open > 0 ? `${open} conflict${open > 1 ? 's' : ''} to decide` : 'Ready to save';
+  };
+  const segs = m.segments.map((s) => {
+    if (s.source !== 'conflict') {
+      return h('pre', { class: 'seg seg-' + s.source, 'data-source': s.source, title: s.source === 'mine' ? 'your change, merged in' : s.source === 'theirs' ? 'their change' : '' }, s.text);
+    }
+    const result = h('textarea', { class: 'conflict-result', placeholder: 'Pick a side or write the result' });
+    const box = h('div', { class: 'conflict', 'data-conflict': s.conflict });
+    const pick = (text) => { result.value = text; choices.set(s.conflict, text); box.classList.add('resolved'); update(); };
+    result.addEventListener('input', () => { choices.set(s.conflict, result.value); box.classList.add('resolved'); update(); });
+    box.append(
+      h('div', { class: 'muted' }, `Conflict at line ${s.base_start}: both changed the same lines.`),
+      h('div', { class: 'sides' },
+        h('div', { class: 'theirs' }, h('strong', {}, 'Theirs'), ` (${by})`, h('pre', {}, s.theirs), h('button', { class: 'pick-theirs', onclick: () => pick(s.theirs) }, 'Keep theirs')),
+        h('div', { class: 'mine' }, h('strong', {}, 'Yours'), h('pre', {}, s.mine), h('button', { class: 'pick-mine', onclick: () => pick(s.mine) }, 'Keep mine'))),
+      h('div', { class: 'row' }, h('button', { class: 'pick-both', onclick: () => pick(s.theirs + s.mine) }, 'Keep both (theirs, then mine)')),
+      result);
+    return box;
+  });
+  const text = () => m.segments.map((s) => (s.source === 'conflict' ? choices.get(s.conflict) ?? s.text : s.text)).join('');
+  const screen = h('div', { id: 'merge', class: 'merge' },
+    h('div', { class: 'banner warn' },
+      `Your save was stale: the note moved from version ${baseVersion} to ${m.version} (the tab was last written by ${by}). `,
+      m.clean ? 'Your changes and theirs do not overlap: they are merged below, yours highlighted in green. Check and save.'
+        : 'Changes that do not overlap are merged below (yours in green); the overlapping ones are side by side: pick or edit each. Nothing is saved until you do.'),
+    h('div', { id: 'merge-view' }, segs),
+    h('div', { class: 'row' }, saveBtn, left,
+      h('button', { id: 'merge-edit', onclick: () => { const t = text(); close(); then.edit(t, m.version); } }, 'Edit this text first'),
+      h('button', { id: 'merge-cancel', onclick: () => close() }, 'Back to my draft')));
+  const close = () => { screen.remove(); area.hidden = false; };
+  saveBtn.addEventListener('click', async () => {
+    const t = text();
+    close();
+    await then.save(t, m.version);
+  });
+  area.hidden = true;
+  body.append(screen);
+  update();
+}
+
+// ------------------------------------------------------- slides editor ---
+
+/** Saving a whole-tab document (slides, sheets): conditional, keyed, draft kept on refusal. */
+async function saveData(ctx, bar, data, version, onSaved) {
+  const content = JSON.stringify(data);
+  const r = await api('PUT', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId), { expected_version: version, data, idempotency_key: keyFor(ctx.noteId, ctx.tabId, content) });
+  if (r.ok) {
+    dropDraft(ctx.noteId, ctx.tabId);
+    bar.state.textContent = `Saved · version ${r.body.version}`;
+    bar.state.className = 'muted';
+    await refreshNote(ctx);
+    onSaved(r.body.version);
+    return;
+  }
+  refusedSave(bar, r.body);
+  if (r.status === 409 && r.body.error === 'version_conflict') {
+    const over = h('button', { id: 'save-over', onclick: () => { over.remove(); saveData(ctx, bar, data, r.body.current_version, onSaved); } }, `Save mine over version ${r.body.current_version}`);
+    const reload = h('button', { id: 'load-theirs', onclick: () => { dropDraft(ctx.noteId, ctx.tabId); route(); } }, 'Discard mine, load theirs');
+    bar.state.after(over, reload);
+  }
+}
+
+async function slidesEditor(ctx, body) {
+  const tab = await readTab(ctx);
+  const bar = saveBar(ctx);
+  const d = loadDraft(ctx.noteId, ctx.tabId);
+  let version = tab.version;
+  let slides = tab.slides.map(({ title, body, notes }) => ({ title, body: body || '', notes: notes || '' }));
+  if (d && d.slides) { slides = d.slides; version = d.base_version; bar.state.textContent = 'Unsaved draft (kept in this browser)'; }
+  const list = h('div', { id: 'slides' });
+  const keep = () => storeDraft(ctx.noteId, ctx.tabId, { ...(loadDraft(ctx.noteId, ctx.tabId) || {}), slides, base_version: version });
+  const draw = () => list.replaceChildren(...slides.map((s, i) => {
+    const field = (name, el) => { el.value = s[name]; el.addEventListener('input', () => { s[name] = el.value; keep(); }); return el; };
+    return h('div', { class: 'slide', 'data-index': i },
+      h('div', { class: 'row' }, h('strong', {}, 'Slide ' + (i + 1)), h('button', { class: 'remove-slide', onclick: () => { slides.splice(i, 1); keep(); draw(); } }, 'Remove')),
+      field('title', h('input', { class: 'slide-title', placeholder: 'Title', maxlength: 200 })),
+      field('body', h('textarea', { class: 'slide-body', placeholder: 'Body', rows: 3 })),
+      field('notes', h('textarea', { class: 'slide-notes', placeholder: 'Speaker notes', rows: 2 })));
+  }));
+  draw();
+  body.replaceChildren(h('div', {}, bar.holder, list, h('div', { class: 'row' }, h('button', { id: 'add-slide', onclick: () => { slides.push({ title: 'New slide', body: '', notes: '' }); keep(); draw(); } }, 'Add slide')), bar.bar));
+  bar.save.addEventListener('click', () => saveData(ctx, bar, { slides }, version, (v) => { version = v; }));
+  ctx.onClaims?.();
+}
+
+// -------------------------------------------------------- sheet editor ---
+
+const colName = (c) => { let s = ''; for (c += 1; c > 0; c = Math.floor((c - 1) / 26)) s = String.fromCharCode(65 + ((c - 1) % 26)) + s; return s; };
+const cellValue = (s) => (s === '' ? null : /^-?\d+(\.\d+)?$/.test(s) ? Number(s) : s);
+
+async function sheetEditor(ctx, body) {
+  const tab = await readTab(ctx);
+  const bar = saveBar(ctx);
+  const sheet = tab.sheets[0];
+  if (!sheet) return body.replaceChildren(h('p', { class: 'muted' }, 'This tab has no sheet.'));
+  const nr = Math.min(100, Math.max(sheet.rows + 3, 10));
+  const nc = Math.min(26, Math.max(sheet.cols + 2, 6));
+  const q = new URLSearchParams({ sheet_id: sheet.sheet_id, range: 'A1:' + colName(nc - 1) + nr });
+  const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/range?' + q);
+  if (!r.ok) return body.replaceChildren(h('p', { class: 'banner bad' }, refusalText(r.body)));
+  const d = loadDraft(ctx.noteId, ctx.tabId);
+  let version = r.body.version;
+  const values = r.body.values.map((row) => row.map((v) => (v == null ? '' : String(v))));
+  if (d && d.cells) { for (const [k, v] of Object.entries(d.cells)) { const [i, j] = k.split(',').map(Number); if (values[i]) values[i][j] = v; } version = d.base_version; bar.state.textContent = 'Unsaved draft (kept in this browser)'; }
+  const changed = d && d.cells ? { ...d.cells } : {};
+  const table = h('table', { id: 'grid', class: 'grid' },
+    h('tr', {}, h('th', {}), Array.from({ length: nc }, (_, j) => h('th', {}, colName(j)))),
+    values.map((row, i) => h('tr', {}, h('th', {}, String(i + 1)), row.map((v, j) => {
+      const input = h('input', { 'data-cell': colName(j) + (i + 1), value: v });
+      input.addEventListener('input', () => { values[i][j] = input.value; changed[i + ',' + j] = input.value; storeDraft(ctx.noteId, ctx.tabId, { cells: changed, base_version: version }); });
+      return h('td', {}, input);
+    }))));
+  body.replaceChildren(h('div', {}, bar.holder, h('p', { class: 'muted' }, `Sheet ${sheet.name} · ${sheet.rows} × ${sheet.cols} cells used`), table, bar.bar));
+  bar.save.addEventListener('click', async () => {
+    const keys = Object.keys(changed).map((k) => k.split(',').map(Number));
+    if (!keys.length) { bar.state.textContent = 'Nothing changed'; return; }
+    // The smallest block holding every changed cell, written as one conditional edit.
+    const r0 = Math.min(...keys.map((k) => k[0])), r1 = Math.max(...keys.map((k) => k[0]));
+    const c0 = Math.min(...keys.map((k) => k[1])), c1 = Math.max(...keys.map((k) => k[1]));
+    const block = values.slice(r0, r1 + 1).map((row) => row.slice(c0, c1 + 1).map(cellValue));
+    const args = { operation: 'sheet_set_range', sheet_id: sheet.sheet_id, start_row: r0, start_col: c0, values: block, expected_version: version };
+    args.idempotency_key = keyFor(ctx.noteId, ctx.tabId, JSON.stringify(args));
+    const w = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/edit', args);
+    if (!w.ok) return refusedSave(bar, w.body);
+    dropDraft(ctx.noteId, ctx.tabId);
+    for (const k of Object.keys(changed)) delete changed[k];
+    version = w.body.version;
+    bar.state.textContent = `Saved · version ${w.body.version}`;
+    bar.state.className = 'muted';
+    refreshNote(ctx);
+  });
+  ctx.onClaims?.();
+}
+
+// ------------------------------------------------- sources and files -----
+
+/** Every attachment of one kind (`file` or `source`), all pages. */
+async function attachments(ctx, kind) {
+  const out = [];
+  let cursor = null;
+  do {
+    const q = new URLSearchParams({ kind: kind + 's', limit: 50 });
+    if (cursor) q.set('cursor', cursor);
+    const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/attachments?' + q);
+    if (!r.ok) throw new Error(refusalText(r.body));
+    out.push(...r.body.attachments.filter((a) => a.kind === kind));
+    cursor = r.body.next_cursor;
+  } while (cursor);
+  return out;
+}
+
+async function sourcesView(ctx, body) {
+  const sources = await attachments(ctx, 'source');
+  const url = h('input', { id: 'source-url', placeholder: 'https://…', size: 40 });
+  const title = h('input', { id: 'source-title', placeholder: 'Title', maxlength: 300 });
+  const msg = h('span', { id: 'source-status', class: 'muted' });
+  const add = async () => {
+    const args = { url: url.value, title: title.value, expected_version: ctx.note.version, idempotency_key: newKey() };
+    const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/sources', args);
+    if (!r.ok) { msg.textContent = refusalText(r.body); msg.className = 'bad'; return; }
+    if (r.body.already_attached) { msg.textContent = 'Already attached as “' + r.body.title + '” (' + r.body.url + ').'; msg.className = 'muted'; return; }
+    await refreshNote(ctx);
+    sourcesView(ctx, body);
+  };
+  body.replaceChildren(
+    h('h3', {}, 'Sources'),
+    sources.length ? null : h('p', { class: 'muted' }, 'No sources yet.'),
+    h('ul', { id: 'sources', class: 'note-list' }, sources.map((s) => h('li', {}, safeLink(s.url, s.title || s.url), h('span', { class: 'muted' }, s.url), h('span', { class: 'muted' }, 'added by ' + s.provenance.author)))),
+    h('div', { class: 'row' }, url, title, h('button', { id: 'add-source', onclick: add }, 'Add source'), msg));
+}
+
+async function filesView(ctx, body) {
+  const files = await attachments(ctx, 'file');
+  body.replaceChildren(
+    h('h3', {}, 'Files'),
+    files.length ? null : h('p', { class: 'muted' }, 'No files attached.'),
+    h('table', { id: 'files', class: 'grid' }, h('tr', {}, h('th', {}, 'name'), h('th', {}, 'type'), h('th', {}, 'bytes'), h('th', {}, 'attached by')),
+      files.map((f) => h('tr', {}, h('td', {}, f.name), h('td', {}, f.media_type), h('td', {}, String(f.size_bytes)), h('td', {}, f.provenance?.author || '')))));
+}
+
+// ----------------------------------------------------------------- boot --
+
+$('#sign-out').addEventListener('click', () => { releaseMine(true); sessionStorage.removeItem(TOKEN); location.hash = '#/'; route(); });
+window.addEventListener('hashchange', route);
+takeTokenFromFragment();
+await oauthFinish();
+route();

@@ -1,0 +1,109 @@
+//! The people's editor, served by Cairn itself: `GET /` is the page,
+//! `/ui/…` its script, styles and libraries (embedded in this component, so
+//! it deploys to any Spin host like the others), `/ui/config.json` what the
+//! page needs to sign a person in.
+//!
+//! Every answer carries a strict Content-Security-Policy: scripts only from
+//! this origin (no inline script, no `eval`), no plugins, no framing, and
+//! network calls only to this origin and the configured authorization
+//! server. Text written by others is sanitized in the page (DOMPurify over
+//! the rendered markdown; everything else is set as text, never as HTML).
+//!
+//! Any other path answers a JSON 404, as the API does.
+
+use serde_json::json;
+use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http_component;
+
+/// A file of the page: its path, content type and bytes.
+struct Asset {
+    path: &'static str,
+    content_type: &'static str,
+    body: &'static [u8],
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// Every file the page loads.
+const ASSETS: &[Asset] = &[
+    Asset { path: "/", content_type: "text/html; charset=utf-8", body: include_bytes!("../assets/index.html") },
+    Asset { path: "/ui/app.js", content_type: JS, body: include_bytes!("../assets/app.js") },
+    Asset { path: "/ui/app.css", content_type: "text/css; charset=utf-8", body: include_bytes!("../assets/app.css") },
+    Asset { path: "/ui/vendor/marked.esm.js", content_type: JS, body: include_bytes!("../node_modules/marked/lib/marked.esm.js") },
+    Asset { path: "/ui/vendor/purify.es.mjs", content_type: JS, body: include_bytes!("../node_modules/dompurify/dist/purify.es.mjs") },
+];
+
+fn variable(name: &str) -> String {
+    spin_sdk::variables::get(name).unwrap_or_default()
+}
+
+/// The origin (`scheme://host[:port]`) of a URL, if it has one.
+fn origin(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let end = rest.find('/').map_or(url.len(), |i| url.len() - rest.len() + i);
+    url.get(..end).filter(|o| o.starts_with("https://") || o.starts_with("http://"))
+}
+
+/// The authorization server the page signs people in with, when configured.
+fn authorization_server() -> String {
+    let a = variable("authorization_server");
+    if a.is_empty() { variable("issuer") } else { a }
+}
+
+/// The policy: this origin only, plus the authorization server for
+/// discovery, the token exchange and the sign-in redirect.
+fn csp() -> String {
+    let auth = origin(&authorization_server()).map(|o| format!(" {o}")).unwrap_or_default();
+    format!(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+         connect-src 'self'{auth}; form-action 'self'{auth}; base-uri 'none'; frame-ancestors 'none'"
+    )
+}
+
+fn answer(status: u16, content_type: &str, body: Vec<u8>) -> Response {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .header("content-security-policy", csp())
+        .header("x-content-type-options", "nosniff")
+        .header("referrer-policy", "no-referrer")
+        .header("cache-control", "no-cache")
+        .body(body)
+        .build()
+}
+
+fn not_found() -> Response {
+    let body = json!({"error": "not_found", "message": "no such route; the people's editor is at /, the API under /api/v1 and /mcp"});
+    answer(404, "application/json", body.to_string().into_bytes())
+}
+
+#[http_component]
+fn handle(req: Request) -> Response {
+    let head = matches!(req.method(), Method::Head);
+    if !head && !matches!(req.method(), Method::Get) {
+        let body = json!({"error": "method_not_allowed", "message": "the page's files are read with GET"});
+        return answer(405, "application/json", body.to_string().into_bytes());
+    }
+    let path = req.path();
+    let reply = if path == "/ui/config.json" {
+        // Public settings only: where to sign in and for which resource.
+        let body = json!({
+            "authorization_server": authorization_server(),
+            "client_id": variable("ui_client_id"),
+            "resource": variable("audience"),
+            "scope": "notes:read notes:write notes:delete audit:read",
+        });
+        answer(200, "application/json", body.to_string().into_bytes())
+    } else {
+        match ASSETS.iter().find(|a| a.path == path || (a.path == "/" && path == "/index.html")) {
+            Some(a) => answer(200, a.content_type, a.body.to_vec()),
+            None => return not_found(),
+        }
+    };
+    if head {
+        let mut r = reply;
+        r.body_mut().clear();
+        return r;
+    }
+    reply
+}
