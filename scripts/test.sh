@@ -29,6 +29,8 @@ if [ ! -x target/interop-venv/bin/python ]; then
 fi
 target/interop-venv/bin/pip install --quiet --disable-pip-version-check -r interop/requirements.txt
 (cd interop && npm install --prefer-offline --no-audit --no-fund --loglevel=error)
+# The test authorization server (oidc-provider, on the Node 22 it pins).
+(cd tests/oidc && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
 
 # Playwright for Python, for the browser tests (pinned in tests/browser/).
 if [ ! -x target/browser-venv/bin/python ]; then

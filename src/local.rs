@@ -69,6 +69,19 @@ pub fn identity_secret(state_dir: &Path) -> Result<String> {
     Ok(std::fs::read_to_string(path)?.trim().to_string())
 }
 
+/// The file in a state dir naming the audience its last `cairn up` served.
+pub const SERVED_AUDIENCE: &str = "audience";
+
+/// The audience the server of this state dir serves (its last `cairn up`),
+/// else the default listener's.
+pub fn served_audience(state_dir: &Path) -> String {
+    std::fs::read_to_string(state_dir.join(SERVED_AUDIENCE))
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| audience(SocketAddr::from(([127, 0, 0, 1], 3000))))
+}
+
 /// The default audience for a listener.
 pub fn audience(addr: SocketAddr) -> String {
     format!("http://{addr}/mcp")
@@ -78,7 +91,10 @@ pub fn audience(addr: SocketAddr) -> String {
 /// when tokens are to be verified with it.
 pub fn fill_defaults(vars: &mut BTreeMap<String, String>, state_dir: &Path, addr: SocketAddr) -> Result<Option<LocalKey>> {
     let mut local = None;
-    if vars.get("jwks").is_some_and(String::is_empty) {
+    let empty = |vars: &BTreeMap<String, String>, name: &str| vars.get(name).is_none_or(String::is_empty);
+    // The local key, unless the keys come from an issuer (a pasted JWKS, a
+    // JWKS URL, or discovery from a configured issuer).
+    if vars.contains_key("jwks") && empty(vars, "jwks") && empty(vars, "jwks_url") && empty(vars, "issuer") {
         let key = signing_key(state_dir)?;
         vars.insert("jwks".into(), key.jwks());
         local = Some(key);
@@ -88,6 +104,11 @@ pub fn fill_defaults(vars: &mut BTreeMap<String, String>, state_dir: &Path, addr
     }
     if vars.get("audience").is_some_and(String::is_empty) {
         vars.insert("audience".into(), audience(addr));
+    }
+    // `cairn token` mints for what this state dir's server serves.
+    if let Some(a) = vars.get("audience") {
+        std::fs::create_dir_all(state_dir)?;
+        std::fs::write(state_dir.join(SERVED_AUDIENCE), a).with_context(|| format!("cannot write {}", state_dir.join(SERVED_AUDIENCE).display()))?;
     }
     if vars.get("identity_secret").is_some_and(String::is_empty) {
         vars.insert("identity_secret".into(), identity_secret(state_dir)?);

@@ -264,6 +264,9 @@ pub async fn run_until_signal(opts: Options) -> Result<()> {
              More tokens: cairn token --tenant <t> --sub <s> (see --help)\n"
         );
     }
+    if running.app.manifest.component("ui").is_some() {
+        eprintln!("Open http://{}/ in a browser for the people's editor.", running.addr);
+    }
     if let Some(link) = &running.sign_in_link {
         eprintln!("People's editor (sign in as the local person, an admin of tenant \"local\", 24 h):\n{link}\n");
     }

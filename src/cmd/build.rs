@@ -1,6 +1,14 @@
 //! `cairn build`: run every component's build command from `spin.toml`, as
 //! `spin build` does, installing the `wasm32-wasip2` target first if a
 //! command needs it and rustup lacks it.
+//!
+//! Commands that are a plain `cargo build … -p <crate>` (only `--quiet`,
+//! `--release`, `--locked`, `--target <t>` and `--profile <p>` besides the
+//! package) and agree on everything but the package are run as one cargo
+//! invocation with every package (`cargo build … -p a -p b …`): cargo then
+//! builds the shared dependencies once and the crates in parallel, and the
+//! result is the same files each command would have written. Every other
+//! command runs as written, in manifest order, after those.
 
 use crate::manifest::Manifest;
 use anyhow::{Context, Result, bail};
@@ -27,35 +35,114 @@ pub fn ensure_wasm_target() -> Result<()> {
     Ok(())
 }
 
-/// Run the build command of every component (identical commands once).
-pub fn build(manifest_path: &Path) -> Result<()> {
-    let manifest = Manifest::load(manifest_path)?;
-    if manifest.components.iter().filter_map(|c| c.build.as_ref()).any(|b| b.command.contains("wasm32-wasip2")) {
-        ensure_wasm_target()?;
+/// A plain `cargo build … -p <crate>` command split into the flags it shares
+/// with others and its package; `None` for any other command.
+pub fn plain_cargo_build(command: &str) -> Option<(Vec<String>, String)> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let [cargo, build, rest @ ..] = words.as_slice() else { return None };
+    if (*cargo, *build) != ("cargo", "build") {
+        return None;
     }
-    let mut done: Vec<(String, std::path::PathBuf)> = Vec::new();
+    let (mut flags, mut package) = (Vec::new(), None);
+    let mut it = rest.iter();
+    while let Some(w) = it.next() {
+        match *w {
+            "--quiet" | "-q" | "--release" | "--locked" => flags.push(w.to_string()),
+            "--target" | "--profile" => flags.extend([w.to_string(), it.next()?.to_string()]),
+            "-p" | "--package" if package.is_none() => package = Some(it.next()?.to_string()),
+            _ => return None,
+        }
+    }
+    Some((flags, package?))
+}
+
+/// One command to run: its working directory, the command line and the components it builds.
+struct Job {
+    dir: std::path::PathBuf,
+    command: String,
+    components: Vec<String>,
+}
+
+/// The build commands of a manifest as jobs: plain cargo builds that share
+/// their flags and directory merged into one, then every other command once.
+fn jobs(manifest: &Manifest) -> Vec<Job> {
+    let mut merged: Vec<(std::path::PathBuf, Vec<String>, Vec<String>, Vec<String>)> = Vec::new();
+    let mut other: Vec<Job> = Vec::new();
     for c in &manifest.components {
         let Some(b) = &c.build else {
             eprintln!("cairn build: {} has no build command; skipping", c.id);
             continue;
         };
         let dir = manifest.dir.join(b.workdir.as_deref().unwrap_or("."));
-        if done.iter().any(|(cmd, d)| cmd == &b.command && d == &dir) {
-            continue;
+        if let Some((flags, package)) = plain_cargo_build(&b.command) {
+            match merged.iter_mut().find(|(d, f, _, _)| *d == dir && *f == flags) {
+                Some((_, _, packages, ids)) => {
+                    if !packages.contains(&package) {
+                        packages.push(package);
+                    }
+                    ids.push(c.id.clone());
+                }
+                None => merged.push((dir, flags, vec![package], vec![c.id.clone()])),
+            }
+        } else if let Some(j) = other.iter_mut().find(|j| j.command == b.command && j.dir == dir) {
+            j.components.push(c.id.clone());
+        } else {
+            other.push(Job { dir, command: b.command.clone(), components: vec![c.id.clone()] });
         }
-        eprintln!("cairn build: {}: {}", c.id, b.command);
+    }
+    let cargo = merged.into_iter().map(|(dir, flags, packages, components)| {
+        let packages: Vec<String> = packages.iter().map(|p| format!("-p {p}")).collect();
+        Job { dir, command: format!("cargo build {} {}", flags.join(" "), packages.join(" ")), components }
+    });
+    cargo.chain(other).collect()
+}
+
+/// Run the build command of every component (identical commands once, plain
+/// cargo builds together).
+pub fn build(manifest_path: &Path) -> Result<()> {
+    let manifest = Manifest::load(manifest_path)?;
+    if manifest.components.iter().filter_map(|c| c.build.as_ref()).any(|b| b.command.contains("wasm32-wasip2")) {
+        ensure_wasm_target()?;
+    }
+    for job in jobs(&manifest) {
+        eprintln!("cairn build: {}: {}", job.components.join(", "), job.command);
         let status = Command::new("sh")
-            .args(["-c", &b.command])
-            .current_dir(&dir)
+            .args(["-c", &job.command])
+            .current_dir(&job.dir)
             .status()
-            .with_context(|| format!("cannot run the build command of {}", c.id))?;
+            .with_context(|| format!("cannot run the build command of {}", job.components.join(", ")))?;
         if !status.success() {
-            bail!("the build command of component {:?} failed ({status}): {}", c.id, b.command);
+            bail!("the build command of {} failed ({status}): {}", job.components.join(", "), job.command);
         }
-        done.push((b.command.clone(), dir));
     }
     eprintln!("cairn build: finished");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_cargo_build;
+
+    #[test]
+    fn a_plain_cargo_build_splits_into_flags_and_package() {
+        let (flags, package) = plain_cargo_build("cargo build --quiet --target wasm32-wasip2 --profile wasm -p read-note-tab").unwrap();
+        assert_eq!(flags, ["--quiet", "--target", "wasm32-wasip2", "--profile", "wasm"]);
+        assert_eq!(package, "read-note-tab");
+    }
+
+    #[test]
+    fn any_other_command_runs_as_written() {
+        for c in [
+            "npm ci --prefix components/ui && cargo build --quiet --target wasm32-wasip2 --profile wasm -p ui",
+            "cargo build --features x -p a",
+            "cargo build --target wasm32-wasip2",
+            "cargo build -p a -p b",
+            "cargo build -p",
+            "make",
+        ] {
+            assert_eq!(plain_cargo_build(c), None, "{c}");
+        }
+    }
 }
 
 /// Arguments of `cairn build`.

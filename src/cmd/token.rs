@@ -45,9 +45,10 @@ pub struct Args {
     /// Lifetime in seconds.
     #[arg(long, default_value_t = 3600)]
     pub ttl: u64,
-    /// The audience: the MCP URL the token is for.
-    #[arg(long, default_value = "http://127.0.0.1:3000/mcp")]
-    pub audience: String,
+    /// The audience: the MCP URL the token is for (default: what the last
+    /// `cairn up` with this state dir serves, else http://127.0.0.1:3000/mcp).
+    #[arg(long)]
+    pub audience: Option<String>,
     /// The issuer the server expects.
     #[arg(long, default_value = crate::local::LOCAL_ISSUER)]
     pub issuer: String,
@@ -61,7 +62,7 @@ pub fn run(a: Args) -> Result<()> {
     let key = crate::local::signing_key(&a.state_dir)?;
     let spec = cairn_auth::mint::TokenSpec {
         issuer: a.issuer,
-        audience: a.audience,
+        audience: a.audience.unwrap_or_else(|| crate::local::served_audience(&a.state_dir)),
         tenant: a.tenant,
         subject: a.sub,
         name: a.name,

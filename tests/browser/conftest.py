@@ -44,15 +44,17 @@ def free_port():
 class Server:
     """A running `cairn up`: its base URL, the sign-in link it printed, its log."""
 
-    def __init__(self, state_dir):
-        self.port = free_port()
+    def __init__(self, state_dir, port=None, env=None, sign_in=True):
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.state_dir = state_dir
         self.log = []
         self.proc = subprocess.Popen(
             [str(CAIRN), "up", "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(state_dir)],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "NO_COLOR": "1", **(env or {})},
         )
+        ready = "#token=" if sign_in else "cairn is serving"
         found = threading.Event()
         self.sign_in_link = None
 
@@ -62,6 +64,7 @@ class Server:
                 m = re.search(r"(http://127\.0\.0\.1:\d+/#token=\S+)", line)
                 if m:
                     self.sign_in_link = m.group(1)
+                if ready in line:
                     found.set()
 
         threading.Thread(target=drain, daemon=True).start()
@@ -75,7 +78,7 @@ class Server:
                 pass
             found.wait(0.2)
         if not found.is_set():
-            raise RuntimeError("cairn up printed no sign-in link:\n" + "".join(self.log[-30:]))
+            raise RuntimeError(f"cairn up printed no {ready!r}:\n" + "".join(self.log[-30:]))
 
     def token(self, sub, name, actor="agent", scope="notes:read notes:write"):
         out = subprocess.run(

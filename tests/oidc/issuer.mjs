@@ -132,6 +132,18 @@ async function rotateCommand(file) {
   writeStdout(JSON.stringify({ signing_kid: key.kid, kids: jwks.keys.map((k) => k.kid) }));
 }
 
+// Signs CLAIMS (a JSON object) with the file's signing key, exactly as the
+// issuer signs access tokens: for tests that need a token the issuer would
+// never hand out (already expired, no tenant claim, …) under a trusted key.
+async function signCommand(file, claims) {
+  const [key] = readKeyFile(file).keys;
+  const { SignJWT, importJWK } = await import('jose');
+  const jwt = await new SignJWT(JSON.parse(claims))
+    .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: key.kid })
+    .sign(await importJWK(key, 'ES256'));
+  writeStdout(jwt);
+}
+
 function retireCommand(file) {
   const jwks = readKeyFile(file);
   const [first, ...rest] = jwks.keys;
@@ -146,7 +158,8 @@ function retireCommand(file) {
 const USAGE = `usage:
   node issuer.mjs --resource URL [--port N] [--keys FILE] [--redirect-uri URL]...
   node issuer.mjs rotate FILE   generate a new signing key and put it first
-  node issuer.mjs retire FILE   keep only the first (signing) key`;
+  node issuer.mjs retire FILE   keep only the first (signing) key
+  node issuer.mjs sign FILE CLAIMS_JSON   sign claims with the signing key (tests)`;
 
 function fail(message) {
   console.error(`issuer: ${message}`);
@@ -389,10 +402,15 @@ if (values.help) {
 try {
   if (positionals.length) {
     const [command, file, ...extra] = positionals;
-    if (!['rotate', 'retire'].includes(command)) fail(`unknown command ${command}`);
-    if (!file || extra.length) fail(`${command} takes exactly one FILE argument`);
-    if (command === 'rotate') await rotateCommand(file);
-    else retireCommand(file);
+    if (!['rotate', 'retire', 'sign'].includes(command)) fail(`unknown command ${command}`);
+    if (command === 'sign') {
+      if (!file || extra.length !== 1) fail('sign takes FILE and CLAIMS_JSON');
+      await signCommand(file, extra[0]);
+    } else {
+      if (!file || extra.length) fail(`${command} takes exactly one FILE argument`);
+      if (command === 'rotate') await rotateCommand(file);
+      else retireCommand(file);
+    }
   } else {
     if (!values.resource) fail('--resource URL is required');
     const port = Number(values.port);

@@ -43,7 +43,7 @@ use spin_sdk::http::{Method, Request, Response};
 use spin_sdk::http_component;
 
 #[http_component]
-fn handle(req: Request) -> Response {
+async fn handle(req: Request) -> Response {
     if req.path().trim_end_matches('/') == "/api/v1/sweep-claims" {
         return sweep(&req);
     }
@@ -58,7 +58,7 @@ fn handle(req: Request) -> Response {
     };
     let now_s = cairn_guest::notes::now_us() / 1_000_000;
     let cache = Bucket::open("cache").ok();
-    let principal = match cfg.authenticate(&req, cache.as_ref().or(bucket.as_ref()), now_s) {
+    let principal = match cfg.authenticate(&req, cache.as_ref().or(bucket.as_ref()), now_s).await {
         Ok(p) => p,
         Err(e) => {
             audit_refusal(bucket.as_ref(), None, json!({"reason": "token", "detail": e.to_string(), "api": "rest"}));

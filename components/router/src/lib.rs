@@ -72,7 +72,7 @@ async fn post_mcp(req: Request) -> Response {
         Err(e) => return respond::error(500, "misconfigured", &e),
     };
     let now_s = cairn_guest::notes::now_us() / 1_000_000;
-    let principal = match cfg.authenticate(&req, cache, now_s) {
+    let principal = match cfg.authenticate(&req, cache, now_s).await {
         Ok(p) => p,
         Err(e) => {
             audit_refusal(bucket, None, json!({"reason": "token", "detail": e.to_string()}));

@@ -89,10 +89,14 @@ const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-'
 
 const token = () => sessionStorage.getItem(TOKEN);
 
-/** The token's claims, for display and for naming drafts (never trusted: the server checks). */
+/** The token's claims, for display and for naming drafts (never trusted:
+ * the server checks). `tenant` and `name` are read through the server's
+ * claims mapping (`/ui/config.json`). */
 function me() {
   try {
-    return JSON.parse(b64urlDecode(token().split('.')[1]));
+    const c = JSON.parse(b64urlDecode(token().split('.')[1]));
+    const map = config.claims || {};
+    return { ...c, tenant: map.fixed_tenant || c[map.tenant || 'tenant'], name: c[map.name || 'name'] };
   } catch {
     return {};
   }
@@ -141,25 +145,27 @@ async function oauthStart(cfg) {
   location.assign(u.href);
 }
 
-/** Back from the authorization server with `?code=&state=`: exchange the code. */
+/** Back from the authorization server with `?code=&state=`: exchange the
+ * code. Returns why a sign-in failed, if it did. */
 async function oauthFinish() {
   const q = new URLSearchParams(location.search);
-  if (!q.has('code') && !q.has('error')) return;
+  if (!q.has('code') && !q.has('error')) return null;
   const saved = JSON.parse(sessionStorage.getItem(PKCE) || 'null');
   sessionStorage.removeItem(PKCE);
   history.replaceState(null, '', location.pathname + '#/');
-  if (q.has('error')) return status('Sign-in refused: ' + (q.get('error_description') || q.get('error')), true);
-  if (!saved || saved.state !== q.get('state')) return status('Sign-in refused: the answer does not belong to this page (state mismatch)', true);
+  if (q.has('error')) return 'Sign-in refused: ' + (q.get('error_description') || q.get('error'));
+  if (!saved || saved.state !== q.get('state')) return 'Sign-in refused: the answer does not belong to this page (state mismatch)';
   const body = new URLSearchParams({ grant_type: 'authorization_code', code: q.get('code'), redirect_uri: saved.redirect, client_id: saved.client_id, code_verifier: saved.verifier });
   if (saved.resource) body.set('resource', saved.resource);
   const r = await fetch(saved.token_endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body }).catch(() => null);
   const t = r ? await r.json().catch(() => ({})) : {};
-  if (!r || !r.ok || !t.access_token) return status('Sign-in failed at the token endpoint: ' + (t.error_description || t.error || 'no answer'), true);
+  if (!r || !r.ok || !t.access_token) return 'Sign-in failed at the token endpoint: ' + (t.error_description || t.error || 'no answer');
   sessionStorage.setItem(TOKEN, t.access_token);
+  return null;
 }
 
 async function showSignIn(why) {
-  const cfg = await loadConfig();
+  const cfg = config;
   const input = h('textarea', { id: 'token-input', rows: 3, placeholder: 'Bearer token', autocomplete: 'off' });
   main().replaceChildren(
     h('section', { class: 'card' },
@@ -765,5 +771,7 @@ async function filesView(ctx, body) {
 $('#sign-out').addEventListener('click', () => { releaseMine(true); sessionStorage.removeItem(TOKEN); location.hash = '#/'; route(); });
 window.addEventListener('hashchange', route);
 takeTokenFromFragment();
-await oauthFinish();
-route();
+const config = await loadConfig();
+const signInError = await oauthFinish();
+await route();
+if (signInError) status(signInError, true);

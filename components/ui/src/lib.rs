@@ -37,6 +37,10 @@ fn variable(name: &str) -> String {
     spin_sdk::variables::get(name).unwrap_or_default()
 }
 
+fn variable_or(name: &str, default: &str) -> String {
+    Some(variable(name)).filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
+}
+
 /// The origin (`scheme://host[:port]`) of a URL, if it has one.
 fn origin(url: &str) -> Option<&str> {
     let rest = url.split_once("://")?.1;
@@ -92,6 +96,12 @@ fn handle(req: Request) -> Response {
             "client_id": variable("ui_client_id"),
             "resource": variable("audience"),
             "scope": "notes:read notes:write notes:delete audit:read",
+            // How the server reads a token's tenant and name, so the page names them as it does.
+            "claims": {
+                "tenant": variable_or("tenant_claim", "tenant"),
+                "fixed_tenant": variable("fixed_tenant"),
+                "name": variable_or("name_claim", "name"),
+            },
         });
         answer(200, "application/json", body.to_string().into_bytes())
     } else {

@@ -5,6 +5,12 @@
 //! the key's declared RSA `alg`); a token whose header names another
 //! algorithm is refused, so `none` and algorithm confusion cannot get in.
 //! Symmetric (`oct`) keys are refused when the JWKS is loaded.
+//!
+//! Which claims name the tenant, the actor type, the display name and the
+//! role is a [`ClaimMap`]: Cairn's own names by default (`tenant`, `actor`,
+//! `name`, `role`), an issuer's (`org_id`, `cairn_actor`, …) when
+//! configured, or a fixed tenant for single-tenant installs. Scopes come
+//! from `scope` (space-separated) or `scp` (a list, or a string).
 
 use crate::{Actor, Principal, Role};
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet};
@@ -60,30 +66,48 @@ struct Key {
     key: DecodingKey,
 }
 
+/// Which token claims carry Cairn's identity fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimMap {
+    /// The claim naming the tenant (ignored when `fixed_tenant` is set).
+    pub tenant: String,
+    /// Every token's tenant, for single-tenant installs.
+    pub fixed_tenant: Option<String>,
+    /// The claim naming the actor type (`agent` or `human`; absent: agent).
+    pub actor: String,
+    /// The claim with the display name (absent: the subject).
+    pub name: String,
+    /// The claim with the role (`admin` takes effect for people only).
+    pub role: String,
+}
+
+impl Default for ClaimMap {
+    fn default() -> Self {
+        Self { tenant: "tenant".into(), fixed_tenant: None, actor: "actor".into(), name: "name".into(), role: "role".into() }
+    }
+}
+
 /// A configured verifier.
 pub struct Verifier {
     keys: Vec<Key>,
     issuer: String,
     audience: String,
     leeway: u64,
+    claims: ClaimMap,
 }
 
+/// The claims every token must carry; the rest are read through the [`ClaimMap`].
 #[derive(Deserialize)]
 struct Claims {
     sub: String,
     exp: u64,
-    #[serde(default)]
-    tenant: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    actor: Option<Actor>,
-    #[serde(default)]
-    role: Option<Role>,
-    #[serde(default)]
-    scope: Option<String>,
-    #[serde(default)]
-    scp: Option<Vec<String>>,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The `kid` in a token's header, if it names one (no verification).
+pub fn token_kid(token: &str) -> Option<String> {
+    jsonwebtoken::decode_header(token).ok()?.kid
 }
 
 impl Verifier {
@@ -113,7 +137,18 @@ impl Verifier {
         if keys.is_empty() {
             return Err("the JWKS holds no keys".into());
         }
-        Ok(Self { keys, issuer: issuer.to_string(), audience: audience.to_string(), leeway: 30 })
+        Ok(Self { keys, issuer: issuer.to_string(), audience: audience.to_string(), leeway: 30, claims: ClaimMap::default() })
+    }
+
+    /// Read identity fields through `map` instead of Cairn's own claim names.
+    pub fn with_claims(mut self, map: ClaimMap) -> Self {
+        self.claims = map;
+        self
+    }
+
+    /// Whether some key of the JWKS has this `kid`.
+    pub fn knows_kid(&self, kid: &str) -> bool {
+        self.keys.iter().any(|k| k.kid.as_deref() == Some(kid))
     }
 
     /// The configured audience (the resource URL).
@@ -146,7 +181,7 @@ impl Verifier {
             v.set_audience(&[&self.audience]);
             v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
             match jsonwebtoken::decode::<Claims>(token, &key.key, &v) {
-                Ok(data) => return principal(data.claims),
+                Ok(data) => return principal(data.claims, &self.claims),
                 Err(e) => {
                     use jsonwebtoken::errors::ErrorKind as K;
                     last = match e.kind() {
@@ -166,21 +201,43 @@ impl Verifier {
     }
 }
 
-fn principal(c: Claims) -> Result<Principal, AuthError> {
-    let tenant = c.tenant.ok_or_else(|| AuthError::BadClaims("missing tenant".into()))?;
-    if tenant.is_empty() || tenant.len() > 64 || !tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
-        return Err(AuthError::BadClaims("tenant must be 1-64 of [a-z0-9_-]".into()));
+/// A string claim, `None` when absent or null; a claim of another type is refused, naming it.
+fn text_claim(c: &serde_json::Map<String, serde_json::Value>, name: &str) -> Result<Option<String>, AuthError> {
+    match c.get(name) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(AuthError::BadClaims(format!("the {name} claim must be a string"))),
     }
-    let scopes = match (c.scope, c.scp) {
-        (Some(s), _) => s.split_whitespace().map(str::to_string).collect(),
-        (None, Some(list)) => list,
-        (None, None) => Vec::new(),
+}
+
+fn principal(c: Claims, map: &ClaimMap) -> Result<Principal, AuthError> {
+    let tenant = match &map.fixed_tenant {
+        Some(t) => t.clone(),
+        None => text_claim(&c.rest, &map.tenant)?.ok_or_else(|| AuthError::BadClaims(format!("missing {} (the tenant claim)", map.tenant)))?,
     };
-    let actor = c.actor.unwrap_or(Actor::Agent);
+    if tenant.is_empty() || tenant.len() > 64 || !tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
+        return Err(AuthError::BadClaims(format!("the tenant ({}) must be 1-64 of [a-z0-9_-]", map.tenant)));
+    }
+    let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let scopes = match (c.rest.get("scope"), c.rest.get("scp")) {
+        (Some(serde_json::Value::String(s)), _) => words(s),
+        (None | Some(serde_json::Value::Null), Some(serde_json::Value::String(s))) => words(s),
+        (None | Some(serde_json::Value::Null), Some(serde_json::Value::Array(list))) => {
+            list.iter().map(|v| v.as_str().map(str::to_string)).collect::<Option<_>>().ok_or_else(|| AuthError::BadClaims("scp must list strings".into()))?
+        }
+        (None | Some(serde_json::Value::Null), None | Some(serde_json::Value::Null)) => Vec::new(),
+        _ => return Err(AuthError::BadClaims("scope must be a space-separated string (or scp a list)".into())),
+    };
+    let actor = match text_claim(&c.rest, &map.actor)?.as_deref() {
+        None | Some("agent") => Actor::Agent,
+        Some("human") => Actor::Human,
+        Some(other) => return Err(AuthError::BadClaims(format!("the {} claim must be agent or human, not {other:?}", map.actor))),
+    };
     // Only people can be admins: no agent token, however broad, gets a role.
-    let role = match (actor, c.role) {
-        (Actor::Human, Some(Role::Admin)) => Role::Admin,
+    let role = match (actor, text_claim(&c.rest, &map.role)?.as_deref()) {
+        (Actor::Human, Some("admin")) => Role::Admin,
         _ => Role::Member,
     };
-    Ok(Principal { name: c.name.unwrap_or_else(|| c.sub.clone()), subject: c.sub, tenant, actor, role, scopes, exp: c.exp })
+    let name = text_claim(&c.rest, &map.name)?.unwrap_or_else(|| c.sub.clone());
+    Ok(Principal { name, subject: c.sub, tenant, actor, role, scopes, exp: c.exp })
 }

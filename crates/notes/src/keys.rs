@@ -84,6 +84,12 @@ pub fn verified_token(config: &str, token_hash: &str) -> String {
     format!("auth/verified/{config}/{token_hash}")
 }
 
+/// The issuer's JWKS as last fetched (`cache` store): `source` names where
+/// it comes from (a hash of the JWKS URL, or of the issuer for discovery).
+pub fn fetched_jwks(source: &str) -> String {
+    format!("auth/jwks/{source}")
+}
+
 // Keys inside a tenant (relative to its prefix).
 
 pub(crate) fn note(note_id: &str) -> String {

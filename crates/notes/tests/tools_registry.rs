@@ -52,6 +52,24 @@ fn tool_names_use_only_lowercase_and_underscores_and_scopes_match_kinds() {
     }
 }
 
+/// Clients (ChatGPT apps, Cursor's Ask mode) treat a tool without hints as an
+/// open-world write: every tool states a title and all four hints.
+#[test]
+fn every_tool_has_a_title_and_all_four_annotations_and_none_is_open_world() {
+    for s in &cairn_notes::tools::tools() {
+        let listed = serde_json::to_value(s).unwrap();
+        assert!(listed["title"].as_str().is_some_and(|t| !t.is_empty()), "{}", s.name);
+        for hint in ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] {
+            assert!(listed["annotations"][hint].is_boolean(), "{} lacks {hint}", s.name);
+        }
+        assert_eq!(listed["annotations"]["openWorldHint"], false, "{}", s.name);
+        // A read tool is never destructive.
+        if s.annotations.read_only_hint {
+            assert!(!s.annotations.destructive_hint, "{}", s.name);
+        }
+    }
+}
+
 #[test]
 fn write_tools_require_expected_version_and_idempotency_key_and_say_what_to_do_on_conflict() {
     let content_writes = ["edit_note_tab", "create_note_tab", "add_note_source"];

@@ -134,6 +134,9 @@ pub struct ToolAnnotations {
     pub destructive_hint: bool,
     /// Repeating the call with the same arguments has no further effect.
     pub idempotent_hint: bool,
+    /// The tool reaches beyond Cairn's own store. Always false: no tool
+    /// fetches anything (a source's URL is stored, never visited).
+    pub open_world_hint: bool,
 }
 
 /// One tool as published in `tools/list`, plus the OAuth scope it needs.
@@ -157,16 +160,16 @@ pub struct ToolSpec {
 
 /// The annotations of every read tool.
 pub(crate) const READ: ToolAnnotations =
-    ToolAnnotations { read_only_hint: true, destructive_hint: false, idempotent_hint: true };
+    ToolAnnotations { read_only_hint: true, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
 /// A write that may replace existing content; repeating it (same key) changes nothing more.
 pub(crate) const REPLACES: ToolAnnotations =
-    ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true };
+    ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true, open_world_hint: false };
 /// A write that only adds or holds; repeating it changes nothing more.
 pub(crate) const ADDS: ToolAnnotations =
-    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true };
+    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
 /// A write that adds something new every time it is called.
 pub(crate) const APPENDS: ToolAnnotations =
-    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: false };
+    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: false, open_world_hint: false };
 
 /// What every content write tool says about conflicts.
 pub(crate) const ON_CONFLICT: &str = "On version_conflict or content_hash_mismatch nothing was written: read the tab again, \
