@@ -127,5 +127,13 @@ async fn forward(
     if let Some(saved) = saved {
         store.data_mut().leave(saved);
     }
+    // A Cairn tool answers (status, body): counted by tool and outcome.
+    if outcome.is_ok() && linked.dep.export.starts_with("cairn:platform/tool") {
+        if let Some(Val::Tuple(answer)) = results.first() {
+            if let [Val::U16(status), Val::String(body)] = answer.as_slice() {
+                crate::metrics::tool_call(&linked.dep.import.replace('-', "_"), "composed", *status, body);
+            }
+        }
+    }
     outcome
 }

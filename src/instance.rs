@@ -74,6 +74,9 @@ pub struct App {
     pub limits: Limits,
     /// Makes each instance's outbound HTTP policy.
     pub outbound: fn(&Arc<App>, Arc<Spec>) -> OutboundHooks,
+    /// The bearer token of `GET /metrics` (the `metrics_token` variable);
+    /// `None` keeps the route hidden.
+    pub metrics_token: Option<String>,
 }
 
 impl App {
@@ -223,6 +226,7 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
 {
+    let _in_use = crate::metrics::InUse::start();
     let (store, wasi_req, out, rx) = prepare(&app, &component, req, &route)?;
     let answer = async {
         match rx.await {

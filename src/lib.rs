@@ -16,6 +16,7 @@
 //! - [`clock`]: the system clock and randomness as the notes core's `Env`.
 //! - [`local`]: the local signing key and identity secret in the state dir.
 //! - [`logs`]: the log subscriber.
+//! - [`metrics`]: Prometheus metrics (`GET /metrics`) and the metered store.
 //! - [`cmd`]: the CLI commands (`up`, `build`, `token`, `compat`), one file each.
 //!
 //! Bindings for the WIT contract in `wit/` are generated here, once.
@@ -29,6 +30,7 @@ pub mod kv_host;
 pub mod local;
 pub mod logs;
 pub mod manifest;
+pub mod metrics;
 pub mod outbound;
 pub mod server;
 pub mod stores;

@@ -110,7 +110,8 @@ pub async fn start(opts: Options) -> Result<Running> {
         app_vars.insert(COMMIT_CHECK.into(), "off".into());
     }
     app_vars.extend(opts.variables.clone());
-    let stores = opts.stores.open(&opts.state_dir, opts.fsync)?;
+    crate::metrics::install();
+    let stores = opts.stores.open(&opts.state_dir, opts.fsync)?.into_iter().map(|(l, s)| (l.clone(), crate::metrics::Metered::wrap(&l, s))).collect();
     let listener = TcpListener::bind(opts.listen)
         .await
         .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
@@ -133,6 +134,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         stores,
         limits: opts.limits.clone(),
         outbound: crate::outbound::hooks,
+        metrics_token: app_vars.get("metrics_token").filter(|t| !t.is_empty()).cloned(),
     });
     for c in &app.manifest.components {
         tracing::info!(component = %c.id, routes = ?c.routes, "component ready");
@@ -222,17 +224,26 @@ async fn handle(
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_string();
-    let (id, response) = match instance::route(&app, &path) {
-        None => ("-".to_string(), json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into())),
+    if path == "/metrics" {
+        return Ok(metrics_answer(&app, &req));
+    }
+    let (id, route, response) = match instance::route(&app, &path) {
+        None => ("-".to_string(), "-".to_string(), json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into())),
         Some((loaded, mut info)) => {
             info.client = peer.to_string();
             let id = loaded.spec.id.clone();
+            let route = info.matched.clone();
             let _permit = permits.acquire().await;
             // The instance runs in this connection's task, to the end, with its
             // response body collected as it is written: no task hop and no
             // cross-thread wake-up per request.
             let response = match instance::run_buffered(app.clone(), loaded.clone(), req, info).await {
-                Ok(r) => r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync()),
+                Ok(r) => {
+                    if let Some(tool) = path.strip_prefix("/tools/") {
+                        crate::metrics::tool_call(tool, "http", r.status().as_u16(), &String::from_utf8_lossy(r.body()));
+                    }
+                    r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync())
+                }
                 Err(e) => {
                     tracing::error!(component = %id, error = %e, "request failed");
                     json(
@@ -241,9 +252,10 @@ async fn handle(
                     )
                 }
             };
-            (id, response)
+            (id, route, response)
         }
     };
+    crate::metrics::request(&id, &route, response.status().as_u16(), started.elapsed());
     tracing::info!(
         component = %id,
         method = %method,
@@ -253,6 +265,26 @@ async fn handle(
         "request"
     );
     Ok(response)
+}
+
+/// `GET /metrics`: the Prometheus text exposition, for the bearer of the
+/// `metrics_token` variable; 404 while it is unset.
+fn metrics_answer(app: &App, req: &Request<Incoming>) -> Response<Body> {
+    let Some(expected) = &app.metrics_token else {
+        return json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into());
+    };
+    let given = req.headers().get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
+        return json(StatusCode::UNAUTHORIZED, r#"{"error":"unauthorized","message":"the metrics need the operator's metrics_token as a bearer token"}"#.into());
+    }
+    let mut r = Response::new(Full::new(Bytes::from(crate::metrics::render())).map_err(|never| match never {}).boxed_unsync());
+    r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"));
+    r
+}
+
+/// Byte strings compared in time independent of where they differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Run until Ctrl-C or SIGTERM, then shut down gracefully.

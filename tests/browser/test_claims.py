@@ -1,8 +1,10 @@
 """Presence and claims in the page."""
 
+import time
+
 import pytest
 
-from conftest import Refused, open_signed_in, open_tab, screenshot, wait_until_no_claims
+from conftest import Refused, Watched, open_signed_in, open_tab, screenshot, wait_until_no_claims
 
 
 def claimed_in_page(context, server, person, title):
@@ -63,3 +65,23 @@ def test_closing_the_tab_releases_the_persons_claim(server, context, person, age
     assert len(agent.call("list_claims", note_id=note)["claims"]) == 1
     w.page.close(run_before_unload=True)
     assert wait_until_no_claims(agent, note) == []
+
+
+def test_the_persons_claim_is_kept_alive_by_a_heartbeat_while_they_edit(server, context, person, agent):
+    note = person.note("Heartbeat")
+    page = context.new_page()
+    page.clock.install()  # the page's timers run on a clock the test moves
+    w = Watched(page)
+    w.page.goto(server.sign_in_link)
+    w.page.wait_for_selector("#new-note-title")
+    open_tab(w, note)
+    w.page.click("#claim-toggle")
+    w.page.wait_for_selector('#claim-toggle:has-text("Release")')
+    [claim] = agent.call("list_claims", note_id=note)["claims"]
+    assert claim["renewed"] is False and claim["ttl_seconds"] == 60
+    w.page.clock.run_for(21_000)  # past one heartbeat (every 20 s)
+    deadline = time.time() + 10
+    while not agent.call("list_claims", note_id=note)["claims"][0]["renewed"] and time.time() < deadline:
+        w.page.clock.run_for(1_000)
+    [renewed] = agent.call("list_claims", note_id=note)["claims"]
+    assert renewed["renewed"] is True and renewed["claim_id"] == claim["claim_id"]

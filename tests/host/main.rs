@@ -21,6 +21,7 @@ mod limits;
 mod local_sign_in;
 mod manifest;
 mod mcp_protocol;
+mod metrics;
 mod notes_e2e;
 mod one_build;
 mod oauth;
