@@ -9,8 +9,10 @@ def test_notes_are_listed_a_page_at_a_time_and_created_from_the_page(server, con
     w = open_signed_in(context, server)
     assert w.page.locator("#note-list li").count() == 20
     w.page.click("#more-notes")
+    w.page.wait_for_selector('#main[data-loaded="notes:later"]', state="attached")
     w.page.wait_for_selector('#note-list a:has-text("Paged note 20")')
     w.page.click("text=First page")
+    w.page.wait_for_selector('#main[data-loaded="notes:first"]', state="attached")
     w.page.fill("#new-note-title", "Made in the page")
     w.page.check("#new-note-approved")
     w.page.click("#create-note")

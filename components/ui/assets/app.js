@@ -273,6 +273,7 @@ async function showNotes(cursor) {
     h('div', { class: 'row' },
       cursor ? h('a', { href: '#/' }, 'First page') : null,
       r.body.next_cursor ? h('a', { id: 'more-notes', href: '#/page/' + enc(r.body.next_cursor) }, 'Next page') : null));
+  main().dataset.loaded = 'notes:' + (cursor ? 'later' : 'first');
 }
 
 // ---------------------------------------------------------------- note ---
