@@ -227,6 +227,8 @@ where
     B::Error: Into<wasmtime_wasi_http::Error>,
 {
     let _in_use = crate::metrics::InUse::start();
+    // A tool's answer over HTTP (from this host's router or another's) is counted here, once.
+    let tool = req.uri().path().strip_prefix("/tools/").map(str::to_string);
     let (store, wasi_req, out, rx) = prepare(&app, &component, req, &route)?;
     let answer = async {
         match rx.await {
@@ -243,7 +245,12 @@ where
     };
     let (guest, answer) = tokio::join!(call(store, component.pre.clone(), wasi_req, out), answer);
     match answer {
-        Ok(resp) => Ok(resp),
+        Ok(resp) => {
+            if let Some(tool) = tool {
+                crate::metrics::tool_call(&tool, "http", resp.status().as_u16(), &String::from_utf8_lossy(resp.body()));
+            }
+            Ok(resp)
+        }
         Err(Some(e)) => Err(match guest {
             Err(trap) => describe_trap(trap, &component.spec.id),
             Ok(()) => e,

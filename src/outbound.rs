@@ -68,15 +68,11 @@ impl WasiHttpHooks for Hooks {
                 // before it waits for the answer, and handing each side one
                 // complete body saves a round of stream polls per chunk.
                 let (parts, body) = request.into_parts();
-                let tool = parts.uri.path().strip_prefix("/tools/").map(str::to_string);
                 let body = body.collect().await?.to_bytes();
                 let request = hyper::Request::from_parts(parts, http_body_util::Full::new(body));
                 let response = run_buffered(app, target, request, RouteInfo::internal())
                     .await
                     .map_err(|e| wasmtime_wasi_http::Error::InternalError(Some(format!("{e:#}"))))?;
-                if let Some(tool) = tool {
-                    crate::metrics::tool_call(&tool, "http", response.status().as_u16(), &String::from_utf8_lossy(response.body()));
-                }
                 let response = response.map(|body| boxed(http_body_util::Full::new(body)));
                 let io: Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send> =
                     Box::new(async { Ok(()) });

@@ -238,12 +238,7 @@ async fn handle(
             // response body collected as it is written: no task hop and no
             // cross-thread wake-up per request.
             let response = match instance::run_buffered(app.clone(), loaded.clone(), req, info).await {
-                Ok(r) => {
-                    if let Some(tool) = path.strip_prefix("/tools/") {
-                        crate::metrics::tool_call(tool, "http", r.status().as_u16(), &String::from_utf8_lossy(r.body()));
-                    }
-                    r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync())
-                }
+                Ok(r) => r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync()),
                 Err(e) => {
                     tracing::error!(component = %id, error = %e, "request failed");
                     json(
@@ -274,17 +269,12 @@ fn metrics_answer(app: &App, req: &Request<Incoming>) -> Response<Body> {
         return json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into());
     };
     let given = req.headers().get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-    if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
+    if !given.is_some_and(|g| cairn_auth::constant_time_eq(g.as_bytes(), expected.as_bytes())) {
         return json(StatusCode::UNAUTHORIZED, r#"{"error":"unauthorized","message":"the metrics need the operator's metrics_token as a bearer token"}"#.into());
     }
     let mut r = Response::new(Full::new(Bytes::from(crate::metrics::render())).map_err(|never| match never {}).boxed_unsync());
     r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"));
     r
-}
-
-/// Byte strings compared in time independent of where they differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Run until Ctrl-C or SIGTERM, then shut down gracefully.

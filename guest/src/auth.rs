@@ -219,7 +219,8 @@ impl Config {
     pub async fn authenticate(&self, req: &Request, bucket: Option<&Bucket>, now_s: u64) -> Result<Principal, Refused> {
         let token = respond::bearer(req).ok_or(Refused::Token(AuthError::Missing))?;
         let (mut jwks, mut fresh) = self.keys(bucket, now_s, false).await?;
-        let key = cairn_notes::keys::verified_token(&self.cache_salt(&jwks), &token_digest(token));
+        let digest = token_digest(token);
+        let mut key = cairn_notes::keys::verified_token(&self.cache_salt(&jwks), &digest);
         if let Some(b) = bucket {
             if let Ok(Some(bytes)) = b.get(&key) {
                 if let Ok(p) = serde_json::from_slice::<Principal>(&bytes) {
@@ -239,11 +240,11 @@ impl Config {
             (jwks, fresh) = self.keys(bucket, now_s, true).await?;
             if fresh {
                 v = verifier(&jwks)?;
+                key = cairn_notes::keys::verified_token(&self.cache_salt(&jwks), &digest);
             }
         }
         let p = v.verify(token).map_err(Refused::Token)?;
         if let Some(b) = bucket {
-            let key = cairn_notes::keys::verified_token(&self.cache_salt(&jwks), &token_digest(token));
             let _ = b.set(&key, &serde_json::to_vec(&p).unwrap_or_default());
         }
         Ok(p)

@@ -35,10 +35,4 @@ pub fn variable(name: &str) -> Option<String> {
     spin_sdk::variables::get(name).ok().filter(|v| !v.is_empty())
 }
 
-/// Compare two byte strings in time independent of where they differ.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
+pub use cairn_auth::constant_time_eq;

@@ -15,6 +15,12 @@ pub mod identity;
 pub mod jwt;
 pub mod mint;
 
+/// Compare two byte strings in time independent of where they differ (for
+/// operator tokens: the host's `/metrics`, the components' probe and sweep).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 use serde::{Deserialize, Serialize};
 
 /// Agent or person, and the role in the tenant: the notes core's types, so a
