@@ -5,14 +5,17 @@
 //! - lie like Spin's Redis backend: a swap whose read was overtaken is
 //!   reported as done without writing (its nil `EXEC` taken for success), and
 //!   now and then written anyway (a reconnect between `WATCH` and `EXEC`
-//!   turns it into a blind write);
+//!   turns it into a blind write), optionally only while the blind write
+//!   reaches the store within a bound of the read it was based on;
 //! - fail like a stopped server ([`Error::Unavailable`]) or a full disk
 //!   ([`Error::Full`]), for writes only or for everything;
 //! - record the keys read, to show what an operation touched.
 
 use crate::{Error, Observed, Read, Result, Store, Swap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 /// The switches of a [`Faulty`] store, shared with the test driving it.
 #[derive(Debug, Default)]
@@ -31,6 +34,15 @@ pub struct Control {
     /// 0: as the store behind says; 1: vouched; 2: not vouched.
     vouched: AtomicU32,
     swap_latency_us: AtomicU64,
+    /// Blind writes land only this long after their read (0: any time).
+    blind_within_us: AtomicU64,
+    /// When each (bucket, key, observed) was first handed out by a read,
+    /// recorded while `blind_within_us` is set.
+    first_read: Mutex<HashMap<(String, String, Observed), Instant>>,
+    /// Reads share it; a bounded blind write holds it alone while it checks
+    /// its deadline and writes, so a read is wholly before or after it.
+    gate: RwLock<()>,
+    late_blind: AtomicU64,
 }
 
 impl Control {
@@ -53,6 +65,20 @@ impl Control {
     /// meanwhile makes the swap's read stale.
     pub fn set_swap_latency(&self, latency: std::time::Duration) {
         self.swap_latency_us.store(latency.as_micros() as u64, Ordering::SeqCst);
+    }
+
+    /// A blind write reaches the store at most `bound` after the read it was
+    /// based on, as a request on a healthy network does: one that would land
+    /// later is dropped instead (still reported as done). This is the
+    /// delivery bound Cairn's commit check states, enforced exactly, so a
+    /// test is not at the mercy of how its threads are scheduled.
+    pub fn bound_blind_writes(&self, bound: Duration) {
+        self.blind_within_us.store(bound.as_micros().max(1) as u64, Ordering::SeqCst);
+    }
+
+    /// Blind writes dropped because they would have landed past the bound.
+    pub fn late_blind_writes(&self) -> u64 {
+        self.late_blind.load(Ordering::SeqCst)
     }
 
     /// Stop lying.
@@ -136,10 +162,40 @@ impl Faulty {
     }
 }
 
+impl Faulty {
+    /// Writes `value` over whatever the key holds now, unless a delivery
+    /// bound is set and the read behind `observed` is older than it.
+    fn blind_write(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<()> {
+        let bound = self.ctl.blind_within_us.load(Ordering::SeqCst);
+        if bound == 0 {
+            self.ctl.blind_writes.fetch_add(1, Ordering::SeqCst);
+            return self.inner.set(bucket, key, value);
+        }
+        let _alone = self.ctl.gate.write().unwrap_or_else(|e| e.into_inner());
+        let read_at = self.ctl.first_read.lock().unwrap_or_else(|e| e.into_inner()).get(&(bucket.to_string(), key.to_string(), observed)).copied();
+        match read_at {
+            Some(at) if at.elapsed() <= Duration::from_micros(bound) => {
+                self.ctl.blind_writes.fetch_add(1, Ordering::SeqCst);
+                self.inner.set(bucket, key, value)
+            }
+            _ => {
+                self.ctl.late_blind.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        }
+    }
+}
+
 impl Store for Faulty {
     fn read(&self, bucket: &str, key: &str) -> Result<Read> {
         self.ctl.reading(key)?;
-        self.inner.read(bucket, key)
+        let _shared = self.ctl.gate.read().unwrap_or_else(|e| e.into_inner());
+        let read = self.inner.read(bucket, key)?;
+        if self.ctl.blind_within_us.load(Ordering::SeqCst) > 0 {
+            let mut seen = self.ctl.first_read.lock().unwrap_or_else(|e| e.into_inner());
+            seen.entry((bucket.to_string(), key.to_string(), read.observed)).or_insert_with(Instant::now);
+        }
+        Ok(read)
     }
 
     fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
@@ -159,8 +215,7 @@ impl Store for Faulty {
             Swap::Failed(_) => {
                 self.ctl.lies.fetch_add(1, Ordering::SeqCst);
                 if self.ctl.next_per_mille() < self.ctl.blind_per_mille.load(Ordering::SeqCst) {
-                    self.ctl.blind_writes.fetch_add(1, Ordering::SeqCst);
-                    self.inner.set(bucket, key, value)?;
+                    self.blind_write(bucket, key, observed, value)?;
                 }
                 Ok(Swap::Done)
             }
@@ -212,6 +267,7 @@ impl Store for Faulty {
 
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.ctl.reading(key)?;
+        let _shared = self.ctl.gate.read().unwrap_or_else(|e| e.into_inner());
         self.inner.get(bucket, key)
     }
 }
@@ -243,6 +299,24 @@ mod tests {
         assert_eq!(s.swap("b", "k", stale.observed, b"3").unwrap(), Swap::Done);
         assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"3"[..]));
         assert_eq!(ctl.lies_told(), (1, 1));
+    }
+
+    #[test]
+    fn a_bounded_blind_write_lands_in_time_and_is_dropped_when_late() {
+        let (s, ctl) = Faulty::new(Arc::new(MemoryStore::new()));
+        ctl.lie_like_spin_redis(1000, 1);
+        ctl.bound_blind_writes(Duration::from_millis(50));
+        s.set("b", "k", b"1").unwrap();
+        let stale = s.read("b", "k").unwrap();
+        s.set("b", "k", b"2").unwrap();
+        assert_eq!(s.swap("b", "k", stale.observed, b"3").unwrap(), Swap::Done);
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"3"[..]), "in time: written blindly");
+        let stale = s.read("b", "k").unwrap();
+        s.set("b", "k", b"4").unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(s.swap("b", "k", stale.observed, b"5").unwrap(), Swap::Done);
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"4"[..]), "late: dropped, still reported done");
+        assert_eq!((ctl.lies_told(), ctl.late_blind_writes()), ((2, 1), 1));
     }
 
     #[test]

@@ -76,6 +76,10 @@ pub(crate) const MARKERS_KEPT: usize = 32;
 pub(crate) const SETTLE: std::time::Duration = std::time::Duration::from_millis(5);
 /// The longest a writer that confirms lets pass between its fresh read and its swap.
 pub(crate) const SWAP_AFTER_READ: std::time::Duration = std::time::Duration::from_millis(2);
+/// The delivery bound the commit check rests on: a swap that reaches the
+/// store within this long of the read it was based on cannot overwrite an
+/// acknowledged commit unseen (`SETTLE - SWAP_AFTER_READ`).
+pub const DELIVERY_BOUND: std::time::Duration = SETTLE.saturating_sub(SWAP_AFTER_READ);
 
 /// Who reads the head.
 #[derive(Clone, Copy)]

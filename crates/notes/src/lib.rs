@@ -86,6 +86,7 @@ pub mod scopes {
 
 pub use cairn_kv::Store;
 pub use claim_index::sweep_expired_claims;
+pub use head::DELIVERY_BOUND;
 pub use env::{ActorType, Env, Identity, Role, SimEnv};
 pub use kv::TenantKv;
 pub use keys::list_tenants;
