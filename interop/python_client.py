@@ -3,7 +3,8 @@
 usage: python_client.py URL MODE   (MODE: legacy = initialize handshake,
 auto = server/discover at 2026-07-28 first). Needs CAIRN_TOKEN and CAIRN_NOTE.
 Lists the tools, reads the markdown tab, writes it with the version read,
-then writes again with the stale version and expects a version_conflict.
+then writes again with the stale version and expects a version_conflict;
+then lists the resources and reads the markdown tab as one.
 Prints one JSON line with what it saw; exits non-zero on any surprise.
 """
 
@@ -40,10 +41,17 @@ async def main(url: str, mode: str) -> None:
             stale = await client.call_tool("edit_note_tab", {**args, "idempotency_key": f"py-{mode}-2"})
             refusal = field(stale, "structured_content", "structuredContent")
             assert field(stale, "is_error", "isError") and refusal["error"] == "version_conflict", stale
+            uris = [str(r.uri) for r in (await client.list_resources()).resources]
+            templates = field(await client.list_resource_templates(), "resource_templates", "resourceTemplates")
+            contents = (await client.read_resource(f"cairn://notes/{note}/tabs/markdown")).contents
+            markdown = next(c.text for c in contents if field(c, "mime_type", "mimeType") == "text/markdown")
             print(json.dumps({"client": "python", "mode": mode, "tools": len(names),
                               "protocol": str(getattr(client, "protocol_version", "")),
                               "read_version": version, "conflict": refusal["error"],
-                              "current_version": refusal["current_version"]}))
+                              "current_version": refusal["current_version"],
+                              "note_listed_as_resource": f"cairn://notes/{note}" in uris,
+                              "templates": len(templates), "resource_text": markdown,
+                              "written_text": args["text"]}))
 
 
 if __name__ == "__main__":

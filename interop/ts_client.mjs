@@ -1,7 +1,9 @@
 // Drive a running Cairn with the official TypeScript MCP SDK.
 // usage: node ts_client.mjs URL   (needs CAIRN_TOKEN and CAIRN_NOTE)
 // Lists the tools, reads the markdown tab, writes it with the version read,
-// then writes again with the stale version and expects a version_conflict.
+// then writes again with the stale version and expects a version_conflict;
+// then lists the resources and reads the markdown tab as one. The SDK checks
+// every structuredContent against the tool's outputSchema on its own.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
@@ -23,8 +25,16 @@ const wrote = await client.callTool({ name: "edit_note_tab", arguments: { ...arg
 if (wrote.isError) fail(`write refused: ${JSON.stringify(wrote)}`);
 const stale = await client.callTool({ name: "edit_note_tab", arguments: { ...args, idempotency_key: "ts-2" } });
 if (!stale.isError || stale.structuredContent.error !== "version_conflict") fail(`stale write not refused: ${JSON.stringify(stale)}`);
+const { resources } = await client.listResources();
+const { resourceTemplates } = await client.listResourceTemplates();
+const tabUri = `cairn://notes/${note}/tabs/markdown`;
+const { contents } = await client.readResource({ uri: tabUri });
+const markdown = contents.find((c) => c.mimeType === "text/markdown");
 console.log(JSON.stringify({
   client: "typescript", protocol: client.getServerVersion()?.name, tools: tools.length,
+  tools_with_output_schema: tools.filter((t) => t.outputSchema).length,
   read_version: version, conflict: stale.structuredContent.error, current_version: stale.structuredContent.current_version,
+  note_listed_as_resource: resources.some((r) => r.uri === `cairn://notes/${note}`),
+  templates: resourceTemplates.length, resource_text: markdown?.text, written_text: args.text,
 }));
 await client.close();

@@ -43,6 +43,9 @@ target/browser-venv/bin/pip install --quiet --disable-pip-version-check -r tests
 # wasmtime is compiled once (a separate `cargo build --bin cairn` would
 # resolve features without the dev-dependencies and compile it twice).
 cargo test --release --locked --no-run
+# The Rust SDK's client for the interop tests (its own feature set, apart
+# from the host's, so it never touches wasmtime).
+cargo build --release --locked -p cairn-rmcp-interop
 ./target/release/cairn build
 ./target/release/cairn build -f tests/fixtures/spin.toml
 

@@ -108,7 +108,8 @@ impl Cairn {
         )
     }
 
-    /// `tools/call`, returning the CallToolResult (panics on a JSON-RPC error).
+    /// `tools/call`, returning the CallToolResult (panics on a JSON-RPC
+    /// error, or on a structuredContent outside the tool's `outputSchema`).
     pub fn call(&self, token: &str, tool: &str, args: Value) -> Value {
         static ID: AtomicU64 = AtomicU64::new(1);
         let id = ID.fetch_add(1, Ordering::SeqCst);
@@ -116,6 +117,7 @@ impl Cairn {
         assert_eq!(r.status, 200, "{tool}: {}", r.text());
         let v = r.json();
         assert!(v.get("error").is_none(), "{tool}: {v}");
+        assert_valid_output(tool, &v["result"]);
         v["result"].clone()
     }
 
@@ -131,5 +133,21 @@ impl Cairn {
         let r = self.rest(&self.token(who), "POST", "/api/v1/notes", Some(&json!({"title": title, "approved_for_agents": approved})));
         assert_eq!(r.status, 201, "{}", r.text());
         r.json()["note_id"].as_str().unwrap().to_string()
+    }
+}
+
+/// Panics unless a CallToolResult's structuredContent validates against the
+/// published `outputSchema` of `tool` (success and refusal alike).
+pub fn assert_valid_output(tool: &str, result: &Value) {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    static VALIDATORS: OnceLock<HashMap<&'static str, jsonschema::Validator>> = OnceLock::new();
+    let validators = VALIDATORS.get_or_init(|| {
+        cairn_notes::tools::TOOLS.iter().map(|t| (t.name, jsonschema::validator_for(&(t.output_schema)()).expect("a valid output schema"))).collect()
+    });
+    let Some(v) = validators.get(tool) else { return };
+    let content = &result["structuredContent"];
+    if let Err(e) = v.validate(content) {
+        panic!("{tool}: structuredContent does not match its outputSchema at {}: {e}\n{content}", e.instance_path());
     }
 }

@@ -1,11 +1,13 @@
 //! The official MCP clients against the running server, with a bearer
 //! token: the Python SDK (both its handshake and its 2026-07-28 stateless
-//! mode), the TypeScript SDK, MCP Inspector's CLI (on Node 22), and the
-//! conformance suite's fixture-free server scenarios. Each lists the tools,
-//! calls a read tool and a write tool, and sees a conflict.
+//! mode), the TypeScript SDK, the Rust SDK (`rmcp`), MCP Inspector's CLI (on
+//! Node 22), and the conformance suite's fixture-free server scenarios. Each
+//! lists the tools, calls a read tool and a write tool, and sees a conflict;
+//! the SDKs also list the resources and read the tab they wrote as one.
 //!
 //! The clients are installed by scripts/test.sh (interop/ holds their
-//! package.json and requirements.txt); a missing one fails the test.
+//! package.json and requirements.txt, and the rmcp client's crate); a missing
+//! one fails the test.
 
 use crate::app::*;
 use crate::harness::{Cairn, root};
@@ -74,6 +76,7 @@ fn python_sdk_handshake_and_stateless_modes_read_write_and_see_a_conflict() {
         assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
         assert_eq!(r["conflict"], "version_conflict", "{r}");
         assert_eq!(r["current_version"], r["read_version"].as_u64().unwrap() + 1, "{r}");
+        saw_resources(&r);
         if mode == "auto" {
             assert_eq!(r["protocol"], "2026-07-28", "the stateless revision was not negotiated: {r}");
         }
@@ -91,7 +94,32 @@ fn typescript_sdk_reads_writes_and_sees_a_conflict() {
         .env("CAIRN_NOTE", s.note()));
     let r = last_json(&out);
     assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
+    assert_eq!(r["tools_with_output_schema"], cairn_notes::tools().len(), "{r}");
     assert_eq!(r["conflict"], "version_conflict", "{r}");
+    saw_resources(&r);
+}
+
+/// What every SDK client reports of the resources: the note listed, both
+/// templates, and the tab read back as the markdown it wrote.
+fn saw_resources(r: &Value) {
+    assert_eq!(r["note_listed_as_resource"], true, "{r}");
+    assert_eq!(r["templates"], 2, "{r}");
+    assert_eq!(r["resource_text"], r["written_text"], "the tab read as a resource is the text written: {r}");
+}
+
+#[test]
+fn rust_sdk_reads_writes_sees_a_conflict_and_reads_resources() {
+    let s = setup();
+    let client = need(root().join("target/release/cairn-rmcp-interop"));
+    let out = run(Command::new(client).arg(s.url()).env("CAIRN_TOKEN", &s.token).env("CAIRN_NOTE", s.note()));
+    let r = last_json(&out);
+    assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
+    assert_eq!(r["tools_with_output_schema"], cairn_notes::tools().len(), "{r}");
+    assert_eq!(r["conflict"], "version_conflict", "{r}");
+    assert_eq!(r["current_version"], r["read_version"].as_u64().unwrap() + 1, "{r}");
+    let spoken = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
+    assert!(spoken.contains(&r["protocol"].as_str().unwrap_or_default()), "an unknown revision was negotiated: {r}");
+    saw_resources(&r);
 }
 
 /// Run the Inspector CLI; its first JSON document. It exits non-zero when a

@@ -27,6 +27,7 @@ mod one_build;
 mod oauth;
 mod outbound;
 mod real_issuer;
+mod resources;
 mod routing;
 mod scale_out;
 mod scale_out_faults;

@@ -14,6 +14,10 @@ fn initialize_echoes_each_handshake_revision_and_falls_back_to_the_latest() {
         let r = cairn.mcp(&t, &rpc(1, "initialize", json!({"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})));
         assert_eq!(r.json()["result"]["protocolVersion"], v);
         assert_eq!(r.json()["result"]["capabilities"]["tools"]["listChanged"], false);
+        let instructions = r.json()["result"]["instructions"].as_str().unwrap().to_string();
+        for rule in ["read the tab again", "redo your change", "new idempotency key", "never resend your old content"] {
+            assert!(instructions.contains(rule), "the instructions do not state {rule:?}: {instructions}");
+        }
     }
     let r = cairn.mcp(&t, &rpc(2, "initialize", json!({"protocolVersion": "2024-01-01", "capabilities": {}})));
     assert_eq!(r.json()["result"]["protocolVersion"], "2025-11-25");
@@ -61,7 +65,7 @@ fn json_rpc_errors_carry_the_right_codes() {
     assert_eq!(invalid.json()["error"]["code"], -32600);
     let no_version = cairn.mcp(&t, &json!({"id": 1, "method": "ping"}));
     assert_eq!(no_version.json()["error"]["code"], -32600);
-    let unknown = cairn.mcp(&t, &rpc(1, "resources/list", json!({})));
+    let unknown = cairn.mcp(&t, &rpc(1, "prompts/list", json!({})));
     assert_eq!(unknown.json()["error"]["code"], -32601);
     let tool = cairn.mcp(&t, &rpc(1, "tools/call", json!({"name": "drop_tables", "arguments": {}})));
     assert_eq!(tool.json()["error"]["code"], -32602);

@@ -9,12 +9,17 @@
 //! - `GET`/`DELETE /mcp`: 405 (no sessions, no server-initiated stream).
 //! - `GET /.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata.
 //!
+//! Modules: `mcp` (JSON-RPC framing, the MCP methods, tool calls on either
+//! road) and `resources` (notes and tabs as MCP resources, read through the
+//! same tools, so the same tenants, scopes and agent visibility hold).
+//!
 //! `tools/call` goes to the tool's own component at
 //! `http://<component-id>.spin.internal/`, or at the URL in the variable
 //! `tool_url_<tool>` when tools are deployed apart, with the caller's
 //! identity signed into `cairn-identity`. The token never leaves the router.
 
 mod mcp;
+mod resources;
 
 use cairn_guest::auth::{Config, audit_refusal};
 use cairn_guest::kv::Bucket;

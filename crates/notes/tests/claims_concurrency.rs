@@ -2,14 +2,14 @@
 mod common;
 use std::sync::Barrier;
 
-use cairn_notes::{ActorType, Identity, SimEnv, call_tool_value};
+use cairn_notes::{ActorType, Identity, SimEnv};
 use common::*;
 use serde_json::{Value, json};
 
 fn claim(kv: &TestKv, seed: u64, who: &Identity, args: Value, barrier: &Barrier) -> Value {
     let mut env = SimEnv::new(seed);
     barrier.wait();
-    call_tool_value(kv, &mut env, who, "claim_note", args).unwrap()["structuredContent"].clone()
+    checked_call(kv, &mut env, who, "claim_note", args)["structuredContent"].clone()
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn claimers_and_writers_racing_never_write_under_someone_elses_claim() {
                 let who = identity("acme", &format!("w{t}"), ActorType::Agent);
                 let mut env = SimEnv::new(50 + t);
                 let call = |env: &mut SimEnv, tool: &str, args: Value| {
-                    call_tool_value(kv, env, &who, tool, args).unwrap()["structuredContent"].clone()
+                    checked_call(kv, env, &who, tool, args)["structuredContent"].clone()
                 };
                 for i in 0..15 {
                     let claim = loop {

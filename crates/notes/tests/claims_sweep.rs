@@ -137,7 +137,7 @@ fn a_note_claimed_again_after_a_sweep_stays_on_the_board_and_gets_swept_again() 
 
 #[test]
 fn sweeping_while_others_claim_never_takes_a_claimed_note_off_the_index() {
-    use cairn_notes::{ActorType, SimEnv, call_tool_value};
+    use cairn_notes::{ActorType, SimEnv};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let mut w = World::new();
     let ada = human("acme");
@@ -176,24 +176,22 @@ fn sweeping_while_others_claim_never_takes_a_claimed_note_off_the_index() {
                         }
                         env.now_us += 200_000;
                         let n = &notes[((round / 3 + t) % 4) as usize];
-                        let c = call_tool_value(
+                        let c = checked_call(
                             kv,
                             &mut env,
                             &who,
                             "claim_note",
                             json!({"note_id": n, "ttl_seconds": 1 + round % 3}),
-                        )
-                        .unwrap();
+                        );
                         let c = &c["structuredContent"];
                         if c.get("error").is_none() && round % 5 == 0 {
-                            call_tool_value(
+                            checked_call(
                                 kv,
                                 &mut env,
                                 &who,
                                 "release_claim",
                                 json!({"claim_id": c["claim_id"]}),
-                            )
-                            .unwrap();
+                            );
                         }
                     }
                 })

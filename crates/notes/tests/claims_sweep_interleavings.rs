@@ -4,7 +4,7 @@ mod common;
 use std::cell::{Cell, RefCell};
 
 use cairn_kv::{Observed, Read, Store, Swap};
-use cairn_notes::{ActorType, SimEnv, call_tool_value, sweep_expired_claims};
+use cairn_notes::{ActorType, SimEnv, sweep_expired_claims};
 use common::*;
 use serde_json::{Value, json};
 
@@ -155,7 +155,7 @@ fn a_sweep_between_any_two_steps_of_a_claim_keeps_the_claim_indexed() {
             let mut env = SimEnv::new(6);
             env.now_us = now;
             let bot = identity("acme", "bot", ActorType::Agent);
-            let r = call_tool_value(&kv, &mut env, &bot, "claim_note", json!({"note_id": note})).unwrap();
+            let r = checked_call(&kv, &mut env, &bot, "claim_note", json!({"note_id": note}));
             assert_eq!(
                 r["isError"], false,
                 "{state} at {at}: {}",
@@ -185,14 +185,13 @@ fn a_claim_between_any_two_steps_of_a_sweep_stays_indexed() {
                 let mut env = SimEnv::new(7);
                 env.now_us = now;
                 let bot = identity("acme", "bot", ActorType::Agent);
-                let r = call_tool_value(
+                let r = checked_call(
                     inner,
                     &mut env,
                     &bot,
                     "claim_note",
                     json!({"note_id": note}),
-                )
-                .unwrap();
+                );
                 assert_eq!(r["isError"], false, "{}", r["structuredContent"]);
             });
             let mut env = SimEnv::new(8);

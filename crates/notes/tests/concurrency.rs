@@ -1,11 +1,11 @@
 //! Many writers racing on one note: no lost lines, no duplicate tabs or sources.
 mod common;
-use cairn_notes::{Identity, SimEnv, call_tool_value};
+use cairn_notes::{Identity, SimEnv};
 use common::*;
 use serde_json::{Value, json};
 
 fn call(kv: &TestKv, env: &mut SimEnv, who: &Identity, tool: &str, args: Value) -> Value {
-    call_tool_value(kv, env, who, tool, args).unwrap()["structuredContent"].clone()
+    checked_call(kv, env, who, tool, args)["structuredContent"].clone()
 }
 
 #[test]

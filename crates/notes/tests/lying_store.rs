@@ -15,7 +15,7 @@ use std::sync::Arc;
 use cairn_kv::Store;
 use cairn_kv::faults::{Control, Faulty};
 use cairn_kv::memory::MemoryStore;
-use cairn_notes::{ActorType, DELIVERY_BOUND, Identity, SimEnv, call_tool_value};
+use cairn_notes::{ActorType, DELIVERY_BOUND, Identity, SimEnv};
 use common::*;
 use serde_json::{Value, json};
 
@@ -33,7 +33,7 @@ fn note_on(store: &dyn Store, env: &mut SimEnv, who: &Identity) -> String {
 }
 
 fn call(store: &dyn Store, env: &mut SimEnv, who: &Identity, tool: &str, args: Value) -> Value {
-    call_tool_value(store, env, who, tool, args).expect("no store failure")["structuredContent"].clone()
+    checked_call(store, env, who, tool, args)["structuredContent"].clone()
 }
 
 /// Blind writes the store dropped as past the delivery bound, over every race.

@@ -1,6 +1,6 @@
 //! Tenants: every key is prefixed, and one tenant never sees another's notes.
 mod common;
-use cairn_notes::{TenantKv, call_tool_value};
+use cairn_notes::TenantKv;
 use common::*;
 use serde_json::json;
 
@@ -67,7 +67,7 @@ fn invalid_tenant_ids_are_refused_before_any_store_access() {
     let mut env = cairn_notes::SimEnv::new(1);
     for bad in ["", "ACME", "a/b", "a b", &"x".repeat(65), "../t"] {
         let who = identity(bad, "ada", cairn_notes::ActorType::Human);
-        let r = call_tool_value(&kv, &mut env, &who, "list_notes", json!({})).unwrap();
+        let r = checked_call(&kv, &mut env, &who, "list_notes", json!({}));
         assert_eq!(r["isError"], true, "{bad:?}");
         assert_eq!(r["structuredContent"]["field"], "identity.tenant");
         assert!(TenantKv::new(&kv, bad).is_none());

@@ -58,6 +58,15 @@ fn input_schema() -> Value {
             )
 }
 
+/// `add_note_source`: the source as attached (now, or already).
+fn output_schema() -> Value {
+    use crate::schema::*;
+    output(write_result(
+        &["source_id", "title", "url", "already_attached"],
+        json!({"source_id": text(), "title": text(), "url": text(), "already_attached": flag()}),
+    ))
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     a.check()?;

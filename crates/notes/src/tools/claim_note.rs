@@ -55,6 +55,11 @@ fn input_schema() -> Value {
     )
 }
 
+/// `claim_note`: the claim held.
+fn output_schema() -> Value {
+    crate::schema::output(crate::schema::claim_view())
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     a.check()?;

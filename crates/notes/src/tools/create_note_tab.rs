@@ -83,6 +83,15 @@ fn input_schema() -> Value {
     schema
 }
 
+/// `create_note_tab`: the new tab's id and versions, or the first result replayed.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    output(write_result(
+        &["tab_type", "label", "tab_id", "tab_version", "content_hash"],
+        json!({"tab_type": {"type": "string", "enum": ["slides", "sheet"]}, "label": text()}),
+    ))
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     a.check()?;

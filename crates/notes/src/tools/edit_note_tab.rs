@@ -192,17 +192,20 @@ fn description() -> String {
                  version_conflict: re-read and decide again. {ON_CONFLICT} {KEY_RULE}")
 }
 
+/// Every operation, in the order the schemas list them.
+const OPERATIONS: [Operation; 7] = [
+    Operation::ReplaceText,
+    Operation::AppendText,
+    Operation::ReplaceInText,
+    Operation::ReplaceTabData,
+    Operation::SlideAdd,
+    Operation::SlidesAddOutline,
+    Operation::SheetSetRange,
+];
+
 /// `edit_note_tab`: each operation requires its fields and forbids the others'.
 fn input_schema() -> Value {
-    let ops = [
-        Operation::ReplaceText,
-        Operation::AppendText,
-        Operation::ReplaceInText,
-        Operation::ReplaceTabData,
-        Operation::SlideAdd,
-        Operation::SlidesAddOutline,
-        Operation::SheetSetRange,
-    ];
+    let ops = OPERATIONS;
     let rules: Vec<Value> = ops
         .iter()
         .map(|op| {
@@ -258,6 +261,19 @@ fn input_schema() -> Value {
     );
     schema["allOf"] = rules.into();
     schema
+}
+
+/// `edit_note_tab`: the write's new versions, or its first result replayed.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    output(write_result(
+        &["operation", "tab_id", "tab_version", "content_hash"],
+        json!({
+            "operation": {"type": "string", "enum": OPERATIONS.iter().map(|o| o.as_str()).collect::<Vec<_>>()},
+            "rebased": flag(),
+            "rebased_over": list(count()),
+        }),
+    ))
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {

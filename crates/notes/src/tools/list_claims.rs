@@ -37,6 +37,21 @@ fn input_schema() -> Value {
     object(&[], json!({"note_id": note_id()}))
 }
 
+/// `list_claims`: the presence board.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    let posted = result(&["text", "posted_at", "provenance"], json!({"text": text(), "posted_at": timestamp(), "provenance": provenance()}));
+    let mut claim = claim_view();
+    for (k, v) in [("note_title", text()), ("tab_label", nullable(text())), ("yours", flag()), ("notes", list(posted))] {
+        claim["properties"][k] = v;
+        claim["required"].as_array_mut().expect("required is a list").push(k.into());
+    }
+    output(result(
+        &["claims", "truncated", "as_of", "notice"],
+        json!({"claims": list(claim), "truncated": flag(), "as_of": timestamp(), "notice": notice()}),
+    ))
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     a.check()?;

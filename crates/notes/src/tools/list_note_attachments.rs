@@ -91,6 +91,24 @@ fn file_item(f: &FileMeta) -> Value {
     })
 }
 
+/// `list_note_attachments`: a page of files and sources.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    let file = result(
+        &["kind", "file_id", "name", "media_type", "size_bytes", "provenance"],
+        json!({"kind": {"const": "file"}, "file_id": text(), "name": text(), "media_type": text(), "size_bytes": count(), "provenance": provenance()}),
+    );
+    let source = result(
+        &["kind", "source_id", "title", "url", "provenance"],
+        json!({"kind": {"const": "source"}, "source_id": text(), "title": text(), "url": text(), "provenance": provenance()}),
+    );
+    output(result(
+        &["note_id", "version", "attachments", "total", "next_cursor", "notice"],
+        json!({"note_id": text(), "version": count(), "attachments": list(json!({"anyOf": [file, source]})),
+               "total": count(), "next_cursor": next_cursor(), "notice": notice()}),
+    ))
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     a.check()?;

@@ -45,6 +45,23 @@ fn input_schema() -> Value {
     )
 }
 
+/// `list_note_history`: a page of versions, newest first.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    let entry = result(
+        &["version", "action", "tab_id", "by", "at", "at_us", "content_hash"],
+        json!({
+            "version": count(), "action": text(), "tab_id": nullable(text()), "by": who(), "at": timestamp(),
+            "at_us": count(), "content_hash": nullable(hash()), "tab_version": count(), "label": text(),
+            "type": tab_type(), "size_bytes": count(), "deleted": flag(),
+        }),
+    );
+    output(result(
+        &["note_id", "version", "entries", "next_cursor", "notice"],
+        json!({"note_id": text(), "version": count(), "entries": list(entry), "next_cursor": next_cursor(), "notice": notice()}),
+    ))
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     check_id("note_id", &a.note_id)?;

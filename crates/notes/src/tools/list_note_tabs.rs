@@ -29,6 +29,19 @@ fn input_schema() -> Value {
     object(&["note_id"], json!({"note_id": note_id()}))
 }
 
+/// `list_note_tabs`: the note's tabs in their order.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    let tab = result(
+        &["tab_id", "type", "label", "tab_version", "content_hash", "provenance"],
+        json!({"tab_id": text(), "type": tab_type(), "label": text(), "tab_version": count(), "content_hash": hash(), "provenance": provenance()}),
+    );
+    output(result(
+        &["note_id", "title", "version", "tabs", "notice"],
+        json!({"note_id": text(), "title": text(), "version": count(), "tabs": list(tab), "notice": notice()}),
+    ))
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     check_id("note_id", &a.note_id)?;

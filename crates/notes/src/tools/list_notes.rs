@@ -44,6 +44,16 @@ fn input_schema() -> Value {
     object(&[], json!({"cursor": cursor(), "limit": limit()}))
 }
 
+/// `list_notes`: a page of notes with their provenance.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    let note = result(
+        &["note_id", "title", "version", "approved_for_agents", "provenance"],
+        json!({"note_id": text(), "title": text(), "version": count(), "approved_for_agents": flag(), "provenance": provenance()}),
+    );
+    output(result(&["notes", "next_cursor", "notice"], json!({"notes": list(note), "next_cursor": next_cursor(), "notice": notice()})))
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     a.check()?;

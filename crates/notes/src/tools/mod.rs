@@ -19,7 +19,8 @@ use crate::kv::TenantKv;
 use crate::refusal::Out;
 
 /// Declares a tool file's `TOOL`: its name, title, scope and annotations,
-/// with the file's own `description`, `input_schema` and `run` functions.
+/// with the file's own `description`, `input_schema`, `output_schema` and
+/// `run` functions.
 macro_rules! tool {
     ($name:literal, $title:literal, $scope:expr, $annotations:expr) => {
         pub(crate) static TOOL: $crate::tools::Tool = $crate::tools::Tool {
@@ -29,6 +30,7 @@ macro_rules! tool {
             annotations: $annotations,
             description,
             input_schema,
+            output_schema,
             run,
         };
     };
@@ -92,6 +94,9 @@ pub struct Tool {
     pub description: fn() -> String,
     /// JSON Schema of the arguments.
     pub input_schema: fn() -> Value,
+    /// JSON Schema of every structuredContent the tool returns: its result,
+    /// or (with `isError: true`) a refusal.
+    pub output_schema: fn() -> Value,
     pub(crate) run: fn(&mut Call, Value) -> Out<Value>,
 }
 
@@ -108,6 +113,7 @@ impl Tool {
             title: self.title,
             description: (self.description)(),
             input_schema: (self.input_schema)(),
+            output_schema: (self.output_schema)(),
             annotations: self.annotations,
             scope: self.scope,
         }
@@ -151,6 +157,8 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments.
     pub input_schema: Value,
+    /// JSON Schema of the structuredContent of every result.
+    pub output_schema: Value,
     /// MCP annotations.
     pub annotations: ToolAnnotations,
     /// `notes:read` or `notes:write` (not part of the MCP listing).

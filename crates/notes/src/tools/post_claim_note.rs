@@ -44,6 +44,18 @@ fn input_schema() -> Value {
     )
 }
 
+/// `post_claim_note`: the note posted on the claim.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    output(result(
+        &["claim_id", "note_id", "tab_id", "posted_at", "content_hash", "notes_on_claim", "dropped_oldest", "expires_at"],
+        json!({
+            "claim_id": text(), "note_id": text(), "tab_id": nullable(text()), "posted_at": timestamp(),
+            "content_hash": hash(), "notes_on_claim": count(), "dropped_oldest": count(), "expires_at": timestamp(),
+        }),
+    ))
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     let r = a.check()?;

@@ -49,6 +49,30 @@ pub(crate) fn find_tab<'h>(head: &'h Head, tab_id: &str) -> Result<&'h Tab, Refu
     head.tabs.iter().find(|t| t.id == tab_id).ok_or_else(|| Refusal::not_found("tab"))
 }
 
+/// `read_note_tab`: the tab with its versions; which content field comes
+/// depends on the tab's type.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    let slide = result(&["index", "title", "body", "notes"], json!({"index": count(), "title": text(), "body": text(), "notes": text()}));
+    let sheet = result(&["sheet_id", "name", "rows", "cols"], json!({"sheet_id": text(), "name": text(), "rows": count(), "cols": count()}));
+    let mut tab = result(
+        &["note_id", "tab_id", "type", "label", "version", "tab_version", "provenance", "notice"],
+        json!({
+            "note_id": text(), "tab_id": text(), "type": tab_type(), "label": text(), "version": count(),
+            "tab_version": count(), "provenance": provenance(), "notice": notice(), "at_version": count(),
+            "text": text(), "slides": list(slide), "sheets": list(sheet), "count": count(), "hint": text(),
+        }),
+    );
+    let needs = |types: Value, field: &str| json!({"if": {"properties": {"type": {"enum": types}}}, "then": {"required": [field]}});
+    tab["allOf"] = json!([
+        needs(json!(["markdown"]), "text"),
+        needs(json!(["slides"]), "slides"),
+        needs(json!(["sheet"]), "sheets"),
+        needs(json!(["files", "sources"]), "count"),
+    ]);
+    output(tab)
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     read(c, &a.note_id, &a.tab_id, a.at_version)

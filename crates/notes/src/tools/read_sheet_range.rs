@@ -61,6 +61,21 @@ fn input_schema() -> Value {
     )
 }
 
+/// `read_sheet_range`: the block of cells asked for, clipped to the sheet.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    let cell = json!({"type": ["string", "number", "boolean", "null"]});
+    output(result(
+        &["note_id", "tab_id", "sheet_id", "start_row", "start_col", "num_rows", "num_cols", "values", "sheet_rows",
+          "sheet_cols", "version", "tab_version", "provenance", "notice"],
+        json!({
+            "note_id": text(), "tab_id": text(), "sheet_id": text(), "start_row": count(), "start_col": count(),
+            "num_rows": count(), "num_cols": count(), "values": list(list(cell)), "sheet_rows": count(),
+            "sheet_cols": count(), "version": count(), "tab_version": count(), "provenance": provenance(), "notice": notice(),
+        }),
+    ))
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     a.check()?;

@@ -29,6 +29,20 @@ fn input_schema() -> Value {
     object(&["claim_id"], json!({"claim_id": claim_id()}))
 }
 
+/// `release_claim`: released now, or already ended (and why).
+fn output_schema() -> Value {
+    use crate::schema::*;
+    output(result(
+        &["claim_id", "note_id", "released", "already_released", "reason"],
+        json!({
+            "claim_id": text(), "note_id": text(), "tab_id": nullable(text()), "released": flag(),
+            "already_released": flag(), "reason": nullable(text()), "ended_at": nullable(timestamp()),
+            "held_by": text(), "actor_type": {"type": "string", "enum": ["agent", "human"]},
+            "forced": flag(), "forced_by": text(),
+        }),
+    ))
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     let r = parse_claim_id(&a.claim_id)?;

@@ -42,6 +42,11 @@ fn input_schema() -> Value {
     )
 }
 
+/// `renew_claim`: the claim with its new expiry.
+fn output_schema() -> Value {
+    crate::schema::output(crate::schema::claim_view())
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     let r = a.check()?;

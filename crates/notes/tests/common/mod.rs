@@ -6,8 +6,46 @@ use std::sync::Arc;
 use cairn_kv::faults::{Control, Faulty};
 use cairn_kv::memory::MemoryStore;
 use cairn_kv::{Observed, Read, Store, Swap};
-use cairn_notes::{ActorType, Identity, Role, SimEnv, call_tool_value, rest};
+use cairn_notes::{ActorType, Env, Identity, Role, SimEnv, call_tool_value, rest};
 use serde_json::{Value, json};
+
+/// Calls a tool as every behaviour test does: the result must have the MCP
+/// shape (its text content is its structuredContent) and its
+/// structuredContent must validate against the tool's published
+/// `outputSchema`, success and refusal alike. Returns the whole result.
+pub fn checked_call(store: &dyn cairn_notes::Store, env: &mut dyn Env, who: &Identity, tool: &str, args: Value) -> Value {
+    let r = call_tool_value(store, env, who, tool, args).expect("no store failure");
+    assert_eq!(r["content"][0]["type"], "text");
+    let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, r["structuredContent"], "text content is the structuredContent");
+    assert!(r["isError"].is_boolean());
+    assert_valid_output(tool, &r["structuredContent"]);
+    r
+}
+
+/// Panics, naming the path and the rule, unless `content` validates against
+/// the output schema of `tool` (an unknown tool's refusal: against any tool's).
+pub fn assert_valid_output(tool: &str, content: &Value) {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    static VALIDATORS: OnceLock<HashMap<&'static str, jsonschema::Validator>> = OnceLock::new();
+    let validators = VALIDATORS.get_or_init(|| {
+        cairn_notes::tools::TOOLS
+            .iter()
+            .map(|t| (t.name, jsonschema::validator_for(&(t.output_schema)()).unwrap_or_else(|e| panic!("{}: output schema: {e}", t.name))))
+            .collect()
+    });
+    let v = validators.get(tool).unwrap_or_else(|| &validators["list_notes"]);
+    if let Err(e) = v.validate(content) {
+        panic!("{tool}: structuredContent does not match its outputSchema at {}: {e}\n{content}", e.instance_path());
+    }
+    OUTPUTS_CHECKED.with(|c| c.borrow_mut().push((tool.to_string(), content.get("error").is_none())));
+}
+
+thread_local! {
+    /// (tool, succeeded) of every structuredContent checked on this thread.
+    pub static OUTPUTS_CHECKED: std::cell::RefCell<Vec<(String, bool)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// The store the behaviour tests run on: the in-memory store behind the
 /// fault-injecting wrapper, with what the tests look at (every key, the
@@ -107,15 +145,7 @@ impl World {
     /// Calls a tool; the result must have the MCP shape.
     pub fn call(&mut self, who: &Identity, tool: &str, args: Value) -> Value {
         self.env.advance_us(10);
-        let r = call_tool_value(&self.kv, &mut self.env, who, tool, args).expect("no store failure");
-        assert_eq!(r["content"][0]["type"], "text");
-        let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
-        assert_eq!(
-            text, r["structuredContent"],
-            "text content is the structuredContent"
-        );
-        assert!(r["isError"].is_boolean());
-        r
+        checked_call(&self.kv, &mut self.env, who, tool, args)
     }
 
     /// Calls a tool that must succeed; returns structuredContent.
