@@ -2,15 +2,34 @@
 //! (the claim sweep, and the benchmarks' native baseline).
 
 use cairn_notes::Env;
+use cairn_notes::env::Retention;
 
-/// The system clock and a xorshift generator seeded from it.
-pub struct SystemEnv(u64);
+/// The system clock, a xorshift generator seeded from it, and the history
+/// retention the host was configured with.
+pub struct SystemEnv {
+    state: u64,
+    retention: Retention,
+}
 
 impl SystemEnv {
-    /// Seeded from the clock and `salt`.
+    /// Seeded from the clock and `salt`, with the default retention.
     pub fn new(salt: u64) -> Self {
-        Self((now_us() ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1)
+        Self::with_retention(salt, Retention::default())
     }
+
+    /// Seeded from the clock and `salt`, keeping history as `retention` says.
+    pub fn with_retention(salt: u64, retention: Retention) -> Self {
+        Self { state: (now_us() ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1, retention }
+    }
+}
+
+/// The retention the `history_keep_versions` and `history_keep_days`
+/// variables ask for (whole numbers; the defaults otherwise), as the
+/// components read them.
+pub fn retention_of(vars: &std::collections::BTreeMap<String, String>) -> Retention {
+    let d = Retention::default();
+    let read = |name: &str, default: u64| vars.get(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default);
+    Retention { versions: read("history_keep_versions", d.versions), days: read("history_keep_days", d.days) }
 }
 
 /// Microseconds since the epoch.
@@ -23,9 +42,12 @@ impl Env for SystemEnv {
         now_us()
     }
     fn random_u64(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
+    }
+    fn retention(&self) -> Retention {
+        self.retention
     }
 }

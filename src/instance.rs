@@ -77,6 +77,9 @@ pub struct App {
     /// The bearer token of `GET /metrics` (the `metrics_token` variable);
     /// `None` keeps the route hidden.
     pub metrics_token: Option<String>,
+    /// The history retention (`history_keep_versions`, `history_keep_days`),
+    /// which the host's own sweep honours as the components do.
+    pub retention: cairn_notes::env::Retention,
 }
 
 impl App {

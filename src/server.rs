@@ -135,6 +135,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         limits: opts.limits.clone(),
         outbound: crate::outbound::hooks,
         metrics_token: app_vars.get("metrics_token").filter(|t| !t.is_empty()).cloned(),
+        retention: crate::clock::retention_of(&app_vars),
     });
     for c in &app.manifest.components {
         tracing::info!(component = %c.id, routes = ?c.routes, "component ready");
@@ -205,10 +206,17 @@ async fn sweep(app: Arc<App>, every: Duration) {
     loop {
         tick.tick().await;
         let store = app.store().clone();
-        match tokio::task::spawn_blocking(move || crate::sweep::sweep_once(&store)).await {
-            Ok(Ok((markers, claims))) if markers + claims > 0 => {
-                tracing::info!(delete_markers = markers, expired_claims = claims, "swept")
-            }
+        let retention = app.retention;
+        match tokio::task::spawn_blocking(move || crate::sweep::sweep_once(&store, retention)).await {
+            Ok(Ok(s)) if s != crate::sweep::Swept::default() => tracing::info!(
+                delete_markers = s.markers,
+                expired_claims = s.claims,
+                history_notes = s.history.notes,
+                history_entries = s.history.entries,
+                history_blobs = s.history.blobs,
+                idempotency_records = s.history.idempotency,
+                "swept"
+            ),
             Ok(Err(e)) => tracing::warn!(error = %e, "sweep failed"),
             _ => {}
         }

@@ -1,20 +1,36 @@
-//! The embedded host's periodic sweep: old delete markers in the store, and
-//! lapsed claims of every tenant (released with reason `expired`). On Spin,
-//! an external scheduler calls the REST component's sweep route instead.
+//! The embedded host's periodic sweep: old delete markers in the store,
+//! lapsed claims of every tenant (released with reason `expired`), and the
+//! history past retention ([`cairn_notes::sweep_history`]). On Spin, an
+//! external scheduler calls the REST component's sweep route instead.
 
 use crate::clock::SystemEnv;
 use anyhow::Result;
 use cairn_kv::Store;
+use cairn_notes::env::Retention;
 use std::sync::Arc;
 
-/// One sweep: delete markers older than an hour, and lapsed claims of every
-/// tenant. Returns both counts.
-pub fn sweep_once(store: &Arc<dyn Store>) -> Result<(usize, usize)> {
-    let markers = store.sweep(3_600_000)?;
-    let mut env = SystemEnv::new(0);
-    let mut claims = 0;
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Delete markers older than an hour.
+    pub markers: usize,
+    /// Lapsed claims released.
+    pub claims: usize,
+    /// History past retention.
+    pub history: cairn_notes::HistorySweep,
+}
+
+/// One sweep of every tenant, keeping history as `retention` says.
+pub fn sweep_once(store: &Arc<dyn Store>, retention: Retention) -> Result<Swept> {
+    let mut out = Swept { markers: store.sweep(3_600_000)?, ..Swept::default() };
+    let mut env = SystemEnv::with_retention(0, retention);
     for tenant in cairn_notes::list_tenants(store.as_ref())? {
-        claims += cairn_notes::sweep_expired_claims(store.as_ref(), &mut env, &tenant)?;
+        out.claims += cairn_notes::sweep_expired_claims(store.as_ref(), &mut env, &tenant)?;
+        let h = cairn_notes::sweep_history(store.as_ref(), &mut env, &tenant)?;
+        out.history.notes += h.notes;
+        out.history.entries += h.entries;
+        out.history.blobs += h.blobs;
+        out.history.idempotency += h.idempotency;
     }
-    Ok((markers, claims))
+    Ok(out)
 }

@@ -717,23 +717,34 @@ fn stored_under(kv: &dyn Store, prefix: &str) -> Result<(usize, usize)> {
 
 /// One note's history grows to `VERSIONS` versions (a `replace_text` of
 /// 200 characters each, so the text itself does not grow; the core natively
-/// on SQLite): what a write costs near version
-/// 10 and near the end, what the head weighs, how the store grows, and what
-/// reading an old version and the newest history page cost at the end.
+/// on SQLite), with the history sweep running every `SWEEP_EVERY` writes on
+/// a retention of the newest `KEEP` versions (count only, as
+/// `history_keep_days = 0` asks): what a write costs near version 10 and near
+/// the end, what the head weighs, how big the note's part of the store is
+/// after the first sweeps and at the end, what a sweep costs, and what
+/// reading an old (retained) version and the newest history page cost.
 async fn history_section(run: &Run, out: &mut String) -> Result<()> {
     const VERSIONS: u64 = 10_000;
     const WINDOW: u64 = 50;
-    eprintln!("perf: history, {VERSIONS} versions of one note");
+    const KEEP: u64 = 1_000;
+    const SWEEP_EVERY: u64 = 500;
+    eprintln!("perf: history, {VERSIONS} versions of one note, swept every {SWEEP_EVERY} writes");
     let dir = run.fresh_dir("history")?;
     let kv = native_store(&dir)?;
     let note = seed(kv.as_ref(), 1)?.remove(0);
-    let mut c = CoreCaller { kv: kv.clone(), env: SystemEnv::new(11), who: agent() };
+    let retention = cairn_notes::env::Retention { versions: KEEP, days: 0 };
+    let mut c = CoreCaller { kv: kv.clone(), env: SystemEnv::with_retention(11, retention), who: agent() };
     let head_key = format!("t/{}/note/{note}", crate::stack::TENANT);
     let head_bytes = |kv: &dyn Store| -> Result<usize> { Ok(kv.get(cairn_notes::keys::BUCKET, &head_key)?.map_or(0, |v| v.len())) };
     let mut early = Vec::new();
     let mut late = Vec::new();
     let mut head_early = 0;
     let mut store_early = (0, 0);
+    let mut store_late = (0, 0);
+    let mut last_sweep = 0;
+    let mut sweeps = Vec::new();
+    let mut swept = cairn_notes::HistorySweep::default();
+    let mut sweep_env = SystemEnv::with_retention(13, retention);
     let tenant_prefix = format!("t/{}/", crate::stack::TENANT);
     for v in 1..VERSIONS {
         let started = Instant::now();
@@ -753,11 +764,23 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
         }
         if v == 10 + WINDOW {
             head_early = head_bytes(kv.as_ref())?;
-            store_early = stored_under(kv.as_ref(), &tenant_prefix)?;
+        }
+        if v % SWEEP_EVERY == 0 {
+            let started = Instant::now();
+            let s = cairn_notes::sweep_history(kv.as_ref(), &mut sweep_env, crate::stack::TENANT).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            sweeps.push(started.elapsed());
+            swept.entries += s.entries;
+            swept.blobs += s.blobs;
+            swept.idempotency += s.idempotency;
+            // The note's share of the store right after a sweep: early, and at the last one.
+            if v == 2 * KEEP {
+                store_early = stored_under(kv.as_ref(), &tenant_prefix)?;
+            }
+            last_sweep = v;
+            store_late = stored_under(kv.as_ref(), &tenant_prefix)?;
         }
     }
     let head_late = head_bytes(kv.as_ref())?;
-    let store_late = stored_under(kv.as_ref(), &tenant_prefix)?;
     let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<Duration> {
         let started = Instant::now();
         for _ in 0..20 {
@@ -765,7 +788,7 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
         }
         Ok(started.elapsed() / 20)
     };
-    let mut env = SystemEnv::new(12);
+    let mut env = SystemEnv::with_retention(12, retention);
     let who = agent();
     let old_read = time(&mut || {
         let r = cairn_notes::call_tool_value(kv.as_ref(), &mut env, &who, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": VERSIONS - 900}))
@@ -785,21 +808,23 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
         v[v.len() / 2]
     };
     let (e, l) = (p50(&mut early), p50(&mut late));
+    let sweep_p50 = p50(&mut sweeps);
     let _ = write!(
         out,
-        "\n## History: one note to {VERSIONS} versions (core natively on SQLite, replace_text of 200 characters each)\n\n\
-         | measure | near version 10 | near version {VERSIONS} | ratio |\n|---|---:|---:|---:|\n\
-         | write µs (p50 of {WINDOW}) | {:.0} | {:.0} | **{:.2}×** |\n\
-         | note head bytes | {head_early} | {head_late} | {:.2}× |\n\
-         | store: keys / bytes of the tenant | {} / {} | {} / {} | {:.0}× bytes |\n\n\
-         At version {VERSIONS}: reading the tab as it was at version {} (`at_version`) {:.0} µs; the newest page of \
-         `list_note_history` (50 entries) {:.0} µs. The head keeps its size (older history entries and idempotency \
-         records move to keys of their own, one batch per write); what a write costs moves with the size of the SQLite \
-         file and its write-ahead log, as in the store-size sweep; the store grows with the history it keeps (every \
-         version's content and entry is retained, ~1.5 KB per version here).\n",
+        "\n## History: one note to {VERSIONS} versions, swept every {SWEEP_EVERY} writes (core natively on SQLite, replace_text of 200 characters each, retention: the newest {KEEP} versions)\n\n\
+         | measure | early | near version {VERSIONS} | ratio |\n|---|---:|---:|---:|\n\
+         | write µs (p50 of {WINDOW}; early: near version 10) | {:.0} | {:.0} | **{:.2}×** |\n\
+         | note head bytes (early: version {}) | {head_early} | {head_late} | {:.2}× |\n\
+         | store: keys / bytes of the tenant, right after a sweep (at version {} and {}) | {} / {} | {} / {} | **{:.2}×** bytes |\n\n\
+         The sweeps deleted {} history entries, {} content blobs and {} idempotency records in all; one sweep of the note \
+         took {:.1} ms (p50 of {}). At version {VERSIONS}: reading the tab as it was at version {} (`at_version`) {:.0} µs; \
+         the newest page of `list_note_history` (50 entries) {:.0} µs. The head keeps its size (older history entries and \
+         idempotency records move to keys of their own, one batch per write), and the store keeps the size of the \
+         retention window: what is past it leaves at the next sweep.\n",
         us(e), us(l), us(l) / us(e).max(1.0),
-        head_late as f64 / head_early.max(1) as f64,
-        store_early.0, human(store_early.1), store_late.0, human(store_late.1), store_late.1 as f64 / store_early.1.max(1) as f64,
+        10 + WINDOW, head_late as f64 / head_early.max(1) as f64,
+        2 * KEEP, last_sweep, store_early.0, human(store_early.1), store_late.0, human(store_late.1), store_late.1 as f64 / store_early.1.max(1) as f64,
+        swept.entries, swept.blobs, swept.idempotency, sweep_p50.as_secs_f64() * 1e3, sweeps.len(),
         VERSIONS - 900, us(old_read), us(page),
     );
     drop(kv);

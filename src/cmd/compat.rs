@@ -150,10 +150,10 @@ pub fn check_manifest(manifest_path: &Path, workspace_root: &Path) -> Result<Vec
         // each dependency must export what it is said to.
         for dep in &c.dependencies {
             let (dep_imports, dep_exports) = component_interfaces(&engine, &dep.source)?;
-            if !dep_exports.iter().any(|e| *e == dep.export) {
+            if !dep_exports.contains(&dep.export) {
                 mine.push(format!("dependency {:?}: {} does not export {}", dep.import, dep.source.display(), dep.export));
             }
-            if !imports.iter().any(|i| *i == dep.import) {
+            if !imports.contains(&dep.import) {
                 mine.push(format!("dependency {:?}: the component imports no such name", dep.import));
             }
             for p in refuse_imports(&dep_imports, &[], &spin, &ours) {

@@ -111,7 +111,9 @@ impl Cairn {
             });
         }
         let audience = opts.env.iter().find(|(k, _)| *k == "SPIN_VARIABLE_AUDIENCE").map(|(_, v)| v.to_string());
-        let deadline = Instant::now() + Duration::from_secs(60);
+        // Generous: the first tests of a run start on a cold compile cache and
+        // compile every component at once, on a machine that may be busy.
+        let deadline = Instant::now() + Duration::from_secs(180);
         loop {
             if log.lock().unwrap().contains("cairn is serving") {
                 return Ok(Cairn { addr, child, log, state_dir, audience });

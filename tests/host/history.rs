@@ -102,3 +102,71 @@ fn retention_comes_from_the_hosts_variables() {
     let r = cairn.call(&a, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": 2}));
     assert_eq!(r["structuredContent"]["error"], "not_found", "{r}");
 }
+
+/// Writes the markdown tab `n` times over REST; the note's version after.
+fn write_versions(cairn: &crate::harness::Cairn, token: &str, note: &str, n: u64) -> u64 {
+    let tab = format!("/api/v1/notes/{note}/tabs/markdown");
+    for v in 1..=n {
+        let r = cairn.rest(token, "PUT", &tab, Some(&json!({"expected_version": v, "text": format!("version {v}\n")})));
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    n + 1
+}
+
+#[test]
+fn the_hosts_own_sweep_drops_history_past_retention_and_keeps_what_is_retained() {
+    use crate::harness::{Cairn, Start, scratch};
+    let state = scratch("history-sweep");
+    let jwks: &str = Box::leak(key().jwks().into_boxed_str());
+    let env = vec![
+        ("SPIN_VARIABLE_JWKS", jwks),
+        ("SPIN_VARIABLE_ISSUER", ISSUER),
+        ("SPIN_VARIABLE_HISTORY_KEEP_VERSIONS", "3"),
+        ("SPIN_VARIABLE_HISTORY_KEEP_DAYS", "0"),
+    ];
+    require_app();
+    // Written while no sweep runs; then a host that sweeps every second starts on the same store.
+    let first = Cairn::start(Start { state_dir: Some(state.clone()), env: env.clone(), args: vec!["--sweep-interval-secs", "3600"], ..Start::default() });
+    let note = first.create_note(&person(), "Swept by the host", true);
+    let top = write_versions(&first, &first.token(&person()), &note, 12);
+    drop(first);
+    let cairn = Cairn::start(Start { state_dir: Some(state), env, args: vec!["--sweep-interval-secs", "1"], ..Start::default() });
+    let log = cairn.wait_for_log("history_blobs");
+    let swept = |field: &str| -> u64 {
+        log.split_whitespace().find_map(|w| w.strip_prefix(&format!("{field}="))).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("no {field} in: {log}"))
+    };
+    assert!(swept("history_entries") >= 8 && swept("history_blobs") >= 8, "{log}");
+    let p = cairn.token(&person());
+    let tab = format!("/api/v1/notes/{note}/tabs/markdown");
+    for v in top - 2..=top {
+        let r = cairn.rest(&p, "GET", &format!("{tab}/versions/{v}"), None);
+        assert_eq!(r.status, 200, "version {v}: {}", r.text());
+        assert_eq!(r.json()["text"], format!("version {}\n", v - 1));
+    }
+    let gone = cairn.rest(&p, "GET", &format!("{tab}/versions/2"), None);
+    assert_eq!(gone.status, 404, "{}", gone.text());
+    assert!(gone.text().contains("past retention"), "{}", gone.text());
+    let h = cairn.rest(&p, "GET", &format!("/api/v1/notes/{note}/history?limit=50"), None).json();
+    let listed: Vec<u64> = h["entries"].as_array().unwrap().iter().map(|e| e["version"].as_u64().unwrap()).collect();
+    assert_eq!(listed, (top - 2..=top).rev().collect::<Vec<_>>(), "{h}");
+    // The note still takes writes on top of what is left.
+    let r = cairn.rest(&p, "PUT", &tab, Some(&json!({"expected_version": top, "text": "after the sweep\n"})));
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn the_operator_sweep_route_sweeps_history_too() {
+    let env = vec![("SPIN_VARIABLE_HISTORY_KEEP_VERSIONS", "2"), ("SPIN_VARIABLE_HISTORY_KEEP_DAYS", "0"), ("SPIN_VARIABLE_SWEEP_TOKEN", "op-secret")];
+    // A sweep interval longer than the test: only the route sweeps.
+    let cairn = start_with(env, vec!["--sweep-interval-secs", "3600"]);
+    let p = cairn.token(&person());
+    let note = cairn.create_note(&person(), "Swept by the route", true);
+    write_versions(&cairn, &p, &note, 15);
+    let r = cairn.rest("op-secret", "POST", "/api/v1/sweep-claims?tenant=acme", None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let h = &r.json()["history"]["acme"];
+    assert_eq!(h["notes"], 1, "{h}");
+    assert!(h["entries"].as_u64().unwrap() >= 10 && h["blobs"].as_u64().unwrap() >= 10, "{h}");
+    let again = cairn.rest("op-secret", "POST", "/api/v1/sweep-claims?tenant=acme", None).json();
+    assert_eq!(again["history"]["acme"]["notes"], 0, "nothing more to sweep: {again}");
+}

@@ -26,9 +26,10 @@
 //!
 //! Operators (not tenants): `POST /api/v1/sweep-claims?tenant=a&tenant=b`
 //! with `Authorization: Bearer <sweep_token>` releases lapsed claims with
-//! reason `expired`, for Spin deployments where an external scheduler calls
-//! it every minute (the embedded host sweeps by itself); 404 while the
-//! `sweep_token` variable is empty.
+//! reason `expired` and sweeps history past retention
+//! ([`cairn_notes::sweep_history`]), for Spin deployments where an external
+//! scheduler calls it every minute (the embedded host sweeps by itself); 404
+//! while the `sweep_token` variable is empty.
 //!
 //! An `Idempotency-Key` header is used when the body carries no
 //! `idempotency_key`. Browser origins are refused unless allow-listed.
@@ -162,7 +163,8 @@ async fn handle(req: Request) -> Response {
     }
 }
 
-/// The operators' sweep of lapsed claims, for hosts without their own timer.
+/// The operators' sweep of lapsed claims and of history past retention, for
+/// hosts without their own timer.
 fn sweep(req: &Request) -> Response {
     let Some(token) = cairn_guest::variable("sweep_token") else {
         return respond::error(404, "not_found", "no such route");
@@ -173,13 +175,18 @@ fn sweep(req: &Request) -> Response {
     }
     let kv = GuestStore::new();
     let mut released = serde_json::Map::new();
+    let mut history = serde_json::Map::new();
     for tenant in req.query().split('&').filter_map(|p| p.strip_prefix("tenant=")) {
         match cairn_notes::sweep_expired_claims(&kv, &mut HostEnv, tenant) {
             Ok(n) => released.insert(tenant.to_string(), json!(n)),
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: {e}")),
         };
+        match cairn_notes::sweep_history(&kv, &mut HostEnv, tenant) {
+            Ok(h) => history.insert(tenant.to_string(), json!({"notes": h.notes, "entries": h.entries, "blobs": h.blobs, "idempotency": h.idempotency})),
+            Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: history: {e}")),
+        };
     }
-    respond::json(200, &json!({"released": released}))
+    respond::json(200, &json!({"released": released, "history": history}))
 }
 
 /// The query string's parameters (`a=1&b=2`), percent-decoded (`A1%3AC3` is `A1:C3`).

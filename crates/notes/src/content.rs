@@ -4,10 +4,13 @@
 //! A document (markdown text, a slides deck, an attachment list, a sheet
 //! manifest) is addressed by the SHA-256 of the whole (the tab's
 //! `content_hash`), hashed once per write: a document of at most
-//! [`CHUNK_BYTES`] is one blob at `blob/<hash>`; a larger one is split into
-//! chunks at `blob/<hash>.<i>`. The tab in the head lists its blobs' names
-//! (tabs written before this layout list their chunks' own hashes, which
-//! read back the same way). A blob that a lost swap left behind is harmless:
+//! [`CHUNK_BYTES`] is one blob named `<hash>`; a larger one is split into
+//! chunks named `<hash>.<i>`. A write stores them under its note's current
+//! blob generation, `blob/<note_id>/<generation>/<name>`, so the history
+//! sweep can tell what it may delete ([`crate::history_sweep`]); blobs
+//! written before generations (`blob/<name>`) are never swept. The tab in the
+//! head lists its blobs' full names, so a read never needs to know which
+//! layout a blob has. A blob that a lost swap left behind is harmless:
 //! nothing refers to it, and a retry writes the same bytes under the same key.
 
 use serde::de::DeserializeOwned;
@@ -49,22 +52,33 @@ pub(crate) fn check_doc_size(bytes: &[u8], field: &str) -> Result<(), Refusal> {
 /// Stores a document whose SHA-256 (`hash`) the caller computed; the blob names.
 pub(crate) fn put_hashed(kv: &TenantKv, bytes: &[u8], hash: &str) -> Result<Vec<String>, Failure> {
     if bytes.len() <= CHUNK_BYTES {
-        if !bytes.is_empty() {
-            kv.set(&keys::blob(hash), bytes)?;
+        if bytes.is_empty() {
+            return Ok(Vec::new());
         }
-        return Ok(if bytes.is_empty() { Vec::new() } else { vec![hash.to_string()] });
+        let name = kv.blob_name(hash);
+        kv.set(&keys::blob(&name), bytes)?;
+        return Ok(vec![name]);
     }
-    let names: Vec<String> = (0..bytes.len().div_ceil(CHUNK_BYTES)).map(|i| format!("{hash}.{i}")).collect();
+    let names: Vec<String> = (0..bytes.len().div_ceil(CHUNK_BYTES)).map(|i| kv.blob_name(&format!("{hash}.{i}"))).collect();
     let pairs: Vec<(String, &[u8])> = names.iter().map(|n| keys::blob(n)).zip(bytes.chunks(CHUNK_BYTES)).collect();
     kv.set_many(&pairs)?;
     Ok(names)
 }
 
-/// Writes one immutable blob at `blob/<sha256>` and returns its name.
+/// Writes one immutable blob named by its SHA-256 (in the view's note
+/// generation, if it has one) and returns its name.
 pub(crate) fn put_blob(kv: &TenantKv, bytes: &[u8]) -> Result<String, Failure> {
-    let h = sha_hex(bytes);
-    kv.set(&keys::blob(&h), bytes)?;
-    Ok(h)
+    let name = kv.blob_name(&sha_hex(bytes));
+    kv.set(&keys::blob(&name), bytes)?;
+    Ok(name)
+}
+
+/// Writes one immutable blob of the tenant (not of a note: never swept) at
+/// `blob/<sha256>` and returns its name.
+pub(crate) fn put_tenant_blob(kv: &TenantKv, bytes: &[u8]) -> Result<String, Failure> {
+    let name = sha_hex(bytes);
+    kv.set(&keys::blob(&name), bytes)?;
+    Ok(name)
 }
 
 /// Reads one blob by name; a missing blob is corruption.

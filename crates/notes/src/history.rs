@@ -15,8 +15,12 @@
 //! Retention ([`crate::env::Retention`], from the host's variables): a
 //! version stays readable while it is among the newest `versions` of its
 //! note **or** younger than `days`; past both it is `not_found` ("past
-//! retention", naming `at_version`). Entries and blobs are not deleted yet:
-//! the window is what readers are promised, not what is kept.
+//! retention", naming `at_version`). The history sweep
+//! ([`crate::history_sweep`]) deletes what is past retention and raises the
+//! head's `history_floor`: below it only the bases remain (per tab, its
+//! newest entry under the floor), which is all a retained version needs. A
+//! reader treats a spilled entry that is not there as past retention (a sweep
+//! ran since it read the head), never as a version that did not change the tab.
 
 use serde_json::{Value, json};
 
@@ -49,8 +53,27 @@ impl Window {
 const BATCH: u64 = 64;
 
 /// The entries of versions `from` down to `to` (inclusive, `from >= to`),
-/// newest first, from the head and the spilled keys.
+/// newest first, from the head and the spilled keys. One that is not there
+/// (swept since the head was read) is left out.
 fn entries(kv: &TenantKv, head: &Head, from: u64, to: u64) -> Out<Vec<HistoryEntry>> {
+    Ok(slots(kv, head, from, to)?.into_iter().flatten().collect())
+}
+
+/// [`entries`], or past retention when one of them is not there.
+fn all_entries(kv: &TenantKv, head: &Head, from: u64, to: u64, w: Window) -> Out<Vec<HistoryEntry>> {
+    let got = slots(kv, head, from, to)?;
+    if got.iter().any(Option::is_none) {
+        return Err(past_retention(to, w));
+    }
+    Ok(got.into_iter().flatten().collect())
+}
+
+fn past_retention(at: u64, w: Window) -> crate::refusal::Fail {
+    Refusal::new(Code::NotFound, format!("version {at} is past retention ({})", w.describe())).with("field", "at_version").into()
+}
+
+/// The entries of versions `from` down to `to`, newest first; `None` where one is missing.
+fn slots(kv: &TenantKv, head: &Head, from: u64, to: u64) -> Out<Vec<Option<HistoryEntry>>> {
     let mut out = Vec::new();
     let mut missing = Vec::new();
     for v in (to..=from).rev() {
@@ -70,13 +93,18 @@ fn entries(kv: &TenantKv, head: &Head, from: u64, to: u64) -> Out<Vec<HistoryEnt
             }
         }
     }
-    Ok(out.into_iter().flatten().collect())
+    Ok(out)
 }
 
-/// Whether version `v` (committed at `at`) is still within retention.
-fn retained(head: &Head, v: u64, at: u64, w: Window) -> bool {
-    head.version.saturating_sub(v) < w.keep.versions || w.now.saturating_sub(at) < w.keep.days.saturating_mul(24 * 3600 * 1_000_000)
+/// Whether version `v` (committed at `at`) is still within retention (and
+/// not under the floor a sweep left).
+pub(crate) fn retained(head: &Head, v: u64, at: u64, w: Window) -> bool {
+    v >= head.history_floor
+        && (head.version.saturating_sub(v) < w.keep.versions || w.now.saturating_sub(at) < w.keep.days.saturating_mul(DAY_US))
 }
+
+/// A day in microseconds.
+pub(crate) const DAY_US: u64 = 24 * 3600 * 1_000_000;
 
 /// The wire form of an entry (`list_note_history`, the REST history).
 pub(crate) fn entry_json(e: &HistoryEntry) -> Value {
@@ -111,7 +139,7 @@ pub(crate) fn entry_json(e: &HistoryEntry) -> Value {
 /// version was seen.
 pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option<u64>, limit: usize, now: Window) -> Out<(Vec<HistoryEntry>, Option<u64>)> {
     let top = top.unwrap_or(head.version).min(head.version);
-    let floor = top.saturating_sub((limit as u64 * 20).max(BATCH)).max(1);
+    let floor = top.saturating_sub((limit as u64 * 20).max(BATCH)).max(1).max(head.history_floor);
     let mut found = Vec::new();
     let mut v = top;
     while v >= floor && v >= 1 {
@@ -130,7 +158,7 @@ pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option
         }
         v = low - 1;
     }
-    Ok((found, (v >= 1).then_some(v)))
+    Ok((found, (v >= 1 && v >= head.history_floor).then_some(v)))
 }
 
 /// The tab `tab_id` as it was at note version `at` (or `not_found`: the
@@ -143,42 +171,35 @@ pub(crate) fn tab_at(kv: &TenantKv, head: &Head, tab_id: &str, at: u64, now: Win
             .with_version(head.version)
             .into());
     }
+    if at < head.history_floor {
+        return Err(past_retention(at, now));
+    }
     // Walk back in growing steps: the version asked for is usually recent
-    // (in the head: no store read) or a few versions back.
+    // (in the head: no store read) or a few versions back. Under the floor
+    // only the tab's base is left.
+    let bottom = head.history_floor.max(1);
     let mut v = at;
     let mut step = 4;
     loop {
-        let low = v.saturating_sub(step - 1).max(1);
+        let low = v.saturating_sub(step - 1).max(bottom);
         step = (step * 2).min(BATCH);
-        for e in entries(kv, head, v, low)? {
+        for e in all_entries(kv, head, v, low, now)? {
             if e.version == at && !retained(head, e.version, e.at, now) {
-                return Err(Refusal::new(
-                    Code::NotFound,
-                    format!("version {at} is past retention ({})", now.describe()),
-                )
-                .with("field", "at_version")
-                .into());
+                return Err(past_retention(at, now));
             }
             if e.tab_id.as_deref() != Some(tab_id) {
                 continue;
             }
-            return match e.tab {
-                Some(_) if e.deleted => {
-                    Err(Refusal::new(Code::NotFound, format!("tab {tab_id} was deleted at version {}", e.version)).with("field", "tab_id").into())
-                }
-                Some(t) => Ok(t),
-                None => Err(Refusal::new(
-                    Code::NotFound,
-                    format!("version {} of tab {tab_id} was written before history kept content", e.version),
-                )
-                .with("field", "at_version")
-                .into()),
-            };
+            return snapshot(e, tab_id);
         }
-        if low == 1 {
+        if low == bottom {
             break;
         }
         v = low - 1;
+    }
+    if let Some(&base) = head.history_bases.get(tab_id) {
+        let e = all_entries(kv, head, base, base, now)?.pop().ok_or_else(|| past_retention(at, now))?;
+        return snapshot(e, tab_id);
     }
     // No entry changed it: a fixed tab, as the note was created.
     match head.tabs.iter().find(|t| t.id == tab_id) {
@@ -194,5 +215,16 @@ pub(crate) fn tab_at(kv: &TenantKv, head: &Head, tab_id: &str, at: u64, now: Win
             })
         }
         _ => Err(Refusal::new(Code::NotFound, format!("tab {tab_id} did not exist at version {at}")).with("field", "tab_id").into()),
+    }
+}
+
+/// The tab an entry that changed it left (a deleted tab is `not_found`).
+fn snapshot(e: HistoryEntry, tab_id: &str) -> Out<Tab> {
+    match e.tab {
+        Some(_) if e.deleted => Err(Refusal::new(Code::NotFound, format!("tab {tab_id} was deleted at version {}", e.version)).with("field", "tab_id").into()),
+        Some(t) => Ok(t),
+        None => Err(Refusal::new(Code::NotFound, format!("version {} of tab {tab_id} was written before history kept content", e.version))
+            .with("field", "at_version")
+            .into()),
     }
 }

@@ -14,6 +14,9 @@ pub struct TenantKv<'a> {
     store: &'a dyn Store,
     prefix: String,
     confirm: bool,
+    /// `<note_id>/<generation>`: where this view writes content blobs
+    /// (`blob/<note_id>/<generation>/<hash>`); `None`: `blob/<hash>`.
+    blob_scope: Option<String>,
 }
 
 /// A read of a key for a later [`TenantKv::swap`].
@@ -31,7 +34,33 @@ impl From<Read> for Held {
 impl<'a> TenantKv<'a> {
     /// `store` seen by `tenant`; `None` if the tenant id is not `[a-z0-9_-]{1,64}`.
     pub fn new(store: &'a dyn Store, tenant: &str) -> Option<Self> {
-        valid_tenant(tenant).then(|| TenantKv { store, prefix: tenant_prefix(tenant), confirm: !store.vouched() })
+        valid_tenant(tenant).then(|| TenantKv { store, prefix: tenant_prefix(tenant), confirm: !store.vouched(), blob_scope: None })
+    }
+
+    /// The same view, writing the content blobs it stores under note
+    /// `note_id`'s generation `generation` (see [`crate::history_sweep`]).
+    pub(crate) fn for_note_blobs(&self, note_id: &str, generation: u64) -> TenantKv<'a> {
+        TenantKv {
+            store: self.store,
+            prefix: self.prefix.clone(),
+            confirm: self.confirm,
+            blob_scope: Some(format!("{note_id}/{generation}")),
+        }
+    }
+
+    /// The name a content blob of hash `hash` is written under by this view.
+    pub(crate) fn blob_name(&self, hash: &str) -> String {
+        match &self.blob_scope {
+            Some(scope) => format!("{scope}/{hash}"),
+            None => hash.to_string(),
+        }
+    }
+
+    /// Deletes keys (relative to the tenant), in one call.
+    pub(crate) fn delete_many(&self, keys: &[String]) -> Result<(), Failure> {
+        let full: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        Ok(self.store.delete_many(BUCKET, &refs)?)
     }
 
     /// Whether commits confirm themselves: the store is one Cairn cannot

@@ -18,7 +18,8 @@
 //! - `note_index` (the tenant's note list), `claim_index`
 //!   (the claim index and [`sweep_expired_claims`]).
 //! - `history` (every version of a note: listing, a tab as it was at a
-//!   version, retention), `merge` (three-way line merge of a stale draft).
+//!   version, retention), [`history_sweep`] (what is past retention leaves
+//!   the store: [`sweep_history`]), `merge` (three-way line merge of a stale draft).
 //! - `claims` (claim rules and operations), `write` (the write pipeline:
 //!   idempotency → claims → version → apply → history), `edit` (tab edits,
 //!   patches and their rebase check).
@@ -59,6 +60,7 @@ mod claims;
 mod content;
 mod edit;
 mod head;
+pub mod history_sweep;
 mod history;
 mod merge;
 mod model;
@@ -86,6 +88,7 @@ pub mod scopes {
 
 pub use cairn_kv::Store;
 pub use claim_index::sweep_expired_claims;
+pub use history_sweep::{HistorySweep, sweep_history};
 pub use head::DELIVERY_BOUND;
 pub use env::{ActorType, Env, Identity, Role, SimEnv};
 pub use kv::TenantKv;

@@ -194,6 +194,19 @@ pub(crate) struct Head {
     /// How many idempotency records were moved out of the head to their own keys.
     pub idem_spilled: u64,
     pub history: Vec<HistoryEntry>,
+    /// Versions below this one are past retention and swept: their entries
+    /// are gone, but for the bases (see [`crate::history_sweep`]). 0: never swept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub history_floor: u64,
+    /// For each tab an entry below the floor changed (and did not delete):
+    /// the version of its newest such entry, kept by the sweep, so a retained
+    /// version of a tab unchanged since then still reads.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub history_bases: std::collections::BTreeMap<String, u64>,
+    /// The generation new content blobs are written under
+    /// (`blob/<note_id>/<generation>/…`); each sweep moves it on.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub blob_gen: u64,
     /// Commit markers of the latest commits that confirm themselves (see
     /// [`crate::head`]), newest last, at most [`crate::head::MARKERS_KEPT`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -254,7 +267,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// The bytes of lower-case or upper-case hex, `None` if it is not hex.
 pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || !s.is_ascii() {
+    if !s.len().is_multiple_of(2) || !s.is_ascii() {
         return None;
     }
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()

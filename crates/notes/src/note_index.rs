@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::content::{get_blob, put_blob};
+use crate::content::{get_blob, put_tenant_blob};
 use crate::head::update;
 use crate::keys::NOTE_INDEX;
 use crate::kv::TenantKv;
@@ -29,7 +29,7 @@ pub(crate) fn index_add(kv: &TenantKv, note_id: &str) -> Out<()> {
     update(kv, NOTE_INDEX, "note index", "the note list is busy; nothing was written", |idx: &mut NoteIndex| {
         idx.tail.push(note_id.to_string());
         if idx.tail.len() >= INDEX_PAGE {
-            let page = put_blob(kv, &encode(&idx.tail))?;
+            let page = put_tenant_blob(kv, &encode(&idx.tail))?;
             idx.pages.push(page);
             idx.tail.clear();
         }

@@ -180,6 +180,9 @@ pub fn create_note(
                 tab: None,
                 deleted: false,
             }],
+            history_floor: 0,
+            history_bases: Default::default(),
+            blob_gen: 0,
             commits: Vec::new(),
         };
         // The id is unique, so no other writer creates this key; the index entry goes

@@ -251,7 +251,10 @@ pub(crate) fn commit(
         check_claims(kv, env, who, head, spec, target, now)?;
         check_version(head, spec, target)?;
 
-        let change = apply(head, target, &mut Ctx { kv, env, who, now })?;
+        // Content written by this attempt goes under the note's current blob
+        // generation: the one the head it commits carries.
+        let blobs = kv.for_note_blobs(&head.note_id, head.blob_gen);
+        let change = apply(head, target, &mut Ctx { kv: &blobs, env, who, now })?;
         if let Some(gone) = change.removed_tab.as_ref().map(|t| &t.id) {
             // Claims on a deleted tab end with it (only its holder could delete it).
             let (ended, kept): (Vec<Claim>, Vec<Claim>) =

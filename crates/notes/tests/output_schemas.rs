@@ -90,7 +90,8 @@ fn a_result_that_breaks_its_schema_is_caught() {
     let note = w.note(&ada, "Broken", true);
     let mut good = w.ok(&ada, "list_note_tabs", json!({"note_id": note}));
     assert_valid_output("list_note_tabs", &good);
-    let breakages: [(&str, fn(&mut Value)); 4] = [
+    type Breakage = (&'static str, fn(&mut Value));
+    let breakages: [Breakage; 4] = [
         ("a required field missing", |v| {
             v.as_object_mut().unwrap().remove("version");
         }),
