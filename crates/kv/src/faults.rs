@@ -2,6 +2,8 @@
 //! whose faults a test switches on and off while the system runs.
 //!
 //! - lose the next N swaps (reported as conflicts, nothing written);
+//! - drop the next N swaps (reported as written, nothing written: a write a
+//!   failover lost after acknowledging it);
 //! - lie like Spin's Redis backend: a swap whose read was overtaken is
 //!   reported as done without writing (its nil `EXEC` taken for success), and
 //!   now and then written anyway (a reconnect between `WATCH` and `EXEC`
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Default)]
 pub struct Control {
     lose_swaps: AtomicU32,
+    drop_swaps: AtomicU32,
     lie: AtomicBool,
     /// Blind writes per 1,000 lied-about swaps.
     blind_per_mille: AtomicU32,
@@ -49,6 +52,11 @@ impl Control {
     /// The next `n` swaps fail as if another writer had written in between.
     pub fn lose_next_swaps(&self, n: u32) {
         self.lose_swaps.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` swaps are reported as written and write nothing.
+    pub fn drop_next_swaps(&self, n: u32) {
+        self.drop_swaps.store(n, Ordering::SeqCst);
     }
 
     /// Lie about lost swaps as Spin's Redis backend does; `blind_per_mille`
@@ -208,6 +216,11 @@ impl Store for Faulty {
         if self.ctl.lose_swaps.load(Ordering::SeqCst) > 0 {
             self.ctl.lose_swaps.fetch_sub(1, Ordering::SeqCst);
             return Ok(Swap::Failed(self.inner.read(bucket, key)?));
+        }
+        if self.ctl.drop_swaps.load(Ordering::SeqCst) > 0 {
+            self.ctl.drop_swaps.fetch_sub(1, Ordering::SeqCst);
+            self.ctl.lies.fetch_add(1, Ordering::SeqCst);
+            return Ok(Swap::Done);
         }
         match self.inner.swap(bucket, key, observed, value)? {
             Swap::Done => Ok(Swap::Done),

@@ -127,6 +127,9 @@ impl Store for TestKv {
     fn get(&self, bucket: &str, key: &str) -> cairn_kv::Result<Option<Vec<u8>>> {
         self.faulty.get(bucket, key)
     }
+    fn vouched(&self) -> bool {
+        self.faulty.vouched()
+    }
 }
 
 pub struct World {
