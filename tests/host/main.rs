@@ -14,6 +14,7 @@ mod claims;
 mod compat;
 mod composition;
 mod concurrency;
+mod crash;
 mod deploy;
 mod history;
 mod kv_probe;

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 /// What one client saw.
 #[derive(Default, Debug)]
-struct Seen {
-    acked: Vec<String>,
+pub struct Seen {
+    pub acked: Vec<String>,
     /// Answers that were neither a result nor a clear 503 (or a dead connection).
-    errors: Vec<String>,
-    unavailable: usize,
-    dead_connections: usize,
+    pub errors: Vec<String>,
+    pub unavailable: usize,
+    pub dead_connections: usize,
 }
 
 /// One tools/call; `Err` for a dead connection or a 503, the result otherwise.
@@ -56,7 +56,7 @@ fn call(addr: SocketAddr, token: &str, tool: &str, args: &Value, seen: &mut Seen
 /// A client appending lines to its own note until `stop`, through `hosts`
 /// (it moves to the next host when its own stops answering). Every call that
 /// got no answer is resent, same arguments, same key, until it is answered.
-fn client(hosts: Arc<Mutex<Vec<SocketAddr>>>, start: usize, token: String, note: String, tag: String, stop: Arc<AtomicBool>) -> Seen {
+pub fn client(hosts: Arc<Mutex<Vec<SocketAddr>>>, start: usize, token: String, note: String, tag: String, stop: Arc<AtomicBool>) -> Seen {
     let mut seen = Seen::default();
     let mut at = start;
     let mut i = 0;
@@ -116,7 +116,7 @@ fn clients(hosts: &[Cairn], token: &str, notes: &[(String, String)]) -> (Arc<Ato
 }
 
 /// Checks every client's note: each acknowledged line once, nothing else twice.
-fn check_notes(host: &Cairn, token: &str, notes: &[(String, String)], seen: &[Seen]) -> usize {
+pub fn check_notes(host: &Cairn, token: &str, notes: &[(String, String)], seen: &[Seen]) -> usize {
     let mut acked = 0;
     for ((note, tag), s) in notes.iter().zip(seen) {
         let r = host.call(token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));

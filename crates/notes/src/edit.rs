@@ -362,11 +362,7 @@ fn check_rebase(kv: &TenantKv, head: &Head, tab: &Tab, patch: &Patch, base: u64,
     let base_text = load_text(kv, &then)?;
     let (ps, pe) = patch.lines(&base_text).map_err(|_| conflict("old_text does not occur exactly once in the version you read".into()))?;
     let diff = similar::TextDiff::from_lines(base_text.as_str(), current);
-    for op in diff.ops() {
-        if op.tag() == similar::DiffTag::Equal {
-            continue;
-        }
-        let r = op.old_range();
+    for (r, _) in crate::merge::line_changes(diff.ops()) {
         if r.start <= pe && r.end >= ps {
             return Err(conflict(format!(
                 "a change since version {base} touches or borders lines {}-{} that the patch changes",

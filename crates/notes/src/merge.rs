@@ -30,11 +30,30 @@ struct Change<'a> {
 fn changes<'a>(base: &'a str, other: &'a str) -> Vec<Change<'a>> {
     let diff = similar::TextDiff::from_lines(base, other);
     let new: Vec<&str> = diff.new_slices().to_vec();
-    diff.ops()
-        .iter()
-        .filter(|op| op.tag() != similar::DiffTag::Equal)
-        .map(|op| Change { start: op.old_range().start, end: op.old_range().end, lines: new[op.new_range()].to_vec() })
-        .collect()
+    line_changes(diff.ops()).into_iter().map(|(old, n)| Change { start: old.start, end: old.end, lines: new[n].to_vec() }).collect()
+}
+
+/// The changed ranges of a line diff, `(old lines, new lines)` in order.
+///
+/// Positions come from walking the ops and adding up their lengths, not from
+/// the indices the ops carry: `similar` 2.7's Myers diff can anchor a
+/// deletion or an insertion at the wrong index (a fuzz test found
+/// `Delete { old_index: 0, old_len: 2, new_index: 3 }` followed by
+/// `Insert { old_index: 1, … }` after an `Equal` at old index 2), while the
+/// order and the lengths of its ops are right.
+pub(crate) fn line_changes(ops: &[similar::DiffOp]) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    let (mut o, mut n) = (0, 0);
+    let mut out = Vec::new();
+    for op in ops {
+        let (tag, old, new) = op.as_tag_tuple();
+        let (ol, nl) = (old.len(), new.len());
+        if tag != similar::DiffTag::Equal {
+            out.push((o..o + ol, n..n + nl));
+        }
+        o += ol;
+        n += nl;
+    }
+    out
 }
 
 /// Base lines `from..to` with one side's changes inside that range applied.
@@ -182,9 +201,69 @@ mod tests {
         assert_eq!(r["conflicts"][0]["mine"], "y\n");
     }
 
+    /// Found by the fuzz test below: `similar` anchored a deletion and an
+    /// insertion at the wrong base lines, and the merge sliced backwards.
+    #[test]
+    fn a_diff_whose_ops_carry_wrong_anchors_still_merges() {
+        let (base, mine) = ("a\nc\nb\nlong line\n", "b\nb\n\nb\na\nlong line\n");
+        let diff = similar::TextDiff::from_lines(base, mine);
+        assert_eq!(super::line_changes(diff.ops()), vec![(0..2, 0..0), (3..3, 1..5)]);
+        let r = merge3(base, "", mine);
+        assert_eq!(r["clean"], false, "{r}");
+        assert_eq!(r["merged"], "", "a conflict keeps theirs: {r}");
+        assert_eq!(merge3(base, base, mine)["merged"], mine);
+    }
+
     #[test]
     fn one_side_unchanged_takes_the_other() {
         assert_eq!(merge3(BASE, BASE, "z\n")["merged"], "z\n");
         assert_eq!(merge3(BASE, "", BASE)["merged"], "");
+    }
+}
+
+/// Fuzzing the merge (proptest, shrinking) on texts of a few distinct lines,
+/// with and without a final newline: no panic, the segments always spell
+/// the merged text, a side that did not change yields the other side, the
+/// same change on both sides merges cleanly, and a clean merge has no
+/// conflicts. `CAIRN_FUZZ_CASES` cases (default 3,000).
+#[cfg(test)]
+mod fuzz {
+    use super::merge3;
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        (proptest::collection::vec(prop_oneof![Just("a"), Just("b"), Just("c"), Just(""), Just("long line"), Just("b")], 0..12), any::<bool>())
+            .prop_map(|(lines, newline)| {
+                let mut t = lines.join("\n");
+                if newline && !t.is_empty() {
+                    t.push('\n');
+                }
+                t
+            })
+    }
+
+    fn cases() -> u32 {
+        std::env::var("CAIRN_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(3_000)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+        #[test]
+        fn merges_keep_their_promises(base in text(), theirs in text(), mine in text()) {
+            let r = merge3(&base, &theirs, &mine);
+            let spelled: String = r["segments"].as_array().unwrap().iter().map(|s| s["text"].as_str().unwrap()).collect();
+            prop_assert_eq!(&spelled, r["merged"].as_str().unwrap(), "segments spell the merge");
+            if r["clean"] == true {
+                prop_assert!(r["conflicts"].as_array().unwrap().is_empty());
+            }
+            for (a, b, want) in [(&base, &mine, &theirs), (&theirs, &base, &mine), (&mine, &theirs, &theirs)] {
+                if a == b {
+                    let m = merge3(&base, &theirs, &mine);
+                    prop_assert_eq!(m["merged"].as_str(), Some(want.as_str()));
+                    prop_assert_eq!(&m["clean"], &serde_json::Value::Bool(true));
+                }
+            }
+        }
     }
 }
