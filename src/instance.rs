@@ -41,11 +41,27 @@ pub struct Limits {
     pub max_memory: usize,
     /// Instances alive at once (in-flight requests, counting chained calls).
     pub max_instances: u32,
+    /// Time a client may take to send its request headers.
+    pub header_timeout: Duration,
+    /// Time a client may take to send its request body, once its headers are in.
+    pub body_timeout: Duration,
+    /// Largest request body the host reads, in bytes (components may refuse smaller ones).
+    pub max_body_bytes: usize,
+    /// Client connections open at once; one more is answered 503 and closed.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { request_timeout: Duration::from_secs(30), max_memory: 128 << 20, max_instances: 256 }
+        Self {
+            request_timeout: Duration::from_secs(30),
+            max_memory: 128 << 20,
+            max_instances: 256,
+            header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
+            max_body_bytes: 32 << 20,
+            max_connections: 1024,
+        }
     }
 }
 

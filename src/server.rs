@@ -164,23 +164,31 @@ pub async fn start(opts: Options) -> Result<Running> {
 async fn serve(app: Arc<App>, listener: TcpListener, sweep_interval: Duration, mut stop: watch::Receiver<bool>) {
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new((app.limits.max_instances / 2).max(1) as usize));
+    let connections = Arc::new(Semaphore::new(app.limits.max_connections));
     let sweeper = tokio::spawn(sweep(app.clone(), sweep_interval));
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, peer)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
+                // One connection over the cap is told so and closed; the others go on.
+                let Ok(open) = connections.clone().try_acquire_owned() else {
+                    tokio::spawn(refuse_connection(stream));
+                    continue;
+                };
+                let header_timeout = app.limits.header_timeout;
                 let (app, permits) = (app.clone(), permits.clone());
                 let service = service_fn(move |req| handle(app.clone(), permits.clone(), req, peer));
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(Duration::from_secs(30))
+                    .header_read_timeout(header_timeout)
                     .serve_connection(TokioIo::new(stream), service);
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
+                    drop(open);
                 });
             }
             _ = stop.changed() => break,
@@ -223,6 +231,41 @@ async fn sweep(app: Arc<App>, every: Duration) {
     }
 }
 
+/// The answer to a connection over `max_connections`: 503 with
+/// `Retry-After`, then the connection is closed.
+async fn refuse_connection(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    tracing::warn!("connection refused: max_connections reached");
+    let body = r#"{"error":"too_many_connections","message":"this host has as many connections open as it allows; retry shortly"}"#;
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(answer.as_bytes())).await;
+    let _ = stream.shutdown().await;
+}
+
+/// Reads a request's whole body within the body timeout and the size cap,
+/// before the request may take an instance: a client trickling its body
+/// holds a connection, never an instance. `Err`: the answer that refuses it.
+async fn read_body(limits: &instance::Limits, req: Request<Incoming>) -> Result<Request<Full<Bytes>>, Response<Body>> {
+    use http_body_util::Limited;
+    let (parts, body) = req.into_parts();
+    let limited = Limited::new(body, limits.max_body_bytes);
+    match tokio::time::timeout(limits.body_timeout, limited.collect()).await {
+        Ok(Ok(b)) => Ok(Request::from_parts(parts, Full::new(b.to_bytes()))),
+        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(json(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(r#"{{"error":"body_too_large","message":"the request body exceeds this host's {} bytes"}}"#, limits.max_body_bytes),
+        )),
+        Ok(Err(_)) => Err(json(StatusCode::BAD_REQUEST, r#"{"error":"bad_body","message":"the request body could not be read"}"#.into())),
+        Err(_) => Err(json(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(r#"{{"error":"body_timeout","message":"the request body did not arrive within {} ms"}}"#, limits.body_timeout.as_millis()),
+        )),
+    }
+}
+
 async fn handle(
     app: Arc<App>,
     permits: Arc<Semaphore>,
@@ -241,18 +284,23 @@ async fn handle(
             info.client = peer.to_string();
             let id = loaded.spec.id.clone();
             let route = info.matched.clone();
-            let _permit = permits.acquire().await;
-            // The instance runs in this connection's task, to the end, with its
-            // response body collected as it is written: no task hop and no
-            // cross-thread wake-up per request.
-            let response = match instance::run_buffered(app.clone(), loaded.clone(), req, info).await {
-                Ok(r) => r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync()),
-                Err(e) => {
-                    tracing::error!(component = %id, error = %e, "request failed");
-                    json(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        r#"{"error":"component_failed","message":"the component failed while handling this request; see the host log"}"#.into(),
-                    )
+            let response = match read_body(&app.limits, req).await {
+                Err(refused) => refused,
+                Ok(req) => {
+                    let _permit = permits.acquire().await;
+                    // The instance runs in this connection's task, to the end, with its
+                    // response body collected as it is written: no task hop and no
+                    // cross-thread wake-up per request.
+                    match instance::run_buffered(app.clone(), loaded.clone(), req, info).await {
+                        Ok(r) => r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync()),
+                        Err(e) => {
+                            tracing::error!(component = %id, error = %e, "request failed");
+                            json(
+                                StatusCode::INTERNAL_SERVER_ERROR,
+                                r#"{"error":"component_failed","message":"the component failed while handling this request; see the host log"}"#.into(),
+                            )
+                        }
+                    }
                 }
             };
             (id, route, response)

@@ -95,7 +95,6 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
         scopes: vec!["notes:read".into()],
         exp: u64::MAX,
     };
-    let identity = cairn_auth::identity::sign(&principal, &secret);
     let args = json!({"note_id": note, "tab_id": "markdown"});
     let native: Arc<dyn Store> = app.store().clone();
     println!("# read_note_tab");
@@ -136,14 +135,17 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
         let started = Instant::now();
         let mut tasks = Vec::new();
         for _ in 0..c {
-            let (app, tool, identity, body) = (app.clone(), tool.clone(), identity.clone(), args.to_string());
+            let (app, tool, principal, secret, body) = (app.clone(), tool.clone(), principal.clone(), secret.clone(), args.to_string());
             tasks.push(tokio::spawn(async move {
                 let mut lat = Vec::new();
                 while Instant::now() < end {
                     let t = Instant::now();
+                    // Each call signs its own identity, as the router does.
+                    let call = cairn_auth::identity::Call { method: "POST", path: "/", body: body.as_bytes() };
+                    let identity = cairn_auth::identity::sign(&principal, &secret, &call, cairn::clock::now_us() / 1_000_000);
                     let req = hyper::Request::post("http://read-note-tab.spin.internal/")
                         .header("host", "read-note-tab.spin.internal")
-                        .header(cairn_auth::identity::HEADER, identity.clone())
+                        .header(cairn_auth::identity::HEADER, identity)
                         .body(Full::new(Bytes::from(body.clone())))?;
                     let resp = cairn::instance::run_buffered(app.clone(), tool.clone(), req, cairn::instance::RouteInfo::internal()).await?;
                     let status = resp.status();

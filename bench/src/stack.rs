@@ -325,8 +325,10 @@ pub fn native_store(dir: &std::path::Path) -> Result<Arc<dyn Store>> {
 pub struct ToolCaller {
     /// The application.
     pub app: Arc<cairn::instance::App>,
-    /// The caller's signed identity (`cairn-identity`).
-    pub identity: String,
+    /// Who calls.
+    pub principal: cairn_auth::Principal,
+    /// The secret identities are signed with.
+    pub secret: String,
 }
 
 impl ToolCaller {
@@ -342,7 +344,7 @@ impl ToolCaller {
             scopes: vec!["notes:read".into(), "notes:write".into()],
             exp: u64::MAX,
         };
-        Ok(Self { app: stack.running.app.clone(), identity: cairn_auth::identity::sign(&principal, &secret) })
+        Ok(Self { app: stack.running.app.clone(), principal, secret })
     }
 }
 
@@ -351,10 +353,14 @@ impl Caller for ToolCaller {
         let spec = cairn_notes::tools::find(tool).with_context(|| format!("no tool {tool}"))?;
         let id = spec.component();
         let component = self.app.components.get(&id).with_context(|| format!("no component {id}"))?.clone();
-        let req = hyper::Request::post(format!("http://{id}.spin.internal/tools/{tool}"))
+        let body = args.to_string();
+        let path = format!("/tools/{tool}");
+        let call = cairn_auth::identity::Call { method: "POST", path: &path, body: body.as_bytes() };
+        let identity = cairn_auth::identity::sign(&self.principal, &self.secret, &call, cairn::clock::now_us() / 1_000_000);
+        let req = hyper::Request::post(format!("http://{id}.spin.internal{path}"))
             .header("host", format!("{id}.spin.internal"))
-            .header(cairn_auth::identity::HEADER, self.identity.clone())
-            .body(Full::new(Bytes::from(args.to_string())))?;
+            .header(cairn_auth::identity::HEADER, identity)
+            .body(Full::new(Bytes::from(body)))?;
         let resp = cairn::instance::run_buffered(self.app.clone(), component, req, cairn::instance::RouteInfo::internal()).await?;
         if resp.status() != 200 {
             bail!("{tool}: the component answered {}: {}", resp.status(), String::from_utf8_lossy(resp.body()));

@@ -44,8 +44,8 @@ pub fn serve(tool: &str, req: Request) -> Response {
         (405, error_body("method_not_allowed", "tools answer POST only"))
     } else {
         match caller(&req) {
-            Some(principal) => answer(tool, &principal, req.body()),
-            None => (401, error_body("unauthenticated", "missing or invalid cairn-identity: tools are reached through the router")),
+            Ok(principal) => answer(tool, &principal, req.body()),
+            Err(why) => (401, error_body("unauthenticated", &why.to_string())),
         }
     };
     let mut r = Response::builder().status(status).header("content-type", "application/json").body(body).build();
@@ -63,11 +63,15 @@ pub fn call(tool: &str, caller: &str, arguments: &str) -> (u16, String) {
     }
 }
 
-/// The principal the router signed into `cairn-identity`, if it verifies.
-pub fn caller(req: &Request) -> Option<Principal> {
-    let secret = crate::variable("identity_secret")?;
-    let value = req.header(cairn_auth::identity::HEADER)?.as_str()?;
-    cairn_auth::identity::verify(value, &secret)
+/// The principal the router signed into `cairn-identity` for this very call
+/// (method, path, body), if it verifies and has not expired.
+pub fn caller(req: &Request) -> Result<Principal, cairn_auth::identity::Refused> {
+    use cairn_auth::identity::{Call, Refused};
+    let secret = crate::variable("identity_secret").ok_or(Refused::Invalid)?;
+    let value = req.header(cairn_auth::identity::HEADER).and_then(|v| v.as_str()).ok_or(Refused::Invalid)?;
+    let method = if *req.method() == Method::Post { "POST" } else { "OTHER" };
+    let call = Call { method, path: req.path(), body: req.body() };
+    cairn_auth::identity::verify(value, &secret, &call, crate::notes::now_us() / 1_000_000)
 }
 
 /// Define a tool component, both doors: `cairn_guest::tool_component!("list_note_tabs");`

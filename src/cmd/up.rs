@@ -50,9 +50,22 @@ pub struct Args {
     /// Instances alive at once.
     #[arg(long, default_value_t = 256)]
     pub max_instances: u32,
-    /// Seconds between sweeps of lapsed claims.
+    /// Seconds between sweeps of lapsed claims and history past retention.
     #[arg(long, default_value_t = 60)]
     pub sweep_interval_secs: u64,
+    /// Time a client may take to send its request headers, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    pub header_timeout_ms: u64,
+    /// Time a client may take to send its request body, in milliseconds
+    /// (a slow body is read before the request takes an instance).
+    #[arg(long, default_value_t = 30_000)]
+    pub body_timeout_ms: u64,
+    /// Largest request body the host reads, in MiB.
+    #[arg(long, default_value_t = 32)]
+    pub max_body_mb: usize,
+    /// Client connections open at once; one more is answered 503 and closed.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
 }
 
 /// Build first if asked, then serve until a signal.
@@ -64,6 +77,10 @@ pub fn run(a: Args) -> Result<()> {
         request_timeout: Duration::from_millis(a.request_timeout_ms),
         max_memory: a.max_memory_mb << 20,
         max_instances: a.max_instances,
+        header_timeout: Duration::from_millis(a.header_timeout_ms.max(1)),
+        body_timeout: Duration::from_millis(a.body_timeout_ms.max(1)),
+        max_body_bytes: a.max_body_mb.max(1) << 20,
+        max_connections: a.max_connections.max(1),
     };
     let cache_dir = a.cache_dir.unwrap_or_else(|| a.state_dir.join("cache"));
     let stores = match &a.runtime_config_file {

@@ -57,6 +57,8 @@ fn sigkill_under_16_clients_then_a_restart_loses_no_acknowledged_edit_and_lands_
     }
     assert!(seen.iter().any(|s| s.dead_connections > 0), "no client noticed the kill: it came too late");
     let acked = check_notes(&second, &token, &notes, &seen);
+    let resent: usize = seen.iter().map(|s| s.dead_connections + s.unavailable).sum();
+    eprintln!("crash: {acked} edits acknowledged and checked once each; {resent} calls resent after the kill");
     assert!(acked > 32, "only {acked} edits acknowledged under load");
 }
 
@@ -107,6 +109,7 @@ fn sigkill_during_claim_traffic_leaves_no_target_held_twice_and_no_claim_past_it
     stop.store(true, Ordering::SeqCst);
     let granted: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
     assert!(granted > 0, "no claim was ever granted: the race proved nothing");
+    eprintln!("crash: {granted} claims granted around the kill");
     // Two seconds of TTL and nobody renewing: nothing is held any more.
     std::thread::sleep(Duration::from_millis(2500));
     let board = second.call(&p, "list_claims", json!({"note_id": note}))["structuredContent"].clone();

@@ -39,6 +39,7 @@ fn host(redis: &Redis, state: &std::path::Path, components: &[&str], env: Vec<(&
 
 struct Apart {
     _redis: Redis,
+    state: std::path::PathBuf,
     router: Cairn,
     reads: Cairn,
     writes: Cairn,
@@ -57,7 +58,7 @@ fn deploy() -> Apart {
         }
     }
     let router = host(&redis, &state, &["router", "rest"], env);
-    Apart { _redis: redis, router, reads, writes }
+    Apart { _redis: redis, state, router, reads, writes }
 }
 
 #[test]
@@ -100,25 +101,37 @@ fn a_tool_host_refuses_calls_without_a_valid_signed_identity() {
     let body = json!({}).to_string();
     let r = d.reads.request("POST", "/tools/list_notes", &[("content-type", "application/json")], body.as_bytes());
     assert_eq!(r.status, 401, "{}", r.text());
+    let mallory = cairn_auth::Principal {
+        tenant: "acme".into(),
+        subject: "mallory".into(),
+        name: "Mallory".into(),
+        actor: cairn_auth::Actor::Human,
+        role: cairn_auth::Role::Admin,
+        scopes: vec!["notes:read".into(), "notes:write".into()],
+        exp: u64::MAX,
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let call = |path: &'static str, body: &'static str| cairn_auth::identity::Call { method: "POST", path, body: body.as_bytes() };
+    let send = |host: &Cairn, path: &str, header: &str, body: &str| {
+        host.request("POST", path, &[("content-type", "application/json"), (cairn_auth::identity::HEADER, header)], body.as_bytes())
+    };
     // An identity signed with a secret the hosts do not share.
-    let forged = cairn_auth::identity::sign(
-        &cairn_auth::Principal {
-            tenant: "acme".into(),
-            subject: "mallory".into(),
-            name: "Mallory".into(),
-            actor: cairn_auth::Actor::Human,
-            role: cairn_auth::Role::Admin,
-            scopes: vec!["notes:read".into(), "notes:write".into()],
-            exp: u64::MAX,
-        },
-        "not-the-secret",
-    );
-    let r = d.writes.request(
-        "POST",
-        "/tools/edit_note_tab",
-        &[("content-type", "application/json"), (cairn_auth::identity::HEADER, &forged)],
-        body.as_bytes(),
-    );
+    let forged = cairn_auth::identity::sign(&mallory, "not-the-secret", &call("/tools/edit_note_tab", "{}"), now);
+    let r = send(&d.writes, "/tools/edit_note_tab", &forged, &body);
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(r.text().contains("cairn-identity"), "{}", r.text());
+    // A genuine header, captured and replayed with other arguments or for another tool.
+    let secret = cairn::local::identity_secret(&d.state).unwrap();
+    let genuine = cairn_auth::identity::sign(&mallory, &secret, &call("/tools/list_notes", "{}"), now);
+    assert_eq!(send(&d.reads, "/tools/list_notes", &genuine, "{}").status, 200, "the genuine call is served");
+    for (host, path, args) in [(&d.reads, "/tools/list_notes", r#"{"limit":50}"#), (&d.writes, "/tools/edit_note_tab", "{}")] {
+        let r = send(host, path, &genuine, args);
+        assert_eq!(r.status, 401, "{path} {args}: {}", r.text());
+        assert!(r.text().contains("another call"), "{}", r.text());
+    }
+    // And once it has expired.
+    let old = cairn_auth::identity::sign(&mallory, &secret, &call("/tools/list_notes", "{}"), now - cairn_auth::identity::TTL_SECONDS - 5);
+    let r = send(&d.reads, "/tools/list_notes", &old, "{}");
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert!(r.text().contains("expired"), "{}", r.text());
 }

@@ -382,14 +382,20 @@ pub(crate) async fn call(tool: &cairn_notes::tools::Tool, args: &str, who: &Prin
     Ok(body)
 }
 
-/// A tool over HTTP at `url`, with the caller's identity signed in.
+/// The path of an absolute URL (`http://host:port/tools/x` → `/tools/x`).
+fn path_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.find('/').map_or("/", |i| &rest[i..])
+}
+
+/// A tool over HTTP at `url`, with the caller's identity signed in for this one call.
 async fn call_http(name: &str, url: &str, who: &Principal, args: &str) -> Result<(u16, String), ToolError> {
     let secret = cairn_guest::variable("identity_secret").ok_or(ToolError::Internal("the identity_secret variable is not set".to_string()))?;
     let req = Request::builder()
         .method(Method::Post)
         .uri(url)
         .header("content-type", "application/json")
-        .header(cairn_auth::identity::HEADER, cairn_auth::identity::sign(who, &secret))
+        .header(cairn_auth::identity::HEADER, cairn_auth::identity::sign(who, &secret, &cairn_auth::identity::Call { method: "POST", path: path_of(url), body: args.as_bytes() }, cairn_guest::notes::now_us() / 1_000_000))
         .body(args.to_string())
         .build();
     let resp: Response = spin_sdk::http::send(req).await.map_err(|e| ToolError::Unavailable(format!("tool {name} is unreachable: {e}")))?;

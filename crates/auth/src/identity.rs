@@ -1,9 +1,12 @@
 //! The identity header from the router to a tool component.
 //!
-//! `cairn-identity: <base64url(JSON principal)>.<base64url(HMAC-SHA256)>`,
-//! keyed with the `identity_secret` variable that only components hold. A
-//! tool refuses a call whose header is missing, altered or signed with
-//! another secret.
+//! `cairn-identity: <base64url(JSON)>.<base64url(HMAC-SHA256)>`, keyed with
+//! the `identity_secret` variable that only components hold. The JSON is the
+//! principal bound to one call: its method, path and the SHA-256 of its body,
+//! and an expiry [`TTL_SECONDS`] after signing. A tool refuses a call whose
+//! header is missing, altered or signed with another secret, was signed for
+//! another call (a captured header replayed with other arguments or for
+//! another tool), or has expired.
 
 use crate::Principal;
 use base64::Engine;
@@ -30,23 +33,89 @@ pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
     outer.finalize().into()
 }
 
-/// Sign a principal into a header value.
-pub fn sign(p: &Principal, secret: &str) -> String {
-    let body = B64.encode(serde_json::to_vec(p).expect("a principal always serializes"));
+/// How long a signed identity is good for, in seconds: long enough for a
+/// call to cross to a tool host, short enough that a captured header is
+/// soon worthless.
+pub const TTL_SECONDS: u64 = 60;
+
+/// The one call an identity is signed for: its method, its path and its body.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// `POST`.
+    pub method: &'a str,
+    /// `/tools/<tool>`.
+    pub path: &'a str,
+    /// The arguments, exactly as sent.
+    pub body: &'a [u8],
+}
+
+/// What a header carries: the principal, bound to one call until `expires`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Signed {
+    principal: Principal,
+    method: String,
+    path: String,
+    body_sha256: String,
+    expires: u64,
+}
+
+/// Why a header was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Missing, malformed, altered, or signed with another secret.
+    Invalid,
+    /// Signed for another method, path or body: a captured header replayed.
+    OtherCall,
+    /// Past its expiry.
+    Expired,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Refused::Invalid => "missing or invalid cairn-identity: tools are reached through the router",
+            Refused::OtherCall => "this cairn-identity was signed for another call (method, path or body)",
+            Refused::Expired => "this cairn-identity has expired",
+        })
+    }
+}
+
+fn digest(body: &[u8]) -> String {
+    Sha256::digest(body).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Signs a principal into a header value for one call, good for
+/// [`TTL_SECONDS`] from `now_s` (Unix seconds).
+pub fn sign(p: &Principal, secret: &str, call: &Call, now_s: u64) -> String {
+    let signed = Signed {
+        principal: p.clone(),
+        method: call.method.to_string(),
+        path: call.path.to_string(),
+        body_sha256: digest(call.body),
+        expires: now_s + TTL_SECONDS,
+    };
+    let body = B64.encode(serde_json::to_vec(&signed).expect("a signed identity always serializes"));
     let mac = hmac_sha256(secret.as_bytes(), body.as_bytes());
     format!("{body}.{}", B64.encode(mac))
 }
 
-/// Verify a header value; `None` when it is missing, altered or foreign.
-pub fn verify(value: &str, secret: &str) -> Option<Principal> {
+/// Verifies a header value for the call it arrived with, at `now_s`.
+pub fn verify(value: &str, secret: &str, call: &Call, now_s: u64) -> Result<Principal, Refused> {
     if secret.is_empty() {
-        return None;
+        return Err(Refused::Invalid);
     }
-    let (body, mac) = value.split_once('.')?;
-    let mac = B64.decode(mac).ok()?;
+    let (body, mac) = value.split_once('.').ok_or(Refused::Invalid)?;
+    let mac = B64.decode(mac).map_err(|_| Refused::Invalid)?;
     let want = hmac_sha256(secret.as_bytes(), body.as_bytes());
-    if mac.len() != want.len() || mac.iter().zip(want).fold(0u8, |a, (x, y)| a | (x ^ y)) != 0 {
-        return None;
+    if !crate::constant_time_eq(&mac, &want) {
+        return Err(Refused::Invalid);
     }
-    serde_json::from_slice(&B64.decode(body).ok()?).ok()
+    let signed: Signed = serde_json::from_slice(&B64.decode(body).map_err(|_| Refused::Invalid)?).map_err(|_| Refused::Invalid)?;
+    if signed.method != call.method || signed.path != call.path || !crate::constant_time_eq(signed.body_sha256.as_bytes(), digest(call.body).as_bytes()) {
+        return Err(Refused::OtherCall);
+    }
+    if now_s >= signed.expires {
+        return Err(Refused::Expired);
+    }
+    Ok(signed.principal)
 }

@@ -1,5 +1,6 @@
-//! The identity the router hands to tools cannot be forged or altered.
-use cairn_auth::identity::{hmac_sha256, sign, verify};
+//! The identity the router hands to tools cannot be forged, altered, replayed
+//! for another call, or used after it expires.
+use cairn_auth::identity::{Call, Refused, TTL_SECONDS, hmac_sha256};
 use cairn_auth::{Actor, Principal, Role};
 
 fn ada() -> Principal {
@@ -12,6 +13,36 @@ fn ada() -> Principal {
         scopes: vec!["notes:read".into()],
         exp: 4_000_000_000,
     }
+}
+
+const NOW: u64 = 1_800_000_000;
+const CALL: Call = Call { method: "POST", path: "/tools/edit_note_tab", body: br#"{"note_id":"n"}"# };
+
+fn sign(p: &Principal, secret: &str) -> String {
+    cairn_auth::identity::sign(p, secret, &CALL, NOW)
+}
+
+fn verify(header: &str, secret: &str) -> Option<Principal> {
+    cairn_auth::identity::verify(header, secret, &CALL, NOW).ok()
+}
+
+#[test]
+fn a_header_replayed_for_another_call_is_refused() {
+    let header = sign(&ada(), "s3cret");
+    for other in [
+        Call { body: br#"{"note_id":"m"}"#, ..CALL },
+        Call { path: "/tools/add_note_source", ..CALL },
+        Call { method: "GET", ..CALL },
+    ] {
+        assert_eq!(cairn_auth::identity::verify(&header, "s3cret", &other, NOW), Err(Refused::OtherCall), "{other:?}");
+    }
+}
+
+#[test]
+fn a_header_is_good_for_its_ttl_and_refused_after() {
+    let header = sign(&ada(), "s3cret");
+    assert_eq!(cairn_auth::identity::verify(&header, "s3cret", &CALL, NOW + TTL_SECONDS - 1), Ok(ada()));
+    assert_eq!(cairn_auth::identity::verify(&header, "s3cret", &CALL, NOW + TTL_SECONDS), Err(Refused::Expired));
 }
 
 #[test]
