@@ -17,6 +17,8 @@ mod concurrency;
 mod crash;
 mod deploy;
 mod exhaustion;
+mod full_disk;
+mod fuzz_config;
 mod history;
 mod kv_probe;
 mod limits;
