@@ -11,6 +11,14 @@ fn cases() -> u32 {
     std::env::var("CAIRN_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(300)
 }
 
+/// One scratch dir per target for the whole run (each case overwrites its file).
+fn dir(name: &'static str) -> std::path::PathBuf {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    static DIRS: Mutex<BTreeMap<&'static str, std::path::PathBuf>> = Mutex::new(BTreeMap::new());
+    DIRS.lock().unwrap().entry(name).or_insert_with(|| crate::harness::scratch(name)).clone()
+}
+
 fn noise() -> impl Strategy<Value = String> {
     prop_oneof![
         "\\PC{0,30}",
@@ -60,7 +68,7 @@ proptest! {
                 Edit::Cut(i) => lines.truncate(i % n),
             }
         }
-        let dir = crate::harness::scratch("fuzz-manifest");
+        let dir = dir("fuzz-manifest");
         let path = dir.join("spin.toml");
         std::fs::write(&path, lines.join("\n")).unwrap();
         if let Err(e) = Manifest::load(&path) {
@@ -71,7 +79,7 @@ proptest! {
 
     #[test]
     fn a_random_runtime_config_is_read_or_refused_naming_the_field(label in "[a-z_]{0,8}", kind in prop_oneof![Just("redis".to_string()), Just("spin".to_string()), Just("memory".to_string()), "[a-z]{0,6}"], key in "[a-z_]{1,8}", value in noise()) {
-        let dir = crate::harness::scratch("fuzz-rc");
+        let dir = dir("fuzz-rc");
         let path = dir.join("rc.toml");
         std::fs::write(&path, format!("[key_value_store.{label}]\ntype = \"{kind}\"\n{key} = {value}\n")).unwrap();
         if let Err(e) = Stores::from_file(&path) {
