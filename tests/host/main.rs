@@ -19,6 +19,7 @@ mod deploy;
 mod exhaustion;
 mod full_disk;
 mod fuzz_config;
+mod fuzz_http;
 mod history;
 mod kv_probe;
 mod limits;

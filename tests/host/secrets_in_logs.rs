@@ -4,7 +4,6 @@
 //! metrics tokens, the sign-in link's person token) and fails in every way
 //! it can leaves none of them in a log line, nor in any error it answers.
 use crate::app::*;
-use crate::harness::*;
 use serde_json::json;
 
 #[test]
