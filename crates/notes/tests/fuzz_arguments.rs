@@ -1,7 +1,9 @@
 //! Fuzzing the tools' argument parsers (proptest, shrinking): any JSON at
 //! all, and valid calls with one argument replaced by anything, reach every
 //! tool. No panic, no store failure, every answer inside the tool's output
-//! schema (`common::checked_call`), every argument refusal naming a field.
+//! schema (`common::checked_call`), every argument refusal naming a field,
+//! and no call allocating more than a bounded multiple of what it was sent
+//! (a counting allocator measures each call's peak on its own thread).
 //!
 //! CI runs `CAIRN_FUZZ_CASES` cases per target (default 1,500); run longer
 //! by hand with e.g. `CAIRN_FUZZ_CASES=200000 cargo test --release -p cairn-notes --test fuzz_arguments`.
@@ -12,6 +14,35 @@ use cairn_notes::tools::TOOLS;
 use common::*;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
+
+/// The system allocator, counting the bytes live on each thread and their peak.
+struct Counting;
+
+thread_local! {
+    static LIVE: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+    static PEAK: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+}
+
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let _ = LIVE.try_with(|l| {
+            l.set(l.get() + layout.size() as isize);
+            let _ = PEAK.try_with(|p| p.set(p.get().max(l.get())));
+        });
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        let _ = LIVE.try_with(|l| l.set(l.get() - layout.size() as isize));
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// The most a call may allocate beyond what it holds when it starts: a
+/// generous multiple of the largest argument the fuzzer sends (1 MB).
+const MAX_CALL_BYTES: isize = 64 << 20;
 
 fn cases() -> u32 {
     std::env::var("CAIRN_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1_500)
@@ -59,7 +90,11 @@ fn valid(tool: &str, note: &str) -> Value {
 /// argument refusal names the field.
 fn check(w: &mut World, tool: &str, args: Value) {
     let who = agent("acme");
+    let start = LIVE.with(|l| l.get());
+    PEAK.with(|p| p.set(start));
     let r = w.call(&who, tool, args.clone());
+    let peak = PEAK.with(|p| p.get()) - start;
+    assert!(peak <= MAX_CALL_BYTES, "{tool}: one call allocated {peak} bytes at its peak");
     let c = &r["structuredContent"];
     if matches!(c["error"].as_str(), Some("invalid_argument" | "too_large")) {
         assert!(c["field"].as_str().is_some_and(|f| !f.is_empty()), "{tool}: a refusal without a field for {args}: {c}");
