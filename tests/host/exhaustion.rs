@@ -51,7 +51,7 @@ fn a_client_trickling_its_headers_is_cut_off_by_the_header_timeout() {
 #[test]
 fn bodies_trickled_a_byte_at_a_time_get_408_and_never_hold_an_instance() {
     // Two instances at most: without reading bodies first, two slow clients would stall everyone.
-    let cairn = host(vec!["--body-timeout-ms", "1500", "--max-instances", "2"]);
+    let cairn = host(vec!["--body-timeout-ms", "4000", "--max-instances", "2"]);
     let t = cairn.token(&agent());
     let slow: Vec<std::thread::JoinHandle<String>> = (0..6)
         .map(|_| {
@@ -60,13 +60,13 @@ fn bodies_trickled_a_byte_at_a_time_get_408_and_never_hold_an_instance() {
                 let mut s = TcpStream::connect(addr).unwrap();
                 let head = format!("POST /mcp HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {t}\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n");
                 s.write_all(head.as_bytes()).unwrap();
-                for _ in 0..30 {
+                for _ in 0..60 {
                     if s.write_all(b" ").is_err() {
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(100));
                 }
-                drain(&mut s, Duration::from_secs(5))
+                drain(&mut s, Duration::from_secs(8))
             })
         })
         .collect();
@@ -75,7 +75,8 @@ fn bodies_trickled_a_byte_at_a_time_get_408_and_never_hold_an_instance() {
     let note = cairn.create_note(&person(), "Served meanwhile", true);
     let r = cairn.call(&t, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
     assert_eq!(r["isError"], false, "{r}");
-    assert!(started.elapsed() < Duration::from_secs(1), "others waited {:?} behind the slow bodies", started.elapsed());
+    // Behind the slow bodies, this would wait for their 4 s timeout.
+    assert!(started.elapsed() < Duration::from_secs(2), "others waited {:?} behind the slow bodies", started.elapsed());
     for h in slow {
         let answer = h.join().unwrap();
         assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
