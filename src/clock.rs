@@ -23,14 +23,7 @@ impl SystemEnv {
     }
 }
 
-/// The retention the `history_keep_versions` and `history_keep_days`
-/// variables ask for (whole numbers; the defaults otherwise), as the
-/// components read them.
-pub fn retention_of(vars: &std::collections::BTreeMap<String, String>) -> Retention {
-    let d = Retention::default();
-    let read = |name: &str, default: u64| vars.get(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default);
-    Retention { versions: read("history_keep_versions", d.versions), days: read("history_keep_days", d.days) }
-}
+
 
 /// Microseconds since the epoch.
 pub fn now_us() -> u64 {

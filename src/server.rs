@@ -135,7 +135,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         limits: opts.limits.clone(),
         outbound: crate::outbound::hooks,
         metrics_token: app_vars.get("metrics_token").filter(|t| !t.is_empty()).cloned(),
-        retention: crate::clock::retention_of(&app_vars),
+        retention: cairn_notes::env::Retention::from_variables(|name| app_vars.get(name).cloned()),
     });
     for c in &app.manifest.components {
         tracing::info!(component = %c.id, routes = ?c.routes, "component ready");

@@ -26,11 +26,7 @@ pub fn sweep_once(store: &Arc<dyn Store>, retention: Retention) -> Result<Swept>
     let mut env = SystemEnv::with_retention(0, retention);
     for tenant in cairn_notes::list_tenants(store.as_ref())? {
         out.claims += cairn_notes::sweep_expired_claims(store.as_ref(), &mut env, &tenant)?;
-        let h = cairn_notes::sweep_history(store.as_ref(), &mut env, &tenant)?;
-        out.history.notes += h.notes;
-        out.history.entries += h.entries;
-        out.history.blobs += h.blobs;
-        out.history.idempotency += h.idempotency;
+        out.history += cairn_notes::sweep_history(store.as_ref(), &mut env, &tenant)?;
     }
     Ok(out)
 }

@@ -20,12 +20,9 @@ impl Env for HostEnv {
     fn random_u64(&mut self) -> u64 {
         crate::random_u64()
     }
-    /// The `history_keep_versions` and `history_keep_days` variables (whole
-    /// numbers; absent or not a number: the default).
+    /// The `history_keep_versions` and `history_keep_days` variables.
     fn retention(&self) -> cairn_notes::env::Retention {
-        let d = cairn_notes::env::Retention::default();
-        let read = |name: &str, default: u64| crate::variable(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default);
-        cairn_notes::env::Retention { versions: read("history_keep_versions", d.versions), days: read("history_keep_days", d.days) }
+        cairn_notes::env::Retention::from_variables(crate::variable)
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::app::*;
 use crate::harness::*;
 use crate::scale_out::AUDIENCE;
-use crate::scale_out_faults::{Seen, check_notes, client};
+use crate::scale_out_faults::{Seen, check_notes, clients_on};
 use serde_json::json;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -35,15 +35,7 @@ fn sigkill_under_16_clients_then_a_restart_loses_no_acknowledged_edit_and_lands_
     let token = first.token(&agent());
     let notes: Vec<(String, String)> = (0..16).map(|c| (first.create_note(&person(), &format!("crash {c}"), true), format!("c{c}"))).collect();
     let addrs = Arc::new(Mutex::new(vec![first.addr]));
-    let stop = Arc::new(AtomicBool::new(false));
-    let workers: Vec<_> = notes
-        .iter()
-        .enumerate()
-        .map(|(c, (note, tag))| {
-            let (addrs, token, note, tag, stop) = (addrs.clone(), token.clone(), note.clone(), tag.clone(), stop.clone());
-            std::thread::spawn(move || client(addrs, c, token, note, tag, stop))
-        })
-        .collect();
+    let (stop, workers) = clients_on(addrs.clone(), &token, &notes);
     std::thread::sleep(Duration::from_millis(1500));
     first.kill();
     std::thread::sleep(Duration::from_millis(300));

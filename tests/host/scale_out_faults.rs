@@ -56,7 +56,7 @@ fn call(addr: SocketAddr, token: &str, tool: &str, args: &Value, seen: &mut Seen
 /// A client appending lines to its own note until `stop`, through `hosts`
 /// (it moves to the next host when its own stops answering). Every call that
 /// got no answer is resent, same arguments, same key, until it is answered.
-pub fn client(hosts: Arc<Mutex<Vec<SocketAddr>>>, start: usize, token: String, note: String, tag: String, stop: Arc<AtomicBool>) -> Seen {
+fn client(hosts: Arc<Mutex<Vec<SocketAddr>>>, start: usize, token: String, note: String, tag: String, stop: Arc<AtomicBool>) -> Seen {
     let mut seen = Seen::default();
     let mut at = start;
     let mut i = 0;
@@ -102,7 +102,15 @@ pub fn client(hosts: Arc<Mutex<Vec<SocketAddr>>>, start: usize, token: String, n
 
 /// One client thread per note, spread over `hosts`; set the flag to stop them.
 fn clients(hosts: &[Cairn], token: &str, notes: &[(String, String)]) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<Seen>>) {
-    let addrs = Arc::new(Mutex::new(hosts.iter().map(|h| h.addr).collect::<Vec<_>>()));
+    clients_on(Arc::new(Mutex::new(hosts.iter().map(|h| h.addr).collect())), token, notes)
+}
+
+/// [`clients`] on addresses the caller may change while they run (a host restarted on another port).
+pub fn clients_on(
+    addrs: Arc<Mutex<Vec<SocketAddr>>>,
+    token: &str,
+    notes: &[(String, String)],
+) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<Seen>>) {
     let stop = Arc::new(AtomicBool::new(false));
     let workers = notes
         .iter()

@@ -32,6 +32,17 @@ impl Default for Retention {
     }
 }
 
+impl Retention {
+    /// The retention the `history_keep_versions` and `history_keep_days`
+    /// variables ask for, read through `variable` (whole numbers; absent or
+    /// not a number: the default). Components and the host read it the same way.
+    pub fn from_variables(variable: impl Fn(&str) -> Option<String>) -> Self {
+        let d = Retention::default();
+        let read = |name: &str, default: u64| variable(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default);
+        Retention { versions: read("history_keep_versions", d.versions), days: read("history_keep_days", d.days) }
+    }
+}
+
 /// Whether the caller is an AI agent or a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -62,9 +62,7 @@ use crate::sheet::load_manifest;
 /// drops it, so a reader whose clock is behind the sweeper's seldom sees a
 /// version go before its own clock says so. Safety does not rest on it (see
 /// the module docs); with `days = 0` (count-only retention) it does not apply.
-pub const CLOCK_MARGIN_US: u64 = 10 * 60 * 1_000_000;
-/// The same, as a name for the docs.
-pub const CLOCK_MARGIN: std::time::Duration = std::time::Duration::from_micros(CLOCK_MARGIN_US);
+pub const CLOCK_MARGIN: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 /// Keys read, listed or deleted per store call.
 const BATCH: usize = 256;
 
@@ -79,6 +77,15 @@ pub struct HistorySweep {
     pub blobs: usize,
     /// Idempotency records deleted (writes under the floor and past the age rule).
     pub idempotency: usize,
+}
+
+impl std::ops::AddAssign for HistorySweep {
+    fn add_assign(&mut self, o: HistorySweep) {
+        self.notes += o.notes;
+        self.entries += o.entries;
+        self.blobs += o.blobs;
+        self.idempotency += o.idempotency;
+    }
 }
 
 const LIMIT: Limit = Limit { field: "note_id", message: "the note head exceeds the store's value limit" };
@@ -98,11 +105,7 @@ pub fn sweep_history(store: &dyn cairn_kv::Store, env: &mut dyn Env, tenant: &st
         }
         pos += ids.len();
         for id in ids {
-            let one = sweep_note(&kv, env, &id)?;
-            total.notes += one.notes;
-            total.entries += one.entries;
-            total.blobs += one.blobs;
-            total.idempotency += one.idempotency;
+            total += sweep_note(&kv, env, &id)?;
         }
         if pos >= count {
             return Ok(total);
@@ -119,7 +122,7 @@ fn droppable(head: &Head, e: &HistoryEntry, env: &dyn Env) -> bool {
 
 /// How old a version must be before the sweep drops it.
 fn age_limit(days: u64) -> u64 {
-    if days == 0 { 0 } else { days.saturating_mul(DAY_US).saturating_add(CLOCK_MARGIN_US) }
+    if days == 0 { 0 } else { days.saturating_mul(DAY_US).saturating_add(CLOCK_MARGIN.as_micros() as u64) }
 }
 
 /// Sweeps one note; a note that is gone or stays busy is left for the next sweep.
@@ -169,15 +172,12 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
     // Bases: per tab, its newest entry under the new floor (the old bases
     // unless a newer entry below the floor changed the tab).
     let mut bases: BTreeMap<String, u64> = before.history_bases.clone();
-    let mut deleted: BTreeSet<String> = BTreeSet::new();
     for e in &below {
         if let Some(t) = &e.tab_id {
             if e.deleted {
                 bases.remove(t);
-                deleted.insert(t.clone());
             } else if e.tab.is_some() {
                 bases.insert(t.clone(), e.version);
-                deleted.remove(t);
             }
         }
     }
@@ -233,14 +233,8 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
     }
 
     // Sweep the blobs of the generations before the new one.
-    let prefix = format!("blob/{note_id}/");
-    let mut blobs = 0;
-    let mut after: Option<String> = None;
-    loop {
-        let listed = kv.list_prefix(&prefix, after.as_deref(), BATCH)?;
-        let Some(last) = listed.last() else { break };
-        after = Some(last[prefix.len()..].to_string()); // keys strictly after it
-        let doomed: Vec<String> = listed
+    let blobs = delete_listed(kv, &format!("blob/{note_id}/"), |listed| {
+        Ok(listed
             .iter()
             .filter(|k| {
                 let name = &k["blob/".len()..];
@@ -248,15 +242,8 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
                 generation.is_some_and(|g| g <= swept_gen) && !marked.contains(name)
             })
             .cloned()
-            .collect();
-        blobs += doomed.len();
-        if !doomed.is_empty() {
-            kv.delete_many(&doomed)?;
-        }
-        if listed.len() < BATCH {
-            break;
-        }
-    }
+            .collect())
+    })?;
     // The spilled entries under the floor but the bases.
     let bases: BTreeSet<u64> = head.history_bases.values().copied().collect();
     // Every version under the floor, whether it is spilled yet or not: an
@@ -275,16 +262,10 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
 /// are also past the age rule: a retry that late is not a retry (its
 /// `expected_version` is long gone, so it is refused as a conflict).
 fn sweep_idempotency(kv: &TenantKv, env: &dyn Env, note_id: &str, floor: u64) -> Result<usize, Failure> {
-    let prefix = format!("idem/{note_id}/");
     let oldest = env.now_us().saturating_sub(age_limit(env.retention().days));
-    let mut after: Option<String> = None;
-    let mut deleted = 0;
-    loop {
-        let listed = kv.list_prefix(&prefix, after.as_deref(), BATCH)?;
-        let Some(last) = listed.last() else { break };
-        after = Some(last[prefix.len()..].to_string());
+    delete_listed(kv, &format!("idem/{note_id}/"), |listed| {
         let mut doomed = Vec::new();
-        for (k, bytes) in listed.iter().zip(kv.get_many(&listed)?) {
+        for (k, bytes) in listed.iter().zip(kv.get_many(listed)?) {
             let Some(bytes) = bytes else { continue };
             let r: IdemRecord = decode("idempotency record", &bytes)?;
             let version = r.result.get("version").and_then(serde_json::Value::as_u64).unwrap_or(u64::MAX);
@@ -292,6 +273,20 @@ fn sweep_idempotency(kv: &TenantKv, env: &dyn Env, note_id: &str, floor: u64) ->
                 doomed.push(k.clone());
             }
         }
+        Ok(doomed)
+    })
+}
+
+/// Pages through the keys under `prefix` ([`BATCH`] at a time), deletes the
+/// ones `pick` chooses from each page, and returns how many it deleted.
+fn delete_listed(kv: &TenantKv, prefix: &str, mut pick: impl FnMut(&[String]) -> Result<Vec<String>, Failure>) -> Result<usize, Failure> {
+    let mut after: Option<String> = None;
+    let mut deleted = 0;
+    loop {
+        let listed = kv.list_prefix(prefix, after.as_deref(), BATCH)?;
+        let Some(last) = listed.last() else { break };
+        after = Some(last[prefix.len()..].to_string()); // keys strictly after it
+        let doomed = pick(&listed)?;
         deleted += doomed.len();
         if !doomed.is_empty() {
             kv.delete_many(&doomed)?;

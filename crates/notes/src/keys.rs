@@ -4,7 +4,10 @@
 //!
 //! Under `t/<tenant>/` (see [`tenant_prefix`]):
 //! - `note/<note_id>`: the note head, the commit point of every write.
-//! - `blob/<sha256>`: immutable content chunks, written before the head swap.
+//! - `blob/<note_id>/<generation>/<sha256>[.<i>]`: immutable content chunks of a
+//!   note, written before the head swap under the head's blob generation (see
+//!   [`crate::history_sweep`]); `blob/<sha256>`: the tenant's own immutable
+//!   records (note index pages) and contents written before generations.
 //! - `idem/<note_id>/<sha256(key)>`: idempotency records spilled from the head.
 //! - `audit/<note_id>/<version:020>`: history entries spilled from the head.
 //! - `audit/claims/<note_id>/<time µs:020>-<tag>`: claim audit records.
