@@ -21,6 +21,8 @@ enum Command {
     Build(cmd::build::Args),
     /// Mint a bearer token with the local signing key of a state dir.
     Token(cmd::token::Args),
+    /// Rebuild (or `--check`) the search index of tenants from their notes.
+    Reindex(cmd::reindex::Args),
     /// Check every component's imports against Spin's platform world (from the
     /// spin-sdk crate in the cargo registry) and Cairn's contract in wit/.
     Compat(cmd::compat::Args),
@@ -45,6 +47,7 @@ fn main() -> Result<()> {
         }
         Command::Build(a) => cmd::build::run(a),
         Command::Token(a) => cmd::token::run(a),
+        Command::Reindex(a) => cmd::reindex::run(a),
         Command::Compat(a) => cmd::compat::run(a),
         Command::Deploy { target: Deploy::Spinkube(a) } => cmd::deploy::run(a),
     }

@@ -13,6 +13,7 @@
 //! - [`peer`]: the Python peer (official MCP SDK + SQLite) as a process.
 //! - [`perf`]: the performance report: the append workload, reads, tab and
 //!   store sizes, where the time goes, memory and start.
+//! - [`search`]: `search_notes` latency at 1,000 and 10,000 notes and the index's cost to an edit.
 //! - [`experiments`]: one file per experiment, picked by [`experiments::Experiment`].
 //! - [`charts`]: SVG charts of the experiments for `docs/results.md`.
 
@@ -26,4 +27,5 @@ pub mod notes;
 pub mod peer;
 pub mod perf;
 pub mod scale;
+pub mod search;
 pub mod stack;

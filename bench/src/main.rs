@@ -80,6 +80,12 @@ enum Command {
         /// Largest store of the store-size sweep.
         #[arg(long, default_value_t = 100_000)]
         max_notes: usize,
+        /// Corpus sizes of the search section (repeatable).
+        #[arg(long, default_values_t = vec![1_000, 10_000])]
+        search_notes: Vec<usize>,
+        /// Queries of each kind in the search section.
+        #[arg(long, default_value_t = 50)]
+        search_queries: usize,
         /// Only these sections (repeatable; all by default).
         #[arg(long, value_enum)]
         only: Vec<cairn_bench::perf::Section>,
@@ -165,9 +171,9 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Command::Perf { manifest, seconds, clients, python, no_peer, max_notes, only, out } => {
+        Command::Perf { manifest, seconds, clients, python, no_peer, max_notes, search_notes, search_queries, only, out } => {
             let python = if no_peer { None } else { python.or_else(cairn_bench::peer::default_python) };
-            let args = cairn_bench::perf::PerfArgs { manifest, seconds, clients, python, max_notes, host_env: Vec::new() };
+            let args = cairn_bench::perf::PerfArgs { manifest, seconds, clients, python, max_notes, host_env: Vec::new(), search_notes, search_queries };
             let report = rt.block_on(cairn_bench::perf::perf(args, &only))?;
             println!("{report}");
             if let Some(path) = out {

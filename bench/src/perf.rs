@@ -19,6 +19,9 @@
 //!    component, the core, the store).
 //! 6. **Memory and start**: the host's resident memory with every component
 //!    loaded and 32 clients busy, and a warm start.
+//! 7. **History** (one note to 10,000 versions, swept) and **search**
+//!    (`search_notes` latency at each corpus size, the index's cost to an
+//!    edit: `crate::search`).
 
 use crate::append::{AppendRun, append_client, combine, verify};
 use crate::hosts::{self, Host};
@@ -51,6 +54,10 @@ pub struct PerfArgs {
     pub max_notes: usize,
     /// Extra variables for the whole-stack host (`SPIN_VARIABLE_<NAME>`).
     pub host_env: Vec<(String, String)>,
+    /// Corpus sizes of the search section.
+    pub search_notes: Vec<usize>,
+    /// Queries of each kind in the search section.
+    pub search_queries: usize,
 }
 
 /// Everything one run shares: a scratch dir, the shared compile cache.
@@ -649,6 +656,8 @@ pub enum Section {
     Memory,
     /// Write cost and sizes as one note's history grows.
     History,
+    /// search_notes latency, and what the index costs an edit.
+    Search,
 }
 
 /// `cairn-bench perf`: the report as markdown.
@@ -691,6 +700,9 @@ pub async fn perf(args: PerfArgs, sections: &[Section]) -> Result<String> {
     }
     if want(Section::History) {
         history_section(&run, &mut out).await?;
+    }
+    if want(Section::Search) {
+        crate::search::search_section(&run.dir, &run.args.manifest, &run.args.search_notes, run.args.search_queries, &mut out).await?;
     }
     stack.stop().await;
     let _ = std::fs::remove_dir_all(&dir);

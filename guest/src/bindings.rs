@@ -29,6 +29,7 @@ pub fn call_slot(component: &str, caller: &str, arguments: &str) -> Option<(u16,
     use router_slots as s;
     Some(match component {
         "list-notes" => s::list_notes::call(caller, arguments),
+        "search-notes" => s::search_notes::call(caller, arguments),
         "list-note-tabs" => s::list_note_tabs::call(caller, arguments),
         "read-note-tab" => s::read_note_tab::call(caller, arguments),
         "read-sheet-range" => s::read_sheet_range::call(caller, arguments),

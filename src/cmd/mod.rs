@@ -4,5 +4,6 @@
 pub mod build;
 pub mod compat;
 pub mod deploy;
+pub mod reindex;
 pub mod token;
 pub mod up;

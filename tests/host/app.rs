@@ -27,7 +27,7 @@ pub fn require_app() {
         "router.wasm", "rest.wasm", "list_notes.wasm", "list_note_tabs.wasm", "read_note_tab.wasm",
         "read_sheet_range.wasm", "list_note_attachments.wasm", "list_note_history.wasm", "edit_note_tab.wasm", "create_note_tab.wasm",
         "add_note_source.wasm", "claim_note.wasm", "renew_claim.wasm", "release_claim.wasm", "post_claim_note.wasm",
-        "list_claims.wasm",
+        "list_claims.wasm", "search_notes.wasm",
     ]);
 }
 

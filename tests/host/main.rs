@@ -36,6 +36,7 @@ mod resources;
 mod routing;
 mod scale_out;
 mod scale_out_faults;
+mod search;
 mod secrets_in_logs;
 mod shutdown;
 mod store_config;

@@ -19,6 +19,7 @@
 //! | `POST /api/v1/notes/{note}/files` | notes:write | attach file metadata |
 //! | `POST /api/v1/notes/{note}/claims` | notes:write | claim the note or a tab (`tab_id`, `ttl_seconds`): 201 granted, 200 renewed (heartbeat), 409 held by someone else |
 //! | `GET /api/v1/claims[?note_id=…]` | notes:read | presence: the live claims of your tenant |
+//! | `GET /api/v1/search?q=…[&tab_type=&limit=&cursor=]` | notes:read | full-text search (the `search_notes` tool) |
 //! | `POST /api/v1/claims/{claim}/renew` | notes:write | extend a live claim you hold |
 //! | `DELETE /api/v1/claims/{claim}` | notes:write | release (idempotent) |
 //! | `POST /api/v1/claims/{claim}/notes` | notes:write | post an ephemeral claim note (`text` ≤ 2,000) |
@@ -81,7 +82,7 @@ async fn handle(req: Request) -> Response {
         | (Method::Put | Method::Patch, ["api", "v1", "notes", _, "tabs", _])
         | (Method::Post, ["api", "v1", "notes", _, "files" | "tabs" | "sources"]) => cairn_notes::scopes::WRITE,
         (Method::Delete, ["api", "v1", "notes", _, "tabs", _]) => cairn_notes::scopes::DELETE,
-        (Method::Get, ["api", "v1", "claims"]) => cairn_notes::scopes::READ,
+        (Method::Get, ["api", "v1", "claims" | "search"]) => cairn_notes::scopes::READ,
         (Method::Get, ["api", "v1", "audit"]) => cairn_notes::scopes::AUDIT,
         (Method::Post, ["api", "v1", "notes", _, "claims"])
         | (Method::Post, ["api", "v1", "claims", _, "renew" | "notes" | "force-release"])
@@ -135,6 +136,7 @@ async fn handle(req: Request) -> Response {
         (Method::Post, [_, _, "notes", note, "claims"]) => rest::claim_note(&kv, env, &who, note, body),
         (Method::Get, [_, _, "audit"]) => rest::audit(&kv, env, &who, get("note_id"), get("since"), get("cursor"), get("limit")),
         (Method::Get, [_, _, "claims"]) => rest::list_claims(&kv, env, &who, get("note_id")),
+        (Method::Get, [_, _, "search"]) => rest::search(&kv, env, &who, get("q"), get("tab_type"), get("limit"), get("cursor")),
         (Method::Post, [_, _, "claims", claim, "renew"]) => rest::renew_claim(&kv, env, &who, claim, body),
         (Method::Post, [_, _, "claims", claim, "notes"]) => rest::post_claim_note(&kv, env, &who, claim, body),
         (Method::Post, [_, _, "claims", claim, "force-release"]) => rest::force_release_claim(&kv, env, &who, claim),

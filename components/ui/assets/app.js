@@ -245,10 +245,38 @@ async function route() {
   $('#who').textContent = [who.name || who.sub, who.tenant && 'tenant ' + who.tenant].filter(Boolean).join(' · ');
   const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'n' && parts[1]) return openNote(parts[1], parts[2]);
+  if (parts[0] === 'search' && parts[1]) return showSearch(parts[1], parts[2]);
   return showNotes(parts[0] === 'page' ? parts[1] : undefined);
 }
 
 // --------------------------------------------------------------- notes ---
+
+/** The search box: a query goes to `#/search/<query>`. */
+function searchBox(value) {
+  const q = h('input', { id: 'search-q', type: 'search', placeholder: 'Search notes: words, "a phrase", prefix*', maxlength: 200, value: value || '' });
+  const go = (e) => { e.preventDefault(); if (q.value.trim()) location.hash = '#/search/' + enc(q.value.trim()); };
+  return h('form', { id: 'search', class: 'row', onsubmit: go }, q, h('button', { id: 'search-go', type: 'submit' }, 'Search'));
+}
+
+/** Hits of a query, a page at a time; every text in them is set as text. */
+async function showSearch(query, cursor) {
+  const r = await api('GET', '/api/v1/search?q=' + enc(query) + '&limit=20' + (cursor ? '&cursor=' + enc(cursor) : ''));
+  if (!r.ok) return main().replaceChildren(searchBox(query), h('p', { id: 'search-refused', class: 'banner bad' }, refusalText(r.body)), h('a', { href: '#/' }, 'All notes'));
+  main().replaceChildren(
+    searchBox(query),
+    h('h2', {}, 'Search'),
+    r.body.hits.length ? null : h('p', { id: 'no-hits', class: 'muted' }, 'Nothing found.'),
+    h('ul', { id: 'hits', class: 'note-list' },
+      r.body.hits.map((hit) => h('li', { 'data-note-id': hit.note_id, 'data-tab-id': hit.tab_id },
+        h('a', { href: '#/n/' + enc(hit.note_id) + '/' + enc(hit.tab_id) }, hit.note_title, ' · ', hit.label),
+        h('span', { class: 'muted' }, hit.field),
+        h('span', { class: 'snippet' }, hit.snippet),
+        h('span', { class: 'muted' }, 'v' + hit.version + ' · updated ' + when(hit.provenance.updated_at) + ' by ' + hit.provenance.updated_by)))),
+    h('div', { class: 'row' },
+      r.body.next_cursor ? h('a', { id: 'more-hits', href: '#/search/' + enc(query) + '/' + enc(r.body.next_cursor) }, 'More results') : null,
+      h('a', { href: '#/' }, 'All notes')));
+  main().dataset.loaded = 'search:' + query;
+}
 
 async function showNotes(cursor) {
   const r = await api('GET', '/api/v1/notes?limit=20' + (cursor ? '&cursor=' + enc(cursor) : ''));
@@ -261,6 +289,7 @@ async function showNotes(cursor) {
     location.hash = '#/n/' + enc(c.body.note_id);
   };
   main().replaceChildren(
+    searchBox(),
     h('h2', {}, 'Notes'),
     h('div', { class: 'row' }, title, h('label', {}, approved, ' approved for agents'), h('button', { id: 'create-note', class: 'primary', onclick: create }, 'Create')),
     r.body.notes.length ? null : h('p', { class: 'muted' }, 'No notes yet.'),

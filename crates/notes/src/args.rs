@@ -344,3 +344,19 @@ pub(crate) fn parse_claim_id(id: &str) -> Result<ClaimRef, Refusal> {
     })
 }
 
+/// An opaque cursor: a tag and a position (see [`cursor_token`]).
+pub(crate) fn encode_cursor(tag: &str, pos: usize) -> String {
+    cursor_token(&format!("{tag}:{pos}"))
+}
+
+/// The position a cursor of listing `tag` points at (0 without a cursor).
+pub(crate) fn decode_cursor(tag: &str, cursor: Option<&str>) -> Result<usize, crate::refusal::Refusal> {
+    let Some(c) = cursor else { return Ok(0) };
+    let bad = || crate::refusal::Refusal::invalid("cursor", "cursor is not one this listing returned");
+    let raw = cursor_text(c)?;
+    let (t, pos) = raw.split_once(':').ok_or_else(bad)?;
+    if t != tag {
+        return Err(bad());
+    }
+    pos.parse().map_err(|_| bad())
+}

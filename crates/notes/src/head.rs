@@ -64,10 +64,11 @@ use crate::env::Identity;
 use crate::keys;
 use crate::kv::{Held, TenantKv};
 use crate::model::{Claim, Head, decode, encode};
-use crate::refusal::{Code, Fail, Out, Refusal};
+use crate::content::MISSING_BLOB;
+use crate::refusal::{Code, Fail, Failure, Out, Refusal};
+use crate::index as search;
 
-/// Attempts of every compare-and-swap loop before it gives up as `busy`.
-pub(crate) const MAX_ATTEMPTS: usize = 32;
+pub(crate) use crate::kv::MAX_ATTEMPTS;
 /// Commit markers kept in a head (the newest), for writers that confirm
 /// their commits: a marker is found as long as fewer commits than this came
 /// after it before its writer read the head back.
@@ -153,6 +154,7 @@ pub(crate) fn transact<R>(
             return Err(Refusal::not_found("note").into());
         };
         let mut head = visible_head(raw, reader)?;
+        let before = search::Before::of(&head);
         let expired = drop_lapsed(&mut head, now);
         let answer = match op(&mut head, &expired)? {
             Decision::Leave(r) => return Ok(r),
@@ -171,6 +173,23 @@ pub(crate) fn transact<R>(
         if bytes.len() > cairn_kv::MAX_VALUE_BYTES {
             return Err(Refusal::too_large(limit.field, limit.message).into());
         }
+        // The new content was written under the head's blob generation; a
+        // history sweep that committed since the read may already have
+        // deleted it (it is not referenced yet). Then this attempt is lost
+        // anyway: start over from the moved head. A blob missing under a head
+        // that did not move is corruption, and said so.
+        let staged = match search::stage(kv, &before, &head) {
+            Ok(staged) => staged,
+            Err(Fail::Failed(Failure::Corrupt(why))) if why.starts_with(MISSING_BLOB) => {
+                let fresh = kv.read(&key)?;
+                if fresh.value == held.value {
+                    return Err(Failure::Corrupt(why).into());
+                }
+                held = fresh;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if confirm {
             let fresh = kv.read(&key)?;
             let read_at = std::time::Instant::now();
@@ -185,11 +204,17 @@ pub(crate) fn transact<R>(
             }
         }
         match kv.swap(&key, held.observed, &bytes)? {
-            None if !confirm => return Ok(answer),
+            None if !confirm => {
+                staged.finish(kv, false)?;
+                return Ok(answer);
+            }
             None => {
                 std::thread::sleep(SETTLE);
                 match landed(kv, &key, &marker)? {
-                    Ok(()) => return Ok(answer),
+                    Ok(()) => {
+                        staged.finish(kv, true)?;
+                        return Ok(answer);
+                    }
                     Err(read_back) => held = read_back,
                 }
             }

@@ -9,6 +9,9 @@ use crate::refusal::Failure;
 
 pub use crate::keys::BUCKET;
 
+/// Attempts of every compare-and-swap loop before it gives up as `busy`.
+pub(crate) const MAX_ATTEMPTS: usize = 32;
+
 /// A store confined to one tenant.
 pub struct TenantKv<'a> {
     store: &'a dyn Store,

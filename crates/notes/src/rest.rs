@@ -56,6 +56,7 @@ use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex, tab_provenance, tab_summary};
 use crate::note_index::index_add;
+use crate::index as search;
 use crate::refusal::{Code, Fail, Failure, NOTICE, Out, Refusal};
 use crate::write::{Change, Fingerprint, Plan, Target, WriteSpec, commit, fingerprint, note_scope};
 
@@ -188,7 +189,9 @@ pub fn create_note(
         // The id is unique, so no other writer creates this key; the index entry goes
         // first, and listings skip an entry whose head is not there (yet).
         index_add(kv, &note_id)?;
+        let staged = search::stage(kv, &search::Before::nothing(), &head)?;
         kv.set(&keys::note(&note_id), &encode(&head))?;
+        staged.finish(kv, kv.confirms_commits())?;
         Ok(json!({
             "note_id": head.note_id,
             "title": head.title,
@@ -988,6 +991,31 @@ fn with_path_ids(mut body: Value, ids: &[(&str, &str)]) -> Result<Value, Refusal
 pub fn list_notes(kv: &dyn Store, env: &mut dyn Env, who: &Identity, cursor: Option<&str>, limit: Option<&str>) -> Result<RestReply, Failure> {
     let args = query_u64("limit", limit).map(|limit| tool_args([("cursor", cursor.map(Value::from)), ("limit", limit.map(Value::from))]));
     via_tool(kv, env, who, "list_notes", None, args, 200)
+}
+
+/// Full-text search (`GET /api/v1/search?q=…&tab_type=&limit=&cursor=`): the
+/// `search_notes` tool's result, 200 with `{query, hits, next_cursor, notice}`.
+pub fn search(
+    kv: &dyn Store,
+    env: &mut dyn Env,
+    who: &Identity,
+    q: Option<&str>,
+    tab_type: Option<&str>,
+    limit: Option<&str>,
+    cursor: Option<&str>,
+) -> Result<RestReply, Failure> {
+    let args = match q {
+        None => Err(Refusal::invalid("q", "q (what to search for) is required")),
+        Some(q) => query_u64("limit", limit).map(|limit| {
+            tool_args([
+                ("query", Some(q.into())),
+                ("tab_type", tab_type.map(Value::from)),
+                ("limit", limit.map(Value::from)),
+                ("cursor", cursor.map(Value::from)),
+            ])
+        }),
+    };
+    via_tool(kv, env, who, "search_notes", None, args, 200)
 }
 
 /// One tab (`GET …/tabs/{tab}[?at_version=N]`): the `read_note_tab` tool's result, 200 with

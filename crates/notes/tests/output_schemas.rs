@@ -50,6 +50,7 @@ fn every_tool_answers_within_its_output_schema_when_it_succeeds_and_when_it_refu
     w.ok(&bot, "list_note_attachments", json!({"note_id": note}));
     w.ok(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "sources"}));
     w.ok(&bot, "list_note_history", json!({"note_id": note}));
+    w.ok(&bot, "search_notes", json!({"query": "one two"}));
     let claim = w.claim_ok(&bot, &note, Some("markdown"));
     w.ok(&bot, "renew_claim", json!({"claim_id": claim}));
     w.ok(&bot, "post_claim_note", json!({"claim_id": claim, "text": "rewriting the intro"}));
@@ -60,6 +61,7 @@ fn every_tool_answers_within_its_output_schema_when_it_succeeds_and_when_it_refu
     for t in TOOLS {
         let args = match t.name {
             "list_notes" => json!({"limit": 0}),
+            "search_notes" => json!({"query": "\"unclosed"}),
             "list_claims" => json!({"note_id": "missing"}),
             "claim_note" => json!({"note_id": "missing"}),
             "renew_claim" | "release_claim" | "post_claim_note" => json!({"claim_id": "not a claim"}),

@@ -50,13 +50,16 @@ mod read_note_tab;
 mod read_sheet_range;
 mod release_claim;
 mod renew_claim;
+mod search_notes;
 
 pub(crate) use crate::scopes::{READ as READ_SCOPE, WRITE as WRITE_SCOPE};
+pub(crate) use crate::args::{decode_cursor, encode_cursor};
 pub(crate) use read_note_tab::{find_tab, read as read_tab};
 
 /// Every tool, in the order `tools/list` shows them.
 pub static TOOLS: &[&Tool] = &[
     &list_notes::TOOL,
+    &search_notes::TOOL,
     &list_note_tabs::TOOL,
     &read_note_tab::TOOL,
     &read_sheet_range::TOOL,
@@ -194,20 +197,3 @@ pub(crate) const ON_CLAIM: &str = "On claim_conflict nothing changed: the result
 and expires_at of the claim in the way. Wait until expires_at (or until list_claims no longer shows it) or work on \
 another target. Never improvise around a claim: do not write the same change into another tab, a copy or a new \
 note, and do not ask the holder's tools to release it.";
-
-/// An opaque cursor: a tag and a position (see [`crate::args::cursor_token`]).
-pub(crate) fn encode_cursor(tag: &str, pos: usize) -> String {
-    crate::args::cursor_token(&format!("{tag}:{pos}"))
-}
-
-/// The position a cursor of listing `tag` points at (0 without a cursor).
-pub(crate) fn decode_cursor(tag: &str, cursor: Option<&str>) -> Result<usize, crate::refusal::Refusal> {
-    let Some(c) = cursor else { return Ok(0) };
-    let bad = || crate::refusal::Refusal::invalid("cursor", "cursor is not one this listing returned");
-    let raw = crate::args::cursor_text(c)?;
-    let (t, pos) = raw.split_once(':').ok_or_else(bad)?;
-    if t != tag {
-        return Err(bad());
-    }
-    pos.parse().map_err(|_| bad())
-}

@@ -1,0 +1,261 @@
+//! Postings: for each term, which tabs hold it, in [`BUCKETS`] records per
+//! term (`srch/t/<term>/<bucket>`, the bucket from the note id's hash), so a
+//! record stays small however many notes share a common word, and a query
+//! reads one term with one `get_many`.
+//!
+//! An entry is `(note_id, tab_id, rev, tf, len)`: `rev` is the head revision
+//! of the commit that needed it (see [`crate::index`] for why), `tf` and
+//! `len` are the term's count in the tab and the tab's length in words, both
+//! as classes (`⌊log₂ n⌋`), so an edit rewrites an entry only when a count
+//! doubles or halves, not on every word typed.
+//!
+//! Records are rewritten with compare-and-swap; an emptied record stays as an
+//! empty value (the contract has no conditional delete), which reads as no entries.
+
+use crate::kv::{MAX_ATTEMPTS, TenantKv};
+use crate::model::sha_hex;
+use crate::refusal::{Failure, Out, Refusal};
+
+/// Records per term.
+pub(crate) const BUCKETS: usize = 32;
+/// Prefix of every posting key (then `<term>/<bucket:02>`).
+pub(crate) const PREFIX: &str = "srch/t/";
+
+/// One tab that holds a term.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub note: String,
+    pub tab: String,
+    pub rev: u64,
+    pub tf: u8,
+    pub len: u8,
+}
+
+/// `⌊log₂ n⌋` (0 for 0 and 1), at most 31.
+pub(crate) fn class(n: u64) -> u8 {
+    (63 - n.max(1).leading_zeros()).min(31) as u8
+}
+
+/// The middle of a class: the count a ranking assumes for it.
+pub(crate) fn unclass(c: u8) -> f64 {
+    (1u64 << c) as f64 * 1.4
+}
+
+/// The bucket of a note.
+pub(crate) fn bucket(note_id: &str) -> usize {
+    usize::from_str_radix(&sha_hex(note_id.as_bytes())[..4], 16).unwrap_or(0) % BUCKETS
+}
+
+/// The record of `term` for notes in `bucket`.
+pub(crate) fn key(term: &str, bucket: usize) -> String {
+    format!("{PREFIX}{term}/{bucket:02}")
+}
+
+/// Every record of `term`.
+pub(crate) fn keys(term: &str) -> Vec<String> {
+    (0..BUCKETS).map(|b| key(term, b)).collect()
+}
+
+/// The term a posting key belongs to.
+pub(crate) fn term_of(key: &str) -> Option<&str> {
+    key.strip_prefix(PREFIX)?.rsplit_once('/').map(|(t, _)| t)
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.push(s.len() as u8);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Encodes entries (sorted by note, then tab).
+pub(crate) fn encode(entries: &[Entry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.len() * 32);
+    for e in entries {
+        put_str(&mut out, &e.note);
+        put_str(&mut out, &e.tab);
+        put_varint(&mut out, e.rev);
+        out.push(e.tf);
+        out.push(e.len);
+    }
+    out
+}
+
+/// Decodes a record; anything malformed is a corrupt store, never a guess.
+pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, Failure> {
+    let bad = || Failure::Corrupt("search posting record is malformed".into());
+    let mut out = Vec::new();
+    let mut i = 0;
+    let take_str = |i: &mut usize| -> Result<String, Failure> {
+        let n = *bytes.get(*i).ok_or_else(bad)? as usize;
+        let s = bytes.get(*i + 1..*i + 1 + n).ok_or_else(bad)?;
+        *i += 1 + n;
+        String::from_utf8(s.to_vec()).map_err(|_| bad())
+    };
+    while i < bytes.len() {
+        let note = take_str(&mut i)?;
+        let tab = take_str(&mut i)?;
+        let (mut rev, mut shift) = (0u64, 0);
+        loop {
+            let b = *bytes.get(i).ok_or_else(bad)?;
+            i += 1;
+            rev |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                break;
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err(bad());
+            }
+        }
+        let tf = *bytes.get(i).ok_or_else(bad)?;
+        let len = *bytes.get(i + 1).ok_or_else(bad)?;
+        i += 2;
+        out.push(Entry { note, tab, rev, tf, len });
+    }
+    Ok(out)
+}
+
+/// Every entry of `term`, from all its records.
+pub(crate) fn read_term(kv: &TenantKv, term: &str) -> Result<Vec<Entry>, Failure> {
+    let mut out = Vec::new();
+    for raw in kv.get_many(&keys(term))?.into_iter().flatten() {
+        out.extend(decode(&raw)?);
+    }
+    Ok(out)
+}
+
+/// Rewrites the record of `term` for `note_id`'s bucket with `f`, by
+/// compare-and-swap; `f` answers whether it changed anything.
+fn rewrite(kv: &TenantKv, term: &str, note_id: &str, mut f: impl FnMut(&mut Vec<Entry>) -> bool) -> Out<()> {
+    let key = key(term, bucket(note_id));
+    let mut held = kv.read(&key)?;
+    for _ in 0..MAX_ATTEMPTS {
+        let mut entries = match &held.value {
+            Some(raw) => decode(raw)?,
+            None => Vec::new(),
+        };
+        if !f(&mut entries) {
+            return Ok(());
+        }
+        match kv.swap(&key, held.observed, &encode(&entries))? {
+            None => return Ok(()),
+            Some(fresh) => held = fresh,
+        }
+    }
+    Err(Refusal::busy("the search index is busy; nothing was written").into())
+}
+
+/// Sets the entries of `note_id` for `term` (one per tab in `tabs`: tab, tf,
+/// len), each with `rev` unless the entry already has a higher one.
+pub(crate) fn upsert(kv: &TenantKv, term: &str, note_id: &str, rev: u64, tabs: &[(String, u8, u8)]) -> Out<()> {
+    rewrite(kv, term, note_id, |entries| {
+        let mut changed = false;
+        for (tab, tf, len) in tabs {
+            let at = entries.binary_search_by(|e| (e.note.as_str(), e.tab.as_str()).cmp(&(note_id, tab.as_str())));
+            match at {
+                Ok(i) => {
+                    let e = &mut entries[i];
+                    let next = Entry { rev: e.rev.max(rev), tf: *tf, len: *len, ..e.clone() };
+                    if *e != next {
+                        *e = next;
+                        changed = true;
+                    }
+                }
+                Err(i) => {
+                    entries.insert(i, Entry { note: note_id.to_string(), tab: tab.clone(), rev, tf: *tf, len: *len });
+                    changed = true;
+                }
+            }
+        }
+        changed
+    })
+}
+
+/// Removes the entries of `note_id` for `term` on `tabs` whose `rev` is at
+/// most `up_to` (the revision of a committed head that holds the term in none
+/// of them); a newer entry belongs to a commit that may still land and stays.
+pub(crate) fn remove(kv: &TenantKv, term: &str, note_id: &str, tabs: &[String], up_to: u64) -> Out<()> {
+    rewrite(kv, term, note_id, |entries| {
+        let before = entries.len();
+        entries.retain(|e| !(e.note == note_id && e.rev <= up_to && tabs.contains(&e.tab)));
+        entries.len() != before
+    })
+}
+
+/// Whether `note_id`'s entries for `term` cover every `(tab, rev)` wanted
+/// (an entry with at least that rev); for writers that confirm their commits.
+pub(crate) fn covers(kv: &TenantKv, term: &str, note_id: &str, tabs: &[(String, u8, u8)], rev: u64) -> Result<bool, Failure> {
+    let entries = match kv.get(&key(term, bucket(note_id)))? {
+        Some(raw) => decode(&raw)?,
+        None => Vec::new(),
+    };
+    Ok(tabs.iter().all(|(tab, _, _)| entries.iter().any(|e| e.note == note_id && &e.tab == tab && e.rev >= rev)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_garbage_is_corrupt() {
+        let entries = vec![
+            Entry { note: "n-a".into(), tab: "t1".into(), rev: 1, tf: 0, len: 3 },
+            Entry { note: "n-b".into(), tab: "t12".into(), rev: 300_000, tf: 4, len: 9 },
+        ];
+        assert_eq!(decode(&encode(&entries)).unwrap(), entries);
+        assert!(decode(&[5, b'a']).is_err());
+        assert!(decode(&encode(&entries)[..12]).is_err(), "a record cut inside an entry");
+    }
+
+    fn entries(kv: &TenantKv, term: &str) -> Vec<(String, u64)> {
+        read_term(kv, term).unwrap().into_iter().map(|e| (e.tab, e.rev)).collect()
+    }
+
+    #[test]
+    fn a_removal_based_on_an_older_head_keeps_the_entry_of_a_commit_still_to_land() {
+        let store = cairn_kv::memory::MemoryStore::new();
+        let kv = TenantKv::new(&store, "acme").unwrap();
+        // Writer B, based on head rev 5 (which lacks the word), adds it for its commit, rev 6.
+        upsert(&kv, "flint", "n-1", 6, &[("markdown".into(), 0, 2)]).unwrap();
+        // Writer A committed rev 5 without the word and now cleans up: B's entry stays.
+        remove(&kv, "flint", "n-1", &["markdown".into()], 5).unwrap();
+        assert_eq!(entries(&kv, "flint"), vec![("markdown".to_string(), 6)]);
+        // A removal based on a head at or past B's commit may drop it.
+        remove(&kv, "flint", "n-1", &["markdown".into()], 6).unwrap();
+        assert!(entries(&kv, "flint").is_empty());
+    }
+
+    #[test]
+    fn an_upsert_never_lowers_an_entrys_rev_and_touches_only_its_note_and_tabs() {
+        let store = cairn_kv::memory::MemoryStore::new();
+        let kv = TenantKv::new(&store, "acme").unwrap();
+        upsert(&kv, "flint", "n-1", 9, &[("markdown".into(), 0, 2)]).unwrap();
+        upsert(&kv, "flint", "n-2", 1, &[("markdown".into(), 0, 2)]).unwrap();
+        upsert(&kv, "flint", "n-1", 4, &[("markdown".into(), 3, 5), ("t7".into(), 0, 1)]).unwrap();
+        let mut all: Vec<(String, String, u64, u8)> = read_term(&kv, "flint").unwrap().into_iter().map(|e| (e.note, e.tab, e.rev, e.tf)).collect();
+        all.sort();
+        assert_eq!(
+            all,
+            vec![("n-1".into(), "markdown".into(), 9, 3), ("n-1".into(), "t7".into(), 4, 0), ("n-2".into(), "markdown".into(), 1, 0)]
+        );
+        remove(&kv, "flint", "n-1", &["markdown".into(), "t7".into()], 9).unwrap();
+        assert_eq!(entries(&kv, "flint"), vec![("markdown".to_string(), 1)], "n-2's entry stays");
+    }
+
+    #[test]
+    fn classes_double() {
+        assert_eq!([0, 1, 2, 3, 4, 7, 8, 1024].map(class), [0, 0, 1, 1, 2, 2, 3, 10]);
+    }
+
+    #[test]
+    fn term_of_a_key_is_the_term_it_was_made_from() {
+        assert_eq!(term_of(&key("launch", 7)), Some("launch"));
+    }
+}

@@ -1,0 +1,189 @@
+//! Full-text search over the index the write path keeps in the store
+//! ([`crate::index`], where the invariant and its proof are): queries
+//! (`search_notes`, the REST search route), and [`reindex`] and [`check`].
+//!
+//! - `query`: parsing a query and running it (propose from the postings,
+//!   prove against committed content).
+//! - here: [`check`] compares a tenant's index with its committed notes;
+//!   [`reindex`] rebuilds it in place beside live writers.
+
+mod query;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::index::{Terms, postings, tab_terms};
+use crate::keys;
+use crate::kv::TenantKv;
+use crate::model::{Head, decode};
+use crate::note_index::index_slice;
+use crate::refusal::{Fail, Failure, Out};
+
+pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
+pub use crate::index::measure_without_index;
+
+/// What [`reindex`] did, or what [`check`] found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct IndexReport {
+    /// Notes read.
+    pub notes: u64,
+    /// Tabs read.
+    pub tabs: u64,
+    /// Distinct terms of the committed tabs.
+    pub terms: u64,
+    /// (note, tab, term) the committed content holds and the index lacks
+    /// (a [`check`] that finds any fails; [`reindex`] adds them).
+    pub missing: u64,
+    /// Entries for content no committed head holds (allowed by the
+    /// invariant; [`reindex`] removes those it safely can).
+    pub stale: u64,
+    /// Entries whose counts are out of date (ranking only).
+    pub drifted: u64,
+}
+
+/// Every committed tab of the tenant and its terms, by note: (head rev, tab → terms).
+type Committed = BTreeMap<String, (u64, BTreeMap<String, Terms>)>;
+
+fn committed(kv: &TenantKv, report: &mut IndexReport) -> Result<Committed, Failure> {
+    let mut out = Committed::new();
+    let mut pos = 0;
+    let mut all_terms = BTreeSet::new();
+    loop {
+        let (ids, total) = index_slice(kv, pos, 256)?;
+        if ids.is_empty() {
+            break;
+        }
+        pos += ids.len();
+        for id in ids {
+            let Some(raw) = kv.get(&keys::note(&id))? else { continue };
+            let head: Head = decode("note head", &raw)?;
+            report.notes += 1;
+            let mut tabs = BTreeMap::new();
+            for tab in &head.tabs {
+                let t = tab_terms(kv, &head.title, tab)?;
+                all_terms.extend(t.counts.keys().cloned());
+                tabs.insert(tab.id.clone(), t);
+                report.tabs += 1;
+            }
+            out.insert(id, (head.rev, tabs));
+        }
+        if pos >= total {
+            break;
+        }
+    }
+    report.terms = all_terms.len() as u64;
+    Ok(out)
+}
+
+/// Every posting record key of the tenant, a page at a time.
+fn each_record(kv: &TenantKv, mut f: impl FnMut(&str, Vec<postings::Entry>) -> Out<()>) -> Out<()> {
+    const PAGE: usize = 500;
+    let mut after: Option<String> = None;
+    loop {
+        let page = kv.list_prefix(postings::PREFIX, after.as_deref(), PAGE)?;
+        let Some(last) = page.last() else { break };
+        let next = last[postings::PREFIX.len()..].to_string();
+        let values = kv.get_many(&page)?;
+        for (key, raw) in page.iter().zip(values) {
+            let (Some(term), Some(raw)) = (postings::term_of(key), raw) else { continue };
+            f(term, postings::decode(&raw)?)?;
+        }
+        if page.len() < PAGE {
+            break;
+        }
+        after = Some(next);
+    }
+    Ok(())
+}
+
+/// The tenant's view, or a failure naming a bad tenant id.
+fn tenant_kv<'a>(store: &'a dyn cairn_kv::Store, tenant: &str) -> Result<TenantKv<'a>, Failure> {
+    TenantKv::new(store, tenant).ok_or_else(|| Failure::Store(cairn_kv::Error::Backend(format!("invalid tenant id {tenant:?}"))))
+}
+
+/// A refusal inside a rebuild (a record that stayed busy) as a failure to retry.
+fn as_failure(f: Fail) -> Failure {
+    match f {
+        Fail::Failed(e) => e,
+        Fail::Refused(r) => Failure::Store(cairn_kv::Error::Unavailable(r.message)),
+    }
+}
+
+/// Compares `tenant`'s index with its committed notes (nothing written).
+pub fn check(store: &dyn cairn_kv::Store, tenant: &str) -> Result<IndexReport, Failure> {
+    check_kv(&tenant_kv(store, tenant)?).map_err(as_failure)
+}
+
+/// Rebuilds `tenant`'s index in place (see [`reindex_kv`]).
+pub fn reindex(store: &dyn cairn_kv::Store, tenant: &str) -> Result<IndexReport, Failure> {
+    reindex_kv(&tenant_kv(store, tenant)?).map_err(as_failure)
+}
+
+fn check_kv(kv: &TenantKv) -> Out<IndexReport> {
+    let mut report = IndexReport::default();
+    let notes = committed(kv, &mut report)?;
+    let mut seen: BTreeSet<(String, String, String)> = BTreeSet::new();
+    each_record(kv, |term, entries| {
+        for e in entries {
+            match notes.get(&e.note).and_then(|(_, tabs)| tabs.get(&e.tab)).and_then(|t| t.classes(term)) {
+                Some((tf, _)) => {
+                    if tf != e.tf {
+                        report.drifted += 1;
+                    }
+                    seen.insert((e.note, e.tab, term.to_string()));
+                }
+                None => report.stale += 1,
+            }
+        }
+        Ok(())
+    })?;
+    for (note, (_, tabs)) in &notes {
+        for (tab, terms) in tabs {
+            for term in terms.counts.keys() {
+                if !seen.contains(&(note.clone(), tab.clone(), term.clone())) {
+                    report.missing += 1;
+                }
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Rebuilds the tenant's index in place, safely beside live writers: adds
+/// every entry the committed notes need (with their heads' revisions) and
+/// removes stale entries by the module's removal rule. Returns what it found
+/// before it fixed it.
+fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
+    let report = check_kv(kv)?;
+    let mut scratch = IndexReport::default();
+    let notes = committed(kv, &mut scratch)?;
+    for (note, (rev, tabs)) in &notes {
+        let mut by_term: BTreeMap<&str, Vec<(String, u8, u8)>> = BTreeMap::new();
+        for (tab, terms) in tabs {
+            for term in terms.counts.keys() {
+                let (tf, len) = terms.classes(term).unwrap_or_default();
+                by_term.entry(term).or_default().push((tab.clone(), tf, len));
+            }
+        }
+        for (term, wanted) in by_term {
+            postings::upsert(kv, term, note, *rev, &wanted)?;
+        }
+    }
+    let mut drops: Vec<(String, String, Vec<String>, u64)> = Vec::new();
+    each_record(kv, |term, entries| {
+        for e in entries {
+            let (rev, holds) = match notes.get(&e.note) {
+                Some((rev, tabs)) => (*rev, tabs.get(&e.tab).is_some_and(|t| t.counts.contains_key(term))),
+                // A note not in the list (or not yet): nothing is known of it; keep.
+                None => continue,
+            };
+            if !holds {
+                drops.push((term.to_string(), e.note, vec![e.tab], rev));
+            }
+        }
+        Ok(())
+    })?;
+    for (term, note, tabs, rev) in drops {
+        postings::remove(kv, &term, &note, &tabs, rev)?;
+    }
+    Ok(report)
+}
