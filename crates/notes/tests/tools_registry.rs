@@ -12,6 +12,7 @@ fn tool_names_use_only_lowercase_and_underscores_and_scopes_match_kinds() {
         names,
         [
             "list_notes",
+            "search_notes",
             "list_note_tabs",
             "read_note_tab",
             "read_sheet_range",
