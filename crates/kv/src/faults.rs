@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Default)]
 pub struct Control {
     lose_swaps: AtomicU32,
+    /// Swaps of keys containing this are lost, however many.
+    lose_swaps_of: Mutex<Option<String>>,
     drop_swaps: AtomicU32,
     lie: AtomicBool,
     /// Blind writes per 1,000 lied-about swaps.
@@ -52,6 +54,12 @@ impl Control {
     /// The next `n` swaps fail as if another writer had written in between.
     pub fn lose_next_swaps(&self, n: u32) {
         self.lose_swaps.store(n, Ordering::SeqCst);
+    }
+
+    /// Every swap of a key containing `fragment` fails as if another writer
+    /// had written in between, until called with `None`; other keys swap as usual.
+    pub fn lose_swaps_of(&self, fragment: Option<&str>) {
+        *self.lose_swaps_of.lock().unwrap() = fragment.map(str::to_string);
     }
 
     /// The next `n` swaps are reported as written and write nothing.
@@ -215,6 +223,9 @@ impl Store for Faulty {
         }
         if self.ctl.lose_swaps.load(Ordering::SeqCst) > 0 {
             self.ctl.lose_swaps.fetch_sub(1, Ordering::SeqCst);
+            return Ok(Swap::Failed(self.inner.read(bucket, key)?));
+        }
+        if self.ctl.lose_swaps_of.lock().unwrap().as_deref().is_some_and(|f| key.contains(f)) {
             return Ok(Swap::Failed(self.inner.read(bucket, key)?));
         }
         if self.ctl.drop_swaps.load(Ordering::SeqCst) > 0 {

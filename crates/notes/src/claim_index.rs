@@ -113,8 +113,7 @@ fn sweep_note(kv: &TenantKv, note_id: &str, now: u64, nonce: &str) -> Result<Not
 /// drops lapsed claims, and no read shows one. Also shrinks the index (notes whose claims
 /// all ended leave it). An invalid tenant id is a [`Failure::Store`] (a host bug).
 pub fn sweep_expired_claims(store: &dyn cairn_kv::Store, env: &mut dyn Env, tenant: &str) -> Result<usize, Failure> {
-    let kv = TenantKv::new(store, tenant)
-        .ok_or_else(|| Failure::Store(cairn_kv::Error::Backend(format!("invalid tenant id {tenant:?}"))))?;
+    let kv = TenantKv::system(store, tenant)?;
     let mut expired = 0;
     for _ in 0..MAX_ATTEMPTS {
         let now = env.now_us();

@@ -81,12 +81,9 @@ pub(crate) fn put_tenant_blob(kv: &TenantKv, bytes: &[u8]) -> Result<String, Fai
     Ok(name)
 }
 
-/// How a missing blob's failure begins (a writer tells it apart, see [`crate::head`]).
-pub(crate) const MISSING_BLOB: &str = "missing blob ";
-
 /// Reads one blob by name; a missing blob is corruption.
 pub(crate) fn get_blob(kv: &TenantKv, name: &str) -> Result<Vec<u8>, Failure> {
-    kv.get(&keys::blob(name))?.ok_or_else(|| Failure::Corrupt(format!("{MISSING_BLOB}{name}")))
+    kv.get(&keys::blob(name))?.ok_or_else(|| Failure::Corrupt(format!("missing blob {name}")))
 }
 
 /// Reads a document back from its chunks (one batch read when there are several).
@@ -98,7 +95,7 @@ pub(crate) fn get_doc(kv: &TenantKv, blobs: &[String]) -> Result<Vec<u8>, Failur
             let keys: Vec<String> = many.iter().map(|h| keys::blob(h)).collect();
             let mut out = Vec::new();
             for (h, v) in many.iter().zip(kv.get_many(&keys)?) {
-                out.extend(v.ok_or_else(|| Failure::Corrupt(format!("{MISSING_BLOB}{h}")))?);
+                out.extend(v.ok_or_else(|| Failure::Corrupt(format!("missing blob {h}")))?);
             }
             Ok(out)
         }

@@ -64,9 +64,8 @@ use crate::env::Identity;
 use crate::keys;
 use crate::kv::{Held, TenantKv};
 use crate::model::{Claim, Head, decode, encode};
-use crate::content::MISSING_BLOB;
-use crate::refusal::{Code, Fail, Failure, Out, Refusal};
-use crate::index as search;
+use crate::index;
+use crate::refusal::{Code, Fail, Out, Refusal};
 
 pub(crate) use crate::kv::MAX_ATTEMPTS;
 /// Commit markers kept in a head (the newest), for writers that confirm
@@ -154,7 +153,7 @@ pub(crate) fn transact<R>(
             return Err(Refusal::not_found("note").into());
         };
         let mut head = visible_head(raw, reader)?;
-        let before = search::Before::of(&head);
+        let before = index::Before::of(&head);
         let expired = drop_lapsed(&mut head, now);
         let answer = match op(&mut head, &expired)? {
             Decision::Leave(r) => return Ok(r),
@@ -173,22 +172,22 @@ pub(crate) fn transact<R>(
         if bytes.len() > cairn_kv::MAX_VALUE_BYTES {
             return Err(Refusal::too_large(limit.field, limit.message).into());
         }
-        // The new content was written under the head's blob generation; a
-        // history sweep that committed since the read may already have
-        // deleted it (it is not referenced yet). Then this attempt is lost
-        // anyway: start over from the moved head. A blob missing under a head
-        // that did not move is corruption, and said so.
-        let staged = match search::stage(kv, &before, &head) {
+        // Indexing reads the new content back. A history sweep that
+        // committed since the read may already have deleted it (it is not
+        // referenced yet, see `history_sweep`): a failure under a head that
+        // moved is this attempt lost anyway, so start over from the moved
+        // head; under a head that did not move it is what it says.
+        let staged = match index::stage(kv, &before, &head) {
             Ok(staged) => staged,
-            Err(Fail::Failed(Failure::Corrupt(why))) if why.starts_with(MISSING_BLOB) => {
+            Err(Fail::Failed(e)) => {
                 let fresh = kv.read(&key)?;
                 if fresh.value == held.value {
-                    return Err(Failure::Corrupt(why).into());
+                    return Err(e.into());
                 }
                 held = fresh;
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(refused) => return Err(refused),
         };
         if confirm {
             let fresh = kv.read(&key)?;
@@ -205,14 +204,14 @@ pub(crate) fn transact<R>(
         }
         match kv.swap(&key, held.observed, &bytes)? {
             None if !confirm => {
-                staged.finish(kv, false)?;
+                staged.finish(kv, false);
                 return Ok(answer);
             }
             None => {
                 std::thread::sleep(SETTLE);
                 match landed(kv, &key, &marker)? {
                     Ok(()) => {
-                        staged.finish(kv, true)?;
+                        staged.finish(kv, true);
                         return Ok(answer);
                     }
                     Err(read_back) => held = read_back,

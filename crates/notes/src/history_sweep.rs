@@ -95,7 +95,7 @@ const LIMIT: Limit = Limit { field: "note_id", message: "the note head exceeds t
 /// sweep route); writers never wait for it. An invalid tenant id is a
 /// [`Failure::Store`] (a host bug).
 pub fn sweep_history(store: &dyn cairn_kv::Store, env: &mut dyn Env, tenant: &str) -> Result<HistorySweep, Failure> {
-    let kv = TenantKv::new(store, tenant).ok_or_else(|| Failure::Store(cairn_kv::Error::Backend(format!("invalid tenant id {tenant:?}"))))?;
+    let kv = TenantKv::system(store, tenant)?;
     let mut total = HistorySweep::default();
     let mut pos = 0;
     loop {

@@ -40,6 +40,12 @@ impl<'a> TenantKv<'a> {
         valid_tenant(tenant).then(|| TenantKv { store, prefix: tenant_prefix(tenant), confirm: !store.vouched(), blob_scope: None })
     }
 
+    /// `store` seen by `tenant` for the system (sweeps, rebuilds): an invalid
+    /// tenant id is a [`Failure::Store`], a bug of the host that asked.
+    pub(crate) fn system(store: &'a dyn Store, tenant: &str) -> Result<Self, Failure> {
+        TenantKv::new(store, tenant).ok_or_else(|| Failure::Store(cairn_kv::Error::Backend(format!("invalid tenant id {tenant:?}"))))
+    }
+
     /// The same view, writing the content blobs it stores under note
     /// `note_id`'s generation `generation` (see [`crate::history_sweep`]).
     pub(crate) fn for_note_blobs(&self, note_id: &str, generation: u64) -> TenantKv<'a> {

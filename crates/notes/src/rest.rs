@@ -56,7 +56,7 @@ use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex, tab_provenance, tab_summary};
 use crate::note_index::index_add;
-use crate::index as search;
+use crate::index;
 use crate::refusal::{Code, Fail, Failure, NOTICE, Out, Refusal};
 use crate::write::{Change, Fingerprint, Plan, Target, WriteSpec, commit, fingerprint, note_scope};
 
@@ -189,9 +189,9 @@ pub fn create_note(
         // The id is unique, so no other writer creates this key; the index entry goes
         // first, and listings skip an entry whose head is not there (yet).
         index_add(kv, &note_id)?;
-        let staged = search::stage(kv, &search::Before::nothing(), &head)?;
+        let staged = index::stage(kv, &index::Before::nothing(), &head)?;
         kv.set(&keys::note(&note_id), &encode(&head))?;
-        staged.finish(kv, kv.confirms_commits())?;
+        staged.finish(kv, kv.confirms_commits());
         Ok(json!({
             "note_id": head.note_id,
             "title": head.title,

@@ -101,11 +101,13 @@ fn a_lost_swap_leaves_entries_that_never_become_a_hit() {
     let ada = human("acme");
     let note = w.note(&ada, "Draft", true);
     let v = w.version(&ada, &note);
-    // Every swap lost: the write's postings may be written, its head never is.
-    w.kv.lose_next_swaps(1000);
+    // Every head swap lost: the write's index entries are written, its head never is.
+    w.kv.faults().lose_swaps_of(Some("/note/"));
     let r = w.call(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
         "idempotency_key": "k", "operation": "replace_text", "text": "gneiss"}));
-    w.kv.lose_next_swaps(0);
+    w.kv.faults().lose_swaps_of(None);
     assert_eq!(r["structuredContent"]["error"], "busy", "{r}");
+    let left = cairn_notes::search::check(&w.kv, "acme").unwrap();
+    assert!(left.stale > 0, "the lost write left its entries behind: {left:?}");
     assert_eq!(count(&search(&mut w, &ada, "gneiss")), 0);
 }

@@ -218,7 +218,7 @@ static INDEXING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::
 
 /// For the benchmark that measures what the index costs a write, and nothing
 /// else: `true` makes every write of this process skip the index (a store
-/// written so needs [`reindex`] before its search is complete).
+/// written so needs [`crate::search::reindex`] before its search is complete).
 #[doc(hidden)]
 pub fn measure_without_index(off: bool) {
     INDEXING.store(!off, std::sync::atomic::Ordering::SeqCst);
@@ -268,18 +268,23 @@ impl Staged {
     /// After the swap landed: a writer that confirms its commit first makes
     /// sure its entries are there (rewriting any a store lost), then every
     /// writer drops the entries of words its commit removed (`rev ≤` its own).
-    pub(crate) fn finish(self, kv: &TenantKv, confirm: bool) -> Out<()> {
+    ///
+    /// The commit has landed, so nothing here may turn it into a refusal
+    /// ("nothing was written") or a failure: a record that stays busy or a
+    /// store that fails now leaves a stale entry (harmless) or, on a store
+    /// that lies and then fails, an entry unconfirmed, for the next write of
+    /// the word or `cairn reindex`.
+    pub(crate) fn finish(self, kv: &TenantKv, confirm: bool) {
         if confirm {
             for (term, tabs) in &self.added {
-                if !postings::covers(kv, term, &self.note, tabs, self.rev)? {
-                    postings::upsert(kv, term, &self.note, self.rev, tabs)?;
+                if !postings::covers(kv, term, &self.note, tabs, self.rev).unwrap_or(false) {
+                    let _ = postings::upsert(kv, term, &self.note, self.rev, tabs);
                 }
             }
         }
         for (term, tabs) in &self.dropped {
-            postings::remove(kv, term, &self.note, tabs, self.rev)?;
+            let _ = postings::remove(kv, term, &self.note, tabs, self.rev);
         }
-        Ok(())
     }
 }
 

@@ -122,11 +122,35 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, Failure> {
     Ok(out)
 }
 
-/// Every entry of `term`, from all its records.
-pub(crate) fn read_term(kv: &TenantKv, term: &str) -> Result<Vec<Entry>, Failure> {
+/// Every entry of each of `terms`, from all their records, in one read.
+pub(crate) fn read_terms(kv: &TenantKv, terms: &[String]) -> Result<Vec<Vec<Entry>>, Failure> {
+    let all: Vec<String> = terms.iter().flat_map(|t| keys(t)).collect();
+    let values = kv.get_many(&all)?;
+    values.chunks(BUCKETS).map(|records| decode_all(records.iter().flatten())).collect()
+}
+
+/// The entries of records listed by key (as a listing gives them: grouped
+/// by term), in one read: one list per term.
+pub(crate) fn read_listed(kv: &TenantKv, listed: &[String]) -> Result<Vec<Vec<Entry>>, Failure> {
+    let values = kv.get_many(listed)?;
+    let mut out: Vec<Vec<Entry>> = Vec::new();
+    let mut last: Option<&str> = None;
+    for (key, raw) in listed.iter().zip(&values) {
+        if out.is_empty() || term_of(key) != last {
+            out.push(Vec::new());
+            last = term_of(key);
+        }
+        if let Some(raw) = raw {
+            out.last_mut().expect("pushed above").extend(decode(raw)?);
+        }
+    }
+    Ok(out)
+}
+
+fn decode_all<'a>(records: impl Iterator<Item = &'a Vec<u8>>) -> Result<Vec<Entry>, Failure> {
     let mut out = Vec::new();
-    for raw in kv.get_many(&keys(term))?.into_iter().flatten() {
-        out.extend(decode(&raw)?);
+    for raw in records {
+        out.extend(decode(raw)?);
     }
     Ok(out)
 }
@@ -215,7 +239,7 @@ mod tests {
     }
 
     fn entries(kv: &TenantKv, term: &str) -> Vec<(String, u64)> {
-        read_term(kv, term).unwrap().into_iter().map(|e| (e.tab, e.rev)).collect()
+        read_terms(kv, &[term.to_string()]).unwrap().concat().into_iter().map(|e| (e.tab, e.rev)).collect()
     }
 
     #[test]
@@ -239,7 +263,7 @@ mod tests {
         upsert(&kv, "flint", "n-1", 9, &[("markdown".into(), 0, 2)]).unwrap();
         upsert(&kv, "flint", "n-2", 1, &[("markdown".into(), 0, 2)]).unwrap();
         upsert(&kv, "flint", "n-1", 4, &[("markdown".into(), 3, 5), ("t7".into(), 0, 1)]).unwrap();
-        let mut all: Vec<(String, String, u64, u8)> = read_term(&kv, "flint").unwrap().into_iter().map(|e| (e.note, e.tab, e.rev, e.tf)).collect();
+        let mut all: Vec<(String, String, u64, u8)> = read_terms(&kv, &["flint".to_string()]).unwrap().concat().into_iter().map(|e| (e.note, e.tab, e.rev, e.tf)).collect();
         all.sort();
         assert_eq!(
             all,

@@ -95,11 +95,6 @@ fn each_record(kv: &TenantKv, mut f: impl FnMut(&str, Vec<postings::Entry>) -> O
     Ok(())
 }
 
-/// The tenant's view, or a failure naming a bad tenant id.
-fn tenant_kv<'a>(store: &'a dyn cairn_kv::Store, tenant: &str) -> Result<TenantKv<'a>, Failure> {
-    TenantKv::new(store, tenant).ok_or_else(|| Failure::Store(cairn_kv::Error::Backend(format!("invalid tenant id {tenant:?}"))))
-}
-
 /// A refusal inside a rebuild (a record that stayed busy) as a failure to retry.
 fn as_failure(f: Fail) -> Failure {
     match f {
@@ -110,28 +105,43 @@ fn as_failure(f: Fail) -> Failure {
 
 /// Compares `tenant`'s index with its committed notes (nothing written).
 pub fn check(store: &dyn cairn_kv::Store, tenant: &str) -> Result<IndexReport, Failure> {
-    check_kv(&tenant_kv(store, tenant)?).map_err(as_failure)
+    check_kv(&TenantKv::system(store, tenant)?).map_err(as_failure)
 }
 
 /// Rebuilds `tenant`'s index in place (see [`reindex_kv`]).
 pub fn reindex(store: &dyn cairn_kv::Store, tenant: &str) -> Result<IndexReport, Failure> {
-    reindex_kv(&tenant_kv(store, tenant)?).map_err(as_failure)
+    reindex_kv(&TenantKv::system(store, tenant)?).map_err(as_failure)
 }
 
-fn check_kv(kv: &TenantKv) -> Out<IndexReport> {
+/// An entry no committed tab holds, safe to remove: (term, note, tab, the
+/// revision of the head that lacks it).
+type Stale = (String, String, String, u64);
+
+/// Reads the committed notes and every record once: what the index lacks,
+/// holds in excess (with what may be removed of it) or counts out of date.
+fn compare(kv: &TenantKv) -> Out<(IndexReport, Committed, Vec<Stale>)> {
     let mut report = IndexReport::default();
     let notes = committed(kv, &mut report)?;
     let mut seen: BTreeSet<(String, String, String)> = BTreeSet::new();
+    let mut stale = Vec::new();
     each_record(kv, |term, entries| {
         for e in entries {
-            match notes.get(&e.note).and_then(|(_, tabs)| tabs.get(&e.tab)).and_then(|t| t.classes(term)) {
+            let Some((rev, tabs)) = notes.get(&e.note) else {
+                // A note not in the list (or not yet): nothing is known of it; keep.
+                report.stale += 1;
+                continue;
+            };
+            match tabs.get(&e.tab).and_then(|t| t.classes(term)) {
                 Some((tf, _)) => {
                     if tf != e.tf {
                         report.drifted += 1;
                     }
                     seen.insert((e.note, e.tab, term.to_string()));
                 }
-                None => report.stale += 1,
+                None => {
+                    report.stale += 1;
+                    stale.push((term.to_string(), e.note, e.tab, *rev));
+                }
             }
         }
         Ok(())
@@ -145,17 +155,19 @@ fn check_kv(kv: &TenantKv) -> Out<IndexReport> {
             }
         }
     }
-    Ok(report)
+    Ok((report, notes, stale))
+}
+
+fn check_kv(kv: &TenantKv) -> Out<IndexReport> {
+    Ok(compare(kv)?.0)
 }
 
 /// Rebuilds the tenant's index in place, safely beside live writers: adds
 /// every entry the committed notes need (with their heads' revisions) and
-/// removes stale entries by the module's removal rule. Returns what it found
-/// before it fixed it.
+/// removes stale entries by the removal rule of [`crate::index`]. Returns
+/// what it found before it fixed it.
 fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
-    let report = check_kv(kv)?;
-    let mut scratch = IndexReport::default();
-    let notes = committed(kv, &mut scratch)?;
+    let (report, notes, stale) = compare(kv)?;
     for (note, (rev, tabs)) in &notes {
         let mut by_term: BTreeMap<&str, Vec<(String, u8, u8)>> = BTreeMap::new();
         for (tab, terms) in tabs {
@@ -168,22 +180,8 @@ fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
             postings::upsert(kv, term, note, *rev, &wanted)?;
         }
     }
-    let mut drops: Vec<(String, String, Vec<String>, u64)> = Vec::new();
-    each_record(kv, |term, entries| {
-        for e in entries {
-            let (rev, holds) = match notes.get(&e.note) {
-                Some((rev, tabs)) => (*rev, tabs.get(&e.tab).is_some_and(|t| t.counts.contains_key(term))),
-                // A note not in the list (or not yet): nothing is known of it; keep.
-                None => continue,
-            };
-            if !holds {
-                drops.push((term.to_string(), e.note, vec![e.tab], rev));
-            }
-        }
-        Ok(())
-    })?;
-    for (term, note, tabs, rev) in drops {
-        postings::remove(kv, &term, &note, &tabs, rev)?;
+    for (term, note, tab, rev) in stale {
+        postings::remove(kv, &term, &note, &[tab], rev)?;
     }
     Ok(report)
 }

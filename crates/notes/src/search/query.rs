@@ -139,12 +139,15 @@ struct Proposed {
     tabs: BTreeMap<Cand, (u8, u8)>,
 }
 
-fn index_terms_with_prefix(kv: &TenantKv, prefix: &str) -> Out<Vec<String>> {
+/// The posting keys of every indexed word starting with `prefix` (at most
+/// [`MAX_EXPANSIONS`] words), as listed: grouped by word.
+fn index_keys_with_prefix(kv: &TenantKv, prefix: &str) -> Out<Vec<String>> {
     // Index terms are stems: a prefix longer than its own stem ("launches*")
     // is looked up by the stem, and proved against the words themselves.
     let stem = tokens::stemmer().stem(prefix).into_owned();
     let from = if prefix.starts_with(&stem) { stem } else { prefix.to_string() };
     let mut terms = BTreeSet::new();
+    let mut keys = Vec::new();
     let mut after: Option<String> = None;
     let listed = format!("{}{from}", postings::PREFIX);
     loop {
@@ -154,6 +157,7 @@ fn index_terms_with_prefix(kv: &TenantKv, prefix: &str) -> Out<Vec<String>> {
         let next = last[listed.len()..].to_string();
         let full = page.len() == 512;
         terms.extend(page.iter().filter_map(|k| postings::term_of(k)).map(str::to_string));
+        keys.extend(page);
         if terms.len() > MAX_EXPANSIONS {
             return Err(Refusal::too_large(
                 "query",
@@ -166,7 +170,7 @@ fn index_terms_with_prefix(kv: &TenantKv, prefix: &str) -> Out<Vec<String>> {
         }
         after = Some(next);
     }
-    Ok(terms.into_iter().collect())
+    Ok(keys)
 }
 
 fn propose(kv: &TenantKv, clause: &Clause) -> Out<Proposed> {
@@ -189,15 +193,9 @@ fn propose(kv: &TenantKv, clause: &Clause) -> Out<Proposed> {
         seen.into_iter().filter(|(_, (k, _, _))| !all || *k == n).map(|(c, (_, tf, len))| (c, (tf, len))).collect()
     };
     let tabs = match clause {
-        Clause::Word(s) => merge(vec![postings::read_term(kv, s)?], false),
-        Clause::Phrase(ws) => {
-            let lists = ws.iter().map(|w| postings::read_term(kv, w)).collect::<Result<Vec<_>, _>>()?;
-            merge(lists, true)
-        }
-        Clause::Prefix(p) => {
-            let lists = index_terms_with_prefix(kv, p)?.iter().map(|t| postings::read_term(kv, t)).collect::<Result<Vec<_>, _>>()?;
-            merge(lists, false)
-        }
+        Clause::Word(s) => merge(postings::read_terms(kv, std::slice::from_ref(s))?, false),
+        Clause::Phrase(ws) => merge(postings::read_terms(kv, ws)?, true),
+        Clause::Prefix(p) => merge(postings::read_listed(kv, &index_keys_with_prefix(kv, p)?)?, false),
     };
     Ok(Proposed { tabs })
 }

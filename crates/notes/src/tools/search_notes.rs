@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_cursor, check_range, parse};
 use crate::model::TabKind;
-use crate::refusal::{Out, Refusal};
+use crate::refusal::Out;
 use crate::schema::{cursor, object};
 use crate::search::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
 
@@ -75,9 +75,6 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     check_cursor(&a.cursor)?;
     if let Some(l) = a.limit {
         check_range("limit", l, 1, MAX_HITS)?;
-    }
-    if a.query.trim().is_empty() {
-        return Err(Refusal::invalid("query", "query has no words to search for").into());
     }
     let ask = Ask { query: &a.query, tab_type: a.tab_type, limit: a.limit.unwrap_or(DEFAULT_HITS) as usize, cursor: a.cursor.as_deref() };
     search(c.kv, c.who, &ask)
