@@ -40,6 +40,11 @@ pub fn engine(limits: &crate::instance::Limits) -> Result<Engine> {
         .wasm_component_model(true)
         .epoch_interruption(true)
         .allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+    // `CAIRN_PROFILER=perfmap` writes /tmp/perf-<pid>.map, so `perf report`
+    // names the components' functions (build them unstripped to get names).
+    if std::env::var("CAIRN_PROFILER").as_deref() == Ok("perfmap") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     Engine::new(&config).map_err(anyhow::Error::from).context("cannot create the wasmtime engine")
 }
 

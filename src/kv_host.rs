@@ -80,7 +80,10 @@ impl store::HostBucket for Ctx {
         b: Resource<Bucket>,
         cursor: Option<String>,
     ) -> wasmtime::Result<Result<store::KeyResponse, store::Error>> {
-        const PAGE: usize = 1000;
+        // The cursor is the key to list after (Cairn's guests start a
+        // listing there); small pages, since a guest listing a prefix stops
+        // at its end.
+        const PAGE: usize = 256;
         let (label, store) = self.label(&b)?;
         Ok(store.list_keys(&label, cursor.as_deref(), PAGE).map_err(other).map(|keys| {
             let cursor = (keys.len() == PAGE).then(|| keys.last().cloned()).flatten();

@@ -87,6 +87,14 @@ pub fn tool_call(tool: &str, road: &'static str, status: u16, body: &str) {
     counter!("cairn_tool_calls_total", "tool" => tool.to_string(), "road" => road, "outcome" => tool_outcome(status, body)).increment(1);
 }
 
+/// One round of the search merge: transitions made, notes left dirty.
+pub fn search_merge(r: &cairn_notes::search::MergeReport) {
+    counter!("cairn_search_merge_transitions_total").increment(r.transitions);
+    counter!("cairn_search_markers_cleared_total").increment(r.markers_cleared);
+    counter!("cairn_search_fences_total").increment(r.fenced);
+    gauge!("cairn_search_dirty_notes").set(r.still_dirty as f64);
+}
+
 /// One key-value operation of a component.
 pub fn store_op(store: &str, op: &'static str, ok: bool, took: Duration) {
     let s = store.to_string();

@@ -46,6 +46,8 @@ pub struct Options {
     pub limits: Limits,
     /// How often lapsed claims and old delete markers are swept.
     pub sweep_interval: Duration,
+    /// How often the search index merges what commits marked dirty.
+    pub merge_interval: Duration,
     /// Application variables set by the caller, over the environment and
     /// the manifest's defaults.
     pub variables: BTreeMap<String, String>,
@@ -147,7 +149,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         "cairn is serving http://{addr}"
     );
     let (stop, stop_rx) = watch::channel(false);
-    let done = tokio::spawn(serve(app.clone(), listener, opts.sweep_interval, stop_rx));
+    let done = tokio::spawn(serve(app.clone(), listener, (opts.sweep_interval, opts.merge_interval), stop_rx));
     let issuer = app_vars.get("issuer").cloned().unwrap_or_default();
     let audience = app_vars.get("audience").cloned().unwrap_or_default();
     let starter_token = local_key
@@ -161,11 +163,12 @@ pub async fn start(opts: Options) -> Result<Running> {
     Ok(Running { addr, app, starter_token, sign_in_link, stop, done })
 }
 
-async fn serve(app: Arc<App>, listener: TcpListener, sweep_interval: Duration, mut stop: watch::Receiver<bool>) {
+async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_interval): (Duration, Duration), mut stop: watch::Receiver<bool>) {
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new((app.limits.max_instances / 2).max(1) as usize));
     let connections = Arc::new(Semaphore::new(app.limits.max_connections));
     let sweeper = tokio::spawn(sweep(app.clone(), sweep_interval));
+    let merger = tokio::spawn(merge_search(app.clone(), merge_interval));
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -200,6 +203,7 @@ async fn serve(app: Arc<App>, listener: TcpListener, sweep_interval: Duration, m
         tracing::warn!("some connections did not finish in time");
     }
     sweeper.abort();
+    merger.abort();
     for (label, store) in &app.stores {
         match store.close() {
             Ok(()) => tracing::info!(store = %label, "store closed cleanly"),
@@ -227,6 +231,22 @@ async fn sweep(app: Arc<App>, every: Duration) {
             ),
             Ok(Err(e)) => tracing::warn!(error = %e, "sweep failed"),
             _ => {}
+        }
+    }
+}
+
+/// The search merge, every `every`: one round at a time (a round that takes
+/// longer than `every` delays the next).
+async fn merge_search(app: Arc<App>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let store = app.store().clone();
+        match tokio::task::spawn_blocking(move || crate::sweep::merge_search(&store)).await {
+            Ok(Ok(r)) => crate::metrics::search_merge(&r),
+            Ok(Err(e)) => tracing::warn!(error = %e, "search merge failed"),
+            Err(_) => {}
         }
     }
 }

@@ -1,7 +1,9 @@
-//! The embedded host's periodic sweep: old delete markers in the store,
-//! lapsed claims of every tenant (released with reason `expired`), and the
-//! history past retention ([`cairn_notes::sweep_history`]). On Spin, an
-//! external scheduler calls the REST component's sweep route instead.
+//! The embedded host's periodic work: the sweep (old delete markers in the
+//! store, lapsed claims of every tenant, released with reason `expired`, and
+//! the history past retention, [`cairn_notes::sweep_history`]) and, far more
+//! often, the search merge ([`merge_search`]: the notes commits marked dirty
+//! brought into the postings). On Spin, an external scheduler calls the REST
+//! component's sweep route instead, and queries merge what they find.
 
 use crate::clock::SystemEnv;
 use anyhow::Result;
@@ -27,6 +29,19 @@ pub fn sweep_once(store: &Arc<dyn Store>, retention: Retention) -> Result<Swept>
     for tenant in cairn_notes::list_tenants(store.as_ref())? {
         out.claims += cairn_notes::sweep_expired_claims(store.as_ref(), &mut env, &tenant)?;
         out.history += cairn_notes::sweep_history(store.as_ref(), &mut env, &tenant)?;
+    }
+    Ok(out)
+}
+
+/// Dirty notes one tenant's merge takes on per round.
+const MERGE_BUDGET: usize = 1024;
+
+/// One round of the search merge over every tenant: what it did, summed.
+pub fn merge_search(store: &Arc<dyn Store>) -> Result<cairn_notes::search::MergeReport> {
+    let mut env = SystemEnv::new(0);
+    let mut out = cairn_notes::search::MergeReport::default();
+    for tenant in cairn_notes::list_tenants(store.as_ref())? {
+        out += cairn_notes::search::merge(store.as_ref(), &mut env, &tenant, MERGE_BUDGET)?;
     }
     Ok(out)
 }

@@ -105,6 +105,7 @@ impl Stack {
             fsync: false,
             limits: Limits::default(),
         sweep_interval: Duration::from_secs(60),
+            merge_interval: Duration::from_millis(250),
             variables,
         };
         let running = server::start(opts).await?;

@@ -7,6 +7,12 @@
 //! store keeps the handles it gave out in a table and hands the caller the
 //! handle's number as the [`Observed`] token; a swap takes the handle back out.
 //! Buckets are opened on first use and kept for the request.
+//!
+//! Listing: `list-keys` cursors are opaque in `wasi:keyvalue`. Cairn's host
+//! makes a cursor the key to list after, so a listing starts where it is
+//! asked to and stops at the end of its prefix; on a host that refuses such
+//! a cursor (Spin's stores take none) the whole bucket is listed and
+//! filtered here, which is correct but costs the whole listing.
 
 use cairn_kv::{Error, Observed, Read, Result, Store, Swap};
 use spin_sdk::wit::wasi::keyvalue::{atomics, batch, store};
@@ -20,6 +26,8 @@ pub struct GuestStore {
     handles: RefCell<HashMap<u64, (String, String, atomics::Cas)>>,
     next: RefCell<u64>,
     vouched: bool,
+    /// Whether the host takes a key as a listing cursor (found on first use).
+    key_cursors: std::cell::Cell<Option<bool>>,
 }
 
 // A component instance is single-threaded: nothing here is ever shared
@@ -85,6 +93,77 @@ impl GuestStore {
     }
 }
 
+impl GuestStore {
+    /// Up to `limit` keys after `start` that start with `prefix`, in order.
+    fn list_where(&self, bucket: &str, start: &str, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        if self.key_cursors.get() != Some(false) {
+            if let Some(keys) = self.walk(bucket, start, prefix, limit)? {
+                self.key_cursors.set(Some(true));
+                return Ok(keys);
+            }
+            self.key_cursors.set(Some(false));
+        }
+        // A host with opaque cursors (Spin's answer a cursor with an error):
+        // the whole listing, filtered and sorted here.
+        self.with_bucket(bucket, |b| {
+            let mut all = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let page = b.list_keys(cursor.as_deref()).map_err(err)?;
+                all.extend(page.keys.into_iter().filter(|k| k.as_str() > start && k.starts_with(prefix)));
+                match page.cursor {
+                    Some(c) => cursor = Some(c),
+                    None => break,
+                }
+            }
+            all.sort();
+            all.truncate(limit);
+            Ok(all)
+        })
+    }
+
+    /// On a host whose cursor is the key to list after (Cairn's): pages from
+    /// `start` until `limit` keys, or the end of `prefix`. `None` when the
+    /// host does not take a key as a cursor (it refuses it, or lists from
+    /// elsewhere).
+    fn walk(&self, bucket: &str, start: &str, prefix: &str, limit: usize) -> Result<Option<Vec<String>>> {
+        self.with_bucket(bucket, |b| {
+            let mut out = Vec::new();
+            let mut cursor = start.to_string();
+            let mut first = true;
+            loop {
+                let page = match b.list_keys(Some(&cursor)) {
+                    Ok(p) => p,
+                    Err(_) if first => return Ok(None),
+                    Err(e) => return Err(err(e)),
+                };
+                if first && page.keys.first().is_some_and(|k| k.as_str() <= start) {
+                    return Ok(None);
+                }
+                first = false;
+                for k in page.keys {
+                    if !k.starts_with(prefix) && k.as_str() > prefix {
+                        return Ok(Some(out));
+                    }
+                    if k.starts_with(prefix) {
+                        out.push(k);
+                        if out.len() == limit {
+                            return Ok(Some(out));
+                        }
+                    }
+                }
+                match page.cursor {
+                    Some(c) => cursor = c,
+                    None => return Ok(Some(out)),
+                }
+            }
+        })
+    }
+}
+
 impl Store for GuestStore {
     fn read(&self, bucket: &str, key: &str) -> Result<Read> {
         let cas = self.with_bucket(bucket, |b| atomics::Cas::new(b, key).map_err(err))?;
@@ -139,24 +218,15 @@ impl Store for GuestStore {
         self.with_bucket(bucket, |b| atomics::increment(b, key, delta).map_err(err))
     }
 
-    /// Pages through the host's listing (its cursors are opaque) and keeps
-    /// the keys after `after`, in byte order.
+    /// Keys after `after`: from there on a host whose cursors are keys
+    /// (see [`GuestStore::walk`]), else by the whole listing.
     fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
-        self.with_bucket(bucket, |b| {
-            let mut all = Vec::new();
-            let mut cursor: Option<String> = None;
-            loop {
-                let page = b.list_keys(cursor.as_deref()).map_err(err)?;
-                all.extend(page.keys.into_iter().filter(|k| after.is_none_or(|a| k.as_str() > a)));
-                match page.cursor {
-                    Some(c) => cursor = Some(c),
-                    None => break,
-                }
-            }
-            all.sort();
-            all.truncate(limit);
-            Ok(all)
-        })
+        self.list_where(bucket, after.unwrap_or(""), "", limit)
+    }
+
+    fn list_prefix(&self, bucket: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        let start = after.filter(|a| *a > prefix).unwrap_or(prefix);
+        self.list_where(bucket, start, prefix, limit)
     }
 
     /// Delete markers are the host's business: nothing to do from inside.

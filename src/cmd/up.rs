@@ -53,6 +53,10 @@ pub struct Args {
     /// Seconds between sweeps of lapsed claims and history past retention.
     #[arg(long, default_value_t = 60)]
     pub sweep_interval_secs: u64,
+    /// Milliseconds between rounds of the search merge (what commits marked
+    /// dirty brought into the index; until then queries read those notes directly).
+    #[arg(long, default_value_t = 250)]
+    pub merge_interval_ms: u64,
     /// Time a client may take to send its request headers, in milliseconds.
     #[arg(long, default_value_t = 30_000)]
     pub header_timeout_ms: u64,
@@ -98,6 +102,7 @@ pub fn run(a: Args) -> Result<()> {
         fsync: a.fsync,
         limits,
         sweep_interval: Duration::from_secs(a.sweep_interval_secs.max(1)),
+        merge_interval: Duration::from_millis(a.merge_interval_ms.max(10)),
         variables: Default::default(),
     };
     tokio::runtime::Runtime::new()?.block_on(server::run_until_signal(opts))

@@ -27,10 +27,11 @@
 //!
 //! Operators (not tenants): `POST /api/v1/sweep-claims?tenant=a&tenant=b`
 //! with `Authorization: Bearer <sweep_token>` releases lapsed claims with
-//! reason `expired` and sweeps history past retention
-//! ([`cairn_notes::sweep_history`]), for Spin deployments where an external
-//! scheduler calls it every minute (the embedded host sweeps by itself); 404
-//! while the `sweep_token` variable is empty.
+//! reason `expired`, sweeps history past retention
+//! ([`cairn_notes::sweep_history`]) and runs a round of the search merge
+//! ([`cairn_notes::search::merge`]), for Spin deployments where an external
+//! scheduler calls it every minute (the embedded host does all three by
+//! itself); 404 while the `sweep_token` variable is empty.
 //!
 //! An `Idempotency-Key` header is used when the body carries no
 //! `idempotency_key`. Browser origins are refused unless allow-listed.
@@ -165,8 +166,8 @@ async fn handle(req: Request) -> Response {
     }
 }
 
-/// The operators' sweep of lapsed claims and of history past retention, for
-/// hosts without their own timer.
+/// The operators' sweep of lapsed claims and of history past retention,
+/// and a round of the search merge, for hosts without their own timer.
 fn sweep(req: &Request) -> Response {
     let Some(token) = cairn_guest::variable("sweep_token") else {
         return respond::error(404, "not_found", "no such route");
@@ -178,6 +179,7 @@ fn sweep(req: &Request) -> Response {
     let kv = GuestStore::new();
     let mut released = serde_json::Map::new();
     let mut history = serde_json::Map::new();
+    let mut search = serde_json::Map::new();
     for tenant in req.query().split('&').filter_map(|p| p.strip_prefix("tenant=")) {
         match cairn_notes::sweep_expired_claims(&kv, &mut HostEnv, tenant) {
             Ok(n) => released.insert(tenant.to_string(), json!(n)),
@@ -187,8 +189,12 @@ fn sweep(req: &Request) -> Response {
             Ok(h) => history.insert(tenant.to_string(), json!({"notes": h.notes, "entries": h.entries, "blobs": h.blobs, "idempotency": h.idempotency})),
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: history: {e}")),
         };
+        match cairn_notes::search::merge(&kv, &mut HostEnv, tenant, 1024) {
+            Ok(m) => search.insert(tenant.to_string(), json!({"merged": m.transitions, "still_dirty": m.still_dirty})),
+            Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: search merge: {e}")),
+        };
     }
-    respond::json(200, &json!({"released": released, "history": history}))
+    respond::json(200, &json!({"released": released, "history": history, "search": search}))
 }
 
 /// The query string's parameters (`a=1&b=2`), percent-decoded (`A1%3AC3` is `A1:C3`).

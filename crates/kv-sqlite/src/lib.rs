@@ -60,6 +60,8 @@ impl SqliteStore {
              PRAGMA synchronous = {sync};
              PRAGMA busy_timeout = 200;
              PRAGMA wal_autocheckpoint = 8192;
+             PRAGMA cache_size = -32768;
+             PRAGMA mmap_size = 268435456;
              CREATE TABLE IF NOT EXISTS kv (
                  bucket TEXT NOT NULL,
                  key TEXT NOT NULL,
@@ -212,11 +214,32 @@ impl Store for SqliteStore {
     fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
         self.with(|c, _, _| {
             let mut stmt = c.prepare_cached(
-                "SELECT key FROM kv WHERE bucket = ?1 AND key > ?2 AND value IS NOT NULL
+                "SELECT key FROM kv WHERE bucket = ?1 AND key > ?2 AND typeof(value) <> 'null'
                  ORDER BY key LIMIT ?3",
             )?;
             let keys = stmt
                 .query_map(params![bucket, after.unwrap_or(""), limit as i64], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok(keys)
+        })
+    }
+
+    /// A range scan bounded at the prefix's end, so it never reads the
+    /// rows (and values) that follow it.
+    fn list_prefix(&self, bucket: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        let Some(end) = prefix_end(prefix) else {
+            let start = after.filter(|a| *a > prefix).unwrap_or(prefix);
+            let keys = self.list_keys(bucket, Some(start), limit)?;
+            return Ok(keys.into_iter().take_while(|k| k.starts_with(prefix)).collect());
+        };
+        let start = after.filter(|a| *a > prefix).unwrap_or(prefix);
+        self.with(|c, _, _| {
+            let mut stmt = c.prepare_cached(
+                "SELECT key FROM kv WHERE bucket = ?1 AND key > ?2 AND key < ?3 AND typeof(value) <> 'null'
+                 ORDER BY key LIMIT ?4",
+            )?;
+            let keys = stmt
+                .query_map(params![bucket, start, end, limit as i64], |r| r.get(0))?
                 .collect::<rusqlite::Result<Vec<String>>>()?;
             Ok(keys)
         })
@@ -264,4 +287,16 @@ impl Store for SqliteStore {
         }
         Ok(())
     }
+}
+
+/// The first string after every string that starts with `prefix`, when its
+/// last character is ASCII (`t/acme/` → `t/acme0`); `None` otherwise.
+fn prefix_end(prefix: &str) -> Option<String> {
+    let last = *prefix.as_bytes().last()?;
+    if !last.is_ascii() || last == 0x7f {
+        return None;
+    }
+    let mut end = prefix[..prefix.len() - 1].to_string();
+    end.push((last + 1) as char);
+    Some(end)
 }

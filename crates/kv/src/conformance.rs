@@ -115,6 +115,11 @@ pub const SEQUENTIAL: &[Check] = &[
         promise: "keys list in byte order, in pages, per bucket, without deleted keys",
         run: keys_list_in_pages_per_bucket,
     },
+    Check {
+        name: "a_prefix_lists_only_its_own_keys",
+        promise: "listing a prefix gives its keys in byte order, in pages, and nothing before or after it",
+        run: a_prefix_lists_only_its_own_keys,
+    },
 ];
 
 /// Checks that need threads or a store of their own (natively only).
@@ -338,6 +343,40 @@ fn batches_are_all_or_nothing(s: &dyn Store, sc: Scope) -> Outcome {
     io(s.delete(sc.bucket, &b))
 }
 
+fn a_prefix_lists_only_its_own_keys(s: &dyn Store, sc: Scope) -> Outcome {
+    let (mine, before, after) = (sc.key("pfx-b/"), sc.key("pfx-a/"), sc.key("pfx-b0"));
+    let mut written = Vec::new();
+    for i in 0..23 {
+        written.push(format!("{mine}{i:02}"));
+    }
+    let neighbours = [format!("{before}zz"), after.clone(), format!("{after}/x"), sc.key("pfx-b")];
+    for k in written.iter().chain(&neighbours) {
+        io(s.set(sc.bucket, k, b"v"))?;
+    }
+    let mut all = Vec::new();
+    let mut from: Option<String> = None;
+    loop {
+        let page = io(s.list_prefix(sc.bucket, &mine, from.as_deref(), 5))?;
+        if page.len() > 5 {
+            return Err(format!("a page of 5 held {} keys", page.len()));
+        }
+        let Some(last) = page.last().cloned() else { break };
+        all.extend(page);
+        from = Some(last);
+    }
+    let direct = io(s.list_prefix(sc.bucket, &mine, Some(&written[9]), 3))?;
+    let result = if all != written {
+        Err(format!("listed {all:?} under {mine}, not its {} keys in order", written.len()))
+    } else if direct != written[10..13] {
+        Err(format!("listing after {} gave {direct:?}", written[9]))
+    } else {
+        Ok(())
+    };
+    let refs: Vec<&str> = written.iter().chain(&neighbours).map(String::as_str).collect();
+    io(s.delete_many(sc.bucket, &refs))?;
+    result
+}
+
 fn keys_list_in_pages_per_bucket(s: &dyn Store, sc: Scope) -> Outcome {
     let other = if sc.bucket == "default" { "cache" } else { "default" };
     let mut written = Vec::new();
@@ -517,6 +556,7 @@ macro_rules! conformance_tests {
             keys_over_256_bytes_refused,
             batches_are_all_or_nothing,
             keys_list_in_pages_per_bucket,
+            a_prefix_lists_only_its_own_keys,
             update_race_loses_no_update,
             create_race_has_exactly_one_winner,
             increment_is_atomic_under_threads,

@@ -25,6 +25,11 @@ pub struct Control {
     lose_swaps: AtomicU32,
     /// Swaps of keys containing this are lost, however many.
     lose_swaps_of: Mutex<Option<String>>,
+    /// Writes of keys containing this fail as if the store were unreachable.
+    fail_writes_of: Mutex<Option<String>>,
+    /// The next write of a key containing this waits until released.
+    hold_next: Mutex<Hold>,
+    held: std::sync::Condvar,
     drop_swaps: AtomicU32,
     lie: AtomicBool,
     /// Blind writes per 1,000 lied-about swaps.
@@ -50,6 +55,14 @@ pub struct Control {
     late_blind: AtomicU64,
 }
 
+/// A write to hold back: which keys, and whether it is held now.
+#[derive(Debug, Default)]
+struct Hold {
+    fragment: Option<String>,
+    holding: bool,
+    released: bool,
+}
+
 impl Control {
     /// The next `n` swaps fail as if another writer had written in between.
     pub fn lose_next_swaps(&self, n: u32) {
@@ -60,6 +73,55 @@ impl Control {
     /// had written in between, until called with `None`; other keys swap as usual.
     pub fn lose_swaps_of(&self, fragment: Option<&str>) {
         *self.lose_swaps_of.lock().unwrap() = fragment.map(str::to_string);
+    }
+
+    /// Every write (set, swap, delete, increment) of a key containing
+    /// `fragment` fails as if the store could not be reached, until called
+    /// with `None`; other keys are written as usual (a crash in the middle
+    /// of a sequence of writes, seen from the writer).
+    pub fn fail_writes_of(&self, fragment: Option<&str>) {
+        *self.fail_writes_of.lock().unwrap() = fragment.map(str::to_string);
+    }
+
+    /// The next write (set, swap, delete, increment) of a key containing
+    /// `fragment` waits, before it reaches the store, until [`release_held`](Self::release_held):
+    /// a writer paused at one exact point while others go on.
+    pub fn hold_next_write_of(&self, fragment: &str) {
+        *self.hold_next.lock().unwrap() = Hold { fragment: Some(fragment.to_string()), holding: false, released: false };
+    }
+
+    /// Whether a write is waiting in [`hold_next_write_of`](Self::hold_next_write_of).
+    pub fn is_holding(&self) -> bool {
+        self.hold_next.lock().unwrap().holding
+    }
+
+    /// Lets the held write go on (and any that would have been held).
+    pub fn release_held(&self) {
+        let mut h = self.hold_next.lock().unwrap();
+        h.released = true;
+        h.fragment = None;
+        self.held.notify_all();
+    }
+
+    fn hold(&self, key: &str) {
+        let mut h = self.hold_next.lock().unwrap();
+        if !h.fragment.as_deref().is_some_and(|f| key.contains(f)) || h.holding {
+            return;
+        }
+        h.holding = true;
+        h.fragment = None;
+        while !h.released {
+            h = self.held.wait(h).unwrap();
+        }
+        h.holding = false;
+    }
+
+    fn failing(&self, key: &str) -> Result<()> {
+        self.hold(key);
+        match self.fail_writes_of.lock().unwrap().as_deref() {
+            Some(f) if key.contains(f) => Err(Error::Unavailable(format!("writes of {key} fail (fault)"))),
+            _ => Ok(()),
+        }
     }
 
     /// The next `n` swaps are reported as written and write nothing.
@@ -216,6 +278,7 @@ impl Store for Faulty {
 
     fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
         self.ctl.writing()?;
+        self.ctl.failing(key)?;
         crate::check_value(value)?;
         let latency = self.ctl.swap_latency_us.load(Ordering::SeqCst);
         if latency > 0 {
@@ -248,6 +311,9 @@ impl Store for Faulty {
 
     fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()> {
         self.ctl.writing()?;
+        for (k, _) in pairs {
+            self.ctl.failing(k)?;
+        }
         self.inner.set_many(bucket, pairs)
     }
 
@@ -260,11 +326,15 @@ impl Store for Faulty {
 
     fn delete_many(&self, bucket: &str, keys: &[&str]) -> Result<()> {
         self.ctl.writing()?;
+        for k in keys {
+            self.ctl.failing(k)?;
+        }
         self.inner.delete_many(bucket, keys)
     }
 
     fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64> {
         self.ctl.writing()?;
+        self.ctl.failing(key)?;
         self.inner.increment(bucket, key, delta)
     }
 

@@ -158,6 +158,15 @@ pub trait Store: Send + Sync {
     fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64>;
     /// Keys of a bucket in byte order, at most `limit`, strictly after `after`.
     fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>>;
+    /// Keys of a bucket longer than `prefix` that start with it, in byte
+    /// order, at most `limit`, strictly after `after` (a whole key; `None`:
+    /// from the start of the prefix). Backends whose listing walks the whole
+    /// bucket (a host's store behind `wasi:keyvalue`) stop at the prefix's end.
+    fn list_prefix(&self, bucket: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        let start = after.filter(|a| *a > prefix).unwrap_or(prefix);
+        let keys = self.list_keys(bucket, Some(start), limit)?;
+        Ok(keys.into_iter().take_while(|k| k.starts_with(prefix)).collect())
+    }
     /// Drop delete markers older than `older_than_ms` milliseconds; returns how
     /// many. Handles read before the oldest dropped marker then fail their swap
     /// (safe: a conflict, never a false success).

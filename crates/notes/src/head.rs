@@ -172,23 +172,11 @@ pub(crate) fn transact<R>(
         if bytes.len() > cairn_kv::MAX_VALUE_BYTES {
             return Err(Refusal::too_large(limit.field, limit.message).into());
         }
-        // Indexing reads the new content back. A history sweep that
-        // committed since the read may already have deleted it (it is not
-        // referenced yet, see `history_sweep`): a failure under a head that
-        // moved is this attempt lost anyway, so start over from the moved
-        // head; under a head that did not move it is what it says.
-        let staged = match index::stage(kv, &before, &head) {
-            Ok(staged) => staged,
-            Err(Fail::Failed(e)) => {
-                let fresh = kv.read(&key)?;
-                if fresh.value == held.value {
-                    return Err(e.into());
-                }
-                held = fresh;
-                continue;
-            }
-            Err(refused) => return Err(refused),
-        };
+        // A change to what a tab says marks the note dirty for the search
+        // index before the swap that commits it (see `index`).
+        if let Some((marker_key, at)) = index::marker(&before, &head, now) {
+            kv.set(&marker_key, &at)?;
+        }
         if confirm {
             let fresh = kv.read(&key)?;
             let read_at = std::time::Instant::now();
@@ -203,17 +191,11 @@ pub(crate) fn transact<R>(
             }
         }
         match kv.swap(&key, held.observed, &bytes)? {
-            None if !confirm => {
-                staged.finish(kv, false);
-                return Ok(answer);
-            }
+            None if !confirm => return Ok(answer),
             None => {
                 std::thread::sleep(SETTLE);
                 match landed(kv, &key, &marker)? {
-                    Ok(()) => {
-                        staged.finish(kv, true);
-                        return Ok(answer);
-                    }
+                    Ok(()) => return Ok(answer),
                     Err(read_back) => held = read_back,
                 }
             }

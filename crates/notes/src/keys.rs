@@ -15,6 +15,13 @@
 //!   and refused writes: version conflict, invalid argument, forbidden, …).
 //! - `idx/notes`: the tenant's note list.
 //! - `claims/index`: notes holding claims, with their due times.
+//! - `srch/dirty/<note_id>/<rev:016x>`: a commit of the note at head
+//!   revision `rev` the search index may not cover yet, written before the
+//!   head swap (see [`crate::index`]).
+//! - `srch/doc/<note_id>`: what the search index holds of the note (the head
+//!   revision it reflects, each tab's terms).
+//! - `srch/t/<term>/<bucket:02>`: the postings of a term.
+//! - `srch/dict/<first two characters>`: the indexed terms that start so (for prefix queries).
 //!
 //! Outside every tenant:
 //! - `sys/audit/refused/<time µs:020>-<tag>`: refusals before a tenant is known.
@@ -113,6 +120,24 @@ pub(crate) fn history(note_id: &str, version: u64) -> String {
 
 pub(crate) fn claim_audit(note_id: &str, at: u64, tag: &str) -> String {
     format!("{CLAIM_AUDIT}{note_id}/{at:020}-{tag}")
+}
+
+/// The prefix of search-index dirty markers (then `<note_id>/<rev:016x>`).
+pub(crate) const SEARCH_DIRTY: &str = "srch/dirty/";
+
+/// A dirty marker: a commit of `note_id` at head revision `rev` is on its way.
+pub(crate) fn search_dirty(note_id: &str, rev: u64) -> String {
+    format!("{SEARCH_DIRTY}{note_id}/{rev:016x}")
+}
+
+/// What the search index holds of a note.
+pub(crate) fn search_doc(note_id: &str) -> String {
+    format!("srch/doc/{note_id}")
+}
+
+/// The dictionary record of indexed terms starting with `start`.
+pub(crate) fn search_dict(start: &str) -> String {
+    format!("srch/dict/{start}")
 }
 
 /// The tenant's note list.

@@ -119,13 +119,10 @@ impl<'a> TenantKv<'a> {
     /// order, after `prefix` + `after` (or from the start of the prefix).
     pub(crate) fn list_prefix(&self, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>, Failure> {
         let full = self.key(prefix);
-        let start = match after {
-            Some(a) => format!("{full}{a}"),
-            None => full.clone(),
-        };
-        let keys = self.store.list_keys(BUCKET, Some(&start), limit)?;
-        let strip = self.key("");
-        Ok(keys.into_iter().take_while(|k| k.starts_with(&full)).map(|k| k[strip.len()..].to_string()).collect())
+        let after = after.map(|a| format!("{full}{a}"));
+        let keys = self.store.list_prefix(BUCKET, &full, after.as_deref(), limit)?;
+        let strip = self.prefix.len();
+        Ok(keys.into_iter().map(|k| k[strip..].to_string()).collect())
     }
 }
 

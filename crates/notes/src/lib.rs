@@ -13,8 +13,9 @@
 //!   and checks), `schema` (shared JSON Schema pieces), [`url`] (source URL
 //!   normalization), `content` (blobs, documents, slides), `sheet` (row blocks).
 //! - `claim_audit`: claim audit records, and what a commit does with lapsed claims.
-//! - `index`: the full-text index every commit keeps (words, postings, what a
-//!   tab says), written before the head swap and cleaned after it.
+//! - `index`: the full-text index (words, postings, the dictionary, what a
+//!   tab says): commits mark what they change before the head swap, merges
+//!   bring the postings up to the committed heads.
 //! - `head`: **the one head transaction** ([`head`'s `transact`]) every change to a
 //!   note commits through, and `update` for the other records rewritten in place.
 //! - `note_index` (the tenant's note list), `claim_index`
@@ -26,7 +27,7 @@
 //!   idempotency → claims → version → apply → history), `edit` (tab edits,
 //!   patches and their rebase check).
 //! - `audit` (the audit trail people read, and refused writes recorded for it).
-//! - [`search`] (queries over the index, [`search::reindex`] and [`search::check`]).
+//! - [`search`] (queries over the index, [`search::merge`], [`search::reindex`] and [`search::check`]).
 //! - [`tools`](mod@tools): one file per tool and [`tools::TOOLS`], the one table.
 //! - [`rest`]: the people's REST helpers over the same rules.
 //!

@@ -189,9 +189,10 @@ pub fn create_note(
         // The id is unique, so no other writer creates this key; the index entry goes
         // first, and listings skip an entry whose head is not there (yet).
         index_add(kv, &note_id)?;
-        let staged = index::stage(kv, &index::Before::nothing(), &head)?;
+        if let Some((marker_key, at)) = index::marker(&index::Before::nothing(), &head, now) {
+            kv.set(&marker_key, &at)?;
+        }
         kv.set(&keys::note(&note_id), &encode(&head))?;
-        staged.finish(kv, kv.confirms_commits());
         Ok(json!({
             "note_id": head.note_id,
             "title": head.title,

@@ -232,6 +232,8 @@ fn a_prefix_spread_over_many_index_records_finds_every_note_once() {
         w.write_text(&ada, &n, &format!("pfx{:03} common", i % 40), "k1");
         notes.push(n);
     }
+    // The host's background merge (a query this dirty would start it too).
+    cairn_notes::search::merge(&w.kv, &mut w.env, "acme", usize::MAX).unwrap();
     let records = w.kv.dump().into_iter().filter(|(k, _)| k.contains("/srch/t/pfx")).count();
     assert!(records > 600, "{records}");
     let mut seen = every_page(&mut w, &ada, json!({"query": "pfx*", "limit": 20}));

@@ -96,18 +96,20 @@ fn a_refused_write_makes_nothing_findable() {
 }
 
 #[test]
-fn a_lost_swap_leaves_entries_that_never_become_a_hit() {
+fn a_lost_swap_leaves_a_marker_that_never_becomes_a_hit() {
     let mut w = World::new();
     let ada = human("acme");
     let note = w.note(&ada, "Draft", true);
     let v = w.version(&ada, &note);
-    // Every head swap lost: the write's index entries are written, its head never is.
+    // Every head swap lost: the write's dirty marker is written, its head never is.
     w.kv.faults().lose_swaps_of(Some("/note/"));
     let r = w.call(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
         "idempotency_key": "k", "operation": "replace_text", "text": "gneiss"}));
     w.kv.faults().lose_swaps_of(None);
     assert_eq!(r["structuredContent"]["error"], "busy", "{r}");
     let left = cairn_notes::search::check(&w.kv, "acme").unwrap();
-    assert!(left.stale > 0, "the lost write left its entries behind: {left:?}");
-    assert_eq!(count(&search(&mut w, &ada, "gneiss")), 0);
+    assert_eq!(left.dirty, 1, "the lost write left its marker behind: {left:?}");
+    assert_eq!(count(&search(&mut w, &ada, "gneiss")), 0, "the note is proved against what was committed");
+    cairn_notes::search::merge(&w.kv, &mut w.env, "acme", usize::MAX).unwrap();
+    assert_eq!(count(&search(&mut w, &ada, "gneiss")), 0, "nor does a merge index it");
 }

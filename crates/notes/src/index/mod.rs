@@ -1,53 +1,61 @@
-//! The full-text index: Cairn's own data in the key-value store, kept by
-//! the write path (the one head transaction calls [`stage`] before its swap
-//! and [`Staged::finish`] after it). Queries, [`crate::search::reindex`] and
-//! [`crate::search::check`] are in [`crate::search`].
+//! The full-text index: Cairn's own data in the key-value store. Commits
+//! only mark what they changed ([`marker`], written before the head swap);
+//! the index itself is brought up to date by a merge ([`merge`]) that any
+//! reader of the index may run: the embedded host's background merger, a
+//! query that finds many marks, `cairn reindex`. Queries, [`crate::search::reindex`]
+//! and [`crate::search::check`] are in [`crate::search`].
 //!
 //! - `tokens`: words, folded and stemmed (one rule for index and query).
 //! - `postings`: term → tabs records, and their encoding.
-//! - here: what a tab says ([`fields`]), its [`Terms`], and how a commit keeps
-//!   the index ([`Before`], [`stage`], [`Staged`]).
+//! - `doc`: what the index holds of one note (its [`doc::Doc`] record).
+//! - `dict`: the terms by their first two characters, for prefix queries.
+//! - `merge`: bringing notes' postings up to their committed heads.
+//! - here: what a tab says ([`fields`]), its [`Terms`], and the mark a commit leaves.
 //!
 //! # The invariant, and why a crash cannot break it
 //!
-//! The postings are a **superset** of the committed notes: for the head `H`
-//! of every note and every term of every tab of `H`, there is an entry
-//! `(note, tab)` for the term. They may hold more (entries of writes that
-//! never committed, or of words since deleted): a query only ever *proposes*
-//! candidates from them, and answers a hit only after reading the note's
-//! committed head (visibility, the tab still there, the tab type) and the
-//! tab's committed content, and finding the query in it. So:
+//! For every note, either the postings hold every term of every tab of its
+//! committed head, or a **dirty marker** `srch/dirty/<note>/<rev>` with `rev`
+//! at least the head's revision is in the store. Postings may hold more
+//! (terms a note no longer has): a query only ever *proposes* candidates from
+//! them, treats every note with a marker as a candidate too, and answers a
+//! hit only after reading the note's committed head as the caller
+//! (visibility, the tab still there, its type) and finding the query in the
+//! tab's committed content. So:
 //!
 //! - **A hit never points at content that was never committed**, nor at a
 //!   deleted tab, a note withdrawn from agents, or another tenant (keys are
 //!   under the tenant's prefix): hits come from committed heads only.
 //! - **A committed change is searchable the moment it is acknowledged**
-//!   (the bound is zero): a writer adds the entries its new content needs
-//!   *before* the head swap that commits it, as it writes content blobs.
-//!   A crash before the swap leaves extra entries (harmless); a crash after
-//!   it leaves entries for words the commit removed (harmless too, and
-//!   dropped by the next write that removes them again or by `cairn reindex`).
+//!   (the bound is zero): the commit that changes what a tab says writes its
+//!   marker (the revision it commits) *before* its head swap, and a marker is
+//!   deleted only by a merge that has brought the postings up to a committed
+//!   head of at least that revision. A crash before the swap leaves a marker
+//!   for a commit that never landed (the note is proved directly until a
+//!   merge or a later commit passes that revision); a crash during a merge
+//!   leaves its markers in place.
 //!
-//! Keeping the superset while removing entries needs one more rule, because
-//! a writer removes the entries of words its commit dropped *after* the swap,
-//! while another writer may already be adding the same word back for a
-//! commit still to land. Every entry carries `rev`, the head revision of the
-//! commit that added it (at least: an upsert never lowers it), and a removal
-//! drops only entries with `rev ≤ R`, where `R` is the revision of a committed
-//! head that holds the word in none of the tabs. Proof: take any commit `C`
-//! (revision `c`) whose tab holds the word. If `C`'s base lacked it, `C`
-//! upserted the entry with `rev ≥ c` before its swap; a removal based on a
-//! head of revision `R < c` cannot drop it, and one based on `R ≥ c` is based
-//! on a head committed after `C`, which is no longer the head. If `C`'s base
-//! held the word, apply the same argument to that base, down to the commit
-//! that added the word. The compare-and-swap on each record makes a removal
-//! that read an older record start over, so it sees a newer upsert.
+//! Why a merge keeps the invariant: merges of one note form a chain of
+//! *transitions* `d → h` claimed one at a time by compare-and-swap on the
+//! note's `srch/doc` record (which holds the terms of `d`). A transition adds
+//! (with revision `h`) the entries `h` needs that `d` lacked, then removes the
+//! entries of terms `h` lacks, but only entries no newer than `h`; only then
+//! is it marked done, and only then are markers up to `h` deleted. Entries
+//! carry the revision of the transition that wrote them (an upsert never
+//! lowers it), so a slow remover of an older transition can never drop an
+//! entry a newer transition needs (its revision is higher). A transition
+//! found unfinished for longer than [`merge::STUCK_US`] (its merger crashed,
+//! or is slow) is taken over by one that re-adds *every* term of the new
+//! head, whatever the stuck one removed; a slow original that carries on is
+//! harmless for the same reason.
 //!
-//! On a store Cairn cannot vouch for (one that may report a lost swap as
-//! done, or write blindly), a writer that confirms its head commit also reads
-//! its entries back after the commit's settle wait and writes any that are
-//! missing before it answers: an acknowledged change is searchable then too.
+//! What this costs a write: one small `set` before the swap (nothing at all
+//! for a write that leaves every tab's words as they were: a claim, a
+//! rename of nothing, a sweep).
 
+pub(crate) mod dict;
+pub(crate) mod doc;
+pub(crate) mod merge;
 pub(crate) mod postings;
 pub(crate) mod tokens;
 
@@ -56,8 +64,9 @@ use std::collections::BTreeMap;
 use crate::content::{get_blob, load_list, load_slides, load_text};
 use crate::kv::TenantKv;
 use crate::model::{FileMeta, Head, Source, Tab, TabKind, decode};
-use crate::refusal::{Failure, Out};
+use crate::refusal::Failure;
 use crate::sheet::load_manifest;
+use tokens::Tokenizer;
 
 /// One searchable field of a tab: what it is called in a hit, and its text.
 #[derive(Debug, Clone)]
@@ -132,23 +141,48 @@ pub(crate) fn fields(kv: &TenantKv, title: &str, tab: &Tab) -> Result<Vec<Field>
     Ok(out)
 }
 
-/// A tab's terms: each stem's count, and the tab's length in words.
+/// A tab's terms: each stem's count, the tab's length in words, and the
+/// pairs of stems that follow each other in a field ([`pair_hash`]es,
+/// sorted), which let a phrase rule out a tab without reading it.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Terms {
     pub counts: BTreeMap<String, u64>,
     pub len: u64,
+    pub pairs: Vec<u32>,
+}
+
+/// The hash of a stem followed by another (FNV-1a, 32 bits).
+pub(crate) fn pair_hash(a: &str, b: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for byte in a.bytes().chain(std::iter::once(0)).chain(b.bytes()) {
+        h = (h ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+    }
+    h
 }
 
 impl Terms {
-    pub(crate) fn of(fields: &[Field]) -> Terms {
-        let stemmer = tokens::stemmer();
+    pub(crate) fn of(tok: &mut Tokenizer, fields: &[Field]) -> Terms {
         let mut t = Terms::default();
+        let mut pairs = std::collections::HashSet::new();
         for f in fields {
-            for w in tokens::words(&stemmer, &f.text) {
-                *t.counts.entry(w.stem).or_default() += 1;
+            let mut prev: Option<u32> = None;
+            tok.each_id(&f.text, |tok, w| {
+                let stem = tok.stem_text(w.stem);
+                match t.counts.get_mut(stem) {
+                    Some(n) => *n += 1,
+                    None => {
+                        t.counts.insert(stem.to_string(), 1);
+                    }
+                }
+                if let Some(p) = prev {
+                    pairs.insert(pair_hash(tok.stem_text(p), stem));
+                }
+                prev = Some(w.stem);
                 t.len += 1;
-            }
+            });
         }
+        t.pairs = pairs.into_iter().collect();
+        t.pairs.sort_unstable();
         t
     }
 
@@ -159,8 +193,8 @@ impl Terms {
 }
 
 /// The terms of a tab of a note titled `title`.
-pub(crate) fn tab_terms(kv: &TenantKv, title: &str, tab: &Tab) -> Result<Terms, Failure> {
-    Ok(Terms::of(&fields(kv, title, tab)?))
+pub(crate) fn tab_terms(kv: &TenantKv, tok: &mut Tokenizer, title: &str, tab: &Tab) -> Result<Terms, Failure> {
+    Ok(Terms::of(tok, &fields(kv, title, tab)?))
 }
 
 /// What a commit's change to the index is measured against: the head's tabs
@@ -183,7 +217,7 @@ impl Before {
 
     /// The tabs whose searchable content differs between this and `head`:
     /// (tab id, as it was, as it is).
-    fn changes<'a>(&'a self, head: &'a Head) -> Vec<(&'a str, Option<&'a Tab>, Option<&'a Tab>)> {
+    pub(crate) fn changes<'a>(&'a self, head: &'a Head) -> Vec<(&'a str, Option<&'a Tab>, Option<&'a Tab>)> {
         let retitled = self.title != head.title;
         let mut out = Vec::new();
         for new in &head.tabs {
@@ -204,87 +238,24 @@ impl Before {
     }
 }
 
-/// What a commit wrote into the index before its swap, and what it removes after.
-#[must_use]
-pub(crate) struct Staged {
-    note: String,
-    rev: u64,
-    added: BTreeMap<String, Vec<(String, u8, u8)>>,
-    dropped: BTreeMap<String, Vec<String>>,
-}
-
-/// Whether writes keep the index: always, but for [`measure_without_index`].
+/// Whether commits mark what they change: always, but for [`measure_without_index`].
 static INDEXING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
 /// For the benchmark that measures what the index costs a write, and nothing
-/// else: `true` makes every write of this process skip the index (a store
+/// else: `true` makes every write of this process leave no marker (a store
 /// written so needs [`crate::search::reindex`] before its search is complete).
 #[doc(hidden)]
 pub fn measure_without_index(off: bool) {
     INDEXING.store(!off, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// Before the swap of the head `head` (its `rev` already the one it commits):
-/// adds the entries its content needs that the content it replaces did not
-/// (a new word, or a count that crossed a class). See the module docs.
-pub(crate) fn stage(kv: &TenantKv, before: &Before, head: &Head) -> Out<Staged> {
-    let mut staged = Staged { note: head.note_id.clone(), rev: head.rev, added: BTreeMap::new(), dropped: BTreeMap::new() };
-    if !INDEXING.load(std::sync::atomic::Ordering::Relaxed) {
-        return Ok(staged);
+/// The dirty marker a commit of `head` (its `rev` already the one it
+/// commits) writes before its swap, when it changes what a tab says
+/// compared with `before`: the key, and the writer's clock (µs) as the
+/// value (see [`merge`] for what it is used for).
+pub(crate) fn marker(before: &Before, head: &Head, now_us: u64) -> Option<(String, Vec<u8>)> {
+    if !INDEXING.load(std::sync::atomic::Ordering::Relaxed) || before.changes(head).is_empty() {
+        return None;
     }
-    let changes = before.changes(head);
-    if changes.is_empty() {
-        return Ok(staged);
-    }
-    for (tab_id, old, new) in changes {
-        let old_terms = match old {
-            Some(t) => tab_terms(kv, &before.title, t)?,
-            None => Terms::default(),
-        };
-        let new_terms = match new {
-            Some(t) => tab_terms(kv, &head.title, t)?,
-            None => Terms::default(),
-        };
-        for term in new_terms.counts.keys() {
-            let now = new_terms.classes(term);
-            if old_terms.classes(term).map(|c| c.0) != now.map(|c| c.0) {
-                let (tf, len) = now.unwrap_or_default();
-                staged.added.entry(term.clone()).or_default().push((tab_id.to_string(), tf, len));
-            }
-        }
-        for term in old_terms.counts.keys() {
-            if !new_terms.counts.contains_key(term) {
-                staged.dropped.entry(term.clone()).or_default().push(tab_id.to_string());
-            }
-        }
-    }
-    for (term, tabs) in &staged.added {
-        postings::upsert(kv, term, &staged.note, staged.rev, tabs)?;
-    }
-    Ok(staged)
+    Some((crate::keys::search_dirty(&head.note_id, head.rev), now_us.to_string().into_bytes()))
 }
-
-impl Staged {
-    /// After the swap landed: a writer that confirms its commit first makes
-    /// sure its entries are there (rewriting any a store lost), then every
-    /// writer drops the entries of words its commit removed (`rev ≤` its own).
-    ///
-    /// The commit has landed, so nothing here may turn it into a refusal
-    /// ("nothing was written") or a failure: a record that stays busy or a
-    /// store that fails now leaves a stale entry (harmless) or, on a store
-    /// that lies and then fails, an entry unconfirmed, for the next write of
-    /// the word or `cairn reindex`.
-    pub(crate) fn finish(self, kv: &TenantKv, confirm: bool) {
-        if confirm {
-            for (term, tabs) in &self.added {
-                if !postings::covers(kv, term, &self.note, tabs, self.rev).unwrap_or(false) {
-                    let _ = postings::upsert(kv, term, &self.note, self.rev, tabs);
-                }
-            }
-        }
-        for (term, tabs) in &self.dropped {
-            let _ = postings::remove(kv, term, &self.note, tabs, self.rev);
-        }
-    }
-}
-

@@ -122,31 +122,61 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, Failure> {
     Ok(out)
 }
 
+/// An entry borrowed from a record (what queries read: no copies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EntryRef<'a> {
+    pub note: &'a str,
+    pub tab: &'a str,
+    pub tf: u8,
+    pub len: u8,
+}
+
+/// Calls `f` with every entry of a record, borrowed from it.
+pub(crate) fn each_ref<'a>(bytes: &'a [u8], mut f: impl FnMut(EntryRef<'a>)) -> Result<(), Failure> {
+    let bad = || Failure::Corrupt("search posting record is malformed".into());
+    let mut i = 0;
+    let take_str = |i: &mut usize| -> Result<&'a str, Failure> {
+        let n = *bytes.get(*i).ok_or_else(bad)? as usize;
+        let s = bytes.get(*i + 1..*i + 1 + n).ok_or_else(bad)?;
+        *i += 1 + n;
+        std::str::from_utf8(s).map_err(|_| bad())
+    };
+    while i < bytes.len() {
+        let note = take_str(&mut i)?;
+        let tab = take_str(&mut i)?;
+        // The revision matters to writers only.
+        loop {
+            let b = *bytes.get(i).ok_or_else(bad)?;
+            i += 1;
+            if b < 0x80 {
+                break;
+            }
+        }
+        let tf = *bytes.get(i).ok_or_else(bad)?;
+        let len = *bytes.get(i + 1).ok_or_else(bad)?;
+        i += 2;
+        f(EntryRef { note, tab, tf, len });
+    }
+    Ok(())
+}
+
+/// The records of each of `terms` (all their buckets), in one read: per
+/// term, the records that exist.
+pub(crate) fn read_records(kv: &TenantKv, terms: &[String]) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
+    let all: Vec<String> = terms.iter().flat_map(|t| keys(t)).collect();
+    let values = kv.get_many(&all)?;
+    Ok(values.chunks(BUCKETS).map(|records| records.iter().flatten().cloned().collect()).collect())
+}
+
 /// Every entry of each of `terms`, from all their records, in one read.
+#[cfg(test)]
 pub(crate) fn read_terms(kv: &TenantKv, terms: &[String]) -> Result<Vec<Vec<Entry>>, Failure> {
     let all: Vec<String> = terms.iter().flat_map(|t| keys(t)).collect();
     let values = kv.get_many(&all)?;
     values.chunks(BUCKETS).map(|records| decode_all(records.iter().flatten())).collect()
 }
 
-/// The entries of records listed by key (as a listing gives them: grouped
-/// by term), in one read: one list per term.
-pub(crate) fn read_listed(kv: &TenantKv, listed: &[String]) -> Result<Vec<Vec<Entry>>, Failure> {
-    let values = kv.get_many(listed)?;
-    let mut out: Vec<Vec<Entry>> = Vec::new();
-    let mut last: Option<&str> = None;
-    for (key, raw) in listed.iter().zip(&values) {
-        if out.is_empty() || term_of(key) != last {
-            out.push(Vec::new());
-            last = term_of(key);
-        }
-        if let Some(raw) = raw {
-            out.last_mut().expect("pushed above").extend(decode(raw)?);
-        }
-    }
-    Ok(out)
-}
-
+#[cfg(test)]
 fn decode_all<'a>(records: impl Iterator<Item = &'a Vec<u8>>) -> Result<Vec<Entry>, Failure> {
     let mut out = Vec::new();
     for raw in records {
@@ -177,7 +207,8 @@ fn rewrite(kv: &TenantKv, term: &str, note_id: &str, mut f: impl FnMut(&mut Vec<
 }
 
 /// Sets the entries of `note_id` for `term` (one per tab in `tabs`: tab, tf,
-/// len), each with `rev` unless the entry already has a higher one.
+/// len) with `rev`, but leaves an entry that already has a higher revision
+/// exactly as it is.
 pub(crate) fn upsert(kv: &TenantKv, term: &str, note_id: &str, rev: u64, tabs: &[(String, u8, u8)]) -> Out<()> {
     rewrite(kv, term, note_id, |entries| {
         let mut changed = false;
@@ -185,10 +216,10 @@ pub(crate) fn upsert(kv: &TenantKv, term: &str, note_id: &str, rev: u64, tabs: &
             let at = entries.binary_search_by(|e| (e.note.as_str(), e.tab.as_str()).cmp(&(note_id, tab.as_str())));
             match at {
                 Ok(i) => {
+                    // An older transition never overwrites what a newer one wrote.
                     let e = &mut entries[i];
-                    let next = Entry { rev: e.rev.max(rev), tf: *tf, len: *len, ..e.clone() };
-                    if *e != next {
-                        *e = next;
+                    if rev >= e.rev && (e.rev, e.tf, e.len) != (rev, *tf, *len) {
+                        (e.rev, e.tf, e.len) = (rev, *tf, *len);
                         changed = true;
                     }
                 }
@@ -211,16 +242,6 @@ pub(crate) fn remove(kv: &TenantKv, term: &str, note_id: &str, tabs: &[String], 
         entries.retain(|e| !(e.note == note_id && e.rev <= up_to && tabs.contains(&e.tab)));
         entries.len() != before
     })
-}
-
-/// Whether `note_id`'s entries for `term` cover every `(tab, rev)` wanted
-/// (an entry with at least that rev); for writers that confirm their commits.
-pub(crate) fn covers(kv: &TenantKv, term: &str, note_id: &str, tabs: &[(String, u8, u8)], rev: u64) -> Result<bool, Failure> {
-    let entries = match kv.get(&key(term, bucket(note_id)))? {
-        Some(raw) => decode(&raw)?,
-        None => Vec::new(),
-    };
-    Ok(tabs.iter().all(|(tab, _, _)| entries.iter().any(|e| e.note == note_id && &e.tab == tab && e.rev >= rev)))
 }
 
 #[cfg(test)]
@@ -257,7 +278,7 @@ mod tests {
     }
 
     #[test]
-    fn an_upsert_never_lowers_an_entrys_rev_and_touches_only_its_note_and_tabs() {
+    fn an_older_upsert_leaves_a_newer_entry_alone_and_touches_only_its_note_and_tabs() {
         let store = cairn_kv::memory::MemoryStore::new();
         let kv = TenantKv::new(&store, "acme").unwrap();
         upsert(&kv, "flint", "n-1", 9, &[("markdown".into(), 0, 2)]).unwrap();
@@ -267,7 +288,7 @@ mod tests {
         all.sort();
         assert_eq!(
             all,
-            vec![("n-1".into(), "markdown".into(), 9, 3), ("n-1".into(), "t7".into(), 4, 0), ("n-2".into(), "markdown".into(), 1, 0)]
+            vec![("n-1".into(), "markdown".into(), 9, 0), ("n-1".into(), "t7".into(), 4, 0), ("n-2".into(), "markdown".into(), 1, 0)]
         );
         remove(&kv, "flint", "n-1", &["markdown".into(), "t7".into()], 9).unwrap();
         assert_eq!(entries(&kv, "flint"), vec![("markdown".to_string(), 1)], "n-2's entry stays");

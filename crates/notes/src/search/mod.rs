@@ -1,17 +1,22 @@
-//! Full-text search over the index the write path keeps in the store
-//! ([`crate::index`], where the invariant and its proof are): queries
-//! (`search_notes`, the REST search route), and [`reindex`] and [`check`].
+//! Full-text search over the index in the store ([`crate::index`], where
+//! the invariant and its proof are): queries (`search_notes`, the REST
+//! search route), [`merge`] (bringing the postings up to the committed
+//! heads: the embedded host runs it in the background, queries when they
+//! find many dirty notes), and [`reindex`] and [`check`].
 //!
-//! - `query`: parsing a query and running it (propose from the postings,
-//!   prove against committed content).
-//! - here: [`check`] compares a tenant's index with its committed notes;
-//!   [`reindex`] rebuilds it in place beside live writers.
+//! - `query`: parsing a query and running it (catch up, propose from the
+//!   postings, prove against committed content).
+//! - here: [`merge`]; [`check`] compares a tenant's index with its committed
+//!   notes; [`reindex`] rebuilds it in place beside live writers.
 
 mod query;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::index::{Terms, postings, tab_terms};
+use crate::env::Env;
+use crate::index::doc::{Doc, DocTab};
+use crate::index::tokens::Tokenizer;
+use crate::index::{Terms, dict, merge as merging, postings, tab_terms};
 use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{Head, decode};
@@ -20,6 +25,13 @@ use crate::refusal::{Fail, Failure, Out};
 
 pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
 pub use crate::index::measure_without_index;
+pub use crate::index::merge::MergeReport;
+
+/// Brings up to `budget` of `tenant`'s dirty notes' postings up to their
+/// committed heads (see [`crate::index`]); what it did.
+pub fn merge(store: &dyn cairn_kv::Store, env: &mut dyn Env, tenant: &str, budget: usize) -> Result<MergeReport, Failure> {
+    merging::merge(&TenantKv::system(store, tenant)?, env, &mut Tokenizer::default(), budget).map_err(as_failure)
+}
 
 /// What [`reindex`] did, or what [`check`] found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -30,9 +42,13 @@ pub struct IndexReport {
     pub tabs: u64,
     /// Distinct terms of the committed tabs.
     pub terms: u64,
-    /// (note, tab, term) the committed content holds and the index lacks
-    /// (a [`check`] that finds any fails; [`reindex`] adds them).
+    /// (note, tab, term) the committed content of a clean note (one with no
+    /// dirty marker) holds and the postings lack: a broken invariant (a
+    /// [`check`] that finds any fails; [`reindex`] adds them).
     pub missing: u64,
+    /// Notes with dirty markers: their postings may lag their heads (and
+    /// queries read them directly) until a merge catches up.
+    pub dirty: u64,
     /// Entries for content no committed head holds (allowed by the
     /// invariant; [`reindex`] removes those it safely can).
     pub stale: u64,
@@ -40,10 +56,11 @@ pub struct IndexReport {
     pub drifted: u64,
 }
 
-/// Every committed tab of the tenant and its terms, by note: (head rev, tab → terms).
-type Committed = BTreeMap<String, (u64, BTreeMap<String, Terms>)>;
+/// Every committed note of the tenant: its head and its tabs' terms.
+type Committed = BTreeMap<String, (Head, BTreeMap<String, Terms>)>;
 
 fn committed(kv: &TenantKv, report: &mut IndexReport) -> Result<Committed, Failure> {
+    let mut tok = Tokenizer::default();
     let mut out = Committed::new();
     let mut pos = 0;
     let mut all_terms = BTreeSet::new();
@@ -59,12 +76,12 @@ fn committed(kv: &TenantKv, report: &mut IndexReport) -> Result<Committed, Failu
             report.notes += 1;
             let mut tabs = BTreeMap::new();
             for tab in &head.tabs {
-                let t = tab_terms(kv, &head.title, tab)?;
+                let t = tab_terms(kv, &mut tok, &head.title, tab)?;
                 all_terms.extend(t.counts.keys().cloned());
                 tabs.insert(tab.id.clone(), t);
                 report.tabs += 1;
             }
-            out.insert(id, (head.rev, tabs));
+            out.insert(id, (head, tabs));
         }
         if pos >= total {
             break;
@@ -117,16 +134,19 @@ pub fn reindex(store: &dyn cairn_kv::Store, tenant: &str) -> Result<IndexReport,
 /// revision of the head that lacks it).
 type Stale = (String, String, String, u64);
 
-/// Reads the committed notes and every record once: what the index lacks,
-/// holds in excess (with what may be removed of it) or counts out of date.
+/// Reads the committed notes, the dirty markers and every record once: what
+/// the index lacks, holds in excess (with what may be removed of it) or
+/// counts out of date.
 fn compare(kv: &TenantKv) -> Out<(IndexReport, Committed, Vec<Stale>)> {
     let mut report = IndexReport::default();
     let notes = committed(kv, &mut report)?;
+    let dirty = merging::dirty(kv)?;
+    report.dirty = dirty.len() as u64;
     let mut seen: BTreeSet<(String, String, String)> = BTreeSet::new();
     let mut stale = Vec::new();
     each_record(kv, |term, entries| {
         for e in entries {
-            let Some((rev, tabs)) = notes.get(&e.note) else {
+            let Some((head, tabs)) = notes.get(&e.note) else {
                 // A note not in the list (or not yet): nothing is known of it; keep.
                 report.stale += 1;
                 continue;
@@ -140,13 +160,16 @@ fn compare(kv: &TenantKv) -> Out<(IndexReport, Committed, Vec<Stale>)> {
                 }
                 None => {
                     report.stale += 1;
-                    stale.push((term.to_string(), e.note, e.tab, *rev));
+                    stale.push((term.to_string(), e.note, e.tab, head.rev));
                 }
             }
         }
         Ok(())
     })?;
     for (note, (_, tabs)) in &notes {
+        if dirty.contains_key(note) {
+            continue;
+        }
         for (tab, terms) in tabs {
             for term in terms.counts.keys() {
                 if !seen.contains(&(note.clone(), tab.clone(), term.clone())) {
@@ -162,13 +185,17 @@ fn check_kv(kv: &TenantKv) -> Out<IndexReport> {
     Ok(compare(kv)?.0)
 }
 
-/// Rebuilds the tenant's index in place, safely beside live writers: adds
-/// every entry the committed notes need (with their heads' revisions) and
-/// removes stale entries by the removal rule of [`crate::index`]. Returns
-/// what it found before it fixed it.
+/// Rebuilds the tenant's index in place, safely beside live writers: per
+/// committed note, what a merge that takes a transition over does (the
+/// dictionary, then every term's entry with the head's revision, then the
+/// note's record, then its markers up to that revision), and then the stale
+/// entries go by the removal rule of [`crate::index`]. Returns what it
+/// found before it fixed it.
 fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
     let (report, notes, stale) = compare(kv)?;
-    for (note, (rev, tabs)) in &notes {
+    let dirty = merging::dirty(kv)?;
+    for (note, (head, tabs)) in &notes {
+        let rev = head.rev;
         let mut by_term: BTreeMap<&str, Vec<(String, u8, u8)>> = BTreeMap::new();
         for (tab, terms) in tabs {
             for term in terms.counts.keys() {
@@ -176,12 +203,42 @@ fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
                 by_term.entry(term).or_default().push((tab.clone(), tf, len));
             }
         }
-        for (term, wanted) in by_term {
-            postings::upsert(kv, term, note, *rev, &wanted)?;
+        dict::add(kv, by_term.keys().copied())?;
+        for (term, wanted) in &by_term {
+            postings::upsert(kv, term, note, rev, wanted)?;
+        }
+        let doc = Doc {
+            rev,
+            applying_since: 0,
+            title: head.title.clone(),
+            tabs: head.tabs.iter().filter_map(|t| tabs.get(&t.id).map(|terms| DocTab::of(t, terms))).collect(),
+        };
+        write_doc(kv, note, &doc)?;
+        if let Some(revs) = dirty.get(note) {
+            let done: Vec<String> = revs.iter().filter(|r| **r <= rev).map(|r| keys::search_dirty(note, *r)).collect();
+            kv.delete_many(&done)?;
         }
     }
     for (term, note, tab, rev) in stale {
         postings::remove(kv, &term, &note, &[tab], rev)?;
     }
     Ok(report)
+}
+
+/// Writes a rebuilt note record unless a newer one is there.
+fn write_doc(kv: &TenantKv, note: &str, doc: &Doc) -> Out<()> {
+    let key = keys::search_doc(note);
+    let mut held = kv.read(&key)?;
+    for _ in 0..crate::kv::MAX_ATTEMPTS {
+        if let Some(raw) = &held.value {
+            if Doc::decode(raw).is_ok_and(|d| d.rev > doc.rev) {
+                return Ok(());
+            }
+        }
+        match kv.swap(&key, held.observed, &doc.encode())? {
+            None => return Ok(()),
+            Some(fresh) => held = fresh,
+        }
+    }
+    Err(crate::refusal::Refusal::busy("the search index is busy; run reindex again").into())
 }

@@ -1,9 +1,13 @@
 //! Queries: words (all must match), `"quoted phrases"` and `prefix*`, case-
 //! and accent-insensitive, with words matched by stem.
 //!
-//! A query runs in two stages. **Proposing**: each clause's postings give
-//! candidate tabs, those in every clause are ranked by BM25 from the
-//! postings' count classes. **Proving**: in that order, each candidate's
+//! A query runs in four stages. **Catching up**: the notes still marked
+//! dirty (their postings may lag their committed heads, see
+//! [`crate::index`]) are merged first when there are many, and the rest are
+//! proved directly against their committed heads. **Proposing**: each clause's postings (a prefix's
+//! terms come from the dictionary) give candidate tabs of the clean notes;
+//! those in every clause, and the dirty notes' tabs that match, are ranked
+//! by BM25 from count classes. **Proving**: in that order, each candidate's
 //! note head is read as the caller (tenant, agent visibility), its tab must
 //! still be there (and of the asked type), and the query must match the
 //! tab's committed content; only then is it a hit, scored again by BM25 on
@@ -11,21 +15,23 @@
 //! proposed order (sorted by their real scores within the page); the cursor
 //! is the position in that order, tied to the query.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Value, json};
 
-use crate::index::postings::{self, Entry};
-use crate::index::tokens::{self, Word};
-use crate::index::{Field, fields};
-use crate::env::Identity;
+use crate::args::{decode_cursor, encode_cursor};
+use crate::env::{Env, Identity};
 use crate::head::{Reader, visible_head};
+use crate::index::doc::Doc;
+use crate::index::merge;
+use crate::index::postings::{self, EntryRef};
+use crate::index::tokens::{Tokenizer, Word};
+use crate::index::{Field, dict, fields};
 use crate::keys;
 use crate::kv::TenantKv;
-use crate::model::{Tab, TabKind, sha_hex, tab_provenance};
+use crate::model::{Head, Tab, TabKind, sha_hex, tab_provenance};
 use crate::note_index::index_slice;
 use crate::refusal::{NOTICE, Out, Refusal};
-use crate::args::{decode_cursor, encode_cursor};
 
 /// Longest query, in characters.
 pub(crate) const MAX_QUERY_CHARS: usize = 200;
@@ -37,6 +43,12 @@ const MIN_PREFIX_CHARS: usize = 2;
 const MAX_EXPANSIONS: usize = 64;
 /// Most candidates proved by one call (a page may come back short, with a cursor).
 const PROVE_BUDGET: usize = 400;
+/// Candidates whose heads are read in one batch.
+const PROVE_BATCH: usize = 16;
+/// With more dirty notes than this, a query merges before it answers.
+const INLINE_MERGE_AT: usize = 16;
+/// Most notes one query merges (the rest it proves directly).
+const INLINE_MERGE_BUDGET: usize = 1024;
 /// Snippet context before and after the match, in bytes (cut at word ends).
 const SNIPPET_BEFORE: usize = 60;
 const SNIPPET_AFTER: usize = 120;
@@ -57,12 +69,33 @@ enum Clause {
 }
 
 impl Clause {
-    fn matches(&self, field: &[Word]) -> Vec<(usize, usize)> {
+    /// The clause as ids of `tok`, for matching texts it reads.
+    fn matcher(&self, tok: &mut Tokenizer) -> Matcher {
         match self {
-            Clause::Word(s) => field.iter().enumerate().filter(|(_, w)| &w.stem == s).map(|(i, _)| (i, i + 1)).collect(),
-            Clause::Prefix(p) => field.iter().enumerate().filter(|(_, w)| w.folded.starts_with(p.as_str())).map(|(i, _)| (i, i + 1)).collect(),
-            Clause::Phrase(ws) => (0..field.len().saturating_sub(ws.len() - 1))
-                .filter(|&i| ws.iter().enumerate().all(|(k, s)| &field[i + k].stem == s))
+            Clause::Word(s) => Matcher::Word(tok.stem_id(s)),
+            Clause::Prefix(p) => Matcher::Prefix(p.clone()),
+            Clause::Phrase(ws) => Matcher::Phrase(ws.iter().map(|w| tok.stem_id(w)).collect()),
+        }
+    }
+}
+
+/// A clause as a tokenizer's ids.
+enum Matcher {
+    Word(u32),
+    Prefix(String),
+    Phrase(Vec<u32>),
+}
+
+impl Matcher {
+    /// Where the clause matches in a field's words: word ranges.
+    fn matches(&self, tok: &Tokenizer, field: &[Word]) -> Vec<(usize, usize)> {
+        match self {
+            Matcher::Word(s) => field.iter().enumerate().filter(|(_, w)| w.stem == *s).map(|(i, _)| (i, i + 1)).collect(),
+            Matcher::Prefix(p) => {
+                field.iter().enumerate().filter(|(_, w)| tok.folded(w.folded).starts_with(p.as_str())).map(|(i, _)| (i, i + 1)).collect()
+            }
+            Matcher::Phrase(ws) => (0..field.len().saturating_sub(ws.len() - 1))
+                .filter(|&i| ws.iter().enumerate().all(|(k, s)| field[i + k].stem == *s))
                 .map(|i| (i, i + ws.len()))
                 .collect(),
         }
@@ -80,12 +113,11 @@ fn bad(message: impl Into<String>) -> Refusal {
 }
 
 /// Parses a query, refusing what cannot be run with the reason.
-fn parse(text: &str) -> Result<Query, Refusal> {
+fn parse(tok: &mut Tokenizer, text: &str) -> Result<Query, Refusal> {
     let chars = text.chars().count();
     if chars > MAX_QUERY_CHARS {
         return Err(Refusal::too_large("query", format!("query has {chars} characters; the limit is {MAX_QUERY_CHARS}")));
     }
-    let stemmer = tokens::stemmer();
     let mut clauses = Vec::new();
     let parts: Vec<&str> = text.split('"').collect();
     if parts.len() % 2 == 0 {
@@ -93,7 +125,8 @@ fn parse(text: &str) -> Result<Query, Refusal> {
     }
     for (i, part) in parts.iter().enumerate() {
         if i % 2 == 1 {
-            let ws: Vec<String> = tokens::words(&stemmer, part).into_iter().map(|w| w.stem).collect();
+            let found = tok.words(part);
+            let ws: Vec<String> = found.iter().map(|w| tok.stem_text(w.stem).to_string()).collect();
             match ws.len() {
                 0 => {}
                 1 => clauses.push(Clause::Word(ws[0].clone())),
@@ -109,15 +142,16 @@ fn parse(text: &str) -> Result<Query, Refusal> {
             if body.contains('*') {
                 return Err(bad(format!("\"{chunk}\": * may only end a word (prefix*)")));
             }
-            let mut ws = tokens::words(&stemmer, body);
+            let mut ws = tok.words(body);
             let last = if prefix { ws.pop() } else { None };
-            clauses.extend(ws.into_iter().map(|w| Clause::Word(w.stem)));
+            clauses.extend(ws.iter().map(|w| Clause::Word(tok.stem_text(w.stem).to_string())));
             if prefix {
                 let Some(p) = last else { return Err(bad(format!("\"{chunk}\": a prefix needs letters before *"))) };
-                if p.folded.chars().count() < MIN_PREFIX_CHARS {
+                let folded = tok.folded(p.folded).to_string();
+                if folded.chars().count() < MIN_PREFIX_CHARS {
                     return Err(bad(format!("\"{chunk}\": a prefix needs at least {MIN_PREFIX_CHARS} letters before *")));
                 }
-                clauses.push(Clause::Prefix(p.folded));
+                clauses.push(Clause::Prefix(folded));
             }
         }
     }
@@ -131,73 +165,85 @@ fn parse(text: &str) -> Result<Query, Refusal> {
     Ok(Query { clauses })
 }
 
-/// A candidate tab: (note, tab).
-type Cand = (String, String);
-
-/// One clause's candidates, with their count classes, and its document frequency.
-struct Proposed {
-    tabs: BTreeMap<Cand, (u8, u8)>,
-}
-
-/// The posting keys of every indexed word starting with `prefix` (at most
-/// [`MAX_EXPANSIONS`] words), as listed: grouped by word.
-fn index_keys_with_prefix(kv: &TenantKv, prefix: &str) -> Out<Vec<String>> {
-    // Index terms are stems: a prefix longer than its own stem ("launches*")
-    // is looked up by the stem, and proved against the words themselves.
-    let stem = tokens::stemmer().stem(prefix).into_owned();
-    let from = if prefix.starts_with(&stem) { stem } else { prefix.to_string() };
-    let mut terms = BTreeSet::new();
-    let mut keys = Vec::new();
-    let mut after: Option<String> = None;
-    let listed = format!("{}{from}", postings::PREFIX);
-    loop {
-        let page = kv.list_prefix(&listed, after.as_deref(), 512)?;
-        let Some(last) = page.last() else { break };
-        // The next page starts after this one's last key (named relative to the prefix).
-        let next = last[listed.len()..].to_string();
-        let full = page.len() == 512;
-        terms.extend(page.iter().filter_map(|k| postings::term_of(k)).map(str::to_string));
-        keys.extend(page);
-        if terms.len() > MAX_EXPANSIONS {
-            return Err(Refusal::too_large(
-                "query",
-                format!("\"{prefix}*\" stands for more than {MAX_EXPANSIONS} indexed words: use a longer prefix"),
-            )
-            .into());
-        }
-        if !full {
-            break;
-        }
-        after = Some(next);
+/// The starts of the index terms a prefix stands for: the prefix, and its
+/// own stem when that differs and is long enough. Index terms are stems: a
+/// word starting with the prefix may have a stem that does not ("happy" is
+/// "happi"); proving then checks the words themselves.
+fn prefix_starts(tok: &mut Tokenizer, prefix: &str) -> Vec<String> {
+    let stem = tok.stem(prefix);
+    let mut out = vec![prefix.to_string()];
+    if stem != prefix && stem.chars().count() >= MIN_PREFIX_CHARS {
+        out.push(stem);
     }
-    Ok(keys)
+    out
 }
 
-fn propose(kv: &TenantKv, clause: &Clause) -> Out<Proposed> {
-    let merge = |lists: Vec<Vec<Entry>>, all: bool| {
-        let n = lists.len();
-        let mut seen: BTreeMap<Cand, (usize, u8, u8)> = BTreeMap::new();
-        for list in lists {
-            let mut once = BTreeSet::new();
-            for e in list {
-                let c = (e.note, e.tab);
-                if !once.insert(c.clone()) {
-                    continue;
+/// The indexed terms a prefix stands for, with `also` (the terms of the
+/// dirty notes that start so): at most [`MAX_EXPANSIONS`].
+fn expand(kv: &TenantKv, starts: &[String], prefix: &str, also: &BTreeSet<String>) -> Out<Vec<String>> {
+    let mut terms: BTreeSet<String> = also.clone();
+    for s in starts {
+        terms.extend(dict::starting_with(kv, s)?);
+    }
+    if terms.len() > MAX_EXPANSIONS {
+        return Err(Refusal::too_large("query", format!("\"{prefix}*\" stands for more than {MAX_EXPANSIONS} indexed words: use a longer prefix"))
+            .into());
+    }
+    Ok(terms.into_iter().collect())
+}
+
+/// A candidate tab: (note, tab).
+type Cand<'a> = (&'a str, &'a str);
+/// A clause's candidates with their (tf, len) count classes.
+type Proposed<'a> = HashMap<Cand<'a>, (u8, u8)>;
+
+/// One clause's candidates from its postings (`records`: per term, its
+/// records), leaving out the notes in `skip`.
+fn propose<'a>(clause: &Clause, records: &'a [Vec<Vec<u8>>], skip: &HashSet<&str>) -> Out<Proposed<'a>> {
+    let mut out: Proposed<'a> = HashMap::new();
+    let phrase = matches!(clause, Clause::Phrase(_));
+    for (i, term_records) in records.iter().enumerate() {
+        let mut this: Proposed<'a> = HashMap::new();
+        for raw in term_records {
+            postings::each_ref(raw, |e: EntryRef<'a>| {
+                if !skip.contains(e.note) {
+                    this.insert((e.note, e.tab), (e.tf, e.len));
                 }
-                let slot = seen.entry(c).or_insert((0, if all { u8::MAX } else { 0 }, e.len));
-                slot.0 += 1;
-                slot.1 = if all { slot.1.min(e.tf) } else { slot.1.max(e.tf) };
-                slot.2 = slot.2.max(e.len);
+            })?;
+        }
+        if phrase && i > 0 {
+            // Every word of a phrase: the fewest of them counts.
+            out.retain(|c, v| match this.get(c) {
+                Some((tf, len)) => {
+                    *v = (v.0.min(*tf), v.1.max(*len));
+                    true
+                }
+                None => false,
+            });
+        } else {
+            for (c, (tf, len)) in this {
+                let v = out.entry(c).or_insert((tf, len));
+                *v = (v.0.max(tf), v.1.max(len));
             }
         }
-        seen.into_iter().filter(|(_, (k, _, _))| !all || *k == n).map(|(c, (_, tf, len))| (c, (tf, len))).collect()
-    };
-    let tabs = match clause {
-        Clause::Word(s) => merge(postings::read_terms(kv, std::slice::from_ref(s))?, false),
-        Clause::Phrase(ws) => merge(postings::read_terms(kv, ws)?, true),
-        Clause::Prefix(p) => merge(postings::read_listed(kv, &index_keys_with_prefix(kv, p)?)?, false),
-    };
-    Ok(Proposed { tabs })
+    }
+    Ok(out)
+}
+
+/// Whether a clean note's index record shows that its tab `tab_id` cannot
+/// match: the tab is not there, or lacks a word or a phrase word, or never
+/// has two phrase words next to each other. A note that is not dirty has
+/// a record of a committed head at least as new as every change
+/// acknowledged before the query listed the dirty notes (its marker is
+/// deleted only once a merge has brought the record that far), so it never
+/// rules out a match a caller could expect.
+fn rules_out(doc: &Doc, tab_id: &str, clauses: &[Clause]) -> bool {
+    let Some(t) = doc.tab(tab_id) else { return true };
+    clauses.iter().any(|c| match c {
+        Clause::Word(s) => t.has_term(s) == Some(false),
+        Clause::Phrase(ws) => ws.iter().any(|w| t.has_term(w) == Some(false)) || ws.windows(2).any(|p| t.has_pair(&p[0], &p[1]) == Some(false)),
+        Clause::Prefix(_) => false,
+    })
 }
 
 /// BM25 of one clause: inverse document frequency times the saturated count.
@@ -209,47 +255,48 @@ fn idf(docs: f64, df: f64) -> f64 {
     (1.0 + (docs - df + 0.5) / (df + 0.5)).ln()
 }
 
-/// A proved hit.
-struct Hit {
-    score: f64,
-    json: Value,
+/// What proving a tab found: each clause's count, the tab's length in words,
+/// and the snippet (field, text).
+struct Proof {
+    counts: Vec<usize>,
+    len: usize,
+    field: String,
+    snippet: String,
 }
 
-/// The tab's words per field, once per field.
-fn field_words(fields: &[Field]) -> Vec<Vec<Word>> {
-    let stemmer = tokens::stemmer();
-    fields.iter().map(|f| tokens::words(&stemmer, &f.text)).collect()
+impl Proof {
+    fn matches(&self) -> bool {
+        self.counts.iter().all(|n| *n > 0)
+    }
 }
 
-/// Proves a candidate: every clause matches the committed content. Returns
-/// each clause's count, the tab's length and the snippet (field, text).
-fn prove(q: &Query, fields: &[Field]) -> Option<(Vec<f64>, f64, String, String)> {
-    let words = field_words(fields);
+/// Matches the query (its clauses as `matchers`) against a tab's committed fields.
+fn prove(tok: &mut Tokenizer, matchers: &[Matcher], fields: &[Field]) -> Proof {
+    let words: Vec<Vec<Word>> = fields.iter().map(|f| tok.words(&f.text)).collect();
     let len: usize = words.iter().map(Vec::len).sum();
-    let mut counts = Vec::new();
+    let mut counts = Vec::with_capacity(matchers.len());
     // Per field: how many clauses match in it, and its first match.
     let mut per_field: Vec<(usize, Option<(usize, usize)>)> = vec![(0, None); words.len()];
-    for clause in &q.clauses {
+    for m in matchers {
         let mut n = 0;
         for (fi, ws) in words.iter().enumerate() {
-            let m = clause.matches(ws);
-            if let Some(first) = m.first() {
+            let found = m.matches(tok, ws);
+            if let Some(first) = found.first() {
                 per_field[fi].0 += 1;
                 per_field[fi].1.get_or_insert(*first);
             }
-            n += m.len();
+            n += found.len();
         }
-        if n == 0 {
-            return None;
-        }
-        counts.push(n as f64);
+        counts.push(n);
     }
     // The snippet comes from the field that matches the most of the query (the first such).
-    let best = per_field.iter().map(|(k, _)| *k).max()?;
-    let fi = per_field.iter().position(|(k, _)| *k == best)?;
-    let (a, b) = per_field[fi].1?;
-    let (field, ws) = (&fields[fi], &words[fi]);
-    Some((counts, len as f64, field.name.clone(), snippet(&field.text, ws[a].start, ws[b - 1].end)))
+    let best = per_field.iter().map(|(k, _)| *k).max().unwrap_or(0);
+    let at = per_field.iter().position(|(k, m)| *k == best && m.is_some());
+    let (field, snippet) = match at.and_then(|fi| per_field[fi].1.map(|m| (fi, m))) {
+        Some((fi, (a, b))) => (fields[fi].name.clone(), snippet(&fields[fi].text, words[fi][a].start, words[fi][b - 1].end)),
+        None => (String::new(), String::new()),
+    };
+    Proof { counts, len, field, snippet }
 }
 
 /// The text around `start..end`, cut at spaces, with `…` where it was cut.
@@ -280,63 +327,188 @@ pub(crate) struct Ask<'a> {
     pub cursor: Option<&'a str>,
 }
 
+/// A proved hit.
+struct Hit {
+    score: f64,
+    json: Value,
+}
+
+/// A ranked candidate: its estimated score, and for a dirty note's tab the
+/// proof already made.
+struct Ranked<'a> {
+    score: f64,
+    cand: Cand<'a>,
+    proof: Option<&'a (Head, usize, Proof)>,
+}
+
+/// The heads of `notes` the caller may see, by note id.
+fn visible_heads(kv: &TenantKv, who: &Identity, notes: &[&str]) -> Out<HashMap<String, Head>> {
+    let raw = kv.get_many(&notes.iter().map(|n| keys::note(n)).collect::<Vec<_>>())?;
+    Ok(notes
+        .iter()
+        .zip(raw)
+        .filter_map(|(id, raw)| raw.and_then(|r| visible_head(&r, Reader::Caller(who)).ok()).map(|h| (id.to_string(), h)))
+        .collect())
+}
+
+fn real_score(p: &Proof, idfs: &[f64], avg_len: f64) -> f64 {
+    p.counts.iter().zip(idfs).map(|(tf, idf)| bm25(*idf, *tf as f64, p.len as f64, avg_len)).sum()
+}
+
 /// Runs a query for `who`: `{query, hits, next_cursor, notice}`.
-pub(crate) fn search(kv: &TenantKv, who: &Identity, ask: &Ask) -> Out<Value> {
-    let q = parse(ask.query)?;
+pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask) -> Out<Value> {
+    let mut tok = Tokenizer::default();
+    let q = parse(&mut tok, ask.query)?;
+    let matchers: Vec<Matcher> = q.clauses.iter().map(|c| c.matcher(&mut tok)).collect();
     let tag = format!("search-{}", &sha_hex(format!("{}\u{0}{:?}", ask.query, ask.tab_type.map(TabKind::as_str)).as_bytes())[..12]);
     let start = decode_cursor(&tag, ask.cursor)?;
-    let proposed = q.clauses.iter().map(|c| propose(kv, c)).collect::<Result<Vec<_>, _>>()?;
-    let notes = index_slice(kv, 0, 0)?.1.max(1) as f64;
-    let avg_len = {
-        let lens: Vec<f64> = proposed.iter().flat_map(|p| p.tabs.values().map(|(_, l)| postings::unclass(*l))).collect();
-        if lens.is_empty() { 1.0 } else { lens.iter().sum::<f64>() / lens.len() as f64 }
-    };
-    let idfs: Vec<f64> = proposed.iter().map(|p| idf(notes.max(p.tabs.len() as f64), p.tabs.len() as f64)).collect();
-    // Candidates in every clause, ranked by the postings.
-    let (first, rest) = proposed.split_first().expect("a parsed query has a clause");
-    let mut ranked: Vec<(f64, &Cand)> = first
-        .tabs
-        .iter()
-        .filter(|(c, _)| rest.iter().all(|p| p.tabs.contains_key(*c)))
-        .map(|(c, _)| {
-            let score = proposed
-                .iter()
-                .zip(&idfs)
-                .map(|(p, idf)| {
-                    let (tf, len) = p.tabs[c];
-                    bm25(*idf, postings::unclass(tf), postings::unclass(len), avg_len)
-                })
-                .sum();
-            (score, c)
-        })
-        .collect();
-    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
 
-    let mut hits: Vec<Hit> = Vec::new();
-    let mut pos = start;
-    let budget_end = start + PROVE_BUDGET;
-    while pos < ranked.len() && hits.len() < ask.limit && pos < budget_end {
-        let batch: Vec<&Cand> = ranked[pos..ranked.len().min(pos + 32).min(budget_end)].iter().map(|(_, c)| *c).collect();
-        let note_ids: Vec<String> = batch.iter().map(|c| c.0.clone()).collect::<BTreeSet<_>>().into_iter().collect();
-        let heads = kv.get_many(&note_ids.iter().map(|n| keys::note(n)).collect::<Vec<_>>())?;
-        let heads: BTreeMap<&str, Option<crate::model::Head>> = note_ids
-            .iter()
-            .zip(heads)
-            .map(|(id, raw)| (id.as_str(), raw.and_then(|r| visible_head(&r, Reader::Caller(who)).ok())))
-            .collect();
-        for c in batch {
-            pos += 1;
-            let Some(head) = heads.get(c.0.as_str()).and_then(Option::as_ref) else { continue };
-            let Some(tab) = head.tabs.iter().find(|t| t.id == c.1) else { continue };
+    // 1. Catch up: notes whose postings may lag their heads.
+    let mut dirty = merge::dirty(kv)?;
+    if dirty.len() > INLINE_MERGE_AT {
+        merge::merge(kv, env, &mut tok, INLINE_MERGE_BUDGET)?;
+        dirty = merge::dirty(kv)?;
+    }
+    let dirty_ids: Vec<&str> = dirty.keys().map(String::as_str).collect();
+    let skip: HashSet<&str> = dirty_ids.iter().copied().collect();
+
+    // 2. The dirty notes, proved now against their committed heads (the
+    //    terms of theirs that a prefix stands for count toward its limit).
+    let starts: Vec<Vec<String>> = q.clauses.iter().map(|c| if let Clause::Prefix(p) = c { prefix_starts(&mut tok, p) } else { Vec::new() }).collect();
+    let mut dirty_terms: Vec<BTreeSet<String>> = vec![BTreeSet::new(); q.clauses.len()];
+    let dirty_heads = visible_heads(kv, who, &dirty_ids)?;
+    let mut dirty_proofs: Vec<(Head, usize, Proof)> = Vec::new();
+    for id in &dirty_ids {
+        let Some(head) = dirty_heads.get(*id) else { continue };
+        for (i, tab) in head.tabs.iter().enumerate() {
             if ask.tab_type.is_some_and(|k| k != tab.kind) {
                 continue;
             }
             let fs = fields(kv, &head.title, tab)?;
-            let Some((counts, len, field, snip)) = prove(&q, &fs) else { continue };
-            let score = counts.iter().zip(&idfs).map(|(tf, idf)| bm25(*idf, *tf, len, avg_len)).sum::<f64>();
-            hits.push(Hit { score, json: hit_json(head, tab, &field, snip, score) });
-            if hits.len() == ask.limit {
-                break;
+            for (c, st) in starts.iter().enumerate().filter(|(_, st)| !st.is_empty()) {
+                for f in &fs {
+                    tok.each(&f.text, |_, stem, _, _| {
+                        if st.iter().any(|s| stem.starts_with(s.as_str())) && !dirty_terms[c].contains(stem) {
+                            dirty_terms[c].insert(stem.to_string());
+                        }
+                    });
+                }
+            }
+            let proof = prove(&mut tok, &matchers, &fs);
+            if proof.counts.iter().any(|n| *n > 0) {
+                dirty_proofs.push((head.clone(), i, proof));
+            }
+        }
+    }
+
+    // 3. Propose: the clean notes from the postings (one read for every clause's terms).
+    let mut terms_of: Vec<Vec<String>> = Vec::with_capacity(q.clauses.len());
+    for (c, clause) in q.clauses.iter().enumerate() {
+        terms_of.push(match clause {
+            Clause::Word(s) => vec![s.clone()],
+            Clause::Phrase(ws) => ws.clone(),
+            Clause::Prefix(p) => expand(kv, &starts[c], p, &dirty_terms[c])?,
+        });
+    }
+    let flat: Vec<String> = terms_of.iter().flatten().cloned().collect();
+    let mut all_records = postings::read_records(kv, &flat)?.into_iter();
+    let records: Vec<Vec<Vec<Vec<u8>>>> = terms_of.iter().map(|ts| all_records.by_ref().take(ts.len()).collect()).collect();
+    let proposed: Vec<Proposed> = q.clauses.iter().zip(&records).map(|(c, r)| propose(c, r, &skip)).collect::<Out<_>>()?;
+
+    // Rank: BM25 from count classes, document frequencies per clause.
+    let notes = index_slice(kv, 0, 0)?.1.max(1) as f64;
+    let dfs: Vec<f64> = (0..q.clauses.len())
+        .map(|c| (proposed[c].len() + dirty_proofs.iter().filter(|(_, _, p)| p.counts[c] > 0).count()) as f64)
+        .collect();
+    let idfs: Vec<f64> = dfs.iter().map(|df| idf(notes.max(*df), *df)).collect();
+    let avg_len = {
+        let (mut sum, mut n) = (0.0, 0usize);
+        for p in &proposed {
+            for (_, l) in p.values() {
+                sum += postings::unclass(*l);
+                n += 1;
+            }
+        }
+        for (_, _, p) in &dirty_proofs {
+            sum += p.len as f64;
+            n += 1;
+        }
+        if n == 0 { 1.0 } else { sum / n as f64 }
+    };
+    let smallest = (0..proposed.len()).min_by_key(|i| proposed[*i].len()).unwrap_or(0);
+    let mut ranked: Vec<Ranked> = proposed[smallest]
+        .keys()
+        .filter(|c| proposed.iter().all(|p| p.contains_key(*c)))
+        .map(|c| {
+            let score = proposed
+                .iter()
+                .zip(&idfs)
+                .map(|(p, idf)| {
+                    let (tf, len) = p[c];
+                    bm25(*idf, postings::unclass(tf), postings::unclass(len), avg_len)
+                })
+                .sum();
+            Ranked { score, cand: *c, proof: None }
+        })
+        .collect();
+    for d in &dirty_proofs {
+        let (head, i, proof) = d;
+        if !proof.matches() {
+            continue;
+        }
+        let len = postings::unclass(postings::class(proof.len as u64));
+        let score = proof.counts.iter().zip(&idfs).map(|(n, idf)| bm25(*idf, postings::unclass(postings::class(*n as u64)), len, avg_len)).sum();
+        ranked.push(Ranked { score, cand: (head.note_id.as_str(), head.tabs[*i].id.as_str()), proof: Some(d) });
+    }
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.cand.cmp(&b.cand)));
+
+    // 4. Prove, in that order.
+    let phrase = q.clauses.iter().any(|c| matches!(c, Clause::Phrase(_)));
+    let mut hits: Vec<Hit> = Vec::new();
+    let mut pos = start;
+    let budget_end = start + PROVE_BUDGET;
+    while pos < ranked.len() && hits.len() < ask.limit && pos < budget_end {
+        let batch = &ranked[pos..ranked.len().min(pos + PROVE_BATCH).min(budget_end)];
+        // A phrase's candidates (its words anywhere in a tab) mostly fail:
+        // their notes' index records rule most of them out unread.
+        let mut out: HashSet<Cand> = HashSet::new();
+        if phrase {
+            let notes: Vec<&str> = batch.iter().filter(|r| r.proof.is_none()).map(|r| r.cand.0).collect::<BTreeSet<_>>().into_iter().collect();
+            let raw = kv.get_many(&notes.iter().map(|n| keys::search_doc(n)).collect::<Vec<_>>())?;
+            let docs: HashMap<&str, Doc> = notes.iter().zip(raw).filter_map(|(n, raw)| Some((*n, Doc::decode(&raw?).ok()?))).collect();
+            out.extend(batch.iter().filter(|r| r.proof.is_none() && docs.get(r.cand.0).is_some_and(|d| rules_out(d, r.cand.1, &q.clauses))).map(|r| r.cand));
+        }
+        let need: Vec<&str> =
+            batch.iter().filter(|r| r.proof.is_none() && !out.contains(&r.cand)).map(|r| r.cand.0).collect::<BTreeSet<_>>().into_iter().collect();
+        let heads = visible_heads(kv, who, &need)?;
+        for r in batch {
+            pos += 1;
+            let hit = match r.proof {
+                Some((head, i, proof)) => {
+                    let score = real_score(proof, &idfs, avg_len);
+                    Some(Hit { score, json: hit_json(head, &head.tabs[*i], proof, score) })
+                }
+                None => {
+                    if out.contains(&r.cand) {
+                        continue;
+                    }
+                    let Some(head) = heads.get(r.cand.0) else { continue };
+                    let Some(tab) = head.tabs.iter().find(|t| t.id == r.cand.1) else { continue };
+                    if ask.tab_type.is_some_and(|k| k != tab.kind) {
+                        continue;
+                    }
+                    let proof = prove(&mut tok, &matchers, &fields(kv, &head.title, tab)?);
+                    proof.matches().then(|| {
+                        let score = real_score(&proof, &idfs, avg_len);
+                        Hit { score, json: hit_json(head, tab, &proof, score) }
+                    })
+                }
+            };
+            if let Some(h) = hit {
+                hits.push(h);
+                if hits.len() == ask.limit {
+                    break;
+                }
             }
         }
     }
@@ -350,15 +522,15 @@ pub(crate) fn search(kv: &TenantKv, who: &Identity, ask: &Ask) -> Out<Value> {
     }))
 }
 
-fn hit_json(head: &crate::model::Head, tab: &Tab, field: &str, snippet: String, score: f64) -> Value {
+fn hit_json(head: &Head, tab: &Tab, proof: &Proof, score: f64) -> Value {
     json!({
         "note_id": head.note_id,
         "note_title": head.title,
         "tab_id": tab.id,
         "type": tab.kind.as_str(),
         "label": tab.label,
-        "field": field,
-        "snippet": snippet,
+        "field": proof.field,
+        "snippet": proof.snippet,
         "score": (score * 1000.0).round() / 1000.0,
         "version": head.version,
         "tab_version": tab.version,
@@ -371,17 +543,18 @@ mod tests {
     use super::*;
 
     fn stem(w: &str) -> String {
-        tokens::stemmer().stem(w).into_owned()
+        Tokenizer::default().stem(w)
     }
 
     #[test]
     fn words_phrases_and_prefixes_parse_into_clauses() {
-        let q = parse(r#"Launch "the Brief" plan*"#).unwrap();
+        let q = parse(&mut Tokenizer::default(), r#"Launch "the Brief" plan*"#).unwrap();
         assert_eq!(q.clauses, vec![Clause::Word(stem("launch")), Clause::Phrase(vec![stem("the"), stem("brief")]), Clause::Prefix("plan".into())]);
     }
 
     #[test]
     fn bad_queries_are_refused_naming_the_query() {
+        let mut tok = Tokenizer::default();
         for (q, says) in [
             ("", "no words"),
             ("   \"\" ", "no words"),
@@ -390,12 +563,12 @@ mod tests {
             ("*", "letters before"),
             ("in*side", "may only end"),
         ] {
-            let r = parse(q).unwrap_err();
+            let r = parse(&mut tok, q).unwrap_err();
             assert_eq!(r.extra.get("field").and_then(|f| f.as_str()), Some("query"), "{q}");
             assert!(r.message.contains(says), "{q}: {}", r.message);
         }
-        assert!(parse(&"word ".repeat(MAX_TERMS + 1)).unwrap_err().message.contains("limit"));
-        assert!(parse(&"x".repeat(MAX_QUERY_CHARS + 1)).unwrap_err().message.contains("limit"));
+        assert!(parse(&mut tok, &"word ".repeat(MAX_TERMS + 1)).unwrap_err().message.contains("limit"));
+        assert!(parse(&mut tok, &"x".repeat(MAX_QUERY_CHARS + 1)).unwrap_err().message.contains("limit"));
     }
 
     #[test]

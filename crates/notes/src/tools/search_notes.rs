@@ -77,5 +77,5 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         check_range("limit", l, 1, MAX_HITS)?;
     }
     let ask = Ask { query: &a.query, tab_type: a.tab_type, limit: a.limit.unwrap_or(DEFAULT_HITS) as usize, cursor: a.cursor.as_deref() };
-    search(c.kv, c.who, &ask)
+    search(c.kv, c.env, c.who, &ask)
 }
