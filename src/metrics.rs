@@ -140,6 +140,21 @@ impl Store for Metered {
         });
         out
     }
+    fn read_many(&self, bucket: &str, keys: &[&str]) -> KvResult<Vec<Read>> {
+        self.timed("read_many", || self.inner.read_many(bucket, keys))
+    }
+    fn swap_each(&self, bucket: &str, swaps: &[(&str, Observed, &[u8])]) -> KvResult<Vec<Swap>> {
+        let out = self.timed("swap_each", || self.inner.swap_each(bucket, swaps));
+        if let Ok(all) = &out {
+            for s in all {
+                swap(&self.label, if matches!(s, Swap::Done) { "written" } else { "conflict" });
+            }
+        }
+        out
+    }
+    fn list_prefix(&self, bucket: &str, prefix: &str, after: Option<&str>, limit: usize) -> KvResult<Vec<String>> {
+        self.timed("list_prefix", || self.inner.list_prefix(bucket, prefix, after, limit))
+    }
     fn set(&self, bucket: &str, key: &str, value: &[u8]) -> KvResult<()> {
         self.timed("set", || self.inner.set(bucket, key, value))
     }

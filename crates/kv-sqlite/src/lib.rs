@@ -173,6 +173,41 @@ impl Store for SqliteStore {
         })
     }
 
+    fn read_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Read>> {
+        for k in keys {
+            check_key(k)?;
+        }
+        self.with(|c, seq, _| keys.iter().map(|k| Ok(Stamped::observe(row(c, bucket, k)?.as_ref(), *seq))).collect())
+    }
+
+    /// One transaction for every swap, each checked against its own read.
+    fn swap_each(&self, bucket: &str, swaps: &[(&str, Observed, &[u8])]) -> Result<Vec<Swap>> {
+        for (k, _, v) in swaps {
+            check_key(k)?;
+            check_value(v)?;
+        }
+        self.tx(|c, seq, floor| {
+            let mut out = Vec::with_capacity(swaps.len());
+            for (key, observed, value) in swaps {
+                let current = row(c, bucket, key).map_err(backend)?;
+                if Stamped::swap_allowed(current.as_ref(), *observed, floor) {
+                    put(c, seq, bucket, key, Some(value)).map_err(backend)?;
+                    out.push(Swap::Done);
+                } else {
+                    out.push(Swap::Failed(Stamped::observe(current.as_ref(), *seq)));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn get_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>> {
+        for k in keys {
+            check_key(k)?;
+        }
+        self.with(|c, _, _| keys.iter().map(|k| Ok(row(c, bucket, k)?.and_then(|r| r.value))).collect())
+    }
+
     fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()> {
         for (k, v) in pairs {
             check_key(k)?;

@@ -116,6 +116,11 @@ pub const SEQUENTIAL: &[Check] = &[
         run: keys_list_in_pages_per_bucket,
     },
     Check {
+        name: "batched_swaps_each_keep_the_promise",
+        promise: "read-many observes as reads do; swap-each writes the swaps whose keys did not move and fails the others with a fresh read",
+        run: batched_swaps_each_keep_the_promise,
+    },
+    Check {
         name: "a_prefix_lists_only_its_own_keys",
         promise: "listing a prefix gives its keys in byte order, in pages, and nothing before or after it",
         run: a_prefix_lists_only_its_own_keys,
@@ -343,6 +348,38 @@ fn batches_are_all_or_nothing(s: &dyn Store, sc: Scope) -> Outcome {
     io(s.delete(sc.bucket, &b))
 }
 
+fn batched_swaps_each_keep_the_promise(s: &dyn Store, sc: Scope) -> Outcome {
+    let (a, b, c) = (sc.key("batch-a"), sc.key("batch-b"), sc.key("batch-c"));
+    io(s.set(sc.bucket, &a, b"a1"))?;
+    io(s.set(sc.bucket, &b, b"b1"))?;
+    let reads = io(s.read_many(sc.bucket, &[&a, &b, &c]))?;
+    if reads.len() != 3 || reads[0].value.as_deref() != Some(&b"a1"[..]) || reads[2].value.is_some() {
+        return Err(format!("read-many gave {reads:?}"));
+    }
+    // b moves after the read; a and c (absent) do not.
+    io(s.set(sc.bucket, &b, b"b2"))?;
+    let out = io(s.swap_each(sc.bucket, &[(&a, reads[0].observed, b"a2"), (&b, reads[1].observed, b"b3"), (&c, reads[2].observed, b"c1")]))?;
+    let result = match out.as_slice() {
+        [Swap::Done, Swap::Failed(fresh), Swap::Done] if fresh.value.as_deref() == Some(&b"b2"[..]) => {
+            let now = io(s.get_many(sc.bucket, &[&a, &b, &c]))?;
+            if now == [Some(b"a2".to_vec()), Some(b"b2".to_vec()), Some(b"c1".to_vec())] {
+                // The same key twice in one batch on one read: only the first may land.
+                let again = io(s.read(sc.bucket, &a))?;
+                let twice = io(s.swap_each(sc.bucket, &[(&a, again.observed, b"a3"), (&a, again.observed, b"a4")]))?;
+                match twice.as_slice() {
+                    [Swap::Done, Swap::Failed(_)] => Ok(()),
+                    other => Err(format!("two swaps of one key on one read gave {other:?}")),
+                }
+            } else {
+                Err(format!("after swap-each the keys hold {now:?}"))
+            }
+        }
+        other => Err(format!("swap-each gave {other:?} (want written, failed with b2, written)")),
+    };
+    io(s.delete_many(sc.bucket, &[&a, &b, &c]))?;
+    result
+}
+
 fn a_prefix_lists_only_its_own_keys(s: &dyn Store, sc: Scope) -> Outcome {
     let (mine, before, after) = (sc.key("pfx-b/"), sc.key("pfx-a/"), sc.key("pfx-b0"));
     let mut written = Vec::new();
@@ -556,6 +593,7 @@ macro_rules! conformance_tests {
             keys_over_256_bytes_refused,
             batches_are_all_or_nothing,
             keys_list_in_pages_per_bucket,
+            batched_swaps_each_keep_the_promise,
             a_prefix_lists_only_its_own_keys,
             update_race_loses_no_update,
             create_race_has_exactly_one_winner,

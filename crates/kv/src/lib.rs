@@ -138,6 +138,18 @@ pub trait Store: Send + Sync {
     fn read(&self, bucket: &str, key: &str) -> Result<Read>;
     /// Write `value` if nothing wrote the key since `observed` was read.
     fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap>;
+    /// Reads several keys, each with what was observed (for a later swap),
+    /// in order: the same as [`read`](Store::read) of each, in one call
+    /// where the backend can.
+    fn read_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Read>> {
+        keys.iter().map(|k| self.read(bucket, k)).collect()
+    }
+    /// Several compare-and-swaps, each kept to rules 1–3 on its own (not all
+    /// or nothing: some may be written and others fail), in order: the same
+    /// as [`swap`](Store::swap) of each, in one call where the backend can.
+    fn swap_each(&self, bucket: &str, swaps: &[(&str, Observed, &[u8])]) -> Result<Vec<Swap>> {
+        swaps.iter().map(|(k, o, v)| self.swap(bucket, k, *o, v)).collect()
+    }
     /// Write unconditionally.
     fn set(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         self.set_many(bucket, &[(key, value)])

@@ -5,7 +5,7 @@
 use cairn_kv::{Observed, Read, Store, Swap};
 
 use crate::keys::{tenant_prefix, valid_tenant};
-use crate::refusal::Failure;
+use crate::refusal::{Failure, Out, Refusal};
 
 pub use crate::keys::BUCKET;
 
@@ -102,6 +102,62 @@ impl<'a> TenantKv<'a> {
             Swap::Done => Ok(None),
             Swap::Failed(fresh) => Ok(Some(fresh.into())),
         }
+    }
+
+    /// Reads of several keys for later swaps, in one call.
+    pub(crate) fn read_many(&self, keys: &[String]) -> Result<Vec<Held>, Failure> {
+        let full: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        Ok(self.store.read_many(BUCKET, &refs)?.into_iter().map(Held::from).collect())
+    }
+
+    /// Several independent swaps in one call: per swap, `None` when written,
+    /// else a fresh read.
+    pub(crate) fn swap_each(&self, swaps: &[(String, Observed, Vec<u8>)]) -> Result<Vec<Option<Held>>, Failure> {
+        let full: Vec<String> = swaps.iter().map(|(k, _, _)| self.key(k)).collect();
+        let refs: Vec<(&str, Observed, &[u8])> = full.iter().zip(swaps).map(|(k, (_, o, v))| (k.as_str(), *o, v.as_slice())).collect();
+        Ok(self
+            .store
+            .swap_each(BUCKET, &refs)?
+            .into_iter()
+            .map(|s| match s {
+                Swap::Done => None,
+                Swap::Failed(fresh) => Some(fresh.into()),
+            })
+            .collect())
+    }
+
+    /// Rewrites records by compare-and-swap, 512 to a batch (one
+    /// [`read_many`](Self::read_many) and one [`swap_each`](Self::swap_each)
+    /// a round, the lost ones again): `f` turns a record's bytes (absent:
+    /// `None`) into its new bytes, or `None` to leave it. `busy` after
+    /// [`MAX_ATTEMPTS`] rounds.
+    pub(crate) fn rewrite_many(
+        &self,
+        keys: Vec<String>,
+        mut f: impl FnMut(&str, Option<&[u8]>) -> Out<Option<Vec<u8>>>,
+    ) -> Out<()> {
+        for chunk in keys.chunks(512) {
+            let mut pending: Vec<String> = chunk.to_vec();
+            for attempt in 0.. {
+                if pending.is_empty() {
+                    break;
+                }
+                if attempt == MAX_ATTEMPTS {
+                    return Err(Refusal::busy("the records are busy; nothing more was written").into());
+                }
+                let reads = self.read_many(&pending)?;
+                let mut writes = Vec::new();
+                for (k, held) in pending.iter().zip(reads) {
+                    if let Some(bytes) = f(k, held.value.as_deref())? {
+                        writes.push((k.clone(), held.observed, bytes));
+                    }
+                }
+                let out = self.swap_each(&writes)?;
+                pending = writes.into_iter().zip(out).filter(|(_, lost)| lost.is_some()).map(|((k, _, _), _)| k).collect();
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn set(&self, key: &str, value: &[u8]) -> Result<(), Failure> {

@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::keys;
-use crate::kv::{MAX_ATTEMPTS, TenantKv};
-use crate::refusal::{Failure, Out, Refusal};
+use crate::kv::TenantKv;
+use crate::refusal::{Failure, Out};
 
 /// The record a term (or a prefix of at least two characters) belongs to.
 pub(crate) fn start(term: &str) -> String {
@@ -34,40 +34,22 @@ fn render(terms: &BTreeSet<String>) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// Adds `terms` to the dictionary (one compare-and-swap per record that lacks some).
+/// Adds `terms` to the dictionary (the records that lack some, in batches
+/// of compare-and-swaps).
 pub(crate) fn add<'a>(kv: &TenantKv, terms: impl IntoIterator<Item = &'a str>) -> Out<()> {
-    let mut by_start: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    let mut by_key: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for t in terms {
-        by_start.entry(start(t)).or_default().push(t);
+        by_key.entry(keys::search_dict(&start(t))).or_default().push(t);
     }
-    for (s, wanted) in by_start {
-        let key = keys::search_dict(&s);
-        let mut held = kv.read(&key)?;
-        let mut done = false;
-        for _ in 0..MAX_ATTEMPTS {
-            let mut have = match &held.value {
-                Some(raw) => parse(raw)?,
-                None => BTreeSet::new(),
-            };
-            let before = have.len();
-            have.extend(wanted.iter().map(|t| t.to_string()));
-            if have.len() == before {
-                done = true;
-                break;
-            }
-            match kv.swap(&key, held.observed, &render(&have))? {
-                None => {
-                    done = true;
-                    break;
-                }
-                Some(fresh) => held = fresh,
-            }
-        }
-        if !done {
-            return Err(Refusal::busy("the search dictionary is busy; try again").into());
-        }
-    }
-    Ok(())
+    kv.rewrite_many(by_key.keys().cloned().collect(), |key, raw| {
+        let mut have = match raw {
+            Some(raw) => parse(raw)?,
+            None => BTreeSet::new(),
+        };
+        let before = have.len();
+        have.extend(by_key[key].iter().map(|t| t.to_string()));
+        Ok((have.len() != before).then(|| render(&have)))
+    })
 }
 
 /// The indexed terms that start with `prefix` (at least two characters).

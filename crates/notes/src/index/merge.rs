@@ -22,12 +22,14 @@
 //! [`FENCE_AFTER_US`] is fenced: one empty commit of the head makes sure no
 //! attempt based on an older head can land, and the next merge clears it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use cairn_kv::Observed;
 
 use crate::env::Env;
 use crate::head::{Decision, Limit, Reader, transact};
 use crate::keys;
-use crate::kv::TenantKv;
+use crate::kv::{Held, TenantKv};
 use crate::model::{Head, decode, nonce};
 use crate::refusal::{Fail, Failure, Out};
 
@@ -97,20 +99,154 @@ pub(crate) fn dirty(kv: &TenantKv) -> Result<Dirty, Failure> {
     Ok(out)
 }
 
+/// Notes merged together in one round: their heads and records are read,
+/// their transitions claimed, their postings rewritten and their records
+/// finished in one batch each (a term many of them change is rewritten once).
+const ROUND: usize = 64;
+
 /// Merges up to `budget` dirty notes of the tenant (all of them when it is
-/// larger than their number), oldest listing order first.
+/// larger than their number), in listing order, [`ROUND`] at a time.
 pub(crate) fn merge(kv: &TenantKv, env: &mut dyn Env, tok: &mut Tokenizer, budget: usize) -> Out<MergeReport> {
     let all = dirty(kv)?;
-    let mut report = MergeReport::default();
     let total = all.len();
-    for (note, revs) in all.into_iter().take(budget) {
-        report.notes += 1;
-        if !merge_note(kv, env, tok, &note, &revs, &mut report)? {
-            report.still_dirty += 1;
-        }
+    let picked: Vec<(String, Vec<u64>)> = all.into_iter().take(budget).collect();
+    let mut report = MergeReport { notes: picked.len() as u64, ..MergeReport::default() };
+    for round in picked.chunks(ROUND) {
+        merge_round(kv, env, tok, round, &mut report)?;
     }
     report.still_dirty += total.saturating_sub(budget) as u64;
     Ok(report)
+}
+
+/// What a round does with one note.
+enum Plan {
+    /// The postings cover its head up to this revision already.
+    Covered(u64),
+    /// Another merger is on it (or its content moved on while being read).
+    Busy,
+    /// Its head is not there (its creation has not landed, or never will).
+    Unlanded,
+    /// A transition to claim from `old` (the record as read) to `next`.
+    Claim { next: Doc, old: Option<Doc>, take_over: bool, observed: Observed },
+}
+
+/// The plan for one note, from its head (`raw`) and its record as read.
+fn plan(kv: &TenantKv, tok: &mut Tokenizer, note: &str, raw: Option<Vec<u8>>, held: Held, now: u64) -> Out<Plan> {
+    let Some(raw) = raw else { return Ok(Plan::Unlanded) };
+    let head: Head = decode("note head", &raw)?;
+    let doc = held.value.as_deref().map(Doc::decode).transpose()?;
+    let covered = doc.as_ref().filter(|d| d.applying_since == 0).map_or(0, |d| d.rev);
+    if covered >= head.rev {
+        return Ok(Plan::Covered(covered));
+    }
+    if doc.as_ref().is_some_and(|d| d.applying_since != 0 && now.saturating_sub(d.applying_since) < STUCK_US) {
+        return Ok(Plan::Busy);
+    }
+    let take_over = doc.as_ref().is_some_and(|d| d.applying_since != 0);
+    match next_doc(kv, tok, &head, doc.as_ref(), now) {
+        Ok(next) => Ok(Plan::Claim { next, old: doc, take_over, observed: held.observed }),
+        // Content gone since the head was read (a later commit and a
+        // history sweep): the head moved on; the next round sees it.
+        Err(Failure::Corrupt(_)) if kv.get(&keys::note(note))?.as_deref() != Some(&raw[..]) => Ok(Plan::Busy),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// One round over `notes` (see the module docs).
+fn merge_round(kv: &TenantKv, env: &mut dyn Env, tok: &mut Tokenizer, notes: &[(String, Vec<u64>)], report: &mut MergeReport) -> Out<()> {
+    let now = env.now_us();
+    let heads = kv.get_many(&notes.iter().map(|(n, _)| keys::note(n)).collect::<Vec<_>>())?;
+    let docs = kv.read_many(&notes.iter().map(|(n, _)| keys::search_doc(n)).collect::<Vec<_>>())?;
+    let mut plans = Vec::with_capacity(notes.len());
+    for (((note, _), raw), held) in notes.iter().zip(heads).zip(docs) {
+        plans.push(plan(kv, tok, note, raw, held, now)?);
+    }
+
+    // Claim every transition at once; a lost claim means another merger got there.
+    let claims: Vec<(String, Observed, Vec<u8>)> = notes
+        .iter()
+        .zip(&plans)
+        .filter_map(|((n, _), p)| match p {
+            Plan::Claim { next, observed, .. } => Some((keys::search_doc(n), *observed, next.encode())),
+            _ => None,
+        })
+        .collect();
+    let mut lost = kv.swap_each(&claims)?.into_iter();
+    for p in plans.iter_mut() {
+        if matches!(p, Plan::Claim { .. }) && lost.next().flatten().is_some() {
+            *p = Plan::Busy;
+        }
+    }
+
+    // The claimed transitions' dictionary words, then their postings.
+    let mut words: BTreeSet<String> = BTreeSet::new();
+    let mut ops: BTreeMap<String, Vec<postings::Op>> = BTreeMap::new();
+    for ((note, _), p) in notes.iter().zip(&plans) {
+        if let Plan::Claim { next, old, take_over, .. } = p {
+            changes(note, old.as_ref(), next, *take_over, &mut words, &mut ops);
+        }
+    }
+    dict::add(kv, words.iter().map(String::as_str))?;
+    kv.rewrite_many(ops.keys().cloned().collect(), |key, raw| Ok(postings::apply_ops_raw(raw.unwrap_or_default(), &ops[key])?))?;
+
+    // Done: each record that is still the transition it claimed.
+    let claimed: Vec<(&str, &Doc)> = notes
+        .iter()
+        .zip(&plans)
+        .filter_map(|((n, _), p)| if let Plan::Claim { next, .. } = p { Some((n.as_str(), next)) } else { None })
+        .collect();
+    let reads = kv.read_many(&claimed.iter().map(|(n, _)| keys::search_doc(n)).collect::<Vec<_>>())?;
+    let mut finishes = Vec::new();
+    for ((note, next), held) in claimed.iter().zip(reads) {
+        let Some(raw) = held.value else { continue };
+        let mut doc = Doc::decode(&raw)?;
+        if doc.rev == next.rev && doc.applying_since == next.applying_since {
+            doc.applying_since = 0;
+            finishes.push((keys::search_doc(note), held.observed, doc.encode()));
+        }
+    }
+    // A lost swap: someone took the transition over or moved on; theirs stands.
+    kv.swap_each(&finishes)?;
+    for p in &plans {
+        if let Plan::Claim { take_over, .. } = p {
+            report.transitions += 1;
+            report.taken_over += *take_over as u64;
+        }
+    }
+
+    // Markers the postings now cover go; a note with markers ahead of its head is fenced when they are old.
+    let mut gone = Vec::new();
+    for ((note, revs), p) in notes.iter().zip(&plans) {
+        let covered = match p {
+            Plan::Covered(rev) => *rev,
+            Plan::Claim { next, .. } => next.rev,
+            Plan::Busy => {
+                report.in_progress += 1;
+                report.still_dirty += 1;
+                continue;
+            }
+            Plan::Unlanded => {
+                if !clear_unlanded(kv, note, revs, now, report)? {
+                    report.still_dirty += 1;
+                }
+                continue;
+            }
+        };
+        let (done, ahead): (Vec<u64>, Vec<u64>) = revs.iter().partition(|r| **r <= covered);
+        gone.extend(done.iter().map(|r| keys::search_dirty(note, *r)));
+        if ahead.is_empty() {
+            continue;
+        }
+        report.still_dirty += 1;
+        // A commit on its way, or one that never landed: fence the note against old ones' writers.
+        if ahead.iter().any(|r| marker_age(kv, note, *r, now).is_some_and(|age| age > FENCE_AFTER_US)) {
+            fence(kv, env, note)?;
+            report.fenced += 1;
+        }
+    }
+    kv.delete_many(&gone)?;
+    report.markers_cleared += gone.len() as u64;
+    Ok(())
 }
 
 /// The terms of `head`'s tabs as a new record for revision `head.rev`,
@@ -127,10 +263,12 @@ fn next_doc(kv: &TenantKv, tok: &mut Tokenizer, head: &Head, old: Option<&Doc>, 
     Ok(Doc { rev: head.rev, applying_since: now.max(1), title: head.title.clone(), tabs })
 }
 
-/// Writes the postings of the transition from `old` to `next` (see the
-/// module docs); `take_over` re-adds every term of `next`.
-fn apply(kv: &TenantKv, note: &str, old: Option<&Doc>, next: &Doc, take_over: bool) -> Out<()> {
+/// The postings changes of the transition of `note` from `old` to `next`
+/// (see the module docs; `take_over` re-adds every term of `next`), added
+/// to `ops` by record, and the words the dictionary needs, to `words`.
+fn changes(note: &str, old: Option<&Doc>, next: &Doc, take_over: bool, words: &mut BTreeSet<String>, ops: &mut BTreeMap<String, Vec<postings::Op>>) {
     let rev = next.rev;
+    let bucket = postings::bucket(note);
     let mut added: BTreeMap<&str, Vec<(String, u8, u8)>> = BTreeMap::new();
     let mut dropped: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for tab in &next.tabs {
@@ -154,86 +292,13 @@ fn apply(kv: &TenantKv, note: &str, old: Option<&Doc>, next: &Doc, take_over: bo
             }
         }
     }
-    dict::add(kv, added.keys().copied())?;
-    for (term, tabs) in &added {
-        postings::upsert(kv, term, note, rev, tabs)?;
+    for (term, tabs) in added {
+        words.insert(term.to_string());
+        ops.entry(postings::key(term, bucket)).or_default().push(postings::Op::Upsert { note: note.to_string(), rev, tabs });
     }
-    for (term, tabs) in &dropped {
-        postings::remove(kv, term, note, tabs, rev)?;
+    for (term, tabs) in dropped {
+        ops.entry(postings::key(term, bucket)).or_default().push(postings::Op::Remove { note: note.to_string(), up_to: rev, tabs });
     }
-    Ok(())
-}
-
-/// Marks the record done if it is still the transition `next` claimed.
-fn finish(kv: &TenantKv, key: &str, next: &Doc) -> Out<()> {
-    let held = kv.read(key)?;
-    let Some(raw) = &held.value else { return Ok(()) };
-    let mut doc = Doc::decode(raw)?;
-    if doc.rev != next.rev || doc.applying_since != next.applying_since {
-        return Ok(());
-    }
-    doc.applying_since = 0;
-    // A lost swap: someone took the transition over or moved on; theirs stands.
-    let _ = kv.swap(key, held.observed, &doc.encode())?;
-    Ok(())
-}
-
-/// Merges one note: answers whether it is clean afterwards (no marker left).
-fn merge_note(kv: &TenantKv, env: &mut dyn Env, tok: &mut Tokenizer, note: &str, revs: &[u64], report: &mut MergeReport) -> Out<bool> {
-    let now = env.now_us();
-    let Some(raw) = kv.get(&keys::note(note))? else {
-        // A note whose creation has not landed (or never will: its writer
-        // died between the marker and the head). Only old markers go.
-        return clear_unlanded(kv, note, revs, now, report);
-    };
-    let head: Head = decode("note head", &raw)?;
-    let doc_key = keys::search_doc(note);
-    let held = kv.read(&doc_key)?;
-    let doc = held.value.as_deref().map(Doc::decode).transpose()?;
-    let mut covered = doc.as_ref().filter(|d| d.applying_since == 0).map_or(0, |d| d.rev);
-    if covered < head.rev {
-        if let Some(d) = doc.as_ref().filter(|d| d.applying_since != 0 && now.saturating_sub(d.applying_since) < STUCK_US) {
-            // Another merger is on it (or was, moments ago).
-            let _ = d;
-            report.in_progress += 1;
-            return Ok(false);
-        }
-        let take_over = doc.as_ref().is_some_and(|d| d.applying_since != 0);
-        let next = match next_doc(kv, tok, &head, doc.as_ref(), now) {
-            Ok(n) => n,
-            // Content gone since the head was read (a later commit and a
-            // history sweep): the head moved on; the next merge sees it.
-            Err(Failure::Corrupt(_)) if kv.get(&keys::note(note))?.as_deref() != Some(&raw[..]) => {
-                report.in_progress += 1;
-                return Ok(false);
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if kv.swap(&doc_key, held.observed, &next.encode())?.is_some() {
-            report.in_progress += 1;
-            return Ok(false);
-        }
-        apply(kv, note, doc.as_ref(), &next, take_over)?;
-        finish(kv, &doc_key, &next)?;
-        report.transitions += 1;
-        report.taken_over += take_over as u64;
-        covered = head.rev;
-    }
-    let (done, ahead): (Vec<u64>, Vec<u64>) = revs.iter().partition(|r| **r <= covered);
-    if !done.is_empty() {
-        kv.delete_many(&done.iter().map(|r| keys::search_dirty(note, *r)).collect::<Vec<_>>())?;
-        report.markers_cleared += done.len() as u64;
-    }
-    if ahead.is_empty() {
-        return Ok(true);
-    }
-    // Markers ahead of the head: a commit on its way, or one that never
-    // landed. Fence the note against the old ones' writers.
-    if ahead.iter().any(|r| marker_age(kv, note, *r, now).is_some_and(|age| age > FENCE_AFTER_US)) {
-        fence(kv, env, note)?;
-        report.fenced += 1;
-    }
-    Ok(false)
 }
 
 /// How long ago (µs, by the writer's clock) the marker was written; `None`

@@ -160,6 +160,73 @@ pub(crate) fn each_ref<'a>(bytes: &'a [u8], mut f: impl FnMut(EntryRef<'a>)) -> 
     Ok(())
 }
 
+/// Where each note's entries are in a record: (note, first byte, end), in
+/// record order (a note's entries are next to each other).
+fn note_spans(bytes: &[u8]) -> Result<Vec<(&str, usize, usize)>, Failure> {
+    let bad = || Failure::Corrupt("search posting record is malformed".into());
+    let mut out: Vec<(&str, usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let start = i;
+        let n = *bytes.get(i).ok_or_else(bad)? as usize;
+        let note = std::str::from_utf8(bytes.get(i + 1..i + 1 + n).ok_or_else(bad)?).map_err(|_| bad())?;
+        i += 1 + n;
+        i += 1 + *bytes.get(i).ok_or_else(bad)? as usize;
+        while *bytes.get(i).ok_or_else(bad)? >= 0x80 {
+            i += 1;
+        }
+        i += 3;
+        if i > bytes.len() {
+            return Err(bad());
+        }
+        match out.last_mut() {
+            Some(last) if last.0 == note => last.2 = i,
+            _ => out.push((note, start, i)),
+        }
+    }
+    Ok(out)
+}
+
+/// Applies `ops` (of any notes, in order per note) to a record's bytes
+/// without decoding the entries of notes they do not touch: the new record,
+/// or `None` when nothing changed. The same result as decoding, applying
+/// [`apply_op`] and encoding.
+pub(crate) fn apply_ops_raw(raw: &[u8], ops: &[Op]) -> Result<Option<Vec<u8>>, Failure> {
+    let note_of = |op: &Op| match op {
+        Op::Upsert { note, .. } | Op::Remove { note, .. } => note.clone(),
+    };
+    let mut touched: Vec<String> = ops.iter().map(note_of).collect();
+    touched.sort();
+    touched.dedup();
+    let spans = note_spans(raw)?;
+    let mut out = Vec::with_capacity(raw.len() + 64);
+    let mut at = 0;
+    let mut changed = false;
+    for note in &touched {
+        // This note's bytes, or where they would go.
+        let (start, end) = match spans.iter().find(|(n, _, _)| *n >= note.as_str()) {
+            Some((n, s, e)) if *n == note.as_str() => (*s, *e),
+            Some((_, s, _)) => (*s, *s),
+            None => (raw.len(), raw.len()),
+        };
+        out.extend_from_slice(&raw[at..start]);
+        let mut entries = decode(&raw[start..end])?;
+        let mut this = false;
+        for op in ops.iter().filter(|op| note_of(op) == *note) {
+            this |= apply_op(&mut entries, op);
+        }
+        if this {
+            out.extend_from_slice(&encode(&entries));
+            changed = true;
+        } else {
+            out.extend_from_slice(&raw[start..end]);
+        }
+        at = end;
+    }
+    out.extend_from_slice(&raw[at..]);
+    Ok(changed.then_some(out))
+}
+
 /// The records of each of `terms` (all their buckets), in one read: per
 /// term, the records that exist.
 pub(crate) fn read_records(kv: &TenantKv, terms: &[String]) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
@@ -185,17 +252,64 @@ fn decode_all<'a>(records: impl Iterator<Item = &'a Vec<u8>>) -> Result<Vec<Entr
     Ok(out)
 }
 
-/// Rewrites the record of `term` for `note_id`'s bucket with `f`, by
-/// compare-and-swap; `f` answers whether it changed anything.
-fn rewrite(kv: &TenantKv, term: &str, note_id: &str, mut f: impl FnMut(&mut Vec<Entry>) -> bool) -> Out<()> {
-    let key = key(term, bucket(note_id));
+/// One change to a note's entries in a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// Sets the note's entries for the tabs (tab, tf, len) with `rev`, but
+    /// leaves an entry that already has a higher revision exactly as it is.
+    Upsert { note: String, rev: u64, tabs: Vec<(String, u8, u8)> },
+    /// Removes the note's entries for the tabs whose revision is at most
+    /// `up_to` (the revision of a committed head that holds the term in none
+    /// of them); a newer entry belongs to a newer transition and stays.
+    Remove { note: String, up_to: u64, tabs: Vec<String> },
+}
+
+/// Applies `op` to a record's entries (sorted by note, then tab); whether
+/// anything changed.
+pub(crate) fn apply_op(entries: &mut Vec<Entry>, op: &Op) -> bool {
+    match op {
+        Op::Upsert { note, rev, tabs } => {
+            let mut changed = false;
+            for (tab, tf, len) in tabs {
+                let at = entries.binary_search_by(|e| (e.note.as_str(), e.tab.as_str()).cmp(&(note.as_str(), tab.as_str())));
+                match at {
+                    Ok(i) => {
+                        // An older transition never overwrites what a newer one wrote.
+                        let e = &mut entries[i];
+                        if *rev >= e.rev && (e.rev, e.tf, e.len) != (*rev, *tf, *len) {
+                            (e.rev, e.tf, e.len) = (*rev, *tf, *len);
+                            changed = true;
+                        }
+                    }
+                    Err(i) => {
+                        entries.insert(i, Entry { note: note.clone(), tab: tab.clone(), rev: *rev, tf: *tf, len: *len });
+                        changed = true;
+                    }
+                }
+            }
+            changed
+        }
+        Op::Remove { note, up_to, tabs } => {
+            let before = entries.len();
+            entries.retain(|e| !(e.note == *note && e.rev <= *up_to && tabs.contains(&e.tab)));
+            entries.len() != before
+        }
+    }
+}
+
+/// Applies `op` to the record of `term` for its note's bucket, by compare-and-swap.
+pub(crate) fn rewrite_one(kv: &TenantKv, term: &str, op: &Op) -> Out<()> {
+    let note = match op {
+        Op::Upsert { note, .. } | Op::Remove { note, .. } => note,
+    };
+    let key = key(term, bucket(note));
     let mut held = kv.read(&key)?;
     for _ in 0..MAX_ATTEMPTS {
         let mut entries = match &held.value {
             Some(raw) => decode(raw)?,
             None => Vec::new(),
         };
-        if !f(&mut entries) {
+        if !apply_op(&mut entries, op) {
             return Ok(());
         }
         match kv.swap(&key, held.observed, &encode(&entries))? {
@@ -206,42 +320,14 @@ fn rewrite(kv: &TenantKv, term: &str, note_id: &str, mut f: impl FnMut(&mut Vec<
     Err(Refusal::busy("the search index is busy; nothing was written").into())
 }
 
-/// Sets the entries of `note_id` for `term` (one per tab in `tabs`: tab, tf,
-/// len) with `rev`, but leaves an entry that already has a higher revision
-/// exactly as it is.
+/// Sets the entries of `note_id` for `term` ([`Op::Upsert`]).
 pub(crate) fn upsert(kv: &TenantKv, term: &str, note_id: &str, rev: u64, tabs: &[(String, u8, u8)]) -> Out<()> {
-    rewrite(kv, term, note_id, |entries| {
-        let mut changed = false;
-        for (tab, tf, len) in tabs {
-            let at = entries.binary_search_by(|e| (e.note.as_str(), e.tab.as_str()).cmp(&(note_id, tab.as_str())));
-            match at {
-                Ok(i) => {
-                    // An older transition never overwrites what a newer one wrote.
-                    let e = &mut entries[i];
-                    if rev >= e.rev && (e.rev, e.tf, e.len) != (rev, *tf, *len) {
-                        (e.rev, e.tf, e.len) = (rev, *tf, *len);
-                        changed = true;
-                    }
-                }
-                Err(i) => {
-                    entries.insert(i, Entry { note: note_id.to_string(), tab: tab.clone(), rev, tf: *tf, len: *len });
-                    changed = true;
-                }
-            }
-        }
-        changed
-    })
+    rewrite_one(kv, term, &Op::Upsert { note: note_id.to_string(), rev, tabs: tabs.to_vec() })
 }
 
-/// Removes the entries of `note_id` for `term` on `tabs` whose `rev` is at
-/// most `up_to` (the revision of a committed head that holds the term in none
-/// of them); a newer entry belongs to a commit that may still land and stays.
+/// Removes the entries of `note_id` for `term` on `tabs` ([`Op::Remove`]).
 pub(crate) fn remove(kv: &TenantKv, term: &str, note_id: &str, tabs: &[String], up_to: u64) -> Out<()> {
-    rewrite(kv, term, note_id, |entries| {
-        let before = entries.len();
-        entries.retain(|e| !(e.note == note_id && e.rev <= up_to && tabs.contains(&e.tab)));
-        entries.len() != before
-    })
+    rewrite_one(kv, term, &Op::Remove { note: note_id.to_string(), up_to, tabs: tabs.to_vec() })
 }
 
 #[cfg(test)]
@@ -292,6 +378,27 @@ mod tests {
         );
         remove(&kv, "flint", "n-1", &["markdown".into(), "t7".into()], 9).unwrap();
         assert_eq!(entries(&kv, "flint"), vec![("markdown".to_string(), 1)], "n-2's entry stays");
+    }
+
+    #[test]
+    fn ops_on_the_bytes_give_what_decoding_gives() {
+        let e = |note: &str, tab: &str, rev: u64| Entry { note: note.into(), tab: tab.into(), rev, tf: 1, len: 2 };
+        let base = vec![e("n-a", "markdown", 3), e("n-c", "markdown", 5), e("n-c", "t9", 5), e("n-e", "markdown", 1)];
+        let cases: Vec<Vec<Op>> = vec![
+            vec![Op::Upsert { note: "n-b".into(), rev: 7, tabs: vec![("markdown".into(), 0, 3)] }],
+            vec![Op::Remove { note: "n-c".into(), up_to: 5, tabs: vec!["t9".into()] }],
+            vec![Op::Remove { note: "n-c".into(), up_to: 4, tabs: vec!["t9".into()] }],
+            vec![Op::Upsert { note: "n-z".into(), rev: 1, tabs: vec![("t1".into(), 2, 2)] }, Op::Remove { note: "n-a".into(), up_to: 9, tabs: vec!["markdown".into()] }],
+            vec![Op::Upsert { note: "n-c".into(), rev: 6, tabs: vec![("markdown".into(), 4, 4)] }, Op::Upsert { note: "n-0".into(), rev: 2, tabs: vec![("x".into(), 1, 1)] }],
+        ];
+        for ops in cases {
+            let mut want = base.clone();
+            let changed = ops.iter().fold(false, |c, op| apply_op(&mut want, op) | c);
+            let got = apply_ops_raw(&encode(&base), &ops).unwrap();
+            assert_eq!(got.is_some(), changed, "{ops:?}");
+            assert_eq!(decode(&got.unwrap_or_else(|| encode(&base))).unwrap(), want, "{ops:?}");
+        }
+        assert_eq!(apply_ops_raw(&[], &[Op::Upsert { note: "n".into(), rev: 1, tabs: vec![("t".into(), 0, 0)] }]).unwrap().map(|b| decode(&b).unwrap().len()), Some(1));
     }
 
     #[test]
