@@ -60,7 +60,6 @@ impl SqliteStore {
              PRAGMA synchronous = {sync};
              PRAGMA busy_timeout = 200;
              PRAGMA wal_autocheckpoint = 8192;
-             PRAGMA cache_size = -32768;
              PRAGMA mmap_size = 268435456;
              CREATE TABLE IF NOT EXISTS kv (
                  bucket TEXT NOT NULL,
