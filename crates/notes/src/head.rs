@@ -94,6 +94,11 @@ pub(crate) enum Reader<'a> {
 pub(crate) enum Decision<R> {
     /// Commit the changed head, then answer.
     Commit(R),
+    /// Write these immutable records (relative keys: content blobs, spilled
+    /// records, as a staging view gathered them), then commit the changed
+    /// head, then answer. The records go out in one batch with the dirty
+    /// marker, before the swap.
+    CommitWith(R, Vec<(String, Vec<u8>)>),
     /// Answer; the head has no change of its own, but claims that lapsed are
     /// still dropped (a commit) when there are any.
     Answer(R),
@@ -155,10 +160,11 @@ pub(crate) fn transact<R>(
         let mut head = visible_head(raw, reader)?;
         let before = index::Before::of(&head);
         let expired = drop_lapsed(&mut head, now);
-        let answer = match op(&mut head, &expired)? {
+        let (answer, mut writes) = match op(&mut head, &expired)? {
             Decision::Leave(r) => return Ok(r),
             Decision::Answer(r) if expired.is_empty() => return Ok(r),
-            Decision::Answer(r) | Decision::Commit(r) => r,
+            Decision::Answer(r) | Decision::Commit(r) => (r, Vec::new()),
+            Decision::CommitWith(r, writes) => (r, writes),
         };
         write_expired(kv, note_id, &expired)?;
         head.rev += 1;
@@ -173,9 +179,13 @@ pub(crate) fn transact<R>(
             return Err(Refusal::too_large(limit.field, limit.message).into());
         }
         // A change to what a tab says marks the note dirty for the search
-        // index before the swap that commits it (see `index`).
-        if let Some((marker_key, at)) = index::marker(&before, &head, now) {
-            kv.set(&marker_key, &at)?;
+        // index before the swap that commits it (see `index`), in the same
+        // batch as the records the commit refers to.
+        if let Some(marker) = index::marker(&before, &head, now) {
+            writes.push(marker);
+        }
+        if !writes.is_empty() {
+            kv.set_many(&writes)?;
         }
         if confirm {
             let fresh = kv.read(&key)?;

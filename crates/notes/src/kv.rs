@@ -20,7 +20,13 @@ pub struct TenantKv<'a> {
     /// `<note_id>/<generation>`: where this view writes content blobs
     /// (`blob/<note_id>/<generation>/<hash>`); `None`: `blob/<hash>`.
     blob_scope: Option<String>,
+    /// A staging view's buffer: its `set` and `set_many` land here (relative
+    /// keys) for the head transaction to write in one batch before its swap.
+    staging: Option<&'a Staged>,
 }
+
+/// Writes a staging view gathered ([`TenantKv::staging`]).
+pub(crate) type Staged = std::cell::RefCell<Vec<(String, Vec<u8>)>>;
 
 /// A read of a key for a later [`TenantKv::swap`].
 pub(crate) struct Held {
@@ -37,7 +43,7 @@ impl From<Read> for Held {
 impl<'a> TenantKv<'a> {
     /// `store` seen by `tenant`; `None` if the tenant id is not `[a-z0-9_-]{1,64}`.
     pub fn new(store: &'a dyn Store, tenant: &str) -> Option<Self> {
-        valid_tenant(tenant).then(|| TenantKv { store, prefix: tenant_prefix(tenant), confirm: !store.vouched(), blob_scope: None })
+        valid_tenant(tenant).then(|| TenantKv { store, prefix: tenant_prefix(tenant), confirm: !store.vouched(), blob_scope: None, staging: None })
     }
 
     /// `store` seen by `tenant` for the system (sweeps, rebuilds): an invalid
@@ -54,7 +60,18 @@ impl<'a> TenantKv<'a> {
             prefix: self.prefix.clone(),
             confirm: self.confirm,
             blob_scope: Some(format!("{note_id}/{generation}")),
+            staging: self.staging,
         }
+    }
+
+    /// The same view, but its `set` and `set_many` only gather into
+    /// `staged` (its reads see what it gathered): for the immutable records
+    /// a commit writes before its swap ([`crate::head::Decision::CommitWith`]).
+    pub(crate) fn staging<'b>(&self, staged: &'b Staged) -> TenantKv<'b>
+    where
+        'a: 'b,
+    {
+        TenantKv { store: self.store, prefix: self.prefix.clone(), confirm: self.confirm, blob_scope: self.blob_scope.clone(), staging: Some(staged) }
     }
 
     /// The name a content blob of hash `hash` is written under by this view.
@@ -83,10 +100,18 @@ impl<'a> TenantKv<'a> {
     }
 
     pub(crate) fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Failure> {
+        if let Some(staged) = self.staging {
+            if let Some((_, v)) = staged.borrow().iter().rev().find(|(k, _)| k == key) {
+                return Ok(Some(v.clone()));
+            }
+        }
         Ok(self.store.get(BUCKET, &self.key(key))?)
     }
 
     pub(crate) fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, Failure> {
+        if self.staging.is_some() {
+            return keys.iter().map(|k| self.get(k)).collect();
+        }
         let full: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
         let refs: Vec<&str> = full.iter().map(String::as_str).collect();
         Ok(self.store.get_many(BUCKET, &refs)?)
@@ -161,11 +186,23 @@ impl<'a> TenantKv<'a> {
     }
 
     pub(crate) fn set(&self, key: &str, value: &[u8]) -> Result<(), Failure> {
+        if let Some(staged) = self.staging {
+            cairn_kv::check_key(&self.key(key))?;
+            cairn_kv::check_value(value)?;
+            staged.borrow_mut().push((key.to_string(), value.to_vec()));
+            return Ok(());
+        }
         Ok(self.store.set(BUCKET, &self.key(key), value)?)
     }
 
     /// Several immutable records in one call (one `wasi:keyvalue/batch` call in components).
     pub(crate) fn set_many<K: AsRef<str>, V: AsRef<[u8]>>(&self, pairs: &[(K, V)]) -> Result<(), Failure> {
+        if self.staging.is_some() {
+            for (k, v) in pairs {
+                self.set(k.as_ref(), v.as_ref())?;
+            }
+            return Ok(());
+        }
         let full: Vec<(String, &[u8])> = pairs.iter().map(|(k, v)| (self.key(k.as_ref()), v.as_ref())).collect();
         let refs: Vec<(&str, &[u8])> = full.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         Ok(self.store.set_many(BUCKET, &refs)?)

@@ -19,7 +19,7 @@ use crate::claims::{blocking_claim, conflict};
 use crate::env::{Env, Identity};
 use crate::head::{Decision, Limit, Reader, transact};
 use crate::keys;
-use crate::kv::TenantKv;
+use crate::kv::{Staged, TenantKv};
 use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Tab, Who, canonical_json, decode, encode, nonce, rand8, sha_hex};
 use crate::refusal::{Code, Out, Refusal};
 
@@ -252,8 +252,11 @@ pub(crate) fn commit(
         check_version(head, spec, target)?;
 
         // Content written by this attempt goes under the note's current blob
-        // generation: the one the head it commits carries.
-        let blobs = kv.for_note_blobs(&head.note_id, head.blob_gen);
+        // generation: the one the head it commits carries. It is gathered,
+        // and goes out in one batch right before the swap.
+        let staged = Staged::default();
+        let staging = kv.staging(&staged);
+        let blobs = staging.for_note_blobs(&head.note_id, head.blob_gen);
         let change = apply(head, target, &mut Ctx { kv: &blobs, env, who, now })?;
         if let Some(gone) = change.removed_tab.as_ref().map(|t| &t.id) {
             // Claims on a deleted tab end with it (only its holder could delete it).
@@ -265,7 +268,9 @@ pub(crate) fn commit(
                 write_ended(kv, &head.note_id, c, "tab_deleted", spec.tool, who, now)?;
             }
         }
-        Ok(Decision::Commit(record(kv, head, spec, change, who, now)?))
+        let result = record(&staging, head, spec, change, who, now)?;
+        drop((blobs, staging));
+        Ok(Decision::CommitWith(result, staged.into_inner()))
     })
 }
 
