@@ -24,7 +24,10 @@ pub struct Swept {
 
 /// One sweep of every tenant, keeping history as `retention` says.
 pub fn sweep_once(store: &Arc<dyn Store>, retention: Retention) -> Result<Swept> {
-    let mut out = Swept { markers: store.sweep(3_600_000)?, ..Swept::default() };
+    let mut out = Swept {
+        markers: store.sweep(3_600_000)?,
+        ..Swept::default()
+    };
     let mut env = SystemEnv::with_retention(0, retention);
     for tenant in cairn_notes::list_tenants(store.as_ref())? {
         out.claims += cairn_notes::sweep_expired_claims(store.as_ref(), &mut env, &tenant)?;

@@ -22,6 +22,7 @@ pub mod notes;
 pub mod respond;
 pub mod tool;
 
+pub use cairn_notes;
 pub use spin_sdk;
 
 /// 64 random bits from the host (`wasi:random`), without pulling `getrandom`
@@ -32,7 +33,9 @@ pub fn random_u64() -> u64 {
 
 /// An application variable, `None` when it is undefined or empty.
 pub fn variable(name: &str) -> Option<String> {
-    spin_sdk::variables::get(name).ok().filter(|v| !v.is_empty())
+    spin_sdk::variables::get(name)
+        .ok()
+        .filter(|v| !v.is_empty())
 }
 
 pub use cairn_auth::constant_time_eq;

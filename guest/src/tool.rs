@@ -18,6 +18,7 @@
 use crate::kv::GuestStore;
 use crate::notes::{HostEnv, identity};
 use cairn_auth::Principal;
+use cairn_notes::Tool;
 use spin_sdk::http::{Method, Request, Response};
 
 fn error_body(code: &str, message: &str) -> String {
@@ -25,30 +26,46 @@ fn error_body(code: &str, message: &str) -> String {
 }
 
 /// One call of `tool` for `principal` on the JSON `body`: status and body.
-pub fn answer(tool: &str, principal: &Principal, body: &[u8]) -> (u16, String) {
+/// The tool is given by its `TOOL`, so the component links that tool alone.
+pub fn answer(tool: &'static Tool, principal: &Principal, body: &[u8]) -> (u16, String) {
     let args: serde_json::Value = match serde_json::from_slice(body) {
         Ok(v @ serde_json::Value::Object(_)) => v,
         Ok(serde_json::Value::Null) if body.is_empty() => serde_json::json!({}),
-        _ => return (400, error_body("invalid_body", "the body must be a JSON object of arguments")),
+        _ => {
+            return (
+                400,
+                error_body(
+                    "invalid_body",
+                    "the body must be a JSON object of arguments",
+                ),
+            );
+        }
     };
     let store = GuestStore::new();
-    match cairn_notes::call_tool(&store, &mut HostEnv, &identity(principal), tool, args) {
+    match cairn_notes::call(&store, &mut HostEnv, &identity(principal), tool, args) {
         Ok(result) => (200, result),
         Err(e) => (e.http_status(), error_body(e.code(), &e.to_string())),
     }
 }
 
 /// The HTTP door: serve one `POST /tools/<tool>`.
-pub fn serve(tool: &str, req: Request) -> Response {
+pub fn serve(tool: &'static Tool, req: Request) -> Response {
     let (status, body) = if *req.method() != Method::Post {
-        (405, error_body("method_not_allowed", "tools answer POST only"))
+        (
+            405,
+            error_body("method_not_allowed", "tools answer POST only"),
+        )
     } else {
         match caller(&req) {
             Ok(principal) => answer(tool, &principal, req.body()),
             Err(why) => (401, error_body("unauthenticated", &why.to_string())),
         }
     };
-    let mut r = Response::builder().status(status).header("content-type", "application/json").body(body).build();
+    let mut r = Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(body)
+        .build();
     if status == 503 {
         r.set_header("retry-after", "1");
     }
@@ -56,10 +73,16 @@ pub fn serve(tool: &str, req: Request) -> Response {
 }
 
 /// The composed door: `cairn:platform/tool#call` for `tool`.
-pub fn call(tool: &str, caller: &str, arguments: &str) -> (u16, String) {
+pub fn call(tool: &'static Tool, caller: &str, arguments: &str) -> (u16, String) {
     match serde_json::from_str::<Principal>(caller) {
         Ok(principal) => answer(tool, &principal, arguments.as_bytes()),
-        Err(e) => (400, error_body("invalid_caller", &format!("the caller is not a principal: {e}"))),
+        Err(e) => (
+            400,
+            error_body(
+                "invalid_caller",
+                &format!("the caller is not a principal: {e}"),
+            ),
+        ),
     }
 }
 
@@ -68,26 +91,42 @@ pub fn call(tool: &str, caller: &str, arguments: &str) -> (u16, String) {
 pub fn caller(req: &Request) -> Result<Principal, cairn_auth::identity::Refused> {
     use cairn_auth::identity::{Call, Refused};
     let secret = crate::variable("identity_secret").ok_or(Refused::Invalid)?;
-    let value = req.header(cairn_auth::identity::HEADER).and_then(|v| v.as_str()).ok_or(Refused::Invalid)?;
-    let method = if *req.method() == Method::Post { "POST" } else { "OTHER" };
-    let call = Call { method, path: req.path(), body: req.body() };
+    let value = req
+        .header(cairn_auth::identity::HEADER)
+        .and_then(|v| v.as_str())
+        .ok_or(Refused::Invalid)?;
+    let method = if *req.method() == Method::Post {
+        "POST"
+    } else {
+        "OTHER"
+    };
+    let call = Call {
+        method,
+        path: req.path(),
+        body: req.body(),
+    };
     cairn_auth::identity::verify(value, &secret, &call, crate::notes::now_us() / 1_000_000)
 }
 
-/// Define a tool component, both doors: `cairn_guest::tool_component!("list_note_tabs");`
+/// Define a tool component, both doors: `cairn_guest::tool_component!(list_note_tabs);`
+/// (the tool's module in `cairn_notes::tools`, whose `TOOL` it serves).
 #[macro_export]
 macro_rules! tool_component {
-    ($name:literal) => {
+    ($name:ident) => {
         #[$crate::spin_sdk::http_component]
         fn handle(req: $crate::spin_sdk::http::Request) -> $crate::spin_sdk::http::Response {
-            $crate::tool::serve($name, req)
+            $crate::tool::serve(&$crate::cairn_notes::tools::$name::TOOL, req)
         }
 
         struct Tool;
 
         impl $crate::bindings::tool_library::exports::cairn::platform::tool::Guest for Tool {
             fn call(caller: String, arguments: String) -> (u16, String) {
-                $crate::tool::call($name, &caller, &arguments)
+                $crate::tool::call(
+                    &$crate::cairn_notes::tools::$name::TOOL,
+                    &caller,
+                    &arguments,
+                )
             }
         }
 

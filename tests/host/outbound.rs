@@ -5,7 +5,10 @@ use crate::harness::*;
 
 fn fixture() -> Cairn {
     require_built(&["health.wasm", "misbehave.wasm"]);
-    Cairn::start(Start { manifest: fixtures(), ..Start::default() })
+    Cairn::start(Start {
+        manifest: fixtures(),
+        ..Start::default()
+    })
 }
 
 #[test]

@@ -1,3 +1,3 @@
 //! `add_note_source`: one MCP tool, one component. The rules are in `cairn-notes`;
 //! the wire is in `cairn_guest::tool`.
-cairn_guest::tool_component!("add_note_source");
+cairn_guest::tool_component!(add_note_source);

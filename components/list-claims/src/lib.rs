@@ -1,3 +1,3 @@
 //! `list_claims`: one MCP tool, one component. The rules are in `cairn-notes`;
 //! the wire is in `cairn_guest::tool`.
-cairn_guest::tool_component!("list_claims");
+cairn_guest::tool_component!(list_claims);

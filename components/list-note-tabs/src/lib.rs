@@ -1,3 +1,3 @@
 //! `list_note_tabs`: one MCP tool, one component. The rules are in `cairn-notes`;
 //! the wire is in `cairn_guest::tool`.
-cairn_guest::tool_component!("list_note_tabs");
+cairn_guest::tool_component!(list_note_tabs);

@@ -1,3 +1,3 @@
 //! `post_claim_note`: one MCP tool, one component. The rules are in `cairn-notes`;
 //! the wire is in `cairn_guest::tool`.
-cairn_guest::tool_component!("post_claim_note");
+cairn_guest::tool_component!(post_claim_note);

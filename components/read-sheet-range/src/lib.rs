@@ -1,3 +1,3 @@
 //! `read_sheet_range`: one MCP tool, one component. The rules are in `cairn-notes`;
 //! the wire is in `cairn_guest::tool`.
-cairn_guest::tool_component!("read_sheet_range");
+cairn_guest::tool_component!(read_sheet_range);

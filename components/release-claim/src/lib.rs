@@ -1,3 +1,3 @@
 //! `release_claim`: one MCP tool, one component. The rules are in `cairn-notes`;
 //! the wire is in `cairn_guest::tool`.
-cairn_guest::tool_component!("release_claim");
+cairn_guest::tool_component!(release_claim);

@@ -1,3 +1,3 @@
 //! `renew_claim`: one MCP tool, one component. The rules are in `cairn-notes`;
 //! the wire is in `cairn_guest::tool`.
-cairn_guest::tool_component!("renew_claim");
+cairn_guest::tool_component!(renew_claim);

@@ -61,10 +61,16 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::KeyTooLong { len } => {
-                write!(f, "key is {len} bytes; keys may be at most {MAX_KEY_BYTES} bytes")
+                write!(
+                    f,
+                    "key is {len} bytes; keys may be at most {MAX_KEY_BYTES} bytes"
+                )
             }
             Error::ValueTooLarge { len } => {
-                write!(f, "value is {len} bytes; values may be at most {MAX_VALUE_BYTES} bytes")
+                write!(
+                    f,
+                    "value is {len} bytes; values may be at most {MAX_VALUE_BYTES} bytes"
+                )
             }
             Error::NotACounter { len } => write!(
                 f,
@@ -148,7 +154,10 @@ pub trait Store: Send + Sync {
     /// or nothing: some may be written and others fail), in order: the same
     /// as [`swap`](Store::swap) of each, in one call where the backend can.
     fn swap_each(&self, bucket: &str, swaps: &[(&str, Observed, &[u8])]) -> Result<Vec<Swap>> {
-        swaps.iter().map(|(k, o, v)| self.swap(bucket, k, *o, v)).collect()
+        swaps
+            .iter()
+            .map(|(k, o, v)| self.swap(bucket, k, *o, v))
+            .collect()
     }
     /// Write unconditionally.
     fn set(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
@@ -174,10 +183,19 @@ pub trait Store: Send + Sync {
     /// order, at most `limit`, strictly after `after` (a whole key; `None`:
     /// from the start of the prefix). Backends whose listing walks the whole
     /// bucket (a host's store behind `wasi:keyvalue`) stop at the prefix's end.
-    fn list_prefix(&self, bucket: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+    fn list_prefix(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>> {
         let start = after.filter(|a| *a > prefix).unwrap_or(prefix);
         let keys = self.list_keys(bucket, Some(start), limit)?;
-        Ok(keys.into_iter().take_while(|k| k.starts_with(prefix)).collect())
+        Ok(keys
+            .into_iter()
+            .take_while(|k| k.starts_with(prefix))
+            .collect())
     }
     /// Drop delete markers older than `older_than_ms` milliseconds; returns how
     /// many. Handles read before the oldest dropped marker then fail their swap
@@ -233,11 +251,17 @@ impl Stamped {
     /// What a read of this row (or of no row) observes.
     pub fn observe(row: Option<&Stamped>, seq: u64) -> Read {
         match row {
-            Some(Stamped { value: Some(v), stamp }) => Read {
+            Some(Stamped {
+                value: Some(v),
+                stamp,
+            }) => Read {
                 value: Some(v.clone()),
                 observed: Observed::Present(*stamp),
             },
-            _ => Read { value: None, observed: Observed::Absent(seq) },
+            _ => Read {
+                value: None,
+                observed: Observed::Absent(seq),
+            },
         }
     }
 
@@ -245,7 +269,13 @@ impl Stamped {
     /// the highest stamp of any delete marker swept so far.
     pub fn swap_allowed(row: Option<&Stamped>, observed: Observed, purge_floor: u64) -> bool {
         match (row, observed) {
-            (Some(Stamped { value: Some(_), stamp }), Observed::Present(seen)) => *stamp == seen,
+            (
+                Some(Stamped {
+                    value: Some(_),
+                    stamp,
+                }),
+                Observed::Present(seen),
+            ) => *stamp == seen,
             (Some(Stamped { value: Some(_), .. }), Observed::Absent(_)) => false,
             (_, Observed::Present(_)) => false,
             (Some(Stamped { value: None, stamp }), Observed::Absent(seq)) => *stamp <= seq,
@@ -259,7 +289,9 @@ pub fn decode_counter(value: Option<&[u8]>) -> Result<i64> {
     match value {
         None => Ok(0),
         Some(bytes) => {
-            let arr: [u8; 8] = bytes.try_into().map_err(|_| Error::NotACounter { len: bytes.len() })?;
+            let arr: [u8; 8] = bytes
+                .try_into()
+                .map_err(|_| Error::NotACounter { len: bytes.len() })?;
             Ok(i64::from_le_bytes(arr))
         }
     }

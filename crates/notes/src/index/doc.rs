@@ -51,23 +51,38 @@ impl DocTab {
 
     /// Whether this is what `tab` of a note titled `title` says, as indexed
     /// under `indexed_title`: same content, label and (for a titled tab) title.
-    pub(crate) fn says_the_same(&self, tab: &crate::model::Tab, title: &str, indexed_title: &str) -> bool {
-        self.content_hash == tab.content_hash && self.label == tab.label && (!self.titled || title == indexed_title)
+    pub(crate) fn says_the_same(
+        &self,
+        tab: &crate::model::Tab,
+        title: &str,
+        indexed_title: &str,
+    ) -> bool {
+        self.content_hash == tab.content_hash
+            && self.label == tab.label
+            && (!self.titled || title == indexed_title)
     }
 
     /// The terms as a [`Terms`], when kept.
     pub(crate) fn terms(&self) -> Option<Terms> {
-        self.terms.as_ref().map(|list| Terms { counts: list.iter().cloned().collect(), len: self.len, pairs: self.pairs.clone().unwrap_or_default() })
+        self.terms.as_ref().map(|list| Terms {
+            counts: list.iter().cloned().collect(),
+            len: self.len,
+            pairs: self.pairs.clone().unwrap_or_default(),
+        })
     }
 
     /// Whether the tab may hold `stem` (`None`: the terms are not kept).
     pub(crate) fn has_term(&self, stem: &str) -> Option<bool> {
-        self.terms.as_ref().map(|list| list.binary_search_by(|(t, _)| t.as_str().cmp(stem)).is_ok())
+        self.terms
+            .as_ref()
+            .map(|list| list.binary_search_by(|(t, _)| t.as_str().cmp(stem)).is_ok())
     }
 
     /// Whether the tab may hold `b` right after `a` (`None`: not kept).
     pub(crate) fn has_pair(&self, a: &str, b: &str) -> Option<bool> {
-        self.pairs.as_ref().map(|list| list.binary_search(&super::pair_hash(a, b)).is_ok())
+        self.pairs
+            .as_ref()
+            .map(|list| list.binary_search(&super::pair_hash(a, b)).is_ok())
     }
 }
 
@@ -130,7 +145,10 @@ impl<'a> Reader<'a> {
 
     fn str(&mut self) -> Result<String, Failure> {
         let n = self.varint()? as usize;
-        let s = self.bytes.get(self.at..self.at.checked_add(n).ok_or_else(bad)?).ok_or_else(bad)?;
+        let s = self
+            .bytes
+            .get(self.at..self.at.checked_add(n).ok_or_else(bad)?)
+            .ok_or_else(bad)?;
         self.at += n;
         String::from_utf8(s.to_vec()).map_err(|_| bad())
     }
@@ -214,17 +232,35 @@ impl Doc {
                     let k = r.varint()? as usize;
                     let mut pairs = Vec::with_capacity(k.min(1 << 16));
                     for _ in 0..k {
-                        pairs.push(u32::from_le_bytes([r.byte()?, r.byte()?, r.byte()?, r.byte()?]));
+                        pairs.push(u32::from_le_bytes([
+                            r.byte()?,
+                            r.byte()?,
+                            r.byte()?,
+                            r.byte()?,
+                        ]));
                     }
                     (Some(list), Some(pairs))
                 }
             };
-            tabs.push(DocTab { id, content_hash, label, titled, len, terms, pairs });
+            tabs.push(DocTab {
+                id,
+                content_hash,
+                label,
+                titled,
+                len,
+                terms,
+                pairs,
+            });
         }
         if r.at != bytes.len() {
             return Err(bad());
         }
-        Ok(Doc { rev, applying_since, title, tabs })
+        Ok(Doc {
+            rev,
+            applying_since,
+            title,
+            tabs,
+        })
     }
 
     /// The tab `id`, if the record has it.
@@ -251,7 +287,15 @@ mod tests {
 
     #[test]
     fn a_record_round_trips_and_garbage_is_corrupt() {
-        let doc = Doc { rev: 300, applying_since: 17, title: "Café plan".into(), tabs: vec![tab("markdown", Some(vec![("cafe", 2), ("plan", 1)])), tab("t2", None)] };
+        let doc = Doc {
+            rev: 300,
+            applying_since: 17,
+            title: "Café plan".into(),
+            tabs: vec![
+                tab("markdown", Some(vec![("cafe", 2), ("plan", 1)])),
+                tab("t2", None),
+            ],
+        };
         let bytes = doc.encode();
         assert_eq!(Doc::decode(&bytes).unwrap(), doc);
         assert!(Doc::decode(&bytes[..bytes.len() - 1]).is_err(), "cut short");
@@ -269,7 +313,11 @@ mod tests {
             applying_since: 0,
             title: String::new(),
             tabs: vec![
-                DocTab { terms: Some(many), pairs: Some(vec![1; 1000]), ..tab("t1", None) },
+                DocTab {
+                    terms: Some(many),
+                    pairs: Some(vec![1; 1000]),
+                    ..tab("t1", None)
+                },
                 tab("markdown", Some(vec![("small", 1)])),
             ],
         };
@@ -277,6 +325,10 @@ mod tests {
         assert!(bytes.len() <= MAX_DOC_RECORD, "{} bytes", bytes.len());
         let back = Doc::decode(&bytes).unwrap();
         assert_eq!(back.tabs[0].terms, None, "the big list is dropped");
-        assert_eq!(back.tabs[1].terms, Some(vec![("small".to_string(), 1)]), "the small one is kept");
+        assert_eq!(
+            back.tabs[1].terms,
+            Some(vec![("small".to_string(), 1)]),
+            "the small one is kept"
+        );
     }
 }

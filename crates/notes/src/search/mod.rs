@@ -23,14 +23,25 @@ use crate::model::{Head, decode};
 use crate::note_index::index_slice;
 use crate::refusal::{Fail, Failure, Out};
 
-pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
 pub use crate::index::measure_without_index;
 pub use crate::index::merge::MergeReport;
+pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
 
 /// Brings up to `budget` of `tenant`'s dirty notes' postings up to their
 /// committed heads (see [`crate::index`]); what it did.
-pub fn merge(store: &dyn cairn_kv::Store, env: &mut dyn Env, tenant: &str, budget: usize) -> Result<MergeReport, Failure> {
-    merging::merge(&TenantKv::system(store, tenant)?, env, &mut Tokenizer::default(), budget).map_err(as_failure)
+pub fn merge(
+    store: &dyn cairn_kv::Store,
+    env: &mut dyn Env,
+    tenant: &str,
+    budget: usize,
+) -> Result<MergeReport, Failure> {
+    merging::merge(
+        &TenantKv::system(store, tenant)?,
+        env,
+        &mut Tokenizer::default(),
+        budget,
+    )
+    .map_err(as_failure)
 }
 
 /// What [`reindex`] did, or what [`check`] found.
@@ -71,7 +82,9 @@ fn committed(kv: &TenantKv, report: &mut IndexReport) -> Result<Committed, Failu
         }
         pos += ids.len();
         for id in ids {
-            let Some(raw) = kv.get(&keys::note(&id))? else { continue };
+            let Some(raw) = kv.get(&keys::note(&id))? else {
+                continue;
+            };
             let head: Head = decode("note head", &raw)?;
             report.notes += 1;
             let mut tabs = BTreeMap::new();
@@ -101,7 +114,9 @@ fn each_record(kv: &TenantKv, mut f: impl FnMut(&str, Vec<postings::Entry>) -> O
         let next = last[postings::PREFIX.len()..].to_string();
         let values = kv.get_many(&page)?;
         for (key, raw) in page.iter().zip(values) {
-            let (Some(term), Some(raw)) = (postings::term_of(key), raw) else { continue };
+            let (Some(term), Some(raw)) = (postings::term_of(key), raw) else {
+                continue;
+            };
             f(term, postings::decode(&raw)?)?;
         }
         if page.len() < PAGE {
@@ -200,7 +215,10 @@ fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
         for (tab, terms) in tabs {
             for term in terms.counts.keys() {
                 let (tf, len) = terms.classes(term).unwrap_or_default();
-                by_term.entry(term).or_default().push((tab.clone(), tf, len));
+                by_term
+                    .entry(term)
+                    .or_default()
+                    .push((tab.clone(), tf, len));
             }
         }
         dict::add(kv, by_term.keys().copied())?;
@@ -211,11 +229,19 @@ fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
             rev,
             applying_since: 0,
             title: head.title.clone(),
-            tabs: head.tabs.iter().filter_map(|t| tabs.get(&t.id).map(|terms| DocTab::of(t, terms))).collect(),
+            tabs: head
+                .tabs
+                .iter()
+                .filter_map(|t| tabs.get(&t.id).map(|terms| DocTab::of(t, terms)))
+                .collect(),
         };
         write_doc(kv, note, &doc)?;
         if let Some(revs) = dirty.get(note) {
-            let done: Vec<String> = revs.iter().filter(|r| **r <= rev).map(|r| keys::search_dirty(note, *r)).collect();
+            let done: Vec<String> = revs
+                .iter()
+                .filter(|r| **r <= rev)
+                .map(|r| keys::search_dirty(note, *r))
+                .collect();
             kv.delete_many(&done)?;
         }
     }

@@ -4,7 +4,8 @@
 //! mini-redis keeps one file per command.
 //!
 //! [`TOOLS`] is the one table that names every tool: [`crate::call_tool`]
-//! dispatches through it, `tools/list` is drawn from it, the router takes
+//! dispatches through it (a tool's own component calls its `TOOL` directly
+//! with [`crate::call`], so it links that tool alone), `tools/list` is drawn from it, the router takes
 //! each tool's scope and component from it, and a test checks `spin.toml`
 //! against it. Adding a tool is one file here, one line in [`TOOLS`], a
 //! three-line component folder, one manifest block, and the router's slot
@@ -23,7 +24,8 @@ use crate::refusal::Out;
 /// `run` functions.
 macro_rules! tool {
     ($name:literal, $title:literal, $scope:expr, $annotations:expr) => {
-        pub(crate) static TOOL: $crate::tools::Tool = $crate::tools::Tool {
+        /// The tool: its name, title, scope, annotations, schemas and handler.
+        pub static TOOL: $crate::tools::Tool = $crate::tools::Tool {
             name: $name,
             title: $title,
             scope: $scope,
@@ -36,24 +38,24 @@ macro_rules! tool {
     };
 }
 
-mod add_note_source;
-mod claim_note;
-mod create_note_tab;
-mod edit_note_tab;
-mod list_claims;
-mod list_note_attachments;
-mod list_note_history;
-mod list_note_tabs;
-mod list_notes;
-mod post_claim_note;
-mod read_note_tab;
-mod read_sheet_range;
-mod release_claim;
-mod renew_claim;
-mod search_notes;
+pub mod add_note_source;
+pub mod claim_note;
+pub mod create_note_tab;
+pub mod edit_note_tab;
+pub mod list_claims;
+pub mod list_note_attachments;
+pub mod list_note_history;
+pub mod list_note_tabs;
+pub mod list_notes;
+pub mod post_claim_note;
+pub mod read_note_tab;
+pub mod read_sheet_range;
+pub mod release_claim;
+pub mod renew_claim;
+pub mod search_notes;
 
-pub(crate) use crate::scopes::{READ as READ_SCOPE, WRITE as WRITE_SCOPE};
 pub(crate) use crate::args::{decode_cursor, encode_cursor};
+pub(crate) use crate::scopes::{READ as READ_SCOPE, WRITE as WRITE_SCOPE};
 pub(crate) use read_note_tab::{find_tab, read as read_tab};
 
 /// Every tool, in the order `tools/list` shows them.
@@ -170,17 +172,33 @@ pub struct ToolSpec {
 }
 
 /// The annotations of every read tool.
-pub(crate) const READ: ToolAnnotations =
-    ToolAnnotations { read_only_hint: true, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
+pub(crate) const READ: ToolAnnotations = ToolAnnotations {
+    read_only_hint: true,
+    destructive_hint: false,
+    idempotent_hint: true,
+    open_world_hint: false,
+};
 /// A write that may replace existing content; repeating it (same key) changes nothing more.
-pub(crate) const REPLACES: ToolAnnotations =
-    ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true, open_world_hint: false };
+pub(crate) const REPLACES: ToolAnnotations = ToolAnnotations {
+    read_only_hint: false,
+    destructive_hint: true,
+    idempotent_hint: true,
+    open_world_hint: false,
+};
 /// A write that only adds or holds; repeating it changes nothing more.
-pub(crate) const ADDS: ToolAnnotations =
-    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
+pub(crate) const ADDS: ToolAnnotations = ToolAnnotations {
+    read_only_hint: false,
+    destructive_hint: false,
+    idempotent_hint: true,
+    open_world_hint: false,
+};
 /// A write that adds something new every time it is called.
-pub(crate) const APPENDS: ToolAnnotations =
-    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: false, open_world_hint: false };
+pub(crate) const APPENDS: ToolAnnotations = ToolAnnotations {
+    read_only_hint: false,
+    destructive_hint: false,
+    idempotent_hint: false,
+    open_world_hint: false,
+};
 
 /// What every content write tool says about conflicts.
 pub(crate) const ON_CONFLICT: &str = "On version_conflict or content_hash_mismatch nothing was written: read the tab again, \

@@ -13,11 +13,20 @@ use serde_json::{Value, json};
 /// shape (its text content is its structuredContent) and its
 /// structuredContent must validate against the tool's published
 /// `outputSchema`, success and refusal alike. Returns the whole result.
-pub fn checked_call(store: &dyn cairn_notes::Store, env: &mut dyn Env, who: &Identity, tool: &str, args: Value) -> Value {
+pub fn checked_call(
+    store: &dyn cairn_notes::Store,
+    env: &mut dyn Env,
+    who: &Identity,
+    tool: &str,
+    args: Value,
+) -> Value {
     let r = call_tool_value(store, env, who, tool, args).expect("no store failure");
     assert_eq!(r["content"][0]["type"], "text");
     let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(text, r["structuredContent"], "text content is the structuredContent");
+    assert_eq!(
+        text, r["structuredContent"],
+        "text content is the structuredContent"
+    );
     assert!(r["isError"].is_boolean());
     assert_valid_output(tool, &r["structuredContent"]);
     r
@@ -32,14 +41,28 @@ pub fn assert_valid_output(tool: &str, content: &Value) {
     let validators = VALIDATORS.get_or_init(|| {
         cairn_notes::tools::TOOLS
             .iter()
-            .map(|t| (t.name, jsonschema::validator_for(&(t.output_schema)()).unwrap_or_else(|e| panic!("{}: output schema: {e}", t.name))))
+            .map(|t| {
+                (
+                    t.name,
+                    jsonschema::validator_for(&(t.output_schema)())
+                        .unwrap_or_else(|e| panic!("{}: output schema: {e}", t.name)),
+                )
+            })
             .collect()
     });
-    let v = validators.get(tool).unwrap_or_else(|| &validators["list_notes"]);
+    let v = validators
+        .get(tool)
+        .unwrap_or_else(|| &validators["list_notes"]);
     if let Err(e) = v.validate(content) {
-        panic!("{tool}: structuredContent does not match its outputSchema at {}: {e}\n{content}", e.instance_path());
+        panic!(
+            "{tool}: structuredContent does not match its outputSchema at {}: {e}\n{content}",
+            e.instance_path()
+        );
     }
-    OUTPUTS_CHECKED.with(|c| c.borrow_mut().push((tool.to_string(), content.get("error").is_none())));
+    OUTPUTS_CHECKED.with(|c| {
+        c.borrow_mut()
+            .push((tool.to_string(), content.get("error").is_none()))
+    });
 }
 
 thread_local! {
@@ -72,7 +95,10 @@ impl TestKv {
     /// Every record but the audit trail's refused-call records (a refused
     /// write is recorded there, and changes nothing else).
     pub fn notes_state(&self) -> Vec<(String, Vec<u8>)> {
-        self.dump().into_iter().filter(|(k, _)| !k.contains("/audit/refused/")).collect()
+        self.dump()
+            .into_iter()
+            .filter(|(k, _)| !k.contains("/audit/refused/"))
+            .collect()
     }
 
     /// The size of the largest stored value, in bytes.
@@ -100,7 +126,13 @@ impl Store for TestKv {
     fn read(&self, bucket: &str, key: &str) -> cairn_kv::Result<Read> {
         self.faulty.read(bucket, key)
     }
-    fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> cairn_kv::Result<Swap> {
+    fn swap(
+        &self,
+        bucket: &str,
+        key: &str,
+        observed: Observed,
+        value: &[u8],
+    ) -> cairn_kv::Result<Swap> {
         self.faulty.swap(bucket, key, observed, value)
     }
     fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> cairn_kv::Result<()> {
@@ -115,7 +147,12 @@ impl Store for TestKv {
     fn increment(&self, bucket: &str, key: &str, delta: i64) -> cairn_kv::Result<i64> {
         self.faulty.increment(bucket, key, delta)
     }
-    fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> cairn_kv::Result<Vec<String>> {
+    fn list_keys(
+        &self,
+        bucket: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> cairn_kv::Result<Vec<String>> {
         self.faulty.list_keys(bucket, after, limit)
     }
     fn sweep(&self, older_than_ms: u64) -> cairn_kv::Result<usize> {
