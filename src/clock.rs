@@ -19,19 +19,15 @@ impl SystemEnv {
 
     /// Seeded from the clock and `salt`, keeping history as `retention` says.
     pub fn with_retention(salt: u64, retention: Retention) -> Self {
-        Self {
-            state: (now_us() ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1,
-            retention,
-        }
+        Self { state: (now_us() ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1, retention }
     }
 }
 
+
+
 /// Microseconds since the epoch.
 pub fn now_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(1)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(1)
 }
 
 impl Env for SystemEnv {

@@ -57,76 +57,29 @@ pub fn link(
     let ty = dependent.component_type();
     for (slot, dep) in spec.dependencies.iter().enumerate() {
         let what = || format!("component {:?}: dependency {:?}", spec.id, dep.import);
-        let Some(ComponentItem::ComponentInstance(import)) =
-            ty.get_import(engine, &dep.import).map(|e| e.ty)
-        else {
-            let imports: Vec<&str> = ty
-                .imports(engine)
-                .map(|(n, _)| n)
-                .filter(|n| !n.starts_with("wasi:"))
-                .collect();
-            bail!(
-                "{}: the component imports no instance named {:?} (its other imports: {})",
-                what(),
-                dep.import,
-                imports.join(", ")
-            );
+        let Some(ComponentItem::ComponentInstance(import)) = ty.get_import(engine, &dep.import).map(|e| e.ty) else {
+            let imports: Vec<&str> = ty.imports(engine).map(|(n, _)| n).filter(|n| !n.starts_with("wasi:")).collect();
+            bail!("{}: the component imports no instance named {:?} (its other imports: {})", what(), dep.import, imports.join(", "));
         };
         let component = compile(&dep.source).with_context(what)?;
         let Some(export) = component.get_export_index(None, &dep.export) else {
-            let exports: Vec<String> = component
-                .component_type()
-                .exports(engine)
-                .map(|(n, _)| n.to_string())
-                .collect();
-            bail!(
-                "{}: {} exports no {:?} (it exports {})",
-                what(),
-                dep.source.display(),
-                dep.export,
-                exports.join(", ")
-            );
+            let exports: Vec<String> = component.component_type().exports(engine).map(|(n, _)| n.to_string()).collect();
+            bail!("{}: {} exports no {:?} (it exports {})", what(), dep.source.display(), dep.export, exports.join(", "));
         };
         let pre = host
             .instantiate_pre(&component)
             .map_err(anyhow::Error::from)
-            .with_context(|| {
-                format!(
-                    "{}: {} imports something this host does not provide",
-                    what(),
-                    dep.source.display()
-                )
-            })?;
-        let bare = Arc::new(Spec {
-            key_value_stores: Vec::new(),
-            allowed_outbound_hosts: Vec::new(),
-            variables: Default::default(),
-            ..spec.clone()
-        });
-        let linked = Arc::new(Linked {
-            slot,
-            dep: dep.clone(),
-            pre,
-            bare,
-        });
+            .with_context(|| format!("{}: {} imports something this host does not provide", what(), dep.source.display()))?;
+        let bare = Arc::new(Spec { key_value_stores: Vec::new(), allowed_outbound_hosts: Vec::new(), variables: Default::default(), ..spec.clone() });
+        let linked = Arc::new(Linked { slot, dep: dep.clone(), pre, bare });
         let mut instance = linker.instance(&dep.import)?;
         for (name, item) in import.exports(engine) {
             if !matches!(item.ty, ComponentItem::ComponentFunc(_)) {
-                bail!(
-                    "{}: import {:?} holds {name:?}, which is not a function; only functions are composed here",
-                    what(),
-                    dep.import
-                );
+                bail!("{}: import {:?} holds {name:?}, which is not a function; only functions are composed here", what(), dep.import);
             }
             let func = component
                 .get_export_index(Some(&export), name)
-                .with_context(|| {
-                    format!(
-                        "{}: the export {:?} has no function {name:?}",
-                        what(),
-                        dep.export
-                    )
-                })?;
+                .with_context(|| format!("{}: the export {:?} has no function {name:?}", what(), dep.export))?;
             let linked = linked.clone();
             instance.func_new_async(name, move |store, _ty, params, results| {
                 let linked = linked.clone();
@@ -154,12 +107,7 @@ async fn forward(
                 .pre
                 .instantiate_async(&mut store)
                 .await
-                .map_err(|e| {
-                    e.context(format!(
-                        "cannot instantiate dependency {:?}",
-                        linked.dep.import
-                    ))
-                })?;
+                .map_err(|e| e.context(format!("cannot instantiate dependency {:?}", linked.dep.import)))?;
             let deps = &mut store.data_mut().deps.0;
             if deps.len() <= linked.slot {
                 deps.resize(linked.slot + 1, None);
@@ -168,12 +116,9 @@ async fn forward(
             i
         }
     };
-    let f = instance.get_func(&mut store, func).ok_or_else(|| {
-        wasmtime::Error::msg(format!(
-            "dependency {:?} lost its export",
-            linked.dep.import
-        ))
-    })?;
+    let f = instance
+        .get_func(&mut store, func)
+        .ok_or_else(|| wasmtime::Error::msg(format!("dependency {:?} lost its export", linked.dep.import)))?;
     // A dependency that does not inherit runs with no configuration of its
     // own; the dependent's is put back however the call ends.
     tracing::debug!(dependency = %linked.dep.import, "composed call");
@@ -186,12 +131,7 @@ async fn forward(
     if outcome.is_ok() && linked.dep.export.starts_with("cairn:platform/tool") {
         if let Some(Val::Tuple(answer)) = results.first() {
             if let [Val::U16(status), Val::String(body)] = answer.as_slice() {
-                crate::metrics::tool_call(
-                    &linked.dep.import.replace('-', "_"),
-                    "composed",
-                    *status,
-                    body,
-                );
+                crate::metrics::tool_call(&linked.dep.import.replace('-', "_"), "composed", *status, body);
             }
         }
     }

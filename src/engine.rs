@@ -45,50 +45,29 @@ pub fn engine(limits: &crate::instance::Limits) -> Result<Engine> {
     if std::env::var("CAIRN_PROFILER").as_deref() == Ok("perfmap") {
         config.profiler(wasmtime::ProfilingStrategy::PerfMap);
     }
-    Engine::new(&config)
-        .map_err(anyhow::Error::from)
-        .context("cannot create the wasmtime engine")
+    Engine::new(&config).map_err(anyhow::Error::from).context("cannot create the wasmtime engine")
 }
 
 /// Compile `wasm` once: load the cached artifact if there is one for these
 /// bytes and this engine, else compile and cache. Returns whether it compiled.
-pub fn load_component(
-    engine: &Engine,
-    id: &str,
-    wasm_path: &Path,
-    cache_dir: &Path,
-) -> Result<(Component, bool)> {
+pub fn load_component(engine: &Engine, id: &str, wasm_path: &Path, cache_dir: &Path) -> Result<(Component, bool)> {
     let bytes = std::fs::read(wasm_path).with_context(|| {
-        format!(
-            "component {id:?}: cannot read {} (run `cairn build` first)",
-            wasm_path.display()
-        )
+        format!("component {id:?}: cannot read {} (run `cairn build` first)", wasm_path.display())
     })?;
     let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
-    engine
-        .precompile_compatibility_hash()
-        .hash(&mut engine_hash);
+    engine.precompile_compatibility_hash().hash(&mut engine_hash);
     let digest = Sha256::digest(&bytes);
-    let name = format!(
-        "{id}-{}-{:016x}.cwasm",
-        hex(&digest[..12]),
-        engine_hash.finish()
-    );
+    let name = format!("{id}-{}-{:016x}.cwasm", hex(&digest[..12]), engine_hash.finish());
     let path = cache_dir.join(name);
     if path.exists() {
         // SAFETY: the file was written by `precompile_component` of an engine
         // with the same compatibility hash, in a directory only this host writes.
         match unsafe { Component::deserialize_file(engine, &path) } {
             Ok(c) => return Ok((c, false)),
-            Err(e) => {
-                tracing::warn!(component = id, error = %e, "cached artifact unusable; recompiling")
-            }
+            Err(e) => tracing::warn!(component = id, error = %e, "cached artifact unusable; recompiling"),
         }
     }
-    let compiled = engine
-        .precompile_component(&bytes)
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("component {id:?}: compile failed"))?;
+    let compiled = engine.precompile_component(&bytes).map_err(anyhow::Error::from).with_context(|| format!("component {id:?}: compile failed"))?;
     std::fs::create_dir_all(cache_dir)?;
     let tmp = cache_dir.join(format!(".{id}.{}.tmp", std::process::id()));
     std::fs::write(&tmp, &compiled)?;
@@ -116,10 +95,7 @@ pub fn linker(engine: &Engine) -> Result<Linker<Ctx>> {
     let mut linker = Linker::<Ctx>::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-    crate::bindings::Host_::add_to_linker::<_, wasmtime::component::HasSelf<Ctx>>(
-        &mut linker,
-        |c| c,
-    )?;
+    crate::bindings::Host_::add_to_linker::<_, wasmtime::component::HasSelf<Ctx>>(&mut linker, |c| c)?;
     Ok(linker)
 }
 
@@ -142,16 +118,8 @@ pub fn load_all(
         }
         let started = Instant::now();
         let (component, fresh) = load_component(engine, id, path, cache_dir)?;
-        let how = if fresh {
-            "compiled"
-        } else {
-            "loaded from cache"
-        };
-        tracing::info!(
-            component = id,
-            ms = started.elapsed().as_millis() as u64,
-            "component {how}"
-        );
+        let how = if fresh { "compiled" } else { "loaded from cache" };
+        tracing::info!(component = id, ms = started.elapsed().as_millis() as u64, "component {how}");
         compiled.insert(key, component.clone());
         Ok(component)
     };
@@ -172,21 +140,9 @@ pub fn load_all(
         .with_context(|| format!("component {:?} imports something this host does not provide (a dependency missing from spin.toml?)", spec.id))?;
         let pre = ProxyPre::new(pre)
             .map_err(anyhow::Error::from)
-            .with_context(|| {
-                format!(
-                    "component {:?} does not export wasi:http/incoming-handler@0.2.x",
-                    spec.id
-                )
-            })?;
+            .with_context(|| format!("component {:?} does not export wasi:http/incoming-handler@0.2.x", spec.id))?;
         let variables = crate::variables::resolve_component(spec, app_vars)?;
-        out.insert(
-            spec.id.clone(),
-            Arc::new(Loaded {
-                spec: Arc::new(spec.clone()),
-                pre,
-                variables: Arc::new(variables),
-            }),
-        );
+        out.insert(spec.id.clone(), Arc::new(Loaded { spec: Arc::new(spec.clone()), pre, variables: Arc::new(variables) }));
     }
     Ok(out)
 }

@@ -145,20 +145,13 @@ impl Ctx {
 
 impl WasiView for Ctx {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
 impl WasiHttpView for Ctx {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            hooks: &mut *self.hooks,
-            table: &mut self.table,
-            ctx: &mut self.http,
-        }
+        WasiHttpCtxView { hooks: &mut *self.hooks, table: &mut self.table, ctx: &mut self.http }
     }
 }
 
@@ -176,11 +169,7 @@ pub struct RouteInfo {
 impl RouteInfo {
     /// For a request from another component.
     pub fn internal() -> Self {
-        Self {
-            matched: String::new(),
-            base: String::new(),
-            client: "127.0.0.1:0".into(),
-        }
+        Self { matched: String::new(), base: String::new(), client: "127.0.0.1:0".into() }
     }
 }
 
@@ -194,12 +183,7 @@ fn prepare<B>(
     component: &Loaded,
     mut req: hyper::Request<B>,
     route: &RouteInfo,
-) -> Result<(
-    WasmStore<Ctx>,
-    Resource<HostIncomingRequest>,
-    Resource<HostResponseOutparam>,
-    ResponseReceiver,
-)>
+) -> Result<(WasmStore<Ctx>, Resource<HostIncomingRequest>, Resource<HostResponseOutparam>, ResponseReceiver)>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
@@ -207,10 +191,7 @@ where
     add_spin_headers(&mut req, &component.spec, route);
     let mut store = new_store(app, component);
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let wasi_req = store
-        .data_mut()
-        .http()
-        .new_incoming_request(Scheme::Http, req)?;
+    let wasi_req = store.data_mut().http().new_incoming_request(Scheme::Http, req)?;
     let out = store.data_mut().http().new_response_outparam(tx)?;
     Ok((store, wasi_req, out, rx))
 }
@@ -222,10 +203,7 @@ fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
         wasi: WasiCtx::builder().inherit_stderr().build(),
         http: WasiHttpCtx::new(),
         table: ResourceTable::new(),
-        limits: StoreLimitsBuilder::new()
-            .memory_size(app.limits.max_memory)
-            .trap_on_grow_failure(true)
-            .build(),
+        limits: StoreLimitsBuilder::new().memory_size(app.limits.max_memory).trap_on_grow_failure(true).build(),
         hooks: (app.outbound)(app, component.spec.clone()),
         component: component.spec.clone(),
         variables: component.variables.clone(),
@@ -240,31 +218,18 @@ fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
     store
 }
 
-type ResponseReceiver =
-    tokio::sync::oneshot::Receiver<Result<hyper::Response<HyperOutgoingBody>, ErrorCode>>;
+type ResponseReceiver = tokio::sync::oneshot::Receiver<Result<hyper::Response<HyperOutgoingBody>, ErrorCode>>;
 
 /// Instantiate and call the handler. The store moves in, so it is dropped
 /// (with every body and outparam the guest left open) when the call ends.
-async fn call(
-    mut store: WasmStore<Ctx>,
-    pre: ProxyPre<Ctx>,
-    req: Resource<HostIncomingRequest>,
-    out: Resource<HostResponseOutparam>,
-) -> wasmtime::Result<()> {
+async fn call(mut store: WasmStore<Ctx>, pre: ProxyPre<Ctx>, req: Resource<HostIncomingRequest>, out: Resource<HostResponseOutparam>) -> wasmtime::Result<()> {
     let proxy = pre.instantiate_async(&mut store).await?;
-    proxy
-        .wasi_http_incoming_handler()
-        .call_handle(&mut store, req, out)
-        .await
+    proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await
 }
 
 /// What went wrong when no response came: the guest's trap or error if it
 /// had one, else that it returned without answering.
-fn no_response(
-    id: &str,
-    guest: Option<wasmtime::Result<()>>,
-    code: Option<ErrorCode>,
-) -> anyhow::Error {
+fn no_response(id: &str, guest: Option<wasmtime::Result<()>>, code: Option<ErrorCode>) -> anyhow::Error {
     match (code, guest) {
         (Some(code), _) => anyhow::anyhow!("component {id:?} answered with an error: {code:?}"),
         (None, Some(Err(e))) => describe_trap(e, id),
@@ -275,12 +240,7 @@ fn no_response(
 /// Run `req` through a fresh instance of `component` in the calling task and
 /// return the response with its whole body: what one component calling
 /// another needs, without a task hop per call.
-pub async fn run_buffered<B>(
-    app: Arc<App>,
-    component: Arc<Loaded>,
-    req: hyper::Request<B>,
-    route: RouteInfo,
-) -> Result<hyper::Response<Bytes>>
+pub async fn run_buffered<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo) -> Result<hyper::Response<Bytes>>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
@@ -295,10 +255,7 @@ where
                 let (parts, body) = resp.into_parts();
                 match body.collect().await {
                     Ok(b) => Ok(hyper::Response::from_parts(parts, b.to_bytes())),
-                    Err(e) => Err(Some(anyhow::anyhow!(
-                        "component {:?} failed while writing its body: {e}",
-                        component.spec.id
-                    ))),
+                    Err(e) => Err(Some(anyhow::anyhow!("component {:?} failed while writing its body: {e}", component.spec.id))),
                 }
             }
             Ok(Err(code)) => Err(Some(no_response(&component.spec.id, None, Some(code)))),
@@ -309,12 +266,7 @@ where
     match answer {
         Ok(resp) => {
             if let Some(tool) = tool {
-                crate::metrics::tool_call(
-                    &tool,
-                    "http",
-                    resp.status().as_u16(),
-                    &String::from_utf8_lossy(resp.body()),
-                );
+                crate::metrics::tool_call(&tool, "http", resp.status().as_u16(), &String::from_utf8_lossy(resp.body()));
             }
             Ok(resp)
         }
@@ -328,9 +280,7 @@ where
 
 fn describe_trap(e: wasmtime::Error, id: &str) -> anyhow::Error {
     match e.downcast_ref::<wasmtime::Trap>() {
-        Some(wasmtime::Trap::Interrupt) => {
-            anyhow::anyhow!("component {id:?} ran past the request timeout")
-        }
+        Some(wasmtime::Trap::Interrupt) => anyhow::anyhow!("component {id:?} ran past the request timeout"),
         Some(trap) => anyhow::anyhow!("component {id:?} trapped: {trap}"),
         None => anyhow::anyhow!("component {id:?} failed: {e:#}"),
     }
@@ -340,14 +290,8 @@ fn add_spin_headers<B>(req: &mut hyper::Request<B>, spec: &Spec, route: &RouteIn
     let path = req.uri().path().to_string();
     let full = format!(
         "http://{}{}",
-        req.headers()
-            .get(hyper::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("localhost"),
-        req.uri()
-            .path_and_query()
-            .map(|p| p.as_str())
-            .unwrap_or("/")
+        req.headers().get(hyper::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost"),
+        req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/")
     );
     let path_info = path.strip_prefix(&route.base).unwrap_or(&path).to_string();
     let h = req.headers_mut();
@@ -375,14 +319,7 @@ pub fn route<'a>(app: &'a App, path: &str) -> Option<(&'a Arc<Loaded>, RouteInfo
         Route::Wildcard(p) => (format!("{p}/..."), p.clone()),
         Route::Private => return None,
     };
-    Some((
-        loaded,
-        RouteInfo {
-            matched,
-            base,
-            client: String::new(),
-        },
-    ))
+    Some((loaded, RouteInfo { matched, base, client: String::new() }))
 }
 
 /// Box a hyper body into what outbound responses carry.

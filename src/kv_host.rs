@@ -40,11 +40,7 @@ impl Ctx {
         if !self.component.key_value_stores.iter().any(|l| l == label) {
             return Err(store::Error::AccessDenied);
         }
-        self.app
-            .stores
-            .get(label)
-            .cloned()
-            .ok_or(store::Error::NoSuchStore)
+        self.app.stores.get(label).cloned().ok_or(store::Error::NoSuchStore)
     }
 
     fn label(&self, b: &Resource<Bucket>) -> wasmtime::Result<(String, Arc<dyn Store>)> {
@@ -54,54 +50,28 @@ impl Ctx {
 }
 
 impl store::Host for Ctx {
-    fn open(
-        &mut self,
-        identifier: String,
-    ) -> wasmtime::Result<Result<Resource<Bucket>, store::Error>> {
+    fn open(&mut self, identifier: String) -> wasmtime::Result<Result<Resource<Bucket>, store::Error>> {
         match self.check_label(&identifier) {
-            Ok(store) => Ok(Ok(self
-                .table
-                .push(Bucket {
-                    label: identifier,
-                    store,
-                })
-                .map_err(table_err)?)),
+            Ok(store) => Ok(Ok(self.table.push(Bucket { label: identifier, store }).map_err(table_err)?)),
             Err(e) => Ok(Err(e)),
         }
     }
 }
 
 impl store::HostBucket for Ctx {
-    fn get(
-        &mut self,
-        b: Resource<Bucket>,
-        key: String,
-    ) -> wasmtime::Result<Result<Option<Vec<u8>>, store::Error>> {
+    fn get(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, store::Error>> {
         let (label, store) = self.label(&b)?;
         Ok(store.get(&label, &key).map_err(other))
     }
-    fn set(
-        &mut self,
-        b: Resource<Bucket>,
-        key: String,
-        value: Vec<u8>,
-    ) -> wasmtime::Result<Result<(), store::Error>> {
+    fn set(&mut self, b: Resource<Bucket>, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), store::Error>> {
         let (label, store) = self.label(&b)?;
         Ok(store.set(&label, &key, &value).map_err(other))
     }
-    fn delete(
-        &mut self,
-        b: Resource<Bucket>,
-        key: String,
-    ) -> wasmtime::Result<Result<(), store::Error>> {
+    fn delete(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<(), store::Error>> {
         let (label, store) = self.label(&b)?;
         Ok(store.delete(&label, &key).map_err(other))
     }
-    fn exists(
-        &mut self,
-        b: Resource<Bucket>,
-        key: String,
-    ) -> wasmtime::Result<Result<bool, store::Error>> {
+    fn exists(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<bool, store::Error>> {
         let (label, store) = self.label(&b)?;
         Ok(store.exists(&label, &key).map_err(other))
     }
@@ -115,13 +85,10 @@ impl store::HostBucket for Ctx {
         // at its end.
         const PAGE: usize = 256;
         let (label, store) = self.label(&b)?;
-        Ok(store
-            .list_keys(&label, cursor.as_deref(), PAGE)
-            .map_err(other)
-            .map(|keys| {
-                let cursor = (keys.len() == PAGE).then(|| keys.last().cloned()).flatten();
-                store::KeyResponse { keys, cursor }
-            }))
+        Ok(store.list_keys(&label, cursor.as_deref(), PAGE).map_err(other).map(|keys| {
+            let cursor = (keys.len() == PAGE).then(|| keys.last().cloned()).flatten();
+            store::KeyResponse { keys, cursor }
+        }))
     }
     fn drop(&mut self, b: Resource<Bucket>) -> wasmtime::Result<()> {
         self.table.delete(b).map_err(table_err)?;
@@ -130,12 +97,7 @@ impl store::HostBucket for Ctx {
 }
 
 impl atomics::Host for Ctx {
-    fn increment(
-        &mut self,
-        b: Resource<Bucket>,
-        key: String,
-        delta: i64,
-    ) -> wasmtime::Result<Result<i64, store::Error>> {
+    fn increment(&mut self, b: Resource<Bucket>, key: String, delta: i64) -> wasmtime::Result<Result<i64, store::Error>> {
         let (label, store) = self.label(&b)?;
         Ok(store.increment(&label, &key, delta).map_err(other))
     }
@@ -146,17 +108,10 @@ impl atomics::Host for Ctx {
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), atomics::CasError>> {
         let handle = self.table.delete(cas).map_err(table_err)?;
-        match handle
-            .store
-            .swap(&handle.label, &handle.key, handle.observed, &value)
-        {
+        match handle.store.swap(&handle.label, &handle.key, handle.observed, &value) {
             Ok(Swap::Done) => Ok(Ok(())),
             Ok(Swap::Failed(fresh)) => {
-                let fresh = CasHandle {
-                    value: fresh.value,
-                    observed: fresh.observed,
-                    ..handle
-                };
+                let fresh = CasHandle { value: fresh.value, observed: fresh.observed, ..handle };
                 let res = self.table.push(fresh).map_err(table_err)?;
                 Ok(Err(atomics::CasError::CasFailed(res)))
             }
@@ -166,30 +121,17 @@ impl atomics::Host for Ctx {
 }
 
 impl atomics::HostCas for Ctx {
-    fn new(
-        &mut self,
-        b: Resource<Bucket>,
-        key: String,
-    ) -> wasmtime::Result<Result<Resource<CasHandle>, store::Error>> {
+    fn new(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Resource<CasHandle>, store::Error>> {
         let (label, store) = self.label(&b)?;
         match store.read(&label, &key) {
             Ok(read) => {
-                let h = CasHandle {
-                    label,
-                    store,
-                    key,
-                    value: read.value,
-                    observed: read.observed,
-                };
+                let h = CasHandle { label, store, key, value: read.value, observed: read.observed };
                 Ok(Ok(self.table.push(h).map_err(table_err)?))
             }
             Err(e) => Ok(Err(other(e))),
         }
     }
-    fn current(
-        &mut self,
-        cas: Resource<CasHandle>,
-    ) -> wasmtime::Result<Result<Option<Vec<u8>>, store::Error>> {
+    fn current(&mut self, cas: Resource<CasHandle>) -> wasmtime::Result<Result<Option<Vec<u8>>, store::Error>> {
         Ok(Ok(self.table.get(&cas).map_err(table_err)?.value.clone()))
     }
     fn drop(&mut self, cas: Resource<CasHandle>) -> wasmtime::Result<()> {
@@ -220,17 +162,10 @@ impl batch::Host for Ctx {
         pairs: Vec<(String, Vec<u8>)>,
     ) -> wasmtime::Result<Result<(), store::Error>> {
         let (label, store) = self.label(&b)?;
-        let refs: Vec<(&str, &[u8])> = pairs
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_slice()))
-            .collect();
+        let refs: Vec<(&str, &[u8])> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
         Ok(store.set_many(&label, &refs).map_err(other))
     }
-    fn delete_many(
-        &mut self,
-        b: Resource<Bucket>,
-        keys: Vec<String>,
-    ) -> wasmtime::Result<Result<(), store::Error>> {
+    fn delete_many(&mut self, b: Resource<Bucket>, keys: Vec<String>) -> wasmtime::Result<Result<(), store::Error>> {
         let (label, store) = self.label(&b)?;
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         Ok(store.delete_many(&label, &refs).map_err(other))
@@ -248,45 +183,22 @@ fn spin_err(e: store::Error) -> spin_kv::Error {
 impl spin_kv::Host for Ctx {}
 
 impl spin_kv::HostStore for Ctx {
-    fn open(
-        &mut self,
-        label: String,
-    ) -> wasmtime::Result<Result<Resource<Bucket>, spin_kv::Error>> {
+    fn open(&mut self, label: String) -> wasmtime::Result<Result<Resource<Bucket>, spin_kv::Error>> {
         Ok(store::Host::open(self, label)?.map_err(spin_err))
     }
-    fn get(
-        &mut self,
-        s: Resource<Bucket>,
-        key: String,
-    ) -> wasmtime::Result<Result<Option<Vec<u8>>, spin_kv::Error>> {
+    fn get(&mut self, s: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, spin_kv::Error>> {
         Ok(store::HostBucket::get(self, s, key)?.map_err(spin_err))
     }
-    fn set(
-        &mut self,
-        s: Resource<Bucket>,
-        key: String,
-        value: Vec<u8>,
-    ) -> wasmtime::Result<Result<(), spin_kv::Error>> {
+    fn set(&mut self, s: Resource<Bucket>, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), spin_kv::Error>> {
         Ok(store::HostBucket::set(self, s, key, value)?.map_err(spin_err))
     }
-    fn delete(
-        &mut self,
-        s: Resource<Bucket>,
-        key: String,
-    ) -> wasmtime::Result<Result<(), spin_kv::Error>> {
+    fn delete(&mut self, s: Resource<Bucket>, key: String) -> wasmtime::Result<Result<(), spin_kv::Error>> {
         Ok(store::HostBucket::delete(self, s, key)?.map_err(spin_err))
     }
-    fn exists(
-        &mut self,
-        s: Resource<Bucket>,
-        key: String,
-    ) -> wasmtime::Result<Result<bool, spin_kv::Error>> {
+    fn exists(&mut self, s: Resource<Bucket>, key: String) -> wasmtime::Result<Result<bool, spin_kv::Error>> {
         Ok(store::HostBucket::exists(self, s, key)?.map_err(spin_err))
     }
-    fn get_keys(
-        &mut self,
-        s: Resource<Bucket>,
-    ) -> wasmtime::Result<Result<Vec<String>, spin_kv::Error>> {
+    fn get_keys(&mut self, s: Resource<Bucket>) -> wasmtime::Result<Result<Vec<String>, spin_kv::Error>> {
         let (label, store) = self.label(&s)?;
         let mut all = Vec::new();
         loop {

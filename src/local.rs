@@ -35,12 +35,7 @@ fn create_secret(path: &Path) -> Result<()> {
         return Ok(());
     }
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
     f.write_all(hex(&random_bytes::<32>()?).as_bytes())?;
     f.sync_all()?;
     let linked = std::fs::hard_link(&tmp, path);
@@ -57,16 +52,13 @@ pub fn signing_key(state_dir: &Path) -> Result<LocalKey> {
     std::fs::create_dir_all(state_dir)?;
     let path = state_dir.join("signing-key");
     create_secret(&path)?;
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let bytes: Vec<u8> = (0..text.trim().len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&text.trim()[i..i + 2], 16))
         .collect::<Result<_, _>>()
         .with_context(|| format!("{} is not a hex Ed25519 seed", path.display()))?;
-    let seed: [u8; 32] = bytes
-        .try_into()
-        .map_err(|_| anyhow::anyhow!("{} must hold 32 bytes", path.display()))?;
+    let seed: [u8; 32] = bytes.try_into().map_err(|_| anyhow::anyhow!("{} must hold 32 bytes", path.display()))?;
     Ok(LocalKey::from_seed(seed))
 }
 
@@ -97,21 +89,12 @@ pub fn audience(addr: SocketAddr) -> String {
 
 /// Fill empty auth variables with local defaults. Returns the local key
 /// when tokens are to be verified with it.
-pub fn fill_defaults(
-    vars: &mut BTreeMap<String, String>,
-    state_dir: &Path,
-    addr: SocketAddr,
-) -> Result<Option<LocalKey>> {
+pub fn fill_defaults(vars: &mut BTreeMap<String, String>, state_dir: &Path, addr: SocketAddr) -> Result<Option<LocalKey>> {
     let mut local = None;
-    let empty =
-        |vars: &BTreeMap<String, String>, name: &str| vars.get(name).is_none_or(String::is_empty);
+    let empty = |vars: &BTreeMap<String, String>, name: &str| vars.get(name).is_none_or(String::is_empty);
     // The local key, unless the keys come from an issuer (a pasted JWKS, a
     // JWKS URL, or discovery from a configured issuer).
-    if vars.contains_key("jwks")
-        && empty(vars, "jwks")
-        && empty(vars, "jwks_url")
-        && empty(vars, "issuer")
-    {
+    if vars.contains_key("jwks") && empty(vars, "jwks") && empty(vars, "jwks_url") && empty(vars, "issuer") {
         let key = signing_key(state_dir)?;
         vars.insert("jwks".into(), key.jwks());
         local = Some(key);
@@ -125,9 +108,7 @@ pub fn fill_defaults(
     // `cairn token` mints for what this state dir's server serves.
     if let Some(a) = vars.get("audience") {
         std::fs::create_dir_all(state_dir)?;
-        std::fs::write(state_dir.join(SERVED_AUDIENCE), a).with_context(|| {
-            format!("cannot write {}", state_dir.join(SERVED_AUDIENCE).display())
-        })?;
+        std::fs::write(state_dir.join(SERVED_AUDIENCE), a).with_context(|| format!("cannot write {}", state_dir.join(SERVED_AUDIENCE).display()))?;
     }
     if vars.get("identity_secret").is_some_and(String::is_empty) {
         vars.insert("identity_secret".into(), identity_secret(state_dir)?);
@@ -137,49 +118,22 @@ pub fn fill_defaults(
 
 /// Seconds since the epoch.
 pub fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 /// A token for an agent of tenant `local`, valid a day.
 pub fn starter_token(key: &LocalKey, issuer: &str, audience: &str) -> String {
-    local_token(
-        key,
-        issuer,
-        audience,
-        ("local-agent", "Local agent"),
-        Actor::Agent,
-        Role::Member,
-        "notes:read notes:write",
-    )
+    local_token(key, issuer, audience, ("local-agent", "Local agent"), Actor::Agent, Role::Member, "notes:read notes:write")
 }
 
 /// A token for the local person: a human admin of tenant `local`, valid a
 /// day, for the sign-in link of the people's editor.
 pub fn person_token(key: &LocalKey, issuer: &str, audience: &str) -> String {
     let scope = "notes:read notes:write notes:delete audit:read";
-    local_token(
-        key,
-        issuer,
-        audience,
-        ("local-person", "Local person"),
-        Actor::Human,
-        Role::Admin,
-        scope,
-    )
+    local_token(key, issuer, audience, ("local-person", "Local person"), Actor::Human, Role::Admin, scope)
 }
 
-fn local_token(
-    key: &LocalKey,
-    issuer: &str,
-    audience: &str,
-    (sub, name): (&str, &str),
-    actor: Actor,
-    role: Role,
-    scope: &str,
-) -> String {
+fn local_token(key: &LocalKey, issuer: &str, audience: &str, (sub, name): (&str, &str), actor: Actor, role: Role, scope: &str) -> String {
     key.sign(
         &TokenSpec {
             issuer: issuer.into(),

@@ -7,11 +7,7 @@ use cairn::cmd;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(
-    name = "cairn",
-    version,
-    about = "Cairn: shared notes for people and AI agents, on one machine or on Spin"
-)]
+#[command(name = "cairn", version, about = "Cairn: shared notes for people and AI agents, on one machine or on Spin")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -53,8 +49,6 @@ fn main() -> Result<()> {
         Command::Token(a) => cmd::token::run(a),
         Command::Reindex(a) => cmd::reindex::run(a),
         Command::Compat(a) => cmd::compat::run(a),
-        Command::Deploy {
-            target: Deploy::Spinkube(a),
-        } => cmd::deploy::run(a),
+        Command::Deploy { target: Deploy::Spinkube(a) } => cmd::deploy::run(a),
     }
 }

@@ -220,11 +220,9 @@ pub struct OutboundRule {
 impl OutboundRule {
     /// Parse one entry, refusing what Spin refuses.
     pub fn parse(text: &str) -> Result<Self> {
-        let (scheme, rest) = text.split_once("://").with_context(|| {
-            format!(
-                "allowed_outbound_hosts entry {text:?} has no scheme (write e.g. \"http://host\")"
-            )
-        })?;
+        let (scheme, rest) = text
+            .split_once("://")
+            .with_context(|| format!("allowed_outbound_hosts entry {text:?} has no scheme (write e.g. \"http://host\")"))?;
         let rest = rest.trim_end_matches('/');
         if rest.contains('/') {
             bail!("allowed_outbound_hosts entry {text:?} must not contain a path");
@@ -236,11 +234,7 @@ impl OutboundRule {
         if host.is_empty() {
             bail!("allowed_outbound_hosts entry {text:?} has no host");
         }
-        Ok(Self {
-            scheme: scheme.to_ascii_lowercase(),
-            host: host.to_ascii_lowercase(),
-            port,
-        })
+        Ok(Self { scheme: scheme.to_ascii_lowercase(), host: host.to_ascii_lowercase(), port })
     }
 
     /// Whether a request to `scheme://host:port` is allowed by this rule.
@@ -249,15 +243,8 @@ impl OutboundRule {
         let host = host.to_ascii_lowercase();
         let host_ok = self.host == "*"
             || self.host == host
-            || self
-                .host
-                .strip_prefix("*.")
-                .is_some_and(|suffix| host.ends_with(&format!(".{suffix}")));
-        let default_port = if scheme.eq_ignore_ascii_case("https") {
-            443
-        } else {
-            80
-        };
+            || self.host.strip_prefix("*.").is_some_and(|suffix| host.ends_with(&format!(".{suffix}")));
+        let default_port = if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 };
         let port_ok = match self.port.as_deref() {
             Some("*") => true,
             Some(p) => p.parse::<u16>().ok() == Some(port),
@@ -279,16 +266,12 @@ pub fn valid_id(id: &str, delim: char) -> Result<(), String> {
             return Err(format!("has an empty word between {delim:?} separators"));
         };
         if !first.is_ascii_alphabetic() {
-            return Err(format!(
-                "has a word starting with {first:?}; words start with a letter"
-            ));
+            return Err(format!("has a word starting with {first:?}; words start with a letter"));
         }
         let upper = first.is_ascii_uppercase();
         for c in chars {
             if !c.is_ascii_alphanumeric() {
-                return Err(format!(
-                    "contains {c:?}; only letters, digits and {delim:?} are allowed"
-                ));
+                return Err(format!("contains {c:?}; only letters, digits and {delim:?} are allowed"));
             }
             if c.is_ascii_alphabetic() && c.is_ascii_uppercase() != upper {
                 return Err(format!("mixes case in {word:?}"));
@@ -313,23 +296,11 @@ fn dependencies(
     let mut out = Vec::new();
     for (import, dep) in raw {
         if !import.contains(':') {
-            valid_id(&import, '-').map_err(|e| {
-                anyhow::anyhow!(
-                    "component {id:?}: dependency name {import:?} {e} (plain names are kebab-case)"
-                )
-            })?;
+            valid_id(&import, '-').map_err(|e| anyhow::anyhow!("component {id:?}: dependency name {import:?} {e} (plain names are kebab-case)"))?;
         }
         let (source, export, inherit) = match dep {
-            RawDependency::Path {
-                path,
-                export,
-                inherit_configuration,
-            } => (dir.join(path), export, inherit_configuration),
-            RawDependency::Component {
-                component,
-                export,
-                inherit_configuration,
-            } => {
+            RawDependency::Path { path, export, inherit_configuration } => (dir.join(path), export, inherit_configuration),
+            RawDependency::Component { component, export, inherit_configuration } => {
                 let (source, plain) = components
                     .get(&component)
                     .with_context(|| format!("component {id:?}: dependency {import:?} names component {component:?}, which does not exist"))?;
@@ -343,10 +314,7 @@ fn dependencies(
             }
             RawDependency::Other(v) => {
                 let given = match &v {
-                    toml::Value::Table(t) => format!(
-                        "a table with {}",
-                        t.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
+                    toml::Value::Table(t) => format!("a table with {}", t.keys().cloned().collect::<Vec<_>>().join(", ")),
                     other => format!("a {}", other.type_str()),
                 };
                 bail!(
@@ -364,17 +332,10 @@ fn dependencies(
             ),
         };
         if inherit_all.is_some() && inherit.is_some() {
-            bail!(
-                "component {id:?} sets both dependencies_inherit_configuration and inherit_configuration on {import:?}: use one or the other"
-            );
+            bail!("component {id:?} sets both dependencies_inherit_configuration and inherit_configuration on {import:?}: use one or the other");
         }
         let export = export.unwrap_or_else(|| import.clone());
-        out.push(Dependency {
-            import,
-            source,
-            export,
-            inherit: inherit.or(inherit_all).unwrap_or(false),
-        });
+        out.push(Dependency { import, source, export, inherit: inherit.or(inherit_all).unwrap_or(false) });
     }
     Ok(out)
 }
@@ -382,45 +343,25 @@ fn dependencies(
 impl Manifest {
     /// Read and validate the manifest at `path`.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let raw: Raw = toml::from_str(&text)
-            .with_context(|| format!("{} is not a valid Spin manifest", path.display()))?;
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let raw: Raw = toml::from_str(&text).with_context(|| format!("{} is not a valid Spin manifest", path.display()))?;
         if raw.spin_manifest_version != 2 {
-            bail!(
-                "{}: spin_manifest_version must be 2, found {}",
-                path.display(),
-                raw.spin_manifest_version
-            );
+            bail!("{}: spin_manifest_version must be 2, found {}", path.display(), raw.spin_manifest_version);
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let dir = if dir.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            dir
-        };
+        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
         for name in raw.variables.keys() {
-            valid_id(name, '_')
-                .map_err(|e| anyhow::anyhow!("variable {name:?} {e} (variables are snake_case)"))?;
+            valid_id(name, '_').map_err(|e| anyhow::anyhow!("variable {name:?} {e} (variables are snake_case)"))?;
         }
         let mut routes: BTreeMap<String, Vec<Route>> = BTreeMap::new();
         for t in &raw.trigger.http {
             if !raw.component.contains_key(&t.component) {
-                bail!(
-                    "a [[trigger.http]] names component {:?}, which has no [component.{}] table",
-                    t.component,
-                    t.component
-                );
+                bail!("a [[trigger.http]] names component {:?}, which has no [component.{}] table", t.component, t.component);
             }
             let route = match &t.route {
                 RawRoute::Private { private: true } => Route::Private,
-                RawRoute::Private { private: false } => bail!(
-                    "route of {:?}: `private = false` is not a route",
-                    t.component
-                ),
-                RawRoute::Path(p) if !p.starts_with('/') => {
-                    bail!("route {p:?} of {:?} must start with '/'", t.component)
-                }
+                RawRoute::Private { private: false } => bail!("route of {:?}: `private = false` is not a route", t.component),
+                RawRoute::Path(p) if !p.starts_with('/') => bail!("route {p:?} of {:?} must start with '/'", t.component),
                 RawRoute::Path(p) => match p.strip_suffix("/...") {
                     Some(prefix) => Route::Wildcard(prefix.to_string()),
                     None if p == "/..." => Route::Wildcard(String::new()),
@@ -434,31 +375,18 @@ impl Manifest {
             .component
             .iter()
             .map(|(id, c)| {
-                let plain = c.key_value_stores.is_empty()
-                    && c.variables.is_empty()
-                    && c.allowed_outbound_hosts.is_empty();
+                let plain = c.key_value_stores.is_empty() && c.variables.is_empty() && c.allowed_outbound_hosts.is_empty();
                 (id.clone(), (dir.join(&c.source), plain))
             })
             .collect();
         for (id, c) in raw.component {
-            let dependencies = dependencies(
-                &id,
-                c.dependencies,
-                c.dependencies_inherit_configuration,
-                &dir,
-                &sources,
-            )?;
-            valid_id(&id, '-').map_err(|e| {
-                anyhow::anyhow!("component id {id:?} {e} (Spin requires kebab-case ids)")
-            })?;
+            let dependencies = dependencies(&id, c.dependencies, c.dependencies_inherit_configuration, &dir, &sources)?;
+            valid_id(&id, '-').map_err(|e| anyhow::anyhow!("component id {id:?} {e} (Spin requires kebab-case ids)"))?;
             for label in &c.key_value_stores {
-                valid_id(label, '_')
-                    .map_err(|e| anyhow::anyhow!("component {id:?}: store label {label:?} {e}"))?;
+                valid_id(label, '_').map_err(|e| anyhow::anyhow!("component {id:?}: store label {label:?} {e}"))?;
             }
-            let (templates, fixed): (Vec<String>, Vec<String>) = c
-                .allowed_outbound_hosts
-                .into_iter()
-                .partition(|h| h.contains("{{"));
+            let (templates, fixed): (Vec<String>, Vec<String>) =
+                c.allowed_outbound_hosts.into_iter().partition(|h| h.contains("{{"));
             let rules = fixed
                 .iter()
                 .map(|h| OutboundRule::parse(h).with_context(|| format!("component {id:?}")))
@@ -491,18 +419,12 @@ impl Manifest {
     /// matched, most specific first (an exact route beats any wildcard; a
     /// longer prefix beats a shorter).
     pub fn route(&self, path: &str) -> Option<(&Component, &Route)> {
-        let path = if path.len() > 1 {
-            path.trim_end_matches('/')
-        } else {
-            path
-        };
+        let path = if path.len() > 1 { path.trim_end_matches('/') } else { path };
         let mut best: Option<(&Component, &Route, usize)> = None;
         for c in &self.components {
             for r in &c.routes {
                 match r {
-                    Route::Exact(p) if p == path || (p.is_empty() && path == "/") => {
-                        return Some((c, r));
-                    }
+                    Route::Exact(p) if p == path || (p.is_empty() && path == "/") => return Some((c, r)),
                     Route::Wildcard(prefix)
                         if (path == prefix || path.starts_with(&format!("{prefix}/")))
                             && best.is_none_or(|(_, _, len)| prefix.len() >= len) =>
@@ -528,8 +450,7 @@ impl Manifest {
     pub fn resolve_outbound(&mut self, app: &BTreeMap<String, String>) -> Result<()> {
         for c in &mut self.components {
             for t in std::mem::take(&mut c.outbound_templates) {
-                let host = crate::variables::expand(&t, app)
-                    .with_context(|| format!("component {:?}: allowed_outbound_hosts", c.id))?;
+                let host = crate::variables::expand(&t, app).with_context(|| format!("component {:?}: allowed_outbound_hosts", c.id))?;
                 let rule = OutboundRule::parse(&host).with_context(|| {
                     format!("component {:?}: allowed_outbound_hosts entry {t:?} expands to {host:?}, which is not a host", c.id)
                 })?;
@@ -548,10 +469,7 @@ impl Manifest {
         for id in ids {
             if self.component(id).is_none() {
                 let known: Vec<&str> = self.components.iter().map(|c| c.id.as_str()).collect();
-                bail!(
-                    "--component {id:?}: spin.toml has no such component (it has {})",
-                    known.join(", ")
-                );
+                bail!("--component {id:?}: spin.toml has no such component (it has {})", known.join(", "));
             }
         }
         self.components.retain(|c| ids.contains(&c.id));

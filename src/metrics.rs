@@ -24,10 +24,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Latency buckets, in seconds: 50 µs to 10 s.
-const BUCKETS: &[f64] = &[
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-    2.5, 10.0,
-];
+const BUCKETS: &[f64] = &[0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -60,8 +57,7 @@ pub fn render() -> String {
 pub fn request(component: &str, route: &str, status: u16, took: Duration) {
     let (c, r) = (component.to_string(), route.to_string());
     counter!("cairn_http_requests_total", "component" => c.clone(), "route" => r.clone(), "status" => status.to_string()).increment(1);
-    histogram!("cairn_http_request_duration_seconds", "component" => c, "route" => r)
-        .record(took.as_secs_f64());
+    histogram!("cairn_http_request_duration_seconds", "component" => c, "route" => r).record(took.as_secs_f64());
 }
 
 /// What a tool's answer (the status and body of `cairn:platform/tool`'s
@@ -71,9 +67,7 @@ pub fn tool_outcome(status: u16, body: &str) -> String {
         200 => {
             // `isError` closes the result object, so look from the end; only
             // a refusal (small) is parsed, for its code.
-            let refused = body
-                .rfind("\"isError\":")
-                .is_some_and(|i| body[i + 10..].trim_start().starts_with("true"));
+            let refused = body.rfind("\"isError\":").is_some_and(|i| body[i + 10..].trim_start().starts_with("true"));
             if !refused {
                 return "ok".into();
             }
@@ -105,14 +99,12 @@ pub fn search_merge(r: &cairn_notes::search::MergeReport) {
 pub fn store_op(store: &str, op: &'static str, ok: bool, took: Duration) {
     let s = store.to_string();
     counter!("cairn_store_operations_total", "store" => s.clone(), "op" => op, "outcome" => if ok { "ok" } else { "error" }).increment(1);
-    histogram!("cairn_store_operation_duration_seconds", "store" => s, "op" => op)
-        .record(took.as_secs_f64());
+    histogram!("cairn_store_operation_duration_seconds", "store" => s, "op" => op).record(took.as_secs_f64());
 }
 
 /// One compare-and-swap: `written`, `conflict` or `error`.
 pub fn swap(store: &str, outcome: &'static str) {
-    counter!("cairn_cas_swaps_total", "store" => store.to_string(), "outcome" => outcome)
-        .increment(1);
+    counter!("cairn_cas_swaps_total", "store" => store.to_string(), "outcome" => outcome).increment(1);
 }
 
 /// A store whose every operation is counted and timed, under its label.
@@ -124,10 +116,7 @@ pub struct Metered {
 impl Metered {
     /// Meters `inner`, the store behind `label`.
     pub fn wrap(label: &str, inner: Arc<dyn Store>) -> Arc<dyn Store> {
-        Arc::new(Metered {
-            label: label.to_string(),
-            inner,
-        })
+        Arc::new(Metered { label: label.to_string(), inner })
     }
 
     fn timed<T>(&self, op: &'static str, f: impl FnOnce() -> KvResult<T>) -> KvResult<T> {
@@ -144,14 +133,11 @@ impl Store for Metered {
     }
     fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> KvResult<Swap> {
         let out = self.timed("swap", || self.inner.swap(bucket, key, observed, value));
-        swap(
-            &self.label,
-            match &out {
-                Ok(Swap::Done) => "written",
-                Ok(Swap::Failed(_)) => "conflict",
-                Err(_) => "error",
-            },
-        );
+        swap(&self.label, match &out {
+            Ok(Swap::Done) => "written",
+            Ok(Swap::Failed(_)) => "conflict",
+            Err(_) => "error",
+        });
         out
     }
     fn read_many(&self, bucket: &str, keys: &[&str]) -> KvResult<Vec<Read>> {
@@ -161,28 +147,13 @@ impl Store for Metered {
         let out = self.timed("swap_each", || self.inner.swap_each(bucket, swaps));
         if let Ok(all) = &out {
             for s in all {
-                swap(
-                    &self.label,
-                    if matches!(s, Swap::Done) {
-                        "written"
-                    } else {
-                        "conflict"
-                    },
-                );
+                swap(&self.label, if matches!(s, Swap::Done) { "written" } else { "conflict" });
             }
         }
         out
     }
-    fn list_prefix(
-        &self,
-        bucket: &str,
-        prefix: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> KvResult<Vec<String>> {
-        self.timed("list_prefix", || {
-            self.inner.list_prefix(bucket, prefix, after, limit)
-        })
+    fn list_prefix(&self, bucket: &str, prefix: &str, after: Option<&str>, limit: usize) -> KvResult<Vec<String>> {
+        self.timed("list_prefix", || self.inner.list_prefix(bucket, prefix, after, limit))
     }
     fn set(&self, bucket: &str, key: &str, value: &[u8]) -> KvResult<()> {
         self.timed("set", || self.inner.set(bucket, key, value))
@@ -245,13 +216,7 @@ mod tests {
 
     #[test]
     fn a_tool_answer_names_its_outcome() {
-        assert_eq!(
-            tool_outcome(
-                200,
-                r#"{"content":[],"structuredContent":{"x":1},"isError":false}"#
-            ),
-            "ok"
-        );
+        assert_eq!(tool_outcome(200, r#"{"content":[],"structuredContent":{"x":1},"isError":false}"#), "ok");
         let refused = r#"{"content":[],"structuredContent":{"error":"version_conflict","isError":true},"isError": true}"#;
         assert_eq!(tool_outcome(200, refused), "version_conflict");
         assert_eq!(tool_outcome(503, "{}"), "unavailable");

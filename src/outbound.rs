@@ -23,22 +23,13 @@ pub struct Hooks {
 
 /// The policy of an instance of `caller`: what [`App::outbound`] holds.
 pub fn hooks(app: &Arc<App>, caller: Arc<Spec>) -> crate::instance::OutboundHooks {
-    Box::new(Hooks {
-        app: Arc::downgrade(app),
-        caller,
-    })
+    Box::new(Hooks { app: Arc::downgrade(app), caller })
 }
 
 type SendFuture = Box<
     dyn std::future::Future<
             Output = Result<
-                (
-                    hyper::Response<wasmtime_wasi_http::WasiBody>,
-                    Box<
-                        dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>>
-                            + Send,
-                    >,
-                ),
+                (hyper::Response<wasmtime_wasi_http::WasiBody>, Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>),
                 wasmtime_wasi_http::Error,
             >,
         > + Send,
@@ -58,19 +49,12 @@ impl WasiHttpHooks for Hooks {
         let app = self.app.upgrade();
         let caller = self.caller.clone();
         Box::new(async move {
-            let app = app.ok_or(wasmtime_wasi_http::Error::InternalError(Some(
-                "host is shutting down".into(),
-            )))?;
+            let app = app.ok_or(wasmtime_wasi_http::Error::InternalError(Some("host is shutting down".into())))?;
             let uri = request.uri().clone();
             let scheme = uri.scheme_str().unwrap_or("http").to_string();
             let host = uri.host().unwrap_or("").to_ascii_lowercase();
-            let port = uri
-                .port_u16()
-                .unwrap_or(if scheme == "https" { 443 } else { 80 });
-            let allowed = caller
-                .allowed_outbound_hosts
-                .iter()
-                .any(|r| r.allows(&scheme, &host, port));
+            let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
+            let allowed = caller.allowed_outbound_hosts.iter().any(|r| r.allows(&scheme, &host, port));
             if !allowed {
                 tracing::warn!(component = %caller.id, %uri, "outbound request denied: not in allowed_outbound_hosts");
                 return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
@@ -88,19 +72,17 @@ impl WasiHttpHooks for Hooks {
                 let request = hyper::Request::from_parts(parts, http_body_util::Full::new(body));
                 let response = run_buffered(app, target, request, RouteInfo::internal())
                     .await
-                    .map_err(|e| {
-                        wasmtime_wasi_http::Error::InternalError(Some(format!("{e:#}")))
-                    })?;
+                    .map_err(|e| wasmtime_wasi_http::Error::InternalError(Some(format!("{e:#}"))))?;
                 let response = response.map(|body| boxed(http_body_util::Full::new(body)));
-                let io: Box<
-                    dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send,
-                > = Box::new(async { Ok(()) });
+                let io: Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send> =
+                    Box::new(async { Ok(()) });
                 return Ok((response, io));
             }
             send(request).await
         })
     }
 }
+
 
 type Io = Box<dyn std::future::Future<Output = Result<(), Error>> + Send>;
 
@@ -113,9 +95,7 @@ pub async fn send(request: Request<WasiBody>) -> Result<(hyper::Response<WasiBod
     }
     let host = uri.host().ok_or(Error::HttpRequestUriInvalid)?.to_string();
     let port = uri.port_u16().unwrap_or(80);
-    let stream = tokio::net::TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(Error::Connect)?;
+    let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await.map_err(Error::Connect)?;
     let _ = stream.set_nodelay(true);
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     // The connection must be driven while the request is sent and the
@@ -125,30 +105,19 @@ pub async fn send(request: Request<WasiBody>) -> Result<(hyper::Response<WasiBod
     let io: Io = Box::new(async move {
         match driver.await {
             Ok(r) => r.map_err(Error::from),
-            Err(e) => Err(Error::InternalError(Some(format!(
-                "outbound connection task failed: {e}"
-            )))),
+            Err(e) => Err(Error::InternalError(Some(format!("outbound connection task failed: {e}")))),
         }
     });
     let (mut parts, body) = request.into_parts();
     if !parts.headers.contains_key(hyper::header::HOST) {
-        let authority = if uri.port_u16().is_some() {
-            format!("{host}:{port}")
-        } else {
-            host.clone()
-        };
+        let authority = if uri.port_u16().is_some() { format!("{host}:{port}") } else { host.clone() };
         if let Ok(v) = hyper::header::HeaderValue::from_str(&authority) {
             parts.headers.insert(hyper::header::HOST, v);
         }
     }
     if let Some(pq) = parts.uri.path_and_query() {
-        parts.uri = pq
-            .as_str()
-            .parse()
-            .map_err(|_| Error::HttpRequestUriInvalid)?;
+        parts.uri = pq.as_str().parse().map_err(|_| Error::HttpRequestUriInvalid)?;
     }
-    let response = sender
-        .send_request(Request::from_parts(parts, body))
-        .await?;
+    let response = sender.send_request(Request::from_parts(parts, body)).await?;
     Ok((response.map(boxed), io))
 }

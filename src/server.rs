@@ -6,9 +6,9 @@
 //! Ctrl-C or SIGTERM the listener closes, in-flight requests finish, and the
 //! store is closed cleanly.
 
-use crate::engine;
-use crate::instance::{self, App, Limits};
 use crate::manifest::Manifest;
+use crate::instance::{self, App, Limits};
+use crate::engine;
 use crate::stores::Stores;
 use anyhow::{Context, Result};
 use http_body_util::{BodyExt, Full};
@@ -82,15 +82,10 @@ impl Running {
 type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>;
 
 fn json(status: StatusCode, text: String) -> Response<Body> {
-    let body = Full::new(Bytes::from(text))
-        .map_err(|never| match never {})
-        .boxed_unsync();
+    let body = Full::new(Bytes::from(text)).map_err(|never| match never {}).boxed_unsync();
     let mut r = Response::new(body);
     *r.status_mut() = status;
-    r.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
     r
 }
 
@@ -118,32 +113,20 @@ pub async fn start(opts: Options) -> Result<Running> {
     }
     app_vars.extend(opts.variables.clone());
     crate::metrics::install();
-    let stores = opts
-        .stores
-        .open(&opts.state_dir, opts.fsync)?
-        .into_iter()
-        .map(|(l, s)| (l.clone(), crate::metrics::Metered::wrap(&l, s)))
-        .collect();
-    let listener = TcpListener::bind(opts.listen).await.with_context(|| {
-        format!(
-            "cannot listen on {} (is something else using it?)",
-            opts.listen
-        )
-    })?;
+    let stores = opts.stores.open(&opts.state_dir, opts.fsync)?.into_iter().map(|(l, s)| (l.clone(), crate::metrics::Metered::wrap(&l, s))).collect();
+    let listener = TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
     let addr = listener.local_addr()?;
     let local_key = crate::local::fill_defaults(&mut app_vars, &opts.state_dir, addr)?;
     manifest.resolve_outbound(&app_vars)?;
     let engine = engine::engine(&opts.limits)?;
     {
         let engine = engine.clone();
-        std::thread::Builder::new()
-            .name("epoch".into())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(instance::EPOCH_TICK);
-                    engine.increment_epoch();
-                }
-            })?;
+        std::thread::Builder::new().name("epoch".into()).spawn(move || loop {
+            std::thread::sleep(instance::EPOCH_TICK);
+            engine.increment_epoch();
+        })?;
     }
     let components = engine::load_all(&engine, &manifest, &app_vars, &opts.cache_dir)?;
     let app = Arc::new(App {
@@ -153,10 +136,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         stores,
         limits: opts.limits.clone(),
         outbound: crate::outbound::hooks,
-        metrics_token: app_vars
-            .get("metrics_token")
-            .filter(|t| !t.is_empty())
-            .cloned(),
+        metrics_token: app_vars.get("metrics_token").filter(|t| !t.is_empty()).cloned(),
         retention: cairn_notes::env::Retention::from_variables(|name| app_vars.get(name).cloned()),
     });
     for c in &app.manifest.components {
@@ -169,52 +149,23 @@ pub async fn start(opts: Options) -> Result<Running> {
         "cairn is serving http://{addr}"
     );
     let (stop, stop_rx) = watch::channel(false);
-    let done = tokio::spawn(serve(
-        app.clone(),
-        listener,
-        (opts.sweep_interval, opts.merge_interval),
-        stop_rx,
-    ));
+    let done = tokio::spawn(serve(app.clone(), listener, (opts.sweep_interval, opts.merge_interval), stop_rx));
     let issuer = app_vars.get("issuer").cloned().unwrap_or_default();
     let audience = app_vars.get("audience").cloned().unwrap_or_default();
     let starter_token = local_key
         .as_ref()
         .filter(|_| app.manifest.component("router").is_some())
-        .map(|key| {
-            (
-                audience.clone(),
-                crate::local::starter_token(key, &issuer, &audience),
-            )
-        });
+        .map(|key| (audience.clone(), crate::local::starter_token(key, &issuer, &audience)));
     let sign_in_link = local_key
         .as_ref()
         .filter(|_| app.manifest.component("ui").is_some())
-        .map(|key| {
-            format!(
-                "http://{addr}/#token={}",
-                crate::local::person_token(key, &issuer, &audience)
-            )
-        });
-    Ok(Running {
-        addr,
-        app,
-        starter_token,
-        sign_in_link,
-        stop,
-        done,
-    })
+        .map(|key| format!("http://{addr}/#token={}", crate::local::person_token(key, &issuer, &audience)));
+    Ok(Running { addr, app, starter_token, sign_in_link, stop, done })
 }
 
-async fn serve(
-    app: Arc<App>,
-    listener: TcpListener,
-    (sweep_interval, merge_interval): (Duration, Duration),
-    mut stop: watch::Receiver<bool>,
-) {
+async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_interval): (Duration, Duration), mut stop: watch::Receiver<bool>) {
     let graceful = GracefulShutdown::new();
-    let permits = Arc::new(Semaphore::new(
-        (app.limits.max_instances / 2).max(1) as usize
-    ));
+    let permits = Arc::new(Semaphore::new((app.limits.max_instances / 2).max(1) as usize));
     let connections = Arc::new(Semaphore::new(app.limits.max_connections));
     let sweeper = tokio::spawn(sweep(app.clone(), sweep_interval));
     let merger = tokio::spawn(merge_search(app.clone(), merge_interval));
@@ -248,13 +199,7 @@ async fn serve(
     }
     drop(listener);
     tracing::info!("shutting down: waiting for in-flight requests");
-    if tokio::time::timeout(
-        app.limits.request_timeout + Duration::from_secs(1),
-        graceful.shutdown(),
-    )
-    .await
-    .is_err()
-    {
+    if tokio::time::timeout(app.limits.request_timeout + Duration::from_secs(1), graceful.shutdown()).await.is_err() {
         tracing::warn!("some connections did not finish in time");
     }
     sweeper.abort();
@@ -274,8 +219,7 @@ async fn sweep(app: Arc<App>, every: Duration) {
         tick.tick().await;
         let store = app.store().clone();
         let retention = app.retention;
-        match tokio::task::spawn_blocking(move || crate::sweep::sweep_once(&store, retention)).await
-        {
+        match tokio::task::spawn_blocking(move || crate::sweep::sweep_once(&store, retention)).await {
             Ok(Ok(s)) if s != crate::sweep::Swept::default() => tracing::info!(
                 delete_markers = s.markers,
                 expired_claims = s.claims,
@@ -324,37 +268,20 @@ async fn refuse_connection(mut stream: tokio::net::TcpStream) {
 /// Reads a request's whole body within the body timeout and the size cap,
 /// before the request may take an instance: a client trickling its body
 /// holds a connection, never an instance. `Err`: the answer that refuses it.
-async fn read_body(
-    limits: &instance::Limits,
-    req: Request<Incoming>,
-) -> Result<Request<Full<Bytes>>, Response<Body>> {
+async fn read_body(limits: &instance::Limits, req: Request<Incoming>) -> Result<Request<Full<Bytes>>, Response<Body>> {
     use http_body_util::Limited;
     let (parts, body) = req.into_parts();
     let limited = Limited::new(body, limits.max_body_bytes);
     match tokio::time::timeout(limits.body_timeout, limited.collect()).await {
         Ok(Ok(b)) => Ok(Request::from_parts(parts, Full::new(b.to_bytes()))),
-        Ok(Err(e))
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(json(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    r#"{{"error":"body_too_large","message":"the request body exceeds this host's {} bytes"}}"#,
-                    limits.max_body_bytes
-                ),
-            ))
-        }
-        Ok(Err(_)) => Err(json(
-            StatusCode::BAD_REQUEST,
-            r#"{"error":"bad_body","message":"the request body could not be read"}"#.into(),
+        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(json(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(r#"{{"error":"body_too_large","message":"the request body exceeds this host's {} bytes"}}"#, limits.max_body_bytes),
         )),
+        Ok(Err(_)) => Err(json(StatusCode::BAD_REQUEST, r#"{"error":"bad_body","message":"the request body could not be read"}"#.into())),
         Err(_) => Err(json(
             StatusCode::REQUEST_TIMEOUT,
-            format!(
-                r#"{{"error":"body_timeout","message":"the request body did not arrive within {} ms"}}"#,
-                limits.body_timeout.as_millis()
-            ),
+            format!(r#"{{"error":"body_timeout","message":"the request body did not arrive within {} ms"}}"#, limits.body_timeout.as_millis()),
         )),
     }
 }
@@ -372,14 +299,7 @@ async fn handle(
         return Ok(metrics_answer(&app, &req));
     }
     let (id, route, response) = match instance::route(&app, &path) {
-        None => (
-            "-".to_string(),
-            "-".to_string(),
-            json(
-                StatusCode::NOT_FOUND,
-                r#"{"error":"not_found","message":"no route matches this path"}"#.into(),
-            ),
-        ),
+        None => ("-".to_string(), "-".to_string(), json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into())),
         Some((loaded, mut info)) => {
             info.client = peer.to_string();
             let id = loaded.spec.id.clone();
@@ -392,11 +312,7 @@ async fn handle(
                     // response body collected as it is written: no task hop and no
                     // cross-thread wake-up per request.
                     match instance::run_buffered(app.clone(), loaded.clone(), req, info).await {
-                        Ok(r) => r.map(|body| {
-                            Full::new(body)
-                                .map_err(|never| match never {})
-                                .boxed_unsync()
-                        }),
+                        Ok(r) => r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync()),
                         Err(e) => {
                             tracing::error!(component = %id, error = %e, "request failed");
                             json(
@@ -426,28 +342,14 @@ async fn handle(
 /// `metrics_token` variable; 404 while it is unset.
 fn metrics_answer(app: &App, req: &Request<Incoming>) -> Response<Body> {
     let Some(expected) = &app.metrics_token else {
-        return json(
-            StatusCode::NOT_FOUND,
-            r#"{"error":"not_found","message":"no route matches this path"}"#.into(),
-        );
+        return json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into());
     };
-    let given = req
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+    let given = req.headers().get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     if !given.is_some_and(|g| cairn_auth::constant_time_eq(g.as_bytes(), expected.as_bytes())) {
         return json(StatusCode::UNAUTHORIZED, r#"{"error":"unauthorized","message":"the metrics need the operator's metrics_token as a bearer token"}"#.into());
     }
-    let mut r = Response::new(
-        Full::new(Bytes::from(crate::metrics::render()))
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-    );
-    r.headers_mut().insert(
-        "content-type",
-        hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
-    );
+    let mut r = Response::new(Full::new(Bytes::from(crate::metrics::render())).map_err(|never| match never {}).boxed_unsync());
+    r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"));
     r
 }
 
@@ -461,15 +363,10 @@ pub async fn run_until_signal(opts: Options) -> Result<()> {
         );
     }
     if running.app.manifest.component("ui").is_some() {
-        eprintln!(
-            "Open http://{}/ in a browser for the people's editor.",
-            running.addr
-        );
+        eprintln!("Open http://{}/ in a browser for the people's editor.", running.addr);
     }
     if let Some(link) = &running.sign_in_link {
-        eprintln!(
-            "People's editor (sign in as the local person, an admin of tenant \"local\", 24 h):\n{link}\n"
-        );
+        eprintln!("People's editor (sign in as the local person, an admin of tenant \"local\", 24 h):\n{link}\n");
     }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {

@@ -43,12 +43,8 @@ impl std::str::FromStr for StoreKind {
         match s {
             "sqlite" => Ok(StoreKind::Sqlite),
             "memory" => Ok(StoreKind::Memory),
-            url if url.starts_with("redis://") || url.starts_with("rediss://") => {
-                Ok(StoreKind::Redis(url.to_string()))
-            }
-            other => Err(format!(
-                "unknown store {other:?}: use sqlite, memory or a redis://host:port URL"
-            )),
+            url if url.starts_with("redis://") || url.starts_with("rediss://") => Ok(StoreKind::Redis(url.to_string())),
+            other => Err(format!("unknown store {other:?}: use sqlite, memory or a redis://host:port URL")),
         }
     }
 }
@@ -95,37 +91,22 @@ pub struct Stores {
 impl Stores {
     /// Reads a runtime config file; every error names the file and the field.
     pub fn from_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the runtime config {}", path.display()))?;
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read the runtime config {}", path.display()))?;
         let raw: RuntimeConfig = toml::from_str(&text).map_err(|e| {
-            anyhow!(
-                "runtime config {}: {} (this host reads only [key_value_store.<label>] tables)",
-                path.display(),
-                e.message()
-            )
+            anyhow!("runtime config {}: {} (this host reads only [key_value_store.<label>] tables)", path.display(), e.message())
         })?;
         let mut labels = BTreeMap::new();
         for (label, table) in raw.key_value_store {
             let field = format!("key_value_store.{label}");
             let Some(kind) = table.get("type").and_then(|t| t.as_str()) else {
-                bail!(
-                    "runtime config {}: {field}.type is missing (redis, spin or memory)",
-                    path.display()
-                );
+                bail!("runtime config {}: {field}.type is missing (redis, spin or memory)", path.display());
             };
             if !matches!(kind, "redis" | "spin" | "memory") {
-                bail!(
-                    "runtime config {}: {field}.type = {kind:?} is not a store type this host knows (redis, spin or memory)",
-                    path.display()
-                );
+                bail!("runtime config {}: {field}.type = {kind:?} is not a store type this host knows (redis, spin or memory)", path.display());
             }
-            let config: StoreConfig = table.try_into().map_err(|e: toml::de::Error| {
-                anyhow!(
-                    "runtime config {}: {field}: {}",
-                    path.display(),
-                    e.message()
-                )
-            })?;
+            let config: StoreConfig = table
+                .try_into()
+                .map_err(|e: toml::de::Error| anyhow!("runtime config {}: {field}: {}", path.display(), e.message()))?;
             labels.insert(label, config);
         }
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -138,10 +119,7 @@ impl Stores {
             None => return self,
             Some(StoreKind::Sqlite) => StoreConfig::Spin { path: None },
             Some(StoreKind::Memory) => StoreConfig::Memory {},
-            Some(StoreKind::Redis(url)) => StoreConfig::Redis {
-                url: url.clone(),
-                namespace: None,
-            },
+            Some(StoreKind::Redis(url)) => StoreConfig::Redis { url: url.clone(), namespace: None },
         };
         self.labels.insert("default".into(), config);
         self
@@ -163,46 +141,30 @@ impl Stores {
             }
         }
         for label in labels {
-            let config = self
-                .labels
-                .get(label)
-                .cloned()
-                .unwrap_or(if label == "default" {
-                    StoreConfig::Spin { path: None }
-                } else {
-                    StoreConfig::Memory {}
-                });
+            let config = self.labels.get(label).cloned().unwrap_or(if label == "default" {
+                StoreConfig::Spin { path: None }
+            } else {
+                StoreConfig::Memory {}
+            });
             let store: Arc<dyn Store> = match config {
                 StoreConfig::Memory {} => Arc::new(cairn_kv::memory::MemoryStore::new()),
                 StoreConfig::Spin { path } => {
                     let path = match path {
                         Some(p) if p.is_relative() => self.base.join(p),
                         Some(p) => p,
-                        None => state_dir.join(if label == "default" {
-                            "kv.db".to_string()
-                        } else {
-                            format!("kv-{label}.db")
-                        }),
+                        None => state_dir.join(if label == "default" { "kv.db".to_string() } else { format!("kv-{label}.db") }),
                     };
                     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                        std::fs::create_dir_all(dir).with_context(|| {
-                            format!("store {label}: cannot create {}", dir.display())
-                        })?;
+                        std::fs::create_dir_all(dir).with_context(|| format!("store {label}: cannot create {}", dir.display()))?;
                     }
-                    Arc::new(
-                        cairn_kv_sqlite::SqliteStore::open(&path, fsync)
-                            .map_err(|e| anyhow!("store {label:?} ({}): {e}", path.display()))?,
-                    )
+                    Arc::new(cairn_kv_sqlite::SqliteStore::open(&path, fsync).map_err(|e| anyhow!("store {label:?} ({}): {e}", path.display()))?)
                 }
                 StoreConfig::Redis { url, namespace } => {
                     let mut options = cairn_kv_redis::Options::default();
                     if let Some(ns) = namespace {
                         options.namespace = ns;
                     }
-                    Arc::new(
-                        cairn_kv_redis::RedisStore::open(&url, options)
-                            .map_err(|e| anyhow!("store {label:?}: {e}"))?,
-                    )
+                    Arc::new(cairn_kv_redis::RedisStore::open(&url, options).map_err(|e| anyhow!("store {label:?}: {e}"))?)
                 }
             };
             out.insert(label.to_string(), store);
@@ -216,8 +178,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Stores> {
-        let dir =
-            std::env::temp_dir().join(format!("cairn-rc-{}-{}", std::process::id(), text.len()));
+        let dir = std::env::temp_dir().join(format!("cairn-rc-{}-{}", std::process::id(), text.len()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("runtime-config.toml");
         std::fs::write(&p, text).unwrap();
@@ -227,60 +188,31 @@ mod tests {
     #[test]
     fn a_redis_default_and_a_memory_cache_are_read() {
         let s = parse("[key_value_store.default]\ntype = \"redis\"\nurl = \"redis://127.0.0.1:6379\"\n\n[key_value_store.cache]\ntype = \"memory\"\n").unwrap();
-        assert_eq!(
-            s.labels["default"],
-            StoreConfig::Redis {
-                url: "redis://127.0.0.1:6379".into(),
-                namespace: None
-            }
-        );
+        assert_eq!(s.labels["default"], StoreConfig::Redis { url: "redis://127.0.0.1:6379".into(), namespace: None });
         assert_eq!(s.labels["cache"], StoreConfig::Memory {});
         assert!(s.shared());
     }
 
     #[test]
     fn an_unknown_store_type_names_the_field() {
-        let e = parse("[key_value_store.default]\ntype = \"dynamo\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("key_value_store.default.type") && e.contains("dynamo"),
-            "{e}"
-        );
+        let e = parse("[key_value_store.default]\ntype = \"dynamo\"\n").unwrap_err().to_string();
+        assert!(e.contains("key_value_store.default.type") && e.contains("dynamo"), "{e}");
     }
 
     #[test]
     fn a_missing_or_misspelled_field_names_it() {
-        let e = parse("[key_value_store.default]\ntype = \"redis\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("key_value_store.default") && e.contains("url"),
-            "{e}"
-        );
-        let e =
-            parse("[key_value_store.default]\ntype = \"redis\"\nurl = \"redis://x:1\"\nulr = 3\n")
-                .unwrap_err()
-                .to_string();
+        let e = parse("[key_value_store.default]\ntype = \"redis\"\n").unwrap_err().to_string();
+        assert!(e.contains("key_value_store.default") && e.contains("url"), "{e}");
+        let e = parse("[key_value_store.default]\ntype = \"redis\"\nurl = \"redis://x:1\"\nulr = 3\n").unwrap_err().to_string();
         assert!(e.contains("ulr"), "{e}");
-        let e = parse("[sqlite_database.default]\ntype = \"spin\"\n")
-            .unwrap_err()
-            .to_string();
+        let e = parse("[sqlite_database.default]\ntype = \"spin\"\n").unwrap_err().to_string();
         assert!(e.contains("sqlite_database"), "{e}");
     }
 
     #[test]
     fn the_store_shortcut_overrides_the_default_label() {
-        assert_eq!(
-            "redis://h:1".parse::<StoreKind>(),
-            Ok(StoreKind::Redis("redis://h:1".into()))
-        );
-        assert!(
-            "postgres://h"
-                .parse::<StoreKind>()
-                .unwrap_err()
-                .contains("redis://")
-        );
+        assert_eq!("redis://h:1".parse::<StoreKind>(), Ok(StoreKind::Redis("redis://h:1".into())));
+        assert!("postgres://h".parse::<StoreKind>().unwrap_err().contains("redis://"));
         let s = Stores::default().with_default(Some(&StoreKind::Memory));
         assert_eq!(s.labels["default"], StoreConfig::Memory {});
     }

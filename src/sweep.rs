@@ -24,10 +24,7 @@ pub struct Swept {
 
 /// One sweep of every tenant, keeping history as `retention` says.
 pub fn sweep_once(store: &Arc<dyn Store>, retention: Retention) -> Result<Swept> {
-    let mut out = Swept {
-        markers: store.sweep(3_600_000)?,
-        ..Swept::default()
-    };
+    let mut out = Swept { markers: store.sweep(3_600_000)?, ..Swept::default() };
     let mut env = SystemEnv::with_retention(0, retention);
     for tenant in cairn_notes::list_tenants(store.as_ref())? {
         out.claims += cairn_notes::sweep_expired_claims(store.as_ref(), &mut env, &tenant)?;
@@ -36,15 +33,12 @@ pub fn sweep_once(store: &Arc<dyn Store>, retention: Retention) -> Result<Swept>
     Ok(out)
 }
 
-/// Dirty notes one tenant's merge takes on per round.
-const MERGE_BUDGET: usize = 1024;
-
 /// One round of the search merge over every tenant: what it did, summed.
 pub fn merge_search(store: &Arc<dyn Store>) -> Result<cairn_notes::search::MergeReport> {
     let mut env = SystemEnv::new(0);
     let mut out = cairn_notes::search::MergeReport::default();
     for tenant in cairn_notes::list_tenants(store.as_ref())? {
-        out += cairn_notes::search::merge(store.as_ref(), &mut env, &tenant, MERGE_BUDGET)?;
+        out += cairn_notes::search::merge(store.as_ref(), &mut env, &tenant, cairn_notes::search::MERGE_BUDGET)?;
     }
     Ok(out)
 }

@@ -26,14 +26,10 @@ pub fn resolve_app(manifest: &Manifest) -> Result<BTreeMap<String, String>> {
 
 /// Expand a component's variable templates (`"{{ app_var }}"`, text around
 /// templates kept) against the application's values.
-pub fn resolve_component(
-    c: &Component,
-    app: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>> {
+pub fn resolve_component(c: &Component, app: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for (name, template) in &c.variables {
-        let value = expand(template, app)
-            .map_err(|e| anyhow::anyhow!("component {:?}: variable {name:?}: {e}", c.id))?;
+        let value = expand(template, app).map_err(|e| anyhow::anyhow!("component {:?}: variable {name:?}: {e}", c.id))?;
         out.insert(name.clone(), value);
     }
     Ok(out)

@@ -7,15 +7,9 @@ use crate::instance::Ctx;
 
 impl Host for Ctx {
     fn get(&mut self, name: String) -> wasmtime::Result<Result<String, Error>> {
-        if crate::manifest::valid_id(&name, '_').is_err()
-            || name.chars().any(|c| c.is_ascii_uppercase())
-        {
+        if crate::manifest::valid_id(&name, '_').is_err() || name.chars().any(|c| c.is_ascii_uppercase()) {
             return Ok(Err(Error::InvalidName(name)));
         }
-        Ok(self
-            .variables
-            .get(&name)
-            .cloned()
-            .ok_or(Error::Undefined(name)))
+        Ok(self.variables.get(&name).cloned().ok_or(Error::Undefined(name)))
     }
 }

@@ -30,43 +30,26 @@ pub struct AppendRun {
 
 /// One client: append lines `{tag}-{i}` until `deadline`; the latency of each
 /// pair, the lines acknowledged, the conflicts.
-pub async fn append_client(
-    c: &mut impl Caller,
-    note: &str,
-    tag: &str,
-    deadline: Instant,
-) -> Result<(Vec<Duration>, Vec<String>, usize)> {
+pub async fn append_client(c: &mut impl Caller, note: &str, tag: &str, deadline: Instant) -> Result<(Vec<Duration>, Vec<String>, usize)> {
     let mut lat = Vec::new();
     let mut acked = Vec::new();
     let mut conflicts = 0;
     let mut i = 0u64;
     while Instant::now() < deadline {
         let t = Instant::now();
-        let read = c
-            .call(
-                "read_note_tab",
-                json!({"note_id": note, "tab_id": "markdown"}),
-            )
-            .await?;
+        let read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
         if read["isError"] != false {
             bail!("read refused: {read}");
         }
         let s = &read["structuredContent"];
         let text = s["text"].as_str().unwrap_or_default();
         let line = format!("{tag}-{i}");
-        let next = if text.is_empty() {
-            line.clone()
-        } else {
-            format!("{text}\n{line}")
-        };
+        let next = if text.is_empty() { line.clone() } else { format!("{text}\n{line}") };
         let w = c
             .call("edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": s["version"],
                 "idempotency_key": format!("{tag}-{i}"), "operation": "replace_text", "text": next}))
             .await?;
-        match (
-            w["isError"].as_bool(),
-            w["structuredContent"]["error"].as_str(),
-        ) {
+        match (w["isError"].as_bool(), w["structuredContent"]["error"].as_str()) {
             (Some(false), _) => {
                 acked.push(line);
                 lat.push(t.elapsed());
@@ -82,33 +65,18 @@ pub async fn append_client(
 /// The final check of one note: every acknowledged line exactly once.
 /// Returns the lines missing or doubled, and the note's size.
 pub async fn verify(c: &mut impl Caller, note: &str, acked: &[String]) -> Result<(usize, usize)> {
-    let read = c
-        .call(
-            "read_note_tab",
-            json!({"note_id": note, "tab_id": "markdown"}),
-        )
-        .await?;
-    let text = read["structuredContent"]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
+    let text = read["structuredContent"]["text"].as_str().unwrap_or_default().to_string();
     let mut counts = std::collections::HashMap::new();
     for l in text.lines() {
         *counts.entry(l).or_insert(0usize) += 1;
     }
-    let bad = acked
-        .iter()
-        .filter(|l| counts.get(l.as_str()) != Some(&1))
-        .count();
+    let bad = acked.iter().filter(|l| counts.get(l.as_str()) != Some(&1)).count();
     Ok((bad, text.len()))
 }
 
 /// Sums the clients' outcomes into one run.
-pub fn combine(
-    name: &str,
-    outcomes: Vec<(Vec<Duration>, usize, usize, usize, usize)>,
-    elapsed: Duration,
-) -> AppendRun {
+pub fn combine(name: &str, outcomes: Vec<(Vec<Duration>, usize, usize, usize, usize)>, elapsed: Duration) -> AppendRun {
     let mut lat = Vec::new();
     let (mut acked, mut lost, mut conflicts, mut largest) = (0, 0, 0, 0);
     for (l, a, bad, c, size) in outcomes {
@@ -118,11 +86,5 @@ pub fn combine(
         conflicts += c;
         largest = largest.max(size);
     }
-    AppendRun {
-        pairs: summarize(name, lat, elapsed),
-        acked,
-        lost,
-        conflicts,
-        largest_note: largest,
-    }
+    AppendRun { pairs: summarize(name, lat, elapsed), acked, lost, conflicts, largest_note: largest }
 }

@@ -83,20 +83,10 @@ impl Chart {
         }
         for (name, values) in &self.series {
             if values.len() != self.categories.len() {
-                bail!(
-                    "chart {}: series {name:?} has {} values for {} categories",
-                    self.file,
-                    values.len(),
-                    self.categories.len()
-                );
+                bail!("chart {}: series {name:?} has {} values for {} categories", self.file, values.len(), self.categories.len());
             }
-            if let Some(v) = values.iter().find(|v| {
-                !v.is_finite() || **v < 0.0 || (self.kind == Kind::LogLines && **v <= 0.0)
-            }) {
-                bail!(
-                    "chart {}: series {name:?} holds {v}, which this chart cannot draw",
-                    self.file
-                );
+            if let Some(v) = values.iter().find(|v| !v.is_finite() || **v < 0.0 || (self.kind == Kind::LogLines && **v <= 0.0)) {
+                bail!("chart {}: series {name:?} holds {v}, which this chart cannot draw", self.file);
             }
         }
         Ok(())
@@ -126,21 +116,11 @@ impl Chart {
     }
 
     fn label_of(&self, x: f64) -> String {
-        self.categories
-            .get(x.max(0.0) as usize)
-            .cloned()
-            .unwrap_or_default()
+        self.categories.get(x.max(0.0) as usize).cloned().unwrap_or_default()
     }
 
-    fn bars<DB: DrawingBackend>(
-        &self,
-        root: &DrawingArea<DB, plotters::coord::Shift>,
-    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-        let top = self
-            .series
-            .iter()
-            .flat_map(|(_, v)| v.iter().copied())
-            .fold(0.0, f64::max);
+    fn bars<DB: DrawingBackend>(&self, root: &DrawingArea<DB, plotters::coord::Shift>) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let top = self.series.iter().flat_map(|(_, v)| v.iter().copied()).fold(0.0, f64::max);
         // Headroom above the tallest bar for the value labels and the legend.
         let top = if top > 0.0 { top * 1.45 } else { 1.0 };
         let mut chart = frame!(self, root, 0.0..top, 64);
@@ -149,68 +129,32 @@ impl Chart {
             let color = PALETTE[j % PALETTE.len()];
             let left = move |i: usize| i as f64 + 0.1 + j as f64 * width;
             chart
-                .draw_series(values.iter().enumerate().map(|(i, &v)| {
-                    Rectangle::new(
-                        [(left(i), 0.0), (left(i) + width * 0.92, v)],
-                        color.filled(),
-                    )
-                }))?
+                .draw_series(values.iter().enumerate().map(|(i, &v)| Rectangle::new([(left(i), 0.0), (left(i) + width * 0.92, v)], color.filled())))?
                 .label(name.as_str())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
-                });
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
             // The value above each bar, so a zero is visibly a zero.
             chart.draw_series(values.iter().enumerate().map(|(i, &v)| {
-                Text::new(
-                    short_number(v),
-                    (left(i) + width * 0.46, v),
-                    ("sans-serif", 11)
-                        .into_font()
-                        .color(&BLACK)
-                        .pos(Pos::new(HPos::Center, VPos::Bottom)),
-                )
+                Text::new(short_number(v), (left(i) + width * 0.46, v), ("sans-serif", 11).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Bottom)))
             }))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
+        chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
         Ok(())
     }
 
-    fn lines<DB: DrawingBackend>(
-        &self,
-        root: &DrawingArea<DB, plotters::coord::Shift>,
-    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    fn lines<DB: DrawingBackend>(&self, root: &DrawingArea<DB, plotters::coord::Shift>) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
         let values = || self.series.iter().flat_map(|(_, v)| v.iter().copied());
-        let (lo, hi) = (
-            values().fold(f64::MAX, f64::min),
-            values().fold(0.0, f64::max),
-        );
+        let (lo, hi) = (values().fold(f64::MAX, f64::min), values().fold(0.0, f64::max));
         let mut chart = frame!(self, root, (lo / 2.0..hi * 2.0).log_scale(), 72);
         for (j, (name, values)) in self.series.iter().enumerate() {
             let color = PALETTE[j % PALETTE.len()];
-            let points: Vec<(f64, f64)> = values
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| (i as f64 + 0.5, v))
-                .collect();
+            let points: Vec<(f64, f64)> = values.iter().enumerate().map(|(i, &v)| (i as f64 + 0.5, v)).collect();
             chart
                 .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
                 .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                });
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
             chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
+        chart.configure_series_labels().position(SeriesLabelPosition::LowerRight).background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
         Ok(())
     }
 }
@@ -267,26 +211,11 @@ mod tests {
     fn bars_and_lines_render_every_category_and_series_name() {
         let dir = std::env::temp_dir().join(format!("cairn-charts-{}", std::process::id()));
         for kind in [Kind::Bars, Kind::LogLines] {
-            let c = chart(
-                kind,
-                vec![
-                    ("lost".into(), vec![1.0, 27.0]),
-                    ("conflicts".into(), vec![51.0, 49.0]),
-                ],
-            );
+            let c = chart(kind, vec![("lost".into(), vec![1.0, 27.0]), ("conflicts".into(), vec![51.0, 49.0])]);
             let svg = std::fs::read_to_string(c.render(&dir).unwrap()).unwrap();
             assert!(svg.starts_with("<svg"), "{kind:?}: not an SVG");
-            for text in [
-                "Conflicts per policy",
-                "re-apply",
-                "resend",
-                "lost",
-                "conflicts",
-            ] {
-                assert!(
-                    svg.contains(text),
-                    "{kind:?}: {text:?} missing from the SVG"
-                );
+            for text in ["Conflicts per policy", "re-apply", "resend", "lost", "conflicts"] {
+                assert!(svg.contains(text), "{kind:?}: {text:?} missing from the SVG");
             }
         }
         let _ = std::fs::remove_dir_all(dir);
@@ -295,24 +224,9 @@ mod tests {
     #[test]
     fn a_series_of_the_wrong_length_or_a_zero_on_a_log_axis_is_refused() {
         let short = chart(Kind::Bars, vec![("lost".into(), vec![1.0])]);
-        assert!(
-            short
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("1 values for 2 categories")
-        );
+        assert!(short.validate().unwrap_err().to_string().contains("1 values for 2 categories"));
         let zero = chart(Kind::LogLines, vec![("calls/s".into(), vec![0.0, 3.0])]);
-        assert!(
-            zero.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("cannot draw")
-        );
-        assert!(
-            chart(Kind::Bars, vec![("zeros".into(), vec![0.0, 0.0])])
-                .validate()
-                .is_ok()
-        );
+        assert!(zero.validate().unwrap_err().to_string().contains("cannot draw"));
+        assert!(chart(Kind::Bars, vec![("zeros".into(), vec![0.0, 0.0])]).validate().is_ok());
     }
 }

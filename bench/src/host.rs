@@ -30,15 +30,11 @@ async fn native_server() -> Result<SocketAddr> {
             let _ = stream.set_nodelay(true);
             tokio::spawn(async move {
                 let svc = hyper::service::service_fn(|_req| async {
-                    let mut r =
-                        Response::new(Full::new(Bytes::from_static(HEALTH_BODY.as_bytes())));
-                    r.headers_mut()
-                        .insert("content-type", "application/json".parse().unwrap());
+                    let mut r = Response::new(Full::new(Bytes::from_static(HEALTH_BODY.as_bytes())));
+                    r.headers_mut().insert("content-type", "application/json".parse().unwrap());
                     Ok::<_, std::convert::Infallible>(r)
                 });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
             });
         }
     });
@@ -49,16 +45,8 @@ async fn fetch(addr: SocketAddr, path: &str) -> Result<Bytes> {
     let stream = tokio::net::TcpStream::connect(addr).await?;
     let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(conn);
-    let req = Request::get(path)
-        .header("host", addr.to_string())
-        .body(Empty::<Bytes>::new())?;
-    Ok(tx
-        .send_request(req)
-        .await?
-        .into_body()
-        .collect()
-        .await?
-        .to_bytes())
+    let req = Request::get(path).header("host", addr.to_string()).body(Empty::<Bytes>::new())?;
+    Ok(tx.send_request(req).await?.into_body().collect().await?.to_bytes())
 }
 
 /// `cairn bench host`.
@@ -74,15 +62,12 @@ pub async fn host(manifest: PathBuf, seconds: u64, concurrency: Vec<usize>) -> R
         fsync: false,
         limits: Limits::default(),
         sweep_interval: Duration::from_secs(60),
-        merge_interval: Duration::from_millis(250),
+            merge_interval: Duration::from_millis(250),
         variables: Default::default(),
     };
     let running = server::start(opts).await?;
     let native = native_server().await?;
-    let (a, b) = (
-        fetch(native, "/healthz").await?,
-        fetch(running.addr, "/healthz").await?,
-    );
+    let (a, b) = (fetch(native, "/healthz").await?, fetch(running.addr, "/healthz").await?);
     if a != b {
         bail!("the component and the native handler answer differently: {a:?} vs {b:?}");
     }
@@ -95,10 +80,7 @@ pub async fn host(manifest: PathBuf, seconds: u64, concurrency: Vec<usize>) -> R
         n.name = "native hyper handler".into();
         let mut w = load(running.addr, "/healthz", c, duration).await?;
         w.name = "health component via cairn (fresh instance per request)".into();
-        print_table(
-            &format!("GET /healthz, {c} concurrent connections, {seconds} s each"),
-            &[n.clone(), w.clone()],
-        );
+        print_table(&format!("GET /healthz, {c} concurrent connections, {seconds} s each"), &[n.clone(), w.clone()]);
         println!("\nratio native/component: {:.2}x", n.rps / w.rps);
     }
     running.shutdown().await;

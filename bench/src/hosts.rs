@@ -24,9 +24,7 @@ pub struct Host {
 
 impl Drop for Host {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -51,33 +49,18 @@ fn cairn_binary() -> Result<PathBuf> {
     let me = std::env::current_exe()?;
     let bin = me.with_file_name("cairn");
     if !bin.exists() {
-        bail!(
-            "{} is missing: build it first (cargo build --release)",
-            bin.display()
-        );
+        bail!("{} is missing: build it first (cargo build --release)", bin.display());
     }
     Ok(bin)
 }
 
 /// Start a host with these `cairn up` arguments and environment; returns
 /// once it serves.
-pub fn start(
-    manifest: &Path,
-    state: &Path,
-    args: &[String],
-    env: &[(String, String)],
-) -> Result<Host> {
+pub fn start(manifest: &Path, state: &Path, args: &[String], env: &[(String, String)]) -> Result<Host> {
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
     let mut cmd = Command::new(cairn_binary()?);
-    cmd.arg("up")
-        .arg("-f")
-        .arg(manifest)
-        .arg("--listen")
-        .arg(addr.to_string())
-        .arg("--state-dir")
-        .arg(state)
-        .args(args);
+    cmd.arg("up").arg("-f").arg(manifest).arg("--listen").arg(addr.to_string()).arg("--state-dir").arg(state).args(args);
     cmd.env("SPIN_VARIABLE_AUDIENCE", AUDIENCE)
         .env("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "1000000000")
         .env("CAIRN_LOG", "warn")

@@ -7,11 +7,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(
-    name = "cairn-bench",
-    version,
-    about = "Cairn's benchmarks (ratios against a native baseline) and the seed posts' experiments"
-)]
+#[command(name = "cairn-bench", version, about = "Cairn's benchmarks (ratios against a native baseline) and the seed posts' experiments")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -144,11 +140,7 @@ struct ExperimentArgs {
 
 impl ExperimentArgs {
     fn sizes(&self) -> Sizes {
-        let base = if self.quick {
-            Sizes::quick()
-        } else {
-            Sizes::full()
-        };
+        let base = if self.quick { Sizes::quick() } else { Sizes::full() };
         Sizes {
             runs: self.runs.unwrap_or(base.runs),
             edits: self.edits.unwrap_or(base.edits),
@@ -167,70 +159,21 @@ fn main() -> Result<()> {
     }
     let rt = tokio::runtime::Runtime::new()?;
     match Cli::parse().command {
-        Command::Host(a) => rt.block_on(cairn_bench::host::host(
-            a.manifest,
-            a.seconds,
-            a.concurrency,
-        )),
-        Command::Notes {
-            common: a,
-            max_notes,
-        } => rt.block_on(cairn_bench::notes::notes(
-            a.manifest,
-            a.seconds,
-            a.concurrency,
-            max_notes,
-        )),
-        Command::Router(a) => rt.block_on(cairn_bench::notes::router(
-            a.manifest,
-            a.seconds,
-            a.concurrency,
-        )),
-        Command::Scale {
-            manifest,
-            seconds,
-            clients,
-            out,
-        } => {
+        Command::Host(a) => rt.block_on(cairn_bench::host::host(a.manifest, a.seconds, a.concurrency)),
+        Command::Notes { common: a, max_notes } => rt.block_on(cairn_bench::notes::notes(a.manifest, a.seconds, a.concurrency, max_notes)),
+        Command::Router(a) => rt.block_on(cairn_bench::notes::router(a.manifest, a.seconds, a.concurrency)),
+        Command::Scale { manifest, seconds, clients, out } => {
             let table = rt.block_on(cairn_bench::scale::scale(manifest, seconds, clients))?;
             println!("{table}");
             if let Some(path) = out {
                 use std::io::Write as _;
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)?
-                    .write_all(table.as_bytes())?;
+                std::fs::OpenOptions::new().create(true).append(true).open(&path)?.write_all(table.as_bytes())?;
             }
             Ok(())
         }
-        Command::Perf {
-            manifest,
-            seconds,
-            clients,
-            python,
-            no_peer,
-            max_notes,
-            search_notes,
-            search_queries,
-            only,
-            out,
-        } => {
-            let python = if no_peer {
-                None
-            } else {
-                python.or_else(cairn_bench::peer::default_python)
-            };
-            let args = cairn_bench::perf::PerfArgs {
-                manifest,
-                seconds,
-                clients,
-                python,
-                max_notes,
-                host_env: Vec::new(),
-                search_notes,
-                search_queries,
-            };
+        Command::Perf { manifest, seconds, clients, python, no_peer, max_notes, search_notes, search_queries, only, out } => {
+            let python = if no_peer { None } else { python.or_else(cairn_bench::peer::default_python) };
+            let args = cairn_bench::perf::PerfArgs { manifest, seconds, clients, python, max_notes, host_env: Vec::new(), search_notes, search_queries };
             let report = rt.block_on(cairn_bench::perf::perf(args, &only))?;
             println!("{report}");
             if let Some(path) = out {

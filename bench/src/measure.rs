@@ -25,12 +25,7 @@ pub struct Series {
 }
 
 /// Drive `GET http://addr/path` from `concurrency` connections for `duration`.
-pub async fn load(
-    addr: SocketAddr,
-    path: &str,
-    concurrency: usize,
-    duration: Duration,
-) -> Result<Series> {
+pub async fn load(addr: SocketAddr, path: &str, concurrency: usize, duration: Duration) -> Result<Series> {
     let deadline = Instant::now() + duration;
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
@@ -38,14 +33,11 @@ pub async fn load(
         tasks.push(tokio::spawn(async move {
             let stream = tokio::net::TcpStream::connect(addr).await?;
             stream.set_nodelay(true)?;
-            let (mut tx, conn) =
-                hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+            let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
             tokio::spawn(conn);
             let mut lat = Vec::new();
             while Instant::now() < deadline {
-                let req = Request::get(&path)
-                    .header("host", addr.to_string())
-                    .body(Empty::<Bytes>::new())?;
+                let req = Request::get(&path).header("host", addr.to_string()).body(Empty::<Bytes>::new())?;
                 let t = Instant::now();
                 let resp = tx.send_request(req).await?;
                 let status = resp.status();
@@ -69,18 +61,8 @@ pub async fn load(
 /// Throughput and percentiles of a run's latencies.
 pub fn summarize(name: &str, mut lat: Vec<Duration>, elapsed: Duration) -> Series {
     lat.sort();
-    let pct = |p: f64| {
-        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
-    Series {
-        name: name.into(),
-        rps: lat.len() as f64 / elapsed.as_secs_f64(),
-        p50: pct(0.5),
-        p99: pct(0.99),
-        requests: lat.len(),
-    }
+    let pct = |p: f64| lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or_default();
+    Series { name: name.into(), rps: lat.len() as f64 / elapsed.as_secs_f64(), p50: pct(0.5), p99: pct(0.99), requests: lat.len() }
 }
 
 fn ms(d: Duration) -> String {
@@ -96,12 +78,8 @@ pub fn print_table(title: &str, rows: &[Series]) {
     for r in rows {
         println!(
             "| {} | {:.0} | {} | {} | {} | {:.3} |",
-            r.name,
-            r.rps,
-            ms(r.p50),
-            ms(r.p99),
-            r.requests,
-            r.rps / base
+            r.name, r.rps, ms(r.p50), ms(r.p99), r.requests, r.rps / base
         );
     }
 }
+

@@ -23,12 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// `cairn bench notes`.
-pub async fn notes(
-    manifest: PathBuf,
-    seconds: u64,
-    clients: Vec<usize>,
-    max_notes: usize,
-) -> Result<()> {
+pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_notes: usize) -> Result<()> {
     let duration = Duration::from_secs(seconds);
     let stack = Stack::start(manifest).await?;
     let scratch = std::env::temp_dir().join(format!("cairn-bench-native-{}", std::process::id()));
@@ -38,36 +33,13 @@ pub async fn notes(
     let stack_notes = stack.seed_notes(max_clients)?;
     let native_notes = seed(native.as_ref(), max_clients)?;
 
-    println!(
-        "# edit_note_tab: read_note_tab + replace_text of 200 characters, each client on its own note"
-    );
+    println!("# edit_note_tab: read_note_tab + replace_text of 200 characters, each client on its own note");
     for &c in &clients {
-        stack_calls(
-            &stack,
-            &stack_notes,
-            c,
-            Op::ReadEdit(200),
-            Duration::from_millis(300),
-        )
-        .await?;
+        stack_calls(&stack, &stack_notes, c, Op::ReadEdit(200), Duration::from_millis(300)).await?;
         let s = stack_calls(&stack, &stack_notes, c, Op::ReadEdit(200), duration).await?;
-        let n = native_calls(
-            native.clone(),
-            &native_notes,
-            c,
-            Op::ReadEdit(200),
-            duration,
-        )?;
-        print_table(
-            &format!("{c} concurrent clients, {seconds} s each (edits/s)"),
-            &[n.clone(), s.clone()],
-        );
-        println!(
-            "\nratio native/stack: {:.2}x; per edit through the stack {:.0} µs vs {:.0} µs natively (p50)",
-            n.rps / s.rps,
-            s.p50.as_secs_f64() * 1e6,
-            n.p50.as_secs_f64() * 1e6
-        );
+        let n = native_calls(native.clone(), &native_notes, c, Op::ReadEdit(200), duration)?;
+        print_table(&format!("{c} concurrent clients, {seconds} s each (edits/s)"), &[n.clone(), s.clone()]);
+        println!("\nratio native/stack: {:.2}x; per edit through the stack {:.0} µs vs {:.0} µs natively (p50)", n.rps / s.rps, s.p50.as_secs_f64() * 1e6, n.p50.as_secs_f64() * 1e6);
     }
 
     println!("\n# per-write cost as the tab grows (1 client)\n");
@@ -77,13 +49,7 @@ pub async fn notes(
         let d = Duration::from_millis((seconds * 1000 / 2).max(500));
         let s = stack_calls(&stack, &stack_notes, 1, Op::ReadEdit(size), d).await?;
         let n = native_calls(native.clone(), &native_notes, 1, Op::ReadEdit(size), d)?;
-        println!(
-            "| {} | {:.0} | {:.0} | {:.2} |",
-            human(size),
-            s.p50.as_secs_f64() * 1e6,
-            n.p50.as_secs_f64() * 1e6,
-            s.p50.as_secs_f64() / n.p50.as_secs_f64()
-        );
+        println!("| {} | {:.0} | {:.0} | {:.2} |", human(size), s.p50.as_secs_f64() * 1e6, n.p50.as_secs_f64() * 1e6, s.p50.as_secs_f64() / n.p50.as_secs_f64());
     }
 
     println!("\n# per-write cost as the store grows (1 client, 200 characters)\n");
@@ -97,30 +63,11 @@ pub async fn notes(
         let added = stack.seed_notes(more)?;
         let native_added = seed(native.as_ref(), more)?;
         have = target;
-        let pick = |ids: &[String], fallback: &[String]| {
-            ids.last().cloned().unwrap_or_else(|| fallback[0].clone())
-        };
+        let pick = |ids: &[String], fallback: &[String]| ids.last().cloned().unwrap_or_else(|| fallback[0].clone());
         let d = Duration::from_millis((seconds * 1000 / 2).max(500));
-        let s = stack_calls(
-            &stack,
-            &[pick(&added, &stack_notes)],
-            1,
-            Op::ReadEdit(200),
-            d,
-        )
-        .await?;
-        let n = native_calls(
-            native.clone(),
-            &[pick(&native_added, &native_notes)],
-            1,
-            Op::ReadEdit(200),
-            d,
-        )?;
-        println!(
-            "| {target} | {:.0} | {:.0} |",
-            s.p50.as_secs_f64() * 1e6,
-            n.p50.as_secs_f64() * 1e6
-        );
+        let s = stack_calls(&stack, &[pick(&added, &stack_notes)], 1, Op::ReadEdit(200), d).await?;
+        let n = native_calls(native.clone(), &[pick(&native_added, &native_notes)], 1, Op::ReadEdit(200), d)?;
+        println!("| {target} | {:.0} | {:.0} |", s.p50.as_secs_f64() * 1e6, n.p50.as_secs_f64() * 1e6);
     }
     stack.stop().await;
     let _ = std::fs::remove_dir_all(scratch);
@@ -128,13 +75,7 @@ pub async fn notes(
 }
 
 fn human(n: usize) -> String {
-    if n >= 1_000_000 {
-        format!("{} MB", n / 1_000_000)
-    } else if n >= 1000 {
-        format!("{} KB", n / 1000)
-    } else {
-        format!("{n} B")
-    }
+    if n >= 1_000_000 { format!("{} MB", n / 1_000_000) } else if n >= 1000 { format!("{} KB", n / 1000) } else { format!("{n} B") }
 }
 
 /// `cairn bench router`.
@@ -143,11 +84,7 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
     let stack = Stack::start(manifest).await?;
     let note = stack.seed_notes(1)?.remove(0);
     let app = stack.running.app.clone();
-    let tool = app
-        .components
-        .get("read-note-tab")
-        .context("no read-note-tab component")?
-        .clone();
+    let tool = app.components.get("read-note-tab").context("no read-note-tab component")?.clone();
     let secret = cairn::local::identity_secret(&stack.state)?;
     let principal = Principal {
         tenant: TENANT.into(),
@@ -188,11 +125,7 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
                 for t in tasks {
                     all.extend(t.await??);
                 }
-                anyhow::Ok(summarize(
-                    "MCP through the router (HTTP, router + tool instance)",
-                    all,
-                    started.elapsed(),
-                ))
+                anyhow::Ok(summarize("MCP through the router (HTTP, router + tool instance)", all, started.elapsed()))
             }
         };
         run_stack(Duration::from_millis(300)).await?;
@@ -202,40 +135,19 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
         let started = Instant::now();
         let mut tasks = Vec::new();
         for _ in 0..c {
-            let (app, tool, principal, secret, body) = (
-                app.clone(),
-                tool.clone(),
-                principal.clone(),
-                secret.clone(),
-                args.to_string(),
-            );
+            let (app, tool, principal, secret, body) = (app.clone(), tool.clone(), principal.clone(), secret.clone(), args.to_string());
             tasks.push(tokio::spawn(async move {
                 let mut lat = Vec::new();
                 while Instant::now() < end {
                     let t = Instant::now();
                     // Each call signs its own identity, as the router does.
-                    let call = cairn_auth::identity::Call {
-                        method: "POST",
-                        path: "/",
-                        body: body.as_bytes(),
-                    };
-                    let identity = cairn_auth::identity::sign(
-                        &principal,
-                        &secret,
-                        &call,
-                        cairn::clock::now_us() / 1_000_000,
-                    );
+                    let call = cairn_auth::identity::Call { method: "POST", path: "/", body: body.as_bytes() };
+                    let identity = cairn_auth::identity::sign(&principal, &secret, &call, cairn::clock::now_us() / 1_000_000);
                     let req = hyper::Request::post("http://read-note-tab.spin.internal/")
                         .header("host", "read-note-tab.spin.internal")
                         .header(cairn_auth::identity::HEADER, identity)
                         .body(Full::new(Bytes::from(body.clone())))?;
-                    let resp = cairn::instance::run_buffered(
-                        app.clone(),
-                        tool.clone(),
-                        req,
-                        cairn::instance::RouteInfo::internal(),
-                    )
-                    .await?;
+                    let resp = cairn::instance::run_buffered(app.clone(), tool.clone(), req, cairn::instance::RouteInfo::internal()).await?;
                     let status = resp.status();
                     if status != 200 {
                         bail!("tool answered {status}");
@@ -249,11 +161,7 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
         for t in tasks {
             all.extend(t.await??);
         }
-        let d = summarize(
-            "tool component called directly (in-process, no HTTP, no router)",
-            all,
-            started.elapsed(),
-        );
+        let d = summarize("tool component called directly (in-process, no HTTP, no router)", all, started.elapsed());
         // The core natively.
         let end = deadline(duration);
         let started = Instant::now();
@@ -265,14 +173,7 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
                     let mut lat = Vec::new();
                     while Instant::now() < end {
                         let t = Instant::now();
-                        cairn_notes::call_tool_value(
-                            &*kv,
-                            &mut env,
-                            &agent(),
-                            "read_note_tab",
-                            args.clone(),
-                        )
-                        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                        cairn_notes::call_tool_value(&*kv, &mut env, &agent(), "read_note_tab", args.clone()).map_err(|e| anyhow::anyhow!("{e:?}"))?;
                         lat.push(t.elapsed());
                     }
                     Ok(lat)
@@ -284,15 +185,8 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
             all.extend(h.join().map_err(|_| anyhow::anyhow!("thread panicked"))??);
         }
         let n = summarize("core natively in-process", all, started.elapsed());
-        print_table(
-            &format!("{c} concurrent clients, {seconds} s each"),
-            &[n.clone(), d.clone(), s.clone()],
-        );
-        let (per_s, per_d, per_n) = (
-            1.0 / s.rps * c as f64,
-            1.0 / d.rps * c as f64,
-            1.0 / n.rps * c as f64,
-        );
+        print_table(&format!("{c} concurrent clients, {seconds} s each"), &[n.clone(), d.clone(), s.clone()]);
+        let (per_s, per_d, per_n) = (1.0 / s.rps * c as f64, 1.0 / d.rps * c as f64, 1.0 / n.rps * c as f64);
         println!(
             "\ncost per call: router path {:.0} µs, tool alone {:.0} µs, core {:.0} µs; the router's share of the router path: {:.0}%",
             per_s * 1e6,

@@ -30,9 +30,7 @@ pub struct Peer {
 
 impl Drop for Peer {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -55,10 +53,7 @@ impl Peer {
         let dir = std::env::temp_dir().join(format!("cairn-bench-peer-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
-        let token = format!(
-            "peer-{:016x}",
-            cairn::local::now() ^ (std::process::id() as u64) << 20 ^ n
-        );
+        let token = format!("peer-{:016x}", cairn::local::now() ^ (std::process::id() as u64) << 20 ^ n);
         let mut child = Command::new(python)
             .arg("bench/peer/server.py")
             .args(["--port", "0", "--log-level", "warning", "--token", &token])
@@ -79,16 +74,8 @@ impl Peer {
         loop {
             if let Ok(line) = rx.recv_timeout(Duration::from_millis(50)) {
                 if let Some(url) = line.strip_prefix("ready http://") {
-                    let addr: SocketAddr = url
-                        .trim_end_matches("/mcp")
-                        .parse()
-                        .context("the peer's ready line")?;
-                    return Ok(Peer {
-                        addr,
-                        token,
-                        child,
-                        dir,
-                    });
+                    let addr: SocketAddr = url.trim_end_matches("/mcp").parse().context("the peer's ready line")?;
+                    return Ok(Peer { addr, token, child, dir });
                 }
             }
             if let Ok(Some(status)) = child.try_wait() {
@@ -102,10 +89,7 @@ impl Peer {
 
     /// A client of the peer on its own connection.
     pub async fn caller(&self) -> Result<McpCaller> {
-        Ok(McpCaller {
-            client: Client::connect(self.addr).await?,
-            token: self.token.clone(),
-        })
+        Ok(McpCaller { client: Client::connect(self.addr).await?, token: self.token.clone() })
     }
 
     /// Create `n` notes through the peer's `create_note` tool; their ids.
@@ -113,20 +97,8 @@ impl Peer {
         let mut c = self.caller().await?;
         let mut out = Vec::new();
         for i in 0..n {
-            let r = c
-                .client
-                .call(
-                    &c.token,
-                    "create_note",
-                    json!({"title": format!("append {i}")}),
-                )
-                .await?;
-            out.push(
-                r["structuredContent"]["note_id"]
-                    .as_str()
-                    .context("create_note: note_id")?
-                    .to_string(),
-            );
+            let r = c.client.call(&c.token, "create_note", json!({"title": format!("append {i}")})).await?;
+            out.push(r["structuredContent"]["note_id"].as_str().context("create_note: note_id")?.to_string());
         }
         Ok(out)
     }

@@ -73,10 +73,7 @@ impl Run {
     }
 
     fn fresh_dir(&self, what: &str) -> Result<PathBuf> {
-        let d = self.dir.join(format!(
-            "{what}-{}",
-            self.seq.fetch_add(1, Ordering::SeqCst)
-        ));
+        let d = self.dir.join(format!("{what}-{}", self.seq.fetch_add(1, Ordering::SeqCst)));
         std::fs::create_dir_all(&d)?;
         Ok(d)
     }
@@ -85,10 +82,7 @@ impl Run {
     fn host(&self, extra_env: &[(String, String)]) -> Result<(Host, String, PathBuf)> {
         let state = self.fresh_dir("host")?;
         let token = hosts::token(&state, "bench-agent")?;
-        let args = vec![
-            "--cache-dir".to_string(),
-            self.dir.join("cache").display().to_string(),
-        ];
+        let args = vec!["--cache-dir".to_string(), self.dir.join("cache").display().to_string()];
         let mut env = self.args.host_env.clone();
         env.extend(extra_env.iter().cloned());
         let host = hosts::start(&self.args.manifest, &state, &args, &env)?;
@@ -104,10 +98,7 @@ fn wait_healthy(addr: SocketAddr, within: Duration) -> Result<Duration> {
     loop {
         if let Ok(mut s) = std::net::TcpStream::connect(addr) {
             let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = s.write_all(
-                format!("GET /healthz HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n")
-                    .as_bytes(),
-            );
+            let _ = s.write_all(format!("GET /healthz HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n").as_bytes());
             let mut buf = Vec::new();
             let _ = s.read_to_end(&mut buf);
             if buf.starts_with(b"HTTP/1.1 200") {
@@ -124,12 +115,7 @@ fn wait_healthy(addr: SocketAddr, within: Duration) -> Result<Duration> {
 /// One client's outcome: latencies, lines acknowledged, lines lost, conflicts, note size.
 type Outcome = (Vec<Duration>, usize, usize, usize, usize);
 
-async fn append_one(
-    c: &mut impl Caller,
-    note: &str,
-    tag: &str,
-    deadline: Instant,
-) -> Result<Outcome> {
+async fn append_one(c: &mut impl Caller, note: &str, tag: &str, deadline: Instant) -> Result<Outcome> {
     let (lat, acked, conflicts) = append_client(c, note, tag, deadline).await?;
     let (bad, size) = verify(c, note, &acked).await?;
     Ok((lat, acked.len(), bad, conflicts, size))
@@ -144,13 +130,7 @@ async fn gather(tasks: Vec<tokio::task::JoinHandle<Result<Outcome>>>) -> Result<
 }
 
 /// The append workload over MCP to `addr` (a Cairn host or the peer).
-async fn append_mcp(
-    addr: SocketAddr,
-    token: &str,
-    notes: Vec<String>,
-    duration: Duration,
-    label: &str,
-) -> Result<AppendRun> {
+async fn append_mcp(addr: SocketAddr, token: &str, notes: Vec<String>, duration: Duration, label: &str) -> Result<AppendRun> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let tasks = notes
@@ -159,10 +139,7 @@ async fn append_mcp(
         .map(|(i, note)| {
             let token = token.to_string();
             tokio::spawn(async move {
-                let mut c = McpCaller {
-                    client: Client::connect(addr).await?,
-                    token,
-                };
+                let mut c = McpCaller { client: Client::connect(addr).await?, token };
                 append_one(&mut c, &note, &format!("c{i}"), deadline).await
             })
         })
@@ -171,31 +148,19 @@ async fn append_mcp(
 }
 
 /// The append workload on the tool components, in-process.
-async fn append_tools(
-    stack: &Stack,
-    notes: Vec<String>,
-    duration: Duration,
-    label: &str,
-) -> Result<AppendRun> {
+async fn append_tools(stack: &Stack, notes: Vec<String>, duration: Duration, label: &str) -> Result<AppendRun> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for (i, note) in notes.into_iter().enumerate() {
         let mut c = ToolCaller::agent(stack)?;
-        tasks.push(tokio::spawn(async move {
-            append_one(&mut c, &note, &format!("t{i}"), deadline).await
-        }));
+        tasks.push(tokio::spawn(async move { append_one(&mut c, &note, &format!("t{i}"), deadline).await }));
     }
     Ok(combine(label, gather(tasks).await?, started.elapsed()))
 }
 
 /// The append workload on the core natively, one thread per client.
-fn append_native(
-    kv: Arc<dyn Store>,
-    notes: Vec<String>,
-    duration: Duration,
-    label: &str,
-) -> Result<AppendRun> {
+fn append_native(kv: Arc<dyn Store>, notes: Vec<String>, duration: Duration, label: &str) -> Result<AppendRun> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let handles: Vec<_> = notes
@@ -204,11 +169,7 @@ fn append_native(
         .map(|(i, note)| {
             let kv = kv.clone();
             std::thread::spawn(move || -> Result<Outcome> {
-                let mut c = CoreCaller {
-                    kv,
-                    env: SystemEnv::new(i as u64),
-                    who: agent(),
-                };
+                let mut c = CoreCaller { kv, env: SystemEnv::new(i as u64), who: agent() };
                 let rt = tokio::runtime::Builder::new_current_thread().build()?;
                 rt.block_on(append_one(&mut c, &note, &format!("n{i}"), deadline))
             })
@@ -216,10 +177,7 @@ fn append_native(
         .collect();
     let mut out = Vec::new();
     for h in handles {
-        out.push(
-            h.join()
-                .map_err(|_| anyhow::anyhow!("a bench thread panicked"))??,
-        );
+        out.push(h.join().map_err(|_| anyhow::anyhow!("a bench thread panicked"))??);
     }
     Ok(combine(label, out, started.elapsed()))
 }
@@ -229,14 +187,7 @@ async fn host_notes(addr: SocketAddr, token: &str, n: usize) -> Result<Vec<Strin
     let mut c = Client::connect(addr).await?;
     let mut out = Vec::new();
     for i in 0..n {
-        let (status, v) = c
-            .send(
-                "POST",
-                "/api/v1/notes",
-                token,
-                &json!({"title": format!("perf {i}"), "approved_for_agents": true}),
-            )
-            .await?;
+        let (status, v) = c.send("POST", "/api/v1/notes", token, &json!({"title": format!("perf {i}"), "approved_for_agents": true})).await?;
         if status != 201 {
             bail!("creating a note: HTTP {status}: {v}");
         }
@@ -267,53 +218,21 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
         // The whole stack as the manifest composes it, then the same host
         // with the router reaching its tools over wasi:http, as it does when
         // they are deployed apart.
-        for (path, env) in [
-            (STACK, vec![]),
-            (
-                STACK_HTTP,
-                vec![("SPIN_VARIABLE_TOOL_CALLS".to_string(), "http".to_string())],
-            ),
-        ] {
+        for (path, env) in [(STACK, vec![]), (STACK_HTTP, vec![("SPIN_VARIABLE_TOOL_CALLS".to_string(), "http".to_string())])] {
             let (host, token, state) = run.host(&env)?;
-            append_mcp(
-                host.addr,
-                &token,
-                host_notes(host.addr, &token, c).await?,
-                warm,
-                path,
-            )
-            .await?;
-            let r = append_mcp(
-                host.addr,
-                &token,
-                host_notes(host.addr, &token, c).await?,
-                d,
-                path,
-            )
-            .await?;
-            rows.push(AppendRow {
-                clients: c,
-                path,
-                run: r,
-            });
+            append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, warm, path).await?;
+            let r = append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, d, path).await?;
+            rows.push(AppendRow { clients: c, path, run: r });
             drop(host);
             let _ = std::fs::remove_dir_all(state);
         }
         append_tools(stack, stack.seed_notes(c)?, warm, TOOLS).await?;
-        rows.push(AppendRow {
-            clients: c,
-            path: TOOLS,
-            run: append_tools(stack, stack.seed_notes(c)?, d, TOOLS).await?,
-        });
+        rows.push(AppendRow { clients: c, path: TOOLS, run: append_tools(stack, stack.seed_notes(c)?, d, TOOLS).await? });
         {
             let dir = run.fresh_dir("native")?;
             let kv = native_store(&dir)?;
             append_native(kv.clone(), seed(kv.as_ref(), c)?, warm, NATIVE)?;
-            rows.push(AppendRow {
-                clients: c,
-                path: NATIVE,
-                run: append_native(kv.clone(), seed(kv.as_ref(), c)?, d, NATIVE)?,
-            });
+            rows.push(AppendRow { clients: c, path: NATIVE, run: append_native(kv.clone(), seed(kv.as_ref(), c)?, d, NATIVE)? });
             drop(kv);
             let _ = std::fs::remove_dir_all(dir);
         }
@@ -321,11 +240,7 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
             let peer = Peer::start(py)?;
             append_mcp(peer.addr, &peer.token, peer.notes(c).await?, warm, PEER).await?;
             let r = append_mcp(peer.addr, &peer.token, peer.notes(c).await?, d, PEER).await?;
-            rows.push(AppendRow {
-                clients: c,
-                path: PEER,
-                run: r,
-            });
+            rows.push(AppendRow { clients: c, path: PEER, run: r });
         }
     }
     let _ = write!(
@@ -359,30 +274,13 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
         "\n| clients | whole stack ÷ Python peer | core natively ÷ whole stack | whole stack ÷ tools alone | composed ÷ over wasi:http |\n|---:|---:|---:|---:|---:|\n"
     );
     for &c in &run.args.clients {
-        let get = |p: &str| {
-            rows.iter()
-                .find(|r| r.clients == c && r.path == p)
-                .map(|r| r.run.pairs.rps)
-        };
-        let (s, h, t, n, p) = (
-            get(STACK),
-            get(STACK_HTTP),
-            get(TOOLS),
-            get(NATIVE),
-            get(PEER),
-        );
+        let get = |p: &str| rows.iter().find(|r| r.clients == c && r.path == p).map(|r| r.run.pairs.rps);
+        let (s, h, t, n, p) = (get(STACK), get(STACK_HTTP), get(TOOLS), get(NATIVE), get(PEER));
         let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b > 0.0 => format!("**{:.2}×**", a / b),
             _ => "–".into(),
         };
-        let _ = writeln!(
-            out,
-            "| {c} | {} | {} | {} | {} |",
-            ratio(s, p),
-            ratio(n, s),
-            ratio(s, t),
-            ratio(s, h)
-        );
+        let _ = writeln!(out, "| {c} | {} | {} | {} | {} |", ratio(s, p), ratio(n, s), ratio(s, t), ratio(s, h));
     }
     if rows.iter().any(|r| r.run.lost > 0) {
         bail!("an acknowledged line was lost:\n{out}");
@@ -398,24 +296,14 @@ async fn fill(c: &mut impl Caller, note: &str, bytes: usize) -> Result<()> {
 }
 
 /// `clients` read loops on notes holding 1 KB each.
-async fn reads_mcp(
-    addr: SocketAddr,
-    token: &str,
-    notes: &[String],
-    clients: usize,
-    d: Duration,
-    label: &str,
-) -> Result<Series> {
+async fn reads_mcp(addr: SocketAddr, token: &str, notes: &[String], clients: usize, d: Duration, label: &str) -> Result<Series> {
     let deadline = Instant::now() + d;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
         let (token, note) = (token.to_string(), notes[c % notes.len()].clone());
         tasks.push(tokio::spawn(async move {
-            let caller = McpCaller {
-                client: Client::connect(addr).await?,
-                token,
-            };
+            let caller = McpCaller { client: Client::connect(addr).await?, token };
             client_loop(caller, note, Op::Read, first_key(c), deadline).await
         }));
     }
@@ -426,21 +314,13 @@ async fn reads_mcp(
     Ok(summarize(label, all, started.elapsed()))
 }
 
-async fn reads_tools(
-    stack: &Stack,
-    notes: &[String],
-    clients: usize,
-    d: Duration,
-    label: &str,
-) -> Result<Series> {
+async fn reads_tools(stack: &Stack, notes: &[String], clients: usize, d: Duration, label: &str) -> Result<Series> {
     let deadline = Instant::now() + d;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
         let (caller, note) = (ToolCaller::agent(stack)?, notes[c % notes.len()].clone());
-        tasks.push(tokio::spawn(async move {
-            client_loop(caller, note, Op::Read, first_key(c), deadline).await
-        }));
+        tasks.push(tokio::spawn(async move { client_loop(caller, note, Op::Read, first_key(c), deadline).await }));
     }
     let mut all = Vec::new();
     for t in tasks {
@@ -457,23 +337,12 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
     {
         let (host, token, state) = run.host(&[])?;
         let notes = host_notes(host.addr, &token, 32).await?;
-        let mut c = McpCaller {
-            client: Client::connect(host.addr).await?,
-            token: token.clone(),
-        };
+        let mut c = McpCaller { client: Client::connect(host.addr).await?, token: token.clone() };
         for n in &notes {
             fill(&mut c, n, 1000).await?;
         }
         for &k in &counts {
-            reads_mcp(
-                host.addr,
-                &token,
-                &notes,
-                k,
-                Duration::from_millis(300),
-                STACK,
-            )
-            .await?;
+            reads_mcp(host.addr, &token, &notes, k, Duration::from_millis(300), STACK).await?;
             rows.push((k, reads_mcp(host.addr, &token, &notes, k, d, STACK).await?));
         }
         drop(host);
@@ -491,11 +360,7 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
         let dir = run.fresh_dir("native")?;
         let kv = native_store(&dir)?;
         let notes = seed(kv.as_ref(), 32)?;
-        let mut c = CoreCaller {
-            kv: kv.clone(),
-            env: SystemEnv::new(1),
-            who: agent(),
-        };
+        let mut c = CoreCaller { kv: kv.clone(), env: SystemEnv::new(1), who: agent() };
         for n in &notes {
             fill(&mut c, n, 1000).await?;
         }
@@ -515,10 +380,7 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
             fill(&mut c, n, 1000).await?;
         }
         for &k in &counts {
-            rows.push((
-                k,
-                reads_mcp(peer.addr, &peer.token, &notes, k, d, PEER).await?,
-            ));
+            rows.push((k, reads_mcp(peer.addr, &peer.token, &notes, k, d, PEER).await?));
         }
     }
     let _ = write!(
@@ -528,21 +390,9 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
         run.args.seconds
     );
     for &k in &counts {
-        let stack_rps = rows
-            .iter()
-            .find(|(c, s)| *c == k && s.name == STACK)
-            .map(|(_, s)| s.rps)
-            .unwrap_or(0.0);
+        let stack_rps = rows.iter().find(|(c, s)| *c == k && s.name == STACK).map(|(_, s)| s.rps).unwrap_or(0.0);
         for (_, s) in rows.iter().filter(|(c, _)| *c == k) {
-            let _ = writeln!(
-                out,
-                "| {k} | {} | {:.0} | {} | {} | {:.2}× |",
-                s.name,
-                s.rps,
-                ms(s.p50),
-                ms(s.p99),
-                stack_rps / s.rps.max(f64::MIN_POSITIVE)
-            );
+            let _ = writeln!(out, "| {k} | {} | {:.0} | {} | {} | {:.2}× |", s.name, s.rps, ms(s.p50), ms(s.p99), stack_rps / s.rps.max(f64::MIN_POSITIVE));
         }
     }
     Ok(())
@@ -563,29 +413,12 @@ async fn tab_sizes_section(run: &Run, out: &mut String) -> Result<()> {
     for size in [1_000usize, 10_000, 100_000, 1_000_000] {
         let notes = host_notes(host.addr, &token, 1).await?;
         let addr = host.addr;
-        let caller = McpCaller {
-            client: Client::connect(addr).await?,
-            token: token.clone(),
-        };
-        let lat = client_loop(
-            caller,
-            notes[0].clone(),
-            Op::Edit(size),
-            first_key(0),
-            Instant::now() + d,
-        )
-        .await?;
+        let caller = McpCaller { client: Client::connect(addr).await?, token: token.clone() };
+        let lat = client_loop(caller, notes[0].clone(), Op::Edit(size), first_key(0), Instant::now() + d).await?;
         let s = summarize(STACK, lat, d);
         let native_notes = seed(kv.as_ref(), 1)?;
         let n = native_calls(kv.clone(), &native_notes, 1, Op::Edit(size), d)?;
-        let _ = writeln!(
-            out,
-            "| {} | {:.0} | {:.0} | **{:.2}×** |",
-            human(size),
-            us(s.p50),
-            us(n.p50),
-            s.p50.as_secs_f64() / n.p50.as_secs_f64()
-        );
+        let _ = writeln!(out, "| {} | {:.0} | {:.0} | **{:.2}×** |", human(size), us(s.p50), us(n.p50), s.p50.as_secs_f64() / n.p50.as_secs_f64());
     }
     drop(host);
     drop(kv);
@@ -605,22 +438,13 @@ async fn store_sizes_section(run: &Run, stack: &Stack, out: &mut String) -> Resu
          | notes in the store | whole stack µs/edit (p50) | core natively µs/edit (p50) |\n|---:|---:|---:|\n"
     );
     let mut have = 0usize;
-    for target in [1_000usize, 10_000, 100_000]
-        .into_iter()
-        .filter(|&n| n <= run.args.max_notes.max(1_000))
-    {
+    for target in [1_000usize, 10_000, 100_000].into_iter().filter(|&n| n <= run.args.max_notes.max(1_000)) {
         let more = target - have;
         let added = stack.seed_notes(more)?;
         let native_added = seed(kv.as_ref(), more)?;
         have = target;
         let s = stack_calls(stack, &added[added.len() - 1..], 1, Op::ReadEdit(200), d).await?;
-        let n = native_calls(
-            kv.clone(),
-            &native_added[native_added.len() - 1..],
-            1,
-            Op::ReadEdit(200),
-            d,
-        )?;
+        let n = native_calls(kv.clone(), &native_added[native_added.len() - 1..], 1, Op::ReadEdit(200), d)?;
         let _ = writeln!(out, "| {target} | {:.0} | {:.0} |", us(s.p50), us(n.p50));
     }
     drop(kv);
@@ -638,8 +462,7 @@ impl Timed {
     fn time<T>(&self, f: impl FnOnce() -> T) -> T {
         let t = Instant::now();
         let r = f();
-        self.nanos
-            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         r
     }
 }
@@ -666,12 +489,7 @@ impl Store for Timed {
     fn increment(&self, b: &str, k: &str, d: i64) -> cairn_kv::Result<i64> {
         self.time(|| self.inner.increment(b, k, d))
     }
-    fn list_keys(
-        &self,
-        b: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> cairn_kv::Result<Vec<String>> {
+    fn list_keys(&self, b: &str, after: Option<&str>, limit: usize) -> cairn_kv::Result<Vec<String>> {
         self.time(|| self.inner.list_keys(b, after, limit))
     }
     fn sweep(&self, older_than_ms: u64) -> cairn_kv::Result<usize> {
@@ -704,13 +522,7 @@ async fn where_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
     eprintln!("perf: where the time goes");
     let n = ((run.args.seconds * 400.0) as usize).clamp(200, 4000);
     let addr = stack.running.addr;
-    let h = load(
-        addr,
-        "/healthz",
-        1,
-        Duration::from_secs_f64((run.args.seconds / 4.0).max(0.5)),
-    )
-    .await?;
+    let h = load(addr, "/healthz", 1, Duration::from_secs_f64((run.args.seconds / 4.0).max(0.5))).await?;
     let health = Duration::from_secs_f64(1.0 / h.rps);
     let mut client = Client::connect(addr).await?;
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
@@ -721,39 +533,26 @@ async fn where_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
         }
     });
     let note = stack.seed_notes(1)?.remove(0);
-    let mut mcp = McpCaller {
-        client: Client::connect(addr).await?,
-        token: stack.agent.clone(),
-    };
+    let mut mcp = McpCaller { client: Client::connect(addr).await?, token: stack.agent.clone() };
     fill(&mut mcp, &note, 1000).await?;
     let args = json!({"note_id": note, "tab_id": "markdown"});
     let stack_read = mean!(n, _i => mcp.call("read_note_tab", args.clone()).await?);
     let mut tool = ToolCaller::agent(stack)?;
     let tool_read = mean!(n, _i => tool.call("read_note_tab", args.clone()).await?);
-    let timed = Arc::new(Timed {
-        inner: stack.running.app.store().clone(),
-        nanos: AtomicU64::new(0),
-    });
-    let mut core = CoreCaller {
-        kv: timed.clone(),
-        env: SystemEnv::new(3),
-        who: agent(),
-    };
+    let timed = Arc::new(Timed { inner: stack.running.app.store().clone(), nanos: AtomicU64::new(0) });
+    let mut core = CoreCaller { kv: timed.clone(), env: SystemEnv::new(3), who: agent() };
     timed.nanos.store(0, Ordering::SeqCst);
     let core_read = mean!(n, _i => core.call("read_note_tab", args.clone()).await?);
     let store_read = Duration::from_nanos(timed.nanos.load(Ordering::SeqCst) / n as u64);
 
     // Edits: 1 KB replace_text, each on the version the previous returned.
     let mut v = read_version(&mut mcp, &note).await?;
-    let stack_edit =
-        mean!(n, i => v = edit(&mut mcp, &note, v.clone(), 1000, first_key(0) + i).await?);
+    let stack_edit = mean!(n, i => v = edit(&mut mcp, &note, v.clone(), 1000, first_key(0) + i).await?);
     let mut v = read_version(&mut tool, &note).await?;
-    let tool_edit =
-        mean!(n, i => v = edit(&mut tool, &note, v.clone(), 1000, first_key(1) + i).await?);
+    let tool_edit = mean!(n, i => v = edit(&mut tool, &note, v.clone(), 1000, first_key(1) + i).await?);
     let mut v = read_version(&mut core, &note).await?;
     timed.nanos.store(0, Ordering::SeqCst);
-    let core_edit =
-        mean!(n, i => v = edit(&mut core, &note, v.clone(), 1000, first_key(2) + i).await?);
+    let core_edit = mean!(n, i => v = edit(&mut core, &note, v.clone(), 1000, first_key(2) + i).await?);
     let store_edit = Duration::from_nanos(timed.nanos.load(Ordering::SeqCst) / n as u64);
 
     let _ = write!(
@@ -769,21 +568,9 @@ async fn where_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
     let rows = [
         ("HTTP and a fresh instance", health, health),
         ("router: token, rate limit, JSON-RPC", router, router),
-        (
-            "hop: router → tool",
-            stack_read.saturating_sub(ping + tool_read),
-            stack_edit.saturating_sub(ping + tool_edit),
-        ),
-        (
-            "tool component: instance, arguments, result",
-            tool_read.saturating_sub(core_read),
-            tool_edit.saturating_sub(core_edit),
-        ),
-        (
-            "core",
-            core_read.saturating_sub(store_read),
-            core_edit.saturating_sub(store_edit),
-        ),
+        ("hop: router → tool", stack_read.saturating_sub(ping + tool_read), stack_edit.saturating_sub(ping + tool_edit)),
+        ("tool component: instance, arguments, result", tool_read.saturating_sub(core_read), tool_edit.saturating_sub(core_edit)),
+        ("core", core_read.saturating_sub(store_read), core_edit.saturating_sub(store_edit)),
         ("store", store_read, store_edit),
         ("**whole call**", stack_read, stack_edit),
     ];
@@ -797,11 +584,7 @@ async fn where_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
 fn memory(pid: u32) -> Result<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap_or(0)
+        status.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).unwrap_or(0)
     };
     Ok((field("VmRSS:"), field("VmHWM:")))
 }
@@ -810,10 +593,7 @@ async fn memory_section(run: &Run, out: &mut String) -> Result<()> {
     eprintln!("perf: memory and start");
     let state = run.fresh_dir("host")?;
     let token = hosts::token(&state, "bench-agent")?;
-    let args = vec![
-        "--cache-dir".to_string(),
-        run.dir.join("cache").display().to_string(),
-    ];
+    let args = vec!["--cache-dir".to_string(), run.dir.join("cache").display().to_string()];
     let host = hosts::start(&run.args.manifest, &state, &args, &run.args.host_env)?;
     wait_healthy(host.addr, Duration::from_secs(120))?;
     let idle = memory(host.pid())?.0;
@@ -885,11 +665,7 @@ pub async fn perf(args: PerfArgs, sections: &[Section]) -> Result<String> {
     let dir = std::env::temp_dir().join(format!("cairn-bench-perf-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("cache"))?;
-    let run = Run {
-        args,
-        dir: dir.clone(),
-        seq: AtomicU64::new(0),
-    };
+    let run = Run { args, dir: dir.clone(), seq: AtomicU64::new(0) };
     let stack = Stack::start(run.args.manifest.clone()).await?;
     let mut out = String::new();
     let peer = match &run.args.python {
@@ -900,9 +676,7 @@ pub async fn perf(args: PerfArgs, sections: &[Section]) -> Result<String> {
         out,
         "\n# Performance (`cairn-bench perf`)\n\nOne run on this machine ({} cores), {peer}. Whole-stack rows are a separate \
          `cairn up` process on its own SQLite store; the tool-alone and native rows run in the benchmark's process.\n",
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
     );
     let all = sections.is_empty();
     let want = |s: Section| all || sections.contains(&s);
@@ -928,14 +702,7 @@ pub async fn perf(args: PerfArgs, sections: &[Section]) -> Result<String> {
         history_section(&run, &mut out).await?;
     }
     if want(Section::Search) {
-        crate::search::search_section(
-            &run.dir,
-            &run.args.manifest,
-            &run.args.search_notes,
-            run.args.search_queries,
-            &mut out,
-        )
-        .await?;
+        crate::search::search_section(&run.dir, &run.args.manifest, &run.args.search_notes, run.args.search_queries, &mut out).await?;
     }
     stack.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
@@ -977,21 +744,10 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
     let dir = run.fresh_dir("history")?;
     let kv = native_store(&dir)?;
     let note = seed(kv.as_ref(), 1)?.remove(0);
-    let retention = cairn_notes::env::Retention {
-        versions: KEEP,
-        days: 0,
-    };
-    let mut c = CoreCaller {
-        kv: kv.clone(),
-        env: SystemEnv::with_retention(11, retention),
-        who: agent(),
-    };
+    let retention = cairn_notes::env::Retention { versions: KEEP, days: 0 };
+    let mut c = CoreCaller { kv: kv.clone(), env: SystemEnv::with_retention(11, retention), who: agent() };
     let head_key = format!("t/{}/note/{note}", crate::stack::TENANT);
-    let head_bytes = |kv: &dyn Store| -> Result<usize> {
-        Ok(kv
-            .get(cairn_notes::keys::BUCKET, &head_key)?
-            .map_or(0, |v| v.len()))
-    };
+    let head_bytes = |kv: &dyn Store| -> Result<usize> { Ok(kv.get(cairn_notes::keys::BUCKET, &head_key)?.map_or(0, |v| v.len())) };
     let mut early = Vec::new();
     let mut late = Vec::new();
     let mut head_early = 0;
@@ -1023,8 +779,7 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
         }
         if v % SWEEP_EVERY == 0 {
             let started = Instant::now();
-            let s = cairn_notes::sweep_history(kv.as_ref(), &mut sweep_env, crate::stack::TENANT)
-                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            let s = cairn_notes::sweep_history(kv.as_ref(), &mut sweep_env, crate::stack::TENANT).map_err(|e| anyhow::anyhow!("{e:?}"))?;
             sweeps.push(started.elapsed());
             swept.entries += s.entries;
             swept.blobs += s.blobs;
@@ -1048,28 +803,16 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
     let mut env = SystemEnv::with_retention(12, retention);
     let who = agent();
     let old_read = time(&mut || {
-        let r = cairn_notes::call_tool_value(
-            kv.as_ref(),
-            &mut env,
-            &who,
-            "read_note_tab",
-            json!({"note_id": note, "tab_id": "markdown", "at_version": VERSIONS - 900}),
-        )
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let r = cairn_notes::call_tool_value(kv.as_ref(), &mut env, &who, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": VERSIONS - 900}))
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         if r["isError"] != false {
             bail!("at_version read refused: {r}");
         }
         Ok(())
     })?;
     let page = time(&mut || {
-        cairn_notes::call_tool_value(
-            kv.as_ref(),
-            &mut env,
-            &who,
-            "list_note_history",
-            json!({"note_id": note, "limit": 50}),
-        )
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        cairn_notes::call_tool_value(kv.as_ref(), &mut env, &who, "list_note_history", json!({"note_id": note, "limit": 50}))
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         Ok(())
     })?;
     let p50 = |v: &mut Vec<Duration>| {
@@ -1090,26 +833,11 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
          the newest page of `list_note_history` (50 entries) {:.0} µs. The head keeps its size (older history entries and \
          idempotency records move to keys of their own, one batch per write), and the store keeps the size of the \
          retention window: what is past it leaves at the next sweep.\n",
-        us(e),
-        us(l),
-        us(l) / us(e).max(1.0),
-        10 + WINDOW,
-        head_late as f64 / head_early.max(1) as f64,
-        2 * KEEP,
-        last_sweep,
-        store_early.0,
-        human(store_early.1),
-        store_late.0,
-        human(store_late.1),
-        store_late.1 as f64 / store_early.1.max(1) as f64,
-        swept.entries,
-        swept.blobs,
-        swept.idempotency,
-        sweep_p50.as_secs_f64() * 1e3,
-        sweeps.len(),
-        VERSIONS - 900,
-        us(old_read),
-        us(page),
+        us(e), us(l), us(l) / us(e).max(1.0),
+        10 + WINDOW, head_late as f64 / head_early.max(1) as f64,
+        2 * KEEP, last_sweep, store_early.0, human(store_early.1), store_late.0, human(store_late.1), store_late.1 as f64 / store_early.1.max(1) as f64,
+        swept.entries, swept.blobs, swept.idempotency, sweep_p50.as_secs_f64() * 1e3, sweeps.len(),
+        VERSIONS - 900, us(old_read), us(page),
     );
     drop(kv);
     let _ = std::fs::remove_dir_all(dir);

@@ -34,14 +34,7 @@ async fn notes(addr: SocketAddr, token: &str, n: usize) -> Result<Vec<String>> {
     let mut c = Client::connect(addr).await?;
     let mut out = Vec::new();
     for i in 0..n {
-        let (status, v) = c
-            .send(
-                "POST",
-                "/api/v1/notes",
-                token,
-                &json!({"title": format!("append {i}"), "approved_for_agents": true}),
-            )
-            .await?;
+        let (status, v) = c.send("POST", "/api/v1/notes", token, &json!({"title": format!("append {i}"), "approved_for_agents": true})).await?;
         if status != 201 {
             bail!("creating a note: HTTP {status}: {v}");
         }
@@ -51,13 +44,7 @@ async fn notes(addr: SocketAddr, token: &str, n: usize) -> Result<Vec<String>> {
 }
 
 /// The append workload against `hosts` (clients round-robin) for `seconds`.
-pub async fn drive(
-    hosts: &[SocketAddr],
-    token: &str,
-    clients: usize,
-    duration: Duration,
-    label: &str,
-) -> Result<AppendRun> {
+pub async fn drive(hosts: &[SocketAddr], token: &str, clients: usize, duration: Duration, label: &str) -> Result<AppendRun> {
     let notes = notes(hosts[0], token, clients).await?;
     let deadline = Instant::now() + duration;
     let started = Instant::now();
@@ -65,12 +52,8 @@ pub async fn drive(
     for (c, note) in notes.into_iter().enumerate() {
         let (addr, token) = (hosts[c % hosts.len()], token.to_string());
         tasks.push(tokio::spawn(async move {
-            let mut caller = McpCaller {
-                client: Client::connect(addr).await?,
-                token,
-            };
-            let (lat, acked, conflicts) =
-                append_client(&mut caller, &note, &format!("c{c}"), deadline).await?;
+            let mut caller = McpCaller { client: Client::connect(addr).await?, token };
+            let (lat, acked, conflicts) = append_client(&mut caller, &note, &format!("c{c}"), deadline).await?;
             let (bad, size) = verify(&mut caller, &note, &acked).await?;
             anyhow::Ok((lat, acked.len(), bad, conflicts, size))
         }));
@@ -79,11 +62,7 @@ pub async fn drive(
     for t in tasks {
         outcomes.push(t.await??);
     }
-    Ok(combine(
-        label,
-        outcomes,
-        started.elapsed().min(duration + Duration::from_secs(1)),
-    ))
+    Ok(combine(label, outcomes, started.elapsed().min(duration + Duration::from_secs(1))))
 }
 
 /// A runtime config putting both stores on `redis`, under `ns`.
@@ -113,19 +92,13 @@ pub async fn scale(manifest: PathBuf, seconds: u64, clients: usize) -> Result<St
     let run = |label: String, n: usize, args: Vec<String>, env: Vec<(String, String)>| {
         let (manifest, state, token) = (manifest.clone(), state.clone(), token.clone());
         async move {
-            let group: Vec<Host> = (0..n)
-                .map(|_| hosts::start(&manifest, &state, &args, &env))
-                .collect::<Result<_>>()?;
+            let group: Vec<Host> = (0..n).map(|_| hosts::start(&manifest, &state, &args, &env)).collect::<Result<_>>()?;
             let addrs: Vec<SocketAddr> = group.iter().map(|h| h.addr).collect();
             // Warm instances, connections and caches first.
             drive(&addrs, &token, clients, Duration::from_millis(500), &label).await?;
             let r = drive(&addrs, &token, clients, duration, &label).await?;
             drop(group);
-            anyhow::Ok(ScaleRow {
-                label,
-                hosts: n,
-                run: r,
-            })
+            anyhow::Ok(ScaleRow { label, hosts: n, run: r })
         }
     };
     // The SQLite host keeps its store in the shared state dir, which the
@@ -133,15 +106,7 @@ pub async fn scale(manifest: PathBuf, seconds: u64, clients: usize) -> Result<St
     rows.push(run("one host, SQLite".into(), 1, vec![], vec![]).await?);
     for n in 1..=3 {
         let rc = redis_config(&dir, &redis, &format!("hosts{n}"))?;
-        rows.push(
-            run(
-                format!("{n} host(s), one Redis"),
-                n,
-                vec!["--runtime-config-file".into(), rc.display().to_string()],
-                vec![],
-            )
-            .await?,
-        );
+        rows.push(run(format!("{n} host(s), one Redis"), n, vec!["--runtime-config-file".into(), rc.display().to_string()], vec![]).await?);
     }
     let rc = redis_config(&dir, &redis, "checked")?;
     let checked = run(

@@ -22,9 +22,7 @@ use std::time::{Duration, Instant};
 
 const VOCABULARY: usize = 5_000;
 const NOTE_BYTES: usize = 2_000;
-const SYLLABLES: [&str; 16] = [
-    "ka", "lo", "mi", "ne", "su", "ta", "ri", "vo", "de", "po", "ga", "fi", "mu", "ze", "bo", "hu",
-];
+const SYLLABLES: [&str; 16] = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "vo", "de", "po", "ga", "fi", "mu", "ze", "bo", "hu"];
 
 /// A small deterministic generator (xorshift).
 struct Rng(u64);
@@ -90,13 +88,8 @@ fn corpus(dir: &Path, n: usize) -> Result<(Arc<dyn Store>, Vec<String>)> {
     let mut ids = Vec::with_capacity(n);
     for i in 0..n {
         let title = format!("{} {} {i}", word(rng.rank()), word(rng.rank()));
-        let r = cairn_notes::rest::create_note(
-            kv.as_ref(),
-            &mut env,
-            &person(),
-            json!({"title": title, "approved_for_agents": true}),
-        )
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let r = cairn_notes::rest::create_note(kv.as_ref(), &mut env, &person(), json!({"title": title, "approved_for_agents": true}))
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         if r.status != 201 {
             bail!("create_note: {}", r.body);
         }
@@ -120,14 +113,8 @@ fn queries(per_kind: usize) -> Vec<(&'static str, String)> {
         out.push(("common word", word(i % 5)));
         out.push(("mid word", word(80 + i % 40)));
         out.push(("rare word", word(2_000 + (rng.next() as usize) % 2_000)));
-        out.push((
-            "two words",
-            format!("{} {}", word(i % 20), word(100 + i % 50)),
-        ));
-        out.push((
-            "phrase",
-            format!("\"{} {}\"", word(rng.rank()), word(rng.rank())),
-        ));
+        out.push(("two words", format!("{} {}", word(i % 20), word(100 + i % 50))));
+        out.push(("phrase", format!("\"{} {}\"", word(rng.rank()), word(rng.rank()))));
         out.push(("prefix", format!("{}*", &word(300 + i % 200)[..4])));
     }
     out
@@ -145,8 +132,7 @@ fn ms(d: Duration) -> f64 {
 /// Merges every dirty note of the bench tenant (what a host does in the background).
 fn merge_all(kv: &Arc<dyn Store>) -> Result<()> {
     let mut env = SystemEnv::new(3);
-    let r = cairn_notes::search::merge(kv.as_ref(), &mut env, TENANT, usize::MAX)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let r = cairn_notes::search::merge(kv.as_ref(), &mut env, TENANT, usize::MAX).map_err(|e| anyhow::anyhow!("{e}"))?;
     if r.still_dirty != 0 {
         bail!("the merge left {} notes dirty: {r:?}", r.still_dirty);
     }
@@ -154,24 +140,17 @@ fn merge_all(kv: &Arc<dyn Store>) -> Result<()> {
 }
 
 /// Runs every query once through `c`; latencies by kind, and hits seen.
-async fn run_queries(
-    c: &mut impl Caller,
-    qs: &[(&'static str, String)],
-) -> Result<(Vec<(&'static str, Vec<Duration>)>, usize)> {
+async fn run_queries(c: &mut impl Caller, qs: &[(&'static str, String)]) -> Result<(Vec<(&'static str, Vec<Duration>)>, usize)> {
     let mut by: Vec<(&'static str, Vec<Duration>)> = Vec::new();
     let mut hits = 0;
     for (kind, q) in qs {
         let started = Instant::now();
-        let r = c
-            .call("search_notes", json!({"query": q, "limit": 10}))
-            .await?;
+        let r = c.call("search_notes", json!({"query": q, "limit": 10})).await?;
         let took = started.elapsed();
         if r["isError"] != false {
             bail!("search {q:?} refused: {}", r["structuredContent"]);
         }
-        hits += r["structuredContent"]["hits"]
-            .as_array()
-            .map_or(0, Vec::len);
+        hits += r["structuredContent"]["hits"].as_array().map_or(0, Vec::len);
         match by.iter_mut().find(|(k, _)| k == kind) {
             Some((_, v)) => v.push(took),
             None => by.push((kind, vec![took])),
@@ -188,14 +167,8 @@ fn edits(kv: &Arc<dyn Store>, ids: &[String], n: usize, seed: u64) -> Result<Vec
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let id = &ids[(rng.next() as usize) % ids.len()];
-        let read = cairn_notes::call_tool_value(
-            kv.as_ref(),
-            &mut env,
-            &who,
-            "read_note_tab",
-            json!({"note_id": id, "tab_id": "markdown"}),
-        )
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let read = cairn_notes::call_tool_value(kv.as_ref(), &mut env, &who, "read_note_tab", json!({"note_id": id, "tab_id": "markdown"}))
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         let text = read["structuredContent"]["text"].as_str().context("text")?;
         let fresh: Vec<String> = (0..10).map(|_| word(rng.rank())).collect();
         let cut = text.find(". ").map_or(0, |i| i + 2);
@@ -214,13 +187,7 @@ fn edits(kv: &Arc<dyn Store>, ids: &[String], n: usize, seed: u64) -> Result<Vec
 }
 
 /// The search section of the performance report.
-pub async fn search_section(
-    scratch: &Path,
-    manifest: &Path,
-    sizes: &[usize],
-    per_kind: usize,
-    out: &mut String,
-) -> Result<()> {
+pub async fn search_section(scratch: &Path, manifest: &Path, sizes: &[usize], per_kind: usize, out: &mut String) -> Result<()> {
     let _ = write!(
         out,
         "\n## Search: `search_notes` latency and what the index costs an edit\n\n\
@@ -277,23 +244,13 @@ pub async fn search_section(
             (us(w_mean) + us(merge_per_edit)) / us(wo_mean).max(1e-3),
         );
         // The edits without the index left words unindexed: rebuild, and prove it.
-        let fixed = cairn_notes::search::reindex(kv.as_ref(), TENANT)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let after =
-            cairn_notes::search::check(kv.as_ref(), TENANT).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let fixed = cairn_notes::search::reindex(kv.as_ref(), TENANT).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let after = cairn_notes::search::check(kv.as_ref(), TENANT).map_err(|e| anyhow::anyhow!("{e}"))?;
         if after.missing != 0 {
-            bail!(
-                "after reindex the index still lacks {} words (found {} missing before)",
-                after.missing,
-                fixed.missing
-            );
+            bail!("after reindex the index still lacks {} words (found {} missing before)", after.missing, fixed.missing);
         }
         // Queries natively, then on the same store served by a host.
-        let mut core = CoreCaller {
-            kv: kv.clone(),
-            env: SystemEnv::new(9),
-            who: agent(),
-        };
+        let mut core = CoreCaller { kv: kv.clone(), env: SystemEnv::new(9), who: agent() };
         run_queries(&mut core, &qs[..qs.len().min(12)]).await?;
         let (native, native_hits) = run_queries(&mut core, &qs).await?;
         drop(core);
@@ -301,18 +258,13 @@ pub async fn search_section(
         drop(kv);
         let token = hosts::token(&dir, "bench-agent")?;
         let host = hosts::start(manifest, &dir, &[], &[])?;
-        let mut mcp = McpCaller {
-            client: Client::connect(host.addr).await?,
-            token,
-        };
+        let mut mcp = McpCaller { client: Client::connect(host.addr).await?, token };
         run_queries(&mut mcp, &qs[..qs.len().min(12)]).await?;
         let (stack, stack_hits) = run_queries(&mut mcp, &qs).await?;
         drop(mcp);
         drop(host);
         if stack_hits != native_hits {
-            bail!(
-                "the whole stack found {stack_hits} hits and the core natively {native_hits}: they must agree"
-            );
+            bail!("the whole stack found {stack_hits} hits and the core natively {native_hits}: they must agree");
         }
         let mut all_stack: Vec<Duration> = Vec::new();
         let mut all_native: Vec<Duration> = Vec::new();
@@ -322,19 +274,13 @@ pub async fn search_section(
             let _ = writeln!(
                 out,
                 "| {n} | {kind} | {:.2} | {:.2} | {:.2} | {:.2} |",
-                ms(pct(&mut s, 0.5)),
-                ms(pct(&mut s, 0.99)),
-                ms(pct(&mut nat, 0.5)),
-                ms(pct(&mut nat, 0.99))
+                ms(pct(&mut s, 0.5)), ms(pct(&mut s, 0.99)), ms(pct(&mut nat, 0.5)), ms(pct(&mut nat, 0.99))
             );
         }
         let _ = writeln!(
             out,
             "| {n} | **all** | **{:.2}** | **{:.2}** | {:.2} | {:.2} |",
-            ms(pct(&mut all_stack, 0.5)),
-            ms(pct(&mut all_stack, 0.99)),
-            ms(pct(&mut all_native, 0.5)),
-            ms(pct(&mut all_native, 0.99))
+            ms(pct(&mut all_stack, 0.5)), ms(pct(&mut all_stack, 0.99)), ms(pct(&mut all_native, 0.5)), ms(pct(&mut all_native, 0.99))
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -377,8 +323,6 @@ mod tests {
     fn the_query_mix_has_every_kind() {
         let qs = queries(2);
         assert_eq!(qs.len(), 12);
-        assert!(
-            qs.iter().any(|(_, q)| q.ends_with('*')) && qs.iter().any(|(_, q)| q.starts_with('"'))
-        );
+        assert!(qs.iter().any(|(_, q)| q.ends_with('*')) && qs.iter().any(|(_, q)| q.starts_with('"')));
     }
 }

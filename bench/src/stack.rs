@@ -4,11 +4,11 @@
 //! whole stack or the same core natively ([`stack_calls`], [`native_calls`]).
 
 use crate::measure::{Series, summarize};
-use anyhow::{Context, Result, bail};
 use cairn::clock::SystemEnv;
 use cairn::instance::Limits;
 use cairn::server::{self, Running};
 use cairn::stores::{StoreKind, Stores};
+use anyhow::{Context, Result, bail};
 use cairn_auth::mint::TokenSpec;
 use cairn_auth::{Actor, Role};
 use cairn_kv::Store;
@@ -48,13 +48,7 @@ impl Client {
     }
 
     /// Send JSON, get status and JSON.
-    pub async fn send(
-        &mut self,
-        method: &str,
-        path: &str,
-        token: &str,
-        body: &Value,
-    ) -> Result<(u16, Value)> {
+    pub async fn send(&mut self, method: &str, path: &str, token: &str, body: &Value) -> Result<(u16, Value)> {
         let req = hyper::Request::builder()
             .method(method)
             .uri(path)
@@ -69,10 +63,7 @@ impl Client {
         let resp = self.tx.send_request(req).await?;
         let status = resp.status().as_u16();
         let bytes = resp.into_body().collect().await?.to_bytes();
-        Ok((
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        ))
+        Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
     }
 
     /// `tools/call` through the router; the CallToolResult.
@@ -103,21 +94,17 @@ impl Stack {
     pub async fn start(manifest: PathBuf) -> Result<Self> {
         let state = std::env::temp_dir().join(format!("cairn-bench-notes-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&state);
-        let variables = [(
-            "rate_limit_per_minute".to_string(),
-            "1000000000".to_string(),
-        )]
-        .into();
+        let variables = [("rate_limit_per_minute".to_string(), "1000000000".to_string())].into();
         let opts = server::Options {
             manifest,
             listen: "127.0.0.1:0".parse()?,
             cache_dir: state.join("cache"),
             state_dir: state.clone(),
             stores: Stores::default().with_default(Some(&StoreKind::Sqlite)),
-            components: Vec::new(),
+        components: Vec::new(),
             fsync: false,
             limits: Limits::default(),
-            sweep_interval: Duration::from_secs(60),
+        sweep_interval: Duration::from_secs(60),
             merge_interval: Duration::from_millis(250),
             variables,
         };
@@ -141,12 +128,7 @@ impl Stack {
                 .claims(),
             )
         };
-        Ok(Self {
-            agent: token(Actor::Agent, "bench-agent"),
-            person: token(Actor::Human, "bench-person"),
-            running,
-            state,
-        })
+        Ok(Self { agent: token(Actor::Agent, "bench-agent"), person: token(Actor::Human, "bench-person"), running, state })
     }
 
     /// Create `n` approved notes straight in the server's store; their ids.
@@ -162,22 +144,11 @@ impl Stack {
 }
 
 pub fn person() -> Identity {
-    Identity {
-        tenant: TENANT.into(),
-        subject: "bench-person".into(),
-        display_name: "Bench person".into(),
-        actor_type: ActorType::Human,
-        role: cairn_notes::Role::Member,
-    }
+    Identity { tenant: TENANT.into(), subject: "bench-person".into(), display_name: "Bench person".into(), actor_type: ActorType::Human, role: cairn_notes::Role::Member }
 }
 
 pub fn agent() -> Identity {
-    Identity {
-        actor_type: ActorType::Agent,
-        subject: "bench-agent".into(),
-        display_name: "Bench agent".into(),
-        ..person()
-    }
+    Identity { actor_type: ActorType::Agent, subject: "bench-agent".into(), display_name: "Bench agent".into(), ..person() }
 }
 
 /// Create `n` approved notes; their ids.
@@ -185,13 +156,8 @@ pub fn seed(kv: &dyn Store, n: usize) -> Result<Vec<String>> {
     let mut env = SystemEnv::new(n as u64);
     (0..n)
         .map(|i| {
-            let r = cairn_notes::rest::create_note(
-                kv,
-                &mut env,
-                &person(),
-                json!({"title": format!("note {i}"), "approved_for_agents": true}),
-            )
-            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            let r = cairn_notes::rest::create_note(kv, &mut env, &person(), json!({"title": format!("note {i}"), "approved_for_agents": true}))
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
             if r.status != 201 {
                 bail!("create_note: {}", r.body);
             }
@@ -243,8 +209,7 @@ pub struct CoreCaller {
 
 impl Caller for CoreCaller {
     async fn call(&mut self, tool: &str, args: Value) -> Result<Value> {
-        cairn_notes::call_tool_value(self.kv.as_ref(), &mut self.env, &self.who, tool, args)
-            .map_err(|e| anyhow::anyhow!("{tool}: {e:?}"))
+        cairn_notes::call_tool_value(self.kv.as_ref(), &mut self.env, &self.who, tool, args).map_err(|e| anyhow::anyhow!("{tool}: {e:?}"))
     }
 }
 
@@ -258,25 +223,14 @@ pub fn text_of(size: usize, i: u64) -> String {
 }
 
 pub async fn read_version(c: &mut impl Caller, note: &str) -> Result<Value> {
-    let read = c
-        .call(
-            "read_note_tab",
-            json!({"note_id": note, "tab_id": "markdown"}),
-        )
-        .await?;
+    let read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
     if read["isError"] != false {
         bail!("read refused: {read}");
     }
     Ok(read["structuredContent"]["version"].clone())
 }
 
-pub async fn edit(
-    c: &mut impl Caller,
-    note: &str,
-    version: Value,
-    size: usize,
-    key: u64,
-) -> Result<Value> {
+pub async fn edit(c: &mut impl Caller, note: &str, version: Value, size: usize, key: u64) -> Result<Value> {
     let args = json!({"note_id": note, "tab_id": "markdown", "expected_version": version,
         "idempotency_key": format!("bench-{key}"), "operation": "replace_text", "text": text_of(size, key)});
     let w = c.call("edit_note_tab", args).await?;
@@ -289,13 +243,7 @@ pub async fn edit(
 /// One client until `deadline`: the latency of every step. A client that
 /// edits checks at the end that its note advanced by exactly the edits it
 /// was told succeeded: nothing acknowledged was lost, nothing was doubled.
-pub async fn client_loop(
-    mut c: impl Caller,
-    note: String,
-    op: Op,
-    first: u64,
-    deadline: Instant,
-) -> Result<Vec<Duration>> {
+pub async fn client_loop(mut c: impl Caller, note: String, op: Op, first: u64, deadline: Instant) -> Result<Vec<Duration>> {
     let mut lat = Vec::new();
     let start = read_version(&mut c, &note).await?;
     let mut version = start.clone();
@@ -317,15 +265,8 @@ pub async fn client_loop(
         lat.push(t.elapsed());
     }
     let end = read_version(&mut c, &note).await?;
-    let expected = if matches!(op, Op::Read) {
-        0
-    } else {
-        lat.len() as u64
-    };
-    let moved = end
-        .as_u64()
-        .unwrap_or(0)
-        .saturating_sub(start.as_u64().unwrap_or(0));
+    let expected = if matches!(op, Op::Read) { 0 } else { lat.len() as u64 };
+    let moved = end.as_u64().unwrap_or(0).saturating_sub(start.as_u64().unwrap_or(0));
     if end != version || moved != expected {
         bail!("note {note}: version went {start} → {end} after {expected} acknowledged edits");
     }
@@ -334,27 +275,14 @@ pub async fn client_loop(
 
 /// `clients` MCP clients, each on its own connection and note, through the
 /// whole stack (HTTP, router, tool components, SQLite).
-pub async fn stack_calls(
-    stack: &Stack,
-    notes: &[String],
-    clients: usize,
-    op: Op,
-    duration: Duration,
-) -> Result<Series> {
+pub async fn stack_calls(stack: &Stack, notes: &[String], clients: usize, op: Op, duration: Duration) -> Result<Series> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let (addr, token, note) = (
-            stack.running.addr,
-            stack.agent.clone(),
-            notes[c % notes.len()].clone(),
-        );
+        let (addr, token, note) = (stack.running.addr, stack.agent.clone(), notes[c % notes.len()].clone());
         tasks.push(tokio::spawn(async move {
-            let caller = McpCaller {
-                client: Client::connect(addr).await?,
-                token,
-            };
+            let caller = McpCaller { client: Client::connect(addr).await?, token };
             client_loop(caller, note, op, first_key(c), deadline).await
         }));
     }
@@ -362,32 +290,18 @@ pub async fn stack_calls(
     for t in tasks {
         all.extend(t.await??);
     }
-    Ok(summarize(
-        "whole stack: HTTP, router, tool components, SQLite",
-        all,
-        started.elapsed(),
-    ))
+    Ok(summarize("whole stack: HTTP, router, tool components, SQLite", all, started.elapsed()))
 }
 
 /// The same clients calling the core natively, one thread each.
-pub fn native_calls(
-    kv: Arc<dyn Store>,
-    notes: &[String],
-    clients: usize,
-    op: Op,
-    duration: Duration,
-) -> Result<Series> {
+pub fn native_calls(kv: Arc<dyn Store>, notes: &[String], clients: usize, op: Op, duration: Duration) -> Result<Series> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let handles: Vec<_> = (0..clients)
         .map(|c| {
             let (kv, note) = (kv.clone(), notes[c % notes.len()].clone());
             std::thread::spawn(move || -> Result<Vec<Duration>> {
-                let caller = CoreCaller {
-                    kv,
-                    env: SystemEnv::new(c as u64),
-                    who: agent(),
-                };
+                let caller = CoreCaller { kv, env: SystemEnv::new(c as u64), who: agent() };
                 let rt = tokio::runtime::Builder::new_current_thread().build()?;
                 rt.block_on(client_loop(caller, note, op, first_key(c), deadline))
             })
@@ -395,26 +309,17 @@ pub fn native_calls(
         .collect();
     let mut all = Vec::new();
     for h in handles {
-        all.extend(
-            h.join()
-                .map_err(|_| anyhow::anyhow!("bench thread panicked"))??,
-        );
+        all.extend(h.join().map_err(|_| anyhow::anyhow!("bench thread panicked"))??);
     }
-    Ok(summarize(
-        "same core natively in-process, SQLite",
-        all,
-        started.elapsed(),
-    ))
+    Ok(summarize("same core natively in-process, SQLite", all, started.elapsed()))
 }
 
 /// A SQLite store of its own in `dir`, for the native side.
 pub fn native_store(dir: &std::path::Path) -> Result<Arc<dyn Store>> {
     std::fs::create_dir_all(dir)?;
-    Ok(Arc::new(cairn_kv_sqlite::SqliteStore::open(
-        &dir.join("kv.db"),
-        false,
-    )?))
+    Ok(Arc::new(cairn_kv_sqlite::SqliteStore::open(&dir.join("kv.db"), false)?))
 }
+
 
 /// A tool component called in-process, as the router reaches it, without
 /// HTTP in front and without the router: what one tool costs on its own.
@@ -440,11 +345,7 @@ impl ToolCaller {
             scopes: vec!["notes:read".into(), "notes:write".into()],
             exp: u64::MAX,
         };
-        Ok(Self {
-            app: stack.running.app.clone(),
-            principal,
-            secret,
-        })
+        Ok(Self { app: stack.running.app.clone(), principal, secret })
     }
 }
 
@@ -452,42 +353,18 @@ impl Caller for ToolCaller {
     async fn call(&mut self, tool: &str, args: Value) -> Result<Value> {
         let spec = cairn_notes::tools::find(tool).with_context(|| format!("no tool {tool}"))?;
         let id = spec.component();
-        let component = self
-            .app
-            .components
-            .get(&id)
-            .with_context(|| format!("no component {id}"))?
-            .clone();
+        let component = self.app.components.get(&id).with_context(|| format!("no component {id}"))?.clone();
         let body = args.to_string();
         let path = format!("/tools/{tool}");
-        let call = cairn_auth::identity::Call {
-            method: "POST",
-            path: &path,
-            body: body.as_bytes(),
-        };
-        let identity = cairn_auth::identity::sign(
-            &self.principal,
-            &self.secret,
-            &call,
-            cairn::clock::now_us() / 1_000_000,
-        );
+        let call = cairn_auth::identity::Call { method: "POST", path: &path, body: body.as_bytes() };
+        let identity = cairn_auth::identity::sign(&self.principal, &self.secret, &call, cairn::clock::now_us() / 1_000_000);
         let req = hyper::Request::post(format!("http://{id}.spin.internal{path}"))
             .header("host", format!("{id}.spin.internal"))
             .header(cairn_auth::identity::HEADER, identity)
             .body(Full::new(Bytes::from(body)))?;
-        let resp = cairn::instance::run_buffered(
-            self.app.clone(),
-            component,
-            req,
-            cairn::instance::RouteInfo::internal(),
-        )
-        .await?;
+        let resp = cairn::instance::run_buffered(self.app.clone(), component, req, cairn::instance::RouteInfo::internal()).await?;
         if resp.status() != 200 {
-            bail!(
-                "{tool}: the component answered {}: {}",
-                resp.status(),
-                String::from_utf8_lossy(resp.body())
-            );
+            bail!("{tool}: the component answered {}: {}", resp.status(), String::from_utf8_lossy(resp.body()));
         }
         Ok(serde_json::from_slice(resp.body())?)
     }

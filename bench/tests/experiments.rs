@@ -3,26 +3,19 @@
 
 use cairn_bench::experiments::create::{self, KeyPolicy};
 use cairn_bench::experiments::handles::{self, Handle};
-use cairn_bench::experiments::{Sizes, editor, race, sources, tabs, throughput};
+use cairn_bench::experiments::{editor, race, sources, tabs, throughput, Sizes};
 use cairn_bench::stack::Stack;
 use std::path::PathBuf;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("bench/ sits in the workspace")
-        .to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("bench/ sits in the workspace").to_path_buf()
 }
 
 /// Fail early, and clearly, when the components were not built.
 fn require_built(wasm: &[&str]) {
     for w in wasm {
         let p = root().join("target/wasm32-wasip2/wasm").join(w);
-        assert!(
-            p.exists(),
-            "{} is missing: build the components first (scripts/test.sh does)",
-            p.display()
-        );
+        assert!(p.exists(), "{} is missing: build the components first (scripts/test.sh does)", p.display());
     }
 }
 
@@ -46,38 +39,20 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
     // race: re-read + re-apply loses nothing; every run saw every edit through.
     let rows = race::race(stack, s.runs, s.edits).await?;
     assert_eq!(rows.len(), 5);
-    charts_draw(editor::edit_charts(
-        "race",
-        "race",
-        &["a", "b", "c", "d", "e"],
-        &rows,
-    ));
+    charts_draw(editor::edit_charts("race", "race", &["a", "b", "c", "d", "e"], &rows));
     for safe in [&rows[1], &rows[3], &rows[4]] {
         assert_eq!(safe.runs.len() as u64, s.runs);
         assert_eq!(safe.lost(), 0, "{} lost lines: {safe:?}", safe.label);
     }
     // The section patch never borders the person's lines: the agent is never refused.
-    assert_eq!(
-        rows[4]
-            .runs
-            .iter()
-            .map(|r| r.agent.conflicts)
-            .sum::<usize>(),
-        0,
-        "{:?}",
-        rows[4]
-    );
+    assert_eq!(rows[4].runs.iter().map(|r| r.agent.conflicts).sum::<usize>(), 0, "{:?}", rows[4]);
     // The person editing the line the agent patches: a conflict, never a silent merge.
     let same = race::same_line(stack).await?;
     assert!(same.refused && same.person_kept, "{same:?}");
     for r in rows.iter().flat_map(|row| &row.runs) {
         assert_eq!(r.agent.edits, s.edits);
         assert!(r.agent.writes >= s.edits && r.person.writes >= s.edits);
-        assert_eq!(
-            r.agent.writes - r.agent.edits,
-            r.agent.conflicts,
-            "one extra write per conflict"
-        );
+        assert_eq!(r.agent.writes - r.agent.edits, r.agent.conflicts, "one extra write per conflict");
         assert!(r.agent.lost <= s.edits && r.person.lost <= s.edits);
     }
 
@@ -86,23 +61,14 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
     for row in &rows {
         assert_eq!(row.lost(), 0, "fast lost lines: {row:?}");
     }
-    charts_draw(editor::edit_charts(
-        "fast",
-        "fast",
-        &["re-apply", "append", "section"],
-        &rows,
-    ));
+    charts_draw(editor::edit_charts("fast", "fast", &["re-apply", "append", "section"], &rows));
 
     // create: a same-key retry yields exactly one tab per intent.
     let rows = create::create(stack, s.runs, s.intents).await?;
     charts_draw(vec![create::create_chart(&rows)]);
     for row in &rows {
         for r in &row.runs {
-            assert_eq!(
-                r.distinct_ids, r.intents,
-                "{:?}: one tab id per intent",
-                row.policy
-            );
+            assert_eq!(r.distinct_ids, r.intents, "{:?}: one tab id per intent", row.policy);
             match row.policy {
                 KeyPolicy::SameOnRetry | KeyPolicy::NewAfterConflict => {
                     assert_eq!(r.created, r.intents, "{:?}: {r:?}", row.policy)
@@ -133,22 +99,13 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
         assert_eq!(row.runs.len() as u64, s.runs);
         for r in &row.runs {
             assert_eq!(r.citations, s.sessions * 18, "{r:?}");
-            assert_eq!(
-                r.calls,
-                r.citations + r.lost + r.conflicts,
-                "one extra call per lost reply or conflict: {r:?}"
-            );
+            assert_eq!(r.calls, r.citations + r.lost + r.conflicts, "one extra call per lost reply or conflict: {r:?}");
             assert!(r.lost > 0, "20% of replies are lost: {r:?}");
             assert_eq!(r.duplicates(), 0, "{:?}: {r:?}", row.policy);
             assert_eq!(r.stored, r.distinct, "{:?}: {r:?}", row.policy);
         }
     }
-    assert_eq!(
-        sources::sources_table(&rows, s.sessions)
-            .matches("**median**")
-            .count(),
-        3
-    );
+    assert_eq!(sources::sources_table(&rows, s.sessions).matches("**median**").count(), 3);
     charts_draw(vec![sources::sources_chart(&rows)]);
 
     // handles: an ID always finds the deck; every trial counts once per handle.
@@ -163,12 +120,7 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
             }
         }
     }
-    assert_eq!(
-        handles::handles_table(&rows, s.trials)
-            .matches("**median**")
-            .count(),
-        8
-    );
+    assert_eq!(handles::handles_table(&rows, s.trials).matches("**median**").count(), 8);
     charts_draw(vec![handles::handles_chart(&rows)]);
 
     // throughput: both tools at 1, 8 and 32 clients on both sides; every
@@ -180,12 +132,7 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
         assert!(r.stack.requests > 0 && r.native.requests > 0, "{r:?}");
         assert!(r.ratio().is_finite(), "{r:?}");
     }
-    assert_eq!(
-        throughput::throughput_table(&rows, point)
-            .matches("| edit_note_tab |")
-            .count(),
-        3
-    );
+    assert_eq!(throughput::throughput_table(&rows, point).matches("| edit_note_tab |").count(), 3);
     charts_draw(throughput::throughput_charts(&rows));
     Ok(())
 }
@@ -196,11 +143,7 @@ fn charts_draw(charts: Vec<cairn_bench::charts::Chart>) {
     for c in charts {
         let svg = std::fs::read_to_string(c.render(&dir).unwrap()).unwrap();
         for (name, _) in &c.series {
-            assert!(
-                svg.contains(name.as_str()),
-                "{}: series {name:?} not drawn",
-                c.file
-            );
+            assert!(svg.contains(name.as_str()), "{}: series {name:?} not drawn", c.file);
         }
     }
     let _ = std::fs::remove_dir_all(dir);

@@ -62,9 +62,7 @@ struct Fetched {
 }
 
 fn seconds(name: &str, default: u64) -> u64 {
-    crate::variable(name)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
+    crate::variable(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
 impl Config {
@@ -80,8 +78,7 @@ impl Config {
             (None, None) => return Err("no trusted keys: set jwks (a JWKS document), jwks_url, or an http(s) issuer to discover them from".into()),
         };
         let resource = crate::variable("audience").ok_or("the audience variable is not set")?;
-        let authorization_server =
-            crate::variable("authorization_server").unwrap_or_else(|| issuer.clone());
+        let authorization_server = crate::variable("authorization_server").unwrap_or_else(|| issuer.clone());
         let d = ClaimMap::default();
         let claims = ClaimMap {
             tenant: crate::variable("tenant_claim").unwrap_or(d.tenant),
@@ -107,10 +104,7 @@ impl Config {
     /// (nobody chooses the configuration to collide), so it is a fast hash.
     fn cache_salt(&self, jwks: &str) -> String {
         let c = &self.claims;
-        let text = format!(
-            "{jwks}\n{}\n{}\n{}|{:?}|{}|{}|{}",
-            self.issuer, self.resource, c.tenant, c.fixed_tenant, c.actor, c.name, c.role
-        );
+        let text = format!("{jwks}\n{}\n{}\n{}|{:?}|{}|{}|{}", self.issuer, self.resource, c.tenant, c.fixed_tenant, c.actor, c.name, c.role);
         format!("{:016x}", fnv64(text.as_bytes()))
     }
 
@@ -146,10 +140,7 @@ impl Config {
         }
         let base = self.issuer.trim_end_matches('/');
         let mut why = Vec::new();
-        for path in [
-            "/.well-known/oauth-authorization-server",
-            "/.well-known/openid-configuration",
-        ] {
+        for path in ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"] {
             match get_json(&format!("{base}{path}")).await {
                 Ok(meta) => match meta["jwks_uri"].as_str() {
                     Some(u) => return Ok(u.to_string()),
@@ -158,18 +149,14 @@ impl Config {
                 Err(e) => why.push(e),
             }
         }
-        Err(format!(
-            "cannot discover the issuer's keys: {}",
-            why.join("; ")
-        ))
+        Err(format!("cannot discover the issuer's keys: {}", why.join("; ")))
     }
 
     /// Fetches the JWKS and checks that it is usable.
     async fn fetch(&self) -> Result<String, String> {
         let url = self.jwks_url().await?;
         let doc = get_json(&url).await?.to_string();
-        Verifier::from_jwks(&doc, &self.issuer, &self.resource)
-            .map_err(|e| format!("{url}: {e}"))?;
+        Verifier::from_jwks(&doc, &self.issuer, &self.resource).map_err(|e| format!("{url}: {e}"))?;
         Ok(doc)
     }
 
@@ -178,12 +165,7 @@ impl Config {
     /// even while the cache is fresh (a token names an unknown `kid`), at
     /// most once every `jwks_refetch_seconds`. The second value says whether
     /// these keys were just fetched.
-    async fn keys(
-        &self,
-        bucket: Option<&Bucket>,
-        now_s: u64,
-        again: bool,
-    ) -> Result<(String, bool), Refused> {
+    async fn keys(&self, bucket: Option<&Bucket>, now_s: u64, again: bool) -> Result<(String, bool), Refused> {
         if let KeySource::Pasted(j) = &self.keys {
             return Ok((j.clone(), false));
         }
@@ -197,23 +179,13 @@ impl Config {
         }
         match self.fetch().await {
             Ok(jwks) => {
-                self.remember(
-                    bucket,
-                    &Fetched {
-                        jwks: jwks.clone(),
-                        fetched_at: now_s,
-                        tried_at: now_s,
-                    },
-                );
+                self.remember(bucket, &Fetched { jwks: jwks.clone(), fetched_at: now_s, tried_at: now_s });
                 Ok((jwks, true))
             }
             Err(e) => match cached {
                 // The issuer is briefly away: keep serving with the keys we have.
                 Some(c) => {
-                    let c = Fetched {
-                        tried_at: now_s,
-                        ..c
-                    };
+                    let c = Fetched { tried_at: now_s, ..c };
                     self.remember(bucket, &c);
                     Ok((c.jwks, false))
                 }
@@ -225,11 +197,7 @@ impl Config {
     /// Where the protected-resource metadata lives (RFC 9728).
     pub fn metadata_url(&self) -> String {
         let origin = origin(&self.resource);
-        let path = self
-            .resource
-            .strip_prefix(&origin)
-            .unwrap_or("")
-            .trim_end_matches('/');
+        let path = self.resource.strip_prefix(&origin).unwrap_or("").trim_end_matches('/');
         format!("{origin}/.well-known/oauth-protected-resource{path}")
     }
 
@@ -248,12 +216,7 @@ impl Config {
     /// tokens already verified (keyed by a hash of token and configuration,
     /// valid until the token's `exp`). A JWKS that cannot be used is the
     /// operator's fault, not the caller's: [`Refused::Misconfigured`].
-    pub async fn authenticate(
-        &self,
-        req: &Request,
-        bucket: Option<&Bucket>,
-        now_s: u64,
-    ) -> Result<Principal, Refused> {
+    pub async fn authenticate(&self, req: &Request, bucket: Option<&Bucket>, now_s: u64) -> Result<Principal, Refused> {
         let token = respond::bearer(req).ok_or(Refused::Token(AuthError::Missing))?;
         let (mut jwks, mut fresh) = self.keys(bucket, now_s, false).await?;
         let digest = token_digest(token);
@@ -269,16 +232,11 @@ impl Config {
             }
         }
         let verifier = |jwks: &str| {
-            Verifier::from_jwks(jwks, &self.issuer, &self.resource)
-                .map(|v| v.with_claims(self.claims.clone()))
-                .map_err(Refused::Misconfigured)
+            Verifier::from_jwks(jwks, &self.issuer, &self.resource).map(|v| v.with_claims(self.claims.clone())).map_err(Refused::Misconfigured)
         };
         let mut v = verifier(&jwks)?;
         // A key the cached JWKS lacks may have just been rotated in.
-        if !fresh
-            && matches!(self.keys, KeySource::Fetched(_))
-            && cairn_auth::jwt::token_kid(token).is_some_and(|k| !v.knows_kid(&k))
-        {
+        if !fresh && matches!(self.keys, KeySource::Fetched(_)) && cairn_auth::jwt::token_kid(token).is_some_and(|k| !v.knows_kid(&k)) {
             (jwks, fresh) = self.keys(bucket, now_s, true).await?;
             if fresh {
                 v = verifier(&jwks)?;
@@ -299,11 +257,7 @@ impl Config {
             Refused::Token(e) => self.unauthorized(e),
             Refused::Misconfigured(e) => respond::error(500, "misconfigured", e),
             Refused::Unavailable(e) => {
-                let mut r = respond::error(
-                    503,
-                    "issuer_unavailable",
-                    &format!("the issuer's keys cannot be fetched, and none are cached yet: {e}"),
-                );
+                let mut r = respond::error(503, "issuer_unavailable", &format!("the issuer's keys cannot be fetched, and none are cached yet: {e}"));
                 r.set_header("retry-after", "5");
                 r
             }
@@ -327,11 +281,7 @@ impl Config {
 
     /// 403 naming the missing scope.
     pub fn insufficient_scope(&self, scope: &str) -> Response {
-        let mut r = respond::error(
-            403,
-            "insufficient_scope",
-            &format!("this call needs the {scope} scope"),
-        );
+        let mut r = respond::error(403, "insufficient_scope", &format!("this call needs the {scope} scope"));
         r.set_header(
             "www-authenticate",
             format!(
@@ -391,11 +341,7 @@ fn loopback(host: &str) -> bool {
 /// Returns the reason for a refusal.
 pub fn check_origin(req: &Request) -> Result<(), String> {
     // wasi:http hides `host` from guests; Spin (and Cairn) pass the full URL.
-    let full = req
-        .header("spin-full-url")
-        .or_else(|| req.header("host"))
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
+    let full = req.header("spin-full-url").or_else(|| req.header("host")).and_then(|v| v.as_str()).unwrap_or("");
     let host = host_of(full);
     if let Some(resource) = crate::variable("audience") {
         if loopback(host_of(&resource)) && !host.is_empty() && !loopback(host) {
@@ -404,10 +350,7 @@ pub fn check_origin(req: &Request) -> Result<(), String> {
     }
     if let Some(origin) = req.header("origin").and_then(|v| v.as_str()) {
         let allowed = crate::variable("allowed_origins").unwrap_or_default();
-        let listed = allowed
-            .split(',')
-            .map(str::trim)
-            .any(|a| !a.is_empty() && a == origin);
+        let listed = allowed.split(',').map(str::trim).any(|a| !a.is_empty() && a == origin);
         let same_origin = full.contains("://") && origin == self::origin(full);
         if !listed && !same_origin && !(loopback(host_of(origin)) && loopback(host)) {
             return Err(format!("origin {origin} is not allowed"));
@@ -436,9 +379,7 @@ pub fn token_digest(token: &str) -> String {
 
 /// FNV-1a, 64 bits.
 fn fnv64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 /// Record a refused call: under the tenant when known, else under `sys/`
@@ -454,14 +395,8 @@ pub fn audit_refusal(bucket: Option<&Bucket>, tenant: Option<&str>, record: serd
 
 /// GET a JSON document over outbound HTTP (the host allow-lists the issuer's origin).
 async fn get_json(url: &str) -> Result<Value, String> {
-    let req = Request::builder()
-        .method(Method::Get)
-        .uri(url)
-        .header("accept", "application/json")
-        .build();
-    let resp: Response = spin_sdk::http::send(req)
-        .await
-        .map_err(|e| format!("{url} did not answer: {e}"))?;
+    let req = Request::builder().method(Method::Get).uri(url).header("accept", "application/json").build();
+    let resp: Response = spin_sdk::http::send(req).await.map_err(|e| format!("{url} did not answer: {e}"))?;
     if *resp.status() != 200 {
         return Err(format!("{url} answered {}", resp.status()));
     }

@@ -5,7 +5,8 @@
 //!
 //! A read for a later swap is an `atomics.cas` handle owned by the host. The
 //! store keeps the handles it gave out in a table and hands the caller the
-//! handle's number as the [`Observed`] token; a swap takes the handle back out.
+//! handle's number as the [`Observed`] token; a swap takes the handle back out
+//! (a second swap on the same read fails with a fresh one).
 //! Buckets are opened on first use and kept for the request.
 //!
 //! Listing: `list-keys` cursors are opaque in `wasi:keyvalue`. Cairn's host
@@ -63,10 +64,7 @@ impl GuestStore {
     /// `off` vouches for it (Cairn's embedded host sets it for its own
     /// stores); anything else, and writers confirm each commit.
     pub fn new() -> Self {
-        Self {
-            vouched: crate::variable("commit_check").as_deref() == Some("off"),
-            ..Self::default()
-        }
+        Self { vouched: crate::variable("commit_check").as_deref() == Some("off"), ..Self::default() }
     }
 
     /// Opens `label` now: an error when the component may not use it.
@@ -76,11 +74,7 @@ impl GuestStore {
         Ok(s)
     }
 
-    fn with_bucket<T>(
-        &self,
-        label: &str,
-        f: impl FnOnce(&store::Bucket) -> Result<T>,
-    ) -> Result<T> {
+    fn with_bucket<T>(&self, label: &str, f: impl FnOnce(&store::Bucket) -> Result<T>) -> Result<T> {
         if let Some(b) = self.buckets.borrow().get(label) {
             return f(b);
         }
@@ -95,29 +89,14 @@ impl GuestStore {
         let mut next = self.next.borrow_mut();
         *next += 1;
         let id = *next;
-        self.handles
-            .borrow_mut()
-            .insert(id, (bucket.to_string(), key.to_string(), cas));
-        Ok(Read {
-            observed: if value.is_some() {
-                Observed::Present(id)
-            } else {
-                Observed::Absent(id)
-            },
-            value,
-        })
+        self.handles.borrow_mut().insert(id, (bucket.to_string(), key.to_string(), cas));
+        Ok(Read { observed: if value.is_some() { Observed::Present(id) } else { Observed::Absent(id) }, value })
     }
 }
 
 impl GuestStore {
     /// Up to `limit` keys after `start` that start with `prefix`, in order.
-    fn list_where(
-        &self,
-        bucket: &str,
-        start: &str,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<String>> {
+    fn list_where(&self, bucket: &str, start: &str, prefix: &str, limit: usize) -> Result<Vec<String>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -135,11 +114,7 @@ impl GuestStore {
             let mut cursor: Option<String> = None;
             loop {
                 let page = b.list_keys(cursor.as_deref()).map_err(err)?;
-                all.extend(
-                    page.keys
-                        .into_iter()
-                        .filter(|k| k.as_str() > start && k.starts_with(prefix)),
-                );
+                all.extend(page.keys.into_iter().filter(|k| k.as_str() > start && k.starts_with(prefix)));
                 match page.cursor {
                     Some(c) => cursor = Some(c),
                     None => break,
@@ -155,13 +130,7 @@ impl GuestStore {
     /// `start` until `limit` keys, or the end of `prefix`. `None` when the
     /// host does not take a key as a cursor (it refuses it, or lists from
     /// elsewhere).
-    fn walk(
-        &self,
-        bucket: &str,
-        start: &str,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Option<Vec<String>>> {
+    fn walk(&self, bucket: &str, start: &str, prefix: &str, limit: usize) -> Result<Option<Vec<String>>> {
         self.with_bucket(bucket, |b| {
             let mut out = Vec::new();
             let mut cursor = start.to_string();
@@ -208,43 +177,22 @@ impl Store for GuestStore {
             Observed::Present(id) | Observed::Absent(id) => id,
         };
         let Some((b, k, cas)) = self.handles.borrow_mut().remove(&id) else {
-            return Err(Error::Backend(format!(
-                "no read of {key} is pending for this swap"
-            )));
+            // A read this store gave out and a swap already spent: that swap
+            // moved the key or found it moved, so the value is no longer the
+            // one observed and this swap fails, as on every other backend.
+            if (1..=*self.next.borrow()).contains(&id) {
+                return Ok(Swap::Failed(self.read(bucket, key)?));
+            }
+            return Err(Error::Backend(format!("no read of {key} is pending for this swap")));
         };
         if b != bucket || k != key {
-            return Err(Error::Backend(format!(
-                "the read handed in was of {b}/{k}, not {bucket}/{key}"
-            )));
+            return Err(Error::Backend(format!("the read handed in was of {b}/{k}, not {bucket}/{key}")));
         }
         match atomics::swap(cas, value) {
             Ok(()) => Ok(Swap::Done),
-            Err(atomics::CasError::CasFailed(fresh)) => {
-                Ok(Swap::Failed(self.keep(bucket, key, fresh)?))
-            }
+            Err(atomics::CasError::CasFailed(fresh)) => Ok(Swap::Failed(self.keep(bucket, key, fresh)?)),
             Err(atomics::CasError::StoreError(e)) => Err(err(e)),
         }
-    }
-
-    /// Each swap on its own. A read handed in twice in one batch is spent by
-    /// its first swap, which either moved the key or found it moved: either
-    /// way the value is no longer the one observed, so the second fails with
-    /// a fresh read, as the promise says.
-    fn swap_each(&self, bucket: &str, swaps: &[(&str, Observed, &[u8])]) -> Result<Vec<Swap>> {
-        let mut spent = Vec::new();
-        let mut out = Vec::with_capacity(swaps.len());
-        for (key, observed, value) in swaps {
-            let id = match observed {
-                Observed::Present(id) | Observed::Absent(id) => *id,
-            };
-            if spent.contains(&id) {
-                out.push(Swap::Failed(self.read(bucket, key)?));
-                continue;
-            }
-            spent.push(id);
-            out.push(self.swap(bucket, key, *observed, value)?);
-        }
-        Ok(out)
     }
 
     fn set(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
@@ -252,10 +200,7 @@ impl Store for GuestStore {
     }
 
     fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()> {
-        let owned: Vec<(String, Vec<u8>)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_vec()))
-            .collect();
+        let owned: Vec<(String, Vec<u8>)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_vec())).collect();
         self.with_bucket(bucket, |b| batch::set_many(b, &owned).map_err(err))
     }
 
@@ -286,15 +231,8 @@ impl Store for GuestStore {
         self.list_where(bucket, after.unwrap_or(""), "", limit)
     }
 
-    fn list_prefix(
-        &self,
-        bucket: &str,
-        prefix: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<String>> {
-        let start = after.filter(|a| *a > prefix).unwrap_or(prefix);
-        self.list_where(bucket, start, prefix, limit)
+    fn list_prefix(&self, bucket: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        self.list_where(bucket, cairn_kv::prefix_start(prefix, after), prefix, limit)
     }
 
     /// Delete markers are the host's business: nothing to do from inside.
@@ -331,10 +269,7 @@ pub struct Bucket {
 impl Bucket {
     /// Opens `label` (it must be in the component's `key_value_stores`).
     pub fn open(label: &str) -> Result<Self> {
-        Ok(Bucket {
-            store: GuestStore::open(label)?,
-            label: label.to_string(),
-        })
+        Ok(Bucket { store: GuestStore::open(label)?, label: label.to_string() })
     }
     /// The value under `key`.
     pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {

@@ -33,9 +33,7 @@ pub fn random_u64() -> u64 {
 
 /// An application variable, `None` when it is undefined or empty.
 pub fn variable(name: &str) -> Option<String> {
-    spin_sdk::variables::get(name)
-        .ok()
-        .filter(|v| !v.is_empty())
+    spin_sdk::variables::get(name).ok().filter(|v| !v.is_empty())
 }
 
 pub use cairn_auth::constant_time_eq;

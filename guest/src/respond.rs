@@ -13,10 +13,7 @@ pub fn json(status: u16, body: &serde_json::Value) -> Response {
 
 /// A JSON error body `{"error": code, "message": message}`.
 pub fn error(status: u16, code: &str, message: &str) -> Response {
-    json(
-        status,
-        &serde_json::json!({ "error": code, "message": message }),
-    )
+    json(status, &serde_json::json!({ "error": code, "message": message }))
 }
 
 /// The bearer token of a request, if it has one.

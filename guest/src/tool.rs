@@ -31,15 +31,7 @@ pub fn answer(tool: &'static Tool, principal: &Principal, body: &[u8]) -> (u16, 
     let args: serde_json::Value = match serde_json::from_slice(body) {
         Ok(v @ serde_json::Value::Object(_)) => v,
         Ok(serde_json::Value::Null) if body.is_empty() => serde_json::json!({}),
-        _ => {
-            return (
-                400,
-                error_body(
-                    "invalid_body",
-                    "the body must be a JSON object of arguments",
-                ),
-            );
-        }
+        _ => return (400, error_body("invalid_body", "the body must be a JSON object of arguments")),
     };
     let store = GuestStore::new();
     match cairn_notes::call(&store, &mut HostEnv, &identity(principal), tool, args) {
@@ -51,21 +43,14 @@ pub fn answer(tool: &'static Tool, principal: &Principal, body: &[u8]) -> (u16, 
 /// The HTTP door: serve one `POST /tools/<tool>`.
 pub fn serve(tool: &'static Tool, req: Request) -> Response {
     let (status, body) = if *req.method() != Method::Post {
-        (
-            405,
-            error_body("method_not_allowed", "tools answer POST only"),
-        )
+        (405, error_body("method_not_allowed", "tools answer POST only"))
     } else {
         match caller(&req) {
             Ok(principal) => answer(tool, &principal, req.body()),
             Err(why) => (401, error_body("unauthenticated", &why.to_string())),
         }
     };
-    let mut r = Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(body)
-        .build();
+    let mut r = Response::builder().status(status).header("content-type", "application/json").body(body).build();
     if status == 503 {
         r.set_header("retry-after", "1");
     }
@@ -76,13 +61,7 @@ pub fn serve(tool: &'static Tool, req: Request) -> Response {
 pub fn call(tool: &'static Tool, caller: &str, arguments: &str) -> (u16, String) {
     match serde_json::from_str::<Principal>(caller) {
         Ok(principal) => answer(tool, &principal, arguments.as_bytes()),
-        Err(e) => (
-            400,
-            error_body(
-                "invalid_caller",
-                &format!("the caller is not a principal: {e}"),
-            ),
-        ),
+        Err(e) => (400, error_body("invalid_caller", &format!("the caller is not a principal: {e}"))),
     }
 }
 
@@ -91,20 +70,9 @@ pub fn call(tool: &'static Tool, caller: &str, arguments: &str) -> (u16, String)
 pub fn caller(req: &Request) -> Result<Principal, cairn_auth::identity::Refused> {
     use cairn_auth::identity::{Call, Refused};
     let secret = crate::variable("identity_secret").ok_or(Refused::Invalid)?;
-    let value = req
-        .header(cairn_auth::identity::HEADER)
-        .and_then(|v| v.as_str())
-        .ok_or(Refused::Invalid)?;
-    let method = if *req.method() == Method::Post {
-        "POST"
-    } else {
-        "OTHER"
-    };
-    let call = Call {
-        method,
-        path: req.path(),
-        body: req.body(),
-    };
+    let value = req.header(cairn_auth::identity::HEADER).and_then(|v| v.as_str()).ok_or(Refused::Invalid)?;
+    let method = if *req.method() == Method::Post { "POST" } else { "OTHER" };
+    let call = Call { method, path: req.path(), body: req.body() };
     cairn_auth::identity::verify(value, &secret, &call, crate::notes::now_us() / 1_000_000)
 }
 
@@ -122,11 +90,7 @@ macro_rules! tool_component {
 
         impl $crate::bindings::tool_library::exports::cairn::platform::tool::Guest for Tool {
             fn call(caller: String, arguments: String) -> (u16, String) {
-                $crate::tool::call(
-                    &$crate::cairn_notes::tools::$name::TOOL,
-                    &caller,
-                    &arguments,
-                )
+                $crate::tool::call(&$crate::cairn_notes::tools::$name::TOOL, &caller, &arguments)
             }
         }
 

@@ -17,27 +17,17 @@ use std::process::Command;
 
 /// Make sure `rustup` has the wasm32-wasip2 target; install it if not.
 pub fn ensure_wasm_target() -> Result<()> {
-    let out = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output();
+    let out = Command::new("rustup").args(["target", "list", "--installed"]).output();
     let installed = match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .any(|l| l.trim() == "wasm32-wasip2"),
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == "wasm32-wasip2"),
         _ => {
-            eprintln!(
-                "cairn build: rustup not found; assuming the wasm32-wasip2 target is available"
-            );
+            eprintln!("cairn build: rustup not found; assuming the wasm32-wasip2 target is available");
             return Ok(());
         }
     };
     if !installed {
-        eprintln!(
-            "cairn build: the wasm32-wasip2 target is missing; installing it (rustup target add wasm32-wasip2)"
-        );
-        let status = Command::new("rustup")
-            .args(["target", "add", "wasm32-wasip2"])
-            .status()?;
+        eprintln!("cairn build: the wasm32-wasip2 target is missing; installing it (rustup target add wasm32-wasip2)");
+        let status = Command::new("rustup").args(["target", "add", "wasm32-wasip2"]).status()?;
         if !status.success() {
             bail!("`rustup target add wasm32-wasip2` failed ({status})");
         }
@@ -49,9 +39,7 @@ pub fn ensure_wasm_target() -> Result<()> {
 /// with others and its package; `None` for any other command.
 pub fn plain_cargo_build(command: &str) -> Option<(Vec<String>, String)> {
     let words: Vec<&str> = command.split_whitespace().collect();
-    let [cargo, build, rest @ ..] = words.as_slice() else {
-        return None;
-    };
+    let [cargo, build, rest @ ..] = words.as_slice() else { return None };
     if (*cargo, *build) != ("cargo", "build") {
         return None;
     }
@@ -87,10 +75,7 @@ fn jobs(manifest: &Manifest) -> Vec<Job> {
         };
         let dir = manifest.dir.join(b.workdir.as_deref().unwrap_or("."));
         if let Some((flags, package)) = plain_cargo_build(&b.command) {
-            match merged
-                .iter_mut()
-                .find(|(d, f, _, _)| *d == dir && *f == flags)
-            {
+            match merged.iter_mut().find(|(d, f, _, _)| *d == dir && *f == flags) {
                 Some((_, _, packages, ids)) => {
                     if !packages.contains(&package) {
                         packages.push(package);
@@ -99,29 +84,16 @@ fn jobs(manifest: &Manifest) -> Vec<Job> {
                 }
                 None => merged.push((dir, flags, vec![package], vec![c.id.clone()])),
             }
-        } else if let Some(j) = other
-            .iter_mut()
-            .find(|j| j.command == b.command && j.dir == dir)
-        {
+        } else if let Some(j) = other.iter_mut().find(|j| j.command == b.command && j.dir == dir) {
             j.components.push(c.id.clone());
         } else {
-            other.push(Job {
-                dir,
-                command: b.command.clone(),
-                components: vec![c.id.clone()],
-            });
+            other.push(Job { dir, command: b.command.clone(), components: vec![c.id.clone()] });
         }
     }
-    let cargo = merged
-        .into_iter()
-        .map(|(dir, flags, packages, components)| {
-            let packages: Vec<String> = packages.iter().map(|p| format!("-p {p}")).collect();
-            Job {
-                dir,
-                command: format!("cargo build {} {}", flags.join(" "), packages.join(" ")),
-                components,
-            }
-        });
+    let cargo = merged.into_iter().map(|(dir, flags, packages, components)| {
+        let packages: Vec<String> = packages.iter().map(|p| format!("-p {p}")).collect();
+        Job { dir, command: format!("cargo build {} {}", flags.join(" "), packages.join(" ")), components }
+    });
     cargo.chain(other).collect()
 }
 
@@ -129,36 +101,18 @@ fn jobs(manifest: &Manifest) -> Vec<Job> {
 /// cargo builds together).
 pub fn build(manifest_path: &Path) -> Result<()> {
     let manifest = Manifest::load(manifest_path)?;
-    if manifest
-        .components
-        .iter()
-        .filter_map(|c| c.build.as_ref())
-        .any(|b| b.command.contains("wasm32-wasip2"))
-    {
+    if manifest.components.iter().filter_map(|c| c.build.as_ref()).any(|b| b.command.contains("wasm32-wasip2")) {
         ensure_wasm_target()?;
     }
     for job in jobs(&manifest) {
-        eprintln!(
-            "cairn build: {}: {}",
-            job.components.join(", "),
-            job.command
-        );
+        eprintln!("cairn build: {}: {}", job.components.join(", "), job.command);
         let status = Command::new("sh")
             .args(["-c", &job.command])
             .current_dir(&job.dir)
             .status()
-            .with_context(|| {
-                format!(
-                    "cannot run the build command of {}",
-                    job.components.join(", ")
-                )
-            })?;
+            .with_context(|| format!("cannot run the build command of {}", job.components.join(", ")))?;
         if !status.success() {
-            bail!(
-                "the build command of {} failed ({status}): {}",
-                job.components.join(", "),
-                job.command
-            );
+            bail!("the build command of {} failed ({status}): {}", job.components.join(", "), job.command);
         }
     }
     eprintln!("cairn build: finished");
@@ -171,14 +125,8 @@ mod tests {
 
     #[test]
     fn a_plain_cargo_build_splits_into_flags_and_package() {
-        let (flags, package) = plain_cargo_build(
-            "cargo build --quiet --target wasm32-wasip2 --profile wasm -p read-note-tab",
-        )
-        .unwrap();
-        assert_eq!(
-            flags,
-            ["--quiet", "--target", "wasm32-wasip2", "--profile", "wasm"]
-        );
+        let (flags, package) = plain_cargo_build("cargo build --quiet --target wasm32-wasip2 --profile wasm -p read-note-tab").unwrap();
+        assert_eq!(flags, ["--quiet", "--target", "wasm32-wasip2", "--profile", "wasm"]);
         assert_eq!(package, "read-note-tab");
     }
 

@@ -42,9 +42,7 @@ pub fn satisfies(have: &Option<Version>, want: &Option<Version>) -> bool {
     match (have, want) {
         (None, None) => true,
         (Some(h), Some(w)) if !h.pre.is_empty() || !w.pre.is_empty() => h == w,
-        (Some(h), Some(w)) if h.major == 0 && w.major == 0 => {
-            h.minor == w.minor && w.patch <= h.patch
-        }
+        (Some(h), Some(w)) if h.major == 0 && w.major == 0 => h.minor == w.minor && w.patch <= h.patch,
         (Some(h), Some(w)) => h.major == w.major && (w.minor, w.patch) <= (h.minor, h.patch),
         _ => false,
     }
@@ -55,18 +53,13 @@ impl Offered {
     /// be `package`, e.g. `spin:up`).
     pub fn from_wit_dir(dir: &Path, package: &str, world: &str) -> Result<Self> {
         let mut resolve = Resolve::new();
-        let (pkg, _) = resolve
-            .push_dir(dir)
-            .with_context(|| format!("cannot parse the WIT in {}", dir.display()))?;
+        let (pkg, _) = resolve.push_dir(dir).with_context(|| format!("cannot parse the WIT in {}", dir.display()))?;
         let found = &resolve.packages[pkg];
         let name = format!("{}:{}", found.name.namespace, found.name.name);
         if name != package {
             bail!("{} holds package {name}, expected {package}", dir.display());
         }
-        let world_id = *found
-            .worlds
-            .get(world)
-            .with_context(|| format!("{package} has no world {world}"))?;
+        let world_id = *found.worlds.get(world).with_context(|| format!("{package} has no world {world}"))?;
         let world = format!("{package}/{world}");
         let mut interfaces = Vec::new();
         for item in resolve.worlds[world_id].imports.values() {
@@ -89,27 +82,17 @@ impl Offered {
         if same_name.is_empty() {
             Some(format!("{import}: {} offers no {name}", self.world))
         } else {
-            let versions: Vec<String> = same_name
-                .iter()
-                .map(|(_, v)| v.as_ref().map(|v| v.to_string()).unwrap_or_default())
-                .collect();
-            Some(format!(
-                "{import}: {} offers {name} only at {}",
-                self.world,
-                versions.join(", ")
-            ))
+            let versions: Vec<String> =
+                same_name.iter().map(|(_, v)| v.as_ref().map(|v| v.to_string()).unwrap_or_default()).collect();
+            Some(format!("{import}: {} offers {name} only at {}", self.world, versions.join(", ")))
         }
     }
 }
 
 /// Imports and exports of a component, as `ns:pkg/iface@version` names.
-pub fn component_interfaces(
-    engine: &wasmtime::Engine,
-    wasm: &Path,
-) -> Result<(Vec<String>, Vec<String>)> {
+pub fn component_interfaces(engine: &wasmtime::Engine, wasm: &Path) -> Result<(Vec<String>, Vec<String>)> {
     let bytes = std::fs::read(wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
-    let component =
-        wasmtime::component::Component::from_binary(engine, &bytes).map_err(anyhow::Error::from)?;
+    let component = wasmtime::component::Component::from_binary(engine, &bytes).map_err(anyhow::Error::from)?;
     let ty = component.component_type();
     let imports = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
     let exports = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
@@ -125,23 +108,15 @@ pub fn spin_sdk_wit(root: &Path) -> Result<PathBuf> {
         .output()
         .context("cannot run cargo metadata")?;
     if !out.status.success() {
-        bail!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
     }
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let pkg = meta["packages"]
         .as_array()
         .and_then(|p| p.iter().find(|p| p["name"] == "spin-sdk"))
         .context("spin-sdk is not in the workspace's dependency graph")?;
-    let manifest = pkg["manifest_path"]
-        .as_str()
-        .context("spin-sdk has no manifest_path")?;
-    let dir = Path::new(manifest)
-        .parent()
-        .context("bad manifest_path")?
-        .join("wit");
+    let manifest = pkg["manifest_path"].as_str().context("spin-sdk has no manifest_path")?;
+    let dir = Path::new(manifest).parent().context("bad manifest_path")?.join("wit");
     if !dir.join("world.wit").exists() {
         bail!("{} has no world.wit", dir.display());
     }
@@ -150,18 +125,12 @@ pub fn spin_sdk_wit(root: &Path) -> Result<PathBuf> {
 
 /// The workspace holding `start`: the nearest ancestor with `wit/cairn.wit`.
 pub fn workspace_root(start: &Path) -> Result<PathBuf> {
-    let start = std::fs::canonicalize(start)
-        .with_context(|| format!("no such directory {}", start.display()))?;
+    let start = std::fs::canonicalize(start).with_context(|| format!("no such directory {}", start.display()))?;
     start
         .ancestors()
         .find(|d| d.join("wit/cairn.wit").exists() && d.join("Cargo.toml").exists())
         .map(Path::to_path_buf)
-        .with_context(|| {
-            format!(
-                "no Cairn workspace (wit/cairn.wit) above {}",
-                start.display()
-            )
-        })
+        .with_context(|| format!("no Cairn workspace (wit/cairn.wit) above {}", start.display()))
 }
 
 /// Check every component of a manifest against Spin's platform world and
@@ -182,18 +151,10 @@ pub fn check_manifest(manifest_path: &Path, workspace_root: &Path) -> Result<Vec
         for dep in &c.dependencies {
             let (dep_imports, dep_exports) = component_interfaces(&engine, &dep.source)?;
             if !dep_exports.contains(&dep.export) {
-                mine.push(format!(
-                    "dependency {:?}: {} does not export {}",
-                    dep.import,
-                    dep.source.display(),
-                    dep.export
-                ));
+                mine.push(format!("dependency {:?}: {} does not export {}", dep.import, dep.source.display(), dep.export));
             }
             if !imports.contains(&dep.import) {
-                mine.push(format!(
-                    "dependency {:?}: the component imports no such name",
-                    dep.import
-                ));
+                mine.push(format!("dependency {:?}: the component imports no such name", dep.import));
             }
             for p in refuse_imports(&dep_imports, &[], &spin, &ours) {
                 mine.push(format!("dependency {:?}: {p}", dep.import));
@@ -202,22 +163,12 @@ pub fn check_manifest(manifest_path: &Path, workspace_root: &Path) -> Result<Vec
         let composed: Vec<&str> = c.dependencies.iter().map(|d| d.import.as_str()).collect();
         mine.extend(refuse_imports(&imports, &composed, &spin, &ours));
         let exports_handler = exports.iter().map(|e| split(e)).any(|(n, v)| {
-            n == "wasi:http/incoming-handler"
-                && v.is_some_and(|v| v.major == 0 && v.minor == 2 && v.pre.is_empty())
+            n == "wasi:http/incoming-handler" && v.is_some_and(|v| v.major == 0 && v.minor == 2 && v.pre.is_empty())
         });
         if !exports_handler {
             mine.push("does not export wasi:http/incoming-handler@0.2.x".to_string());
         }
-        println!(
-            "{:<20} {} imports, {}",
-            c.id,
-            imports.len(),
-            if mine.is_empty() {
-                "compatible"
-            } else {
-                "NOT compatible"
-            }
-        );
+        println!("{:<20} {} imports, {}", c.id, imports.len(), if mine.is_empty() { "compatible" } else { "NOT compatible" });
         problems.extend(mine.into_iter().map(|p| format!("{}: {p}", c.id)));
     }
     Ok(problems)
@@ -225,26 +176,13 @@ pub fn check_manifest(manifest_path: &Path, workspace_root: &Path) -> Result<Vec
 
 /// Why each of `imports` (except the `composed` ones) is not offered by
 /// Spin's world, or beyond the standard WASI 0.2 set by our contract.
-fn refuse_imports(
-    imports: &[String],
-    composed: &[&str],
-    spin: &Offered,
-    ours: &Offered,
-) -> Vec<String> {
+fn refuse_imports(imports: &[String], composed: &[&str], spin: &Offered, ours: &Offered) -> Vec<String> {
     let mut out = Vec::new();
     for import in imports.iter().filter(|i| !composed.contains(&i.as_str())) {
         out.extend(spin.refuse(import));
-        let standard = [
-            "wasi:cli/",
-            "wasi:io/",
-            "wasi:clocks/",
-            "wasi:random/",
-            "wasi:filesystem/",
-            "wasi:sockets/",
-            "wasi:http/",
-        ]
-        .iter()
-        .any(|p| import.starts_with(p));
+        let standard = ["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/", "wasi:http/"]
+            .iter()
+            .any(|p| import.starts_with(p));
         if !standard {
             out.extend(ours.refuse(import));
         }
@@ -262,11 +200,7 @@ pub struct Args {
 
 /// Check every component and print the verdict; an error lists the problems.
 pub fn run(a: Args) -> Result<()> {
-    let dir = a
-        .manifest
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = a.manifest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let root = workspace_root(dir)?;
     let problems = check_manifest(&a.manifest, &root)?;
     if problems.is_empty() {

@@ -54,13 +54,11 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let manifest = Manifest::load(&a.manifest)?;
     let files = spinkube(&manifest, &a)?;
-    std::fs::create_dir_all(&a.out)
-        .with_context(|| format!("cannot create {}", a.out.display()))?;
+    std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
     for (name, docs) in &files {
         let path = a.out.join(name);
         let text: Vec<String> = docs.iter().map(yaml).collect();
-        std::fs::write(&path, text.join("---\n"))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(&path, text.join("---\n")).with_context(|| format!("cannot write {}", path.display()))?;
         println!("{}", path.display());
     }
     Ok(())
@@ -74,17 +72,9 @@ fn app_name(id: &str) -> String {
 /// Every file with its documents: one per tool app, the front app, and a
 /// `kustomization.yaml` listing them.
 pub fn spinkube(manifest: &Manifest, a: &Args) -> Result<Vec<(String, Vec<Value>)>> {
-    let tools: Vec<(&str, String)> = cairn_notes::tools::TOOLS
-        .iter()
-        .map(|t| (t.name, t.component()))
-        .collect();
+    let tools: Vec<(&str, String)> = cairn_notes::tools::TOOLS.iter().map(|t| (t.name, t.component())).collect();
     let is_tool = |id: &str| tools.iter().any(|(_, c)| c == id);
-    let front: Vec<String> = manifest
-        .components
-        .iter()
-        .map(|c| c.id.clone())
-        .filter(|id| !is_tool(id))
-        .collect();
+    let front: Vec<String> = manifest.components.iter().map(|c| c.id.clone()).filter(|id| !is_tool(id)).collect();
     let secret = |key: &str| json!({"secretKeyRef": {"name": a.secret, "key": key}});
     let stores: Vec<Value> = ["default", "cache"]
         .iter()
@@ -103,31 +93,12 @@ pub fn spinkube(manifest: &Manifest, a: &Args) -> Result<Vec<(String, Vec<Value>
         if manifest.component(component).is_none() {
             continue;
         }
-        let url = format!(
-            "http://{}.{}.svc.cluster.local",
-            app_name(component),
-            a.namespace
-        );
+        let url = format!("http://{}.{}.svc.cluster.local", app_name(component), a.namespace);
         front_vars.push(json!({"name": format!("tool_url_{tool}"), "value": url}));
         let vars = vec![json!({"name": "identity_secret", "valueFrom": secret("identity-secret")})];
-        files.push((
-            format!("{}.yaml", app_name(component)),
-            app(
-                a,
-                &app_name(component),
-                &[component.clone()],
-                vars,
-                &runtime,
-            ),
-        ));
+        files.push((format!("{}.yaml", app_name(component)), app(a, &app_name(component), &[component.clone()], vars, &runtime)));
     }
-    files.insert(
-        0,
-        (
-            format!("{}.yaml", app_name("front")),
-            app(a, &app_name("front"), &front, front_vars, &runtime),
-        ),
-    );
+    files.insert(0, (format!("{}.yaml", app_name("front")), app(a, &app_name("front"), &front, front_vars, &runtime)));
     let resources: Vec<Value> = files.iter().map(|(f, _)| json!(f)).collect();
     files.push((
         "kustomization.yaml".into(),
@@ -137,13 +108,7 @@ pub fn spinkube(manifest: &Manifest, a: &Args) -> Result<Vec<(String, Vec<Value>
 }
 
 /// One `SpinApp` and its autoscaler.
-fn app(
-    a: &Args,
-    name: &str,
-    components: &[String],
-    variables: Vec<Value>,
-    runtime: &Value,
-) -> Vec<Value> {
+fn app(a: &Args, name: &str, components: &[String], variables: Vec<Value>, runtime: &Value) -> Vec<Value> {
     let spin_app = json!({
         "apiVersion": "core.spinkube.dev/v1alpha1",
         "kind": "SpinApp",
@@ -214,9 +179,7 @@ fn write_yaml(v: &Value, indent: usize, out: &mut String) {
             for x in a {
                 let mut item = String::new();
                 write_yaml(x, indent + 1, &mut item);
-                let item = if matches!(x, Value::Object(o) if !o.is_empty())
-                    || matches!(x, Value::Array(a) if !a.is_empty())
-                {
+                let item = if matches!(x, Value::Object(o) if !o.is_empty()) || matches!(x, Value::Array(a) if !a.is_empty()) {
                     item
                 } else {
                     format!("{}{}\n", "  ".repeat(indent + 1), scalar(x))

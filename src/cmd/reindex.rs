@@ -37,13 +37,9 @@ pub fn run(a: Args) -> Result<()> {
     }
     .with_default(a.store.as_ref());
     let opened = stores.open(&a.state_dir, false)?;
-    let store = opened
-        .get("default")
-        .ok_or_else(|| anyhow!("no default store"))?
-        .clone();
+    let store = opened.get("default").ok_or_else(|| anyhow!("no default store"))?.clone();
     let tenants = if a.tenants.is_empty() {
-        cairn_notes::keys::list_tenants(store.as_ref())
-            .map_err(|e| anyhow!("listing tenants: {e}"))?
+        cairn_notes::keys::list_tenants(store.as_ref()).map_err(|e| anyhow!("listing tenants: {e}"))?
     } else {
         a.tenants.clone()
     };
@@ -52,18 +48,12 @@ pub fn run(a: Args) -> Result<()> {
         if !cairn_notes::keys::valid_tenant(tenant) {
             bail!("{tenant:?} is not a tenant id ([a-z0-9_-]{{1,64}})");
         }
-        let report = if a.check {
-            check(store.as_ref(), tenant)
-        } else {
-            reindex(store.as_ref(), tenant)
-        }
-        .map_err(|e| anyhow!("tenant {tenant}: {e}"))?;
+        let report = if a.check { check(store.as_ref(), tenant) } else { reindex(store.as_ref(), tenant) }
+            .map_err(|e| anyhow!("tenant {tenant}: {e}"))?;
         missing += report.missing;
         println!("{}", line(tenant, a.check, &report));
     }
-    store
-        .close()
-        .map_err(|e| anyhow!("closing the store: {e}"))?;
+    store.close().map_err(|e| anyhow!("closing the store: {e}"))?;
     if a.check && missing > 0 {
         bail!("the search index lacks {missing} committed words: run `cairn reindex` to add them");
     }
@@ -72,11 +62,7 @@ pub fn run(a: Args) -> Result<()> {
 
 fn line(tenant: &str, check: bool, r: &IndexReport) -> String {
     let verb = if check { "checked" } else { "reindexed" };
-    let fixed = if check {
-        ""
-    } else {
-        " (now added, dirty notes merged, stale entries removed)"
-    };
+    let fixed = if check { "" } else { " (now added, dirty notes merged, stale entries removed)" };
     format!(
         "tenant {tenant}: {verb} {} notes, {} tabs, {} terms; missing {}, dirty {}, stale {}, counts out of date {}{fixed}",
         r.notes, r.tabs, r.terms, r.missing, r.dirty, r.stale, r.drifted

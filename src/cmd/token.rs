@@ -62,9 +62,7 @@ pub fn run(a: Args) -> Result<()> {
     let key = crate::local::signing_key(&a.state_dir)?;
     let spec = cairn_auth::mint::TokenSpec {
         issuer: a.issuer,
-        audience: a
-            .audience
-            .unwrap_or_else(|| crate::local::served_audience(&a.state_dir)),
+        audience: a.audience.unwrap_or_else(|| crate::local::served_audience(&a.state_dir)),
         tenant: a.tenant,
         subject: a.sub,
         name: a.name,

@@ -24,23 +24,10 @@ pub fn stranger() -> LocalKey {
 /// Every component built.
 pub fn require_app() {
     require_built(&[
-        "router.wasm",
-        "rest.wasm",
-        "list_notes.wasm",
-        "list_note_tabs.wasm",
-        "read_note_tab.wasm",
-        "read_sheet_range.wasm",
-        "list_note_attachments.wasm",
-        "list_note_history.wasm",
-        "edit_note_tab.wasm",
-        "create_note_tab.wasm",
-        "add_note_source.wasm",
-        "claim_note.wasm",
-        "renew_claim.wasm",
-        "release_claim.wasm",
-        "post_claim_note.wasm",
-        "list_claims.wasm",
-        "search_notes.wasm",
+        "router.wasm", "rest.wasm", "list_notes.wasm", "list_note_tabs.wasm", "read_note_tab.wasm",
+        "read_sheet_range.wasm", "list_note_attachments.wasm", "list_note_history.wasm", "edit_note_tab.wasm", "create_note_tab.wasm",
+        "add_note_source.wasm", "claim_note.wasm", "renew_claim.wasm", "release_claim.wasm", "post_claim_note.wasm",
+        "list_claims.wasm", "search_notes.wasm",
     ]);
 }
 
@@ -49,16 +36,9 @@ pub fn start_with(env: Vec<(&str, &str)>, args: Vec<&str>) -> Cairn {
     require_app();
     let jwks = key().jwks();
     let jwks: &'static str = Box::leak(jwks.into_boxed_str());
-    let mut all = vec![
-        ("SPIN_VARIABLE_JWKS", jwks),
-        ("SPIN_VARIABLE_ISSUER", ISSUER),
-    ];
+    let mut all = vec![("SPIN_VARIABLE_JWKS", jwks), ("SPIN_VARIABLE_ISSUER", ISSUER)];
     all.extend(env);
-    Cairn::start(Start {
-        env: all,
-        args,
-        ..Start::default()
-    })
+    Cairn::start(Start { env: all, args, ..Start::default() })
 }
 
 /// Start the application with defaults.
@@ -77,39 +57,22 @@ pub struct Who<'a> {
 
 /// An agent of tenant `acme` with read and write.
 pub fn agent() -> Who<'static> {
-    Who {
-        tenant: "acme",
-        sub: "agent-1",
-        actor: Actor::Agent,
-        role: Role::Member,
-        scope: "notes:read notes:write",
-    }
+    Who { tenant: "acme", sub: "agent-1", actor: Actor::Agent, role: Role::Member, scope: "notes:read notes:write" }
 }
 
 /// A person of tenant `acme` with every scope.
 pub fn person() -> Who<'static> {
-    Who {
-        tenant: "acme",
-        sub: "ada",
-        actor: Actor::Human,
-        role: Role::Member,
-        scope: "notes:read notes:write notes:delete",
-    }
+    Who { tenant: "acme", sub: "ada", actor: Actor::Human, role: Role::Member, scope: "notes:read notes:write notes:delete" }
 }
 
 fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
 
 impl Cairn {
     /// The audience tokens must carry.
     pub fn audience(&self) -> String {
-        self.audience
-            .clone()
-            .unwrap_or_else(|| format!("http://{}/mcp", self.addr))
+        self.audience.clone().unwrap_or_else(|| format!("http://{}/mcp", self.addr))
     }
 
     /// The claims of a valid token for `who`.
@@ -140,11 +103,7 @@ impl Cairn {
         self.request(
             "POST",
             "/mcp",
-            &[
-                ("authorization", &auth),
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-            ],
+            &[("authorization", &auth), ("content-type", "application/json"), ("accept", "application/json, text/event-stream")],
             body.to_string().as_bytes(),
         )
     }
@@ -166,25 +125,12 @@ impl Cairn {
     pub fn rest(&self, token: &str, method: &str, path: &str, body: Option<&Value>) -> Reply {
         let auth = format!("Bearer {token}");
         let text = body.map(|b| b.to_string()).unwrap_or_default();
-        self.request(
-            method,
-            path,
-            &[
-                ("authorization", &auth),
-                ("content-type", "application/json"),
-            ],
-            text.as_bytes(),
-        )
+        self.request(method, path, &[("authorization", &auth), ("content-type", "application/json")], text.as_bytes())
     }
 
     /// Create a note through REST as `who`; returns its id.
     pub fn create_note(&self, who: &Who, title: &str, approved: bool) -> String {
-        let r = self.rest(
-            &self.token(who),
-            "POST",
-            "/api/v1/notes",
-            Some(&json!({"title": title, "approved_for_agents": approved})),
-        );
+        let r = self.rest(&self.token(who), "POST", "/api/v1/notes", Some(&json!({"title": title, "approved_for_agents": approved})));
         assert_eq!(r.status, 201, "{}", r.text());
         r.json()["note_id"].as_str().unwrap().to_string()
     }
@@ -197,24 +143,11 @@ pub fn assert_valid_output(tool: &str, result: &Value) {
     use std::sync::OnceLock;
     static VALIDATORS: OnceLock<HashMap<&'static str, jsonschema::Validator>> = OnceLock::new();
     let validators = VALIDATORS.get_or_init(|| {
-        cairn_notes::tools::TOOLS
-            .iter()
-            .map(|t| {
-                (
-                    t.name,
-                    jsonschema::validator_for(&(t.output_schema)()).expect("a valid output schema"),
-                )
-            })
-            .collect()
+        cairn_notes::tools::TOOLS.iter().map(|t| (t.name, jsonschema::validator_for(&(t.output_schema)()).expect("a valid output schema"))).collect()
     });
-    let Some(v) = validators.get(tool) else {
-        return;
-    };
+    let Some(v) = validators.get(tool) else { return };
     let content = &result["structuredContent"];
     if let Err(e) = v.validate(content) {
-        panic!(
-            "{tool}: structuredContent does not match its outputSchema at {}: {e}\n{content}",
-            e.instance_path()
-        );
+        panic!("{tool}: structuredContent does not match its outputSchema at {}: {e}\n{content}", e.instance_path());
     }
 }

@@ -1,8 +1,8 @@
 //! Every built component imports only what Spin's platform world offers
 //! (read from the spin-sdk crate in the cargo registry) and what Cairn's
 //! contract in wit/ names; the check itself refuses what it must.
-use crate::harness::*;
 use cairn::cmd::compat::{Offered, check_manifest, satisfies, spin_sdk_wit, split};
+use crate::harness::*;
 
 fn spin_world() -> Offered {
     Offered::from_wit_dir(&spin_sdk_wit(&root()).unwrap(), "spin:up", "platform").unwrap()
@@ -19,23 +19,10 @@ fn every_component_in_spin_toml_is_spin_compatible() {
 fn the_check_sees_key_value_imports_of_the_probe() {
     require_built(&["kv_probe.wasm"]);
     let engine = wasmtime::Engine::default();
-    let (imports, exports) = cairn::cmd::compat::component_interfaces(
-        &engine,
-        &root().join("target/wasm32-wasip2/wasm/kv_probe.wasm"),
-    )
-    .unwrap();
-    assert!(
-        imports
-            .iter()
-            .any(|i| i == "wasi:keyvalue/atomics@0.2.0-draft2"),
-        "{imports:?}"
-    );
-    assert!(
-        exports
-            .iter()
-            .any(|e| e.starts_with("wasi:http/incoming-handler@0.2.")),
-        "{exports:?}"
-    );
+    let (imports, exports) =
+        cairn::cmd::compat::component_interfaces(&engine, &root().join("target/wasm32-wasip2/wasm/kv_probe.wasm")).unwrap();
+    assert!(imports.iter().any(|i| i == "wasi:keyvalue/atomics@0.2.0-draft2"), "{imports:?}");
+    assert!(exports.iter().any(|e| e.starts_with("wasi:http/incoming-handler@0.2.")), "{exports:?}");
 }
 
 #[test]
@@ -46,9 +33,7 @@ fn imports_spin_does_not_offer_are_refused() {
     assert!(spin.refuse("wasi:http/types@0.2.6").is_none());
     assert!(spin.refuse("fermyon:spin/variables@2.0.0").is_none());
     // Newer than Spin's 0.2.6, as a newer `wasi` crate would import.
-    let newer = spin
-        .refuse("wasi:http/types@0.2.12")
-        .expect("0.2.12 must be refused");
+    let newer = spin.refuse("wasi:http/types@0.2.12").expect("0.2.12 must be refused");
     assert!(newer.contains("0.2.6"), "{newer}");
     assert!(spin.refuse("wasi:keyvalue/store@0.2.0-draft3").is_some());
     assert!(spin.refuse("wasi:nn/inference@0.2.0").is_some());
@@ -77,12 +62,7 @@ fn versions_compare_the_way_hosts_link_them() {
 #[test]
 fn a_dependency_must_export_what_the_manifest_says_and_fill_a_real_import() {
     require_built(&["health.wasm", "kv_probe.wasm", "read_note_tab.wasm"]);
-    let wasm = |n: &str| {
-        root()
-            .join(format!("target/wasm32-wasip2/wasm/{n}.wasm"))
-            .display()
-            .to_string()
-    };
+    let wasm = |n: &str| root().join(format!("target/wasm32-wasip2/wasm/{n}.wasm")).display().to_string();
     let dir = scratch("compat-deps");
     let manifest = dir.join("spin.toml");
     std::fs::write(
@@ -100,22 +80,8 @@ fn a_dependency_must_export_what_the_manifest_says_and_fill_a_real_import() {
     .unwrap();
     let problems = check_manifest(&manifest, &root()).unwrap();
     // kv_probe exports no tool interface; read_note_tab does.
-    assert!(
-        problems.iter().any(|p| p.contains("\"not-imported\"")
-            && p.contains("does not export cairn:platform/tool@0.1.0")),
-        "{problems:#?}"
-    );
-    assert!(
-        !problems
-            .iter()
-            .any(|p| p.contains("\"also-not-imported\"") && p.contains("does not export")),
-        "{problems:#?}"
-    );
+    assert!(problems.iter().any(|p| p.contains("\"not-imported\"") && p.contains("does not export cairn:platform/tool@0.1.0")), "{problems:#?}");
+    assert!(!problems.iter().any(|p| p.contains("\"also-not-imported\"") && p.contains("does not export")), "{problems:#?}");
     // health imports neither name.
-    assert!(
-        problems
-            .iter()
-            .any(|p| p.contains("\"also-not-imported\"") && p.contains("imports no such name")),
-        "{problems:#?}"
-    );
+    assert!(problems.iter().any(|p| p.contains("\"also-not-imported\"") && p.contains("imports no such name")), "{problems:#?}");
 }

@@ -16,8 +16,7 @@ fn session(host: &Cairn) -> Vec<Value> {
     let mut out = Vec::new();
     let mut step = |tool: &str, args: Value| -> Value {
         let r = host.call(&token, tool, args);
-        let shown =
-            json!({"tool": tool, "isError": r["isError"], "structured": r["structuredContent"]});
+        let shown = json!({"tool": tool, "isError": r["isError"], "structured": r["structuredContent"]});
         out.push(serde_json::from_str(&shown.to_string().replace(&note, "<note>")).unwrap());
         r["structuredContent"].clone()
     };
@@ -27,19 +26,10 @@ fn session(host: &Cairn) -> Vec<Value> {
     let read = step("read_note_tab", json!({"note_id": note, "tab_id": tab}));
     let version = read["version"].clone();
     // A stale version is refused the same way through both doors.
-    step(
-        "edit_note_tab",
-        json!({"note_id": note, "tab_id": tab, "expected_version": 999, "idempotency_key": "k-stale", "op": {"type": "replace_text", "text": "x"}}),
-    );
-    step(
-        "edit_note_tab",
-        json!({"note_id": note, "tab_id": tab, "expected_version": version, "idempotency_key": "k-1", "op": {"type": "replace_text", "text": "# Brief\n"}}),
-    );
+    step("edit_note_tab", json!({"note_id": note, "tab_id": tab, "expected_version": 999, "idempotency_key": "k-stale", "op": {"type": "replace_text", "text": "x"}}));
+    step("edit_note_tab", json!({"note_id": note, "tab_id": tab, "expected_version": version, "idempotency_key": "k-1", "op": {"type": "replace_text", "text": "# Brief\n"}}));
     // The replay answers the first result.
-    step(
-        "edit_note_tab",
-        json!({"note_id": note, "tab_id": tab, "expected_version": version, "idempotency_key": "k-1", "op": {"type": "replace_text", "text": "# Brief\n"}}),
-    );
+    step("edit_note_tab", json!({"note_id": note, "tab_id": tab, "expected_version": version, "idempotency_key": "k-1", "op": {"type": "replace_text", "text": "# Brief\n"}}));
     step("read_note_tab", json!({"note_id": note, "tab_id": tab}));
     step("read_note_tab", json!({"note_id": "nope", "tab_id": tab}));
     step("list_claims", json!({"note_id": note}));
@@ -50,10 +40,7 @@ fn session(host: &Cairn) -> Vec<Value> {
 fn timeless(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !k.ends_with("_at") && *k != "at" && *k != "as_of")
-                .map(|(k, v)| (k.clone(), timeless(v)))
-                .collect(),
+            m.iter().filter(|(k, _)| !k.ends_with("_at") && *k != "at" && *k != "as_of").map(|(k, v)| (k.clone(), timeless(v))).collect(),
         ),
         Value::Array(a) => Value::Array(a.iter().map(timeless).collect()),
         other => other.clone(),
@@ -63,10 +50,7 @@ fn timeless(v: &Value) -> Value {
 #[test]
 fn composed_and_http_tool_calls_answer_the_same_results() {
     let composed = start_with(vec![("CAIRN_LOG", "debug")], vec![]);
-    let http = start_with(
-        vec![("CAIRN_LOG", "debug"), ("SPIN_VARIABLE_TOOL_CALLS", "http")],
-        vec![],
-    );
+    let http = start_with(vec![("CAIRN_LOG", "debug"), ("SPIN_VARIABLE_TOOL_CALLS", "http")], vec![]);
     let a: Vec<Value> = session(&composed).iter().map(timeless).collect();
     let b: Vec<Value> = session(&http).iter().map(timeless).collect();
     assert_eq!(a.len(), b.len());
@@ -79,19 +63,9 @@ fn composed_and_http_tool_calls_answer_the_same_results() {
 
     // Each host took the road it was told to, and only that one.
     let (clog, hlog) = (composed.log(), http.log());
-    assert!(
-        count_lines(&clog, &["composed call", "read-note-tab"]) >= 3,
-        "{clog}"
-    );
-    assert_eq!(
-        count_lines(&clog, &["in-process http call", "component=read-note-tab"]),
-        0,
-        "{clog}"
-    );
-    assert!(
-        count_lines(&hlog, &["in-process http call", "component=read-note-tab"]) >= 3,
-        "{hlog}"
-    );
+    assert!(count_lines(&clog, &["composed call", "read-note-tab"]) >= 3, "{clog}");
+    assert_eq!(count_lines(&clog, &["in-process http call", "component=read-note-tab"]), 0, "{clog}");
+    assert!(count_lines(&hlog, &["in-process http call", "component=read-note-tab"]) >= 3, "{hlog}");
     assert_eq!(count_lines(&hlog, &["composed call"]), 0, "{hlog}");
 }
 
@@ -100,12 +74,7 @@ fn the_same_tool_wasm_still_answers_its_own_http_route() {
     // Composed into the router or not, a tool component keeps its door for
     // deployment apart: without the router's signed identity it refuses.
     let host = start();
-    let r = host.request(
-        "POST",
-        "/tools/read_note_tab",
-        &[("content-type", "application/json")],
-        b"{}",
-    );
+    let r = host.request("POST", "/tools/read_note_tab", &[("content-type", "application/json")], b"{}");
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(r.text().contains("cairn-identity"), "{}", r.text());
 }
@@ -122,10 +91,6 @@ fn every_tool_in_the_table_answers_through_its_composed_slot() {
         assert_eq!(r.status, 200, "{}: {}", tool.name, r.text());
         let v = r.json();
         assert!(v.get("error").is_none(), "{}: {v}", tool.name);
-        assert!(
-            v["result"]["structuredContent"].is_object(),
-            "{}: {v}",
-            tool.name
-        );
+        assert!(v["result"]["structuredContent"].is_object(), "{}: {v}", tool.name);
     }
 }

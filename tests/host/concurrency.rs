@@ -9,10 +9,7 @@ const EDITS: usize = 150;
 
 #[test]
 fn two_writers_that_reapply_on_conflict_lose_no_line() {
-    let cairn = Arc::new(start_with(
-        vec![("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "1000000")],
-        vec![],
-    ));
+    let cairn = Arc::new(start_with(vec![("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "1000000")], vec![]));
     let note = cairn.create_note(&person(), "race", true);
     let agent_token = cairn.token(&agent());
     let person_token = cairn.token(&person());
@@ -24,11 +21,7 @@ fn two_writers_that_reapply_on_conflict_lose_no_line() {
             for i in 0..EDITS {
                 let mut key = 0;
                 loop {
-                    let read = cairn.call(
-                        &t,
-                        "read_note_tab",
-                        json!({"note_id": note, "tab_id": "markdown"}),
-                    );
+                    let read = cairn.call(&t, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
                     let sc = &read["structuredContent"];
                     let text = format!("{}agent-{i}\n", sc["text"].as_str().unwrap());
                     key += 1;
@@ -51,19 +44,11 @@ fn two_writers_that_reapply_on_conflict_lose_no_line() {
             let mut conflicts = 0;
             for i in 0..EDITS {
                 loop {
-                    let read = cairn.call(
-                        &t,
-                        "read_note_tab",
-                        json!({"note_id": note, "tab_id": "markdown"}),
-                    );
+                    let read = cairn.call(&t, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
                     let sc = &read["structuredContent"];
                     let text = format!("{}person-{i}\n", sc["text"].as_str().unwrap());
-                    let r = cairn.rest(
-                        &t,
-                        "PUT",
-                        &format!("/api/v1/notes/{note}/tabs/markdown"),
-                        Some(&json!({"expected_version": sc["version"], "text": text})),
-                    );
+                    let r = cairn.rest(&t, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"),
+                        Some(&json!({"expected_version": sc["version"], "text": text})));
                     if r.status == 200 {
                         break;
                     }
@@ -75,25 +60,12 @@ fn two_writers_that_reapply_on_conflict_lose_no_line() {
         })
     };
     let (a, p) = (agent.join().unwrap(), person.join().unwrap());
-    let read = cairn.call(
-        &agent_token,
-        "read_note_tab",
-        json!({"note_id": note, "tab_id": "markdown"}),
-    );
-    let text = read["structuredContent"]["text"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let read = cairn.call(&agent_token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
+    let text = read["structuredContent"]["text"].as_str().unwrap().to_string();
     let lines: Vec<&str> = text.lines().collect();
     for i in 0..EDITS {
-        assert!(
-            lines.contains(&format!("agent-{i}").as_str()),
-            "agent-{i} lost"
-        );
-        assert!(
-            lines.contains(&format!("person-{i}").as_str()),
-            "person-{i} lost"
-        );
+        assert!(lines.contains(&format!("agent-{i}").as_str()), "agent-{i} lost");
+        assert!(lines.contains(&format!("person-{i}").as_str()), "person-{i} lost");
     }
     assert_eq!(lines.len(), 2 * EDITS, "duplicated or foreign lines");
     eprintln!("conflicts: agent {a}, person {p}; no line lost");

@@ -25,27 +25,15 @@ fn host_on(state: &PathBuf) -> Cairn {
         ("SPIN_VARIABLE_AUDIENCE", AUDIENCE),
         ("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "1000000"),
     ];
-    Cairn::start(Start {
-        state_dir: Some(state.clone()),
-        env,
-        ..Start::default()
-    })
+    Cairn::start(Start { state_dir: Some(state.clone()), env, ..Start::default() })
 }
 
 #[test]
-fn sigkill_under_16_clients_then_a_restart_loses_no_acknowledged_edit_and_lands_each_resent_one_once()
- {
+fn sigkill_under_16_clients_then_a_restart_loses_no_acknowledged_edit_and_lands_each_resent_one_once() {
     let state = scratch("crash-sqlite");
     let mut first = host_on(&state);
     let token = first.token(&agent());
-    let notes: Vec<(String, String)> = (0..16)
-        .map(|c| {
-            (
-                first.create_note(&person(), &format!("crash {c}"), true),
-                format!("c{c}"),
-            )
-        })
-        .collect();
+    let notes: Vec<(String, String)> = (0..16).map(|c| (first.create_note(&person(), &format!("crash {c}"), true), format!("c{c}"))).collect();
     let addrs = Arc::new(Mutex::new(vec![first.addr]));
     let (stop, workers) = clients_on(addrs.clone(), &token, &notes);
     std::thread::sleep(Duration::from_millis(1500));
@@ -59,18 +47,10 @@ fn sigkill_under_16_clients_then_a_restart_loses_no_acknowledged_edit_and_lands_
     for (c, s) in seen.iter().enumerate() {
         assert!(s.errors.is_empty(), "client {c}: {:?}", s.errors);
     }
-    assert!(
-        seen.iter().any(|s| s.dead_connections > 0),
-        "no client noticed the kill: it came too late"
-    );
+    assert!(seen.iter().any(|s| s.dead_connections > 0), "no client noticed the kill: it came too late");
     let acked = check_notes(&second, &token, &notes, &seen);
-    let resent: usize = seen
-        .iter()
-        .map(|s| s.dead_connections + s.unavailable)
-        .sum();
-    eprintln!(
-        "crash: {acked} edits acknowledged and checked once each; {resent} calls resent after the kill"
-    );
+    let resent: usize = seen.iter().map(|s| s.dead_connections + s.unavailable).sum();
+    eprintln!("crash: {acked} edits acknowledged and checked once each; {resent} calls resent after the kill");
     assert!(acked > 32, "only {acked} edits acknowledged under load");
 }
 
@@ -81,14 +61,7 @@ fn sigkill_during_claim_traffic_leaves_no_target_held_twice_and_no_claim_past_it
     let note = first.create_note(&person(), "Contended", true);
     let stop = Arc::new(AtomicBool::new(false));
     let addr: Arc<Mutex<SocketAddr>> = Arc::new(Mutex::new(first.addr));
-    let tokens: Vec<String> = (0..8)
-        .map(|i| {
-            first.token(&Who {
-                sub: Box::leak(format!("bot-{i}").into_boxed_str()),
-                ..agent()
-            })
-        })
-        .collect();
+    let tokens: Vec<String> = (0..8).map(|i| first.token(&Who { sub: Box::leak(format!("bot-{i}").into_boxed_str()), ..agent() })).collect();
     let workers: Vec<_> = tokens
         .iter()
         .enumerate()
@@ -118,32 +91,19 @@ fn sigkill_during_claim_traffic_leaves_no_target_held_twice_and_no_claim_past_it
     *addr.lock().unwrap() = second.addr;
     let p = second.token(&person());
     for _ in 0..10 {
-        let board =
-            second.call(&p, "list_claims", json!({"note_id": note}))["structuredContent"]["claims"]
-                .clone();
+        let board = second.call(&p, "list_claims", json!({"note_id": note}))["structuredContent"]["claims"].clone();
         let claims = board.as_array().unwrap();
         let whole = claims.iter().filter(|c| c["tab_id"].is_null()).count();
         let tab = claims.iter().filter(|c| c["tab_id"] == "markdown").count();
-        assert!(
-            whole + tab <= 1,
-            "overlapping live claims after the restart: {board}"
-        );
+        assert!(whole + tab <= 1, "overlapping live claims after the restart: {board}");
         std::thread::sleep(Duration::from_millis(100));
     }
     stop.store(true, Ordering::SeqCst);
     let granted: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
-    assert!(
-        granted > 0,
-        "no claim was ever granted: the race proved nothing"
-    );
+    assert!(granted > 0, "no claim was ever granted: the race proved nothing");
     eprintln!("crash: {granted} claims granted around the kill");
     // Two seconds of TTL and nobody renewing: nothing is held any more.
     std::thread::sleep(Duration::from_millis(2500));
-    let board =
-        second.call(&p, "list_claims", json!({"note_id": note}))["structuredContent"].clone();
-    assert_eq!(
-        board["claims"],
-        json!([]),
-        "a claim outlived its TTL: {board}"
-    );
+    let board = second.call(&p, "list_claims", json!({"note_id": note}))["structuredContent"].clone();
+    assert_eq!(board["claims"], json!([]), "a claim outlived its TTL: {board}");
 }

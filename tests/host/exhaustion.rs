@@ -43,14 +43,8 @@ fn a_client_trickling_its_headers_is_cut_off_by_the_header_timeout() {
     let mut got = Vec::new();
     let closed = slow.read_to_end(&mut got).is_ok();
     let answer = String::from_utf8_lossy(&got).into_owned();
-    assert!(
-        cut || closed,
-        "a client trickling its headers for 3 s was not cut off (timeout 0.8 s)"
-    );
-    assert!(
-        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
-        "{answer:?}"
-    );
+    assert!(cut || closed, "a client trickling its headers for 3 s was not cut off (timeout 0.8 s)");
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer:?}");
     assert_eq!(cairn.get("/healthz").status, 200, "the host serves others");
 }
 
@@ -79,18 +73,10 @@ fn bodies_trickled_a_byte_at_a_time_get_408_and_never_hold_an_instance() {
     std::thread::sleep(Duration::from_millis(300));
     let started = Instant::now();
     let note = cairn.create_note(&person(), "Served meanwhile", true);
-    let r = cairn.call(
-        &t,
-        "read_note_tab",
-        json!({"note_id": note, "tab_id": "markdown"}),
-    );
+    let r = cairn.call(&t, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
     assert_eq!(r["isError"], false, "{r}");
     // Behind the slow bodies, this would wait for their 4 s timeout.
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "others waited {:?} behind the slow bodies",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(2), "others waited {:?} behind the slow bodies", started.elapsed());
     for h in slow {
         let answer = h.join().unwrap();
         assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
@@ -102,26 +88,16 @@ fn bodies_trickled_a_byte_at_a_time_get_408_and_never_hold_an_instance() {
 fn one_connection_over_the_cap_gets_503_with_retry_after_and_the_rest_are_served() {
     let cairn = host(vec!["--max-connections", "3"]);
     // Three idle keep-alive connections fill the cap.
-    let idle: Vec<TcpStream> = (0..3)
-        .map(|_| TcpStream::connect(cairn.addr).unwrap())
-        .collect();
+    let idle: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(cairn.addr).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(200));
     let mut extra = TcpStream::connect(cairn.addr).unwrap();
     let _ = extra.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");
     let answer = drain(&mut extra, Duration::from_secs(3));
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
-    assert!(
-        answer.to_ascii_lowercase().contains("retry-after: 1")
-            && answer.contains("too_many_connections"),
-        "{answer}"
-    );
+    assert!(answer.to_ascii_lowercase().contains("retry-after: 1") && answer.contains("too_many_connections"), "{answer}");
     drop(idle);
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(
-        cairn.get("/healthz").status,
-        200,
-        "a connection is accepted again once others close"
-    );
+    assert_eq!(cairn.get("/healthz").status, 200, "a connection is accepted again once others close");
 }
 
 #[test]
@@ -137,18 +113,7 @@ fn ten_one_megabyte_edits_in_one_batch_are_refused_whole_and_nothing_is_written(
     let r = cairn.mcp(&t, &json!(batch));
     assert_eq!(r.status, 413, "{}", r.text());
     assert_eq!(r.json()["error"], "body_too_large", "{}", r.text());
-    let tab = cairn.call(
-        &t,
-        "read_note_tab",
-        json!({"note_id": note, "tab_id": "markdown"}),
-    );
-    assert_eq!(
-        (
-            tab["structuredContent"]["version"].as_u64(),
-            tab["structuredContent"]["text"].as_str()
-        ),
-        (Some(1), Some("")),
-        "nothing was written"
-    );
+    let tab = cairn.call(&t, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
+    assert_eq!((tab["structuredContent"]["version"].as_u64(), tab["structuredContent"]["text"].as_str()), (Some(1), Some("")), "nothing was written");
     assert_eq!(cairn.get("/healthz").status, 200);
 }

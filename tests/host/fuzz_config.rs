@@ -8,10 +8,7 @@ use cairn::stores::Stores;
 use proptest::prelude::*;
 
 fn cases() -> u32 {
-    std::env::var("CAIRN_FUZZ_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(300)
+    std::env::var("CAIRN_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(300)
 }
 
 /// One scratch dir per target for the whole run (each case overwrites its file).
@@ -19,11 +16,7 @@ fn dir(name: &'static str) -> std::path::PathBuf {
     use std::collections::BTreeMap;
     use std::sync::Mutex;
     static DIRS: Mutex<BTreeMap<&'static str, std::path::PathBuf>> = Mutex::new(BTreeMap::new());
-    DIRS.lock()
-        .unwrap()
-        .entry(name)
-        .or_insert_with(|| crate::harness::scratch(name))
-        .clone()
+    DIRS.lock().unwrap().entry(name).or_insert_with(|| crate::harness::scratch(name)).clone()
 }
 
 fn noise() -> impl Strategy<Value = String> {

@@ -10,18 +10,12 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn cases() -> u32 {
-    std::env::var("CAIRN_FUZZ_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(300)
+    std::env::var("CAIRN_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(300)
 }
 
 /// A host and a note to aim at, for every case of one target.
 fn host() -> (Cairn, String, String) {
-    let cairn = start_with(
-        vec![("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "100000000")],
-        vec![],
-    );
+    let cairn = start_with(vec![("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "100000000")], vec![]);
     let token = cairn.token(&person());
     let note = cairn.create_note(&person(), "Fuzzed over HTTP", true);
     (cairn, token, note)
@@ -29,10 +23,7 @@ fn host() -> (Cairn, String, String) {
 
 /// Runs `check` on `cases()` values of `strategy`, shrinking a failure.
 fn fuzz<S: Strategy>(strategy: S, check: impl Fn(S::Value) -> Result<(), TestCaseError>) {
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: cases(),
-        ..ProptestConfig::default()
-    });
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: cases(), ..ProptestConfig::default() });
     if let Err(e) = runner.run(&strategy, check) {
         panic!("{e}");
     }
@@ -43,35 +34,16 @@ fn value() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
         "\\PC{0,20}".prop_map(Value::from),
-        prop_oneof![
-            Just("tools/call"),
-            Just("tools/list"),
-            Just("initialize"),
-            Just("resources/read"),
-            Just("2.0"),
-            Just("edit_note_tab")
-        ]
-        .prop_map(Value::from),
+        prop_oneof![Just("tools/call"), Just("tools/list"), Just("initialize"), Just("resources/read"), Just("2.0"), Just("edit_note_tab")].prop_map(Value::from),
     ];
     leaf.prop_recursive(3, 20, 5, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::from),
             proptest::collection::btree_map(
-                prop_oneof![
-                    Just("jsonrpc".to_string()),
-                    Just("id".to_string()),
-                    Just("method".to_string()),
-                    Just("params".to_string()),
-                    Just("name".to_string()),
-                    Just("arguments".to_string()),
-                    Just("uri".to_string()),
-                    Just("_meta".to_string()),
-                    "[a-z]{1,8}"
-                ],
+                prop_oneof![Just("jsonrpc".to_string()), Just("id".to_string()), Just("method".to_string()), Just("params".to_string()),
+                    Just("name".to_string()), Just("arguments".to_string()), Just("uri".to_string()), Just("_meta".to_string()), "[a-z]{1,8}"],
                 inner,
                 0..6
             )
@@ -89,8 +61,7 @@ fn message() -> impl Strategy<Value = Value> {
 fn mcp_body() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         message().prop_map(|m| m.to_string().into_bytes()),
-        proptest::collection::vec(message(), 0..12)
-            .prop_map(|b| Value::from(b).to_string().into_bytes()),
+        proptest::collection::vec(message(), 0..12).prop_map(|b| Value::from(b).to_string().into_bytes()),
         value().prop_map(|v| v.to_string().into_bytes()),
         proptest::collection::vec(any::<u8>(), 0..200),
     ]
@@ -106,31 +77,16 @@ fn no_body_on_mcp_gets_a_5xx_and_every_json_rpc_error_has_a_spec_code() {
     let (cairn, token, _) = host();
     let auth = format!("Bearer {token}");
     fuzz(mcp_body(), |body| {
-        let r = cairn.request(
-            "POST",
-            "/mcp",
-            &[
-                ("authorization", &auth),
-                ("content-type", "application/json"),
-            ],
-            &body,
-        );
+        let r = cairn.request("POST", "/mcp", &[("authorization", &auth), ("content-type", "application/json")], &body);
         no_5xx(r.status, "/mcp", &r.text())?;
         if let Ok(v) = serde_json::from_slice::<Value>(&r.body) {
             let errors: Vec<&Value> = match &v {
                 Value::Array(a) => a.iter().collect(),
                 one => vec![one],
             };
-            for e in errors
-                .iter()
-                .filter_map(|m| m.get("error"))
-                .filter(|e| e.get("code").is_some())
-            {
+            for e in errors.iter().filter_map(|m| m.get("error")).filter(|e| e.get("code").is_some()) {
                 let code = e["code"].as_i64().unwrap_or(0);
-                prop_assert!(
-                    [-32700, -32600, -32601, -32602, -32002].contains(&code),
-                    "{code}: {v}"
-                );
+                prop_assert!([-32700, -32600, -32601, -32602, -32002].contains(&code), "{code}: {v}");
             }
         }
         Ok(())
@@ -146,31 +102,13 @@ fn no_body_on_the_rest_routes_gets_a_5xx() {
         ("PATCH", format!("/api/v1/notes/{note}")),
         ("PUT", format!("/api/v1/notes/{note}/tabs/markdown")),
         ("POST", format!("/api/v1/notes/{note}/tabs/markdown/merge")),
-        (
-            "POST",
-            format!("/api/v1/notes/{note}/tabs/markdown/restore"),
-        ),
+        ("POST", format!("/api/v1/notes/{note}/tabs/markdown/restore")),
         ("POST", format!("/api/v1/notes/{note}/sources")),
     ];
-    fuzz(
-        (0..routes.len(), value(), any::<bool>()),
-        |(route, body, raw)| {
-            let (method, path) = &routes[route];
-            let bytes: Vec<u8> = if raw {
-                body.to_string().into_bytes().into_iter().rev().collect()
-            } else {
-                body.to_string().into_bytes()
-            };
-            let r = cairn.request(
-                method,
-                path,
-                &[
-                    ("authorization", &auth),
-                    ("content-type", "application/json"),
-                ],
-                &bytes,
-            );
-            no_5xx(r.status, path, &r.text())
-        },
-    );
+    fuzz((0..routes.len(), value(), any::<bool>()), |(route, body, raw)| {
+        let (method, path) = &routes[route];
+        let bytes: Vec<u8> = if raw { body.to_string().into_bytes().into_iter().rev().collect() } else { body.to_string().into_bytes() };
+        let r = cairn.request(method, path, &[("authorization", &auth), ("content-type", "application/json")], &bytes);
+        no_5xx(r.status, path, &r.text())
+    });
 }

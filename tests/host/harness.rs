@@ -61,22 +61,12 @@ pub struct Start<'a> {
 
 impl Default for Start<'_> {
     fn default() -> Self {
-        Self {
-            manifest: root().join("spin.toml"),
-            state_dir: None,
-            cache_dir: None,
-            args: vec![],
-            env: vec![],
-        }
+        Self { manifest: root().join("spin.toml"), state_dir: None, cache_dir: None, args: vec![], env: vec![] }
     }
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 impl Cairn {
@@ -98,11 +88,7 @@ impl Cairn {
             .arg("--state-dir")
             .arg(&state_dir)
             .arg("--cache-dir")
-            .arg(
-                opts.cache_dir
-                    .clone()
-                    .unwrap_or_else(|| root().join("target/test-cache")),
-            )
+            .arg(opts.cache_dir.clone().unwrap_or_else(|| root().join("target/test-cache")))
             .args(&opts.args)
             .env("NO_COLOR", "1")
             .env_remove("RUST_BACKTRACE")
@@ -124,23 +110,13 @@ impl Cairn {
                 }
             });
         }
-        let audience = opts
-            .env
-            .iter()
-            .find(|(k, _)| *k == "SPIN_VARIABLE_AUDIENCE")
-            .map(|(_, v)| v.to_string());
+        let audience = opts.env.iter().find(|(k, _)| *k == "SPIN_VARIABLE_AUDIENCE").map(|(_, v)| v.to_string());
         // Generous: the first tests of a run start on a cold compile cache and
         // compile every component at once, on a machine that may be busy.
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
             if log.lock().unwrap().contains("cairn is serving") {
-                return Ok(Cairn {
-                    addr,
-                    child,
-                    log,
-                    state_dir,
-                    audience,
-                });
+                return Ok(Cairn { addr, child, log, state_dir, audience });
             }
             if let Ok(Some(_)) = child.try_wait() {
                 std::thread::sleep(Duration::from_millis(100));
@@ -160,13 +136,7 @@ impl Cairn {
     }
 
     /// Send a request.
-    pub fn request(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &[u8],
-    ) -> Reply {
+    pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
         request(self.addr, method, path, headers, body)
     }
 
@@ -248,44 +218,24 @@ impl Reply {
     }
     /// The body as JSON (panics with the body when it is not).
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
     }
     /// A header value.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
 /// One HTTP/1.1 request on a fresh connection (`Connection: close`).
-pub fn request(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> Reply {
-    try_request(addr, method, path, headers, body)
-        .unwrap_or_else(|e| panic!("{method} {path} on {addr}: {e}"))
+pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+    try_request(addr, method, path, headers, body).unwrap_or_else(|e| panic!("{method} {path} on {addr}: {e}"))
 }
 
 /// [`request`], with a connection that fails (a killed host) as an error.
-pub fn try_request(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> std::io::Result<Reply> {
+pub fn try_request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> std::io::Result<Reply> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
-        body.len()
-    );
+    let mut head = format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -295,64 +245,31 @@ pub fn try_request(
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
     if !raw.windows(4).any(|w| w == b"\r\n\r\n") {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "the connection closed before a response",
-        ));
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the connection closed before a response"));
     }
     Ok(parse(&raw))
 }
 
 fn parse(raw: &[u8]) -> Reply {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("no end of headers in the response");
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("no end of headers in the response");
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let mut lines = head.split("\r\n");
-    let status: u16 = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
     let rest = &raw[split + 4..];
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
-    let body = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_vec()
-    };
-    Reply {
-        status,
-        headers,
-        body,
-    }
+    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked { dechunk(rest) } else { rest.to_vec() };
+    Reply { status, headers, body }
 }
 
 fn dechunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
-        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else {
-            break;
-        };
-        let size = usize::from_str_radix(
-            String::from_utf8_lossy(&data[..eol])
-                .split(';')
-                .next()
-                .unwrap()
-                .trim(),
-            16,
-        )
-        .unwrap_or(0);
+        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else { break };
+        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..eol]).split(';').next().unwrap().trim(), 16).unwrap_or(0);
         if size == 0 {
             break;
         }
@@ -365,9 +282,7 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
 
 /// Count the lines of `log` containing every one of `needles`.
 pub fn count_lines(log: &str, needles: &[&str]) -> usize {
-    log.lines()
-        .filter(|l| needles.iter().all(|n| l.contains(n)))
-        .count()
+    log.lines().filter(|l| needles.iter().all(|n| l.contains(n))).count()
 }
 
 /// The fixture manifest.

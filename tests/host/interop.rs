@@ -22,11 +22,7 @@ fn interop() -> PathBuf {
 }
 
 fn need(path: PathBuf) -> PathBuf {
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/test.sh, which installs the MCP clients",
-        path.display()
-    );
+    assert!(path.exists(), "{} is missing: run scripts/test.sh, which installs the MCP clients", path.display());
     path
 }
 
@@ -37,21 +33,12 @@ fn node22() -> PathBuf {
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().expect("cannot start the client");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "client failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "client failed ({}):\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     stdout
 }
 
 fn last_json(stdout: &str) -> Value {
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with('{'))
-        .expect("no JSON line from the client");
+    let line = stdout.lines().rev().find(|l| l.trim_start().starts_with('{')).expect("no JSON line from the client");
     serde_json::from_str(line).unwrap()
 }
 
@@ -88,17 +75,10 @@ fn python_sdk_handshake_and_stateless_modes_read_write_and_see_a_conflict() {
         let r = last_json(&out);
         assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
         assert_eq!(r["conflict"], "version_conflict", "{r}");
-        assert_eq!(
-            r["current_version"],
-            r["read_version"].as_u64().unwrap() + 1,
-            "{r}"
-        );
+        assert_eq!(r["current_version"], r["read_version"].as_u64().unwrap() + 1, "{r}");
         saw_resources(&r);
         if mode == "auto" {
-            assert_eq!(
-                r["protocol"], "2026-07-28",
-                "the stateless revision was not negotiated: {r}"
-            );
+            assert_eq!(r["protocol"], "2026-07-28", "the stateless revision was not negotiated: {r}");
         }
     }
 }
@@ -114,11 +94,7 @@ fn typescript_sdk_reads_writes_and_sees_a_conflict() {
         .env("CAIRN_NOTE", s.note()));
     let r = last_json(&out);
     assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
-    assert_eq!(
-        r["tools_with_output_schema"],
-        cairn_notes::tools().len(),
-        "{r}"
-    );
+    assert_eq!(r["tools_with_output_schema"], cairn_notes::tools().len(), "{r}");
     assert_eq!(r["conflict"], "version_conflict", "{r}");
     saw_resources(&r);
 }
@@ -128,38 +104,21 @@ fn typescript_sdk_reads_writes_and_sees_a_conflict() {
 fn saw_resources(r: &Value) {
     assert_eq!(r["note_listed_as_resource"], true, "{r}");
     assert_eq!(r["templates"], 2, "{r}");
-    assert_eq!(
-        r["resource_text"], r["written_text"],
-        "the tab read as a resource is the text written: {r}"
-    );
+    assert_eq!(r["resource_text"], r["written_text"], "the tab read as a resource is the text written: {r}");
 }
 
 #[test]
 fn rust_sdk_reads_writes_sees_a_conflict_and_reads_resources() {
     let s = setup();
     let client = need(root().join("target/release/cairn-rmcp-interop"));
-    let out = run(Command::new(client)
-        .arg(s.url())
-        .env("CAIRN_TOKEN", &s.token)
-        .env("CAIRN_NOTE", s.note()));
+    let out = run(Command::new(client).arg(s.url()).env("CAIRN_TOKEN", &s.token).env("CAIRN_NOTE", s.note()));
     let r = last_json(&out);
     assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
-    assert_eq!(
-        r["tools_with_output_schema"],
-        cairn_notes::tools().len(),
-        "{r}"
-    );
+    assert_eq!(r["tools_with_output_schema"], cairn_notes::tools().len(), "{r}");
     assert_eq!(r["conflict"], "version_conflict", "{r}");
-    assert_eq!(
-        r["current_version"],
-        r["read_version"].as_u64().unwrap() + 1,
-        "{r}"
-    );
+    assert_eq!(r["current_version"], r["read_version"].as_u64().unwrap() + 1, "{r}");
     let spoken = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
-    assert!(
-        spoken.contains(&r["protocol"].as_str().unwrap_or_default()),
-        "an unknown revision was negotiated: {r}"
-    );
+    assert!(spoken.contains(&r["protocol"].as_str().unwrap_or_default()), "an unknown revision was negotiated: {r}");
     saw_resources(&r);
 }
 
@@ -167,29 +126,13 @@ fn rust_sdk_reads_writes_sees_a_conflict_and_reads_resources() {
 /// tool result has `isError: true`, which a conflict is, so the exit status
 /// is checked by the caller through `expect_ok`.
 fn inspector(s: &Setup, args: &[&str], expect_ok: bool) -> Value {
-    let cli = need(
-        interop()
-            .join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"),
-    );
+    let cli = need(interop().join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"));
     let auth = format!("Authorization: Bearer {}", s.token);
-    let out = Command::new(node22())
-        .arg(cli)
-        .args(["--cli", &s.url(), "--transport", "http", "--header", &auth])
-        .args(args)
-        .output()
-        .unwrap();
+    let out = Command::new(node22()).arg(cli).args(["--cli", &s.url(), "--transport", "http", "--header", &auth]).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(
-        out.status.success(),
-        expect_ok,
-        "inspector exit {}:\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.success(), expect_ok, "inspector exit {}:\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     let mut docs = serde_json::Deserializer::from_str(&stdout).into_iter::<Value>();
-    docs.next()
-        .and_then(Result::ok)
-        .unwrap_or_else(|| panic!("inspector printed no JSON: {stdout}"))
+    docs.next().and_then(Result::ok).unwrap_or_else(|| panic!("inspector printed no JSON: {stdout}"))
 }
 
 #[test]
@@ -197,56 +140,21 @@ fn mcp_inspector_cli_lists_reads_writes_and_sees_a_conflict() {
     let s = setup();
     let note = s.note();
     let list = inspector(&s, &["--method", "tools/list"], true);
-    assert_eq!(
-        list["tools"].as_array().unwrap().len(),
-        cairn_notes::tools().len()
-    );
-    let read = inspector(
-        &s,
-        &[
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "read_note_tab",
-            "--tool-arg",
-            &format!("note_id={note}"),
-            "--tool-arg",
-            "tab_id=markdown",
-        ],
-        true,
-    );
+    assert_eq!(list["tools"].as_array().unwrap().len(), cairn_notes::tools().len());
+    let read = inspector(&s, &["--method", "tools/call", "--tool-name", "read_note_tab", "--tool-arg", &format!("note_id={note}"), "--tool-arg", "tab_id=markdown"], true);
     let version = read["structuredContent"]["version"].as_u64().unwrap();
     let edit = |key: &str, ok: bool| {
-        inspector(
-            &s,
-            &[
-                "--method",
-                "tools/call",
-                "--tool-name",
-                "edit_note_tab",
-                "--tool-arg",
-                &format!("note_id={note}"),
-                "--tool-arg",
-                "tab_id=markdown",
-                "--tool-arg",
-                &format!("expected_version={version}"),
-                "--tool-arg",
-                &format!("idempotency_key={key}"),
-                "--tool-arg",
-                "operation=replace_text",
-                "--tool-arg",
-                "text=from the inspector",
-            ],
-            ok,
-        )
+        inspector(&s, &[
+            "--method", "tools/call", "--tool-name", "edit_note_tab",
+            "--tool-arg", &format!("note_id={note}"), "--tool-arg", "tab_id=markdown",
+            "--tool-arg", &format!("expected_version={version}"), "--tool-arg", &format!("idempotency_key={key}"),
+            "--tool-arg", "operation=replace_text", "--tool-arg", "text=from the inspector",
+        ], ok)
     };
     let wrote = edit("inspector-1", true);
     assert_eq!(wrote["isError"], false, "{wrote}");
     let stale = edit("inspector-2", false);
-    assert_eq!(
-        stale["structuredContent"]["error"], "version_conflict",
-        "{stale}"
-    );
+    assert_eq!(stale["structuredContent"]["error"], "version_conflict", "{stale}");
 }
 
 /// A proxy that adds the bearer token to each request (the conformance
@@ -267,9 +175,7 @@ fn proxy_one(mut client: TcpStream, upstream: std::net::SocketAddr, token: &str)
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let head_end = loop {
-        let Ok(n) = client.read(&mut chunk) else {
-            return;
-        };
+        let Ok(n) = client.read(&mut chunk) else { return };
         if n == 0 {
             return;
         }
@@ -281,16 +187,10 @@ fn proxy_one(mut client: TcpStream, upstream: std::net::SocketAddr, token: &str)
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let length: usize = head
         .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-length:")
-                .map(|v| v.trim().parse().unwrap_or(0))
-        })
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
         .unwrap_or(0);
     while buf.len() < head_end + 4 + length {
-        let Ok(n) = client.read(&mut chunk) else {
-            return;
-        };
+        let Ok(n) = client.read(&mut chunk) else { return };
         if n == 0 {
             break;
         }
@@ -303,9 +203,7 @@ fn proxy_one(mut client: TcpStream, upstream: std::net::SocketAddr, token: &str)
         .collect();
     lines.push(format!("authorization: Bearer {token}"));
     lines.push("connection: close".into());
-    let Ok(mut up) = TcpStream::connect(upstream) else {
-        return;
-    };
+    let Ok(mut up) = TcpStream::connect(upstream) else { return };
     let _ = up.write_all(format!("{}\r\n\r\n", lines.join("\r\n")).as_bytes());
     let _ = up.write_all(&buf[head_end + 4..]);
     let mut response = Vec::new();
@@ -316,36 +214,17 @@ fn proxy_one(mut client: TcpStream, upstream: std::net::SocketAddr, token: &str)
 #[test]
 fn conformance_suite_fixture_free_server_scenarios_pass() {
     let s = setup();
-    let runner =
-        need(interop().join("node_modules/@modelcontextprotocol/conformance/dist/index.js"));
+    let runner = need(interop().join("node_modules/@modelcontextprotocol/conformance/dist/index.js"));
     let proxy = auth_proxy(s.cairn.addr, s.token.clone());
-    for scenario in [
-        "server-initialize",
-        "ping",
-        "tools-list",
-        "dns-rebinding-protection",
-    ] {
+    for scenario in ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"] {
         let out = Command::new(node22())
             .arg(&runner)
-            .args([
-                "server",
-                "--url",
-                &format!("http://{proxy}/mcp"),
-                "--scenario",
-                scenario,
-            ])
+            .args(["server", "--url", &format!("http://{proxy}/mcp"), "--scenario", scenario])
             .current_dir(crate::harness::scratch("conformance"))
             .output()
             .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.status.success(),
-            "conformance scenario {scenario} failed:\n{text}"
-        );
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "conformance scenario {scenario} failed:\n{text}");
     }
     let _ = json!(null);
 }

@@ -4,10 +4,7 @@ use crate::harness::*;
 
 fn with_token() -> Cairn {
     require_built(&["health.wasm", "kv_probe.wasm"]);
-    Cairn::start(Start {
-        env: vec![("SPIN_VARIABLE_KV_PROBE_TOKEN", "operator-secret")],
-        ..Start::default()
-    })
+    Cairn::start(Start { env: vec![("SPIN_VARIABLE_KV_PROBE_TOKEN", "operator-secret")], ..Start::default() })
 }
 
 #[test]
@@ -19,26 +16,13 @@ fn probe_reports_every_cas_rule_kept_on_sqlite_and_memory() {
             args: vec!["--store", store],
             ..Start::default()
         });
-        let r = cairn.request(
-            "GET",
-            "/.well-known/cairn/kv-probe",
-            &[("authorization", "Bearer operator-secret")],
-            b"",
-        );
+        let r = cairn.request("GET", "/.well-known/cairn/kv-probe", &[("authorization", "Bearer operator-secret")], b"");
         assert_eq!(r.status, 200, "{}", r.text());
         let report = r.json();
         let checks = report["checks"].as_array().unwrap();
-        assert_eq!(
-            checks.len(),
-            cairn_kv::conformance::SEQUENTIAL.len(),
-            "the probe runs the whole sequential catalogue"
-        );
+        assert_eq!(checks.len(), cairn_kv::conformance::SEQUENTIAL.len(), "the probe runs the whole sequential catalogue");
         for c in checks {
-            assert_eq!(
-                c["pass"], true,
-                "{store}: rule {} failed: {}",
-                c["rule"], c["detail"]
-            );
+            assert_eq!(c["pass"], true, "{store}: rule {} failed: {}", c["rule"], c["detail"]);
         }
         assert_eq!(report["keeps_cas_promise"], true);
     }
@@ -48,24 +32,14 @@ fn probe_reports_every_cas_rule_kept_on_sqlite_and_memory() {
 fn probe_is_hidden_without_a_configured_token() {
     require_built(&["kv_probe.wasm"]);
     let cairn = Cairn::start(Start::default());
-    let r = cairn.request(
-        "GET",
-        "/.well-known/cairn/kv-probe",
-        &[("authorization", "Bearer anything")],
-        b"",
-    );
+    let r = cairn.request("GET", "/.well-known/cairn/kv-probe", &[("authorization", "Bearer anything")], b"");
     assert_eq!(r.status, 404);
 }
 
 #[test]
 fn probe_refuses_a_wrong_token() {
     let cairn = with_token();
-    let r = cairn.request(
-        "GET",
-        "/.well-known/cairn/kv-probe",
-        &[("authorization", "Bearer guess")],
-        b"",
-    );
+    let r = cairn.request("GET", "/.well-known/cairn/kv-probe", &[("authorization", "Bearer guess")], b"");
     assert_eq!(r.status, 401);
     assert_eq!(cairn.get("/.well-known/cairn/kv-probe").status, 401);
 }
@@ -75,19 +49,11 @@ fn probe_leaves_no_keys_behind() {
     use cairn_kv::Store;
     let cairn = with_token();
     let auth = [("authorization", "Bearer operator-secret")];
-    assert_eq!(
-        cairn
-            .request("GET", "/.well-known/cairn/kv-probe", &auth, b"")
-            .status,
-        200
-    );
+    assert_eq!(cairn.request("GET", "/.well-known/cairn/kv-probe", &auth, b"").status, 200);
     let state = cairn.state_dir.clone();
     let (status, log) = cairn.terminate();
     assert!(status.success(), "{log}");
     let store = cairn_kv_sqlite::SqliteStore::open(&state.join("kv.db"), false).unwrap();
     let left = store.list_keys("default", None, 100).unwrap();
-    assert!(
-        left.iter().all(|k| !k.starts_with("kv-probe/")),
-        "probe keys left behind: {left:?}"
-    );
+    assert!(left.iter().all(|k| !k.starts_with("kv-probe/")), "probe keys left behind: {left:?}");
 }

@@ -19,26 +19,15 @@ fn bearer(token: &str) -> String {
 fn cairn_up_prints_the_editor_and_a_sign_in_link_for_a_person() {
     let cairn = start_local();
     let log = cairn.wait_for_log("#token=");
-    assert!(
-        log.contains(&format!("Open http://{}/ in a browser", cairn.addr)),
-        "{log}"
-    );
+    assert!(log.contains(&format!("Open http://{}/ in a browser", cairn.addr)), "{log}");
     let link = log.lines().find(|l| l.contains("#token=")).unwrap().trim();
-    assert!(
-        link.starts_with(&format!("http://{}/#token=", cairn.addr)),
-        "{link}"
-    );
+    assert!(link.starts_with(&format!("http://{}/#token=", cairn.addr)), "{link}");
     let token = link.split_once("#token=").unwrap().1;
     // The token is a person's: an admin of tenant local with audit:read, which agents never have.
     let auth = bearer(token);
     let r = cairn.request("GET", "/api/v1/audit", &[("authorization", &auth)], b"");
     assert_eq!(r.status, 200, "{}", r.text());
-    let r = cairn.request(
-        "POST",
-        "/api/v1/notes",
-        &[("authorization", &auth)],
-        json!({"title": "from the link"}).to_string().as_bytes(),
-    );
+    let r = cairn.request("POST", "/api/v1/notes", &[("authorization", &auth)], json!({"title": "from the link"}).to_string().as_bytes());
     assert_eq!(r.status, 201, "{}", r.text());
     assert!(r.json()["tabs"].is_array());
 }
@@ -48,18 +37,9 @@ fn the_editor_is_served_at_the_root_and_other_paths_answer_a_json_404() {
     let cairn = start_local();
     let page = cairn.get("/");
     assert_eq!(page.status, 200);
-    assert!(
-        page.header("content-type")
-            .unwrap()
-            .starts_with("text/html")
-    );
+    assert!(page.header("content-type").unwrap().starts_with("text/html"));
     let csp = page.header("content-security-policy").unwrap();
-    assert!(
-        csp.contains("script-src 'self'")
-            && csp.contains("frame-ancestors 'none'")
-            && !csp.contains("unsafe"),
-        "{csp}"
-    );
+    assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'") && !csp.contains("unsafe"), "{csp}");
     assert!(page.text().contains("/ui/app.js"));
     let missing = cairn.get("/no/such/page");
     assert_eq!(missing.status, 404);
@@ -76,32 +56,11 @@ fn cairn_token_mints_for_the_audience_this_state_dir_serves() {
         .arg(&cairn.state_dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let token = String::from_utf8(out.stdout).unwrap();
     let auth = bearer(token.trim());
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
-    let r = cairn.request(
-        "POST",
-        "/mcp",
-        &[
-            ("authorization", &auth),
-            ("content-type", "application/json"),
-        ],
-        body.as_bytes(),
-    );
-    assert_eq!(
-        r.status,
-        200,
-        "a token minted without --audience is refused: {}",
-        r.text()
-    );
-    assert!(
-        r.json()["result"]["tools"]
-            .as_array()
-            .is_some_and(|t| !t.is_empty())
-    );
+    let r = cairn.request("POST", "/mcp", &[("authorization", &auth), ("content-type", "application/json")], body.as_bytes());
+    assert_eq!(r.status, 200, "a token minted without --audience is refused: {}", r.text());
+    assert!(r.json()["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()));
 }

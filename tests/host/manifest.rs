@@ -1,6 +1,6 @@
 //! The manifest is read the way Spin reads it, and refused where Spin would.
-use crate::harness::*;
 use cairn::manifest::{Manifest, OutboundRule, Route};
+use crate::harness::*;
 
 fn load(text: &str) -> anyhow::Result<Manifest> {
     let dir = scratch("manifest");
@@ -13,25 +13,14 @@ const HEAD: &str = "spin_manifest_version = 2\n[application]\nname = \"t\"\n";
 
 #[test]
 fn component_ids_must_be_kebab_case_as_in_spin() {
-    let err = load(&format!(
-        "{HEAD}[component.list_note_tabs]\nsource = \"x.wasm\"\n"
-    ))
-    .unwrap_err();
+    let err = load(&format!("{HEAD}[component.list_note_tabs]\nsource = \"x.wasm\"\n")).unwrap_err();
     assert!(format!("{err:#}").contains("kebab-case"), "{err:#}");
-    assert!(
-        load(&format!(
-            "{HEAD}[component.list-note-tabs]\nsource = \"x.wasm\"\n"
-        ))
-        .is_ok()
-    );
+    assert!(load(&format!("{HEAD}[component.list-note-tabs]\nsource = \"x.wasm\"\n")).is_ok());
 }
 
 #[test]
 fn a_trigger_naming_an_unknown_component_is_refused() {
-    let err = load(&format!(
-        "{HEAD}[[trigger.http]]\nroute = \"/a\"\ncomponent = \"ghost\"\n"
-    ))
-    .unwrap_err();
+    let err = load(&format!("{HEAD}[[trigger.http]]\nroute = \"/a\"\ncomponent = \"ghost\"\n")).unwrap_err();
     assert!(format!("{err:#}").contains("ghost"), "{err:#}");
 }
 
@@ -71,21 +60,9 @@ fn outbound_rules_match_scheme_host_and_port() {
 fn a_missing_wasm_file_names_the_component_and_the_fix() {
     let dir = scratch("missing");
     let manifest = dir.join("spin.toml");
-    std::fs::write(
-        &manifest,
-        format!("{HEAD}[component.ghost]\nsource = \"nope.wasm\"\n"),
-    )
-    .unwrap();
-    let log = Cairn::try_start(Start {
-        manifest,
-        ..Start::default()
-    })
-    .err()
-    .expect("startup must fail");
-    assert!(
-        log.contains("ghost") && log.contains("cairn build"),
-        "{log}"
-    );
+    std::fs::write(&manifest, format!("{HEAD}[component.ghost]\nsource = \"nope.wasm\"\n")).unwrap();
+    let log = Cairn::try_start(Start { manifest, ..Start::default() }).err().expect("startup must fail");
+    assert!(log.contains("ghost") && log.contains("cairn build"), "{log}");
 }
 
 #[test]
@@ -98,14 +75,9 @@ fn dependencies_are_read_with_spins_inheritance_rules() {
     .unwrap();
     let deps = &m.component("router").unwrap().dependencies;
     let tab = deps.iter().find(|d| d.import == "read-note-tab").unwrap();
-    assert!(
-        tab.inherit && tab.source.ends_with("t.wasm") && tab.export == "cairn:platform/tool@0.1.0"
-    );
+    assert!(tab.inherit && tab.source.ends_with("t.wasm") && tab.export == "cairn:platform/tool@0.1.0");
     // Without an export, the import's own name is the export.
-    let iface = deps
-        .iter()
-        .find(|d| d.import == "ns:pkg/iface@1.0.0")
-        .unwrap();
+    let iface = deps.iter().find(|d| d.import == "ns:pkg/iface@1.0.0").unwrap();
     assert_eq!(iface.export, "ns:pkg/iface@1.0.0");
     // Not inheriting is the default, as in Spin.
     let m = load(&format!("{HEAD}[component.a]\nsource = \"a.wasm\"\n[component.a.dependencies]\n\"x\" = {{ path = \"x.wasm\" }}\n")).unwrap();
@@ -118,27 +90,16 @@ fn dependency_mistakes_are_refused_naming_the_fix() {
         // Plain names are kebab-case.
         ("\"read_note_tab\" = { path = \"t.wasm\" }", "kebab-case"),
         // Registry sources are not fetched.
-        (
-            "\"x\" = { version = \"1.0\", registry = \"example.com\" }",
-            "registry",
-        ),
+        ("\"x\" = { version = \"1.0\", registry = \"example.com\" }", "registry"),
         // Partial inheritance is not offered.
-        (
-            "\"x\" = { path = \"x.wasm\", inherit_configuration = [\"key_value_stores\"] }",
-            "all of the",
-        ),
+        ("\"x\" = { path = \"x.wasm\", inherit_configuration = [\"key_value_stores\"] }", "all of the"),
         // A dependency naming a component that does not exist.
         ("\"x\" = { component = \"ghost\" }", "ghost"),
     ];
     for (line, needle) in cases {
-        let text = format!(
-            "{HEAD}[component.a]\nsource = \"a.wasm\"\n[component.a.dependencies]\n{line}\n"
-        );
+        let text = format!("{HEAD}[component.a]\nsource = \"a.wasm\"\n[component.a.dependencies]\n{line}\n");
         let err = format!("{:#}", load(&text).unwrap_err());
-        assert!(
-            err.contains(needle) && err.contains("\"a\""),
-            "{line}: {err}"
-        );
+        assert!(err.contains(needle) && err.contains("\"a\""), "{line}: {err}");
     }
     // Both inheritance switches at once.
     let err = load(&format!(
@@ -153,8 +114,5 @@ fn dependency_mistakes_are_refused_naming_the_fix() {
          [component.a]\nsource = \"a.wasm\"\n[component.a.dependencies]\n\"x\" = {{ component = \"tool\" }}\n"
     ))
     .unwrap_err();
-    assert!(
-        format!("{err:#}").contains("its own key_value_stores"),
-        "{err:#}"
-    );
+    assert!(format!("{err:#}").contains("its own key_value_stores"), "{err:#}");
 }

@@ -11,36 +11,18 @@ fn list(cairn: &crate::harness::Cairn, token: &str) -> Reply {
 
 fn assert_401(r: &Reply, what: &str) {
     assert_eq!(r.status, 401, "{what}: {}", r.text());
-    let challenge = r
-        .header("www-authenticate")
-        .unwrap_or_else(|| panic!("{what}: no challenge"));
+    let challenge = r.header("www-authenticate").unwrap_or_else(|| panic!("{what}: no challenge"));
     assert!(challenge.starts_with("Bearer "), "{what}: {challenge}");
-    assert!(
-        challenge.contains("resource_metadata=\"http://"),
-        "{what}: {challenge}"
-    );
-    assert!(
-        challenge.contains("/.well-known/oauth-protected-resource/mcp\""),
-        "{what}: {challenge}"
-    );
+    assert!(challenge.contains("resource_metadata=\"http://"), "{what}: {challenge}");
+    assert!(challenge.contains("/.well-known/oauth-protected-resource/mcp\""), "{what}: {challenge}");
 }
 
 #[test]
 fn missing_malformed_expired_foreign_and_unsigned_tokens_get_401() {
     let cairn = start();
-    let auth_none = cairn.request(
-        "POST",
-        "/mcp",
-        &[],
-        br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-    );
+    let auth_none = cairn.request("POST", "/mcp", &[], br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
     assert_401(&auth_none, "missing");
-    assert!(
-        !auth_none
-            .header("www-authenticate")
-            .unwrap()
-            .contains("invalid_token")
-    );
+    assert!(!auth_none.header("www-authenticate").unwrap().contains("invalid_token"));
     assert_401(&list(&cairn, "not-a-jwt"), "malformed");
 
     let mut c = cairn.claims(&agent());
@@ -49,11 +31,7 @@ fn missing_malformed_expired_foreign_and_unsigned_tokens_get_401() {
     c["iat"] = json!(999_000);
     let r = list(&cairn, &key().sign(&c));
     assert_401(&r, "expired");
-    assert!(
-        r.header("www-authenticate")
-            .unwrap()
-            .contains("error=\"invalid_token\"")
-    );
+    assert!(r.header("www-authenticate").unwrap().contains("error=\"invalid_token\""));
     assert!(r.text().contains("expired"), "{}", r.text());
 
     let mut c = cairn.claims(&agent());
@@ -68,14 +46,8 @@ fn missing_malformed_expired_foreign_and_unsigned_tokens_get_401() {
     c["nbf"] = json!(c["iat"].as_u64().unwrap() + 3600);
     assert_401(&list(&cairn, &key().sign(&c)), "not yet valid");
 
-    assert_401(
-        &list(&cairn, &stranger().sign(&cairn.claims(&agent()))),
-        "badly signed",
-    );
-    assert_401(
-        &list(&cairn, &cairn_auth::mint::unsigned(&cairn.claims(&agent()))),
-        "alg none",
-    );
+    assert_401(&list(&cairn, &stranger().sign(&cairn.claims(&agent()))), "badly signed");
+    assert_401(&list(&cairn, &cairn_auth::mint::unsigned(&cairn.claims(&agent()))), "alg none");
 
     // A signature from the trusted key, with the payload swapped afterwards.
     let good = cairn.token(&agent());
@@ -105,56 +77,33 @@ fn a_missing_scope_gets_403_naming_it_and_nothing_runs() {
     ]));
     assert_eq!(r.status, 403, "{}", r.text());
     let challenge = r.header("www-authenticate").unwrap();
-    assert!(
-        challenge.contains("error=\"insufficient_scope\"")
-            && challenge.contains("scope=\"notes:write\""),
-        "{challenge}"
-    );
+    assert!(challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"notes:write\""), "{challenge}");
     let after = cairn.call(&t, "list_note_tabs", json!({"note_id": note}));
-    assert_eq!(
-        after["structuredContent"]["version"].as_u64().unwrap(),
-        version
-    );
+    assert_eq!(after["structuredContent"]["version"].as_u64().unwrap(), version);
 }
 
 #[test]
 fn protected_resource_metadata_names_the_issuer_and_scopes() {
     let cairn = start();
-    for path in [
-        "/.well-known/oauth-protected-resource",
-        "/.well-known/oauth-protected-resource/mcp",
-    ] {
+    for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
         let m = cairn.get(path).json();
         assert_eq!(m["resource"], Value::String(cairn.audience()));
         assert_eq!(m["authorization_servers"][0], ISSUER);
-        let scopes: Vec<&str> = m["scopes_supported"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap())
-            .collect();
+        let scopes: Vec<&str> = m["scopes_supported"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
         assert!(scopes.contains(&"notes:read") && scopes.contains(&"notes:write"));
     }
 }
 
 #[test]
 fn a_browser_origin_off_the_allow_list_gets_403_before_the_token_is_read() {
-    let cairn = start_with(
-        vec![("SPIN_VARIABLE_ALLOWED_ORIGINS", "https://app.example")],
-        vec![],
-    );
+    let cairn = start_with(vec![("SPIN_VARIABLE_ALLOWED_ORIGINS", "https://app.example")], vec![]);
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let evil = cairn.request("POST", "/mcp", &[("origin", "https://evil.example")], body);
     assert_eq!(evil.status, 403);
     assert_eq!(evil.json()["error"], "forbidden_origin");
     let t = cairn.token(&agent());
     let auth = format!("Bearer {t}");
-    let ok = cairn.request(
-        "POST",
-        "/mcp",
-        &[("origin", "https://app.example"), ("authorization", &auth)],
-        body,
-    );
+    let ok = cairn.request("POST", "/mcp", &[("origin", "https://app.example"), ("authorization", &auth)], body);
     assert_eq!(ok.status, 200);
     // A cookie is never a credential.
     let cookie = cairn.request("POST", "/mcp", &[("cookie", &format!("token={t}"))], body);
@@ -180,10 +129,7 @@ fn the_rate_limit_counts_messages_so_a_batch_cannot_get_around_it() {
 #[test]
 fn refused_calls_are_audited() {
     use cairn_kv::Store;
-    let cairn = start_with(
-        vec![("SPIN_VARIABLE_ALLOWED_ORIGINS", "https://app.example")],
-        vec![],
-    );
+    let cairn = start_with(vec![("SPIN_VARIABLE_ALLOWED_ORIGINS", "https://app.example")], vec![]);
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     cairn.request("POST", "/mcp", &[("origin", "https://evil.example")], body);
     list(&cairn, "garbage");
@@ -194,36 +140,15 @@ fn refused_calls_are_audited() {
     let (status, log) = cairn.terminate();
     assert!(status.success(), "{log}");
     let store = cairn_kv_sqlite::SqliteStore::open(&state.join("kv.db"), false).unwrap();
-    let sys = store
-        .list_keys("default", Some("sys/audit/refused/"), 100)
-        .unwrap();
-    let sys: Vec<String> = sys
-        .into_iter()
-        .filter(|k| k.starts_with("sys/audit/refused/"))
+    let sys = store.list_keys("default", Some("sys/audit/refused/"), 100).unwrap();
+    let sys: Vec<String> = sys.into_iter().filter(|k| k.starts_with("sys/audit/refused/")).collect();
+    let reasons: Vec<String> = sys
+        .iter()
+        .map(|k| serde_json::from_slice::<Value>(&store.get("default", k).unwrap().unwrap()).unwrap()["reason"].as_str().unwrap().to_string())
         .collect();
-    let reasons: Vec<String> =
-        sys.iter()
-            .map(|k| {
-                serde_json::from_slice::<Value>(&store.get("default", k).unwrap().unwrap()).unwrap()
-                    ["reason"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect();
-    assert!(
-        reasons.contains(&"origin".to_string()) && reasons.contains(&"token".to_string()),
-        "{reasons:?}"
-    );
-    let tenant = store
-        .list_keys("default", Some("t/acme/audit/refused/"), 100)
-        .unwrap();
-    assert!(
-        tenant
-            .iter()
-            .any(|k| k.starts_with("t/acme/audit/refused/")),
-        "scope refusal not audited: {tenant:?}"
-    );
+    assert!(reasons.contains(&"origin".to_string()) && reasons.contains(&"token".to_string()), "{reasons:?}");
+    let tenant = store.list_keys("default", Some("t/acme/audit/refused/"), 100).unwrap();
+    assert!(tenant.iter().any(|k| k.starts_with("t/acme/audit/refused/")), "scope refusal not audited: {tenant:?}");
 }
 
 #[test]
@@ -232,53 +157,23 @@ fn es256_tokens_verify_against_an_ec_key_and_confused_algorithms_do_not() {
     let ec = EcKey::from_scalar([3u8; 32]);
     let ed = key();
     let jwks = json!({"keys": [ed.jwk(), ec.jwk()]}).to_string();
-    let cairn = start_with(
-        vec![("SPIN_VARIABLE_JWKS", Box::leak(jwks.into_boxed_str()))],
-        vec![],
-    );
+    let cairn = start_with(vec![("SPIN_VARIABLE_JWKS", Box::leak(jwks.into_boxed_str()))], vec![]);
     let claims = cairn.claims(&agent());
-    assert_eq!(
-        list(&cairn, &ec.sign(&claims)).status,
-        200,
-        "ES256 token refused"
-    );
-    assert_eq!(
-        list(&cairn, &ed.sign(&claims)).status,
-        200,
-        "EdDSA token refused"
-    );
+    assert_eq!(list(&cairn, &ec.sign(&claims)).status, 200, "ES256 token refused");
+    assert_eq!(list(&cairn, &ed.sign(&claims)).status, 200, "EdDSA token refused");
     // HS256 "signed" with the public key material, naming each trusted kid.
-    for (kid, material) in [
-        (ed.kid.clone(), ed.jwk()["x"].as_str().unwrap().to_string()),
-        (ec.kid.clone(), ec.jwk()["x"].as_str().unwrap().to_string()),
-    ] {
-        assert_401(
-            &list(&cairn, &hmac_signed(material.as_bytes(), &kid, &claims)),
-            "HS256 with a public key as secret",
-        );
+    for (kid, material) in [(ed.kid.clone(), ed.jwk()["x"].as_str().unwrap().to_string()), (ec.kid.clone(), ec.jwk()["x"].as_str().unwrap().to_string())] {
+        assert_401(&list(&cairn, &hmac_signed(material.as_bytes(), &kid, &claims)), "HS256 with a public key as secret");
     }
 }
 
 #[test]
 fn an_unusable_jwks_is_the_servers_fault_500_not_the_callers_401() {
-    let cairn = start_with(
-        vec![(
-            "SPIN_VARIABLE_JWKS",
-            r#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#,
-        )],
-        vec![],
-    );
+    let cairn = start_with(vec![("SPIN_VARIABLE_JWKS", r#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#)], vec![]);
     let token = cairn.token(&agent());
-    for r in [
-        list(&cairn, &token),
-        cairn.rest(&token, "GET", "/api/v1/notes", None),
-    ] {
+    for r in [list(&cairn, &token), cairn.rest(&token, "GET", "/api/v1/notes", None)] {
         assert_eq!(r.status, 500, "{}", r.text());
         assert_eq!(r.json()["error"], "misconfigured", "{}", r.text());
-        assert!(
-            r.text().contains("symmetric"),
-            "names what is wrong with the JWKS: {}",
-            r.text()
-        );
+        assert!(r.text().contains("symmetric"), "names what is wrong with the JWKS: {}", r.text());
     }
 }

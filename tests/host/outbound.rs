@@ -5,10 +5,7 @@ use crate::harness::*;
 
 fn fixture() -> Cairn {
     require_built(&["health.wasm", "misbehave.wasm"]);
-    Cairn::start(Start {
-        manifest: fixtures(),
-        ..Start::default()
-    })
+    Cairn::start(Start { manifest: fixtures(), ..Start::default() })
 }
 
 #[test]

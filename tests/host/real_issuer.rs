@@ -25,9 +25,7 @@ struct Issuer {
 fn issuer_script() -> PathBuf {
     let script = root().join("tests/oidc/issuer.sh");
     assert!(
-        root()
-            .join("tests/oidc/node_modules/oidc-provider")
-            .exists(),
+        root().join("tests/oidc/node_modules/oidc-provider").exists(),
         "the test issuer is not installed: run `npm ci --prefix tests/oidc` (scripts/test.sh does)"
     );
     script
@@ -36,32 +34,18 @@ fn issuer_script() -> PathBuf {
 impl Issuer {
     fn start(port: u16, keys: PathBuf) -> Issuer {
         let mut child = Command::new(issuer_script())
-            .args([
-                "--port",
-                &port.to_string(),
-                "--resource",
-                RESOURCE,
-                "--keys",
-            ])
+            .args(["--port", &port.to_string(), "--resource", RESOURCE, "--keys"])
             .arg(&keys)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("the test issuer starts");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let ready: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("issuer ready line {line:?}: {e}"));
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("issuer ready line {line:?}: {e}"));
         let url = ready["issuer"].as_str().unwrap().to_string();
         let addr = url.trim_start_matches("http://").parse().unwrap();
-        Issuer {
-            child,
-            url,
-            addr,
-            keys,
-        }
+        Issuer { child, url, addr, keys }
     }
 
     fn new(name: &str) -> Issuer {
@@ -69,42 +53,22 @@ impl Issuer {
     }
 
     fn stop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
         let _ = self.child.wait();
     }
 
     /// Stop, run a key-file subcommand (`rotate`, `retire`), start again on the same port.
     fn restart_after(&mut self, subcommand: &str) {
         self.stop();
-        let out = Command::new(issuer_script())
-            .arg(subcommand)
-            .arg(&self.keys)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{subcommand}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = Command::new(issuer_script()).arg(subcommand).arg(&self.keys).output().unwrap();
+        assert!(out.status.success(), "{subcommand}: {}", String::from_utf8_lossy(&out.stderr));
         *self = Issuer::start(self.addr.port(), self.keys.clone());
     }
 
     /// An access token by `client_credentials` (client_secret_post).
     fn token(&self, client: &str, secret: &str, resource: &str) -> String {
-        let body = format!(
-            "grant_type=client_credentials&client_id={client}&client_secret={secret}&resource={}",
-            urlencode(resource)
-        );
-        let r = request(
-            self.addr,
-            "POST",
-            "/token",
-            &[("content-type", "application/x-www-form-urlencoded")],
-            body.as_bytes(),
-        );
+        let body = format!("grant_type=client_credentials&client_id={client}&client_secret={secret}&resource={}", urlencode(resource));
+        let r = request(self.addr, "POST", "/token", &[("content-type", "application/x-www-form-urlencoded")], body.as_bytes());
         assert_eq!(r.status, 200, "token for {client}: {}", r.text());
         r.json()["access_token"].as_str().unwrap().to_string()
     }
@@ -115,17 +79,8 @@ impl Issuer {
 
     /// A token over `claims` signed with the issuer's own signing key.
     fn sign(&self, claims: &Value) -> String {
-        let out = Command::new(issuer_script())
-            .arg("sign")
-            .arg(&self.keys)
-            .arg(claims.to_string())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = Command::new(issuer_script()).arg("sign").arg(&self.keys).arg(claims.to_string()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 }
@@ -137,22 +92,11 @@ impl Drop for Issuer {
 }
 
 fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }
 
 fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
 
 /// Cairn trusting the issuer by discovery, with its claim names mapped.
@@ -168,10 +112,7 @@ fn cairn_for(issuer: &Issuer, extra: &[(&'static str, &'static str)]) -> Cairn {
         ("SPIN_VARIABLE_ROLE_CLAIM", "cairn_role"),
     ];
     env.extend_from_slice(extra);
-    Cairn::start(Start {
-        env,
-        ..Start::default()
-    })
+    Cairn::start(Start { env, ..Start::default() })
 }
 
 fn list_notes(cairn: &Cairn, token: &str) -> Reply {
@@ -181,10 +122,7 @@ fn list_notes(cairn: &Cairn, token: &str) -> Reply {
 fn assert_refused(r: &Reply, says: &str) {
     assert_eq!(r.status, 401, "{}", r.text());
     let challenge = r.header("www-authenticate").unwrap();
-    assert!(
-        challenge.contains("error=\"invalid_token\"") && challenge.contains("resource_metadata=\""),
-        "{challenge}"
-    );
+    assert!(challenge.contains("error=\"invalid_token\"") && challenge.contains("resource_metadata=\""), "{challenge}");
     assert!(r.text().contains(says), "wanted {says:?}: {}", r.text());
 }
 
@@ -198,28 +136,11 @@ fn an_agent_with_a_client_credentials_token_from_the_issuer_calls_tools() {
     assert_eq!(r.json()["result"]["isError"], false, "{}", r.text());
     // The issuer's claims became the identity: tenant from org_id, name from name.
     let auth = format!("Bearer {token}");
-    let made = cairn.request(
-        "POST",
-        "/api/v1/notes",
-        &[("authorization", &auth)],
-        br#"{"title":"by the issuer's agent","approved_for_agents":true}"#,
-    );
+    let made = cairn.request("POST", "/api/v1/notes", &[("authorization", &auth)], br#"{"title":"by the issuer's agent","approved_for_agents":true}"#);
     assert_eq!(made.status, 201, "{}", made.text());
     let note = made.json()["note_id"].as_str().unwrap().to_string();
-    let read = cairn.request(
-        "GET",
-        &format!("/api/v1/notes/{note}"),
-        &[("authorization", &auth)],
-        b"",
-    );
-    assert!(
-        read.json()["provenance"]["author"]
-            .as_str()
-            .unwrap()
-            .contains("Acme agent"),
-        "{}",
-        read.text()
-    );
+    let read = cairn.request("GET", &format!("/api/v1/notes/{note}"), &[("authorization", &auth)], b"");
+    assert!(read.json()["provenance"]["author"].as_str().unwrap().contains("Acme agent"), "{}", read.text());
 }
 
 #[test]
@@ -228,10 +149,8 @@ fn tokens_that_must_not_pass_are_refused_with_the_right_challenge() {
     let cairn = cairn_for(&issuer, &[]);
     let other = issuer.token("cairn-agent", "agent-secret", "http://127.0.0.1:1/other");
     assert_refused(&list_notes(&cairn, &other), "not meant for this resource");
-    let expired = issuer.sign(
-        &json!({"iss": issuer.url, "aud": RESOURCE, "sub": "late", "org_id": "acme",
-        "iat": now() - 3600, "exp": now() - 600, "scope": "notes:read"}),
-    );
+    let expired = issuer.sign(&json!({"iss": issuer.url, "aud": RESOURCE, "sub": "late", "org_id": "acme",
+        "iat": now() - 3600, "exp": now() - 600, "scope": "notes:read"}));
     assert_refused(&list_notes(&cairn, &expired), "expired");
     let stranger = cairn_auth::mint::EcKey::from_scalar([7; 32]);
     let forged = stranger.sign(&json!({"iss": issuer.url, "aud": RESOURCE, "sub": "x", "org_id": "acme", "exp": now() + 600, "scope": "notes:read"}));
@@ -243,33 +162,15 @@ fn tokens_that_must_not_pass_are_refused_with_the_right_challenge() {
 #[test]
 fn a_rotated_key_works_without_a_restart_and_a_retired_one_stops() {
     let mut issuer = Issuer::new("issuer-rotation");
-    let cairn = cairn_for(
-        &issuer,
-        &[
-            ("SPIN_VARIABLE_JWKS_REFETCH_SECONDS", "1"),
-            ("SPIN_VARIABLE_JWKS_CACHE_SECONDS", "3"),
-        ],
-    );
+    let cairn = cairn_for(&issuer, &[("SPIN_VARIABLE_JWKS_REFETCH_SECONDS", "1"), ("SPIN_VARIABLE_JWKS_CACHE_SECONDS", "3")]);
     let old = issuer.agent_token();
     assert_eq!(list_notes(&cairn, &old).status, 200);
     issuer.restart_after("rotate");
     std::thread::sleep(Duration::from_millis(1100));
     let new = issuer.agent_token();
-    assert_ne!(
-        cairn_auth::jwt::token_kid(&old),
-        cairn_auth::jwt::token_kid(&new),
-        "the issuer signs with the new key"
-    );
-    assert_eq!(
-        list_notes(&cairn, &new).status,
-        200,
-        "a rotated-in key is fetched on its first token"
-    );
-    assert_eq!(
-        list_notes(&cairn, &old).status,
-        200,
-        "the old key is still published"
-    );
+    assert_ne!(cairn_auth::jwt::token_kid(&old), cairn_auth::jwt::token_kid(&new), "the issuer signs with the new key");
+    assert_eq!(list_notes(&cairn, &new).status, 200, "a rotated-in key is fetched on its first token");
+    assert_eq!(list_notes(&cairn, &old).status, 200, "the old key is still published");
     issuer.restart_after("retire");
     std::thread::sleep(Duration::from_millis(3100));
     assert_eq!(list_notes(&cairn, &new).status, 200);
@@ -279,24 +180,13 @@ fn a_rotated_key_works_without_a_restart_and_a_retired_one_stops() {
 #[test]
 fn the_cached_keys_keep_serving_while_the_issuer_is_away() {
     let mut issuer = Issuer::new("issuer-away");
-    let cairn = cairn_for(
-        &issuer,
-        &[
-            ("SPIN_VARIABLE_JWKS_REFETCH_SECONDS", "1"),
-            ("SPIN_VARIABLE_JWKS_CACHE_SECONDS", "1"),
-        ],
-    );
+    let cairn = cairn_for(&issuer, &[("SPIN_VARIABLE_JWKS_REFETCH_SECONDS", "1"), ("SPIN_VARIABLE_JWKS_CACHE_SECONDS", "1")]);
     assert_eq!(list_notes(&cairn, &issuer.agent_token()).status, 200);
     let later = issuer.sign(&json!({"iss": issuer.url, "aud": RESOURCE, "sub": "later", "org_id": "acme", "exp": now() + 600, "scope": "notes:read"}));
     issuer.stop();
     std::thread::sleep(Duration::from_millis(1200));
     let r = list_notes(&cairn, &later);
-    assert_eq!(
-        r.status,
-        200,
-        "the issuer is down and the cache is stale, but its keys still verify: {}",
-        r.text()
-    );
+    assert_eq!(r.status, 200, "the issuer is down and the cache is stale, but its keys still verify: {}", r.text());
 }
 
 #[test]

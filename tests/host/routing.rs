@@ -18,10 +18,7 @@ fn public_routes_are_served_and_unknown_paths_get_404() {
 fn private_routes_are_not_reachable_from_outside() {
     require_built(&["health.wasm", "misbehave.wasm"]);
     // In the fixture manifest `health` is private.
-    let cairn = Cairn::start(Start {
-        manifest: fixtures(),
-        ..Start::default()
-    });
+    let cairn = Cairn::start(Start { manifest: fixtures(), ..Start::default() });
     assert_eq!(cairn.get("/healthz").status, 404);
 }
 
@@ -34,23 +31,6 @@ fn every_request_is_logged_once_with_component_status_and_latency() {
     }
     cairn.get("/nope");
     let log = cairn.wait_for_log("path=/nope");
-    assert_eq!(
-        count_lines(
-            &log,
-            &[
-                "request",
-                "component=health",
-                "status=200",
-                "latency_us=",
-                "path=/healthz"
-            ]
-        ),
-        3,
-        "{log}"
-    );
-    assert_eq!(
-        count_lines(&log, &["request", "status=404", "path=/nope"]),
-        1,
-        "{log}"
-    );
+    assert_eq!(count_lines(&log, &["request", "component=health", "status=200", "latency_us=", "path=/healthz"]), 3, "{log}");
+    assert_eq!(count_lines(&log, &["request", "status=404", "path=/nope"]), 1, "{log}");
 }

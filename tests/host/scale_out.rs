@@ -14,20 +14,10 @@ use std::time::Duration;
 pub const AUDIENCE: &str = "http://cairn.test/mcp";
 
 /// `n` hosts on `redis` (default on db 0, cache on db 1), one shared state dir.
-pub fn hosts_on(
-    redis: &Redis,
-    n: usize,
-    env: &[(&'static str, &'static str)],
-    args: &[&'static str],
-) -> Vec<Cairn> {
+pub fn hosts_on(redis: &Redis, n: usize, env: &[(&'static str, &'static str)], args: &[&'static str]) -> Vec<Cairn> {
     require_app();
     let state = scratch("shared-state");
-    let rc: &'static str = Box::leak(
-        redis::runtime_config(redis)
-            .display()
-            .to_string()
-            .into_boxed_str(),
-    );
+    let rc: &'static str = Box::leak(redis::runtime_config(redis).display().to_string().into_boxed_str());
     let jwks: &'static str = Box::leak(key().jwks().into_boxed_str());
     let handles: Vec<_> = (0..n)
         .map(|_| {
@@ -41,25 +31,14 @@ pub fn hosts_on(
             all.extend_from_slice(env);
             let mut a = vec!["--runtime-config-file", rc];
             a.extend_from_slice(args);
-            std::thread::spawn(move || {
-                Cairn::start(Start {
-                    state_dir: Some(state),
-                    env: all,
-                    args: a,
-                    ..Start::default()
-                })
-            })
+            std::thread::spawn(move || Cairn::start(Start { state_dir: Some(state), env: all, args: a, ..Start::default() }))
         })
         .collect();
     handles.into_iter().map(|h| h.join().unwrap()).collect()
 }
 
 fn text_of(host: &Cairn, token: &str, note: &str) -> String {
-    let r = host.call(
-        token,
-        "read_note_tab",
-        json!({"note_id": note, "tab_id": "markdown"}),
-    );
+    let r = host.call(token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
     r["structuredContent"]["text"].as_str().unwrap().to_string()
 }
 
@@ -68,42 +47,20 @@ fn text_of(host: &Cairn, token: &str, note: &str) -> String {
 fn append_lines(host: &Cairn, token: &str, note: &str, tag: &str, n: usize, rest: bool) {
     for i in 0..n {
         for attempt in 0.. {
-            let read = host.call(
-                token,
-                "read_note_tab",
-                json!({"note_id": note, "tab_id": "markdown"}),
-            )["structuredContent"]
-                .clone();
+            let read = host.call(token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone();
             let text = read["text"].as_str().unwrap();
-            let next = if text.is_empty() {
-                format!("{tag}-{i}")
-            } else {
-                format!("{text}\n{tag}-{i}")
-            };
+            let next = if text.is_empty() { format!("{tag}-{i}") } else { format!("{text}\n{tag}-{i}") };
             let key = format!("{tag}-{i}-{attempt}");
             let landed = if rest {
                 let body = json!({"expected_version": read["version"], "idempotency_key": key, "text": next});
-                let r = host.rest(
-                    token,
-                    "PUT",
-                    &format!("/api/v1/notes/{note}/tabs/markdown"),
-                    Some(&body),
-                );
-                assert!(
-                    r.status == 200 || r.status == 409,
-                    "PUT: {} {}",
-                    r.status,
-                    r.text()
-                );
+                let r = host.rest(token, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), Some(&body));
+                assert!(r.status == 200 || r.status == 409, "PUT: {} {}", r.status, r.text());
                 r.status == 200
             } else {
                 let r = host.call(token, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
                     "idempotency_key": key, "operation": "replace_text", "text": next}));
                 let s = &r["structuredContent"];
-                assert!(
-                    r["isError"] == false || s["error"] == "version_conflict",
-                    "edit: {r}"
-                );
+                assert!(r["isError"] == false || s["error"] == "version_conflict", "edit: {r}");
                 r["isError"] == false
             };
             if landed {
@@ -128,11 +85,7 @@ fn the_seed_race_across_two_hosts_loses_no_line_with_reapply() {
     let text = text_of(b, &agent_token, &note);
     for tag in ["agent", "person"] {
         for i in 0..lines {
-            assert_eq!(
-                text.lines().filter(|l| *l == format!("{tag}-{i}")).count(),
-                1,
-                "{tag}-{i} in:\n{text}"
-            );
+            assert_eq!(text.lines().filter(|l| *l == format!("{tag}-{i}")).count(), 1, "{tag}-{i} in:\n{text}");
         }
     }
     assert_eq!(text.lines().count(), 2 * lines);
@@ -142,24 +95,14 @@ fn the_seed_race_across_two_hosts_loses_no_line_with_reapply() {
 fn claims_raced_from_two_hosts_have_exactly_one_winner() {
     let redis = redis::start();
     let hosts = hosts_on(&redis, 2, &[], &[]);
-    let bots = [
-        Who {
-            sub: "bot-a",
-            ..agent()
-        },
-        Who {
-            sub: "bot-b",
-            ..agent()
-        },
-    ];
+    let bots = [Who { sub: "bot-a", ..agent() }, Who { sub: "bot-b", ..agent() }];
     for round in 0..50 {
         let note = hosts[0].create_note(&person(), &format!("round {round}"), true);
         let barrier = Barrier::new(2);
         let wins: usize = std::thread::scope(|s| {
             let hs: Vec<_> = (0..2)
                 .map(|i| {
-                    let (host, token, note, barrier) =
-                        (&hosts[i], hosts[i].token(&bots[i]), note.clone(), &barrier);
+                    let (host, token, note, barrier) = (&hosts[i], hosts[i].token(&bots[i]), note.clone(), &barrier);
                     s.spawn(move || {
                         barrier.wait();
                         let r = host.call(&token, "claim_note", json!({"note_id": note}));
@@ -170,19 +113,8 @@ fn claims_raced_from_two_hosts_have_exactly_one_winner() {
             hs.into_iter().map(|h| h.join().unwrap()).sum()
         });
         assert_eq!(wins, 1, "round {round}: {wins} winners");
-        let board = hosts[1].call(
-            &hosts[1].token(&person()),
-            "list_claims",
-            json!({"note_id": note}),
-        );
-        assert_eq!(
-            board["structuredContent"]["claims"]
-                .as_array()
-                .unwrap()
-                .len(),
-            1,
-            "round {round}"
-        );
+        let board = hosts[1].call(&hosts[1].token(&person()), "list_claims", json!({"note_id": note}));
+        assert_eq!(board["structuredContent"]["claims"].as_array().unwrap().len(), 1, "round {round}");
     }
 }
 
@@ -198,28 +130,16 @@ fn an_idempotency_key_replays_on_the_other_host() {
     assert_eq!(first["structuredContent"]["replayed"], false, "{first}");
     let again = hosts[1].call(&token, "edit_note_tab", args);
     assert_eq!(again["structuredContent"]["replayed"], true, "{again}");
-    assert_eq!(
-        again["structuredContent"]["version"],
-        first["structuredContent"]["version"]
-    );
+    assert_eq!(again["structuredContent"]["version"], first["structuredContent"]["version"]);
     assert_eq!(text_of(&hosts[1], &token, &note), "written on A");
 }
 
 #[test]
 fn the_rate_limit_counts_one_token_across_hosts() {
     let redis = redis::start();
-    let hosts = hosts_on(
-        &redis,
-        2,
-        &[("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "8")],
-        &[],
-    );
+    let hosts = hosts_on(&redis, 2, &[("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "8")], &[]);
     // The counter is per minute: start well inside one.
-    let in_minute = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        % 60;
+    let in_minute = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() % 60;
     if in_minute > 50 {
         std::thread::sleep(Duration::from_secs(61 - in_minute));
     }
@@ -230,24 +150,14 @@ fn the_rate_limit_counts_one_token_across_hosts() {
         let r = host.mcp(&token, &json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "list_notes", "arguments": {}}}));
         statuses.push(r.status);
     }
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 200).count(),
-        8,
-        "{statuses:?}"
-    );
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 429).count(),
-        4,
-        "{statuses:?}"
-    );
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 8, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 4, "{statuses:?}");
 }
 
 /// Every key of `prefix` in the shared store, with its value.
 fn store_keys(redis: &Redis, prefix: &str) -> Vec<(String, Value)> {
     use cairn_kv::Store;
-    let store =
-        cairn_kv_redis::RedisStore::open(&redis.url_db(0), cairn_kv_redis::Options::default())
-            .unwrap();
+    let store = cairn_kv_redis::RedisStore::open(&redis.url_db(0), cairn_kv_redis::Options::default()).unwrap();
     let keys = store.list_keys("default", Some(prefix), 100_000).unwrap();
     keys.into_iter()
         .filter(|k| k.starts_with(prefix))
@@ -267,41 +177,20 @@ fn the_claim_sweep_runs_on_every_host_at_once_and_expires_each_claim_once() {
     let mut claims = HashSet::new();
     for i in 0..12 {
         let note = hosts[i % 2].create_note(&person(), &format!("swept {i}"), true);
-        let r = hosts[i % 2].call(
-            &token,
-            "claim_note",
-            json!({"note_id": note, "ttl_seconds": 1}),
-        );
-        claims.insert(
-            r["structuredContent"]["claim_id"]
-                .as_str()
-                .unwrap()
-                .to_string(),
-        );
+        let r = hosts[i % 2].call(&token, "claim_note", json!({"note_id": note, "ttl_seconds": 1}));
+        claims.insert(r["structuredContent"]["claim_id"].as_str().unwrap().to_string());
     }
     std::thread::sleep(Duration::from_millis(3_500));
     let index = store_keys(&redis, "t/acme/claims/index");
-    assert!(
-        index
-            .iter()
-            .all(|(_, v)| v["notes"].as_object().is_none_or(|m| m.is_empty())),
-        "the sweeps left {index:?}"
-    );
+    assert!(index.iter().all(|(_, v)| v["notes"].as_object().is_none_or(|m| m.is_empty())), "the sweeps left {index:?}");
     let expired: Vec<String> = store_keys(&redis, "t/acme/audit/claims/")
         .into_iter()
         .filter(|(_, v)| v["event"] == "expired")
         .map(|(_, v)| v["claim_id"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(
-        expired.len(),
-        claims.len(),
-        "one expiry record per claim: {expired:?}"
-    );
+    assert_eq!(expired.len(), claims.len(), "one expiry record per claim: {expired:?}");
     assert_eq!(expired.into_iter().collect::<HashSet<_>>(), claims);
-    assert!(
-        hosts.iter().any(|h| h.log().contains("swept")),
-        "no host swept"
-    );
+    assert!(hosts.iter().any(|h| h.log().contains("swept")), "no host swept");
     for h in &hosts {
         let log = h.log();
         assert!(!log.contains("sweep failed"), "{log}");
@@ -312,18 +201,7 @@ fn the_claim_sweep_runs_on_every_host_at_once_and_expires_each_claim_once() {
 fn a_sqlite_store_is_held_by_one_host_and_a_second_is_refused_clearly() {
     require_app();
     let state: PathBuf = scratch("sqlite-exclusive");
-    let _first = Cairn::start(Start {
-        state_dir: Some(state.clone()),
-        ..Start::default()
-    });
-    let err = Cairn::try_start(Start {
-        state_dir: Some(state),
-        ..Start::default()
-    })
-    .err()
-    .expect("a second host started on the same SQLite file");
-    assert!(
-        err.contains("in use by another process"),
-        "unclear refusal:\n{err}"
-    );
+    let _first = Cairn::start(Start { state_dir: Some(state.clone()), ..Start::default() });
+    let err = Cairn::try_start(Start { state_dir: Some(state), ..Start::default() }).err().expect("a second host started on the same SQLite file");
+    assert!(err.contains("in use by another process"), "unclear refusal:\n{err}");
 }

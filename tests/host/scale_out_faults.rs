@@ -26,24 +26,14 @@ pub struct Seen {
 fn call(addr: SocketAddr, token: &str, tool: &str, args: &Value, seen: &mut Seen) -> Option<Value> {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}}).to_string();
     let auth = format!("Bearer {token}");
-    match try_request(
-        addr,
-        "POST",
-        "/mcp",
-        &[
-            ("authorization", &auth),
-            ("content-type", "application/json"),
-        ],
-        body.as_bytes(),
-    ) {
+    match try_request(addr, "POST", "/mcp", &[("authorization", &auth), ("content-type", "application/json")], body.as_bytes()) {
         Err(_) => {
             seen.dead_connections += 1;
             None
         }
         Ok(r) if r.status == 503 => {
             if r.header("retry-after").is_none() {
-                seen.errors
-                    .push(format!("503 without Retry-After: {}", r.text()));
+                seen.errors.push(format!("503 without Retry-After: {}", r.text()));
             }
             seen.unavailable += 1;
             None
@@ -57,8 +47,7 @@ fn call(addr: SocketAddr, token: &str, tool: &str, args: &Value, seen: &mut Seen
             Some(v["result"].clone())
         }
         Ok(r) => {
-            seen.errors
-                .push(format!("{tool}: HTTP {} {}", r.status, r.text()));
+            seen.errors.push(format!("{tool}: HTTP {} {}", r.status, r.text()));
             None
         }
     }
@@ -67,14 +56,7 @@ fn call(addr: SocketAddr, token: &str, tool: &str, args: &Value, seen: &mut Seen
 /// A client appending lines to its own note until `stop`, through `hosts`
 /// (it moves to the next host when its own stops answering). Every call that
 /// got no answer is resent, same arguments, same key, until it is answered.
-fn client(
-    hosts: Arc<Mutex<Vec<SocketAddr>>>,
-    start: usize,
-    token: String,
-    note: String,
-    tag: String,
-    stop: Arc<AtomicBool>,
-) -> Seen {
+fn client(hosts: Arc<Mutex<Vec<SocketAddr>>>, start: usize, token: String, note: String, tag: String, stop: Arc<AtomicBool>) -> Seen {
     let mut seen = Seen::default();
     let mut at = start;
     let mut i = 0;
@@ -84,13 +66,7 @@ fn client(
     };
     while !stop.load(Ordering::SeqCst) {
         let read = loop {
-            match call(
-                pick(at),
-                &token,
-                "read_note_tab",
-                &json!({"note_id": note, "tab_id": "markdown"}),
-                &mut seen,
-            ) {
+            match call(pick(at), &token, "read_note_tab", &json!({"note_id": note, "tab_id": "markdown"}), &mut seen) {
                 Some(r) => break r["structuredContent"].clone(),
                 None => {
                     at += 1;
@@ -100,11 +76,7 @@ fn client(
         };
         let text = read["text"].as_str().unwrap_or_default();
         let line = format!("{tag}-{i}");
-        let next = if text.is_empty() {
-            line.clone()
-        } else {
-            format!("{text}\n{line}")
-        };
+        let next = if text.is_empty() { line.clone() } else { format!("{text}\n{line}") };
         let args = json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
             "idempotency_key": format!("{tag}-{i}"), "operation": "replace_text", "text": next});
         loop {
@@ -129,16 +101,8 @@ fn client(
 }
 
 /// One client thread per note, spread over `hosts`; set the flag to stop them.
-fn clients(
-    hosts: &[Cairn],
-    token: &str,
-    notes: &[(String, String)],
-) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<Seen>>) {
-    clients_on(
-        Arc::new(Mutex::new(hosts.iter().map(|h| h.addr).collect())),
-        token,
-        notes,
-    )
+fn clients(hosts: &[Cairn], token: &str, notes: &[(String, String)]) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<Seen>>) {
+    clients_on(Arc::new(Mutex::new(hosts.iter().map(|h| h.addr).collect())), token, notes)
 }
 
 /// [`clients`] on addresses the caller may change while they run (a host restarted on another port).
@@ -152,13 +116,7 @@ pub fn clients_on(
         .iter()
         .enumerate()
         .map(|(c, (note, tag))| {
-            let (addrs, token, note, tag, stop) = (
-                addrs.clone(),
-                token.to_string(),
-                note.clone(),
-                tag.clone(),
-                stop.clone(),
-            );
+            let (addrs, token, note, tag, stop) = (addrs.clone(), token.to_string(), note.clone(), tag.clone(), stop.clone());
             std::thread::spawn(move || client(addrs, c, token, note, tag, stop))
         })
         .collect();
@@ -169,18 +127,10 @@ pub fn clients_on(
 pub fn check_notes(host: &Cairn, token: &str, notes: &[(String, String)], seen: &[Seen]) -> usize {
     let mut acked = 0;
     for ((note, tag), s) in notes.iter().zip(seen) {
-        let r = host.call(
-            token,
-            "read_note_tab",
-            json!({"note_id": note, "tab_id": "markdown"}),
-        );
+        let r = host.call(token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
         let text = r["structuredContent"]["text"].as_str().unwrap().to_string();
         for line in &s.acked {
-            assert_eq!(
-                text.lines().filter(|l| l == line).count(),
-                1,
-                "{line} of {tag} not exactly once"
-            );
+            assert_eq!(text.lines().filter(|l| l == line).count(), 1, "{line} of {tag} not exactly once");
         }
         let mut lines: Vec<&str> = text.lines().collect();
         let n = lines.len();
@@ -197,14 +147,7 @@ fn killing_one_of_two_hosts_under_32_clients_loses_no_acknowledged_write() {
     let redis = redis::start();
     let mut hosts = hosts_on(&redis, 2, &[], &[]);
     let token = hosts[0].token(&agent());
-    let notes: Vec<(String, String)> = (0..32)
-        .map(|c| {
-            (
-                hosts[1].create_note(&person(), &format!("load {c}"), true),
-                format!("c{c}"),
-            )
-        })
-        .collect();
+    let notes: Vec<(String, String)> = (0..32).map(|c| (hosts[1].create_note(&person(), &format!("load {c}"), true), format!("c{c}"))).collect();
     let (stop, workers) = clients(&hosts, &token, &notes);
     std::thread::sleep(Duration::from_millis(1500));
     hosts[0].kill();
@@ -216,16 +159,10 @@ fn killing_one_of_two_hosts_under_32_clients_loses_no_acknowledged_write() {
     for (c, s) in seen.iter().enumerate() {
         assert!(s.errors.is_empty(), "client {c}: {:?}", s.errors);
         if c % 2 == 1 {
-            assert_eq!(
-                s.dead_connections, 0,
-                "client {c} of the surviving host saw its connection fail"
-            );
+            assert_eq!(s.dead_connections, 0, "client {c} of the surviving host saw its connection fail");
         }
     }
-    assert!(
-        seen.iter().step_by(2).any(|s| s.dead_connections > 0),
-        "no client of the killed host noticed: the kill came too late"
-    );
+    assert!(seen.iter().step_by(2).any(|s| s.dead_connections > 0), "no client of the killed host noticed: the kill came too late");
     let acked = check_notes(&hosts[1], &token, &notes, &seen);
     assert!(acked > 64, "only {acked} edits acknowledged under load");
 }
@@ -235,14 +172,7 @@ fn a_redis_outage_under_load_is_503_with_retry_after_and_loses_nothing() {
     let mut redis = redis::start();
     let hosts = hosts_on(&redis, 2, &[], &[]);
     let token = hosts[0].token(&agent());
-    let notes: Vec<(String, String)> = (0..8)
-        .map(|c| {
-            (
-                hosts[0].create_note(&person(), &format!("outage {c}"), true),
-                format!("o{c}"),
-            )
-        })
-        .collect();
+    let notes: Vec<(String, String)> = (0..8).map(|c| (hosts[0].create_note(&person(), &format!("outage {c}"), true), format!("o{c}"))).collect();
     let (stop, workers) = clients(&hosts, &token, &notes);
     std::thread::sleep(Duration::from_millis(1000));
     redis.kill();
@@ -253,10 +183,7 @@ fn a_redis_outage_under_load_is_503_with_retry_after_and_loses_nothing() {
     let seen: Vec<Seen> = workers.into_iter().map(|w| w.join().unwrap()).collect();
     for (c, s) in seen.iter().enumerate() {
         assert!(s.errors.is_empty(), "client {c}: {:?}", s.errors);
-        assert_eq!(
-            s.dead_connections, 0,
-            "client {c}: a host dropped a connection"
-        );
+        assert_eq!(s.dead_connections, 0, "client {c}: a host dropped a connection");
     }
     let unavailable: usize = seen.iter().map(|s| s.unavailable).sum();
     assert!(unavailable > 0, "nobody saw the outage: it was too short");

@@ -23,21 +23,9 @@ fn no_token_or_secret_appears_in_the_log_or_in_an_answer() {
     let mut answers = Vec::new();
     let note = cairn.create_note(&person(), "Secrets", true);
     for (token, tool, args) in [
-        (
-            &agent_token,
-            "read_note_tab",
-            json!({"note_id": note, "tab_id": "markdown"}),
-        ),
-        (
-            &agent_token,
-            "edit_note_tab",
-            json!({"note_id": note, "tab_id": "markdown", "expected_version": 99, "idempotency_key": "k", "operation": "replace_text", "text": "x"}),
-        ),
-        (
-            &agent_token,
-            "read_note_tab",
-            json!({"note_id": "nope", "tab_id": "markdown"}),
-        ),
+        (&agent_token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"})),
+        (&agent_token, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 99, "idempotency_key": "k", "operation": "replace_text", "text": "x"})),
+        (&agent_token, "read_note_tab", json!({"note_id": "nope", "tab_id": "markdown"})),
         (&foreign, "list_notes", json!({})),
         (&"not.a.token".to_string(), "list_notes", json!({})),
     ] {
@@ -45,48 +33,16 @@ fn no_token_or_secret_appears_in_the_log_or_in_an_answer() {
         answers.push(cairn.mcp(token, &body));
     }
     answers.push(cairn.rest(&person_token, "GET", &format!("/api/v1/notes/{note}"), None));
-    answers.push(cairn.rest(
-        &person_token,
-        "PUT",
-        &format!("/api/v1/notes/{note}/tabs/markdown"),
-        Some(&json!({"expected_version": 7, "text": "x"})),
-    ));
-    answers.push(cairn.rest(
-        "sweep-wrong",
-        "POST",
-        "/api/v1/sweep-claims?tenant=acme",
-        None,
-    ));
-    answers.push(cairn.rest(
-        "sweep-Zq81kPx",
-        "POST",
-        "/api/v1/sweep-claims?tenant=acme",
-        None,
-    ));
-    answers.push(cairn.request(
-        "GET",
-        "/metrics",
-        &[("authorization", "Bearer metrics-Wm52nRt")],
-        b"",
-    ));
-    answers.push(cairn.request(
-        "GET",
-        "/metrics",
-        &[("authorization", "Bearer metrics-wrong")],
-        b"",
-    ));
+    answers.push(cairn.rest(&person_token, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), Some(&json!({"expected_version": 7, "text": "x"}))));
+    answers.push(cairn.rest("sweep-wrong", "POST", "/api/v1/sweep-claims?tenant=acme", None));
+    answers.push(cairn.rest("sweep-Zq81kPx", "POST", "/api/v1/sweep-claims?tenant=acme", None));
+    answers.push(cairn.request("GET", "/metrics", &[("authorization", "Bearer metrics-Wm52nRt")], b""));
+    answers.push(cairn.request("GET", "/metrics", &[("authorization", "Bearer metrics-wrong")], b""));
     let log = cairn.log();
-    assert!(
-        log.contains("request"),
-        "the run logged its requests: {log}"
-    );
+    assert!(log.contains("request"), "the run logged its requests: {log}");
     // The startup banner prints a token and a sign-in link for the operator
     // on purpose; everything after it is the log proper.
-    let after_banner = log
-        .lines()
-        .filter(|l| !l.contains("Bearer token") && !l.contains("#token="))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let after_banner = log.lines().filter(|l| !l.contains("Bearer token") && !l.contains("#token=")).collect::<Vec<_>>().join("\n");
     let secrets = [
         agent_token.as_str(),
         person_token.as_str(),
@@ -98,16 +54,9 @@ fn no_token_or_secret_appears_in_the_log_or_in_an_answer() {
     for secret in secrets {
         // A token's signature alone is enough to give it away.
         let tail = &secret[secret.len().saturating_sub(16)..];
-        assert!(
-            !after_banner.contains(tail),
-            "the log holds a secret ending {tail}:\n{after_banner}"
-        );
+        assert!(!after_banner.contains(tail), "the log holds a secret ending {tail}:\n{after_banner}");
         for a in &answers {
-            assert!(
-                !a.text().contains(tail),
-                "an answer holds a secret ending {tail}: {}",
-                a.text()
-            );
+            assert!(!a.text().contains(tail), "an answer holds a secret ending {tail}: {}", a.text());
         }
     }
 }

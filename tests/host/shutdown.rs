@@ -5,10 +5,7 @@ use std::time::Duration;
 #[test]
 fn sigterm_lets_in_flight_requests_finish_and_closes_the_store() {
     require_built(&["health.wasm", "misbehave.wasm"]);
-    let cairn = Cairn::start(Start {
-        manifest: fixtures(),
-        ..Start::default()
-    });
+    let cairn = Cairn::start(Start { manifest: fixtures(), ..Start::default() });
     let addr = cairn.addr;
     let slow = std::thread::spawn(move || request(addr, "GET", "/misbehave/sleep", &[], b""));
     std::thread::sleep(Duration::from_millis(400));
@@ -19,8 +16,5 @@ fn sigterm_lets_in_flight_requests_finish_and_closes_the_store() {
     assert!(status.success(), "exit status {status}\n{log}");
     assert!(log.contains("received SIGTERM"), "{log}");
     assert!(log.contains("store closed cleanly"), "{log}");
-    assert!(
-        std::net::TcpStream::connect(addr).is_err(),
-        "still accepting after shutdown"
-    );
+    assert!(std::net::TcpStream::connect(addr).is_err(), "still accepting after shutdown");
 }

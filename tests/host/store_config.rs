@@ -9,16 +9,8 @@ use std::net::TcpListener;
 
 fn start_fails(args: Vec<&str>) -> String {
     require_app();
-    let err = Cairn::try_start(Start {
-        args,
-        ..Start::default()
-    })
-    .err()
-    .expect("the host started");
-    assert!(
-        !err.contains("cairn is serving"),
-        "the host half-started:\n{err}"
-    );
+    let err = Cairn::try_start(Start { args, ..Start::default() }).err().expect("the host started");
+    assert!(!err.contains("cairn is serving"), "the host half-started:\n{err}");
     err
 }
 
@@ -37,11 +29,7 @@ fn the_store_shortcut_puts_notes_on_redis_and_they_outlive_the_host() {
     let (status, log) = cairn.terminate();
     assert!(status.success(), "{log}");
     let again = start_with(vec![], vec!["--store", url]);
-    let r = again.call(
-        &again.token(&person()),
-        "list_note_tabs",
-        serde_json::json!({"note_id": note}),
-    );
+    let r = again.call(&again.token(&person()), "list_note_tabs", serde_json::json!({"note_id": note}));
     assert_eq!(r["isError"], false, "{r}");
 }
 
@@ -49,40 +37,22 @@ fn the_store_shortcut_puts_notes_on_redis_and_they_outlive_the_host() {
 fn an_unknown_store_type_is_a_startup_error_naming_the_field() {
     let rc = runtime_config("[key_value_store.default]\ntype = \"dynamo\"\n");
     let err = start_fails(vec!["--runtime-config-file", rc]);
-    assert!(
-        err.contains("key_value_store.default.type") && err.contains("dynamo"),
-        "{err}"
-    );
+    assert!(err.contains("key_value_store.default.type") && err.contains("dynamo"), "{err}");
 }
 
 #[test]
 fn a_malformed_redis_url_is_a_startup_error_naming_the_store() {
-    let rc = runtime_config(
-        "[key_value_store.default]\ntype = \"redis\"\nurl = \"redis://no port here:x/\"\n",
-    );
+    let rc = runtime_config("[key_value_store.default]\ntype = \"redis\"\nurl = \"redis://no port here:x/\"\n");
     let err = start_fails(vec!["--runtime-config-file", rc]);
-    assert!(
-        err.contains("\"default\"") && err.to_lowercase().contains("url"),
-        "{err}"
-    );
+    assert!(err.contains("\"default\"") && err.to_lowercase().contains("url"), "{err}");
     let err = start_fails(vec!["--store", "redis://"]);
-    assert!(
-        err.to_lowercase().contains("url") || err.contains("host"),
-        "{err}"
-    );
+    assert!(err.to_lowercase().contains("url") || err.contains("host"), "{err}");
 }
 
 #[test]
 fn an_unreachable_redis_at_start_is_a_startup_error_naming_the_address() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url: &'static str = Box::leak(format!("redis://127.0.0.1:{port}").into_boxed_str());
     let err = start_fails(vec!["--store", url]);
-    assert!(
-        err.contains(&format!("127.0.0.1:{port}")) && err.contains("unavailable"),
-        "{err}"
-    );
+    assert!(err.contains(&format!("127.0.0.1:{port}")) && err.contains("unavailable"), "{err}");
 }

@@ -11,37 +11,21 @@ fn another_tenants_note_is_not_found_exactly_like_a_missing_one() {
     foreign.tenant = "globex";
     let t = cairn.token(&foreign);
     let theirs = cairn.call(&t, "list_note_tabs", json!({"note_id": note}));
-    let missing = cairn.call(
-        &t,
-        "list_note_tabs",
-        json!({"note_id": "note-doesnotexist"}),
-    );
+    let missing = cairn.call(&t, "list_note_tabs", json!({"note_id": "note-doesnotexist"}));
     assert_eq!(theirs["isError"], true);
     assert_eq!(theirs["structuredContent"]["error"], "not_found");
     let strip = |mut v: serde_json::Value| {
-        v["structuredContent"]
-            .as_object_mut()
-            .unwrap()
-            .remove("note_id");
+        v["structuredContent"].as_object_mut().unwrap().remove("note_id");
         v["structuredContent"]["message"].take();
         v["content"].take();
         v
     };
-    assert_eq!(
-        strip(theirs),
-        strip(missing),
-        "a foreign note must look exactly like a missing one"
-    );
+    assert_eq!(strip(theirs), strip(missing), "a foreign note must look exactly like a missing one");
     let listed = cairn.call(&t, "list_notes", json!({}));
     assert_eq!(listed["structuredContent"]["notes"], json!([]));
     let mut foreign_person = person();
     foreign_person.tenant = "globex";
-    let r = cairn.rest(
-        &cairn.token(&foreign_person),
-        "GET",
-        &format!("/api/v1/notes/{note}"),
-        None,
-    );
+    let r = cairn.rest(&cairn.token(&foreign_person), "GET", &format!("/api/v1/notes/{note}"), None);
     assert_eq!(r.status, 404);
 }
 
@@ -52,24 +36,10 @@ fn agents_see_only_notes_a_person_approved() {
     let shared = cairn.create_note(&person(), "shared brief", true);
     let t = cairn.token(&agent());
     let listed = cairn.call(&t, "list_notes", json!({}));
-    let ids: Vec<&str> = listed["structuredContent"]["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["note_id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = listed["structuredContent"]["notes"].as_array().unwrap().iter().map(|n| n["note_id"].as_str().unwrap()).collect();
     assert_eq!(ids, vec![shared.as_str()]);
-    let r = cairn.call(
-        &t,
-        "read_note_tab",
-        json!({"note_id": hidden, "tab_id": "markdown"}),
-    );
+    let r = cairn.call(&t, "read_note_tab", json!({"note_id": hidden, "tab_id": "markdown"}));
     assert_eq!(r["structuredContent"]["error"], "not_found");
-    let r = cairn.rest(
-        &cairn.token(&person()),
-        "GET",
-        &format!("/api/v1/notes/{hidden}"),
-        None,
-    );
+    let r = cairn.rest(&cairn.token(&person()), "GET", &format!("/api/v1/notes/{hidden}"), None);
     assert_eq!(r.status, 200, "the person still sees the draft");
 }

@@ -11,36 +11,15 @@ use crate::scale_out::AUDIENCE;
 use serde_json::{Value, json};
 use std::process::Command;
 
-const READS: [&str; 7] = [
-    "list_notes",
-    "list_note_tabs",
-    "read_note_tab",
-    "read_sheet_range",
-    "list_note_attachments",
-    "list_note_history",
-    "list_claims",
-];
-const WRITES: [&str; 7] = [
-    "edit_note_tab",
-    "create_note_tab",
-    "add_note_source",
-    "claim_note",
-    "renew_claim",
-    "release_claim",
-    "post_claim_note",
-];
+const READS: [&str; 7] = ["list_notes", "list_note_tabs", "read_note_tab", "read_sheet_range", "list_note_attachments", "list_note_history", "list_claims"];
+const WRITES: [&str; 7] = ["edit_note_tab", "create_note_tab", "add_note_source", "claim_note", "renew_claim", "release_claim", "post_claim_note"];
 
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
 
 /// A host on `redis` serving only these components, with the shared state dir.
-fn host(
-    redis: &Redis,
-    state: &std::path::Path,
-    components: &[&str],
-    env: Vec<(&'static str, &'static str)>,
-) -> Cairn {
+fn host(redis: &Redis, state: &std::path::Path, components: &[&str], env: Vec<(&'static str, &'static str)>) -> Cairn {
     let rc = leak(redis::runtime_config(redis).display().to_string());
     let jwks = leak(key().jwks());
     let mut all = vec![
@@ -55,12 +34,7 @@ fn host(
         args.push("--component");
         args.push(leak(c.replace('_', "-")));
     }
-    Cairn::start(Start {
-        state_dir: Some(state.to_path_buf()),
-        env: all,
-        args,
-        ..Start::default()
-    })
+    Cairn::start(Start { state_dir: Some(state.to_path_buf()), env: all, args, ..Start::default() })
 }
 
 struct Apart {
@@ -80,20 +54,11 @@ fn deploy() -> Apart {
     let mut env = Vec::new();
     for (tools, h) in [(&READS[..], &reads), (&WRITES[..], &writes)] {
         for t in tools {
-            env.push((
-                leak(format!("SPIN_VARIABLE_TOOL_URL_{}", t.to_uppercase())),
-                leak(format!("http://{}", h.addr)),
-            ));
+            env.push((leak(format!("SPIN_VARIABLE_TOOL_URL_{}", t.to_uppercase())), leak(format!("http://{}", h.addr))));
         }
     }
     let router = host(&redis, &state, &["router", "rest"], env);
-    Apart {
-        _redis: redis,
-        state,
-        router,
-        reads,
-        writes,
-    }
+    Apart { _redis: redis, state, router, reads, writes }
 }
 
 #[test]
@@ -101,18 +66,11 @@ fn a_router_host_reaches_tools_on_two_other_hosts_and_an_official_client_works()
     let d = deploy();
     // The tool hosts serve tools only: no router, no REST there.
     assert_eq!(d.reads.get("/mcp").status, 404);
-    assert_eq!(
-        d.writes.request("POST", "/api/v1/notes", &[], b"{}").status,
-        404
-    );
+    assert_eq!(d.writes.request("POST", "/api/v1/notes", &[], b"{}").status, 404);
     let note = d.router.create_note(&person(), "apart", true);
     let token = d.router.token(&agent());
     let python = root().join("target/interop-venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/test.sh, which installs the MCP clients",
-        python.display()
-    );
+    assert!(python.exists(), "{} is missing: run scripts/test.sh, which installs the MCP clients", python.display());
     // The client talks to the router's own address; tokens carry the deployment's audience.
     let url = format!("http://{}/mcp", d.router.addr);
     let out = Command::new(&python)
@@ -123,51 +81,25 @@ fn a_router_host_reaches_tools_on_two_other_hosts_and_an_official_client_works()
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python client failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "python client failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap();
     let r: Value = serde_json::from_str(line).unwrap();
     assert_eq!(r["conflict"], "version_conflict", "{r}");
     // Both tool hosts served their part of it.
-    assert!(
-        d.reads
-            .wait_for_log("read-note-tab")
-            .contains("read-note-tab"),
-        "the read host served no read"
-    );
-    assert!(
-        d.writes
-            .wait_for_log("edit-note-tab")
-            .contains("edit-note-tab"),
-        "the write host served no write"
-    );
+    assert!(d.reads.wait_for_log("read-note-tab").contains("read-note-tab"), "the read host served no read");
+    assert!(d.writes.wait_for_log("edit-note-tab").contains("edit-note-tab"), "the write host served no write");
     // And a claim from one host shows on the board of the other.
-    let c = d
-        .router
-        .call(&token, "claim_note", json!({"note_id": note}));
+    let c = d.router.call(&token, "claim_note", json!({"note_id": note}));
     assert_eq!(c["isError"], false, "{c}");
-    let board = d
-        .router
-        .call(&token, "list_claims", json!({"note_id": note}));
-    assert_eq!(
-        board["structuredContent"]["claims"][0]["claim_id"],
-        c["structuredContent"]["claim_id"]
-    );
+    let board = d.router.call(&token, "list_claims", json!({"note_id": note}));
+    assert_eq!(board["structuredContent"]["claims"][0]["claim_id"], c["structuredContent"]["claim_id"]);
 }
 
 #[test]
 fn a_tool_host_refuses_calls_without_a_valid_signed_identity() {
     let d = deploy();
     let body = json!({}).to_string();
-    let r = d.reads.request(
-        "POST",
-        "/tools/list_notes",
-        &[("content-type", "application/json")],
-        body.as_bytes(),
-    );
+    let r = d.reads.request("POST", "/tools/list_notes", &[("content-type", "application/json")], body.as_bytes());
     assert_eq!(r.status, 401, "{}", r.text());
     let mallory = cairn_auth::Principal {
         tenant: "acme".into(),
@@ -178,60 +110,27 @@ fn a_tool_host_refuses_calls_without_a_valid_signed_identity() {
         scopes: vec!["notes:read".into(), "notes:write".into()],
         exp: u64::MAX,
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let call = |path: &'static str, body: &'static str| cairn_auth::identity::Call {
-        method: "POST",
-        path,
-        body: body.as_bytes(),
-    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let call = |path: &'static str, body: &'static str| cairn_auth::identity::Call { method: "POST", path, body: body.as_bytes() };
     let send = |host: &Cairn, path: &str, header: &str, body: &str| {
-        host.request(
-            "POST",
-            path,
-            &[
-                ("content-type", "application/json"),
-                (cairn_auth::identity::HEADER, header),
-            ],
-            body.as_bytes(),
-        )
+        host.request("POST", path, &[("content-type", "application/json"), (cairn_auth::identity::HEADER, header)], body.as_bytes())
     };
     // An identity signed with a secret the hosts do not share.
-    let forged = cairn_auth::identity::sign(
-        &mallory,
-        "not-the-secret",
-        &call("/tools/edit_note_tab", "{}"),
-        now,
-    );
+    let forged = cairn_auth::identity::sign(&mallory, "not-the-secret", &call("/tools/edit_note_tab", "{}"), now);
     let r = send(&d.writes, "/tools/edit_note_tab", &forged, &body);
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(r.text().contains("cairn-identity"), "{}", r.text());
     // A genuine header, captured and replayed with other arguments or for another tool.
     let secret = cairn::local::identity_secret(&d.state).unwrap();
-    let genuine =
-        cairn_auth::identity::sign(&mallory, &secret, &call("/tools/list_notes", "{}"), now);
-    assert_eq!(
-        send(&d.reads, "/tools/list_notes", &genuine, "{}").status,
-        200,
-        "the genuine call is served"
-    );
-    for (host, path, args) in [
-        (&d.reads, "/tools/list_notes", r#"{"limit":50}"#),
-        (&d.writes, "/tools/edit_note_tab", "{}"),
-    ] {
+    let genuine = cairn_auth::identity::sign(&mallory, &secret, &call("/tools/list_notes", "{}"), now);
+    assert_eq!(send(&d.reads, "/tools/list_notes", &genuine, "{}").status, 200, "the genuine call is served");
+    for (host, path, args) in [(&d.reads, "/tools/list_notes", r#"{"limit":50}"#), (&d.writes, "/tools/edit_note_tab", "{}")] {
         let r = send(host, path, &genuine, args);
         assert_eq!(r.status, 401, "{path} {args}: {}", r.text());
         assert!(r.text().contains("another call"), "{}", r.text());
     }
     // And once it has expired.
-    let old = cairn_auth::identity::sign(
-        &mallory,
-        &secret,
-        &call("/tools/list_notes", "{}"),
-        now - cairn_auth::identity::TTL_SECONDS - 5,
-    );
+    let old = cairn_auth::identity::sign(&mallory, &secret, &call("/tools/list_notes", "{}"), now - cairn_auth::identity::TTL_SECONDS - 5);
     let r = send(&d.reads, "/tools/list_notes", &old, "{}");
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(r.text().contains("expired"), "{}", r.text());

@@ -5,24 +5,14 @@ use crate::harness::*;
 #[test]
 fn component_variables_expand_the_manifest_default() {
     require_built(&["health.wasm", "misbehave.wasm"]);
-    let cairn = Cairn::start(Start {
-        manifest: fixtures(),
-        ..Start::default()
-    });
-    assert_eq!(
-        cairn.get("/misbehave/variable").text(),
-        "hello from the manifest!"
-    );
+    let cairn = Cairn::start(Start { manifest: fixtures(), ..Start::default() });
+    assert_eq!(cairn.get("/misbehave/variable").text(), "hello from the manifest!");
 }
 
 #[test]
 fn spin_variable_environment_overrides_the_default() {
     require_built(&["health.wasm", "misbehave.wasm"]);
-    let cairn = Cairn::start(Start {
-        manifest: fixtures(),
-        env: vec![("SPIN_VARIABLE_GREETING", "hi")],
-        ..Start::default()
-    });
+    let cairn = Cairn::start(Start { manifest: fixtures(), env: vec![("SPIN_VARIABLE_GREETING", "hi")], ..Start::default() });
     assert_eq!(cairn.get("/misbehave/variable").text(), "hi!");
 }
 
@@ -35,14 +25,6 @@ fn a_required_variable_without_a_value_stops_startup_with_its_name() {
         "spin_manifest_version = 2\n[application]\nname = \"x\"\n[variables]\napi_key = { required = true }\n",
     )
     .unwrap();
-    let log = Cairn::try_start(Start {
-        manifest,
-        ..Start::default()
-    })
-    .err()
-    .expect("startup must fail");
-    assert!(
-        log.contains("api_key") && log.contains("SPIN_VARIABLE_API_KEY"),
-        "{log}"
-    );
+    let log = Cairn::try_start(Start { manifest, ..Start::default() }).err().expect("startup must fail");
+    assert!(log.contains("api_key") && log.contains("SPIN_VARIABLE_API_KEY"), "{log}");
 }

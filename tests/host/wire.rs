@@ -20,19 +20,13 @@ fn scrub(v: &Value, ids: &[(String, String)]) -> Value {
             o.iter()
                 .map(|(k, x)| {
                     let x = match (k.as_str(), x) {
-                        ("updated_at" | "created_at" | "added_at" | "at", Value::String(_)) => {
-                            json!("<time>")
-                        }
+                        ("updated_at" | "created_at" | "added_at" | "at", Value::String(_)) => json!("<time>"),
                         ("at_us", Value::Number(_)) => json!("<time µs>"),
-                        ("content_hash" | "current_content_hash", Value::String(_)) => {
-                            json!("<sha256>")
-                        }
-                        ("text", Value::String(t)) if t.starts_with('{') => {
-                            match serde_json::from_str::<Value>(t) {
-                                Ok(inner) => Value::String(scrub(&inner, ids).to_string()),
-                                Err(_) => scrub(x, ids),
-                            }
-                        }
+                        ("content_hash" | "current_content_hash", Value::String(_)) => json!("<sha256>"),
+                        ("text", Value::String(t)) if t.starts_with('{') => match serde_json::from_str::<Value>(t) {
+                            Ok(inner) => Value::String(scrub(&inner, ids).to_string()),
+                            Err(_) => scrub(x, ids),
+                        },
                         _ => scrub(x, ids),
                     };
                     (k.clone(), x)
@@ -44,25 +38,16 @@ fn scrub(v: &Value, ids: &[(String, String)]) -> Value {
 }
 
 fn compare(name: &str, actual: Value) {
-    let path = root()
-        .join("tests/fixtures/wire")
-        .join(format!("{name}.json"));
+    let path = root().join("tests/fixtures/wire").join(format!("{name}.json"));
     let pretty = serde_json::to_string_pretty(&actual).unwrap() + "\n";
     if std::env::var("CAIRN_REGENERATE_FIXTURES").is_ok() {
         std::fs::write(&path, &pretty).unwrap();
         return;
     }
-    let saved = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "{} is missing; regenerate with CAIRN_REGENERATE_FIXTURES=1",
-            path.display()
-        )
-    });
+    let saved = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} is missing; regenerate with CAIRN_REGENERATE_FIXTURES=1", path.display()));
     let saved: Value = serde_json::from_str(&saved).unwrap();
-    assert_eq!(
-        saved, actual,
-        "{name}: the wire format changed; if on purpose, regenerate with CAIRN_REGENERATE_FIXTURES=1"
-    );
+    assert_eq!(saved, actual, "{name}: the wire format changed; if on purpose, regenerate with CAIRN_REGENERATE_FIXTURES=1");
 }
 
 #[test]
@@ -71,76 +56,34 @@ fn tools_list_and_every_tool_call_match_the_saved_fixtures() {
     let note = cairn.create_note(&person(), "Wire brief", true);
     let t = cairn.token(&agent());
     let mut ids = vec![(note.clone(), "<note_id>".to_string())];
-    let list = cairn
-        .mcp(
-            &t,
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
-        )
-        .json();
+    let list = cairn.mcp(&t, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).json();
     compare("tools_list", list);
 
     let call = |tool: &str, args: Value, ids: &mut Vec<(String, String)>| -> Value {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
         let response = cairn.mcp(&t, &request).json();
         for (key, label) in [("tab_id", "<new_tab_id>"), ("source_id", "<source_id>")] {
-            if let Some(id) = response
-                .pointer(&format!("/result/structuredContent/{key}"))
-                .and_then(Value::as_str)
-            {
+            if let Some(id) = response.pointer(&format!("/result/structuredContent/{key}")).and_then(Value::as_str) {
                 if id.contains('-') && !ids.iter().any(|(r, _)| r == id) && id != "markdown" {
                     ids.push((id.to_string(), format!("{label}:{tool}")));
                 }
             }
         }
-        compare(
-            tool,
-            json!({"request": scrub(&request, ids), "response": scrub(&response, ids)}),
-        );
+        compare(tool, json!({"request": scrub(&request, ids), "response": scrub(&response, ids)}));
         response
     };
     call("list_notes", json!({}), &mut ids);
     call("list_note_tabs", json!({"note_id": note}), &mut ids);
-    call(
-        "read_note_tab",
-        json!({"note_id": note, "tab_id": "markdown"}),
-        &mut ids,
-    );
-    call(
-        "edit_note_tab",
-        json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "wire-edit",
-        "operation": "replace_text", "text": "# Brief\n\nFirst line."}),
-        &mut ids,
-    );
-    let sheet = call(
-        "create_note_tab",
-        json!({"note_id": note, "expected_version": 2, "idempotency_key": "wire-sheet",
-        "tab_type": "sheet", "label": "Numbers"}),
-        &mut ids,
-    );
-    let tab = sheet["result"]["structuredContent"]["tab_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    call(
-        "read_sheet_range",
-        json!({"note_id": note, "tab_id": tab, "start_row": 0, "start_col": 0, "num_rows": 2, "num_cols": 2}),
-        &mut ids,
-    );
-    call(
-        "add_note_source",
-        json!({"note_id": note, "expected_version": 3, "idempotency_key": "wire-source",
-        "title": "Spec", "url": "https://www.example.org/spec/?utm_source=wire"}),
-        &mut ids,
-    );
-    call(
-        "list_note_attachments",
-        json!({"note_id": note, "kind": "sources"}),
-        &mut ids,
-    );
-    call(
-        "list_note_history",
-        json!({"note_id": note, "limit": 50}),
-        &mut ids,
-    );
+    call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"}), &mut ids);
+    call("edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "wire-edit",
+        "operation": "replace_text", "text": "# Brief\n\nFirst line."}), &mut ids);
+    let sheet = call("create_note_tab", json!({"note_id": note, "expected_version": 2, "idempotency_key": "wire-sheet",
+        "tab_type": "sheet", "label": "Numbers"}), &mut ids);
+    let tab = sheet["result"]["structuredContent"]["tab_id"].as_str().unwrap().to_string();
+    call("read_sheet_range", json!({"note_id": note, "tab_id": tab, "start_row": 0, "start_col": 0, "num_rows": 2, "num_cols": 2}), &mut ids);
+    call("add_note_source", json!({"note_id": note, "expected_version": 3, "idempotency_key": "wire-source",
+        "title": "Spec", "url": "https://www.example.org/spec/?utm_source=wire"}), &mut ids);
+    call("list_note_attachments", json!({"note_id": note, "kind": "sources"}), &mut ids);
+    call("list_note_history", json!({"note_id": note, "limit": 50}), &mut ids);
     call("search_notes", json!({"query": "brief first"}), &mut ids);
 }

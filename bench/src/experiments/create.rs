@@ -4,12 +4,12 @@
 
 use super::editor::*;
 use super::{bars, med, median, num};
-use crate::charts::Chart;
 use crate::stack::Stack;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::fmt::Write as _;
+use crate::charts::Chart;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -66,58 +66,32 @@ pub struct CreateRow {
 }
 
 async fn list_version(ed: &mut Editor) -> Result<Value> {
-    let r = ed
-        .call("list_note_tabs", json!({"note_id": ed.note}))
-        .await?;
+    let r = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?;
     Ok(r["structuredContent"]["version"].clone())
 }
 
-async fn create_run(
-    stack: &Stack,
-    seed: u64,
-    intents: usize,
-    policy: KeyPolicy,
-) -> Result<CreateRun> {
+async fn create_run(stack: &Stack, seed: u64, intents: usize, policy: KeyPolicy) -> Result<CreateRun> {
     let note = stack.seed_notes(1)?.remove(0);
     let addr = stack.running.addr;
     let mut rng = Rng::new(seed * 2);
     // The person keeps editing the markdown tab so some creates meet a conflict.
     let stop = Arc::new(AtomicBool::new(false));
     let person = {
-        let (stop, mut ed) = (
-            stop.clone(),
-            Editor::new(addr, &stack.person, Via::Rest, &note).await?,
-        );
+        let (stop, mut ed) = (stop.clone(), Editor::new(addr, &stack.person, Via::Rest, &note).await?);
         let mut rng = Rng::new(seed * 2 + 1);
         tokio::spawn(async move {
             let mut i = 0;
             while !stop.load(Ordering::SeqCst) {
                 let r = ed.read("markdown").await?;
                 think(&mut rng, PERSON_THINK).await;
-                ed.write_text(
-                    "markdown",
-                    &r.version,
-                    Scope::Note,
-                    &format!("create-person-{i}"),
-                    &append(&r.text, &format!("person-{i}")),
-                )
-                .await?;
+                ed.write_text("markdown", &r.version, Scope::Note, &format!("create-person-{i}"), &append(&r.text, &format!("person-{i}"))).await?;
                 i += 1;
             }
             anyhow::Ok(())
         })
     };
     let mut ed = Editor::new(addr, &stack.agent, Via::Mcp, &note).await?;
-    let mut run = CreateRun {
-        seed,
-        intents,
-        calls: 0,
-        dropped: 0,
-        conflicts: 0,
-        replayed: 0,
-        created: 0,
-        distinct_ids: 0,
-    };
+    let mut run = CreateRun { seed, intents, calls: 0, dropped: 0, conflicts: 0, replayed: 0, created: 0, distinct_ids: 0 };
     let mut ids = HashSet::new();
     let mut fresh_key = 0u64;
     let mut next_key = || {
@@ -131,13 +105,8 @@ async fn create_run(
         let label = format!("intent-{i}");
         loop {
             run.calls += 1;
-            let r = ed
-                .call(
-                    "create_note_tab",
-                    json!({"note_id": note, "expected_version": version,
-                "idempotency_key": key, "tab_type": "sheet", "label": label}),
-                )
-                .await?;
+            let r = ed.call("create_note_tab", json!({"note_id": note, "expected_version": version,
+                "idempotency_key": key, "tab_type": "sheet", "label": label})).await?;
             if r["isError"] == false {
                 if rng.chance(0.3) {
                     // The server committed; the reply never arrived. Retry as a host would.
@@ -168,12 +137,7 @@ async fn create_run(
     stop.store(true, Ordering::SeqCst);
     person.await??;
     let r = ed.call("list_note_tabs", json!({"note_id": note})).await?;
-    run.created = r["structuredContent"]["tabs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|t| t["type"] == "sheet")
-        .count();
+    run.created = r["structuredContent"]["tabs"].as_array().into_iter().flatten().filter(|t| t["type"] == "sheet").count();
     run.distinct_ids = ids.len();
     Ok(run)
 }
@@ -181,18 +145,10 @@ async fn create_run(
 /// `create`: the three key policies, seeds 1..=runs, `intents` creates each.
 pub async fn create(stack: &Stack, runs: u64, intents: usize) -> Result<Vec<CreateRow>> {
     let mut rows = Vec::new();
-    for policy in [
-        KeyPolicy::NewPerCall,
-        KeyPolicy::SameOnRetry,
-        KeyPolicy::NewAfterConflict,
-    ] {
-        let mut row = CreateRow {
-            policy,
-            runs: Vec::new(),
-        };
+    for policy in [KeyPolicy::NewPerCall, KeyPolicy::SameOnRetry, KeyPolicy::NewAfterConflict] {
+        let mut row = CreateRow { policy, runs: Vec::new() };
         for seed in 1..=runs {
-            row.runs
-                .push(create_run(stack, seed, intents, policy).await?);
+            row.runs.push(create_run(stack, seed, intents, policy).await?);
         }
         rows.push(row);
     }
@@ -201,8 +157,7 @@ pub async fn create(stack: &Stack, runs: u64, intents: usize) -> Result<Vec<Crea
 
 /// Markdown for `create`.
 pub fn create_table(rows: &[CreateRow]) -> String {
-    let mut s =
-        "\n## create: create_note_tab with 30% of replies dropped after the commit\n\n".to_string();
+    let mut s = "\n## create: create_note_tab with 30% of replies dropped after the commit\n\n".to_string();
     s.push_str("| key policy | seed | intents | calls sent | replies dropped | conflicts | replays | sheet tabs created | duplicates |\n");
     s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for row in rows {
@@ -210,20 +165,10 @@ pub fn create_table(rows: &[CreateRow]) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                row.policy.label(),
-                r.seed,
-                r.intents,
-                r.calls,
-                r.dropped,
-                r.conflicts,
-                r.replayed,
-                r.created,
-                r.created.saturating_sub(r.intents)
+                row.policy.label(), r.seed, r.intents, r.calls, r.dropped, r.conflicts, r.replayed, r.created, r.created.saturating_sub(r.intents)
             );
         }
-        let m = |f: &dyn Fn(&CreateRun) -> usize| {
-            num(median(row.runs.iter().map(|r| f(r) as f64).collect()))
-        };
+        let m = |f: &dyn Fn(&CreateRun) -> usize| num(median(row.runs.iter().map(|r| f(r) as f64).collect()));
         let _ = writeln!(
             s,
             "| **{}** | **median** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** |",
@@ -242,21 +187,13 @@ pub fn create_table(rows: &[CreateRow]) -> String {
 
 /// The chart of `create`: calls and tabs per key policy.
 pub fn create_chart(rows: &[CreateRow]) -> Chart {
-    let m = |f: &dyn Fn(&CreateRun) -> usize| {
-        rows.iter()
-            .map(|r| med(&r.runs, |x| f(x) as f64))
-            .collect::<Vec<_>>()
-    };
+    let m = |f: &dyn Fn(&CreateRun) -> usize| rows.iter().map(|r| med(&r.runs, |x| f(x) as f64)).collect::<Vec<_>>();
     bars(
         "create.svg",
         "create: calls sent and tabs created per intent policy (medians)",
         "idempotency-key policy",
         "count",
-        &[
-            "new key per call",
-            "same key on retry",
-            "new key after conflict",
-        ],
+        &["new key per call", "same key on retry", "new key after conflict"],
         vec![
             ("intents", m(&|r| r.intents)),
             ("calls sent", m(&|r| r.calls)),
@@ -265,3 +202,4 @@ pub fn create_chart(rows: &[CreateRow]) -> Chart {
         ],
     )
 }
+

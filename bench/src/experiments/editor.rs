@@ -68,9 +68,7 @@ impl Policy {
             Policy::Reapply => "(b) version; on conflict re-read and re-apply",
             Policy::ResendOld => "(c) version; on conflict resend old text with the fresh version",
             Policy::AppendRebase => "(d) agent: append_text, rebase: true; person: (b)",
-            Policy::SectionRebase => {
-                "(e) agent: replace_in_text in its own section, rebase: true; person: (b)"
-            }
+            Policy::SectionRebase => "(e) agent: replace_in_text in its own section, rebase: true; person: (b)",
         }
     }
 
@@ -145,10 +143,7 @@ impl EditRow {
 
     /// Conflicts over every run, both editors.
     pub fn conflicts(&self) -> usize {
-        self.runs
-            .iter()
-            .map(|r| r.agent.conflicts + r.person.conflicts)
-            .sum()
+        self.runs.iter().map(|r| r.agent.conflicts + r.person.conflicts).sum()
     }
 }
 
@@ -188,12 +183,7 @@ pub(crate) struct Editor {
 
 impl Editor {
     pub(crate) async fn new(addr: SocketAddr, token: &str, via: Via, note: &str) -> Result<Self> {
-        Ok(Self {
-            client: Client::connect(addr).await?,
-            token: token.into(),
-            via,
-            note: note.into(),
-        })
+        Ok(Self { client: Client::connect(addr).await?, token: token.into(), via, note: note.into() })
     }
 
     /// A tool call. hyper refuses a request sent before the connection has
@@ -222,12 +212,7 @@ impl Editor {
     }
 
     /// A REST request, with the same retry as [`Editor::call`].
-    pub(crate) async fn send(
-        &mut self,
-        method: &str,
-        path: &str,
-        body: &Value,
-    ) -> Result<(u16, Value)> {
+    pub(crate) async fn send(&mut self, method: &str, path: &str, body: &Value) -> Result<(u16, Value)> {
         let mut tries = 0;
         loop {
             match self.client.send(method, path, &self.token, body).await {
@@ -239,12 +224,7 @@ impl Editor {
     }
 
     pub(crate) async fn read(&mut self, tab: &str) -> Result<Read> {
-        let r = self
-            .call(
-                "read_note_tab",
-                json!({"note_id": self.note, "tab_id": tab}),
-            )
-            .await?;
+        let r = self.call("read_note_tab", json!({"note_id": self.note, "tab_id": tab})).await?;
         if r["isError"] != false {
             bail!("read_note_tab refused: {r}");
         }
@@ -258,14 +238,7 @@ impl Editor {
     }
 
     /// A whole-text write: true if it landed, false on a version conflict.
-    pub(crate) async fn write_text(
-        &mut self,
-        tab: &str,
-        version: &Value,
-        scope: Scope,
-        key: &str,
-        text: &str,
-    ) -> Result<bool> {
+    pub(crate) async fn write_text(&mut self, tab: &str, version: &Value, scope: Scope, key: &str, text: &str) -> Result<bool> {
         match self.via {
             Via::Mcp => {
                 let args = json!({"note_id": self.note, "tab_id": tab, "expected_version": version,
@@ -288,13 +261,7 @@ impl Editor {
 
     /// A patch (`append_text` or `replace_in_text`, in `op`) with `rebase:
     /// true` over MCP: `Some(rebased)` if it landed, `None` on a version conflict.
-    pub(crate) async fn write_patch(
-        &mut self,
-        tab: &str,
-        version: &Value,
-        key: &str,
-        op: Value,
-    ) -> Result<Option<bool>> {
+    pub(crate) async fn write_patch(&mut self, tab: &str, version: &Value, key: &str, op: Value) -> Result<Option<bool>> {
         let mut args = json!({"note_id": self.note, "tab_id": tab, "expected_version": version, "idempotency_key": key, "rebase": true});
         for (k, v) in op.as_object().context("a patch is an object")? {
             args[k] = v.clone();
@@ -304,16 +271,7 @@ impl Editor {
     }
 
     /// One cell of a sheet tab over MCP: true if it landed, false on a version conflict.
-    pub(crate) async fn write_cell(
-        &mut self,
-        tab: &str,
-        sheet: &str,
-        version: &Value,
-        scope: Scope,
-        key: &str,
-        row: usize,
-        value: &str,
-    ) -> Result<bool> {
+    pub(crate) async fn write_cell(&mut self, tab: &str, sheet: &str, version: &Value, scope: Scope, key: &str, row: usize, value: &str) -> Result<bool> {
         let args = json!({"note_id": self.note, "tab_id": tab, "expected_version": version, "idempotency_key": key,
             "operation": "sheet_set_range", "sheet_id": sheet, "start_row": row, "start_col": 0, "values": [[value]],
             "version_scope": scope.as_str()});
@@ -323,8 +281,7 @@ impl Editor {
 }
 
 pub(crate) fn not_ready(e: &anyhow::Error) -> bool {
-    e.chain()
-        .any(|c| c.to_string().contains("connection was not ready"))
+    e.chain().any(|c| c.to_string().contains("connection was not ready"))
 }
 
 pub(crate) fn tool_outcome(r: &Value) -> Result<bool> {
@@ -338,11 +295,7 @@ pub(crate) fn tool_outcome(r: &Value) -> Result<bool> {
 }
 
 pub(crate) fn append(text: &str, line: &str) -> String {
-    if text.is_empty() {
-        line.to_string()
-    } else {
-        format!("{text}\n{line}")
-    }
+    if text.is_empty() { line.to_string() } else { format!("{text}\n{line}") }
 }
 
 pub(crate) async fn think(rng: &mut Rng, (lo, hi): (u64, u64)) {
@@ -353,20 +306,8 @@ pub(crate) async fn think(rng: &mut Rng, (lo, hi): (u64, u64)) {
 
 /// One editor appending `edits` lines `{tag}-{i}` to a text tab.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn text_editor(
-    mut ed: Editor,
-    tab: &str,
-    tag: &str,
-    edits: usize,
-    policy: Policy,
-    scope: Scope,
-    pause: (u64, u64),
-    mut rng: Rng,
-) -> Result<EditorStats> {
-    let mut st = EditorStats {
-        edits,
-        ..Default::default()
-    };
+pub(crate) async fn text_editor(mut ed: Editor, tab: &str, tag: &str, edits: usize, policy: Policy, scope: Scope, pause: (u64, u64), mut rng: Rng) -> Result<EditorStats> {
+    let mut st = EditorStats { edits, ..Default::default() };
     for i in 0..edits {
         let line = format!("{tag}-{i}");
         let mut base = ed.read(tab).await?;
@@ -385,11 +326,7 @@ pub(crate) async fn text_editor(
                 let op = match policy {
                     Policy::SectionRebase => {
                         // Its own section: after its last line (or the heading).
-                        let last = if i == 0 {
-                            format!("{SECTION}\n")
-                        } else {
-                            format!("\n{tag}-{}\n", i - 1)
-                        };
+                        let last = if i == 0 { format!("{SECTION}\n") } else { format!("\n{tag}-{}\n", i - 1) };
                         json!({"operation": "replace_in_text", "old_text": last, "new_text": format!("{last}{line}\n")})
                     }
                     _ => json!({"operation": "append_text", "text": line}),
@@ -398,10 +335,7 @@ pub(crate) async fn text_editor(
                     st.rebased += usize::from(rebased);
                     break;
                 }
-            } else if ed
-                .write_text(tab, &version, scope, &key, &append(&base.text, &line))
-                .await?
-            {
+            } else if ed.write_text(tab, &version, scope, &key, &append(&base.text, &line)).await? {
                 break;
             }
             st.conflicts += 1;
@@ -420,19 +354,8 @@ pub(crate) async fn text_editor(
 }
 
 /// One editor writing cell (i, 0) = `{tag}-{i}` of a sheet tab, re-reading on conflict.
-pub(crate) async fn sheet_editor(
-    mut ed: Editor,
-    tab: &str,
-    tag: &str,
-    edits: usize,
-    scope: Scope,
-    pause: (u64, u64),
-    mut rng: Rng,
-) -> Result<EditorStats> {
-    let mut st = EditorStats {
-        edits,
-        ..Default::default()
-    };
+pub(crate) async fn sheet_editor(mut ed: Editor, tab: &str, tag: &str, edits: usize, scope: Scope, pause: (u64, u64), mut rng: Rng) -> Result<EditorStats> {
+    let mut st = EditorStats { edits, ..Default::default() };
     for i in 0..edits {
         let mut read = ed.read(tab).await?;
         think(&mut rng, pause).await;
@@ -442,18 +365,7 @@ pub(crate) async fn sheet_editor(
             st.writes += 1;
             let sheet = read.sheet_id.clone().context("sheet tab without a sheet")?;
             let key = format!("{tag}-{i}-{tries}");
-            if ed
-                .write_cell(
-                    tab,
-                    &sheet,
-                    &read.version(scope),
-                    scope,
-                    &key,
-                    i,
-                    &format!("{tag}-{i}"),
-                )
-                .await?
-            {
+            if ed.write_cell(tab, &sheet, &read.version(scope), scope, &key, i, &format!("{tag}-{i}")).await? {
                 break;
             }
             st.conflicts += 1;
@@ -469,9 +381,7 @@ pub(crate) async fn sheet_editor(
 
 pub(crate) fn lost_lines(text: &str, tag: &str, edits: usize) -> usize {
     let have: HashSet<&str> = text.lines().collect();
-    (0..edits)
-        .filter(|i| !have.contains(format!("{tag}-{i}").as_str()))
-        .count()
+    (0..edits).filter(|i| !have.contains(format!("{tag}-{i}").as_str())).count()
 }
 
 /// The heading of the agent's own section in the section-patch runs.
@@ -490,19 +400,8 @@ pub fn edit_table(title: &str, rows: &[EditRow]) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {} | {:.2} |",
-                row.label,
-                r.seed,
-                r.agent.lost,
-                r.agent.edits,
-                r.person.lost,
-                r.person.edits,
-                r.agent.conflicts,
-                r.person.conflicts,
-                r.agent.writes,
-                r.person.writes,
-                r.agent.rebased,
-                r.agent.max_tries.max(r.person.max_tries),
-                r.wall.as_secs_f64()
+                row.label, r.seed, r.agent.lost, r.agent.edits, r.person.lost, r.person.edits, r.agent.conflicts, r.person.conflicts,
+                r.agent.writes, r.person.writes, r.agent.rebased, r.agent.max_tries.max(r.person.max_tries), r.wall.as_secs_f64()
             );
         }
         let m = |f: &dyn Fn(&EditRun) -> f64| num(median(row.runs.iter().map(f).collect()));
@@ -552,11 +451,9 @@ pub fn edit_charts(stem: &str, what: &str, names: &[&str], rows: &[EditRow]) -> 
             vec![
                 ("writes per edit, agent", m(&|r| per_edit(&r.agent))),
                 ("writes per edit, person", m(&|r| per_edit(&r.person))),
-                (
-                    "most tries for one edit",
-                    m(&|r| r.agent.max_tries.max(r.person.max_tries) as f64),
-                ),
+                ("most tries for one edit", m(&|r| r.agent.max_tries.max(r.person.max_tries) as f64)),
             ],
         ),
     ]
 }
+

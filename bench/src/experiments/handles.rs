@@ -4,11 +4,11 @@
 
 use super::editor::*;
 use super::{bars, med, median, num, pct};
-use crate::charts::Chart;
 use crate::stack::Stack;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
+use crate::charts::Chart;
 
 /// What the agent keeps to find its deck again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,9 +75,7 @@ struct StripTab {
 }
 
 async fn list_tabs(ed: &mut Editor) -> Result<(u64, Vec<StripTab>)> {
-    let r = ed
-        .call("list_note_tabs", json!({"note_id": ed.note}))
-        .await?;
+    let r = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?;
     if r["isError"] != false {
         bail!("list_note_tabs refused: {r}");
     }
@@ -97,28 +95,15 @@ async fn list_tabs(ed: &mut Editor) -> Result<(u64, Vec<StripTab>)> {
 
 async fn create_deck(ed: &mut Editor, label: &str, key: &str) -> Result<String> {
     let (version, _) = list_tabs(ed).await?;
-    let r = ed
-        .call(
-            "create_note_tab",
-            json!({"note_id": ed.note, "expected_version": version,
-        "idempotency_key": key, "tab_type": "slides", "label": label}),
-        )
-        .await?;
+    let r = ed.call("create_note_tab", json!({"note_id": ed.note, "expected_version": version,
+        "idempotency_key": key, "tab_type": "slides", "label": label})).await?;
     if r["isError"] != false {
         bail!("create_note_tab refused: {r}");
     }
-    Ok(r["structuredContent"]["tab_id"]
-        .as_str()
-        .context("tab_id")?
-        .to_string())
+    Ok(r["structuredContent"]["tab_id"].as_str().context("tab_id")?.to_string())
 }
 
-fn resolve<'a>(
-    handle: Handle,
-    view: &'a [StripTab],
-    target: &StripTab,
-    position: usize,
-) -> Option<&'a StripTab> {
+fn resolve<'a>(handle: Handle, view: &'a [StripTab], target: &StripTab, position: usize) -> Option<&'a StripTab> {
     match handle {
         Handle::Position => view.get(position),
         Handle::Type => view.iter().find(|t| t.kind == target.kind),
@@ -129,12 +114,7 @@ fn resolve<'a>(
 
 /// The person renames or moves a tab: `PATCH /api/v1/notes/{note}/tabs/{tab}`
 /// with the note's current version.
-async fn person_update(
-    person: &mut Editor,
-    agent: &mut Editor,
-    tab: &str,
-    change: Value,
-) -> Result<()> {
+async fn person_update(person: &mut Editor, agent: &mut Editor, tab: &str, change: Value) -> Result<()> {
     let (version, _) = list_tabs(agent).await?;
     let mut body = change;
     body["expected_version"] = json!(version);
@@ -149,14 +129,7 @@ async fn person_update(
 /// One trial: a note with `decks` slides tabs; the agent lists and picks; the
 /// person makes 0–2 changes over REST (move 40%, rename 35%, add 25%); the
 /// agent lists again and resolves every handle against what the server says.
-async fn handle_trial(
-    ed: &mut Editor,
-    person: &mut Editor,
-    decks: usize,
-    tag: &str,
-    rng: &mut Rng,
-    runs: &mut [HandleRun],
-) -> Result<()> {
+async fn handle_trial(ed: &mut Editor, person: &mut Editor, decks: usize, tag: &str, rng: &mut Rng, runs: &mut [HandleRun]) -> Result<()> {
     let mut labels = DECK_LABELS.to_vec();
     for i in 0..decks {
         let j = i + rng.range(0, (labels.len() - 1 - i) as u64) as usize;
@@ -164,9 +137,7 @@ async fn handle_trial(
         create_deck(ed, labels[i], &format!("{tag}-deck-{i}")).await?;
     }
     let (_, strip) = list_tabs(ed).await?;
-    let slides: Vec<usize> = (0..strip.len())
-        .filter(|&i| strip[i].kind == "slides")
-        .collect();
+    let slides: Vec<usize> = (0..strip.len()).filter(|&i| strip[i].kind == "slides").collect();
     let position = slides[rng.range(0, slides.len() as u64 - 1) as usize];
     let target = strip[position].clone();
 
@@ -179,9 +150,7 @@ async fn handle_trial(
             let to = rng.range(0, strip.len() as u64 - 1) as usize;
             person_update(person, ed, &strip[from].id, json!({"position": to})).await?;
         } else if roll < 75 {
-            let decks: Vec<usize> = (0..strip.len())
-                .filter(|&i| strip[i].kind == "slides")
-                .collect();
+            let decks: Vec<usize> = (0..strip.len()).filter(|&i| strip[i].kind == "slides").collect();
             let i = decks[rng.range(0, decks.len() as u64 - 1) as usize];
             let label = DECK_LABELS[rng.range(0, 4) as usize];
             person_update(person, ed, &strip[i].id, json!({"label": label})).await?;
@@ -209,37 +178,16 @@ pub async fn handles(stack: &Stack, runs: u64, trials: usize) -> Result<Vec<Hand
     let addr = stack.running.addr;
     let mut rows = Vec::new();
     for decks in [2, 5] {
-        let mut per_handle: Vec<HandleRow> = Handle::ALL
-            .iter()
-            .map(|&handle| HandleRow {
-                decks,
-                handle,
-                runs: Vec::new(),
-            })
-            .collect();
+        let mut per_handle: Vec<HandleRow> = Handle::ALL.iter().map(|&handle| HandleRow { decks, handle, runs: Vec::new() }).collect();
         for seed in 1..=runs {
             let mut rng = Rng::new(seed * 100 + decks as u64);
-            let mut counts: Vec<HandleRun> = Handle::ALL
-                .iter()
-                .map(|_| HandleRun {
-                    seed,
-                    ..Default::default()
-                })
-                .collect();
+            let mut counts: Vec<HandleRun> = Handle::ALL.iter().map(|_| HandleRun { seed, ..Default::default() }).collect();
             let notes = stack.seed_notes(trials)?;
             let mut ed = Editor::new(addr, &stack.agent, Via::Mcp, &notes[0]).await?;
             let mut person = Editor::new(addr, &stack.person, Via::Rest, &notes[0]).await?;
             for (i, note) in notes.into_iter().enumerate() {
                 ed.note = note;
-                handle_trial(
-                    &mut ed,
-                    &mut person,
-                    decks,
-                    &format!("handles-{decks}-{seed}-{i}"),
-                    &mut rng,
-                    &mut counts,
-                )
-                .await?;
+                handle_trial(&mut ed, &mut person, decks, &format!("handles-{decks}-{seed}-{i}"), &mut rng, &mut counts).await?;
             }
             for (row, run) in per_handle.iter_mut().zip(counts) {
                 row.runs.push(run);
@@ -260,23 +208,14 @@ pub fn handles_table(rows: &[HandleRow], trials: usize) -> String {
          /api/v1/notes/{{note}}/tabs/{{tab}}`), add a slides tab 25% (create_note_tab). The agent resolves its handle in a \
          fresh list_note_tabs.\n\n"
     );
-    s.push_str(
-        "| K decks | handle | seed | trials | person changes | right | wrong deck | not found |\n",
-    );
+    s.push_str("| K decks | handle | seed | trials | person changes | right | wrong deck | not found |\n");
     s.push_str("|---:|---|---:|---:|---:|---:|---:|---:|\n");
     for row in rows {
         for r in &row.runs {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {:.1}% | {:.1}% | {:.1}% |",
-                row.decks,
-                row.handle.label(),
-                r.seed,
-                r.trials,
-                r.changes,
-                pct(r.right, r.trials),
-                pct(r.wrong, r.trials),
-                pct(r.not_found, r.trials)
+                row.decks, row.handle.label(), r.seed, r.trials, r.changes, pct(r.right, r.trials), pct(r.wrong, r.trials), pct(r.not_found, r.trials)
             );
         }
         let m = |f: &dyn Fn(&HandleRun) -> f64| median(row.runs.iter().map(f).collect());
@@ -299,14 +238,7 @@ pub fn handles_table(rows: &[HandleRow], trials: usize) -> String {
 pub fn handles_chart(rows: &[HandleRow]) -> Chart {
     let names: Vec<&str> = Handle::ALL.iter().map(|h| h.label()).collect();
     let series = |decks: usize, f: &dyn Fn(&HandleRun) -> f64| {
-        Handle::ALL
-            .iter()
-            .map(|&h| {
-                rows.iter()
-                    .find(|r| r.decks == decks && r.handle == h)
-                    .map_or(0.0, |r| med(&r.runs, f))
-            })
-            .collect::<Vec<_>>()
+        Handle::ALL.iter().map(|&h| rows.iter().find(|r| r.decks == decks && r.handle == h).map_or(0.0, |r| med(&r.runs, f))).collect::<Vec<_>>()
     };
     bars(
         "handles.svg",
@@ -322,3 +254,4 @@ pub fn handles_chart(rows: &[HandleRow]) -> Chart {
         ],
     )
 }
+

@@ -96,28 +96,12 @@ pub struct Sizes {
 impl Sizes {
     /// The seed posts' sizes.
     pub fn full() -> Self {
-        Self {
-            runs: 5,
-            edits: 100,
-            fast_edits: 2_000,
-            intents: 50,
-            sessions: 300,
-            trials: 2_000,
-            point_ms: 5_000,
-        }
+        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50, sessions: 300, trials: 2_000, point_ms: 5_000 }
     }
 
     /// A version that runs in seconds.
     pub fn quick() -> Self {
-        Self {
-            runs: 2,
-            edits: 12,
-            fast_edits: 60,
-            intents: 12,
-            sessions: 20,
-            trials: 40,
-            point_ms: 200,
-        }
+        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12, sessions: 20, trials: 40, point_ms: 200 }
     }
 }
 
@@ -138,10 +122,7 @@ pub async fn run_on(stack: &Stack, which: Experiment, sizes: Sizes) -> Result<Ve
     if which.includes(Experiment::Throughput) {
         let point = Duration::from_millis(sizes.point_ms);
         let rows = throughput::throughput(stack, point).await?;
-        measured = Some(Section {
-            markdown: throughput::throughput_table(&rows, point),
-            charts: throughput::throughput_charts(&rows),
-        });
+        measured = Some(Section { markdown: throughput::throughput_table(&rows, point), charts: throughput::throughput_charts(&rows) });
     }
     if which.includes(Experiment::Race) {
         let rows = race::race(stack, sizes.runs, sizes.edits).await?;
@@ -149,53 +130,29 @@ pub async fn run_on(stack: &Stack, which: Experiment, sizes: Sizes) -> Result<Ve
             "race: agent (think 20–80 ms, MCP) and person (think 5–40 ms, MCP read + REST write), {} edits each, seeds 1–{}",
             sizes.edits, sizes.runs
         );
-        let names = [
-            "(a) stale text, LWW",
-            "(b) re-read + re-apply",
-            "(c) resend old text",
-            "(d) append + rebase",
-            "(e) section patch + rebase",
-        ];
+        let names = ["(a) stale text, LWW", "(b) re-read + re-apply", "(c) resend old text", "(d) append + rebase", "(e) section patch + rebase"];
         let mut markdown = editor::edit_table(&title, &rows);
         let same = race::same_line(stack).await?;
         let _ = write!(
             markdown,
             "\nThe person rewrites the very line the agent then patches (replace_in_text, rebase: true, on the version before): \
              the patch was {}, and the text {} the person's change.\n",
-            if same.refused {
-                "refused with version_conflict"
-            } else {
-                "APPLIED"
-            },
+            if same.refused { "refused with version_conflict" } else { "APPLIED" },
             if same.person_kept { "keeps" } else { "LOST" }
         );
-        out.push(Section {
-            markdown,
-            charts: editor::edit_charts("race", "race", &names, &rows),
-        });
+        out.push(Section { markdown, charts: editor::edit_charts("race", "race", &names, &rows) });
     }
     if which.includes(Experiment::Fast) {
         let rows = race::fast(stack, sizes.runs, sizes.fast_edits).await?;
-        let title = format!(
-            "fast: zero think time, {} edits per editor, the person re-reads + re-applies, seeds 1–{}",
-            sizes.fast_edits, sizes.runs
-        );
+        let title = format!("fast: zero think time, {} edits per editor, the person re-reads + re-applies, seeds 1–{}", sizes.fast_edits, sizes.runs);
         out.push(Section {
             markdown: editor::edit_table(&title, &rows),
-            charts: editor::edit_charts(
-                "fast",
-                "fast",
-                &["re-apply", "append + rebase", "section patch + rebase"],
-                &rows,
-            ),
+            charts: editor::edit_charts("fast", "fast", &["re-apply", "append + rebase", "section patch + rebase"], &rows),
         });
     }
     if which.includes(Experiment::Create) {
         let rows = create::create(stack, sizes.runs, sizes.intents).await?;
-        out.push(Section {
-            markdown: create::create_table(&rows),
-            charts: vec![create::create_chart(&rows)],
-        });
+        out.push(Section { markdown: create::create_table(&rows), charts: vec![create::create_chart(&rows)] });
     }
     if which.includes(Experiment::Tabs) {
         let rows = tabs::tabs(stack, sizes.runs, sizes.edits).await?;
@@ -204,24 +161,15 @@ pub async fn run_on(stack: &Stack, which: Experiment, sizes: Sizes) -> Result<Ve
             sizes.edits, sizes.runs
         );
         let names = ["note-scope versions", "tab-scope versions"];
-        out.push(Section {
-            markdown: editor::edit_table(&title, &rows),
-            charts: editor::edit_charts("tabs", "tabs", &names, &rows),
-        });
+        out.push(Section { markdown: editor::edit_table(&title, &rows), charts: editor::edit_charts("tabs", "tabs", &names, &rows) });
     }
     if which.includes(Experiment::Sources) {
         let rows = sources::sources(stack, sizes.runs, sizes.sessions).await?;
-        out.push(Section {
-            markdown: sources::sources_table(&rows, sizes.sessions),
-            charts: vec![sources::sources_chart(&rows)],
-        });
+        out.push(Section { markdown: sources::sources_table(&rows, sizes.sessions), charts: vec![sources::sources_chart(&rows)] });
     }
     if which.includes(Experiment::Handles) {
         let rows = handles::handles(stack, sizes.runs, sizes.trials).await?;
-        out.push(Section {
-            markdown: handles::handles_table(&rows, sizes.trials),
-            charts: vec![handles::handles_chart(&rows)],
-        });
+        out.push(Section { markdown: handles::handles_table(&rows, sizes.trials), charts: vec![handles::handles_chart(&rows)] });
     }
     if let Some(section) = measured {
         out.push(section);
@@ -231,23 +179,12 @@ pub async fn run_on(stack: &Stack, which: Experiment, sizes: Sizes) -> Result<Ve
 
 /// `cairn-bench <experiment>`: start the application, run, print; with
 /// `out`, also write the document there and its charts in `charts/` beside it.
-pub async fn run(
-    manifest: PathBuf,
-    which: Experiment,
-    sizes: Sizes,
-    out: Option<PathBuf>,
-) -> Result<()> {
+pub async fn run(manifest: PathBuf, which: Experiment, sizes: Sizes, out: Option<PathBuf>) -> Result<()> {
     let stack = Stack::start(manifest).await?;
     let result = run_on(&stack, which, sizes).await;
     stack.stop().await;
     let sections = result?;
-    let dir = out.as_ref().and_then(|p| p.parent()).map(|d| {
-        if d.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            d.to_path_buf()
-        }
-    });
+    let dir = out.as_ref().and_then(|p| p.parent()).map(|d| if d.as_os_str().is_empty() { PathBuf::from(".") } else { d.to_path_buf() });
     let mut tables = String::new();
     for section in &sections {
         tables.push_str(&section.markdown);
@@ -289,33 +226,18 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
 pub(crate) fn num(x: f64) -> String {
-    if x.fract() == 0.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
-    }
+    if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.1}") }
 }
 
 pub(crate) fn med<T>(runs: &[T], f: impl Fn(&T) -> f64) -> f64 {
     median(runs.iter().map(f).collect())
 }
 
-pub(crate) fn bars(
-    file: &str,
-    title: &str,
-    x: &str,
-    y: &str,
-    categories: &[&str],
-    series: Vec<(&str, Vec<f64>)>,
-) -> Chart {
+pub(crate) fn bars(file: &str, title: &str, x: &str, y: &str, categories: &[&str], series: Vec<(&str, Vec<f64>)>) -> Chart {
     Chart {
         file: file.into(),
         title: title.into(),
@@ -323,13 +245,12 @@ pub(crate) fn bars(
         y: y.into(),
         kind: Kind::Bars,
         categories: categories.iter().map(|c| c.to_string()).collect(),
-        series: series
-            .into_iter()
-            .map(|(n, v)| (n.to_string(), v))
-            .collect(),
+        series: series.into_iter().map(|(n, v)| (n.to_string(), v)).collect(),
     }
 }
 
 pub(crate) fn pct(n: usize, of: usize) -> f64 {
     100.0 * n as f64 / of.max(1) as f64
 }
+
+

@@ -4,12 +4,12 @@
 
 use super::editor::*;
 use super::{bars, med, median, num};
-use crate::charts::Chart;
 use crate::stack::Stack;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::fmt::Write as _;
+use crate::charts::Chart;
 
 /// The key an agent sends with add_note_source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,10 +79,7 @@ const SPELLINGS: usize = 7;
 /// Page `p` in spelling `s`: canonical, trailing slash, `www.`, `?utm_source=`,
 /// `#fragment`, `http://`, no scheme (which Cairn reads as https).
 fn spelling(p: usize, s: usize) -> String {
-    let (host, path) = (
-        format!("journal{p}.example.org"),
-        format!("/papers/{}", 1000 + p),
-    );
+    let (host, path) = (format!("journal{p}.example.org"), format!("/papers/{}", 1000 + p));
     match s {
         0 => format!("https://{host}{path}"),
         1 => format!("https://{host}{path}/"),
@@ -104,10 +101,7 @@ fn client_normalize(url: &str) -> String {
     let host = host.to_ascii_lowercase();
     let host = host.strip_prefix("www.").unwrap_or(&host);
     let path = path.trim_end_matches('/');
-    let query: Vec<&str> = query
-        .split('&')
-        .filter(|q| !q.is_empty() && !q.starts_with("utm_"))
-        .collect();
+    let query: Vec<&str> = query.split('&').filter(|q| !q.is_empty() && !q.starts_with("utm_")).collect();
     let mut out = format!("https://{host}{path}");
     if !query.is_empty() {
         out.push('?');
@@ -128,14 +122,7 @@ fn fnv(text: &str) -> String {
 
 fn uuid_like(rng: &mut Rng) -> String {
     let (a, b) = (rng.next(), rng.next());
-    format!(
-        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xfff,
-        (b >> 48) & 0xffff,
-        b & 0xffff_ffff_ffff
-    )
+    format!("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xfff, (b >> 48) & 0xffff, b & 0xffff_ffff_ffff)
 }
 
 fn version_of(v: &Value) -> u64 {
@@ -165,17 +152,8 @@ async fn count_sources(ed: &mut Editor) -> Result<usize> {
 }
 
 /// One session: a fresh note, 3 turns × 6 of the 8 pages, each in a random spelling.
-async fn source_session(
-    ed: &mut Editor,
-    run: &mut SourcesRun,
-    policy: SourceKey,
-    rng: &mut Rng,
-) -> Result<()> {
-    let mut version = ed
-        .call("list_note_tabs", json!({"note_id": ed.note}))
-        .await?["structuredContent"]["version"]
-        .as_u64()
-        .context("version")?;
+async fn source_session(ed: &mut Editor, run: &mut SourcesRun, policy: SourceKey, rng: &mut Rng) -> Result<()> {
+    let mut version = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?["structuredContent"]["version"].as_u64().context("version")?;
     let mut cited = HashSet::new();
     for _turn in 0..3 {
         // 6 of 8 pages: a partial Fisher–Yates shuffle.
@@ -191,10 +169,7 @@ async fn source_session(
             let key = match policy {
                 SourceKey::FreshPerCitation => uuid_like(rng),
                 SourceKey::UrlAsWritten => format!("url-{}", fnv(&url)),
-                SourceKey::NoteAndNormalized => format!(
-                    "src-{}",
-                    fnv(&format!("{}\n{}", ed.note, client_normalize(&url)))
-                ),
+                SourceKey::NoteAndNormalized => format!("src-{}", fnv(&format!("{}\n{}", ed.note, client_normalize(&url)))),
             };
             let mut tries = 0;
             loop {
@@ -203,21 +178,14 @@ async fn source_session(
                     bail!("add_note_source: {url} still refused after {tries} tries");
                 }
                 run.calls += 1;
-                let r = ed
-                    .call(
-                        "add_note_source",
-                        json!({"note_id": ed.note, "expected_version": version,
-                    "idempotency_key": key, "title": format!("Paper {p}"), "url": url}),
-                    )
-                    .await?;
+                let r = ed.call("add_note_source", json!({"note_id": ed.note, "expected_version": version,
+                    "idempotency_key": key, "title": format!("Paper {p}"), "url": url})).await?;
                 if r["isError"] != false {
                     if r["structuredContent"]["error"] != "version_conflict" {
                         bail!("add_note_source refused: {r}");
                     }
                     run.conflicts += 1;
-                    version = ed
-                        .call("list_note_tabs", json!({"note_id": ed.note}))
-                        .await?["structuredContent"]["version"]
+                    version = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?["structuredContent"]["version"]
                         .as_u64()
                         .context("version")?;
                     continue;
@@ -245,22 +213,11 @@ async fn source_session(
 pub async fn sources(stack: &Stack, runs: u64, sessions: usize) -> Result<Vec<SourcesRow>> {
     let addr = stack.running.addr;
     let mut rows = Vec::new();
-    for policy in [
-        SourceKey::FreshPerCitation,
-        SourceKey::UrlAsWritten,
-        SourceKey::NoteAndNormalized,
-    ] {
-        let mut row = SourcesRow {
-            policy,
-            runs: Vec::new(),
-        };
+    for policy in [SourceKey::FreshPerCitation, SourceKey::UrlAsWritten, SourceKey::NoteAndNormalized] {
+        let mut row = SourcesRow { policy, runs: Vec::new() };
         for seed in 1..=runs {
             let mut rng = Rng::new(seed);
-            let mut run = SourcesRun {
-                seed,
-                sessions,
-                ..Default::default()
-            };
+            let mut run = SourcesRun { seed, sessions, ..Default::default() };
             let notes = stack.seed_notes(sessions)?;
             let mut ed = Editor::new(addr, &stack.agent, Via::Mcp, &notes[0]).await?;
             for note in notes {
@@ -289,22 +246,10 @@ pub fn sources_table(rows: &[SourcesRow], sessions: usize) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} |",
-                row.policy.label(),
-                r.seed,
-                r.citations,
-                r.calls,
-                r.lost,
-                r.replayed,
-                r.already_attached,
-                r.stored,
-                r.distinct,
-                r.duplicates(),
-                per(r)
+                row.policy.label(), r.seed, r.citations, r.calls, r.lost, r.replayed, r.already_attached, r.stored, r.distinct, r.duplicates(), per(r)
             );
         }
-        let m = |f: &dyn Fn(&SourcesRun) -> usize| {
-            num(median(row.runs.iter().map(|r| f(r) as f64).collect()))
-        };
+        let m = |f: &dyn Fn(&SourcesRun) -> usize| num(median(row.runs.iter().map(|r| f(r) as f64).collect()));
         let _ = writeln!(
             s,
             "| **{}** | **median** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{:.2}** |",
@@ -325,25 +270,14 @@ pub fn sources_table(rows: &[SourcesRow], sessions: usize) -> String {
 
 /// The chart of `sources`: stored against distinct per key policy.
 pub fn sources_chart(rows: &[SourcesRow]) -> Chart {
-    let m = |f: &dyn Fn(&SourcesRun) -> usize| {
-        rows.iter()
-            .map(|r| med(&r.runs, |x| f(x) as f64))
-            .collect::<Vec<_>>()
-    };
+    let m = |f: &dyn Fn(&SourcesRun) -> usize| rows.iter().map(|r| med(&r.runs, |x| f(x) as f64)).collect::<Vec<_>>();
     bars(
         "sources.svg",
         "sources: pages stored per key policy (medians)",
         "idempotency-key policy",
         "sources",
-        &[
-            "fresh UUID",
-            "hash of URL as written",
-            "hash of note + normalized URL",
-        ],
-        vec![
-            ("distinct pages cited", m(&|r| r.distinct)),
-            ("sources stored", m(&|r| r.stored)),
-            ("duplicates", m(&|r| r.duplicates())),
-        ],
+        &["fresh UUID", "hash of URL as written", "hash of note + normalized URL"],
+        vec![("distinct pages cited", m(&|r| r.distinct)), ("sources stored", m(&|r| r.stored)), ("duplicates", m(&|r| r.duplicates()))],
     )
 }
+

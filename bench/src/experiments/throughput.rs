@@ -40,13 +40,9 @@ pub async fn throughput(stack: &Stack, point: Duration) -> Result<Vec<Throughput
     let _ = std::fs::remove_dir_all(&scratch);
     let native = stack::native_store(&scratch)?;
     let most = CONCURRENCY[CONCURRENCY.len() - 1];
-    let (stack_notes, native_notes) =
-        (stack.seed_notes(most)?, stack::seed(native.as_ref(), most)?);
+    let (stack_notes, native_notes) = (stack.seed_notes(most)?, stack::seed(native.as_ref(), most)?);
     let mut rows = Vec::new();
-    for (tool, op) in [
-        ("read_note_tab", Op::Read),
-        ("edit_note_tab", Op::Edit(200)),
-    ] {
+    for (tool, op) in [("read_note_tab", Op::Read), ("edit_note_tab", Op::Edit(200))] {
         for clients in CONCURRENCY {
             // Warm pool slots, connections and caches on both sides first.
             let warm = (point / 4).max(Duration::from_millis(50));
@@ -58,12 +54,7 @@ pub async fn throughput(stack: &Stack, point: Duration) -> Result<Vec<Throughput
                 stack::native_calls(kv, &notes, clients, op, point)
             })
             .await??;
-            rows.push(ThroughputRow {
-                tool,
-                clients,
-                stack: s,
-                native: n,
-            });
+            rows.push(ThroughputRow { tool, clients, stack: s, native: n });
         }
     }
     drop(native);
@@ -87,15 +78,7 @@ pub fn throughput_table(rows: &[ThroughputRow], point: Duration) -> String {
         let _ = writeln!(
             s,
             "| {} | {} | {:.0} | {} | {} | {:.0} | {} | {} | {:.1}× |",
-            r.tool,
-            r.clients,
-            r.stack.rps,
-            ms(r.stack.p50),
-            ms(r.stack.p99),
-            r.native.rps,
-            ms(r.native.p50),
-            ms(r.native.p99),
-            r.ratio()
+            r.tool, r.clients, r.stack.rps, ms(r.stack.p50), ms(r.stack.p99), r.native.rps, ms(r.native.p50), ms(r.native.p99), r.ratio()
         );
     }
     s
@@ -105,14 +88,7 @@ pub fn throughput_table(rows: &[ThroughputRow], point: Duration) -> String {
 pub fn throughput_charts(rows: &[ThroughputRow]) -> Vec<Chart> {
     let categories: Vec<String> = CONCURRENCY.iter().map(|c| c.to_string()).collect();
     let pick = |tool: &str, f: &dyn Fn(&ThroughputRow) -> f64| {
-        CONCURRENCY
-            .iter()
-            .map(|&c| {
-                rows.iter()
-                    .find(|r| r.tool == tool && r.clients == c)
-                    .map_or(0.0, f)
-            })
-            .collect::<Vec<_>>()
+        CONCURRENCY.iter().map(|&c| rows.iter().find(|r| r.tool == tool && r.clients == c).map_or(0.0, f)).collect::<Vec<_>>()
     };
     let line = |file: String, title: String, y: &str, series: Vec<(String, Vec<f64>)>| Chart {
         file,
@@ -129,22 +105,10 @@ pub fn throughput_charts(rows: &[ThroughputRow]) -> Vec<Chart> {
         "throughput: whole stack against the core natively".into(),
         "calls/s (log)",
         vec![
-            (
-                "read_note_tab, stack".into(),
-                pick("read_note_tab", &|r| r.stack.rps),
-            ),
-            (
-                "read_note_tab, native".into(),
-                pick("read_note_tab", &|r| r.native.rps),
-            ),
-            (
-                "edit_note_tab, stack".into(),
-                pick("edit_note_tab", &|r| r.stack.rps),
-            ),
-            (
-                "edit_note_tab, native".into(),
-                pick("edit_note_tab", &|r| r.native.rps),
-            ),
+            ("read_note_tab, stack".into(), pick("read_note_tab", &|r| r.stack.rps)),
+            ("read_note_tab, native".into(), pick("read_note_tab", &|r| r.native.rps)),
+            ("edit_note_tab, stack".into(), pick("edit_note_tab", &|r| r.stack.rps)),
+            ("edit_note_tab, native".into(), pick("edit_note_tab", &|r| r.native.rps)),
         ],
     )];
     for tool in ["read_note_tab", "edit_note_tab"] {
@@ -162,3 +126,4 @@ pub fn throughput_charts(rows: &[ThroughputRow]) -> Vec<Chart> {
     }
     charts
 }
+

@@ -7,9 +7,5 @@ pub const BODY: &str = r#"{"status":"ok","service":"cairn"}"#;
 
 #[http_component]
 fn handle(_req: Request) -> Response {
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/json")
-        .body(BODY)
-        .build()
+    Response::builder().status(200).header("content-type", "application/json").body(BODY).build()
 }

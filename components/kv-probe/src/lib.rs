@@ -27,19 +27,9 @@ fn handle(req: Request) -> Response {
     };
     match respond::bearer(&req) {
         Some(t) if cairn_guest::constant_time_eq(t.as_bytes(), expected.as_bytes()) => {}
-        _ => {
-            return respond::error(
-                401,
-                "unauthorized",
-                "the probe needs the operator's kv_probe_token",
-            );
-        }
+        _ => return respond::error(401, "unauthorized", "the probe needs the operator's kv_probe_token"),
     }
-    let label = req
-        .query()
-        .strip_prefix("store=")
-        .unwrap_or("default")
-        .to_string();
+    let label = req.query().strip_prefix("store=").unwrap_or("default").to_string();
     let store = match GuestStore::open(&label) {
         Ok(s) => s,
         Err(e) => return respond::error(500, "store_unavailable", &e.to_string()),
@@ -49,13 +39,7 @@ fn handle(req: Request) -> Response {
     let mut all = true;
     for (i, check) in SEQUENTIAL.iter().enumerate() {
         let prefix = format!("{run}{i}/");
-        let result = (check.run)(
-            &store,
-            Scope {
-                bucket: &label,
-                prefix: &prefix,
-            },
-        );
+        let result = (check.run)(&store, Scope { bucket: &label, prefix: &prefix });
         all &= result.is_ok();
         report.push(json!({
             "rule": check.name,
@@ -65,20 +49,13 @@ fn handle(req: Request) -> Response {
         }));
     }
     cleanup(&store, &label, &run);
-    respond::json(
-        200,
-        &json!({ "store": label, "keeps_cas_promise": all, "checks": report }),
-    )
+    respond::json(200, &json!({ "store": label, "keeps_cas_promise": all, "checks": report }))
 }
 
 /// Deletes whatever the checks left under this run's prefix.
 fn cleanup(store: &GuestStore, label: &str, run: &str) {
     if let Ok(keys) = store.list_keys(label, Some(run), 10_000) {
-        let mine: Vec<&str> = keys
-            .iter()
-            .map(String::as_str)
-            .filter(|k| k.starts_with(run))
-            .collect();
+        let mine: Vec<&str> = keys.iter().map(String::as_str).filter(|k| k.starts_with(run)).collect();
         let _ = store.delete_many(label, &mine);
     }
 }

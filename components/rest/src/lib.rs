@@ -52,11 +52,7 @@ async fn handle(req: Request) -> Response {
     }
     let bucket = Bucket::open("default").ok();
     if let Err(why) = cairn_guest::auth::check_origin(&req) {
-        audit_refusal(
-            bucket.as_ref(),
-            None,
-            json!({"reason": "origin", "detail": why, "api": "rest"}),
-        );
+        audit_refusal(bucket.as_ref(), None, json!({"reason": "origin", "detail": why, "api": "rest"}));
         return respond::error(403, "forbidden_origin", &why);
     }
     let cfg = match Config::load() {
@@ -65,17 +61,10 @@ async fn handle(req: Request) -> Response {
     };
     let now_s = cairn_guest::notes::now_us() / 1_000_000;
     let cache = Bucket::open("cache").ok();
-    let principal = match cfg
-        .authenticate(&req, cache.as_ref().or(bucket.as_ref()), now_s)
-        .await
-    {
+    let principal = match cfg.authenticate(&req, cache.as_ref().or(bucket.as_ref()), now_s).await {
         Ok(p) => p,
         Err(e) => {
-            audit_refusal(
-                bucket.as_ref(),
-                None,
-                json!({"reason": "token", "detail": e.to_string(), "api": "rest"}),
-            );
+            audit_refusal(bucket.as_ref(), None, json!({"reason": "token", "detail": e.to_string(), "api": "rest"}));
             return cfg.refusal(&e);
         }
     };
@@ -85,53 +74,26 @@ async fn handle(req: Request) -> Response {
     let scope = match (&method, segments.as_slice()) {
         (Method::Get, ["api", "v1", "notes"] | ["api", "v1", "notes", _])
         | (Method::Get, ["api", "v1", "notes", _, "history" | "attachments"])
-        | (
-            Method::Get,
-            ["api", "v1", "notes", _, "tabs", _]
-            | ["api", "v1", "notes", _, "tabs", _, "range" | "diff"],
-        )
-        | (Method::Get, ["api", "v1", "notes", _, "tabs", _, "versions", _]) => {
-            cairn_notes::scopes::READ
-        }
-        (Method::Post, ["api", "v1", "notes", _, "tabs", _, "restore" | "edit"]) => {
-            cairn_notes::scopes::WRITE
-        }
+        | (Method::Get, ["api", "v1", "notes", _, "tabs", _] | ["api", "v1", "notes", _, "tabs", _, "range" | "diff"])
+        | (Method::Get, ["api", "v1", "notes", _, "tabs", _, "versions", _]) => cairn_notes::scopes::READ,
+        (Method::Post, ["api", "v1", "notes", _, "tabs", _, "restore" | "edit"]) => cairn_notes::scopes::WRITE,
         (Method::Post, ["api", "v1", "notes", _, "tabs", _, "merge"]) => cairn_notes::scopes::READ,
         (Method::Post, ["api", "v1", "notes"])
         | (Method::Patch, ["api", "v1", "notes", _])
         | (Method::Put | Method::Patch, ["api", "v1", "notes", _, "tabs", _])
-        | (Method::Post, ["api", "v1", "notes", _, "files" | "tabs" | "sources"]) => {
-            cairn_notes::scopes::WRITE
-        }
+        | (Method::Post, ["api", "v1", "notes", _, "files" | "tabs" | "sources"]) => cairn_notes::scopes::WRITE,
         (Method::Delete, ["api", "v1", "notes", _, "tabs", _]) => cairn_notes::scopes::DELETE,
         (Method::Get, ["api", "v1", "claims" | "search"]) => cairn_notes::scopes::READ,
         (Method::Get, ["api", "v1", "audit"]) => cairn_notes::scopes::AUDIT,
         (Method::Post, ["api", "v1", "notes", _, "claims"])
-        | (
-            Method::Post,
-            [
-                "api",
-                "v1",
-                "claims",
-                _,
-                "renew" | "notes" | "force-release",
-            ],
-        )
+        | (Method::Post, ["api", "v1", "claims", _, "renew" | "notes" | "force-release"])
         | (Method::Delete, ["api", "v1", "claims", _]) => cairn_notes::scopes::WRITE,
-        (_, ["api", "v1", "claims", ..]) => {
-            return respond::error(405, "method_not_allowed", "see the API table in the README");
-        }
-        (_, ["api", "v1", "notes", ..]) => {
-            return respond::error(405, "method_not_allowed", "see the API table in the README");
-        }
+        (_, ["api", "v1", "claims", ..]) => return respond::error(405, "method_not_allowed", "see the API table in the README"),
+        (_, ["api", "v1", "notes", ..]) => return respond::error(405, "method_not_allowed", "see the API table in the README"),
         _ => return respond::error(404, "not_found", "no such route"),
     };
     if !principal.has_scope(scope) {
-        audit_refusal(
-            bucket.as_ref(),
-            Some(&principal.tenant),
-            json!({"reason": "scope", "scope": scope, "api": "rest"}),
-        );
+        audit_refusal(bucket.as_ref(), Some(&principal.tenant), json!({"reason": "scope", "scope": scope, "api": "rest"}));
         return cfg.insufficient_scope(scope);
     }
     let mut body: Value = if req.body().is_empty() {
@@ -143,9 +105,7 @@ async fn handle(req: Request) -> Response {
         }
     };
     if let Some(key) = req.header("idempotency-key").and_then(|v| v.as_str()) {
-        if body.get("idempotency_key").is_none()
-            && !matches!(method, Method::Post if segments.len() == 3)
-        {
+        if body.get("idempotency_key").is_none() && !matches!(method, Method::Post if segments.len() == 3) {
             body["idempotency_key"] = json!(key);
         }
     }
@@ -156,110 +116,38 @@ async fn handle(req: Request) -> Response {
     let get = |k: &str| q.get(k).map(String::as_str);
     let reply = match (&method, segments.as_slice()) {
         (Method::Post, [_, _, _]) => rest::create_note(&kv, env, &who, body),
-        (Method::Get, [_, _, "notes"]) => {
-            rest::list_notes(&kv, env, &who, get("cursor"), get("limit"))
-        }
+        (Method::Get, [_, _, "notes"]) => rest::list_notes(&kv, env, &who, get("cursor"), get("limit")),
         (Method::Get, [_, _, _, note]) => rest::get_note(&kv, &who, note),
         (Method::Patch, [_, _, "notes", note]) => rest::update_note(&kv, env, &who, note, body),
-        (Method::Get, [_, _, "notes", note, "tabs", tab]) => {
-            rest::read_tab(&kv, env, &who, note, tab, get("at_version"))
-        }
-        (Method::Get, [_, _, "notes", note, "tabs", tab, "range"]) => {
-            rest::read_range(&kv, env, &who, note, tab, get("range"), get("sheet_id"))
-        }
-        (Method::Post, [_, _, "notes", note, "tabs", tab, "edit"]) => {
-            rest::edit_tab(&kv, env, &who, note, tab, body)
-        }
-        (Method::Post, [_, _, "notes", note, "tabs"]) => {
-            rest::create_tab(&kv, env, &who, note, body)
-        }
-        (Method::Post, [_, _, "notes", note, "sources"]) => {
-            rest::add_source(&kv, env, &who, note, body)
-        }
-        (Method::Get, [_, _, "notes", note, "attachments"]) => rest::list_attachments(
-            &kv,
-            env,
-            &who,
-            note,
-            get("kind"),
-            get("cursor"),
-            get("limit"),
-        ),
+        (Method::Get, [_, _, "notes", note, "tabs", tab]) => rest::read_tab(&kv, env, &who, note, tab, get("at_version")),
+        (Method::Get, [_, _, "notes", note, "tabs", tab, "range"]) => rest::read_range(&kv, env, &who, note, tab, get("range"), get("sheet_id")),
+        (Method::Post, [_, _, "notes", note, "tabs", tab, "edit"]) => rest::edit_tab(&kv, env, &who, note, tab, body),
+        (Method::Post, [_, _, "notes", note, "tabs"]) => rest::create_tab(&kv, env, &who, note, body),
+        (Method::Post, [_, _, "notes", note, "sources"]) => rest::add_source(&kv, env, &who, note, body),
+        (Method::Get, [_, _, "notes", note, "attachments"]) => rest::list_attachments(&kv, env, &who, note, get("kind"), get("cursor"), get("limit")),
         (Method::Put, [_, _, _, note, _, tab]) => rest::write_tab(&kv, env, &who, note, tab, body),
-        (Method::Patch, [_, _, _, note, _, tab]) => {
-            rest::update_tab(&kv, env, &who, note, tab, body)
-        }
-        (Method::Delete, [_, _, _, note, _, tab]) => {
-            rest::delete_tab(&kv, env, &who, note, tab, body)
-        }
-        (Method::Post, [_, _, "notes", note, "files"]) => {
-            rest::attach_file(&kv, env, &who, note, body)
-        }
-        (Method::Get, [_, _, "notes", note, "history"]) => rest::note_history(
-            &kv,
-            env,
-            &who,
-            note,
-            get("tab_id"),
-            get("before"),
-            get("limit"),
-        ),
-        (Method::Get, [_, _, "notes", note, "tabs", tab, "versions", v]) => {
-            rest::tab_version(&kv, env, &who, note, tab, v)
-        }
-        (Method::Get, [_, _, "notes", note, "tabs", tab, "diff"]) => {
-            rest::tab_diff(&kv, env, &who, note, tab, get("from"), get("to"))
-        }
-        (Method::Post, [_, _, "notes", note, "tabs", tab, "restore"]) => {
-            rest::restore_tab(&kv, env, &who, note, tab, body)
-        }
-        (Method::Post, [_, _, "notes", note, "tabs", tab, "merge"]) => {
-            rest::merge_draft(&kv, env, &who, note, tab, body)
-        }
-        (Method::Post, [_, _, "notes", note, "claims"]) => {
-            rest::claim_note(&kv, env, &who, note, body)
-        }
-        (Method::Get, [_, _, "audit"]) => rest::audit(
-            &kv,
-            env,
-            &who,
-            get("note_id"),
-            get("since"),
-            get("cursor"),
-            get("limit"),
-        ),
+        (Method::Patch, [_, _, _, note, _, tab]) => rest::update_tab(&kv, env, &who, note, tab, body),
+        (Method::Delete, [_, _, _, note, _, tab]) => rest::delete_tab(&kv, env, &who, note, tab, body),
+        (Method::Post, [_, _, "notes", note, "files"]) => rest::attach_file(&kv, env, &who, note, body),
+        (Method::Get, [_, _, "notes", note, "history"]) => rest::note_history(&kv, env, &who, note, get("tab_id"), get("before"), get("limit")),
+        (Method::Get, [_, _, "notes", note, "tabs", tab, "versions", v]) => rest::tab_version(&kv, env, &who, note, tab, v),
+        (Method::Get, [_, _, "notes", note, "tabs", tab, "diff"]) => rest::tab_diff(&kv, env, &who, note, tab, get("from"), get("to")),
+        (Method::Post, [_, _, "notes", note, "tabs", tab, "restore"]) => rest::restore_tab(&kv, env, &who, note, tab, body),
+        (Method::Post, [_, _, "notes", note, "tabs", tab, "merge"]) => rest::merge_draft(&kv, env, &who, note, tab, body),
+        (Method::Post, [_, _, "notes", note, "claims"]) => rest::claim_note(&kv, env, &who, note, body),
+        (Method::Get, [_, _, "audit"]) => rest::audit(&kv, env, &who, get("note_id"), get("since"), get("cursor"), get("limit")),
         (Method::Get, [_, _, "claims"]) => rest::list_claims(&kv, env, &who, get("note_id")),
-        (Method::Get, [_, _, "search"]) => rest::search(
-            &kv,
-            env,
-            &who,
-            get("q"),
-            get("tab_type"),
-            get("limit"),
-            get("cursor"),
-        ),
-        (Method::Post, [_, _, "claims", claim, "renew"]) => {
-            rest::renew_claim(&kv, env, &who, claim, body)
-        }
-        (Method::Post, [_, _, "claims", claim, "notes"]) => {
-            rest::post_claim_note(&kv, env, &who, claim, body)
-        }
-        (Method::Post, [_, _, "claims", claim, "force-release"]) => {
-            rest::force_release_claim(&kv, env, &who, claim)
-        }
+        (Method::Get, [_, _, "search"]) => rest::search(&kv, env, &who, get("q"), get("tab_type"), get("limit"), get("cursor")),
+        (Method::Post, [_, _, "claims", claim, "renew"]) => rest::renew_claim(&kv, env, &who, claim, body),
+        (Method::Post, [_, _, "claims", claim, "notes"]) => rest::post_claim_note(&kv, env, &who, claim, body),
+        (Method::Post, [_, _, "claims", claim, "force-release"]) => rest::force_release_claim(&kv, env, &who, claim),
         (Method::Delete, [_, _, "claims", claim]) => rest::release_claim(&kv, env, &who, claim),
         _ => return respond::error(404, "not_found", "no such route"),
     };
     // Refused writes go into the audit trail (reads, merge included, write nothing).
     // The routes served by a write tool (edit, new tab, source) are recorded by the tool
     // call itself, under the tool's name.
-    let by_tool = matches!(
-        (&method, segments.as_slice()),
-        (
-            Method::Post,
-            [_, _, "notes", _, "tabs" | "sources"] | [_, _, "notes", _, "tabs", _, "edit"]
-        )
-    );
+    let by_tool = matches!((&method, segments.as_slice()), (Method::Post, [_, _, "notes", _, "tabs" | "sources"] | [_, _, "notes", _, "tabs", _, "edit"]));
     if scope != cairn_notes::scopes::READ
         && scope != cairn_notes::scopes::AUDIT
         && !by_tool
@@ -286,23 +174,13 @@ fn sweep(req: &Request) -> Response {
     };
     match respond::bearer(req) {
         Some(t) if cairn_guest::constant_time_eq(t.as_bytes(), token.as_bytes()) => {}
-        _ => {
-            return respond::error(
-                401,
-                "unauthorized",
-                "the sweep needs the operator's sweep_token",
-            );
-        }
+        _ => return respond::error(401, "unauthorized", "the sweep needs the operator's sweep_token"),
     }
     let kv = GuestStore::new();
     let mut released = serde_json::Map::new();
     let mut history = serde_json::Map::new();
     let mut search = serde_json::Map::new();
-    for tenant in req
-        .query()
-        .split('&')
-        .filter_map(|p| p.strip_prefix("tenant="))
-    {
+    for tenant in req.query().split('&').filter_map(|p| p.strip_prefix("tenant=")) {
         match cairn_notes::sweep_expired_claims(&kv, &mut HostEnv, tenant) {
             Ok(n) => released.insert(tenant.to_string(), json!(n)),
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: {e}")),
@@ -311,24 +189,12 @@ fn sweep(req: &Request) -> Response {
             Ok(h) => history.insert(tenant.to_string(), json!({"notes": h.notes, "entries": h.entries, "blobs": h.blobs, "idempotency": h.idempotency})),
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: history: {e}")),
         };
-        match cairn_notes::search::merge(&kv, &mut HostEnv, tenant, 1024) {
-            Ok(m) => search.insert(
-                tenant.to_string(),
-                json!({"merged": m.transitions, "still_dirty": m.still_dirty}),
-            ),
-            Err(e) => {
-                return respond::error(
-                    400,
-                    "sweep_failed",
-                    &format!("tenant {tenant}: search merge: {e}"),
-                );
-            }
+        match cairn_notes::search::merge(&kv, &mut HostEnv, tenant, cairn_notes::search::MERGE_BUDGET) {
+            Ok(m) => search.insert(tenant.to_string(), json!({"merged": m.transitions, "still_dirty": m.still_dirty})),
+            Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: search merge: {e}")),
         };
     }
-    respond::json(
-        200,
-        &json!({"released": released, "history": history, "search": search}),
-    )
+    respond::json(200, &json!({"released": released, "history": history, "search": search}))
 }
 
 /// The query string's parameters (`a=1&b=2`), percent-decoded (`A1%3AC3` is `A1:C3`).

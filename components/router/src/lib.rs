@@ -32,20 +32,15 @@ use spin_sdk::http_component;
 async fn handle(req: Request) -> Response {
     let path = req.path().trim_end_matches('/').to_string();
     match (req.method().clone(), path.as_str()) {
-        (
-            Method::Get,
-            "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp",
-        ) => match Config::load() {
-            Ok(cfg) => respond::json(200, &cfg.metadata()),
-            Err(e) => respond::error(500, "misconfigured", &e),
-        },
+        (Method::Get, "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp") => {
+            match Config::load() {
+                Ok(cfg) => respond::json(200, &cfg.metadata()),
+                Err(e) => respond::error(500, "misconfigured", &e),
+            }
+        }
         (Method::Post, "/mcp") => post_mcp(req).await,
         (_, "/mcp") => {
-            let mut r = respond::error(
-                405,
-                "method_not_allowed",
-                "this server is stateless: POST JSON-RPC to /mcp",
-            );
+            let mut r = respond::error(405, "method_not_allowed", "this server is stateless: POST JSON-RPC to /mcp");
             r.set_header("allow", "POST");
             r
         }
@@ -54,9 +49,7 @@ async fn handle(req: Request) -> Response {
 }
 
 fn setting(name: &str, default: u64) -> u64 {
-    cairn_guest::variable(name)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
+    cairn_guest::variable(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
 async fn post_mcp(req: Request) -> Response {
@@ -76,11 +69,7 @@ async fn post_mcp(req: Request) -> Response {
     // 2. Size, before parsing.
     let limit = setting("max_body_bytes", 1 << 20) as usize;
     if req.body().len() > limit {
-        return respond::error(
-            413,
-            "body_too_large",
-            &format!("the request body exceeds {limit} bytes"),
-        );
+        return respond::error(413, "body_too_large", &format!("the request body exceeds {limit} bytes"));
     }
     // 3. Token.
     let cfg = match Config::load() {
@@ -91,11 +80,7 @@ async fn post_mcp(req: Request) -> Response {
     let principal = match cfg.authenticate(&req, cache, now_s).await {
         Ok(p) => p,
         Err(e) => {
-            audit_refusal(
-                bucket,
-                None,
-                json!({"reason": "token", "detail": e.to_string()}),
-            );
+            audit_refusal(bucket, None, json!({"reason": "token", "detail": e.to_string()}));
             return cfg.refusal(&e);
         }
     };
@@ -103,16 +88,7 @@ async fn post_mcp(req: Request) -> Response {
     //    a tool's arguments reach it as the caller wrote them.
     let body = match std::str::from_utf8(req.body()) {
         Ok(b) => b,
-        Err(e) => {
-            return respond::json(
-                400,
-                &mcp::error(
-                    Value::Null,
-                    mcp::PARSE_ERROR,
-                    &format!("parse error: the body is not UTF-8: {e}"),
-                ),
-            );
-        }
+        Err(e) => return respond::json(400, &mcp::error(Value::Null, mcp::PARSE_ERROR, &format!("parse error: the body is not UTF-8: {e}"))),
     };
     let (messages, batch) = match mcp::split(body) {
         Ok(m) => m,
@@ -129,24 +105,13 @@ async fn post_mcp(req: Request) -> Response {
         let key = cairn_notes::keys::rate_limit(&token_id, minute);
         match b.increment(&key, messages.len() as i64) {
             Ok(count) if count > per_minute => {
-                audit_refusal(
-                    bucket,
-                    Some(&principal.tenant),
-                    json!({"reason": "rate", "sub": principal.subject}),
-                );
-                let mut r = respond::error(
-                    429,
-                    "rate_limited",
-                    &format!("at most {per_minute} messages a minute per token"),
-                );
+                audit_refusal(bucket, Some(&principal.tenant), json!({"reason": "rate", "sub": principal.subject}));
+                let mut r = respond::error(429, "rate_limited", &format!("at most {per_minute} messages a minute per token"));
                 r.set_header("retry-after", (60 - now_s % 60).max(1).to_string());
                 return r;
             }
             Ok(count) if count == messages.len() as i64 => {
-                let _ = b.delete(&cairn_notes::keys::rate_limit(
-                    &token_id,
-                    minute.saturating_sub(1),
-                ));
+                let _ = b.delete(&cairn_notes::keys::rate_limit(&token_id, minute.saturating_sub(1)));
             }
             _ => {}
         }
@@ -155,11 +120,7 @@ async fn post_mcp(req: Request) -> Response {
     for m in &messages {
         if let Some(scope) = m.needed_scope() {
             if !principal.has_scope(scope) {
-                audit_refusal(
-                    bucket,
-                    Some(&principal.tenant),
-                    json!({"reason": "scope", "sub": principal.subject, "scope": scope}),
-                );
+                audit_refusal(bucket, Some(&principal.tenant), json!({"reason": "scope", "sub": principal.subject, "scope": scope}));
                 return cfg.insufficient_scope(scope);
             }
         }
@@ -174,30 +135,16 @@ async fn post_mcp(req: Request) -> Response {
             // to have happened or not, so the caller retries the request
             // (with the same idempotency keys) once the store is back.
             Err(mcp::Unavailable(why)) => {
-                let mut r = respond::error(
-                    503,
-                    "unavailable",
-                    &format!("{why}; retry the request (same idempotency keys) shortly"),
-                );
+                let mut r = respond::error(503, "unavailable", &format!("{why}; retry the request (same idempotency keys) shortly"));
                 r.set_header("retry-after", "1");
                 return r;
             }
         }
     }
     if replies.is_empty() {
-        return Response::builder()
-            .status(202)
-            .body(Vec::<u8>::new())
-            .build();
+        return Response::builder().status(202).body(Vec::<u8>::new()).build();
     }
-    let body = if batch {
-        format!("[{}]", replies.join(","))
-    } else {
-        replies.pop().unwrap_or_default()
-    };
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/json")
-        .body(body)
-        .build()
+    let body = if batch { format!("[{}]", replies.join(",")) } else { replies.pop().unwrap_or_default() };
+    Response::builder().status(200).header("content-type", "application/json").body(body).build()
 }
+

@@ -92,17 +92,11 @@ struct Params<'a> {
 impl<'a> Message<'a> {
     fn parse(raw: &'a RawValue) -> Result<Self, String> {
         if !raw.get().starts_with('{') {
-            return Ok(Message {
-                not_object: true,
-                ..Default::default()
-            });
+            return Ok(Message { not_object: true, ..Default::default() });
         }
         let mut m: Message = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
         m.method_name = m.method.and_then(|r| serde_json::from_str(r.get()).ok());
-        m.parsed = m
-            .params
-            .filter(|p| p.get().starts_with('{'))
-            .map(|p| serde_json::from_str(p.get()).map_err(|e| e.to_string()));
+        m.parsed = m.params.filter(|p| p.get().starts_with('{')).map(|p| serde_json::from_str(p.get()).map_err(|e| e.to_string()));
         Ok(m)
     }
 
@@ -140,50 +134,33 @@ impl<'a> Message<'a> {
     }
 
     fn id_value(&self) -> Value {
-        self.id
-            .and_then(|r| serde_json::from_str(r.get()).ok())
-            .unwrap_or(Value::Null)
+        self.id.and_then(|r| serde_json::from_str(r.get()).ok()).unwrap_or(Value::Null)
     }
 }
 
 /// The messages of a body: one object, or a batch of 1 to [`MAX_BATCH`];
 /// otherwise the error reply for the whole request.
 pub fn split(body: &str) -> Result<(Vec<Message<'_>>, bool), Value> {
-    let raw: &RawValue = serde_json::from_str(body)
-        .map_err(|e| error(Value::Null, PARSE_ERROR, &format!("parse error: {e}")))?;
+    let raw: &RawValue = serde_json::from_str(body).map_err(|e| error(Value::Null, PARSE_ERROR, &format!("parse error: {e}")))?;
     let text = raw.get();
     let (items, batch): (Vec<&RawValue>, bool) = if text.starts_with('[') {
-        let items: Vec<&RawValue> = serde_json::from_str(text)
-            .map_err(|e| error(Value::Null, PARSE_ERROR, &format!("parse error: {e}")))?;
+        let items: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| error(Value::Null, PARSE_ERROR, &format!("parse error: {e}")))?;
         if items.is_empty() || items.len() > MAX_BATCH {
             return Err(error(
                 Value::Null,
                 INVALID_REQUEST,
-                &format!(
-                    "a batch holds 1 to {MAX_BATCH} messages; this one has {}: nothing was run",
-                    items.len()
-                ),
+                &format!("a batch holds 1 to {MAX_BATCH} messages; this one has {}: nothing was run", items.len()),
             ));
         }
         (items, true)
     } else if text.starts_with('{') {
         (vec![raw], false)
     } else {
-        return Err(error(
-            Value::Null,
-            INVALID_REQUEST,
-            "a request is a JSON-RPC object or an array of them",
-        ));
+        return Err(error(Value::Null, INVALID_REQUEST, "a request is a JSON-RPC object or an array of them"));
     };
     let mut out = Vec::with_capacity(items.len());
     for item in items {
-        out.push(Message::parse(item).map_err(|e| {
-            error(
-                Value::Null,
-                INVALID_REQUEST,
-                &format!("invalid JSON-RPC message: {e}"),
-            )
-        })?);
+        out.push(Message::parse(item).map_err(|e| error(Value::Null, INVALID_REQUEST, &format!("invalid JSON-RPC message: {e}")))?);
     }
     Ok((out, batch))
 }
@@ -192,33 +169,18 @@ pub fn split(body: &str) -> Result<(Vec<Message<'_>>, bool), Value> {
 pub fn check_headers(req: &Request, messages: &[Message]) -> Result<(), Value> {
     if let Some(v) = req.header("mcp-protocol-version").and_then(|v| v.as_str()) {
         if !VERSIONS.contains(&v) {
-            return Err(error(
-                Value::Null,
-                INVALID_REQUEST,
-                &format!(
-                    "unsupported MCP-Protocol-Version {v}; supported: {}",
-                    VERSIONS.join(", ")
-                ),
-            ));
+            return Err(error(Value::Null, INVALID_REQUEST, &format!("unsupported MCP-Protocol-Version {v}; supported: {}", VERSIONS.join(", "))));
         }
     }
     if let [single] = messages {
         if let Some(m) = req.header("mcp-method").and_then(|v| v.as_str()) {
             if single.method() != Some(m) {
-                return Err(error(
-                    single.id_value(),
-                    INVALID_REQUEST,
-                    "the Mcp-Method header does not match the body's method",
-                ));
+                return Err(error(single.id_value(), INVALID_REQUEST, "the Mcp-Method header does not match the body's method"));
             }
         }
         if let Some(n) = req.header("mcp-name").and_then(|v| v.as_str()) {
             if single.name_for_header() != Some(n) {
-                return Err(error(
-                    single.id_value(),
-                    INVALID_REQUEST,
-                    "the Mcp-Name header does not match params.name (params.uri for resources/read)",
-                ));
+                return Err(error(single.id_value(), INVALID_REQUEST, "the Mcp-Name header does not match params.name (params.uri for resources/read)"));
             }
         }
     }
@@ -247,10 +209,7 @@ fn server_info() -> Value {
 
 /// Handle one message; its serialized reply, `None` for notifications and
 /// client responses; `Err` when the request cannot be served right now.
-pub async fn handle_message(
-    m: &Message<'_>,
-    who: &Principal,
-) -> Result<Option<String>, Unavailable> {
+pub async fn handle_message(m: &Message<'_>, who: &Principal) -> Result<Option<String>, Unavailable> {
     Ok(handle(m, who).await?.map(|r| match r {
         Reply::Value(v) => v.to_string(),
         Reply::Text(t) => t,
@@ -265,11 +224,7 @@ enum Reply {
 async fn handle(m: &Message<'_>, who: &Principal) -> Result<Option<Reply>, Unavailable> {
     let err = |id: Value, code, msg: &str| Ok(Some(Reply::Value(error(id, code, msg))));
     if m.not_object {
-        return err(
-            Value::Null,
-            INVALID_REQUEST,
-            "a JSON-RPC message is an object",
-        );
+        return err(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object");
     }
     let id = m.id.map(|_| m.id_value());
     let Some(method) = m.method() else {
@@ -280,21 +235,13 @@ async fn handle(m: &Message<'_>, who: &Principal) -> Result<Option<Reply>, Unava
         return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "missing method");
     };
     if m.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
-        return err(
-            id.unwrap_or(Value::Null),
-            INVALID_REQUEST,
-            "jsonrpc must be \"2.0\"",
-        );
+        return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "jsonrpc must be \"2.0\"");
     }
     let Some(id) = id else {
         return Ok(None); // a notification
     };
     if !valid_id(&id) {
-        return err(
-            Value::Null,
-            INVALID_REQUEST,
-            "id must be a string or an integer",
-        );
+        return err(Value::Null, INVALID_REQUEST, "id must be a string or an integer");
     }
     let raw_params = m.params.map(RawValue::get).unwrap_or("{}");
     if !raw_params.starts_with('{') {
@@ -302,22 +249,9 @@ async fn handle(m: &Message<'_>, who: &Principal) -> Result<Option<Reply>, Unava
     }
     let params = m.parsed.as_ref().and_then(|p| p.as_ref().ok());
     // 2026-07-28: the revision rides in every request's _meta.
-    let stateless = match params
-        .and_then(|p| p.meta.as_ref())
-        .and_then(|m| m.get(META_VERSION))
-        .and_then(Value::as_str)
-    {
+    let stateless = match params.and_then(|p| p.meta.as_ref()).and_then(|m| m.get(META_VERSION)).and_then(Value::as_str) {
         Some(v) if VERSIONS.contains(&v) => v == "2026-07-28",
-        Some(v) => {
-            return err(
-                id,
-                INVALID_PARAMS,
-                &format!(
-                    "unsupported protocol version {v}; supported: {}",
-                    VERSIONS.join(", ")
-                ),
-            );
-        }
+        Some(v) => return err(id, INVALID_PARAMS, &format!("unsupported protocol version {v}; supported: {}", VERSIONS.join(", "))),
         None => false,
     };
     if method == "tools/call" {
@@ -338,18 +272,9 @@ async fn handle(m: &Message<'_>, who: &Principal) -> Result<Option<Reply>, Unava
     let params: Value = serde_json::from_str(raw_params).unwrap_or_else(|_| json!({}));
     let mut reply = match method {
         "initialize" => {
-            let asked = params
-                .get("protocolVersion")
-                .and_then(Value::as_str)
-                .unwrap_or(LATEST_HANDSHAKE);
-            let version = if VERSIONS[1..].contains(&asked) {
-                asked
-            } else {
-                LATEST_HANDSHAKE
-            };
-            Ok(
-                json!({"protocolVersion": version, "capabilities": capabilities(), "serverInfo": server_info(), "instructions": INSTRUCTIONS}),
-            )
+            let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or(LATEST_HANDSHAKE);
+            let version = if VERSIONS[1..].contains(&asked) { asked } else { LATEST_HANDSHAKE };
+            Ok(json!({"protocolVersion": version, "capabilities": capabilities(), "serverInfo": server_info(), "instructions": INSTRUCTIONS}))
         }
         "server/discover" => Ok(json!({
             "supportedVersions": VERSIONS,
@@ -360,13 +285,11 @@ async fn handle(m: &Message<'_>, who: &Principal) -> Result<Option<Reply>, Unava
         })),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": list_tools()})),
-        "resources/list" | "resources/templates/list" | "resources/read" => {
-            match crate::resources::handle(method, &params, who).await {
-                Ok(r) => Ok(r),
-                Err(crate::resources::Failed::Rpc(code, msg)) => Err((code, msg)),
-                Err(crate::resources::Failed::Unavailable(msg)) => return Err(Unavailable(msg)),
-            }
-        }
+        "resources/list" | "resources/templates/list" | "resources/read" => match crate::resources::handle(method, &params, who).await {
+            Ok(r) => Ok(r),
+            Err(crate::resources::Failed::Rpc(code, msg)) => Err((code, msg)),
+            Err(crate::resources::Failed::Unavailable(msg)) => return Err(Unavailable(msg)),
+        },
         other => Err((METHOD_NOT_FOUND, format!("unknown method {other}"))),
     };
     if stateless || method == "server/discover" {
@@ -374,14 +297,7 @@ async fn handle(m: &Message<'_>, who: &Principal) -> Result<Option<Reply>, Unava
             r.insert("resultType".into(), json!("complete"));
             // Cache hints are required on cacheable results: listings change
             // with every deploy and are per caller, so never cache them.
-            if matches!(
-                method,
-                "server/discover"
-                    | "tools/list"
-                    | "resources/list"
-                    | "resources/templates/list"
-                    | "resources/read"
-            ) {
+            if matches!(method, "server/discover" | "tools/list" | "resources/list" | "resources/templates/list" | "resources/read") {
                 r.insert("ttlMs".into(), json!(0));
                 r.insert("cacheScope".into(), json!("private"));
             }
@@ -420,37 +336,21 @@ pub(crate) enum ToolError {
 /// unreachable): answer 503 with `Retry-After`, never a result.
 pub struct Unavailable(pub String);
 
-async fn call_tool(
-    params: Result<&Params<'_>, &str>,
-    who: &Principal,
-) -> Result<String, ToolError> {
+async fn call_tool(params: Result<&Params<'_>, &str>, who: &Principal) -> Result<String, ToolError> {
     let params = params.map_err(|e| ToolError::Params(format!("params: {e}")))?;
-    let name = params
-        .name
-        .as_ref()
-        .and_then(Value::as_str)
-        .ok_or(ToolError::Params(
-            "params.name must be a tool name".to_string(),
-        ))?;
-    let tool =
-        cairn_notes::tools::find(name).ok_or(ToolError::Params(format!("unknown tool {name}")))?;
+    let name = params.name.as_ref().and_then(Value::as_str).ok_or(ToolError::Params("params.name must be a tool name".to_string()))?;
+    let tool = cairn_notes::tools::find(name).ok_or(ToolError::Params(format!("unknown tool {name}")))?;
     // The arguments go to the tool as sent; it drops `_meta`, MCP's request metadata.
     let args = params.arguments.map(RawValue::get).unwrap_or("{}");
     if !args.starts_with('{') {
-        return Err(ToolError::Params(
-            "params.arguments must be an object".into(),
-        ));
+        return Err(ToolError::Params("params.arguments must be an object".into()));
     }
     call(tool, args, who).await
 }
 
 /// Calls `tool` with `args` (a JSON object) as `who`, on whichever road
 /// reaches its component; the CallToolResult as the tool wrote it.
-pub(crate) async fn call(
-    tool: &cairn_notes::tools::Tool,
-    args: &str,
-    who: &Principal,
-) -> Result<String, ToolError> {
+pub(crate) async fn call(tool: &cairn_notes::tools::Tool, args: &str, who: &Principal) -> Result<String, ToolError> {
     let name = tool.name;
     let component = tool.component();
     let own = format!("http://{component}.spin.internal");
@@ -461,8 +361,7 @@ pub(crate) async fn call(
     // deployed apart is always called at its URL.
     let composed = base == own && cairn_guest::variable("tool_calls").as_deref() != Some("http");
     let (status, body) = if composed {
-        let caller = serde_json::to_string(who)
-            .map_err(|e| ToolError::Internal(format!("cannot encode the caller: {e}")))?;
+        let caller = serde_json::to_string(who).map_err(|e| ToolError::Internal(format!("cannot encode the caller: {e}")))?;
         cairn_guest::bindings::call_slot(&component, &caller, args)
             .ok_or_else(|| ToolError::Internal(format!("the router has no slot for {name}")))?
     } else {
@@ -470,10 +369,7 @@ pub(crate) async fn call(
     };
     if status != 200 {
         let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-        let msg = body
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("the tool failed");
+        let msg = body.get("message").and_then(Value::as_str).unwrap_or("the tool failed");
         return Err(if status == 503 {
             ToolError::Unavailable(format!("tool {name}: {msg}"))
         } else {
@@ -481,9 +377,7 @@ pub(crate) async fn call(
         });
     }
     if !body.starts_with('{') {
-        return Err(ToolError::Internal(format!(
-            "tool {name} answered with something other than a result object"
-        )));
+        return Err(ToolError::Internal(format!("tool {name} answered with something other than a result object")));
     }
     Ok(body)
 }
@@ -495,39 +389,17 @@ fn path_of(url: &str) -> &str {
 }
 
 /// A tool over HTTP at `url`, with the caller's identity signed in for this one call.
-async fn call_http(
-    name: &str,
-    url: &str,
-    who: &Principal,
-    args: &str,
-) -> Result<(u16, String), ToolError> {
-    let secret = cairn_guest::variable("identity_secret").ok_or(ToolError::Internal(
-        "the identity_secret variable is not set".to_string(),
-    ))?;
+async fn call_http(name: &str, url: &str, who: &Principal, args: &str) -> Result<(u16, String), ToolError> {
+    let secret = cairn_guest::variable("identity_secret").ok_or(ToolError::Internal("the identity_secret variable is not set".to_string()))?;
     let req = Request::builder()
         .method(Method::Post)
         .uri(url)
         .header("content-type", "application/json")
-        .header(
-            cairn_auth::identity::HEADER,
-            cairn_auth::identity::sign(
-                who,
-                &secret,
-                &cairn_auth::identity::Call {
-                    method: "POST",
-                    path: path_of(url),
-                    body: args.as_bytes(),
-                },
-                cairn_guest::notes::now_us() / 1_000_000,
-            ),
-        )
+        .header(cairn_auth::identity::HEADER, cairn_auth::identity::sign(who, &secret, &cairn_auth::identity::Call { method: "POST", path: path_of(url), body: args.as_bytes() }, cairn_guest::notes::now_us() / 1_000_000))
         .body(args.to_string())
         .build();
-    let resp: Response = spin_sdk::http::send(req)
-        .await
-        .map_err(|e| ToolError::Unavailable(format!("tool {name} is unreachable: {e}")))?;
+    let resp: Response = spin_sdk::http::send(req).await.map_err(|e| ToolError::Unavailable(format!("tool {name} is unreachable: {e}")))?;
     let status = *resp.status();
-    let body = String::from_utf8(resp.into_body())
-        .map_err(|_| ToolError::Internal(format!("tool {name} answered with invalid UTF-8")))?;
+    let body = String::from_utf8(resp.into_body()).map_err(|_| ToolError::Internal(format!("tool {name} answered with invalid UTF-8")))?;
     Ok((status, body))
 }

@@ -42,13 +42,7 @@ enum Target<'a> {
 /// Parses `cairn://notes/{note}` or `cairn://notes/{note}/tabs/{tab}`.
 fn parse(uri: &str) -> Option<Target<'_>> {
     let rest = uri.strip_prefix(PREFIX)?;
-    let ok = |id: &str| {
-        !id.is_empty()
-            && id.len() <= 64
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    };
+    let ok = |id: &str| !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     match rest.split('/').collect::<Vec<_>>()[..] {
         [note] if ok(note) => Some(Target::Note(note)),
         [note, "tabs", tab] if ok(note) && ok(tab) => Some(Target::Tab(note, tab)),
@@ -95,31 +89,21 @@ fn templates() -> Value {
 /// Runs a read tool and hands back its structuredContent, or the refusal
 /// turned into a JSON-RPC error about `uri`.
 async fn run(tool: &str, args: Value, who: &Principal, uri: &str) -> Result<Value, Failed> {
-    let tool = cairn_notes::tools::find(tool)
-        .ok_or_else(|| Failed::Rpc(INVALID_PARAMS, format!("no tool {tool}")))?;
+    let tool = cairn_notes::tools::find(tool).ok_or_else(|| Failed::Rpc(INVALID_PARAMS, format!("no tool {tool}")))?;
     let raw = match call(tool, &args.to_string(), who).await {
         Ok(raw) => raw,
-        Err(ToolError::Params(m) | ToolError::Internal(m)) => {
-            return Err(Failed::Rpc(crate::mcp::INTERNAL_ERROR, m));
-        }
+        Err(ToolError::Params(m) | ToolError::Internal(m)) => return Err(Failed::Rpc(crate::mcp::INTERNAL_ERROR, m)),
         Err(ToolError::Unavailable(m)) => return Err(Failed::Unavailable(m)),
     };
-    let mut result: Value = serde_json::from_str(&raw).map_err(|e| {
-        Failed::Rpc(
-            crate::mcp::INTERNAL_ERROR,
-            format!("{} answered with something other than JSON: {e}", tool.name),
-        )
-    })?;
+    let mut result: Value =
+        serde_json::from_str(&raw).map_err(|e| Failed::Rpc(crate::mcp::INTERNAL_ERROR, format!("{} answered with something other than JSON: {e}", tool.name)))?;
     let content = result["structuredContent"].take();
     if result["isError"] != true {
         return Ok(content);
     }
     let message = content["message"].as_str().unwrap_or("refused");
     Err(match content["error"].as_str() {
-        Some("not_found") => Failed::Rpc(
-            RESOURCE_NOT_FOUND,
-            format!("resource not found: {uri} ({message})"),
-        ),
+        Some("not_found") => Failed::Rpc(RESOURCE_NOT_FOUND, format!("resource not found: {uri} ({message})")),
         _ => Failed::Rpc(INVALID_PARAMS, format!("{uri}: {message}")),
     })
 }
@@ -129,19 +113,12 @@ async fn list(params: &Value, who: &Principal) -> Result<Value, Failed> {
     match params.get("cursor") {
         None | Some(Value::Null) => {}
         Some(Value::String(c)) => args["cursor"] = c.clone().into(),
-        Some(_) => {
-            return Err(Failed::Rpc(
-                INVALID_PARAMS,
-                "cursor must be a string from a previous nextCursor".into(),
-            ));
-        }
+        Some(_) => return Err(Failed::Rpc(INVALID_PARAMS, "cursor must be a string from a previous nextCursor".into())),
     }
-    let page = run("list_notes", args, who, "cairn://notes")
-        .await
-        .map_err(|e| match e {
-            Failed::Rpc(_, m) => Failed::Rpc(INVALID_PARAMS, m),
-            other => other,
-        })?;
+    let page = run("list_notes", args, who, "cairn://notes").await.map_err(|e| match e {
+        Failed::Rpc(_, m) => Failed::Rpc(INVALID_PARAMS, m),
+        other => other,
+    })?;
     let resources: Vec<Value> = page["notes"]
         .as_array()
         .into_iter()
@@ -166,10 +143,7 @@ async fn list(params: &Value, who: &Principal) -> Result<Value, Failed> {
 }
 
 async fn read(params: &Value, who: &Principal) -> Result<Value, Failed> {
-    let uri = params
-        .get("uri")
-        .and_then(Value::as_str)
-        .ok_or_else(|| Failed::Rpc(INVALID_PARAMS, "params.uri must be a resource URI".into()))?;
+    let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| Failed::Rpc(INVALID_PARAMS, "params.uri must be a resource URI".into()))?;
     let target = parse(uri).ok_or_else(|| {
         Failed::Rpc(INVALID_PARAMS, format!("{uri} is not a Cairn resource: use cairn://notes/{{note_id}} or cairn://notes/{{note_id}}/tabs/{{tab_id}}"))
     })?;
@@ -185,21 +159,13 @@ async fn read(params: &Value, who: &Principal) -> Result<Value, Failed> {
             vec![json!({"uri": uri, "mimeType": "application/json", "text": listing.to_string()})]
         }
         Target::Tab(note, tab) => {
-            let mut read = run(
-                "read_note_tab",
-                json!({"note_id": note, "tab_id": tab}),
-                who,
-                uri,
-            )
-            .await?;
+            let mut read = run("read_note_tab", json!({"note_id": note, "tab_id": tab}), who, uri).await?;
             match read.as_object_mut().and_then(|o| o.remove("text")) {
                 Some(Value::String(text)) => vec![
                     json!({"uri": uri, "mimeType": "application/json", "text": read.to_string()}),
                     json!({"uri": uri, "mimeType": "text/markdown", "text": text}),
                 ],
-                _ => vec![
-                    json!({"uri": uri, "mimeType": "application/json", "text": read.to_string()}),
-                ],
+                _ => vec![json!({"uri": uri, "mimeType": "application/json", "text": read.to_string()})],
             }
         }
     };

@@ -26,31 +26,11 @@ const JS: &str = "text/javascript; charset=utf-8";
 
 /// Every file the page loads.
 const ASSETS: &[Asset] = &[
-    Asset {
-        path: "/",
-        content_type: "text/html; charset=utf-8",
-        body: include_bytes!("../assets/index.html"),
-    },
-    Asset {
-        path: "/ui/app.js",
-        content_type: JS,
-        body: include_bytes!("../assets/app.js"),
-    },
-    Asset {
-        path: "/ui/app.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_bytes!("../assets/app.css"),
-    },
-    Asset {
-        path: "/ui/vendor/marked.esm.js",
-        content_type: JS,
-        body: include_bytes!("../node_modules/marked/lib/marked.esm.js"),
-    },
-    Asset {
-        path: "/ui/vendor/purify.es.mjs",
-        content_type: JS,
-        body: include_bytes!("../node_modules/dompurify/dist/purify.es.mjs"),
-    },
+    Asset { path: "/", content_type: "text/html; charset=utf-8", body: include_bytes!("../assets/index.html") },
+    Asset { path: "/ui/app.js", content_type: JS, body: include_bytes!("../assets/app.js") },
+    Asset { path: "/ui/app.css", content_type: "text/css; charset=utf-8", body: include_bytes!("../assets/app.css") },
+    Asset { path: "/ui/vendor/marked.esm.js", content_type: JS, body: include_bytes!("../node_modules/marked/lib/marked.esm.js") },
+    Asset { path: "/ui/vendor/purify.es.mjs", content_type: JS, body: include_bytes!("../node_modules/dompurify/dist/purify.es.mjs") },
 ];
 
 fn variable(name: &str) -> String {
@@ -58,19 +38,14 @@ fn variable(name: &str) -> String {
 }
 
 fn variable_or(name: &str, default: &str) -> String {
-    Some(variable(name))
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| default.to_string())
+    Some(variable(name)).filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
 }
 
 /// The origin (`scheme://host[:port]`) of a URL, if it has one.
 fn origin(url: &str) -> Option<&str> {
     let rest = url.split_once("://")?.1;
-    let end = rest
-        .find('/')
-        .map_or(url.len(), |i| url.len() - rest.len() + i);
-    url.get(..end)
-        .filter(|o| o.starts_with("https://") || o.starts_with("http://"))
+    let end = rest.find('/').map_or(url.len(), |i| url.len() - rest.len() + i);
+    url.get(..end).filter(|o| o.starts_with("https://") || o.starts_with("http://"))
 }
 
 /// The authorization server the page signs people in with, when configured.
@@ -82,9 +57,7 @@ fn authorization_server() -> String {
 /// The policy: this origin only, plus the authorization server for
 /// discovery, the token exchange and the sign-in redirect.
 fn csp() -> String {
-    let auth = origin(&authorization_server())
-        .map(|o| format!(" {o}"))
-        .unwrap_or_default();
+    let auth = origin(&authorization_server()).map(|o| format!(" {o}")).unwrap_or_default();
     format!(
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
          connect-src 'self'{auth}; form-action 'self'{auth}; base-uri 'none'; frame-ancestors 'none'"
@@ -112,8 +85,7 @@ fn not_found() -> Response {
 fn handle(req: Request) -> Response {
     let head = matches!(req.method(), Method::Head);
     if !head && !matches!(req.method(), Method::Get) {
-        let body =
-            json!({"error": "method_not_allowed", "message": "the page's files are read with GET"});
+        let body = json!({"error": "method_not_allowed", "message": "the page's files are read with GET"});
         return answer(405, "application/json", body.to_string().into_bytes());
     }
     let path = req.path();
@@ -133,10 +105,7 @@ fn handle(req: Request) -> Response {
         });
         answer(200, "application/json", body.to_string().into_bytes())
     } else {
-        match ASSETS
-            .iter()
-            .find(|a| a.path == path || (a.path == "/" && path == "/index.html"))
-        {
+        match ASSETS.iter().find(|a| a.path == path || (a.path == "/" && path == "/index.html")) {
             Some(a) => answer(200, a.content_type, a.body.to_vec()),
             None => return not_found(),
         }

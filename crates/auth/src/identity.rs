@@ -73,22 +73,15 @@ pub enum Refused {
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Refused::Invalid => {
-                "missing or invalid cairn-identity: tools are reached through the router"
-            }
-            Refused::OtherCall => {
-                "this cairn-identity was signed for another call (method, path or body)"
-            }
+            Refused::Invalid => "missing or invalid cairn-identity: tools are reached through the router",
+            Refused::OtherCall => "this cairn-identity was signed for another call (method, path or body)",
             Refused::Expired => "this cairn-identity has expired",
         })
     }
 }
 
 fn digest(body: &[u8]) -> String {
-    Sha256::digest(body)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(body).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Signs a principal into a header value for one call, good for
@@ -101,8 +94,7 @@ pub fn sign(p: &Principal, secret: &str, call: &Call, now_s: u64) -> String {
         body_sha256: digest(call.body),
         expires: now_s + TTL_SECONDS,
     };
-    let body =
-        B64.encode(serde_json::to_vec(&signed).expect("a signed identity always serializes"));
+    let body = B64.encode(serde_json::to_vec(&signed).expect("a signed identity always serializes"));
     let mac = hmac_sha256(secret.as_bytes(), body.as_bytes());
     format!("{body}.{}", B64.encode(mac))
 }
@@ -118,12 +110,8 @@ pub fn verify(value: &str, secret: &str, call: &Call, now_s: u64) -> Result<Prin
     if !crate::constant_time_eq(&mac, &want) {
         return Err(Refused::Invalid);
     }
-    let signed: Signed = serde_json::from_slice(&B64.decode(body).map_err(|_| Refused::Invalid)?)
-        .map_err(|_| Refused::Invalid)?;
-    if signed.method != call.method
-        || signed.path != call.path
-        || !crate::constant_time_eq(signed.body_sha256.as_bytes(), digest(call.body).as_bytes())
-    {
+    let signed: Signed = serde_json::from_slice(&B64.decode(body).map_err(|_| Refused::Invalid)?).map_err(|_| Refused::Invalid)?;
+    if signed.method != call.method || signed.path != call.path || !crate::constant_time_eq(signed.body_sha256.as_bytes(), digest(call.body).as_bytes()) {
         return Err(Refused::OtherCall);
     }
     if now_s >= signed.expires {

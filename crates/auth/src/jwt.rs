@@ -48,9 +48,7 @@ impl fmt::Display for AuthError {
         match self {
             AuthError::Missing => write!(f, "a bearer token is required"),
             AuthError::Malformed(m) => write!(f, "the token is malformed: {m}"),
-            AuthError::AlgorithmMismatch => {
-                write!(f, "the token's algorithm does not match its key")
-            }
+            AuthError::AlgorithmMismatch => write!(f, "the token's algorithm does not match its key"),
             AuthError::UnknownKey => write!(f, "the token was not signed by a trusted key"),
             AuthError::BadSignature => write!(f, "the token's signature is invalid"),
             AuthError::Expired => write!(f, "the token has expired"),
@@ -85,13 +83,7 @@ pub struct ClaimMap {
 
 impl Default for ClaimMap {
     fn default() -> Self {
-        Self {
-            tenant: "tenant".into(),
-            fixed_tenant: None,
-            actor: "actor".into(),
-            name: "name".into(),
-            role: "role".into(),
-        }
+        Self { tenant: "tenant".into(), fixed_tenant: None, actor: "actor".into(), name: "name".into(), role: "role".into() }
     }
 }
 
@@ -121,54 +113,31 @@ pub fn token_kid(token: &str) -> Option<String> {
 impl Verifier {
     /// Load a JWKS (`{"keys":[…]}`) for tokens from `issuer` meant for `audience`.
     pub fn from_jwks(jwks: &str, issuer: &str, audience: &str) -> Result<Self, String> {
-        let set: JwkSet =
-            serde_json::from_str(jwks).map_err(|e| format!("the JWKS is not valid: {e}"))?;
+        let set: JwkSet = serde_json::from_str(jwks).map_err(|e| format!("the JWKS is not valid: {e}"))?;
         let mut keys = Vec::new();
         for jwk in &set.keys {
             let alg = match &jwk.algorithm {
-                AlgorithmParameters::OctetKeyPair(p) if p.curve == EllipticCurve::Ed25519 => {
-                    Algorithm::EdDSA
-                }
-                AlgorithmParameters::EllipticCurve(p) if p.curve == EllipticCurve::P256 => {
-                    Algorithm::ES256
-                }
-                AlgorithmParameters::EllipticCurve(p) if p.curve == EllipticCurve::P384 => {
-                    Algorithm::ES384
-                }
-                AlgorithmParameters::RSA(_) => {
-                    match jwk.common.key_algorithm.map(|a| a.to_string()).as_deref() {
-                        Some("RS384") => Algorithm::RS384,
-                        Some("RS512") => Algorithm::RS512,
-                        Some("PS256") => Algorithm::PS256,
-                        _ => Algorithm::RS256,
-                    }
-                }
+                AlgorithmParameters::OctetKeyPair(p) if p.curve == EllipticCurve::Ed25519 => Algorithm::EdDSA,
+                AlgorithmParameters::EllipticCurve(p) if p.curve == EllipticCurve::P256 => Algorithm::ES256,
+                AlgorithmParameters::EllipticCurve(p) if p.curve == EllipticCurve::P384 => Algorithm::ES384,
+                AlgorithmParameters::RSA(_) => match jwk.common.key_algorithm.map(|a| a.to_string()).as_deref() {
+                    Some("RS384") => Algorithm::RS384,
+                    Some("RS512") => Algorithm::RS512,
+                    Some("PS256") => Algorithm::PS256,
+                    _ => Algorithm::RS256,
+                },
                 AlgorithmParameters::OctetKey(_) => {
-                    return Err(
-                        "the JWKS holds a symmetric (oct) key; only public keys are accepted"
-                            .into(),
-                    );
+                    return Err("the JWKS holds a symmetric (oct) key; only public keys are accepted".into());
                 }
                 _ => return Err("the JWKS holds a key of an unsupported type or curve".into()),
             };
-            let key =
-                DecodingKey::from_jwk(jwk).map_err(|e| format!("a JWKS key is unusable: {e}"))?;
-            keys.push(Key {
-                kid: jwk.common.key_id.clone(),
-                alg,
-                key,
-            });
+            let key = DecodingKey::from_jwk(jwk).map_err(|e| format!("a JWKS key is unusable: {e}"))?;
+            keys.push(Key { kid: jwk.common.key_id.clone(), alg, key });
         }
         if keys.is_empty() {
             return Err("the JWKS holds no keys".into());
         }
-        Ok(Self {
-            keys,
-            issuer: issuer.to_string(),
-            audience: audience.to_string(),
-            leeway: 30,
-            claims: ClaimMap::default(),
-        })
+        Ok(Self { keys, issuer: issuer.to_string(), audience: audience.to_string(), leeway: 30, claims: ClaimMap::default() })
     }
 
     /// Read identity fields through `map` instead of Cairn's own claim names.
@@ -192,14 +161,9 @@ impl Verifier {
         if token.is_empty() {
             return Err(AuthError::Missing);
         }
-        let header =
-            jsonwebtoken::decode_header(token).map_err(|e| AuthError::Malformed(e.to_string()))?;
+        let header = jsonwebtoken::decode_header(token).map_err(|e| AuthError::Malformed(e.to_string()))?;
         let candidates: Vec<&Key> = match &header.kid {
-            Some(kid) => self
-                .keys
-                .iter()
-                .filter(|k| k.kid.as_deref() == Some(kid))
-                .collect(),
+            Some(kid) => self.keys.iter().filter(|k| k.kid.as_deref() == Some(kid)).collect(),
             None => self.keys.iter().collect(),
         };
         if candidates.is_empty() {
@@ -226,9 +190,7 @@ impl Verifier {
                         K::ImmatureSignature => return Err(AuthError::NotYetValid),
                         K::InvalidIssuer => return Err(AuthError::WrongIssuer),
                         K::InvalidAudience => return Err(AuthError::WrongAudience),
-                        K::MissingRequiredClaim(c) => {
-                            return Err(AuthError::BadClaims(format!("missing {c}")));
-                        }
+                        K::MissingRequiredClaim(c) => return Err(AuthError::BadClaims(format!("missing {c}"))),
                         K::Json(e) => return Err(AuthError::BadClaims(e.to_string())),
                         other => AuthError::Malformed(format!("{other:?}")),
                     };
@@ -240,62 +202,36 @@ impl Verifier {
 }
 
 /// A string claim, `None` when absent or null; a claim of another type is refused, naming it.
-fn text_claim(
-    c: &serde_json::Map<String, serde_json::Value>,
-    name: &str,
-) -> Result<Option<String>, AuthError> {
+fn text_claim(c: &serde_json::Map<String, serde_json::Value>, name: &str) -> Result<Option<String>, AuthError> {
     match c.get(name) {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(AuthError::BadClaims(format!(
-            "the {name} claim must be a string"
-        ))),
+        Some(_) => Err(AuthError::BadClaims(format!("the {name} claim must be a string"))),
     }
 }
 
 fn principal(c: Claims, map: &ClaimMap) -> Result<Principal, AuthError> {
     let tenant = match &map.fixed_tenant {
         Some(t) => t.clone(),
-        None => text_claim(&c.rest, &map.tenant)?.ok_or_else(|| {
-            AuthError::BadClaims(format!("missing {} (the tenant claim)", map.tenant))
-        })?,
+        None => text_claim(&c.rest, &map.tenant)?.ok_or_else(|| AuthError::BadClaims(format!("missing {} (the tenant claim)", map.tenant)))?,
     };
-    if tenant.is_empty()
-        || tenant.len() > 64
-        || !tenant
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-    {
-        return Err(AuthError::BadClaims(format!(
-            "the tenant ({}) must be 1-64 of [a-z0-9_-]",
-            map.tenant
-        )));
+    if tenant.is_empty() || tenant.len() > 64 || !tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
+        return Err(AuthError::BadClaims(format!("the tenant ({}) must be 1-64 of [a-z0-9_-]", map.tenant)));
     }
     let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
     let scopes = match (c.rest.get("scope"), c.rest.get("scp")) {
         (Some(serde_json::Value::String(s)), _) => words(s),
         (None | Some(serde_json::Value::Null), Some(serde_json::Value::String(s))) => words(s),
-        (None | Some(serde_json::Value::Null), Some(serde_json::Value::Array(list))) => list
-            .iter()
-            .map(|v| v.as_str().map(str::to_string))
-            .collect::<Option<_>>()
-            .ok_or_else(|| AuthError::BadClaims("scp must list strings".into()))?,
-        (None | Some(serde_json::Value::Null), None | Some(serde_json::Value::Null)) => Vec::new(),
-        _ => {
-            return Err(AuthError::BadClaims(
-                "scope must be a space-separated string (or scp a list)".into(),
-            ));
+        (None | Some(serde_json::Value::Null), Some(serde_json::Value::Array(list))) => {
+            list.iter().map(|v| v.as_str().map(str::to_string)).collect::<Option<_>>().ok_or_else(|| AuthError::BadClaims("scp must list strings".into()))?
         }
+        (None | Some(serde_json::Value::Null), None | Some(serde_json::Value::Null)) => Vec::new(),
+        _ => return Err(AuthError::BadClaims("scope must be a space-separated string (or scp a list)".into())),
     };
     let actor = match text_claim(&c.rest, &map.actor)?.as_deref() {
         None | Some("agent") => Actor::Agent,
         Some("human") => Actor::Human,
-        Some(other) => {
-            return Err(AuthError::BadClaims(format!(
-                "the {} claim must be agent or human, not {other:?}",
-                map.actor
-            )));
-        }
+        Some(other) => return Err(AuthError::BadClaims(format!("the {} claim must be agent or human, not {other:?}", map.actor))),
     };
     // Only people can be admins: no agent token, however broad, gets a role.
     let role = match (actor, text_claim(&c.rest, &map.role)?.as_deref()) {
@@ -303,13 +239,5 @@ fn principal(c: Claims, map: &ClaimMap) -> Result<Principal, AuthError> {
         _ => Role::Member,
     };
     let name = text_claim(&c.rest, &map.name)?.unwrap_or_else(|| c.sub.clone());
-    Ok(Principal {
-        name,
-        subject: c.sub,
-        tenant,
-        actor,
-        role,
-        scopes,
-        exp: c.exp,
-    })
+    Ok(Principal { name, subject: c.sub, tenant, actor, role, scopes, exp: c.exp })
 }

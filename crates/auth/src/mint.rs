@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 
 /// The public JWK of a private key, with a key id derived from it.
 fn public_jwk(key: &EncodingKey, alg: Algorithm, prefix: &str) -> (Jwk, String) {
-    let mut jwk =
-        Jwk::from_encoding_key(key, alg).expect("a well-formed private key has a public JWK");
+    let mut jwk = Jwk::from_encoding_key(key, alg).expect("a well-formed private key has a public JWK");
     let material = match &jwk.algorithm {
         AlgorithmParameters::OctetKeyPair(p) => p.x.clone(),
         AlgorithmParameters::EllipticCurve(p) => format!("{}{}", p.x, p.y),
@@ -25,8 +24,7 @@ fn public_jwk(key: &EncodingKey, alg: Algorithm, prefix: &str) -> (Jwk, String) 
 fn sign_with(key: &EncodingKey, alg: Algorithm, kid: &str, claims: &Value) -> String {
     let mut header = Header::new(alg);
     header.kid = Some(kid.to_string());
-    jsonwebtoken::encode(&header, claims, key)
-        .expect("signing with a well-formed key does not fail")
+    jsonwebtoken::encode(&header, claims, key).expect("signing with a well-formed key does not fail")
 }
 
 /// An Ed25519 signing key.
@@ -45,10 +43,7 @@ impl LocalKey {
 
     fn encoding(seed: &[u8; 32]) -> EncodingKey {
         // PKCS#8 wrapping of an Ed25519 seed (RFC 8410).
-        let mut der = vec![
-            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
-            0x04, 0x20,
-        ];
+        let mut der = vec![0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
         der.extend_from_slice(seed);
         EncodingKey::from_ed_der(&der)
     }
@@ -60,8 +55,7 @@ impl LocalKey {
 
     /// The public key as a JWK.
     pub fn jwk(&self) -> Value {
-        serde_json::to_value(public_jwk(&Self::encoding(&self.seed), Algorithm::EdDSA, "cairn").0)
-            .unwrap_or_default()
+        serde_json::to_value(public_jwk(&Self::encoding(&self.seed), Algorithm::EdDSA, "cairn").0).unwrap_or_default()
     }
 
     /// The public JWKS (`{"keys":[…]}`).
@@ -71,12 +65,7 @@ impl LocalKey {
 
     /// Sign arbitrary claims (tests use this for wrong `aud`, expired, …).
     pub fn sign(&self, claims: &Value) -> String {
-        sign_with(
-            &Self::encoding(&self.seed),
-            Algorithm::EdDSA,
-            &self.kid,
-            claims,
-        )
+        sign_with(&Self::encoding(&self.seed), Algorithm::EdDSA, &self.kid, claims)
     }
 }
 
@@ -92,9 +81,8 @@ impl EcKey {
     pub fn from_scalar(d: [u8; 32]) -> Self {
         // PKCS#8 (RFC 5208) wrapping an RFC 5915 ECPrivateKey on prime256v1.
         let mut der = vec![
-            0x30, 0x41, 0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d,
-            0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x04, 0x27,
-            0x30, 0x25, 0x02, 0x01, 0x01, 0x04, 0x20,
+            0x30, 0x41, 0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08,
+            0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x04, 0x27, 0x30, 0x25, 0x02, 0x01, 0x01, 0x04, 0x20,
         ];
         der.extend_from_slice(&d);
         let key = EncodingKey::from_ec_der(&der);
@@ -116,12 +104,7 @@ impl EcKey {
 /// A token signed with HS256 using `secret`: what an algorithm-confusion
 /// attack sends (with a public key's bytes as the secret).
 pub fn hmac_signed(secret: &[u8], kid: &str, claims: &Value) -> String {
-    sign_with(
-        &EncodingKey::from_secret(secret).expect("non-empty secret"),
-        Algorithm::HS256,
-        kid,
-        claims,
-    )
+    sign_with(&EncodingKey::from_secret(secret).expect("non-empty secret"), Algorithm::HS256, kid, claims)
 }
 
 fn sha(bytes: &[u8]) -> [u8; 32] {
@@ -171,9 +154,5 @@ impl TokenSpec {
 
 /// A token with the header `{"alg":"none"}` and no signature.
 pub fn unsigned(claims: &Value) -> String {
-    format!(
-        "{}.{}.",
-        B64.encode(br#"{"alg":"none","typ":"JWT"}"#),
-        B64.encode(claims.to_string())
-    )
+    format!("{}.{}.", B64.encode(br#"{"alg":"none","typ":"JWT"}"#), B64.encode(claims.to_string()))
 }

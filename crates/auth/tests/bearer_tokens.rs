@@ -9,10 +9,7 @@ const ISS: &str = "https://issuer.test";
 const AUD: &str = "https://cairn.test/mcp";
 
 fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
 
 fn spec() -> TokenSpec {
@@ -38,16 +35,9 @@ fn verifier(key: &LocalKey) -> Verifier {
 fn a_valid_token_yields_its_principal_and_agents_never_get_a_role() {
     let key = LocalKey::from_seed([1; 32]);
     let p = verifier(&key).verify(&key.sign(&spec().claims())).unwrap();
-    assert_eq!(
-        (p.tenant.as_str(), p.subject.as_str(), p.name.as_str()),
-        ("acme", "bot-1", "bot-1")
-    );
+    assert_eq!((p.tenant.as_str(), p.subject.as_str(), p.name.as_str()), ("acme", "bot-1", "bot-1"));
     assert_eq!(p.actor, Actor::Agent);
-    assert_eq!(
-        p.role,
-        Role::Member,
-        "an agent token claiming admin must not get it"
-    );
+    assert_eq!(p.role, Role::Member, "an agent token claiming admin must not get it");
     assert!(p.has_scope("notes:write") && !p.has_scope("notes:delete"));
 }
 
@@ -62,48 +52,16 @@ fn each_bad_token_is_refused_for_its_own_reason() {
     };
     assert_eq!(v.verify(""), Err(AuthError::Missing));
     assert!(matches!(v.verify("a.b"), Err(AuthError::Malformed(_))));
-    assert_eq!(
-        v.verify(&with(&|c| {
-            c["exp"] = json!(1000);
-            c["nbf"] = json!(900);
-            c["iat"] = json!(900);
-        })),
-        Err(AuthError::Expired)
-    );
-    assert_eq!(
-        v.verify(&with(&|c| c["nbf"] = json!(now() + 3600))),
-        Err(AuthError::NotYetValid)
-    );
-    assert_eq!(
-        v.verify(&with(&|c| c["iss"] = json!("https://evil.test"))),
-        Err(AuthError::WrongIssuer)
-    );
-    assert_eq!(
-        v.verify(&with(&|c| c["aud"] = json!("https://other.test/mcp"))),
-        Err(AuthError::WrongAudience)
-    );
-    assert!(matches!(
-        v.verify(&with(&|c| {
-            c.as_object_mut().unwrap().remove("tenant");
-        })),
-        Err(AuthError::BadClaims(_))
-    ));
-    assert!(matches!(
-        v.verify(&with(&|c| c["tenant"] = json!("Bad Tenant"))),
-        Err(AuthError::BadClaims(_))
-    ));
-    assert!(
-        v.verify(&LocalKey::from_seed([2; 32]).sign(&spec().claims()))
-            .is_err(),
-        "a stranger's key"
-    );
+    assert_eq!(v.verify(&with(&|c| { c["exp"] = json!(1000); c["nbf"] = json!(900); c["iat"] = json!(900); })), Err(AuthError::Expired));
+    assert_eq!(v.verify(&with(&|c| c["nbf"] = json!(now() + 3600))), Err(AuthError::NotYetValid));
+    assert_eq!(v.verify(&with(&|c| c["iss"] = json!("https://evil.test"))), Err(AuthError::WrongIssuer));
+    assert_eq!(v.verify(&with(&|c| c["aud"] = json!("https://other.test/mcp"))), Err(AuthError::WrongAudience));
+    assert!(matches!(v.verify(&with(&|c| { c.as_object_mut().unwrap().remove("tenant"); })), Err(AuthError::BadClaims(_))));
+    assert!(matches!(v.verify(&with(&|c| c["tenant"] = json!("Bad Tenant"))), Err(AuthError::BadClaims(_))));
+    assert!(v.verify(&LocalKey::from_seed([2; 32]).sign(&spec().claims())).is_err(), "a stranger's key");
     assert!(v.verify(&unsigned(&spec().claims())).is_err(), "alg none");
     let x = key.jwk()["x"].as_str().unwrap().to_string();
-    assert!(
-        v.verify(&hmac_signed(x.as_bytes(), &key.kid, &spec().claims()))
-            .is_err(),
-        "HS256 with the public key"
-    );
+    assert!(v.verify(&hmac_signed(x.as_bytes(), &key.kid, &spec().claims())).is_err(), "HS256 with the public key");
 }
 
 #[test]

@@ -12,17 +12,11 @@ const ISS: &str = "https://issuer.test";
 const AUD: &str = "https://cairn.test/mcp";
 
 fn cases() -> u32 {
-    std::env::var("CAIRN_FUZZ_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(2_000)
+    std::env::var("CAIRN_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(2_000)
 }
 
 fn token(key: &LocalKey) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     key.sign(
         &TokenSpec {
             issuer: ISS.into(),
@@ -41,12 +35,7 @@ fn token(key: &LocalKey) -> String {
 }
 
 fn segment() -> impl Strategy<Value = String> {
-    prop_oneof![
-        "[A-Za-z0-9_-]{0,80}",
-        "\\PC{0,20}",
-        Just("eyJhbGciOiJub25lIn0".to_string()),
-        Just("e30".to_string())
-    ]
+    prop_oneof!["[A-Za-z0-9_-]{0,80}", "\\PC{0,20}", Just("eyJhbGciOiJub25lIn0".to_string()), Just("e30".to_string())]
 }
 
 proptest! {

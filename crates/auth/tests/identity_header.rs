@@ -16,11 +16,7 @@ fn ada() -> Principal {
 }
 
 const NOW: u64 = 1_800_000_000;
-const CALL: Call = Call {
-    method: "POST",
-    path: "/tools/edit_note_tab",
-    body: br#"{"note_id":"n"}"#,
-};
+const CALL: Call = Call { method: "POST", path: "/tools/edit_note_tab", body: br#"{"note_id":"n"}"# };
 
 fn sign(p: &Principal, secret: &str) -> String {
     cairn_auth::identity::sign(p, secret, &CALL, NOW)
@@ -34,38 +30,19 @@ fn verify(header: &str, secret: &str) -> Option<Principal> {
 fn a_header_replayed_for_another_call_is_refused() {
     let header = sign(&ada(), "s3cret");
     for other in [
-        Call {
-            body: br#"{"note_id":"m"}"#,
-            ..CALL
-        },
-        Call {
-            path: "/tools/add_note_source",
-            ..CALL
-        },
-        Call {
-            method: "GET",
-            ..CALL
-        },
+        Call { body: br#"{"note_id":"m"}"#, ..CALL },
+        Call { path: "/tools/add_note_source", ..CALL },
+        Call { method: "GET", ..CALL },
     ] {
-        assert_eq!(
-            cairn_auth::identity::verify(&header, "s3cret", &other, NOW),
-            Err(Refused::OtherCall),
-            "{other:?}"
-        );
+        assert_eq!(cairn_auth::identity::verify(&header, "s3cret", &other, NOW), Err(Refused::OtherCall), "{other:?}");
     }
 }
 
 #[test]
 fn a_header_is_good_for_its_ttl_and_refused_after() {
     let header = sign(&ada(), "s3cret");
-    assert_eq!(
-        cairn_auth::identity::verify(&header, "s3cret", &CALL, NOW + TTL_SECONDS - 1),
-        Ok(ada())
-    );
-    assert_eq!(
-        cairn_auth::identity::verify(&header, "s3cret", &CALL, NOW + TTL_SECONDS),
-        Err(Refused::Expired)
-    );
+    assert_eq!(cairn_auth::identity::verify(&header, "s3cret", &CALL, NOW + TTL_SECONDS - 1), Ok(ada()));
+    assert_eq!(cairn_auth::identity::verify(&header, "s3cret", &CALL, NOW + TTL_SECONDS), Err(Refused::Expired));
 }
 
 #[test]
@@ -73,11 +50,7 @@ fn a_signed_identity_verifies_with_the_same_secret_only() {
     let header = sign(&ada(), "s3cret");
     assert_eq!(verify(&header, "s3cret"), Some(ada()));
     assert_eq!(verify(&header, "other"), None);
-    assert_eq!(
-        verify(&header, ""),
-        None,
-        "an empty secret must never verify"
-    );
+    assert_eq!(verify(&header, ""), None, "an empty secret must never verify");
 }
 
 #[test]
@@ -86,11 +59,7 @@ fn an_altered_identity_is_refused() {
     let (body, mac) = header.split_once('.').unwrap();
     let mut forged = ada();
     forged.tenant = "globex".into();
-    let forged_body = sign(&forged, "guess")
-        .split_once('.')
-        .unwrap()
-        .0
-        .to_string();
+    let forged_body = sign(&forged, "guess").split_once('.').unwrap().0.to_string();
     assert_eq!(verify(&format!("{forged_body}.{mac}"), "s3cret"), None);
     assert_eq!(verify(&format!("{body}.{}", &mac[1..]), "s3cret"), None);
     assert_eq!(verify(body, "s3cret"), None);
@@ -100,8 +69,5 @@ fn an_altered_identity_is_refused() {
 fn hmac_matches_rfc_4231_test_case_2() {
     let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
     let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
-    assert_eq!(
-        hex,
-        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-    );
+    assert_eq!(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }

@@ -22,19 +22,13 @@ const SHAPE: &str = "expected redis://[user:password@]host:port[/db]";
 /// The URL with its password (if any) replaced by `***`, for messages.
 pub fn redact(url: &str) -> String {
     // Only the userinfo part before the last '@' of the authority can hold a password.
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
     match authority.rsplit_once('@') {
         Some((userinfo, host)) => {
             let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
-            let hidden = if userinfo.contains(':') {
-                format!("{user}:***")
-            } else {
-                user.to_string()
-            };
+            let hidden = if userinfo.contains(':') { format!("{user}:***") } else { user.to_string() };
             format!("{scheme}://{hidden}@{host}{tail}")
         }
         None => url.to_string(),
@@ -42,10 +36,7 @@ pub fn redact(url: &str) -> String {
 }
 
 fn bad(url: &str, why: impl std::fmt::Display) -> Error {
-    Error::Backend(format!(
-        "malformed Redis URL `{}`: {why} ({SHAPE})",
-        redact(url)
-    ))
+    Error::Backend(format!("malformed Redis URL `{}`: {why} ({SHAPE})", redact(url)))
 }
 
 fn decode(url: &str, part: &str, what: &str) -> Result<String> {
@@ -54,9 +45,7 @@ fn decode(url: &str, part: &str, what: &str) -> Result<String> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok());
+            let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
             let byte = hex.and_then(|h| u8::from_str_radix(h, 16).ok());
             match byte {
                 Some(b) => {
@@ -70,8 +59,7 @@ fn decode(url: &str, part: &str, what: &str) -> Result<String> {
             i += 1;
         }
     }
-    String::from_utf8(out)
-        .map_err(|_| bad(url, format!("the {what} is not UTF-8 after %-decoding")))
+    String::from_utf8(out).map_err(|_| bad(url, format!("the {what} is not UTF-8 after %-decoding")))
 }
 
 /// Parse and check `url`.
@@ -98,10 +86,7 @@ pub(crate) fn parse(url: &str) -> Result<Target> {
         _ => return Err(bad(url, "the host is missing")),
     };
     if host == "0.0.0.0" || host == "::" {
-        return Err(bad(
-            url,
-            format!("`{host}` is a wildcard address, not a server to connect to"),
-        ));
+        return Err(bad(url, format!("`{host}` is a wildcard address, not a server to connect to")));
     }
     let port = parsed.port().unwrap_or(DEFAULT_PORT);
     if port == 0 {
@@ -115,10 +100,7 @@ pub(crate) fn parse(url: &str) -> Result<Target> {
         },
     };
     if let Some(q) = parsed.query() {
-        return Err(bad(
-            url,
-            format!("query parameters are not supported (got `?{q}`)"),
-        ));
+        return Err(bad(url, format!("query parameters are not supported (got `?{q}`)")));
     }
     if parsed.fragment().is_some() {
         return Err(bad(url, "a `#fragment` is not supported"));
@@ -133,25 +115,15 @@ pub(crate) fn parse(url: &str) -> Result<Target> {
     }
     // No `CLIENT SETINFO` at connect: it is cosmetic, and the client waits the
     // connect timeout once per handshake command on a peer that never answers.
-    let mut redis_info = RedisConnectionInfo::default()
-        .set_db(db)
-        .set_skip_set_lib_name();
+    let mut redis_info = RedisConnectionInfo::default().set_db(db).set_skip_set_lib_name();
     if !username.is_empty() {
         redis_info = redis_info.set_username(&username);
     }
     if let Some(p) = &password {
         redis_info = redis_info.set_password(p);
     }
-    let host_shown = if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host.clone()
-    };
-    let shown = if db == 0 {
-        format!("{host_shown}:{port}")
-    } else {
-        format!("{host_shown}:{port}/{db}")
-    };
+    let host_shown = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+    let shown = if db == 0 { format!("{host_shown}:{port}") } else { format!("{host_shown}:{port}/{db}") };
     let info = ConnectionAddr::Tcp(host, port)
         .into_connection_info()
         .map_err(|e| bad(url, e))?

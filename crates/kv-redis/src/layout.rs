@@ -53,8 +53,7 @@ fn escape_tag(tag: &str) -> String {
 /// Check a namespace: 1 to 64 bytes of `[A-Za-z0-9._:/-]` (no braces, so the
 /// first `{` of every Redis key is the hash tag's).
 pub fn check_namespace(ns: &str) -> Result<()> {
-    let ok_char =
-        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'/' | b'-');
+    let ok_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'/' | b'-');
     if ns.is_empty() || ns.len() > MAX_NAMESPACE_BYTES || !ns.bytes().all(ok_char) {
         return Err(Error::Backend(format!(
             "invalid Redis namespace {ns:?}: use 1 to {MAX_NAMESPACE_BYTES} characters of A-Z a-z 0-9 . _ : / -"
@@ -172,16 +171,7 @@ mod tests {
 
     #[test]
     fn a_tag_is_a_prefix_of_its_key() {
-        for k in [
-            "t/acme/note/1",
-            "t/acme",
-            "t//x",
-            "sys/a",
-            "",
-            "/x",
-            "a}b/c",
-            "é/ü",
-        ] {
+        for k in ["t/acme/note/1", "t/acme", "t//x", "sys/a", "", "/x", "a}b/c", "é/ü"] {
             assert!(k.starts_with(tag_of(k)), "{k}");
         }
     }
@@ -208,10 +198,7 @@ mod tests {
     #[test]
     fn record_names_carry_the_tag_and_the_bucket() {
         let l = Layout::new("ns").unwrap();
-        assert_eq!(
-            l.record("default", "t/acme/note/1"),
-            "ns:{t/acme}:r:7:default:t/acme/note/1"
-        );
+        assert_eq!(l.record("default", "t/acme/note/1"), "ns:{t/acme}:r:7:default:t/acme/note/1");
         assert_eq!(l.sequence("t/acme/note/1"), "ns:{t/acme}:seq");
         assert_eq!(l.purge_floor("sys/tenants"), "ns:{sys}:floor");
         assert_eq!(l.index("cache", "auth/x"), "ns:{auth}:i:5:cache");

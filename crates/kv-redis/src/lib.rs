@@ -178,10 +178,7 @@ impl Default for Options {
 impl Options {
     /// The defaults, with namespace `ns`.
     pub fn with_namespace(ns: impl Into<String>) -> Self {
-        Self {
-            namespace: ns.into(),
-            ..Self::default()
-        }
+        Self { namespace: ns.into(), ..Self::default() }
     }
 }
 
@@ -235,30 +232,21 @@ fn number(v: &Value) -> Option<u64> {
 
 /// A read from `[value|nil, stamp|nil, seq]`.
 fn observed_from(what: &str, parts: &[Value], whole: &Value) -> Result<Read> {
-    let [v, s, seq] = parts else {
-        return Err(odd(what, whole));
-    };
+    let [v, s, seq] = parts else { return Err(odd(what, whole)) };
     let value = bytes(v).ok_or_else(|| odd(what, whole))?;
     let seq = number(seq).ok_or_else(|| odd(what, whole))?;
     Ok(match value {
         Some(value) => {
             let stamp = number(s).ok_or_else(|| odd(what, whole))?;
-            Read {
-                value: Some(value),
-                observed: Observed::Present(stamp),
-            }
+            Read { value: Some(value), observed: Observed::Present(stamp) }
         }
-        None => Read {
-            value: None,
-            observed: Observed::Absent(seq),
-        },
+        None => Read { value: None, observed: Observed::Absent(seq) },
     })
 }
 
 /// `key=value` lines of an `INFO` reply.
 fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
-    info.lines()
-        .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':'))
+    info.lines().find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':'))
 }
 
 impl RedisStore {
@@ -271,26 +259,16 @@ impl RedisStore {
     pub fn open(url: &str, options: Options) -> Result<Self> {
         let layout = Layout::new(&options.namespace)?;
         if options.pool_size == 0 {
-            return Err(Error::Backend(
-                "the Redis connection pool needs at least 1 connection".into(),
-            ));
+            return Err(Error::Backend("the Redis connection pool needs at least 1 connection".into()));
         }
         if options.connect_timeout.is_zero() || options.io_timeout.is_zero() {
-            return Err(Error::Backend(
-                "Redis timeouts must be longer than zero".into(),
-            ));
+            return Err(Error::Backend("Redis timeouts must be longer than zero".into()));
         }
         let target = address::parse(url)?;
         let shown = target.shown.clone();
         let client = Client::open(target.info)
             .map_err(|e| Error::Backend(format!("Redis URL `{}`: {e}", redact(url))))?;
-        let pool = Pool::new(
-            client,
-            target.shown,
-            options.pool_size,
-            options.connect_timeout,
-            options.io_timeout,
-        );
+        let pool = Pool::new(client, target.shown, options.pool_size, options.connect_timeout, options.io_timeout);
         let store = Self {
             layout,
             pool,
@@ -307,22 +285,14 @@ impl RedisStore {
         // accepts but never answers fails open as fast as one that refuses.
         let info = self.pool.with(false, |c| {
             c.redis.set_read_timeout(Some(self.connect_timeout))?;
-            let info = redis::cmd("INFO")
-                .arg("server")
-                .arg("replication")
-                .arg("cluster")
-                .query::<String>(&mut c.redis);
+            let info = redis::cmd("INFO").arg("server").arg("replication").arg("cluster").query::<String>(&mut c.redis);
             c.redis.set_read_timeout(Some(self.io_timeout))?;
             info
         });
         match info {
             Ok(info) => {
                 let version = info_field(&info, "redis_version").unwrap_or("?");
-                let major: u32 = version
-                    .split('.')
-                    .next()
-                    .and_then(|m| m.parse().ok())
-                    .unwrap_or(0);
+                let major: u32 = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
                 if major < 7 {
                     return Err(Error::Backend(format!(
                         "Redis at {shown} is version {version}; cairn-kv-redis needs Redis 7.0 or later \
@@ -373,21 +343,12 @@ impl RedisStore {
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.pool.is_closed() {
-            Err(closed())
-        } else {
-            Ok(())
-        }
+        if self.pool.is_closed() { Err(closed()) } else { Ok(()) }
     }
 
     /// Run a write script on one connection, after registering the tags it
     /// writes under (see [`RedisStore::register`]).
-    fn write_script(
-        &self,
-        bucket: &str,
-        tags: &[&str],
-        call: &redis::ScriptInvocation<'_>,
-    ) -> Result<Value> {
+    fn write_script(&self, bucket: &str, tags: &[&str], call: &redis::ScriptInvocation<'_>) -> Result<Value> {
         self.pool.with(false, |c| {
             self.register(c, bucket, tags)?;
             call.invoke(&mut c.redis)
@@ -397,21 +358,14 @@ impl RedisStore {
     /// Add the tags of a write to the registries, unless this connection
     /// already did: before the write, so a listing never misses a key.
     fn register(&self, c: &mut Conn, bucket: &str, tags: &[&str]) -> RedisResult<()> {
-        let mut missing: Vec<&str> = tags
-            .iter()
-            .copied()
-            .filter(|t| !c.is_registered(bucket, t))
-            .collect();
+        let mut missing: Vec<&str> = tags.iter().copied().filter(|t| !c.is_registered(bucket, t)).collect();
         if missing.is_empty() {
             return Ok(());
         }
         missing.sort_unstable();
         missing.dedup();
         let mut p = redis::pipe();
-        p.cmd("SADD")
-            .arg(self.layout.buckets())
-            .arg(bucket)
-            .ignore();
+        p.cmd("SADD").arg(self.layout.buckets()).arg(bucket).ignore();
         p.cmd("ZADD").arg(self.layout.tags(bucket));
         for t in &missing {
             p.arg(0).arg(*t);
@@ -467,9 +421,7 @@ impl Store for RedisStore {
         match &reply {
             Value::Array(parts) => match parts.first() {
                 Some(Value::Int(1)) => Ok(Swap::Done),
-                Some(Value::Int(0)) => {
-                    Ok(Swap::Failed(observed_from("swap", &parts[1..], &reply)?))
-                }
+                Some(Value::Int(0)) => Ok(Swap::Failed(observed_from("swap", &parts[1..], &reply)?)),
                 _ => Err(odd("swap", &reply)),
             },
             _ => Err(odd("swap", &reply)),
@@ -523,16 +475,11 @@ impl Store for RedisStore {
             })
             .collect();
         let replies: Vec<Value> = self.pool.with(true, |c| {
-            calls
-                .iter()
-                .map(|(_, call)| call.invoke::<Value>(&mut c.redis))
-                .collect()
+            calls.iter().map(|(_, call)| call.invoke::<Value>(&mut c.redis)).collect()
         })?;
         let mut out = vec![None; keys.len()];
         for ((idx, _), reply) in calls.iter().zip(&replies) {
-            let Value::Array(values) = reply else {
-                return Err(odd("get_many", reply));
-            };
+            let Value::Array(values) = reply else { return Err(odd("get_many", reply)) };
             if values.len() != idx.len() {
                 return Err(odd("get_many", reply));
             }
@@ -584,10 +531,7 @@ impl Store for RedisStore {
         match &reply {
             Value::Array(parts) => match parts.as_slice() {
                 [Value::Int(1), Value::BulkString(b)] => {
-                    let arr: [u8; 8] = b
-                        .as_slice()
-                        .try_into()
-                        .map_err(|_| odd("increment", &reply))?;
+                    let arr: [u8; 8] = b.as_slice().try_into().map_err(|_| odd("increment", &reply))?;
                     Ok(i64::from_le_bytes(arr))
                 }
                 [Value::Int(0), Value::Int(len)] => Err(Error::NotACounter { len: *len as usize }),
@@ -620,13 +564,7 @@ impl Store for RedisStore {
                     p.arg(&a.as_bytes()[..i]);
                 }
             }
-            p.cmd("ZRANGEBYLEX")
-                .arg(&registry)
-                .arg(&lower)
-                .arg("+")
-                .arg("LIMIT")
-                .arg(0)
-                .arg(LIST_TAG_CHUNK);
+            p.cmd("ZRANGEBYLEX").arg(&registry).arg(&lower).arg("+").arg("LIMIT").arg(0).arg(LIST_TAG_CHUNK);
             let mut replies: Vec<Value> = p.query(&mut c.redis)?;
             let chunk_reply = replies.pop().ok_or_else(|| odd_reply("ZRANGEBYLEX"))?;
             let mut queue: Vec<Vec<u8>> = Vec::new();
@@ -690,9 +628,7 @@ impl Store for RedisStore {
         })?;
         found
             .into_iter()
-            .map(|k| {
-                String::from_utf8(k).map_err(|_| Error::Backend("a listed key is not UTF-8".into()))
-            })
+            .map(|k| String::from_utf8(k).map_err(|_| Error::Backend("a listed key is not UTF-8".into())))
             .collect()
     }
 
@@ -700,9 +636,7 @@ impl Store for RedisStore {
         self.check_open()?;
         let older = older_than_ms.to_string();
         self.pool.with(false, |c| {
-            let buckets: Vec<String> = redis::cmd("SMEMBERS")
-                .arg(self.layout.buckets())
-                .query(&mut c.redis)?;
+            let buckets: Vec<String> = redis::cmd("SMEMBERS").arg(self.layout.buckets()).query(&mut c.redis)?;
             let mut dropped = 0usize;
             for bucket in &buckets {
                 let registry = self.layout.tags(bucket);
@@ -717,10 +651,7 @@ impl Store for RedisStore {
                         .arg(SWEEP_TAG_CHUNK)
                         .query(&mut c.redis)?;
                     for tag in &tags {
-                        let mut call = self
-                            .scripts
-                            .sweep
-                            .key(self.layout.markers_of_tag(bucket, tag));
+                        let mut call = self.scripts.sweep.key(self.layout.markers_of_tag(bucket, tag));
                         call.key(self.layout.purge_floor_of_tag(tag))
                             .arg(&older)
                             .arg(self.layout.record_prefix(bucket, tag))
@@ -734,9 +665,7 @@ impl Store for RedisStore {
                         }
                     }
                     match tags.last() {
-                        Some(last) if tags.len() == SWEEP_TAG_CHUNK => {
-                            lower = format!("({last}").into_bytes()
-                        }
+                        Some(last) if tags.len() == SWEEP_TAG_CHUNK => lower = format!("({last}").into_bytes(),
                         _ => break,
                     }
                 }

@@ -32,9 +32,7 @@ const MAX_REGISTERED_PER_CONNECTION: usize = 100_000;
 
 impl Conn {
     pub fn is_registered(&self, bucket: &str, tag: &str) -> bool {
-        self.registered
-            .get(bucket)
-            .is_some_and(|tags| tags.contains(tag))
+        self.registered.get(bucket).is_some_and(|tags| tags.contains(tag))
     }
 
     pub fn mark_registered(&mut self, bucket: &str, tag: &str) {
@@ -42,12 +40,7 @@ impl Conn {
             self.registered.clear();
             self.registered_count = 0;
         }
-        if self
-            .registered
-            .entry(bucket.to_owned())
-            .or_default()
-            .insert(tag.to_owned())
-        {
+        if self.registered.entry(bucket.to_owned()).or_default().insert(tag.to_owned()) {
             self.registered_count += 1;
         }
     }
@@ -111,32 +104,20 @@ pub(crate) fn classify(e: &RedisError, shown: &str) -> Error {
 }
 
 impl Pool {
-    pub fn new(
-        client: Client,
-        shown: String,
-        size: usize,
-        connect_timeout: Duration,
-        io_timeout: Duration,
-    ) -> Self {
+    pub fn new(client: Client, shown: String, size: usize, connect_timeout: Duration, io_timeout: Duration) -> Self {
         Self {
             client,
             shown,
             size,
             connect_timeout,
             io_timeout,
-            state: Mutex::new(State {
-                idle: Vec::new(),
-                open: 0,
-                closed: false,
-            }),
+            state: Mutex::new(State { idle: Vec::new(), open: 0, closed: false }),
             freed: Condvar::new(),
         }
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, State>, Error> {
-        self.state
-            .lock()
-            .map_err(|_| Error::Backend("connection pool lock poisoned".into()))
+        self.state.lock().map_err(|_| Error::Backend("connection pool lock poisoned".into()))
     }
 
     /// A connection: an idle one (`true`), else a new one (`false`) while
@@ -178,16 +159,10 @@ impl Pool {
     }
 
     fn connect(&self) -> redis::RedisResult<Conn> {
-        let redis = self
-            .client
-            .get_connection_with_timeout(self.connect_timeout)?;
+        let redis = self.client.get_connection_with_timeout(self.connect_timeout)?;
         redis.set_read_timeout(Some(self.io_timeout))?;
         redis.set_write_timeout(Some(self.io_timeout))?;
-        Ok(Conn {
-            redis,
-            registered: HashMap::new(),
-            registered_count: 0,
-        })
+        Ok(Conn { redis, registered: HashMap::new(), registered_count: 0 })
     }
 
     /// One open connection fewer (dropped or never made).

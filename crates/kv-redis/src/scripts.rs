@@ -199,11 +199,7 @@ pub(crate) struct Scripts {
 }
 
 fn build(flags: &str, body: &str) -> Script {
-    let shebang = if flags.is_empty() {
-        "#!lua".to_string()
-    } else {
-        format!("#!lua flags={flags}")
-    };
+    let shebang = if flags.is_empty() { "#!lua".to_string() } else { format!("#!lua flags={flags}") };
     Script::new(&format!("{shebang}\n{PRELUDE}\n{body}"))
 }
 

@@ -13,28 +13,18 @@ use std::time::{Duration, Instant};
 
 fn scratch() -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "cairn-redis-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
+    let dir = std::env::temp_dir().join(format!("cairn-redis-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     dir
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("a free port")
-        .local_addr()
-        .expect("its address")
-        .port()
+    TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("its address").port()
 }
 
 fn require_redis_server() {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("redis-server").is_file()))
-        .unwrap_or(false);
+    let found = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join("redis-server").is_file())).unwrap_or(false);
     assert!(
         found,
         "redis-server is not on PATH: these tests run against a real server; install it \
@@ -69,12 +59,7 @@ impl Server {
         require_redis_server();
         for _ in 0..5 {
             let extra = extra.iter().map(|s| s.to_string()).collect();
-            let mut s = Server {
-                port: free_port(),
-                dir: scratch(),
-                extra,
-                child: None,
-            };
+            let mut s = Server { port: free_port(), dir: scratch(), extra, child: None };
             if s.try_spawn() {
                 return s;
             }
@@ -115,22 +100,15 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!(
-            "redis-server on port {} did not answer PING within 10 s",
-            self.port
-        );
+        panic!("redis-server on port {} did not answer PING within 10 s", self.port);
     }
 
     fn ping(&self) -> bool {
         if TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             return false;
         }
-        let Ok(client) = redis::Client::open(self.url()) else {
-            return false;
-        };
-        let Ok(mut c) = client.get_connection_with_timeout(Duration::from_millis(200)) else {
-            return false;
-        };
+        let Ok(client) = redis::Client::open(self.url()) else { return false };
+        let Ok(mut c) = client.get_connection_with_timeout(Duration::from_millis(200)) else { return false };
         redis::cmd("PING").query::<String>(&mut c).is_ok()
     }
 
@@ -145,18 +123,14 @@ impl Server {
 
     /// A plain connection for test set-up (`CONFIG SET`, `CLUSTER KEYSLOT`, …).
     pub fn admin(&self) -> redis::Connection {
-        let c = redis::Client::open(self.url())
-            .unwrap()
-            .get_connection_with_timeout(Duration::from_secs(2))
-            .unwrap();
+        let c = redis::Client::open(self.url()).unwrap().get_connection_with_timeout(Duration::from_secs(2)).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         c
     }
 
     /// A store on this server with its own namespace.
     pub fn store(&self, namespace: &str) -> RedisStore {
-        RedisStore::open(&self.url(), Options::with_namespace(namespace))
-            .expect("a store on the test server")
+        RedisStore::open(&self.url(), Options::with_namespace(namespace)).expect("a store on the test server")
     }
 
     /// Kill the server (SIGKILL: a crash, nothing saved).
@@ -171,11 +145,7 @@ impl Server {
     /// append-only file holds, if it writes one).
     pub fn restart(&mut self) {
         self.kill();
-        assert!(
-            self.try_spawn(),
-            "port {} was taken while the server was down",
-            self.port
-        );
+        assert!(self.try_spawn(), "port {} was taken while the server was down", self.port);
     }
 }
 
@@ -185,3 +155,4 @@ impl Drop for Server {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+

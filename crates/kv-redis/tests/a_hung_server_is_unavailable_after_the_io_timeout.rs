@@ -23,13 +23,7 @@ fn a_hung_server_is_unavailable_after_the_io_timeout() {
 
     let sleeper = thread::spawn({
         let mut admin = server.admin();
-        move || {
-            redis::cmd("DEBUG")
-                .arg("SLEEP")
-                .arg("1.5")
-                .exec(&mut admin)
-                .unwrap()
-        }
+        move || redis::cmd("DEBUG").arg("SLEEP").arg("1.5").exec(&mut admin).unwrap()
     });
     thread::sleep(Duration::from_millis(100));
     let outcomes: Vec<(Duration, cairn_kv::Result<Option<Vec<u8>>>)> = thread::scope(|s| {
@@ -52,8 +46,5 @@ fn a_hung_server_is_unavailable_after_the_io_timeout() {
         }
     }
     sleeper.join().unwrap();
-    assert_eq!(
-        store.get("default", "t/acme/k").unwrap(),
-        Some(b"v".to_vec())
-    );
+    assert_eq!(store.get("default", "t/acme/k").unwrap(), Some(b"v".to_vec()));
 }

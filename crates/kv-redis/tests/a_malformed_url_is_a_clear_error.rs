@@ -20,15 +20,9 @@ fn a_malformed_url_is_a_clear_error() {
         ("redis://", "host is missing"),
         ("redis://host:port", "invalid port number"),
         ("redis://host:0", "port 0"),
-        (
-            "redis://host:6379/zero",
-            "the database `/zero` is not a number",
-        ),
+        ("redis://host:6379/zero", "the database `/zero` is not a number"),
         ("redis://host:6379/1/2", "is not a number"),
-        (
-            "redis://host:6379/0?protocol=resp3",
-            "query parameters are not supported",
-        ),
+        ("redis://host:6379/0?protocol=resp3", "query parameters are not supported"),
         ("redis://host:6379/#insecure", "fragment"),
         ("redis://admin@host:6379", "a user name needs a password"),
         ("redis://0.0.0.0:6379", "wildcard address"),
@@ -37,14 +31,8 @@ fn a_malformed_url_is_a_clear_error() {
     for (url, why) in cases {
         let msg = refused(url, Options::default());
         assert!(msg.contains("malformed Redis URL"), "{url}: {msg}");
-        assert!(
-            msg.contains(why),
-            "{url}: the message does not say `{why}`: {msg}"
-        );
-        assert!(
-            msg.contains("redis://[user:password@]host:port[/db]"),
-            "{url}: the message does not show the shape: {msg}"
-        );
+        assert!(msg.contains(why), "{url}: the message does not say `{why}`: {msg}");
+        assert!(msg.contains("redis://[user:password@]host:port[/db]"), "{url}: the message does not show the shape: {msg}");
     }
 }
 
@@ -56,16 +44,9 @@ fn tls_is_refused_with_a_reason() {
 
 #[test]
 fn the_password_is_never_in_a_message() {
-    for url in [
-        "redis://me:hunter2@host:notaport",
-        "rediss://me:hunter2@host:6380",
-        "redis://me:hunter2@host:6379/x",
-    ] {
+    for url in ["redis://me:hunter2@host:notaport", "rediss://me:hunter2@host:6380", "redis://me:hunter2@host:6379/x"] {
         let msg = refused(url, Options::default());
-        assert!(
-            !msg.contains("hunter2"),
-            "{url}: the password leaked: {msg}"
-        );
+        assert!(!msg.contains("hunter2"), "{url}: the password leaked: {msg}");
         assert!(msg.contains("me:***@"), "{url}: {msg}");
     }
 }
@@ -76,20 +57,8 @@ fn bad_options_are_refused() {
     assert!(msg.contains("invalid Redis namespace"), "{msg}");
     let msg = refused("redis://127.0.0.1:1", Options::with_namespace(""));
     assert!(msg.contains("invalid Redis namespace"), "{msg}");
-    let msg = refused(
-        "redis://127.0.0.1:1",
-        Options {
-            pool_size: 0,
-            ..Options::default()
-        },
-    );
+    let msg = refused("redis://127.0.0.1:1", Options { pool_size: 0, ..Options::default() });
     assert!(msg.contains("at least 1 connection"), "{msg}");
-    let msg = refused(
-        "redis://127.0.0.1:1",
-        Options {
-            io_timeout: Duration::ZERO,
-            ..Options::default()
-        },
-    );
+    let msg = refused("redis://127.0.0.1:1", Options { io_timeout: Duration::ZERO, ..Options::default() });
     assert!(msg.contains("timeouts"), "{msg}");
 }

@@ -9,20 +9,13 @@ use std::time::Instant;
 
 const B: &str = "default";
 
-fn expect_unavailable<T: std::fmt::Debug>(
-    what: &str,
-    port: u16,
-    f: impl FnOnce() -> cairn_kv::Result<T>,
-) {
+fn expect_unavailable<T: std::fmt::Debug>(what: &str, port: u16, f: impl FnOnce() -> cairn_kv::Result<T>) {
     let started = Instant::now();
     let got = f();
     let took = started.elapsed();
     match got {
         Err(Error::Unavailable(msg)) => {
-            assert!(
-                msg.contains(&format!("127.0.0.1:{port}")),
-                "{what}: the message does not name the server: {msg}"
-            );
+            assert!(msg.contains(&format!("127.0.0.1:{port}")), "{what}: the message does not name the server: {msg}");
             println!("{what}: Unavailable after {took:?}: {msg}");
         }
         other => panic!("{what} on a stopped server gave {other:?}, not Unavailable"),
@@ -40,36 +33,23 @@ fn a_stopped_server_is_unavailable_and_the_store_recovers_after_restart() {
     server.kill();
     expect_unavailable("read", port, || store.read(B, "t/acme/k"));
     expect_unavailable("set", port, || store.set(B, "t/acme/k", b"w"));
-    expect_unavailable("swap", port, || {
-        store.swap(B, "t/acme/k", before.observed, b"w")
-    });
+    expect_unavailable("swap", port, || store.swap(B, "t/acme/k", before.observed, b"w"));
     expect_unavailable("increment", port, || store.increment(B, "t/acme/n", 1));
     expect_unavailable("delete", port, || store.delete(B, "t/acme/k"));
-    expect_unavailable("set_many", port, || {
-        store.set_many(B, &[("t/acme/a", b"1"), ("t/acme/b", b"2")])
-    });
-    expect_unavailable("get_many", port, || {
-        store.get_many(B, &["t/acme/a", "t/acme/b"])
-    });
+    expect_unavailable("set_many", port, || store.set_many(B, &[("t/acme/a", b"1"), ("t/acme/b", b"2")]));
+    expect_unavailable("get_many", port, || store.get_many(B, &["t/acme/a", "t/acme/b"]));
     expect_unavailable("list_keys", port, || store.list_keys(B, None, 10));
     expect_unavailable("sweep", port, || store.sweep(0));
 
     // Same port, same store object: it connects again by itself. The server
     // kept nothing (no persistence in these tests).
     server.restart();
-    assert_eq!(
-        store.get(B, "t/acme/k").unwrap(),
-        None,
-        "the restarted server has no data"
-    );
+    assert_eq!(store.get(B, "t/acme/k").unwrap(), None, "the restarted server has no data");
     store.set(B, "t/acme/k", b"v").unwrap();
     assert_eq!(store.get(B, "t/acme/k").unwrap(), Some(b"v".to_vec()));
     assert_eq!(store.increment(B, "t/acme/n", 5).unwrap(), 5);
     // The registries were lost with the data and are written again: the keys list.
-    assert_eq!(
-        store.list_keys(B, None, 10).unwrap(),
-        vec!["t/acme/k".to_string(), "t/acme/n".to_string()]
-    );
+    assert_eq!(store.list_keys(B, None, 10).unwrap(), vec!["t/acme/k".to_string(), "t/acme/n".to_string()]);
 
     // A handle from before the restart does not match the recreated key,
     // though the bytes are the same: stamps follow the server clock, so the
@@ -77,9 +57,7 @@ fn a_stopped_server_is_unavailable_and_the_store_recovers_after_restart() {
     assert!(matches!(before.observed, Observed::Present(_)));
     match store.swap(B, "t/acme/k", before.observed, b"late").unwrap() {
         Swap::Failed(fresh) => assert_eq!(fresh.value.as_deref(), Some(&b"v"[..])),
-        Swap::Done => {
-            panic!("a handle read before the restart won a swap against a key written after it")
-        }
+        Swap::Done => panic!("a handle read before the restart won a swap against a key written after it"),
     }
 }
 

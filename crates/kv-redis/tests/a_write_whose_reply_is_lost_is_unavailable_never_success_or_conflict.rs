@@ -35,11 +35,8 @@ impl LossyProxy {
         thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
-                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                    return;
-                };
-                let (mut c_in, mut s_out) =
-                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else { return };
+                let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
                 thread::spawn(move || {
                     let mut buf = vec![0u8; 64 * 1024];
                     while let Ok(n) = c_in.read(&mut buf) {
@@ -87,10 +84,7 @@ fn a_dropped_connection_after_the_request_is_unavailable_and_the_write_may_have_
     // One connection, so the warm-up below leaves the very connection that
     // will carry the write with its tag already registered: the request
     // whose reply is lost is the write script itself.
-    let options = Options {
-        pool_size: 1,
-        ..Options::with_namespace(&ns)
-    };
+    let options = Options { pool_size: 1, ..Options::with_namespace(&ns) };
     let store = RedisStore::open(&format!("redis://127.0.0.1:{}", proxy.port), options).unwrap();
     let direct = server.store(&ns);
     let lose_reply = |what: &str, op: &dyn Fn() -> cairn_kv::Result<()>| {
@@ -103,25 +97,16 @@ fn a_dropped_connection_after_the_request_is_unavailable_and_the_write_may_have_
     store.set(B, K, b"1").unwrap();
     store.increment(B, "t/acme/n", 1).unwrap();
     let seen = store.read(B, K).unwrap();
-    lose_reply("swap", &|| {
-        store.swap(B, K, seen.observed, b"2").map(|_| ())
-    });
-    lose_reply("increment", &|| {
-        store.increment(B, "t/acme/n", 1).map(|_| ())
-    });
-    lose_reply("set_many", &|| {
-        store.set_many(B, &[("t/acme/a", b"a"), ("t/acme/b", b"b")])
-    });
+    lose_reply("swap", &|| store.swap(B, K, seen.observed, b"2").map(|_| ()));
+    lose_reply("increment", &|| store.increment(B, "t/acme/n", 1).map(|_| ()));
+    lose_reply("set_many", &|| store.set_many(B, &[("t/acme/a", b"a"), ("t/acme/b", b"b")]));
     lose_reply("delete", &|| store.delete(B, "t/acme/a"));
 
     // The server ran every one of them: had the store resent the swap, the
     // resend would have failed and been reported as a conflict.
     assert_eq!(direct.get(B, K).unwrap(), Some(b"2".to_vec()));
     assert_eq!(direct.increment(B, "t/acme/n", 0).unwrap(), 2);
-    assert_eq!(
-        direct.get_many(B, &["t/acme/a", "t/acme/b"]).unwrap(),
-        vec![None, Some(b"b".to_vec())]
-    );
+    assert_eq!(direct.get_many(B, &["t/acme/a", "t/acme/b"]).unwrap(), vec![None, Some(b"b".to_vec())]);
     // And the same store works again through new connections.
     assert_eq!(store.get(B, K).unwrap(), Some(b"2".to_vec()));
     match store.swap(B, K, seen.observed, b"3").unwrap() {
@@ -134,49 +119,28 @@ fn a_dropped_connection_after_the_request_is_unavailable_and_the_write_may_have_
 fn a_reply_later_than_the_io_timeout_is_unavailable_and_never_read_as_the_next_reply() {
     let server = Server::start();
     let ns = common::fresh_namespace("late");
-    let options = Options {
-        io_timeout: Duration::from_millis(300),
-        ..Options::with_namespace(&ns)
-    };
+    let options = Options { io_timeout: Duration::from_millis(300), ..Options::with_namespace(&ns) };
     let store = RedisStore::open(&server.url(), options).unwrap();
     store.set(B, K, b"1").unwrap();
     let seen = store.read(B, K).unwrap();
 
     // Writes (and write scripts) wait for a second; reads go on.
     let mut admin = server.admin();
-    redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(1000)
-        .arg("WRITE")
-        .exec(&mut admin)
-        .unwrap();
+    redis::cmd("CLIENT").arg("PAUSE").arg(1000).arg("WRITE").exec(&mut admin).unwrap();
     let paused = Instant::now();
     expect_unavailable("swap during a pause", store.swap(B, K, seen.observed, b"2"));
     println!("the swap gave up after {:?}", paused.elapsed());
-    assert_eq!(
-        store.get(B, K).unwrap(),
-        Some(b"1".to_vec()),
-        "a read during a write pause"
-    );
+    assert_eq!(store.get(B, K).unwrap(), Some(b"1".to_vec()), "a read during a write pause");
     thread::sleep(Duration::from_millis(1200).saturating_sub(paused.elapsed()));
 
     // Whether the swap ran is unknown (here the server drops the command of
     // a client that hung up while paused); either way the store said
     // neither done nor failed, and every later request gets its own reply.
     let now = store.read(B, K).unwrap();
-    println!(
-        "after the pause the key holds {:?}",
-        now.value.as_deref().map(String::from_utf8_lossy)
-    );
+    println!("after the pause the key holds {:?}", now.value.as_deref().map(String::from_utf8_lossy));
     assert!(matches!(now.value.as_deref(), Some(b"1") | Some(b"2")));
     assert_eq!(store.increment(B, "t/acme/n", 7).unwrap(), 7);
-    assert_eq!(
-        store.list_keys(B, None, 10).unwrap(),
-        vec!["t/acme/n".to_string(), K.to_string()]
-    );
-    assert_eq!(
-        store.swap(B, K, now.observed, b"3").unwrap(),
-        cairn_kv::Swap::Done
-    );
+    assert_eq!(store.list_keys(B, None, 10).unwrap(), vec!["t/acme/n".to_string(), K.to_string()]);
+    assert_eq!(store.swap(B, K, now.observed, b"3").unwrap(), cairn_kv::Swap::Done);
     assert_eq!(store.get(B, K).unwrap(), Some(b"3".to_vec()));
 }

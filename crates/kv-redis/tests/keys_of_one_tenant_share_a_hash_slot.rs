@@ -11,11 +11,7 @@ use cairn_kv_redis::{hash_tag, tag_of};
 use common::Server;
 
 fn slot(c: &mut redis::Connection, key: &str) -> i64 {
-    redis::cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query(c)
-        .unwrap()
+    redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(c).unwrap()
 }
 
 #[test]
@@ -47,11 +43,7 @@ fn keys_of_one_tenant_share_a_hash_slot() {
                 layout.index(bucket, key),
                 layout.markers(bucket, key),
             ] {
-                assert_eq!(
-                    slot(&mut calc, &name),
-                    acme,
-                    "{name} is not in the slot of {{t/acme}}"
-                );
+                assert_eq!(slot(&mut calc, &name), acme, "{name} is not in the slot of {{t/acme}}");
             }
         }
     }
@@ -64,30 +56,14 @@ fn keys_of_one_tenant_share_a_hash_slot() {
         ("t/bob/note/n1", "t/bob"),
     ] {
         assert_eq!(tag_of(key), tag);
-        assert_eq!(
-            slot(&mut calc, &layout.record("default", key)),
-            slot(&mut calc, tag),
-            "{key}"
-        );
-        assert_eq!(
-            slot(&mut calc, &layout.sequence(key)),
-            slot(&mut calc, tag),
-            "{key}"
-        );
+        assert_eq!(slot(&mut calc, &layout.record("default", key)), slot(&mut calc, tag), "{key}");
+        assert_eq!(slot(&mut calc, &layout.sequence(key)), slot(&mut calc, tag), "{key}");
     }
     // Awkward keys still get one slot per tag: the tag is escaped, never empty.
     for key in ["/leading-slash", "", "}x/y", "a{b}c/d"] {
         let tag = format!("{{{}}}", hash_tag(key));
-        assert_eq!(
-            slot(&mut calc, &layout.record("default", key)),
-            slot(&mut calc, &tag),
-            "{key:?}"
-        );
-        assert_eq!(
-            slot(&mut calc, &layout.sequence(key)),
-            slot(&mut calc, &tag),
-            "{key:?}"
-        );
+        assert_eq!(slot(&mut calc, &layout.record("default", key)), slot(&mut calc, &tag), "{key:?}");
+        assert_eq!(slot(&mut calc, &layout.sequence(key)), slot(&mut calc, &tag), "{key:?}");
     }
 
     // The names the store really writes: every key of the namespace is
@@ -113,9 +89,5 @@ fn keys_of_one_tenant_share_a_hash_slot() {
         }
     }
     // 7 + 7 records, the sequence, two indexes, one markers set.
-    assert_eq!(
-        acme_keys,
-        14 + 1 + 2 + 1,
-        "keys written under t/acme: {written:?}"
-    );
+    assert_eq!(acme_keys, 14 + 1 + 2 + 1, "keys written under t/acme: {written:?}");
 }

@@ -23,29 +23,8 @@ impl Rng {
 }
 
 const STARTS: &[&str] = &[
-    "t/acme/",
-    "t/acme",
-    "t/ac/",
-    "t/acme0/",
-    "t/acme!",
-    "t/",
-    "t",
-    "t//",
-    "t/b/",
-    "sys/",
-    "sys",
-    "sy/",
-    "sy",
-    "sy!",
-    "sys-x/",
-    "/",
-    "",
-    "a}b/",
-    "{x}/",
-    "%/",
-    "kv-probe/",
-    "é/",
-    "z",
+    "t/acme/", "t/acme", "t/ac/", "t/acme0/", "t/acme!", "t/", "t", "t//", "t/b/", "sys/", "sys", "sy/", "sy",
+    "sy!", "sys-x/", "/", "", "a}b/", "{x}/", "%/", "kv-probe/", "é/", "z",
 ];
 const TAILS: &[&str] = &["", "a", "b", "/", "!", "0", "~", "/x", "ab", "é"];
 
@@ -64,12 +43,8 @@ fn tenants(store: &dyn Store) -> Vec<String> {
     loop {
         let next = store.list_keys("default", Some(&after), 1).unwrap();
         let Some(key) = next.first() else { break };
-        let Some(rest) = key.strip_prefix("t/") else {
-            break;
-        };
-        let Some((tenant, _)) = rest.split_once('/') else {
-            break;
-        };
+        let Some(rest) = key.strip_prefix("t/") else { break };
+        let Some((tenant, _)) = rest.split_once('/') else { break };
         out.push(tenant.to_string());
         after = format!("t/{tenant}0");
     }
@@ -89,11 +64,7 @@ fn list_keys_agrees_with_the_memory_store_on_random_keys() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut keys: Vec<String> = Vec::new();
     for round in 0..600 {
-        let bucket = if rng.next().is_multiple_of(5) {
-            "cache"
-        } else {
-            "default"
-        };
+        let bucket = if rng.next().is_multiple_of(5) { "cache" } else { "default" };
         let key = if !keys.is_empty() && rng.next().is_multiple_of(3) {
             keys[(rng.next() % keys.len() as u64) as usize].clone()
         } else {
@@ -114,11 +85,7 @@ fn list_keys_agrees_with_the_memory_store_on_random_keys() {
     let mut cursors: Vec<Option<String>> = vec![None];
     for k in keys.iter().take(200) {
         cursors.push(Some(k.clone()));
-        let cut = k
-            .char_indices()
-            .map(|(i, _)| i)
-            .nth((rng.next() % 4) as usize)
-            .unwrap_or(k.len());
+        let cut = k.char_indices().map(|(i, _)| i).nth((rng.next() % 4) as usize).unwrap_or(k.len());
         cursors.push(Some(k[..cut].to_string()));
         cursors.push(Some(format!("{k}0")));
     }

@@ -28,49 +28,28 @@ fn measure_read_and_swap_cost_on_loopback() {
     for _ in 0..500 {
         store.read("default", "t/acme/note/n1").unwrap();
     }
-    per_call("PING (raw round trip)", N, |_| {
-        redis::cmd("PING").exec(&mut raw).unwrap()
-    });
+    per_call("PING (raw round trip)", N, |_| redis::cmd("PING").exec(&mut raw).unwrap());
     let read = per_call("read (1 KiB value)", N, |_| {
         store.read("default", "t/acme/note/n1").unwrap();
     });
     let cycle = per_call("read + swap (1 KiB, uncontended)", N, |_| {
         let r = store.read("default", "t/acme/note/n1").unwrap();
-        assert_eq!(
-            store
-                .swap("default", "t/acme/note/n1", r.observed, &value)
-                .unwrap(),
-            Swap::Done
-        );
+        assert_eq!(store.swap("default", "t/acme/note/n1", r.observed, &value).unwrap(), Swap::Done);
     });
-    println!(
-        "{:<34} {:8.1} µs per call (cycle minus read)",
-        "swap",
-        cycle - read
-    );
-    per_call("set (1 KiB)", N, |i| {
-        store
-            .set("default", &format!("t/acme/blob/{i}"), &value)
-            .unwrap()
-    });
+    println!("{:<34} {:8.1} µs per call (cycle minus read)", "swap", cycle - read);
+    per_call("set (1 KiB)", N, |i| store.set("default", &format!("t/acme/blob/{i}"), &value).unwrap());
     per_call("increment", N, |_| {
         store.increment("cache", "ratelimit/t1/60", 1).unwrap();
     });
     per_call("get_many (10 keys, one tenant)", N / 5, |i| {
-        let keys: Vec<String> = (0..10)
-            .map(|j| format!("t/acme/blob/{}", (i * 10 + j) % N))
-            .collect();
+        let keys: Vec<String> = (0..10).map(|j| format!("t/acme/blob/{}", (i * 10 + j) % N)).collect();
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         store.get_many("default", &refs).unwrap();
     });
     for t in 0..200 {
-        store
-            .set("default", &format!("t/tenant{t:03}/note/n1"), b"v")
-            .unwrap();
+        store.set("default", &format!("t/tenant{t:03}/note/n1"), b"v").unwrap();
     }
     per_call("list_keys (tenant discovery step)", 200, |t| {
-        store
-            .list_keys("default", Some(&format!("t/tenant{t:03}0")), 1)
-            .unwrap();
+        store.list_keys("default", Some(&format!("t/tenant{t:03}0")), 1).unwrap();
     });
 }

@@ -12,9 +12,7 @@
 //! database is opened in exclusive locking mode so a second process gets a
 //! clear error instead of a silent split-brain).
 
-use cairn_kv::{
-    Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter,
-};
+use cairn_kv::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 use std::sync::Mutex;
@@ -36,14 +34,9 @@ pub struct SqliteStore {
 /// [`Error::Unavailable`], anything else [`Error::Backend`].
 fn backend(e: rusqlite::Error) -> Error {
     match &e {
-        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => {
-            Error::Full(e.to_string())
-        }
+        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => Error::Full(e.to_string()),
         rusqlite::Error::SqliteFailure(f, _)
-            if matches!(
-                f.code,
-                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-            ) =>
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) =>
         {
             Error::Unavailable(e.to_string())
         }
@@ -52,10 +45,7 @@ fn backend(e: rusqlite::Error) -> Error {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 impl SqliteStore {
@@ -92,59 +82,27 @@ impl SqliteStore {
             e => backend(e),
         })?;
         let purge_floor: i64 = conn
-            .query_row(
-                "SELECT value FROM meta WHERE name = 'purge_floor'",
-                [],
-                |r| r.get(0),
-            )
+            .query_row("SELECT value FROM meta WHERE name = 'purge_floor'", [], |r| r.get(0))
             .map_err(backend)?;
-        let max_stamp: Option<i64> = conn
-            .query_row("SELECT MAX(stamp) FROM kv", [], |r| r.get(0))
-            .map_err(backend)?;
+        let max_stamp: Option<i64> =
+            conn.query_row("SELECT MAX(stamp) FROM kv", [], |r| r.get(0)).map_err(backend)?;
         let seq = (max_stamp.unwrap_or(0).max(purge_floor)) as u64;
-        Ok(Self {
-            inner: Mutex::new(Inner {
-                conn: Some(conn),
-                seq,
-                purge_floor: purge_floor as u64,
-            }),
-        })
+        Ok(Self { inner: Mutex::new(Inner { conn: Some(conn), seq, purge_floor: purge_floor as u64 }) })
     }
 
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&Connection, &mut u64, u64) -> rusqlite::Result<T>,
-    ) -> Result<T> {
-        let mut guard = self
-            .inner
-            .lock()
-            .map_err(|_| Error::Backend("store lock poisoned".into()))?;
-        let Inner {
-            conn,
-            seq,
-            purge_floor,
-        } = &mut *guard;
-        let conn = conn
-            .as_ref()
-            .ok_or_else(|| Error::Backend("store is closed".into()))?;
+    fn with<T>(&self, f: impl FnOnce(&Connection, &mut u64, u64) -> rusqlite::Result<T>) -> Result<T> {
+        let mut guard = self.inner.lock().map_err(|_| Error::Backend("store lock poisoned".into()))?;
+        let Inner { conn, seq, purge_floor } = &mut *guard;
+        let conn = conn.as_ref().ok_or_else(|| Error::Backend("store is closed".into()))?;
         f(conn, seq, *purge_floor).map_err(backend)
     }
 
     /// Like `with`, inside one transaction that commits only if `f` succeeds.
     /// The in-memory sequence is restored if the transaction fails.
     fn tx<T>(&self, f: impl FnOnce(&Connection, &mut u64, u64) -> Result<T>) -> Result<T> {
-        let mut guard = self
-            .inner
-            .lock()
-            .map_err(|_| Error::Backend("store lock poisoned".into()))?;
-        let Inner {
-            conn,
-            seq,
-            purge_floor,
-        } = &mut *guard;
-        let conn = conn
-            .as_ref()
-            .ok_or_else(|| Error::Backend("store is closed".into()))?;
+        let mut guard = self.inner.lock().map_err(|_| Error::Backend("store lock poisoned".into()))?;
+        let Inner { conn, seq, purge_floor } = &mut *guard;
+        let conn = conn.as_ref().ok_or_else(|| Error::Backend("store is closed".into()))?;
         let start = *seq;
         conn.execute_batch("BEGIN IMMEDIATE").map_err(backend)?;
         match f(conn, seq, *purge_floor) {
@@ -170,30 +128,19 @@ impl SqliteStore {
     /// test can fill it as a full disk would.
     #[doc(hidden)]
     pub fn limit_pages_for_tests(&self, pages: u32) -> Result<()> {
-        self.with(|c, _, _| {
-            c.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))
-        })
+        self.with(|c, _, _| c.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(())))
     }
 }
 
 fn row(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<Stamped>> {
     conn.prepare_cached("SELECT value, stamp FROM kv WHERE bucket = ?1 AND key = ?2")?
         .query_row(params![bucket, key], |r| {
-            Ok(Stamped {
-                value: r.get(0)?,
-                stamp: r.get::<_, i64>(1)? as u64,
-            })
+            Ok(Stamped { value: r.get(0)?, stamp: r.get::<_, i64>(1)? as u64 })
         })
         .optional()
 }
 
-fn put(
-    conn: &Connection,
-    seq: &mut u64,
-    bucket: &str,
-    key: &str,
-    value: Option<&[u8]>,
-) -> rusqlite::Result<()> {
+fn put(conn: &Connection, seq: &mut u64, bucket: &str, key: &str, value: Option<&[u8]>) -> rusqlite::Result<()> {
     *seq += 1;
     let deleted_at = value.is_none().then(now_ms);
     conn.prepare_cached(
@@ -205,6 +152,19 @@ fn put(
     Ok(())
 }
 
+/// One compare-and-swap inside a transaction: `value` is written if nothing
+/// wrote the key since `observed` (and no delete marker it could rely on was
+/// purged), else the swap fails with what is there now.
+fn swap_in(c: &Connection, seq: &mut u64, floor: u64, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
+    let current = row(c, bucket, key).map_err(backend)?;
+    if Stamped::swap_allowed(current.as_ref(), observed, floor) {
+        put(c, seq, bucket, key, Some(value)).map_err(backend)?;
+        Ok(Swap::Done)
+    } else {
+        Ok(Swap::Failed(Stamped::observe(current.as_ref(), *seq)))
+    }
+}
+
 impl Store for SqliteStore {
     fn read(&self, bucket: &str, key: &str) -> Result<Read> {
         check_key(key)?;
@@ -214,26 +174,14 @@ impl Store for SqliteStore {
     fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
         check_key(key)?;
         check_value(value)?;
-        self.tx(|c, seq, floor| {
-            let current = row(c, bucket, key).map_err(backend)?;
-            if Stamped::swap_allowed(current.as_ref(), observed, floor) {
-                put(c, seq, bucket, key, Some(value)).map_err(backend)?;
-                Ok(Swap::Done)
-            } else {
-                Ok(Swap::Failed(Stamped::observe(current.as_ref(), *seq)))
-            }
-        })
+        self.tx(|c, seq, floor| swap_in(c, seq, floor, bucket, key, observed, value))
     }
 
     fn read_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Read>> {
         for k in keys {
             check_key(k)?;
         }
-        self.with(|c, seq, _| {
-            keys.iter()
-                .map(|k| Ok(Stamped::observe(row(c, bucket, k)?.as_ref(), *seq)))
-                .collect()
-        })
+        self.with(|c, seq, _| keys.iter().map(|k| Ok(Stamped::observe(row(c, bucket, k)?.as_ref(), *seq))).collect())
     }
 
     /// One transaction for every swap, each checked against its own read.
@@ -242,30 +190,14 @@ impl Store for SqliteStore {
             check_key(k)?;
             check_value(v)?;
         }
-        self.tx(|c, seq, floor| {
-            let mut out = Vec::with_capacity(swaps.len());
-            for (key, observed, value) in swaps {
-                let current = row(c, bucket, key).map_err(backend)?;
-                if Stamped::swap_allowed(current.as_ref(), *observed, floor) {
-                    put(c, seq, bucket, key, Some(value)).map_err(backend)?;
-                    out.push(Swap::Done);
-                } else {
-                    out.push(Swap::Failed(Stamped::observe(current.as_ref(), *seq)));
-                }
-            }
-            Ok(out)
-        })
+        self.tx(|c, seq, floor| swaps.iter().map(|(k, o, v)| swap_in(c, seq, floor, bucket, k, *o, v)).collect())
     }
 
     fn get_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>> {
         for k in keys {
             check_key(k)?;
         }
-        self.with(|c, _, _| {
-            keys.iter()
-                .map(|k| Ok(row(c, bucket, k)?.and_then(|r| r.value)))
-                .collect()
-        })
+        self.with(|c, _, _| keys.iter().map(|k| Ok(row(c, bucket, k)?.and_then(|r| r.value))).collect())
     }
 
     fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()> {
@@ -287,9 +219,7 @@ impl Store for SqliteStore {
         }
         self.tx(|c, seq, _| {
             for k in keys {
-                let live = row(c, bucket, k)
-                    .map_err(backend)?
-                    .is_some_and(|r| r.value.is_some());
+                let live = row(c, bucket, k).map_err(backend)?.is_some_and(|r| r.value.is_some());
                 if live {
                     put(c, seq, bucket, k, None).map_err(backend)?;
                 }
@@ -302,8 +232,7 @@ impl Store for SqliteStore {
         check_key(key)?;
         self.tx(|c, seq, _| {
             let current = row(c, bucket, key).map_err(backend)?;
-            let next = decode_counter(current.as_ref().and_then(|r| r.value.as_deref()))?
-                .wrapping_add(delta);
+            let next = decode_counter(current.as_ref().and_then(|r| r.value.as_deref()))?.wrapping_add(delta);
             put(c, seq, bucket, key, Some(&next.to_le_bytes())).map_err(backend)?;
             Ok(next)
         })
@@ -316,9 +245,7 @@ impl Store for SqliteStore {
                  ORDER BY key LIMIT ?3",
             )?;
             let keys = stmt
-                .query_map(params![bucket, after.unwrap_or(""), limit as i64], |r| {
-                    r.get(0)
-                })?
+                .query_map(params![bucket, after.unwrap_or(""), limit as i64], |r| r.get(0))?
                 .collect::<rusqlite::Result<Vec<String>>>()?;
             Ok(keys)
         })
@@ -326,22 +253,11 @@ impl Store for SqliteStore {
 
     /// A range scan bounded at the prefix's end, so it never reads the
     /// rows (and values) that follow it.
-    fn list_prefix(
-        &self,
-        bucket: &str,
-        prefix: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<String>> {
+    fn list_prefix(&self, bucket: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
         let Some(end) = prefix_end(prefix) else {
-            let start = after.filter(|a| *a > prefix).unwrap_or(prefix);
-            let keys = self.list_keys(bucket, Some(start), limit)?;
-            return Ok(keys
-                .into_iter()
-                .take_while(|k| k.starts_with(prefix))
-                .collect());
+            return cairn_kv::list_prefix_by_listing(self, bucket, prefix, after, limit);
         };
-        let start = after.filter(|a| *a > prefix).unwrap_or(prefix);
+        let start = cairn_kv::prefix_start(prefix, after);
         self.with(|c, _, _| {
             let mut stmt = c.prepare_cached(
                 "SELECT key FROM kv WHERE bucket = ?1 AND key > ?2 AND key < ?3 AND typeof(value) <> 'null'
@@ -355,15 +271,9 @@ impl Store for SqliteStore {
     }
 
     fn sweep(&self, older_than_ms: u64) -> Result<usize> {
-        let mut guard = self
-            .inner
-            .lock()
-            .map_err(|_| Error::Backend("store lock poisoned".into()))?;
+        let mut guard = self.inner.lock().map_err(|_| Error::Backend("store lock poisoned".into()))?;
         let inner = &mut *guard;
-        let conn = inner
-            .conn
-            .as_ref()
-            .ok_or_else(|| Error::Backend("store is closed".into()))?;
+        let conn = inner.conn.as_ref().ok_or_else(|| Error::Backend("store is closed".into()))?;
         let cutoff = now_ms() - older_than_ms as i64;
         let run = || -> rusqlite::Result<(usize, u64)> {
             conn.execute_batch("BEGIN IMMEDIATE")?;
@@ -373,14 +283,8 @@ impl Store for SqliteStore {
                 |r| r.get(0),
             )?;
             let floor = inner.purge_floor.max(max.unwrap_or(0) as u64);
-            conn.execute(
-                "UPDATE meta SET value = ?1 WHERE name = 'purge_floor'",
-                [floor as i64],
-            )?;
-            let n = conn.execute(
-                "DELETE FROM kv WHERE value IS NULL AND deleted_at <= ?1",
-                [cutoff],
-            )?;
+            conn.execute("UPDATE meta SET value = ?1 WHERE name = 'purge_floor'", [floor as i64])?;
+            let n = conn.execute("DELETE FROM kv WHERE value IS NULL AND deleted_at <= ?1", [cutoff])?;
             conn.execute_batch("COMMIT")?;
             Ok((n, floor))
         };
@@ -401,13 +305,9 @@ impl Store for SqliteStore {
     }
 
     fn close(&self) -> Result<()> {
-        let mut guard = self
-            .inner
-            .lock()
-            .map_err(|_| Error::Backend("store lock poisoned".into()))?;
+        let mut guard = self.inner.lock().map_err(|_| Error::Backend("store lock poisoned".into()))?;
         if let Some(conn) = guard.conn.take() {
-            conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
-                .map_err(backend)?;
+            conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").map_err(backend)?;
             conn.close().map_err(|(_, e)| backend(e))?;
         }
         Ok(())

@@ -8,11 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn store(name: &str) -> Arc<SqliteStore> {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "cairn-gc-{}-{name}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
+    let dir = std::env::temp_dir().join(format!("cairn-gc-{}-{name}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     Arc::new(SqliteStore::open(&dir.join("kv.db"), false).unwrap())
@@ -51,11 +47,7 @@ fn a_full_database_refuses_the_write_that_does_not_fit_and_keeps_every_acknowled
     assert!(!full.is_empty(), "the cap was never reached");
     assert!(!acked.is_empty());
     for (k, len) in &acked {
-        assert_eq!(
-            s.get("b", k).unwrap().map(|v| v.len()),
-            Some(*len),
-            "acknowledged {k} is gone"
-        );
+        assert_eq!(s.get("b", k).unwrap().map(|v| v.len()), Some(*len), "acknowledged {k} is gone");
     }
     for k in &full {
         assert_eq!(s.get("b", k).unwrap(), None, "refused {k} was written");
@@ -78,10 +70,7 @@ fn concurrent_swaps_on_one_key_lose_nothing_and_stamps_only_grow() {
                         seen.push(stamp);
                     }
                     let n = u64::from_le_bytes(r.value.unwrap().try_into().unwrap());
-                    if let Swap::Done = s
-                        .swap("b", "n", r.observed, &(n + 1).to_le_bytes())
-                        .unwrap()
-                    {
+                    if let Swap::Done = s.swap("b", "n", r.observed, &(n + 1).to_le_bytes()).unwrap() {
                         done += 1;
                     }
                 }
@@ -91,10 +80,7 @@ fn concurrent_swaps_on_one_key_lose_nothing_and_stamps_only_grow() {
         .collect();
     for t in threads {
         let seen = t.join().unwrap();
-        assert!(
-            seen.windows(2).all(|w| w[0] <= w[1]),
-            "a thread saw a stamp go back: {seen:?}"
-        );
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "a thread saw a stamp go back: {seen:?}");
     }
     let n = u64::from_le_bytes(s.get("b", "n").unwrap().unwrap().try_into().unwrap());
     assert_eq!(n, 1600, "an acknowledged swap was lost");

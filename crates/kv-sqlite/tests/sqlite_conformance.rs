@@ -31,15 +31,11 @@ cairn_kv::conformance_tests!(fresh);
 /// acknowledged key; killed by the parent.
 #[test]
 fn durability_child_writer() {
-    let Ok(path) = std::env::var("CAIRN_KV_DURABILITY_CHILD") else {
-        return;
-    };
+    let Ok(path) = std::env::var("CAIRN_KV_DURABILITY_CHILD") else { return };
     let store = SqliteStore::open(std::path::Path::new(&path), false).unwrap();
     for i in 0u64.. {
         let read = store.read("default", &format!("k{i}")).unwrap();
-        store
-            .swap("default", &format!("k{i}"), read.observed, &i.to_le_bytes())
-            .unwrap();
+        store.swap("default", &format!("k{i}"), read.observed, &i.to_le_bytes()).unwrap();
         println!("acked {i}");
     }
 }
@@ -48,12 +44,7 @@ fn durability_child_writer() {
 fn acknowledged_writes_survive_sigkill() {
     let path = scratch("durable").join("kv.db");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "durability_child_writer",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", "durability_child_writer", "--nocapture", "--test-threads=1"])
         .env("CAIRN_KV_DURABILITY_CHILD", &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -89,14 +80,8 @@ fn a_second_process_cannot_open_the_same_database() {
     let first = SqliteStore::open(&path, false).unwrap();
     first.set("default", "k", b"v").unwrap();
     let second = SqliteStore::open(&path, false);
-    let err = second
-        .err()
-        .expect("a second opener must be refused")
-        .to_string();
-    assert!(
-        err.contains("in use by another process"),
-        "unclear error: {err}"
-    );
+    let err = second.err().expect("a second opener must be refused").to_string();
+    assert!(err.contains("in use by another process"), "unclear error: {err}");
 }
 
 #[test]
@@ -112,10 +97,7 @@ fn stamps_are_never_reused_across_restarts() {
     let store = SqliteStore::open(&path, false).unwrap();
     store.set("default", "k", b"v").unwrap();
     assert!(
-        matches!(
-            store.swap("default", "k", before.observed, b"w").unwrap(),
-            cairn_kv::Swap::Failed(_)
-        ),
+        matches!(store.swap("default", "k", before.observed, b"w").unwrap(), cairn_kv::Swap::Failed(_)),
         "a stamp was reused after restart"
     );
 }

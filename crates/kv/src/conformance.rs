@@ -168,11 +168,7 @@ fn expect_value(s: &dyn Store, sc: Scope, key: &str, want: Option<&[u8]>, why: &
     if got.as_deref() == want {
         Ok(())
     } else {
-        Err(format!(
-            "{why}: {key} holds {}, expected {}",
-            show(got.as_deref()),
-            show(want)
-        ))
+        Err(format!("{why}: {key} holds {}, expected {}", show(got.as_deref()), show(want)))
     }
 }
 
@@ -197,9 +193,7 @@ fn expect_limit(r: crate::Result<()>, what: &str, limit: &str, exact: &Error) ->
         Ok(()) => Err(format!("{what} was accepted")),
         Err(e) if &e == exact => Ok(()),
         Err(Error::Backend(m)) if m.contains(limit) => Ok(()),
-        Err(e) => Err(format!(
-            "{what} was refused with an error that does not name the limit: {e}"
-        )),
+        Err(e) => Err(format!("{what} was refused with an error that does not name the limit: {e}")),
     }
 }
 
@@ -210,65 +204,31 @@ fn absent_handle_is_create_if_absent(s: &dyn Store, sc: Scope) -> Outcome {
         return Err(format!("{a} was expected absent"));
     }
     io(s.set(sc.bucket, &a, b"first"))?;
-    expect_failed(
-        io(s.swap(sc.bucket, &a, seen.observed, b"second"))?,
-        "on a key created after the handle saw it absent",
-    )?;
-    expect_value(
-        s,
-        sc,
-        &a,
-        Some(b"first"),
-        "create-if-absent overwrote a key created after the read",
-    )?;
+    expect_failed(io(s.swap(sc.bucket, &a, seen.observed, b"second"))?, "on a key created after the handle saw it absent")?;
+    expect_value(s, sc, &a, Some(b"first"), "create-if-absent overwrote a key created after the read")?;
 
     // Two reads of the absent key: a handle is used up by its swap on some
     // hosts (a `wasi:keyvalue` CAS resource), so each attempt gets its own.
     let (seen, seen_again) = (io(s.read(sc.bucket, &b))?, io(s.read(sc.bucket, &b))?);
     io(s.set(sc.bucket, &b, b"x"))?;
     io(s.delete(sc.bucket, &b))?;
-    expect_failed(
-        io(s.swap(sc.bucket, &b, seen.observed, b"y"))?,
-        "on a key created and deleted after the handle saw it absent",
-    )?;
+    expect_failed(io(s.swap(sc.bucket, &b, seen.observed, b"y"))?, "on a key created and deleted after the handle saw it absent")?;
     io(s.sweep(0))?;
-    expect_failed(
-        io(s.swap(sc.bucket, &b, seen_again.observed, b"y"))?,
-        "after sweeping delete markers, on a stale absent handle",
-    )?;
+    expect_failed(io(s.swap(sc.bucket, &b, seen_again.observed, b"y"))?, "after sweeping delete markers, on a stale absent handle")?;
     expect_value(s, sc, &b, None, "a refused swap wrote")
 }
 
 fn one_of_two_creators_wins(s: &dyn Store, sc: Scope) -> Outcome {
     let k = sc.key("c");
     let (first, second) = (io(s.read(sc.bucket, &k))?, io(s.read(sc.bucket, &k))?);
-    expect_done(
-        io(s.swap(sc.bucket, &k, first.observed, b"a"))?,
-        "for the first creator of an absent key",
-    )?;
-    expect_failed(
-        io(s.swap(sc.bucket, &k, second.observed, b"b"))?,
-        "for a second creator of the same key",
-    )?;
-    expect_value(
-        s,
-        sc,
-        &k,
-        Some(b"a"),
-        "the second creator's value was stored",
-    )
+    expect_done(io(s.swap(sc.bucket, &k, first.observed, b"a"))?, "for the first creator of an absent key")?;
+    expect_failed(io(s.swap(sc.bucket, &k, second.observed, b"b"))?, "for a second creator of the same key")?;
+    expect_value(s, sc, &k, Some(b"a"), "the second creator's value was stored")
 }
 
 /// A handle read after `k` was set to `value`, then `meddle`d with, fails its
 /// swap, and the key keeps `value`.
-fn stale_after(
-    s: &dyn Store,
-    sc: Scope,
-    name: &str,
-    value: &[u8],
-    meddle: impl Fn(&str) -> Outcome,
-    what: &str,
-) -> Outcome {
+fn stale_after(s: &dyn Store, sc: Scope, name: &str, value: &[u8], meddle: impl Fn(&str) -> Outcome, what: &str) -> Outcome {
     let k = sc.key(name);
     io(s.set(sc.bucket, &k, value))?;
     let before = io(s.read(sc.bucket, &k))?;
@@ -282,53 +242,24 @@ fn no_aba_after_delete_and_recreate(s: &dyn Store, sc: Scope) -> Outcome {
         io(s.delete(sc.bucket, k))?;
         io(s.set(sc.bucket, k, b"same"))
     };
-    stale_after(
-        s,
-        sc,
-        "aba",
-        b"same",
-        meddle,
-        "after delete + recreate with the same bytes (the store compares values)",
-    )
+    stale_after(s, sc, "aba", b"same", meddle, "after delete + recreate with the same bytes (the store compares values)")
 }
 
 fn same_bytes_rewrite_is_a_write(s: &dyn Store, sc: Scope) -> Outcome {
-    stale_after(
-        s,
-        sc,
-        "same",
-        b"v",
-        |k| io(s.set(sc.bucket, k, b"v")),
-        "after the same bytes were written again",
-    )
+    stale_after(s, sc, "same", b"v", |k| io(s.set(sc.bucket, k, b"v")), "after the same bytes were written again")
 }
 
 fn lost_swap_is_never_reported_as_success(s: &dyn Store, sc: Scope) -> Outcome {
     let k = sc.key("lost");
     io(s.set(sc.bucket, &k, b"0"))?;
     let (first, second) = (io(s.read(sc.bucket, &k))?, io(s.read(sc.bucket, &k))?);
-    expect_done(
-        io(s.swap(sc.bucket, &k, first.observed, b"first"))?,
-        "without contention",
-    )?;
-    expect_failed(
-        io(s.swap(sc.bucket, &k, second.observed, b"second"))?,
-        "for a swap whose read was overtaken by another swap",
-    )?;
+    expect_done(io(s.swap(sc.bucket, &k, first.observed, b"first"))?, "without contention")?;
+    expect_failed(io(s.swap(sc.bucket, &k, second.observed, b"second"))?, "for a swap whose read was overtaken by another swap")?;
     expect_value(s, sc, &k, Some(b"first"), "a lost swap's value was stored")?;
     let stale = io(s.read(sc.bucket, &k))?;
     io(s.set(sc.bucket, &k, b"other writer"))?;
-    expect_failed(
-        io(s.swap(sc.bucket, &k, stale.observed, b"late"))?,
-        "for a swap whose read was overtaken by a set",
-    )?;
-    expect_value(
-        s,
-        sc,
-        &k,
-        Some(b"other writer"),
-        "a lost swap's value was stored",
-    )
+    expect_failed(io(s.swap(sc.bucket, &k, stale.observed, b"late"))?, "for a swap whose read was overtaken by a set")?;
+    expect_value(s, sc, &k, Some(b"other writer"), "a lost swap's value was stored")
 }
 
 fn failed_swap_returns_a_fresh_read(s: &dyn Store, sc: Scope) -> Outcome {
@@ -340,15 +271,9 @@ fn failed_swap_returns_a_fresh_read(s: &dyn Store, sc: Scope) -> Outcome {
         return Err("a stale swap reported success".into());
     };
     if fresh.value.as_deref() != Some(&b"2"[..]) {
-        return Err(format!(
-            "cas-failed carried {}, not the current value",
-            show(fresh.value.as_deref())
-        ));
+        return Err(format!("cas-failed carried {}, not the current value", show(fresh.value.as_deref())));
     }
-    expect_done(
-        io(s.swap(sc.bucket, &k, fresh.observed, b"3"))?,
-        "with the fresh read of cas-failed, uncontended",
-    )?;
+    expect_done(io(s.swap(sc.bucket, &k, fresh.observed, b"3"))?, "with the fresh read of cas-failed, uncontended")?;
     expect_value(s, sc, &k, Some(b"3"), "the winning swap's value is missing")
 }
 
@@ -364,13 +289,7 @@ fn increment_is_an_8_byte_counter(s: &dyn Store, sc: Scope) -> Outcome {
     if io(s.increment(sc.bucket, &n, -40))? != 60 {
         return Err("a negative delta did not subtract".into());
     }
-    expect_value(
-        s,
-        sc,
-        &n,
-        Some(&60i64.to_le_bytes()),
-        "the counter is not 8 little-endian bytes",
-    )?;
+    expect_value(s, sc, &n, Some(&60i64.to_le_bytes()), "the counter is not 8 little-endian bytes")?;
     io(s.set(sc.bucket, &text, b"abc"))?;
     match s.increment(sc.bucket, &text, 1) {
         Err(Error::NotACounter { len: 3 }) => Ok(()),
@@ -386,66 +305,24 @@ fn values_up_to_1_mib_round_trip(s: &dyn Store, sc: Scope) -> Outcome {
     io(s.set(sc.bucket, &k, &big))?;
     expect_value(s, sc, &k, Some(&big), "a 1 MiB value did not round-trip")?;
     let too_big = vec![1u8; MAX_VALUE_BYTES + 1];
-    let exact = Error::ValueTooLarge {
-        len: MAX_VALUE_BYTES + 1,
-    };
-    expect_limit(
-        s.set(sc.bucket, &k, &too_big),
-        "a value of 1 MiB + 1 byte",
-        "1048576",
-        &exact,
-    )?;
+    let exact = Error::ValueTooLarge { len: MAX_VALUE_BYTES + 1 };
+    expect_limit(s.set(sc.bucket, &k, &too_big), "a value of 1 MiB + 1 byte", "1048576", &exact)?;
     let read = io(s.read(sc.bucket, &k))?;
-    expect_limit(
-        s.swap(sc.bucket, &k, read.observed, &too_big).map(|_| ()),
-        "a swap of 1 MiB + 1 byte",
-        "1048576",
-        &exact,
-    )?;
+    expect_limit(s.swap(sc.bucket, &k, read.observed, &too_big).map(|_| ()), "a swap of 1 MiB + 1 byte", "1048576", &exact)?;
     expect_value(s, sc, &k, Some(&big), "a refused write changed the value")
 }
 
 fn keys_over_256_bytes_refused(s: &dyn Store, sc: Scope) -> Outcome {
-    let fits = format!(
-        "{}{}",
-        sc.prefix,
-        "k".repeat(MAX_KEY_BYTES.saturating_sub(sc.prefix.len()))
-    );
+    let fits = format!("{}{}", sc.prefix, "k".repeat(MAX_KEY_BYTES.saturating_sub(sc.prefix.len())));
     io(s.set(sc.bucket, &fits, b"v"))?;
     let long = format!("{fits}k");
     let exact = Error::KeyTooLong { len: long.len() };
     let what = format!("a {}-byte key", long.len());
-    expect_limit(
-        s.set(sc.bucket, &long, b"v"),
-        &format!("set of {what}"),
-        "256",
-        &exact,
-    )?;
-    expect_limit(
-        s.read(sc.bucket, &long).map(|_| ()),
-        &format!("read of {what}"),
-        "256",
-        &exact,
-    )?;
-    expect_limit(
-        s.delete(sc.bucket, &long),
-        &format!("delete of {what}"),
-        "256",
-        &exact,
-    )?;
-    expect_limit(
-        s.increment(sc.bucket, &long, 1).map(|_| ()),
-        &format!("increment of {what}"),
-        "256",
-        &exact,
-    )?;
-    expect_limit(
-        s.swap(sc.bucket, &long, Observed::Absent(0), b"v")
-            .map(|_| ()),
-        &format!("swap of {what}"),
-        "256",
-        &exact,
-    )?;
+    expect_limit(s.set(sc.bucket, &long, b"v"), &format!("set of {what}"), "256", &exact)?;
+    expect_limit(s.read(sc.bucket, &long).map(|_| ()), &format!("read of {what}"), "256", &exact)?;
+    expect_limit(s.delete(sc.bucket, &long), &format!("delete of {what}"), "256", &exact)?;
+    expect_limit(s.increment(sc.bucket, &long, 1).map(|_| ()), &format!("increment of {what}"), "256", &exact)?;
+    expect_limit(s.swap(sc.bucket, &long, Observed::Absent(0), b"v").map(|_| ()), &format!("swap of {what}"), "256", &exact)?;
     if !exact.to_string().contains("at most 256 bytes") {
         return Err("the key-length error does not name the limit".into());
     }
@@ -461,24 +338,13 @@ fn batches_are_all_or_nothing(s: &dyn Store, sc: Scope) -> Outcome {
     expect_value(s, sc, &a, None, "half a batch was written")?;
     io(s.set_many(sc.bucket, &[(&a, b"1"), (&b, b"2"), (&c, b"3")]))?;
     let got = io(s.get_many(sc.bucket, &[&a, &b, &c, &sc.key("missing")]))?;
-    let want: Vec<Option<Vec<u8>>> = vec![
-        Some(b"1".to_vec()),
-        Some(b"2".to_vec()),
-        Some(b"3".to_vec()),
-        None,
-    ];
+    let want: Vec<Option<Vec<u8>>> = vec![Some(b"1".to_vec()), Some(b"2".to_vec()), Some(b"3".to_vec()), None];
     if got != want {
         return Err("get-many did not return what set-many wrote".into());
     }
     io(s.delete_many(sc.bucket, &[&a, &c, &sc.key("missing")]))?;
     expect_value(s, sc, &a, None, "delete-many left a key behind")?;
-    expect_value(
-        s,
-        sc,
-        &b,
-        Some(b"2"),
-        "delete-many removed a key it was not given",
-    )?;
+    expect_value(s, sc, &b, Some(b"2"), "delete-many removed a key it was not given")?;
     io(s.delete(sc.bucket, &b))
 }
 
@@ -487,38 +353,19 @@ fn batched_swaps_each_keep_the_promise(s: &dyn Store, sc: Scope) -> Outcome {
     io(s.set(sc.bucket, &a, b"a1"))?;
     io(s.set(sc.bucket, &b, b"b1"))?;
     let reads = io(s.read_many(sc.bucket, &[&a, &b, &c]))?;
-    if reads.len() != 3 || reads[0].value.as_deref() != Some(&b"a1"[..]) || reads[2].value.is_some()
-    {
+    if reads.len() != 3 || reads[0].value.as_deref() != Some(&b"a1"[..]) || reads[2].value.is_some() {
         return Err(format!("read-many gave {reads:?}"));
     }
     // b moves after the read; a and c (absent) do not.
     io(s.set(sc.bucket, &b, b"b2"))?;
-    let out = io(s.swap_each(
-        sc.bucket,
-        &[
-            (&a, reads[0].observed, b"a2"),
-            (&b, reads[1].observed, b"b3"),
-            (&c, reads[2].observed, b"c1"),
-        ],
-    ))?;
+    let out = io(s.swap_each(sc.bucket, &[(&a, reads[0].observed, b"a2"), (&b, reads[1].observed, b"b3"), (&c, reads[2].observed, b"c1")]))?;
     let result = match out.as_slice() {
-        [Swap::Done, Swap::Failed(fresh), Swap::Done]
-            if fresh.value.as_deref() == Some(&b"b2"[..]) =>
-        {
+        [Swap::Done, Swap::Failed(fresh), Swap::Done] if fresh.value.as_deref() == Some(&b"b2"[..]) => {
             let now = io(s.get_many(sc.bucket, &[&a, &b, &c]))?;
-            if now
-                == [
-                    Some(b"a2".to_vec()),
-                    Some(b"b2".to_vec()),
-                    Some(b"c1".to_vec()),
-                ]
-            {
+            if now == [Some(b"a2".to_vec()), Some(b"b2".to_vec()), Some(b"c1".to_vec())] {
                 // The same key twice in one batch on one read: only the first may land.
                 let again = io(s.read(sc.bucket, &a))?;
-                let twice = io(s.swap_each(
-                    sc.bucket,
-                    &[(&a, again.observed, b"a3"), (&a, again.observed, b"a4")],
-                ))?;
+                let twice = io(s.swap_each(sc.bucket, &[(&a, again.observed, b"a3"), (&a, again.observed, b"a4")]))?;
                 match twice.as_slice() {
                     [Swap::Done, Swap::Failed(_)] => Ok(()),
                     other => Err(format!("two swaps of one key on one read gave {other:?}")),
@@ -527,9 +374,7 @@ fn batched_swaps_each_keep_the_promise(s: &dyn Store, sc: Scope) -> Outcome {
                 Err(format!("after swap-each the keys hold {now:?}"))
             }
         }
-        other => Err(format!(
-            "swap-each gave {other:?} (want written, failed with b2, written)"
-        )),
+        other => Err(format!("swap-each gave {other:?} (want written, failed with b2, written)")),
     };
     io(s.delete_many(sc.bucket, &[&a, &b, &c]))?;
     result
@@ -541,12 +386,7 @@ fn a_prefix_lists_only_its_own_keys(s: &dyn Store, sc: Scope) -> Outcome {
     for i in 0..23 {
         written.push(format!("{mine}{i:02}"));
     }
-    let neighbours = [
-        format!("{before}zz"),
-        after.clone(),
-        format!("{after}/x"),
-        sc.key("pfx-b"),
-    ];
+    let neighbours = [format!("{before}zz"), after.clone(), format!("{after}/x"), sc.key("pfx-b")];
     for k in written.iter().chain(&neighbours) {
         io(s.set(sc.bucket, k, b"v"))?;
     }
@@ -557,38 +397,25 @@ fn a_prefix_lists_only_its_own_keys(s: &dyn Store, sc: Scope) -> Outcome {
         if page.len() > 5 {
             return Err(format!("a page of 5 held {} keys", page.len()));
         }
-        let Some(last) = page.last().cloned() else {
-            break;
-        };
+        let Some(last) = page.last().cloned() else { break };
         all.extend(page);
         from = Some(last);
     }
     let direct = io(s.list_prefix(sc.bucket, &mine, Some(&written[9]), 3))?;
     let result = if all != written {
-        Err(format!(
-            "listed {all:?} under {mine}, not its {} keys in order",
-            written.len()
-        ))
+        Err(format!("listed {all:?} under {mine}, not its {} keys in order", written.len()))
     } else if direct != written[10..13] {
         Err(format!("listing after {} gave {direct:?}", written[9]))
     } else {
         Ok(())
     };
-    let refs: Vec<&str> = written
-        .iter()
-        .chain(&neighbours)
-        .map(String::as_str)
-        .collect();
+    let refs: Vec<&str> = written.iter().chain(&neighbours).map(String::as_str).collect();
     io(s.delete_many(sc.bucket, &refs))?;
     result
 }
 
 fn keys_list_in_pages_per_bucket(s: &dyn Store, sc: Scope) -> Outcome {
-    let other = if sc.bucket == "default" {
-        "cache"
-    } else {
-        "default"
-    };
+    let other = if sc.bucket == "default" { "cache" } else { "default" };
     let mut written = Vec::new();
     for i in 0..25 {
         let k = sc.key(&format!("list-{i:02}"));
@@ -603,11 +430,7 @@ fn keys_list_in_pages_per_bucket(s: &dyn Store, sc: Scope) -> Outcome {
     let mut after = sc.key("list-");
     loop {
         let page = io(s.list_keys(sc.bucket, Some(&after), 10))?;
-        let mine: Vec<String> = page
-            .iter()
-            .filter(|k| k.starts_with(&sc.key("list-")))
-            .cloned()
-            .collect();
+        let mine: Vec<String> = page.iter().filter(|k| k.starts_with(&sc.key("list-"))).cloned().collect();
         if page.len() > 10 {
             return Err(format!("a page of 10 held {} keys", page.len()));
         }
@@ -620,18 +443,10 @@ fn keys_list_in_pages_per_bucket(s: &dyn Store, sc: Scope) -> Outcome {
             break;
         }
     }
-    let mut want: Vec<String> = written
-        .iter()
-        .filter(|k| **k != written[3])
-        .cloned()
-        .collect();
+    let mut want: Vec<String> = written.iter().filter(|k| **k != written[3]).cloned().collect();
     want.sort();
     let result = if all != want {
-        Err(format!(
-            "listed {} keys of {} (deleted or foreign keys shown, or order wrong)",
-            all.len(),
-            want.len()
-        ))
+        Err(format!("listed {} keys of {} (deleted or foreign keys shown, or order wrong)", all.len(), want.len()))
     } else {
         Ok(())
     };
@@ -658,15 +473,8 @@ fn update_race_loses_no_update(new: Factory) -> Outcome {
                 for _ in 0..rounds {
                     loop {
                         let read = io(store.read(B, "counter"))?;
-                        let n: u64 = String::from_utf8_lossy(&read.value.unwrap_or_default())
-                            .parse()
-                            .map_err(|_| "counter unreadable")?;
-                        if let Swap::Done = io(store.swap(
-                            B,
-                            "counter",
-                            read.observed,
-                            (n + 1).to_string().as_bytes(),
-                        ))? {
+                        let n: u64 = String::from_utf8_lossy(&read.value.unwrap_or_default()).parse().map_err(|_| "counter unreadable")?;
+                        if let Swap::Done = io(store.swap(B, "counter", read.observed, (n + 1).to_string().as_bytes()))? {
                             break;
                         }
                     }
@@ -678,13 +486,9 @@ fn update_race_loses_no_update(new: Factory) -> Outcome {
     for h in handles {
         h.join().map_err(|_| "a racing thread panicked")??;
     }
-    let last =
-        String::from_utf8_lossy(&io(store.get(B, "counter"))?.unwrap_or_default()).into_owned();
+    let last = String::from_utf8_lossy(&io(store.get(B, "counter"))?.unwrap_or_default()).into_owned();
     if last != (threads * rounds).to_string() {
-        return Err(format!(
-            "{} increments by swap left the counter at {last}: a swap overwrote another's update",
-            threads * rounds
-        ));
+        return Err(format!("{} increments by swap left the counter at {last}: a swap overwrote another's update", threads * rounds));
     }
     Ok(())
 }
@@ -700,10 +504,7 @@ fn create_race_has_exactly_one_winner(new: Factory) -> Outcome {
                 thread::spawn(move || -> Result<bool, String> {
                     let read = io(store.read(B, &key))?;
                     barrier.wait();
-                    Ok(matches!(
-                        io(store.swap(B, &key, read.observed, &[who]))?,
-                        Swap::Done
-                    ))
+                    Ok(matches!(io(store.swap(B, &key, read.observed, &[who]))?, Swap::Done))
                 })
             })
             .collect();
@@ -712,9 +513,7 @@ fn create_race_has_exactly_one_winner(new: Factory) -> Outcome {
             wins += h.join().map_err(|_| "a racing thread panicked")?? as usize;
         }
         if wins != 1 {
-            return Err(format!(
-                "round {round}: {wins} creators of one absent key won"
-            ));
+            return Err(format!("round {round}: {wins} creators of one absent key won"));
         }
     }
     Ok(())
@@ -739,10 +538,7 @@ fn increment_is_atomic_under_threads(new: Factory) -> Outcome {
     }
     let total = io(store.increment(B, "n", 0))?;
     if total != (threads * rounds) as i64 {
-        return Err(format!(
-            "{} concurrent increments gave {total}",
-            threads * rounds
-        ));
+        return Err(format!("{} concurrent increments gave {total}", threads * rounds));
     }
     Ok(())
 }
@@ -753,9 +549,7 @@ fn closed_store_refuses_operations(new: Factory) -> Outcome {
     io(store.close())?;
     match store.get(B, "k") {
         Err(Error::Backend(_)) | Err(Error::Unavailable(_)) => Ok(()),
-        Err(e) => Err(format!(
-            "a closed store failed with {e}, not a backend error"
-        )),
+        Err(e) => Err(format!("a closed store failed with {e}, not a backend error")),
         Ok(_) => Err("a closed store still answered".into()),
     }
 }
@@ -765,13 +559,7 @@ fn closed_store_refuses_operations(new: Factory) -> Outcome {
 pub fn run(name: &str, new: Factory) {
     let outcome = if let Some(c) = SEQUENTIAL.iter().find(|c| c.name == name) {
         let store = new();
-        (c.run)(
-            store.as_ref(),
-            Scope {
-                bucket: B,
-                prefix: "conformance/",
-            },
-        )
+        (c.run)(store.as_ref(), Scope { bucket: B, prefix: "conformance/" })
     } else if let Some(c) = FRESH.iter().find(|c| c.name == name) {
         (c.run)(new)
     } else {
@@ -784,11 +572,7 @@ pub fn run(name: &str, new: Factory) {
 
 /// Every check's name, in catalogue order.
 pub fn names() -> Vec<&'static str> {
-    SEQUENTIAL
-        .iter()
-        .map(|c| c.name)
-        .chain(FRESH.iter().map(|c| c.name))
-        .collect()
+    SEQUENTIAL.iter().map(|c| c.name).chain(FRESH.iter().map(|c| c.name)).collect()
 }
 
 /// Generate one `#[test]` per conformance check for a backend, given an

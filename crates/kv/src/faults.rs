@@ -87,11 +87,7 @@ impl Control {
     /// `fragment` waits, before it reaches the store, until [`release_held`](Self::release_held):
     /// a writer paused at one exact point while others go on.
     pub fn hold_next_write_of(&self, fragment: &str) {
-        *self.hold_next.lock().unwrap() = Hold {
-            fragment: Some(fragment.to_string()),
-            holding: false,
-            released: false,
-        };
+        *self.hold_next.lock().unwrap() = Hold { fragment: Some(fragment.to_string()), holding: false, released: false };
     }
 
     /// Whether a write is waiting in [`hold_next_write_of`](Self::hold_next_write_of).
@@ -123,9 +119,7 @@ impl Control {
     fn failing(&self, key: &str) -> Result<()> {
         self.hold(key);
         match self.fail_writes_of.lock().unwrap().as_deref() {
-            Some(f) if key.contains(f) => {
-                Err(Error::Unavailable(format!("writes of {key} fail (fault)")))
-            }
+            Some(f) if key.contains(f) => Err(Error::Unavailable(format!("writes of {key} fail (fault)"))),
             _ => Ok(()),
         }
     }
@@ -139,8 +133,7 @@ impl Control {
     /// of those lies also write the value (a blind write). `seed` makes the
     /// choice repeatable.
     pub fn lie_like_spin_redis(&self, blind_per_mille: u32, seed: u64) {
-        self.blind_per_mille
-            .store(blind_per_mille.min(1000), Ordering::SeqCst);
+        self.blind_per_mille.store(blind_per_mille.min(1000), Ordering::SeqCst);
         self.rng.store(seed | 1, Ordering::SeqCst);
         self.lie.store(true, Ordering::SeqCst);
     }
@@ -149,8 +142,7 @@ impl Control {
     /// `EXEC` does its round trip to a server: what another writer commits
     /// meanwhile makes the swap's read stale.
     pub fn set_swap_latency(&self, latency: std::time::Duration) {
-        self.swap_latency_us
-            .store(latency.as_micros() as u64, Ordering::SeqCst);
+        self.swap_latency_us.store(latency.as_micros() as u64, Ordering::SeqCst);
     }
 
     /// A blind write reaches the store at most `bound` after the read it was
@@ -159,8 +151,7 @@ impl Control {
     /// delivery bound Cairn's commit check states, enforced exactly, so a
     /// test is not at the mercy of how its threads are scheduled.
     pub fn bound_blind_writes(&self, bound: Duration) {
-        self.blind_within_us
-            .store(bound.as_micros().max(1) as u64, Ordering::SeqCst);
+        self.blind_within_us.store(bound.as_micros().max(1) as u64, Ordering::SeqCst);
     }
 
     /// Blind writes dropped because they would have landed past the bound.
@@ -176,8 +167,7 @@ impl Control {
     /// Whether the wrapper says it keeps the promise ([`Store::vouched`]):
     /// a test decides whether the code on top confirms its commits.
     pub fn set_vouched(&self, vouched: bool) {
-        self.vouched
-            .store(if vouched { 1 } else { 2 }, Ordering::SeqCst);
+        self.vouched.store(if vouched { 1 } else { 2 }, Ordering::SeqCst);
     }
 
     /// Every operation fails with [`Error::Unavailable`] while on.
@@ -203,10 +193,7 @@ impl Control {
     /// How many lost swaps were reported as success, and how many of those
     /// were blind writes.
     pub fn lies_told(&self) -> (u64, u64) {
-        (
-            self.lies.load(Ordering::SeqCst),
-            self.blind_writes.load(Ordering::SeqCst),
-        )
+        (self.lies.load(Ordering::SeqCst), self.blind_writes.load(Ordering::SeqCst))
     }
 
     fn next_per_mille(&self) -> u32 {
@@ -220,29 +207,20 @@ impl Control {
 
     fn reading(&self, key: &str) -> Result<()> {
         if self.unavailable.load(Ordering::SeqCst) {
-            return Err(Error::Unavailable(
-                "connection refused (fault injected)".into(),
-            ));
+            return Err(Error::Unavailable("connection refused (fault injected)".into()));
         }
         if self.recording.load(Ordering::SeqCst) {
-            self.reads
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(key.to_string());
+            self.reads.lock().unwrap_or_else(|e| e.into_inner()).push(key.to_string());
         }
         Ok(())
     }
 
     fn writing(&self) -> Result<()> {
         if self.unavailable.load(Ordering::SeqCst) {
-            return Err(Error::Unavailable(
-                "connection refused (fault injected)".into(),
-            ));
+            return Err(Error::Unavailable("connection refused (fault injected)".into()));
         }
         if self.full.load(Ordering::SeqCst) {
-            return Err(Error::Full(
-                "no space left on device (fault injected)".into(),
-            ));
+            return Err(Error::Full("no space left on device (fault injected)".into()));
         }
         Ok(())
     }
@@ -258,13 +236,7 @@ impl Faulty {
     /// Wrap `inner`; the returned [`Control`] flips the faults.
     pub fn new(inner: Arc<dyn Store>) -> (Self, Arc<Control>) {
         let ctl = Arc::new(Control::default());
-        (
-            Self {
-                inner,
-                ctl: ctl.clone(),
-            },
-            ctl,
-        )
+        (Self { inner, ctl: ctl.clone() }, ctl)
     }
 }
 
@@ -278,13 +250,7 @@ impl Faulty {
             return self.inner.set(bucket, key, value);
         }
         let _alone = self.ctl.gate.write().unwrap_or_else(|e| e.into_inner());
-        let read_at = self
-            .ctl
-            .first_read
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&(bucket.to_string(), key.to_string(), observed))
-            .copied();
+        let read_at = self.ctl.first_read.lock().unwrap_or_else(|e| e.into_inner()).get(&(bucket.to_string(), key.to_string(), observed)).copied();
         match read_at {
             Some(at) if at.elapsed() <= Duration::from_micros(bound) => {
                 self.ctl.blind_writes.fetch_add(1, Ordering::SeqCst);
@@ -304,13 +270,8 @@ impl Store for Faulty {
         let _shared = self.ctl.gate.read().unwrap_or_else(|e| e.into_inner());
         let read = self.inner.read(bucket, key)?;
         if self.ctl.blind_within_us.load(Ordering::SeqCst) > 0 {
-            let mut seen = self
-                .ctl
-                .first_read
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            seen.entry((bucket.to_string(), key.to_string(), read.observed))
-                .or_insert_with(Instant::now);
+            let mut seen = self.ctl.first_read.lock().unwrap_or_else(|e| e.into_inner());
+            seen.entry((bucket.to_string(), key.to_string(), read.observed)).or_insert_with(Instant::now);
         }
         Ok(read)
     }
@@ -327,14 +288,7 @@ impl Store for Faulty {
             self.ctl.lose_swaps.fetch_sub(1, Ordering::SeqCst);
             return Ok(Swap::Failed(self.inner.read(bucket, key)?));
         }
-        if self
-            .ctl
-            .lose_swaps_of
-            .lock()
-            .unwrap()
-            .as_deref()
-            .is_some_and(|f| key.contains(f))
-        {
+        if self.ctl.lose_swaps_of.lock().unwrap().as_deref().is_some_and(|f| key.contains(f)) {
             return Ok(Swap::Failed(self.inner.read(bucket, key)?));
         }
         if self.ctl.drop_swaps.load(Ordering::SeqCst) > 0 {
@@ -450,55 +404,26 @@ mod tests {
         let stale = s.read("b", "k").unwrap();
         s.set("b", "k", b"2").unwrap();
         assert_eq!(s.swap("b", "k", stale.observed, b"3").unwrap(), Swap::Done);
-        assert_eq!(
-            s.get("b", "k").unwrap().as_deref(),
-            Some(&b"3"[..]),
-            "in time: written blindly"
-        );
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"3"[..]), "in time: written blindly");
         let stale = s.read("b", "k").unwrap();
         s.set("b", "k", b"4").unwrap();
         std::thread::sleep(Duration::from_millis(60));
         assert_eq!(s.swap("b", "k", stale.observed, b"5").unwrap(), Swap::Done);
-        assert_eq!(
-            s.get("b", "k").unwrap().as_deref(),
-            Some(&b"4"[..]),
-            "late: dropped, still reported done"
-        );
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"4"[..]), "late: dropped, still reported done");
         assert_eq!((ctl.lies_told(), ctl.late_blind_writes()), ((2, 1), 1));
     }
 
     #[test]
     fn the_probe_rule_for_lost_swaps_catches_a_store_that_lies_like_spin_redis() {
         use crate::conformance::{SEQUENTIAL, Scope};
-        let check = SEQUENTIAL
-            .iter()
-            .find(|c| c.name == "lost_swap_is_never_reported_as_success")
-            .unwrap();
+        let check = SEQUENTIAL.iter().find(|c| c.name == "lost_swap_is_never_reported_as_success").unwrap();
         let (honest, _) = Faulty::new(Arc::new(MemoryStore::new()));
-        assert_eq!(
-            (check.run)(
-                &honest,
-                Scope {
-                    bucket: "b",
-                    prefix: "p/"
-                }
-            ),
-            Ok(())
-        );
+        assert_eq!((check.run)(&honest, Scope { bucket: "b", prefix: "p/" }), Ok(()));
         for blind in [0, 1000] {
             let (s, ctl) = Faulty::new(Arc::new(MemoryStore::new()));
             ctl.lie_like_spin_redis(blind, 7);
-            let verdict = (check.run)(
-                &s,
-                Scope {
-                    bucket: "b",
-                    prefix: "p/",
-                },
-            );
-            assert!(
-                verdict.is_err(),
-                "a lying store (blind {blind}/1000) passed the lost-swap rule"
-            );
+            let verdict = (check.run)(&s, Scope { bucket: "b", prefix: "p/" });
+            assert!(verdict.is_err(), "a lying store (blind {blind}/1000) passed the lost-swap rule");
         }
     }
 
@@ -508,11 +433,7 @@ mod tests {
         s.set("b", "k", b"1").unwrap();
         ctl.set_full(true);
         assert!(matches!(s.set("b", "k", b"2"), Err(Error::Full(_))));
-        assert_eq!(
-            s.get("b", "k").unwrap().as_deref(),
-            Some(&b"1"[..]),
-            "reads work while full"
-        );
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"1"[..]), "reads work while full");
         ctl.set_full(false);
         ctl.set_unavailable(true);
         assert!(matches!(s.get("b", "k"), Err(Error::Unavailable(_))));

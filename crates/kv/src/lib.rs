@@ -61,16 +61,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::KeyTooLong { len } => {
-                write!(
-                    f,
-                    "key is {len} bytes; keys may be at most {MAX_KEY_BYTES} bytes"
-                )
+                write!(f, "key is {len} bytes; keys may be at most {MAX_KEY_BYTES} bytes")
             }
             Error::ValueTooLarge { len } => {
-                write!(
-                    f,
-                    "value is {len} bytes; values may be at most {MAX_VALUE_BYTES} bytes"
-                )
+                write!(f, "value is {len} bytes; values may be at most {MAX_VALUE_BYTES} bytes")
             }
             Error::NotACounter { len } => write!(
                 f,
@@ -154,10 +148,7 @@ pub trait Store: Send + Sync {
     /// or nothing: some may be written and others fail), in order: the same
     /// as [`swap`](Store::swap) of each, in one call where the backend can.
     fn swap_each(&self, bucket: &str, swaps: &[(&str, Observed, &[u8])]) -> Result<Vec<Swap>> {
-        swaps
-            .iter()
-            .map(|(k, o, v)| self.swap(bucket, k, *o, v))
-            .collect()
+        swaps.iter().map(|(k, o, v)| self.swap(bucket, k, *o, v)).collect()
     }
     /// Write unconditionally.
     fn set(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
@@ -183,19 +174,8 @@ pub trait Store: Send + Sync {
     /// order, at most `limit`, strictly after `after` (a whole key; `None`:
     /// from the start of the prefix). Backends whose listing walks the whole
     /// bucket (a host's store behind `wasi:keyvalue`) stop at the prefix's end.
-    fn list_prefix(
-        &self,
-        bucket: &str,
-        prefix: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<String>> {
-        let start = after.filter(|a| *a > prefix).unwrap_or(prefix);
-        let keys = self.list_keys(bucket, Some(start), limit)?;
-        Ok(keys
-            .into_iter()
-            .take_while(|k| k.starts_with(prefix))
-            .collect())
+    fn list_prefix(&self, bucket: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        list_prefix_by_listing(self, bucket, prefix, after, limit)
     }
     /// Drop delete markers older than `older_than_ms` milliseconds; returns how
     /// many. Handles read before the oldest dropped marker then fail their swap
@@ -230,6 +210,20 @@ pub fn check_key(key: &str) -> Result<()> {
     Ok(())
 }
 
+/// Where a listing of `prefix` strictly after `after` starts: `after` when
+/// it lies past the prefix, else the prefix itself.
+pub fn prefix_start<'a>(prefix: &'a str, after: Option<&'a str>) -> &'a str {
+    after.filter(|a| *a > prefix).unwrap_or(prefix)
+}
+
+/// [`Store::list_prefix`] by [`Store::list_keys`] from the prefix's start,
+/// stopping at its end: the default, and a backend's way for a prefix it
+/// cannot bound.
+pub fn list_prefix_by_listing<S: Store + ?Sized>(s: &S, bucket: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+    let keys = s.list_keys(bucket, Some(prefix_start(prefix, after)), limit)?;
+    Ok(keys.into_iter().take_while(|k| k.starts_with(prefix)).collect())
+}
+
 /// Check a value against the limits.
 pub fn check_value(value: &[u8]) -> Result<()> {
     if value.len() > MAX_VALUE_BYTES {
@@ -251,17 +245,11 @@ impl Stamped {
     /// What a read of this row (or of no row) observes.
     pub fn observe(row: Option<&Stamped>, seq: u64) -> Read {
         match row {
-            Some(Stamped {
-                value: Some(v),
-                stamp,
-            }) => Read {
+            Some(Stamped { value: Some(v), stamp }) => Read {
                 value: Some(v.clone()),
                 observed: Observed::Present(*stamp),
             },
-            _ => Read {
-                value: None,
-                observed: Observed::Absent(seq),
-            },
+            _ => Read { value: None, observed: Observed::Absent(seq) },
         }
     }
 
@@ -269,13 +257,7 @@ impl Stamped {
     /// the highest stamp of any delete marker swept so far.
     pub fn swap_allowed(row: Option<&Stamped>, observed: Observed, purge_floor: u64) -> bool {
         match (row, observed) {
-            (
-                Some(Stamped {
-                    value: Some(_),
-                    stamp,
-                }),
-                Observed::Present(seen),
-            ) => *stamp == seen,
+            (Some(Stamped { value: Some(_), stamp }), Observed::Present(seen)) => *stamp == seen,
             (Some(Stamped { value: Some(_), .. }), Observed::Absent(_)) => false,
             (_, Observed::Present(_)) => false,
             (Some(Stamped { value: None, stamp }), Observed::Absent(seq)) => *stamp <= seq,
@@ -289,9 +271,7 @@ pub fn decode_counter(value: Option<&[u8]>) -> Result<i64> {
     match value {
         None => Ok(0),
         Some(bytes) => {
-            let arr: [u8; 8] = bytes
-                .try_into()
-                .map_err(|_| Error::NotACounter { len: bytes.len() })?;
+            let arr: [u8; 8] = bytes.try_into().map_err(|_| Error::NotACounter { len: bytes.len() })?;
             Ok(i64::from_le_bytes(arr))
         }
     }

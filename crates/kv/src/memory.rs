@@ -1,8 +1,6 @@
 //! An in-memory [`Store`](crate::Store): the same rules as SQLite, no disk.
 
-use crate::{
-    Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter,
-};
+use crate::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -28,10 +26,7 @@ impl MemoryStore {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> Result<T>) -> Result<T> {
-        let mut guard = self
-            .inner
-            .lock()
-            .map_err(|_| Error::Backend("store lock poisoned".into()))?;
+        let mut guard = self.inner.lock().map_err(|_| Error::Backend("store lock poisoned".into()))?;
         if guard.closed {
             return Err(Error::Backend("store is closed".into()));
         }
@@ -43,21 +38,10 @@ impl Inner {
     fn write(&mut self, bucket: &str, key: &str, value: Option<Vec<u8>>) {
         self.seq += 1;
         let deleted_at = value.is_none().then(Instant::now);
-        self.rows.insert(
-            (bucket.to_owned(), key.to_owned()),
-            (
-                Stamped {
-                    value,
-                    stamp: self.seq,
-                },
-                deleted_at,
-            ),
-        );
+        self.rows.insert((bucket.to_owned(), key.to_owned()), (Stamped { value, stamp: self.seq }, deleted_at));
     }
     fn row(&self, bucket: &str, key: &str) -> Option<&Stamped> {
-        self.rows
-            .get(&(bucket.to_owned(), key.to_owned()))
-            .map(|(s, _)| s)
+        self.rows.get(&(bucket.to_owned(), key.to_owned())).map(|(s, _)| s)
     }
 }
 

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::refusal::Refusal;
 
+
 /// Items per page of a listing.
 pub(crate) const MAX_LIMIT: u64 = 50;
 pub(crate) const DEFAULT_LIMIT: u64 = 20;
@@ -65,9 +66,7 @@ pub(crate) fn parse_object<T: DeserializeOwned>(
         Ok(v) => return Ok(v),
         Err(e) => e.to_string(),
     };
-    let Value::Object(obj) = whole else {
-        unreachable!("built as an object above")
-    };
+    let Value::Object(obj) = whole else { unreachable!("built as an object above") };
     let baseline = serde_json::from_value::<T>(Value::Object(Map::new()))
         .err()
         .map(|e| e.to_string());
@@ -110,9 +109,7 @@ fn missing_name(msg: &str) -> Option<&str> {
 
 /// Optional fields must be absent or a real value: an explicit `null` is refused, as the
 /// published schemas refuse it.
-pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<T>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
 }
 
@@ -353,13 +350,9 @@ pub(crate) fn encode_cursor(tag: &str, pos: usize) -> String {
 }
 
 /// The position a cursor of listing `tag` points at (0 without a cursor).
-pub(crate) fn decode_cursor(
-    tag: &str,
-    cursor: Option<&str>,
-) -> Result<usize, crate::refusal::Refusal> {
+pub(crate) fn decode_cursor(tag: &str, cursor: Option<&str>) -> Result<usize, crate::refusal::Refusal> {
     let Some(c) = cursor else { return Ok(0) };
-    let bad =
-        || crate::refusal::Refusal::invalid("cursor", "cursor is not one this listing returned");
+    let bad = || crate::refusal::Refusal::invalid("cursor", "cursor is not one this listing returned");
     let raw = cursor_text(c)?;
     let (t, pos) = raw.split_once(':').ok_or_else(bad)?;
     if t != tag {

@@ -26,20 +26,14 @@ use crate::kv::TenantKv;
 use crate::model::{Who, rfc3339, sha_hex};
 use crate::refusal::{Code, Out, Refusal};
 
+
 /// Records scanned per family and page: bounds the work of one call.
 const SCAN: usize = 1_000;
 
 /// Records a refused write attempt (`tool`: the tool, or the REST route):
 /// the refusal body's code, field and current version are kept; its
 /// message is not (it may quote the caller's arguments).
-pub(crate) fn record_refused_write(
-    kv: &TenantKv,
-    env: &mut dyn Env,
-    who: &Identity,
-    tool: &str,
-    note_id: Option<&str>,
-    refusal: &Value,
-) {
+pub(crate) fn record_refused_write(kv: &TenantKv, env: &mut dyn Env, who: &Identity, tool: &str, note_id: Option<&str>, refusal: &Value) {
     if refusal["error"] == Code::ClaimConflict.as_str() {
         return; // the claims audit records it with the claim that was in the way
     }
@@ -94,21 +88,9 @@ fn records(kv: &TenantKv, keys: &[String]) -> Out<Vec<(String, Value)>> {
 /// writes, claim events and refused writes), else of the tenant (claim
 /// events and refused calls of every note; committed writes are listed per
 /// note, as they are the note's history).
-pub(crate) fn list(
-    kv: &TenantKv,
-    who: &Identity,
-    note_id: Option<&str>,
-    since: u64,
-    cursor: Option<&str>,
-    limit: usize,
-    now: crate::history::Window,
-) -> Out<Value> {
+pub(crate) fn list(kv: &TenantKv, who: &Identity, note_id: Option<&str>, since: u64, cursor: Option<&str>, limit: usize, now: crate::history::Window) -> Out<Value> {
     if who.actor_type != crate::env::ActorType::Human {
-        return Err(Refusal::new(
-            Code::Forbidden,
-            "the audit trail is for people: agents read a note's history with list_note_history",
-        )
-        .into());
+        return Err(Refusal::new(Code::Forbidden, "the audit trail is for people: agents read a note's history with list_note_history").into());
     }
     let after = cursor.map(parse_cursor).transpose()?;
     let from = after.as_ref().map_or(since, |(at, _)| (*at).max(since));
@@ -120,11 +102,7 @@ pub(crate) fn list(
         for e in entries.iter().filter(|e| e.at >= from) {
             let body = json!({"kind": "write", "outcome": "committed", "tool": e.action, "note_id": note, "tab_id": e.tab_id,
                 "version": e.version, "by": who_json(&e.by), "content_hash": e.content_hash, "at": rfc3339(e.at)});
-            events.push(Event {
-                at_us: e.at,
-                id: format!("v{:020}", e.version),
-                body,
-            });
+            events.push(Event { at_us: e.at, id: format!("v{:020}", e.version), body });
         }
     }
 
@@ -148,19 +126,11 @@ pub(crate) fn list(
             }
         }
         body.insert("at".into(), rfc3339(at_us).into());
-        events.push(Event {
-            at_us,
-            id: k,
-            body: Value::Object(body),
-        });
+        events.push(Event { at_us, id: k, body: Value::Object(body) });
     }
 
     let start = format!("{from:020}");
-    let refused_keys = kv.list_prefix(
-        keys::REFUSED,
-        Some(start.as_str()).filter(|_| from > 0),
-        SCAN,
-    )?;
+    let refused_keys = kv.list_prefix(keys::REFUSED, Some(start.as_str()).filter(|_| from > 0), SCAN)?;
     for (k, r) in records(kv, &refused_keys)? {
         let at_us = r["at_us"].as_u64().unwrap_or(0);
         let write = r["reason"] == "write";
@@ -185,9 +155,7 @@ pub(crate) fn list(
     }
     let more = events.len() > limit;
     events.truncate(limit);
-    let next = more
-        .then(|| events.last().map(|e| cursor_of(e.at_us, &e.id)))
-        .flatten();
+    let next = more.then(|| events.last().map(|e| cursor_of(e.at_us, &e.id))).flatten();
     Ok(json!({
         "note_id": note_id,
         "events": events.into_iter().map(|e| {

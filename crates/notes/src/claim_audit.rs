@@ -82,9 +82,7 @@ pub(crate) fn put_record(kv: &TenantKv, key: &str, rec: &Value) -> Result<(), Fa
 /// Removes lapsed claims from the head (expiry is a release with reason `expired`);
 /// returns them for their audit records.
 pub(crate) fn drop_lapsed(head: &mut Head, now: u64) -> Vec<Claim> {
-    let (live, lapsed): (Vec<Claim>, Vec<Claim>) = std::mem::take(&mut head.claims)
-        .into_iter()
-        .partition(|c| c.live(now));
+    let (live, lapsed): (Vec<Claim>, Vec<Claim>) = std::mem::take(&mut head.claims).into_iter().partition(|c| c.live(now));
     head.claims = live;
     for c in &lapsed {
         note_ended(head, &c.claim_id, "expired", c.expires_at);
@@ -94,11 +92,7 @@ pub(crate) fn drop_lapsed(head: &mut Head, now: u64) -> Vec<Claim> {
 
 /// Remembers that a claim ended (so a second release can say how).
 pub(crate) fn note_ended(head: &mut Head, claim_id: &str, reason: &str, at: u64) {
-    head.ended.push(EndedClaim {
-        claim_id: claim_id.to_string(),
-        reason: reason.to_string(),
-        at,
-    });
+    head.ended.push(EndedClaim { claim_id: claim_id.to_string(), reason: reason.to_string(), at });
     if head.ended.len() > ENDED_KEPT {
         let cut = head.ended.len() - ENDED_KEPT;
         head.ended.drain(..cut);
@@ -107,26 +101,11 @@ pub(crate) fn note_ended(head: &mut Head, claim_id: &str, reason: &str, at: u64)
 
 /// The `expired` records of claims a commit drops: deterministic keys and bytes, written
 /// before the head CAS.
-pub(crate) fn write_expired(
-    kv: &TenantKv,
-    note_id: &str,
-    expired: &[Claim],
-) -> Result<(), Failure> {
+pub(crate) fn write_expired(kv: &TenantKv, note_id: &str, expired: &[Claim]) -> Result<(), Failure> {
     for c in expired {
-        let rec = Record {
-            event: "expired",
-            action: "expire",
-            at: c.expires_at,
-            note_id,
-            claim: Some(c),
-            by: None,
-        }
-        .json(json!({"reason": "expired"}));
-        put_record(
-            kv,
-            &keys::claim_audit(note_id, c.expires_at, &claim_tag(&c.claim_id)),
-            &rec,
-        )?;
+        let rec = Record { event: "expired", action: "expire", at: c.expires_at, note_id, claim: Some(c), by: None }
+            .json(json!({"reason": "expired"}));
+        put_record(kv, &keys::claim_audit(note_id, c.expires_at, &claim_tag(&c.claim_id)), &rec)?;
     }
     Ok(())
 }
@@ -141,18 +120,7 @@ pub(crate) fn write_ended(
     by: &Identity,
     at: u64,
 ) -> Result<(), Failure> {
-    let rec = Record {
-        event: "released",
-        action,
-        at,
-        note_id,
-        claim: Some(claim),
-        by: Some(by),
-    }
-    .json(json!({"reason": reason}));
-    put_record(
-        kv,
-        &keys::claim_audit(note_id, at, &claim_tag(&claim.claim_id)),
-        &rec,
-    )
+    let rec = Record { event: "released", action, at, note_id, claim: Some(claim), by: Some(by) }
+        .json(json!({"reason": reason}));
+    put_record(kv, &keys::claim_audit(note_id, at, &claim_tag(&claim.claim_id)), &rec)
 }

@@ -53,29 +53,23 @@ pub(crate) fn read_index(kv: &TenantKv) -> Result<ClaimIndex, Failure> {
 /// Always bumps the index `rev`, even when the entry was already low enough: that is what
 /// makes a concurrent sweep start over (see the module docs).
 pub(crate) fn index_lower(kv: &TenantKv, note_id: &str, due: u64) -> Out<()> {
-    update(
-        kv,
-        CLAIM_INDEX,
-        "claim index",
-        "the tenant's claim index is busy; nothing was claimed",
-        |idx: &mut ClaimIndex| {
-            match idx.notes.get_mut(note_id) {
-                Some(d) => *d = (*d).min(due),
-                None => {
-                    if idx.notes.len() >= MAX_CLAIMED_NOTES {
-                        return Err(Refusal::too_large(
+    update(kv, CLAIM_INDEX, "claim index", "the tenant's claim index is busy; nothing was claimed", |idx: &mut ClaimIndex| {
+        match idx.notes.get_mut(note_id) {
+            Some(d) => *d = (*d).min(due),
+            None => {
+                if idx.notes.len() >= MAX_CLAIMED_NOTES {
+                    return Err(Refusal::too_large(
                         "note_id",
                         format!("this tenant already holds claims on {MAX_CLAIMED_NOTES} notes; release some claims first"),
                     )
                     .into());
-                    }
-                    idx.notes.insert(note_id.to_string(), due);
                 }
+                idx.notes.insert(note_id.to_string(), due);
             }
-            idx.rev += 1;
-            Ok(true)
-        },
-    )
+        }
+        idx.rev += 1;
+        Ok(true)
+    })
 }
 
 /// What the sweep learned about one note.
@@ -88,10 +82,7 @@ enum NoteSweep {
     Due(Option<u64>, usize),
 }
 
-const SWEEP_LIMIT: Limit = Limit {
-    field: "note_id",
-    message: "the note head exceeds the store's value limit",
-};
+const SWEEP_LIMIT: Limit = Limit { field: "note_id", message: "the note head exceeds the store's value limit" };
 
 /// Drops a note's lapsed claims and records its new earliest expiry in the head.
 ///
@@ -100,20 +91,11 @@ const SWEEP_LIMIT: Limit = Limit {
 /// must fail its swap and re-read `claims_due`, or its claim could be added under an
 /// entry the sweep is taking away.
 fn sweep_note(kv: &TenantKv, note_id: &str, now: u64, nonce: &str) -> Result<NoteSweep, Failure> {
-    let out = transact(
-        kv,
-        note_id,
-        Reader::System,
-        now,
-        nonce,
-        &SWEEP_LIMIT,
-        "busy",
-        |head, expired| {
-            let due = head.claims.iter().map(|c| c.expires_at).min();
-            head.claims_due = due;
-            Ok(Decision::Commit(NoteSweep::Due(due, expired.len())))
-        },
-    );
+    let out = transact(kv, note_id, Reader::System, now, nonce, &SWEEP_LIMIT, "busy", |head, expired| {
+        let due = head.claims.iter().map(|c| c.expires_at).min();
+        head.claims_due = due;
+        Ok(Decision::Commit(NoteSweep::Due(due, expired.len())))
+    });
     match out {
         Ok(s) => Ok(s),
         Err(Fail::Refused(r)) if r.code == Code::NotFound => Ok(NoteSweep::Gone),
@@ -130,11 +112,7 @@ fn sweep_note(kv: &TenantKv, note_id: &str, now: u64, nonce: &str) -> Result<Not
 /// external scheduler calls). Expiry does not depend on it: every transaction on a head
 /// drops lapsed claims, and no read shows one. Also shrinks the index (notes whose claims
 /// all ended leave it). An invalid tenant id is a [`Failure::Store`] (a host bug).
-pub fn sweep_expired_claims(
-    store: &dyn cairn_kv::Store,
-    env: &mut dyn Env,
-    tenant: &str,
-) -> Result<usize, Failure> {
+pub fn sweep_expired_claims(store: &dyn cairn_kv::Store, env: &mut dyn Env, tenant: &str) -> Result<usize, Failure> {
     let kv = TenantKv::system(store, tenant)?;
     let mut expired = 0;
     for _ in 0..MAX_ATTEMPTS {
@@ -144,12 +122,7 @@ pub fn sweep_expired_claims(
             return Ok(expired);
         };
         let mut idx: ClaimIndex = decode("claim index", raw)?;
-        let due: Vec<String> = idx
-            .notes
-            .iter()
-            .filter(|(_, d)| **d <= now)
-            .map(|(n, _)| n.clone())
-            .collect();
+        let due: Vec<String> = idx.notes.iter().filter(|(_, d)| **d <= now).map(|(n, _)| n.clone()).collect();
         if due.is_empty() {
             return Ok(expired);
         }
@@ -169,10 +142,7 @@ pub fn sweep_expired_claims(
             }
         }
         idx.rev += 1;
-        if kv
-            .swap(CLAIM_INDEX, held.observed, &encode(&idx))?
-            .is_none()
-        {
+        if kv.swap(CLAIM_INDEX, held.observed, &encode(&idx))?.is_none() {
             return Ok(expired);
         }
     }

@@ -113,18 +113,11 @@ fn view(note_id: &str, c: &Claim, renewed: bool) -> Value {
 /// What one attempt of a claim operation decided.
 enum Step {
     /// Commit the changed head; `index_due` is the expiry of a newly granted claim.
-    Commit {
-        result: Value,
-        audit: Value,
-        index_due: Option<u64>,
-    },
+    Commit { result: Value, audit: Value, index_due: Option<u64> },
     /// Answer without changing the head (lapsed claims are still dropped if any).
     Answer { result: Value, audit: Value },
     /// Refuse; the record is written best effort (a refusal has no commit to join).
-    Refuse {
-        refusal: Refusal,
-        audit: Option<Value>,
-    },
+    Refuse { refusal: Refusal, audit: Option<Value> },
 }
 
 const CLAIM_LIMIT: Limit = Limit {
@@ -149,41 +142,28 @@ fn claim_txn(
     let audit_key = keys::claim_audit(note_id, now, &rand8(env));
     let busy = "the note is busy with other writes; nothing changed";
     let nonce = nonce(env);
-    let out = transact(
-        kv,
-        note_id,
-        Reader::Caller(who),
-        now,
-        &nonce,
-        &CLAIM_LIMIT,
-        busy,
-        |head, _| match op(head, now)? {
-            Step::Refuse { refusal, audit } => {
-                if let Some(a) = audit {
-                    let _ = put_record(kv, &audit_key, &a);
-                }
-                Err(refusal.into())
+    let out = transact(kv, note_id, Reader::Caller(who), now, &nonce, &CLAIM_LIMIT, busy, |head, _| match op(head, now)? {
+        Step::Refuse { refusal, audit } => {
+            if let Some(a) = audit {
+                let _ = put_record(kv, &audit_key, &a);
             }
-            Step::Answer { result, audit } => {
-                put_record(kv, &audit_key, &audit)?;
-                Ok(Decision::Answer(result))
+            Err(refusal.into())
+        }
+        Step::Answer { result, audit } => {
+            put_record(kv, &audit_key, &audit)?;
+            Ok(Decision::Answer(result))
+        }
+        Step::Commit { result, audit, index_due } => {
+            if let Some(due) = index_due
+                && head.claims_due.is_none_or(|d| due < d)
+            {
+                index_lower(kv, note_id, due)?;
+                head.claims_due = Some(head.claims_due.map_or(due, |d| d.min(due)));
             }
-            Step::Commit {
-                result,
-                audit,
-                index_due,
-            } => {
-                if let Some(due) = index_due
-                    && head.claims_due.is_none_or(|d| due < d)
-                {
-                    index_lower(kv, note_id, due)?;
-                    head.claims_due = Some(head.claims_due.map_or(due, |d| d.min(due)));
-                }
-                put_record(kv, &audit_key, &audit)?;
-                Ok(Decision::Commit(result))
-            }
-        },
-    );
+            put_record(kv, &audit_key, &audit)?;
+            Ok(Decision::Commit(result))
+        }
+    });
     if is_busy(&out) {
         let gave_up = json!({"event": "refused", "error": "busy", "note_id": note_id, "at": rfc3339(now),
             "at_us": now, "by": {"subject": who.subject, "name": Who::of(who).name,
@@ -321,30 +301,15 @@ fn held_by_caller(
     let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
         return Err(Step::Refuse {
             refusal: gone(head, r),
-            audit: issued(head, r).then(|| {
-                refused(
-                    action,
-                    now,
-                    &r.note_id,
-                    who,
-                    None,
-                    json!({"error": "not_found", "claim_id": claim_id}),
-                )
-            }),
+            audit: issued(head, r)
+                .then(|| refused(action, now, &r.note_id, who, None, json!({"error": "not_found", "claim_id": claim_id}))),
         });
     };
     let c = &head.claims[i];
     if c.holder.subject != who.subject {
         return Err(Step::Refuse {
             refusal: not_yours(head, c, verb),
-            audit: Some(refused(
-                action,
-                now,
-                &r.note_id,
-                who,
-                Some(c),
-                json!({"error": "forbidden"}),
-            )),
+            audit: Some(refused(action, now, &r.note_id, who, Some(c), json!({"error": "forbidden"}))),
         });
     }
     Ok(i)
@@ -363,11 +328,9 @@ fn on_held(
     verb: &str,
     mut op: impl FnMut(&mut Head, usize, u64) -> Out<Step>,
 ) -> Out<Value> {
-    claim_txn(kv, env, who, &r.note_id, |head, now| {
-        match held_by_caller(head, r, claim_id, who, action, verb, now) {
-            Ok(i) => op(head, i, now),
-            Err(refuse) => Ok(refuse),
-        }
+    claim_txn(kv, env, who, &r.note_id, |head, now| match held_by_caller(head, r, claim_id, who, action, verb, now) {
+        Ok(i) => op(head, i, now),
+        Err(refuse) => Ok(refuse),
     })
 }
 
@@ -377,10 +340,7 @@ fn issued(head: &Head, r: &ClaimRef) -> bool {
 
 /// The not_found of a claim that is not live (never issued, released or lapsed).
 fn gone(head: &Head, r: &ClaimRef) -> Refusal {
-    let refusal = Refusal::new(
-        Code::NotFound,
-        "claim not found: it is not live in this note",
-    );
+    let refusal = Refusal::new(Code::NotFound, "claim not found: it is not live in this note");
     if issued(head, r) {
         refusal.with_next_step(NEXT_STEP_GONE)
     } else {
@@ -417,57 +377,33 @@ pub(crate) fn renew(
     ttl_seconds: Option<u64>,
     action: &'static str,
 ) -> Out<Value> {
-    on_held(
-        kv,
-        env,
-        who,
-        claim_id,
-        r,
-        action,
-        "renew",
-        |head, i, now| {
-            let c = &mut head.claims[i];
-            let ttl = ttl_seconds.map_or(c.ttl_us, |s| s * US);
-            c.expires_at = now + ttl;
-            c.ttl_us = ttl;
-            c.renewals += 1;
-            let audit = Record {
-                event: "renewed",
-                action,
-                at: now,
-                note_id: &r.note_id,
-                claim: Some(c),
-                by: Some(who),
-            }
-            .json(json!({}));
-            Ok(Step::Commit {
-                result: view(&r.note_id, c, true),
-                audit,
-                index_due: None,
-            })
-        },
-    )
+    on_held(kv, env, who, claim_id, r, action, "renew", |head, i, now| {
+        let c = &mut head.claims[i];
+        let ttl = ttl_seconds.map_or(c.ttl_us, |s| s * US);
+        c.expires_at = now + ttl;
+        c.ttl_us = ttl;
+        c.renewals += 1;
+        let audit = Record {
+            event: "renewed",
+            action,
+            at: now,
+            note_id: &r.note_id,
+            claim: Some(c),
+            by: Some(who),
+        }
+        .json(json!({}));
+        Ok(Step::Commit {
+            result: view(&r.note_id, c, true),
+            audit,
+            index_due: None,
+        })
+    })
 }
 
 /// The audit record of a refused claim operation: on `claim` when it is live, else
 /// naming the claim id that is not.
-fn refused(
-    action: &'static str,
-    now: u64,
-    note_id: &str,
-    who: &Identity,
-    claim: Option<&Claim>,
-    extra: Value,
-) -> Value {
-    Record {
-        event: "refused",
-        action,
-        at: now,
-        note_id,
-        claim,
-        by: Some(who),
-    }
-    .json(extra)
+fn refused(action: &'static str, now: u64, note_id: &str, who: &Identity, claim: Option<&Claim>, extra: Value) -> Value {
+    Record { event: "refused", action, at: now, note_id, claim, by: Some(who) }.json(extra)
 }
 
 /// Releases a claim: by its holder, or `forced` by a human admin (checked by the caller).
@@ -517,14 +453,7 @@ pub(crate) fn release(
             let c = &head.claims[i];
             return Ok(Step::Refuse {
                 refusal: not_yours(head, c, "release"),
-                audit: Some(refused(
-                    action,
-                    now,
-                    &r.note_id,
-                    who,
-                    Some(c),
-                    json!({"error": "forbidden"}),
-                )),
+                audit: Some(refused(action, now, &r.note_id, who, Some(c), json!({"error": "forbidden"}))),
             });
         }
         let c = head.claims.remove(i);
@@ -570,69 +499,58 @@ pub(crate) fn post_note(
     text: &str,
     action: &'static str,
 ) -> Out<Value> {
-    on_held(
-        kv,
-        env,
-        who,
-        claim_id,
-        r,
-        action,
-        "post notes on",
-        |head, i, now| {
-            let c = &mut head.claims[i];
-            c.notes.push(ClaimNote {
-                at: now,
-                text: text.to_string(),
-            });
-            let dropped = c.notes.len().saturating_sub(NOTES_PER_CLAIM);
-            c.notes.drain(..dropped);
-            let total: usize = head
-                .claims
-                .iter()
-                .flat_map(|c| c.notes.iter())
-                .map(|n| n.text.len())
-                .sum();
-            if total > CLAIM_NOTE_BYTES_PER_HEAD {
-                return Ok(Step::Refuse {
-                    refusal: Refusal::too_large(
-                        "text",
-                        format!(
-                            "the claims of this note hold at most {CLAIM_NOTE_BYTES_PER_HEAD} bytes of notes; \
+    on_held(kv, env, who, claim_id, r, action, "post notes on", |head, i, now| {
+        let c = &mut head.claims[i];
+        c.notes.push(ClaimNote {
+            at: now,
+            text: text.to_string(),
+        });
+        let dropped = c.notes.len().saturating_sub(NOTES_PER_CLAIM);
+        c.notes.drain(..dropped);
+        let total: usize = head
+            .claims
+            .iter()
+            .flat_map(|c| c.notes.iter())
+            .map(|n| n.text.len())
+            .sum();
+        if total > CLAIM_NOTE_BYTES_PER_HEAD {
+            return Ok(Step::Refuse {
+                refusal: Refusal::too_large(
+                    "text",
+                    format!(
+                        "the claims of this note hold at most {CLAIM_NOTE_BYTES_PER_HEAD} bytes of notes; \
                          post a shorter note"
-                        ),
                     ),
-                    audit: None,
-                });
-            }
-            let c = &head.claims[i];
-            // The record keeps the note's size and hash, never its text: claim notes are ephemeral.
-            let audit = Record {
-                event: "noted",
-                action,
-                at: now,
-                note_id: &r.note_id,
-                claim: Some(c),
-                by: Some(who),
-            }
-            .json(
-                json!({"note_chars": text.chars().count(), "note_hash": sha_hex(text.as_bytes())}),
-            );
-            Ok(Step::Commit {
-                result: json!({
-                    "claim_id": c.claim_id,
-                    "note_id": r.note_id,
-                    "tab_id": c.tab_id,
-                    "posted_at": rfc3339(now),
-                    "content_hash": sha_hex(text.as_bytes()),
-                    "notes_on_claim": c.notes.len(),
-                    "dropped_oldest": dropped,
-                    "expires_at": rfc3339(c.expires_at),
-                }),
-                audit,
-                index_due: None,
-            })
-        },
-    )
+                ),
+                audit: None,
+            });
+        }
+        let c = &head.claims[i];
+        // The record keeps the note's size and hash, never its text: claim notes are ephemeral.
+        let audit = Record {
+            event: "noted",
+            action,
+            at: now,
+            note_id: &r.note_id,
+            claim: Some(c),
+            by: Some(who),
+        }
+        .json(json!({"note_chars": text.chars().count(), "note_hash": sha_hex(text.as_bytes())}));
+        Ok(Step::Commit {
+            result: json!({
+                "claim_id": c.claim_id,
+                "note_id": r.note_id,
+                "tab_id": c.tab_id,
+                "posted_at": rfc3339(now),
+                "content_hash": sha_hex(text.as_bytes()),
+                "notes_on_claim": c.notes.len(),
+                "dropped_oldest": dropped,
+                "expires_at": rfc3339(c.expires_at),
+            }),
+            audit,
+            index_due: None,
+        })
+    })
 }
 
 /// Force-releases someone's claim: human admins only (a role check, never a scope).
@@ -703,7 +621,12 @@ fn board_item(head: &Head, c: &Claim, who: &Identity) -> Value {
 
 /// The presence board: live claims of the caller's tenant (of one note, or of every note
 /// the caller may see), never a lapsed one.
-pub(crate) fn board(kv: &TenantKv, who: &Identity, now: u64, note_id: Option<&str>) -> Out<Value> {
+pub(crate) fn board(
+    kv: &TenantKv,
+    who: &Identity,
+    now: u64,
+    note_id: Option<&str>,
+) -> Out<Value> {
     // Adds a head's live claims; false once the board is full.
     fn add(head: &Head, who: &Identity, now: u64, items: &mut Vec<Value>) -> bool {
         for c in head.claims.iter().filter(|c| c.live(now)) {
@@ -743,3 +666,4 @@ pub(crate) fn board(kv: &TenantKv, who: &Identity, now: u64, note_id: Option<&st
         "notice": NOTICE,
     }))
 }
+

@@ -43,10 +43,7 @@ pub(crate) fn check_doc_size(bytes: &[u8], field: &str) -> Result<(), Refusal> {
     if bytes.len() > MAX_DOC_BYTES {
         return Err(Refusal::too_large(
             field,
-            format!(
-                "content of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes",
-                bytes.len()
-            ),
+            format!("content of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", bytes.len()),
         ));
     }
     Ok(())
@@ -62,14 +59,8 @@ pub(crate) fn put_hashed(kv: &TenantKv, bytes: &[u8], hash: &str) -> Result<Vec<
         kv.set(&keys::blob(&name), bytes)?;
         return Ok(vec![name]);
     }
-    let names: Vec<String> = (0..bytes.len().div_ceil(CHUNK_BYTES))
-        .map(|i| kv.blob_name(&format!("{hash}.{i}")))
-        .collect();
-    let pairs: Vec<(String, &[u8])> = names
-        .iter()
-        .map(|n| keys::blob(n))
-        .zip(bytes.chunks(CHUNK_BYTES))
-        .collect();
+    let names: Vec<String> = (0..bytes.len().div_ceil(CHUNK_BYTES)).map(|i| kv.blob_name(&format!("{hash}.{i}"))).collect();
+    let pairs: Vec<(String, &[u8])> = names.iter().map(|n| keys::blob(n)).zip(bytes.chunks(CHUNK_BYTES)).collect();
     kv.set_many(&pairs)?;
     Ok(names)
 }
@@ -92,8 +83,7 @@ pub(crate) fn put_tenant_blob(kv: &TenantKv, bytes: &[u8]) -> Result<String, Fai
 
 /// Reads one blob by name; a missing blob is corruption.
 pub(crate) fn get_blob(kv: &TenantKv, name: &str) -> Result<Vec<u8>, Failure> {
-    kv.get(&keys::blob(name))?
-        .ok_or_else(|| Failure::Corrupt(format!("missing blob {name}")))
+    kv.get(&keys::blob(name))?.ok_or_else(|| Failure::Corrupt(format!("missing blob {name}")))
 }
 
 /// Reads a document back from its chunks (one batch read when there are several).
@@ -119,8 +109,7 @@ pub(crate) fn empty_hash() -> String {
 
 /// The markdown text of a tab.
 pub(crate) fn load_text(kv: &TenantKv, tab: &Tab) -> Result<String, Failure> {
-    String::from_utf8(get_doc(kv, &tab.blobs)?)
-        .map_err(|_| Failure::Corrupt("tab text is not UTF-8".into()))
+    String::from_utf8(get_doc(kv, &tab.blobs)?).map_err(|_| Failure::Corrupt("tab text is not UTF-8".into()))
 }
 
 /// Reads a JSON list document of a tab (empty when the tab has no content).
@@ -166,17 +155,9 @@ pub(crate) fn load_slides(kv: &TenantKv, tab: &Tab) -> Result<Vec<Slide>, Failur
 }
 
 /// Stores a slides deck (at most [`MAX_SLIDES`]); `field` is blamed when it is too large.
-pub(crate) fn store_slides(
-    kv: &TenantKv,
-    slides: Vec<Slide>,
-    field: &str,
-) -> Out<(String, Vec<String>)> {
+pub(crate) fn store_slides(kv: &TenantKv, slides: Vec<Slide>, field: &str) -> Out<(String, Vec<String>)> {
     if slides.len() > MAX_SLIDES {
-        return Err(Refusal::too_large(
-            field,
-            format!("a slides tab holds at most {MAX_SLIDES} slides"),
-        )
-        .into());
+        return Err(Refusal::too_large(field, format!("a slides tab holds at most {MAX_SLIDES} slides")).into());
     }
     put_doc(kv, &encode(&SlidesDoc { slides }), field)
 }
@@ -199,14 +180,7 @@ mod layouts {
         let bytes = doc(CHUNK_BYTES * 2 + 17);
         let (hash, blobs) = put_doc(&kv, &bytes, "text").unwrap();
         assert_eq!(hash, sha_hex(&bytes));
-        assert_eq!(
-            blobs,
-            vec![
-                format!("{hash}.0"),
-                format!("{hash}.1"),
-                format!("{hash}.2")
-            ]
-        );
+        assert_eq!(blobs, vec![format!("{hash}.0"), format!("{hash}.1"), format!("{hash}.2")]);
         assert_eq!(get_doc(&kv, &blobs).unwrap(), bytes);
     }
 
@@ -225,10 +199,7 @@ mod layouts {
         let store = MemoryStore::new();
         let kv = TenantKv::new(&store, "t").unwrap();
         let bytes = doc(CHUNK_BYTES + 5);
-        let names: Vec<String> = bytes
-            .chunks(CHUNK_BYTES)
-            .map(|c| put_blob(&kv, c).unwrap())
-            .collect();
+        let names: Vec<String> = bytes.chunks(CHUNK_BYTES).map(|c| put_blob(&kv, c).unwrap()).collect();
         assert_eq!(get_doc(&kv, &names).unwrap(), bytes);
     }
 }

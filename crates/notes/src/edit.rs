@@ -6,12 +6,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::args::{SlideIn, check_slide, parse_object};
-use crate::content::{
-    Slide, SlidesDoc, check_doc_size, empty_hash, load_slides, load_text, put_hashed, store_slides,
-};
+use crate::content::{Slide, SlidesDoc, check_doc_size, empty_hash, load_slides, load_text, put_hashed, store_slides};
+use crate::model::sha_hex;
 use crate::env::{Env, Identity};
 use crate::kv::TenantKv;
-use crate::model::sha_hex;
 use crate::model::{Head, Tab, TabKind, Who};
 use crate::refusal::{Code, Out, Refusal};
 use crate::sheet::{self, load_manifest, store_manifest};
@@ -121,10 +119,7 @@ pub(crate) fn resolve_tab(head: &Head, tab_id: &str, op: Operation) -> Result<Ta
                 "File and Source attachments cannot be edited with this tool",
             ));
         }
-        TabKind::Markdown => matches!(
-            op,
-            Operation::ReplaceText | Operation::AppendText | Operation::ReplaceInText
-        ),
+        TabKind::Markdown => matches!(op, Operation::ReplaceText | Operation::AppendText | Operation::ReplaceInText),
         TabKind::Slides => matches!(
             op,
             Operation::ReplaceTabData | Operation::SlideAdd | Operation::SlidesAddOutline
@@ -160,15 +155,7 @@ pub(crate) fn apply_edit(
         (TabKind::Markdown, Edit::Patch(patch, base)) => {
             let current = load_text(kv, tab)?;
             let rebased = match base {
-                Some(v) if *v != head.version => Some(check_rebase(
-                    kv,
-                    head,
-                    tab,
-                    patch,
-                    *v,
-                    &current,
-                    crate::history::Window::of(env),
-                )?),
+                Some(v) if *v != head.version => Some(check_rebase(kv, head, tab, patch, *v, &current, crate::history::Window::of(env))?),
                 _ => None,
             };
             let text = patch.apply(&current)?;
@@ -343,11 +330,7 @@ fn once(text: &str, needle: &str, context: &str) -> Out<usize> {
     let mut hits = text.match_indices(needle);
     match (hits.next(), hits.next()) {
         (Some((at, _)), None) => Ok(at),
-        (None, _) => Err(Refusal::invalid(
-            "old_text",
-            format!("old_text occurs 0 times in the text{context}; it must occur exactly once"),
-        )
-        .into()),
+        (None, _) => Err(Refusal::invalid("old_text", format!("old_text occurs 0 times in the text{context}; it must occur exactly once")).into()),
         (Some(_), Some(_)) => {
             let n = 2 + hits.count();
             Err(Refusal::invalid("old_text", format!("old_text occurs {n} times in the text{context}; it must occur exactly once: include more of the surrounding text")).into())
@@ -360,45 +343,24 @@ fn once(text: &str, needle: &str, context: &str) -> Out<usize> {
 /// borders the lines the patch changes (compared line by line with the text
 /// at `base`, read from history). Returns the versions it is rebased over;
 /// anything else is `version_conflict`.
-fn check_rebase(
-    kv: &TenantKv,
-    head: &Head,
-    tab: &Tab,
-    patch: &Patch,
-    base: u64,
-    current: &str,
-    now: crate::history::Window,
-) -> Out<Vec<u64>> {
+fn check_rebase(kv: &TenantKv, head: &Head, tab: &Tab, patch: &Patch, base: u64, current: &str, now: crate::history::Window) -> Out<Vec<u64>> {
     let conflict = |why: String| -> crate::refusal::Fail {
-        Refusal::new(
-            Code::VersionConflict,
-            format!(
-                "the note is at version {}, not {base}, and the patch cannot be rebased: {why}",
-                head.version
-            ),
-        )
-        .with_version(head.version)
-        .with("version_scope", "note")
-        .with("rebase_refused", why)
-        .into()
+        Refusal::new(Code::VersionConflict, format!("the note is at version {}, not {base}, and the patch cannot be rebased: {why}", head.version))
+            .with_version(head.version)
+            .with("version_scope", "note")
+            .with("rebase_refused", why)
+            .into()
     };
     if base > head.version {
         return Err(conflict(format!("version {base} does not exist yet")));
     }
     let then = match crate::history::tab_at(kv, head, &tab.id, base, now) {
         Ok(t) => t,
-        Err(crate::refusal::Fail::Refused(r)) => {
-            return Err(conflict(format!(
-                "the version you read is not readable: {}",
-                r.message
-            )));
-        }
+        Err(crate::refusal::Fail::Refused(r)) => return Err(conflict(format!("the version you read is not readable: {}", r.message))),
         Err(e) => return Err(e),
     };
     let base_text = load_text(kv, &then)?;
-    let (ps, pe) = patch.lines(&base_text).map_err(|_| {
-        conflict("old_text does not occur exactly once in the version you read".into())
-    })?;
+    let (ps, pe) = patch.lines(&base_text).map_err(|_| conflict("old_text does not occur exactly once in the version you read".into()))?;
     let diff = similar::TextDiff::from_lines(base_text.as_str(), current);
     for (r, _) in crate::merge::line_changes(diff.ops()) {
         if r.start <= pe && r.end >= ps {
@@ -410,8 +372,7 @@ fn check_rebase(
         }
     }
     if let Patch::Replace { old, .. } = patch {
-        once(current, old, "")
-            .map_err(|_| conflict("old_text no longer occurs exactly once".into()))?;
+        once(current, old, "").map_err(|_| conflict("old_text no longer occurs exactly once".into()))?;
     }
     Ok(((base + 1)..=head.version).collect())
 }

@@ -28,10 +28,7 @@ pub struct Retention {
 
 impl Default for Retention {
     fn default() -> Self {
-        Retention {
-            versions: 1_000,
-            days: 30,
-        }
+        Retention { versions: 1_000, days: 30 }
     }
 }
 
@@ -41,15 +38,8 @@ impl Retention {
     /// not a number: the default). Components and the host read it the same way.
     pub fn from_variables(variable: impl Fn(&str) -> Option<String>) -> Self {
         let d = Retention::default();
-        let read = |name: &str, default: u64| {
-            variable(name)
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(default)
-        };
-        Retention {
-            versions: read("history_keep_versions", d.versions),
-            days: read("history_keep_days", d.days),
-        }
+        let read = |name: &str, default: u64| variable(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default);
+        Retention { versions: read("history_keep_versions", d.versions), days: read("history_keep_days", d.days) }
     }
 }
 

@@ -61,10 +61,10 @@ use serde::de::DeserializeOwned;
 
 use crate::claim_audit::{drop_lapsed, write_expired};
 use crate::env::Identity;
-use crate::index;
 use crate::keys;
 use crate::kv::{Held, TenantKv};
 use crate::model::{Claim, Head, decode, encode};
+use crate::index;
 use crate::refusal::{Code, Fail, Out, Refusal};
 
 pub(crate) use crate::kv::MAX_ATTEMPTS;
@@ -223,11 +223,7 @@ fn landed(kv: &TenantKv, key: &str, marker: &str) -> Out<Result<(), Held>> {
         return Ok(Err(back));
     };
     let head = visible_head(raw, Reader::System)?;
-    Ok(if head.commits.iter().any(|m| m == marker) {
-        Ok(())
-    } else {
-        Err(back)
-    })
+    Ok(if head.commits.iter().any(|m| m == marker) { Ok(()) } else { Err(back) })
 }
 
 /// Whether an outcome is the `busy` refusal of a contended loop.

@@ -41,17 +41,11 @@ pub(crate) struct Window {
 impl Window {
     /// Now, with the host's retention.
     pub fn of(env: &dyn Env) -> Self {
-        Window {
-            now: env.now_us(),
-            keep: env.retention(),
-        }
+        Window { now: env.now_us(), keep: env.retention() }
     }
 
     fn describe(&self) -> String {
-        format!(
-            "the newest {} versions and the last {} days are kept",
-            self.keep.versions, self.keep.days
-        )
+        format!("the newest {} versions and the last {} days are kept", self.keep.versions, self.keep.days)
     }
 }
 
@@ -66,13 +60,7 @@ fn entries(kv: &TenantKv, head: &Head, from: u64, to: u64) -> Out<Vec<HistoryEnt
 }
 
 /// [`entries`], or past retention when one of them is not there.
-fn all_entries(
-    kv: &TenantKv,
-    head: &Head,
-    from: u64,
-    to: u64,
-    w: Window,
-) -> Out<Vec<HistoryEntry>> {
+fn all_entries(kv: &TenantKv, head: &Head, from: u64, to: u64, w: Window) -> Out<Vec<HistoryEntry>> {
     let got = slots(kv, head, from, to)?;
     if got.iter().any(Option::is_none) {
         return Err(past_retention(to, w));
@@ -81,12 +69,7 @@ fn all_entries(
 }
 
 fn past_retention(at: u64, w: Window) -> crate::refusal::Fail {
-    Refusal::new(
-        Code::NotFound,
-        format!("version {at} is past retention ({})", w.describe()),
-    )
-    .with("field", "at_version")
-    .into()
+    Refusal::new(Code::NotFound, format!("version {at} is past retention ({})", w.describe())).with("field", "at_version").into()
 }
 
 /// The entries of versions `from` down to `to`, newest first; `None` where one is missing.
@@ -117,8 +100,7 @@ fn slots(kv: &TenantKv, head: &Head, from: u64, to: u64) -> Out<Vec<Option<Histo
 /// not under the floor a sweep left).
 pub(crate) fn retained(head: &Head, v: u64, at: u64, w: Window) -> bool {
     v >= head.history_floor
-        && (head.version.saturating_sub(v) < w.keep.versions
-            || w.now.saturating_sub(at) < w.keep.days.saturating_mul(DAY_US))
+        && (head.version.saturating_sub(v) < w.keep.versions || w.now.saturating_sub(at) < w.keep.days.saturating_mul(DAY_US))
 }
 
 /// A day in microseconds.
@@ -155,19 +137,9 @@ pub(crate) fn entry_json(e: &HistoryEntry) -> Value {
 /// so a filter that matches rarely still answers quickly. Returns the
 /// entries and the version to continue at, `None` once the first retained
 /// version was seen.
-pub(crate) fn page(
-    kv: &TenantKv,
-    head: &Head,
-    tab_id: Option<&str>,
-    top: Option<u64>,
-    limit: usize,
-    now: Window,
-) -> Out<(Vec<HistoryEntry>, Option<u64>)> {
+pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option<u64>, limit: usize, now: Window) -> Out<(Vec<HistoryEntry>, Option<u64>)> {
     let top = top.unwrap_or(head.version).min(head.version);
-    let floor = top
-        .saturating_sub((limit as u64 * 20).max(BATCH))
-        .max(1)
-        .max(head.history_floor);
+    let floor = top.saturating_sub((limit as u64 * 20).max(BATCH)).max(1).max(head.history_floor);
     let mut found = Vec::new();
     let mut v = top;
     while v >= floor && v >= 1 {
@@ -195,15 +167,9 @@ pub(crate) fn page(
 /// versions before the delete; at or after it, `not_found`.
 pub(crate) fn tab_at(kv: &TenantKv, head: &Head, tab_id: &str, at: u64, now: Window) -> Out<Tab> {
     if at == 0 || at > head.version {
-        return Err(Refusal::invalid(
-            "at_version",
-            format!(
-                "at_version must be between 1 and the note's version {}",
-                head.version
-            ),
-        )
-        .with_version(head.version)
-        .into());
+        return Err(Refusal::invalid("at_version", format!("at_version must be between 1 and the note's version {}", head.version))
+            .with_version(head.version)
+            .into());
     }
     if at < head.history_floor {
         return Err(past_retention(at, now));
@@ -232,19 +198,12 @@ pub(crate) fn tab_at(kv: &TenantKv, head: &Head, tab_id: &str, at: u64, now: Win
         v = low - 1;
     }
     if let Some(&base) = head.history_bases.get(tab_id) {
-        let e = all_entries(kv, head, base, base, now)?
-            .pop()
-            .ok_or_else(|| past_retention(at, now))?;
+        let e = all_entries(kv, head, base, base, now)?.pop().ok_or_else(|| past_retention(at, now))?;
         return snapshot(e, tab_id);
     }
     // No entry changed it: a fixed tab, as the note was created.
     match head.tabs.iter().find(|t| t.id == tab_id) {
-        Some(t)
-            if matches!(
-                t.kind,
-                TabKind::Markdown | TabKind::Files | TabKind::Sources
-            ) && t.created_at == head.created_at =>
-        {
+        Some(t) if matches!(t.kind, TabKind::Markdown | TabKind::Files | TabKind::Sources) && t.created_at == head.created_at => {
             Ok(Tab {
                 version: 1,
                 content_hash: empty_hash(),
@@ -255,33 +214,17 @@ pub(crate) fn tab_at(kv: &TenantKv, head: &Head, tab_id: &str, at: u64, now: Win
                 ..t.clone()
             })
         }
-        _ => Err(Refusal::new(
-            Code::NotFound,
-            format!("tab {tab_id} did not exist at version {at}"),
-        )
-        .with("field", "tab_id")
-        .into()),
+        _ => Err(Refusal::new(Code::NotFound, format!("tab {tab_id} did not exist at version {at}")).with("field", "tab_id").into()),
     }
 }
 
 /// The tab an entry that changed it left (a deleted tab is `not_found`).
 fn snapshot(e: HistoryEntry, tab_id: &str) -> Out<Tab> {
     match e.tab {
-        Some(_) if e.deleted => Err(Refusal::new(
-            Code::NotFound,
-            format!("tab {tab_id} was deleted at version {}", e.version),
-        )
-        .with("field", "tab_id")
-        .into()),
+        Some(_) if e.deleted => Err(Refusal::new(Code::NotFound, format!("tab {tab_id} was deleted at version {}", e.version)).with("field", "tab_id").into()),
         Some(t) => Ok(t),
-        None => Err(Refusal::new(
-            Code::NotFound,
-            format!(
-                "version {} of tab {tab_id} was written before history kept content",
-                e.version
-            ),
-        )
-        .with("field", "at_version")
-        .into()),
+        None => Err(Refusal::new(Code::NotFound, format!("version {} of tab {tab_id} was written before history kept content", e.version))
+            .with("field", "at_version")
+            .into()),
     }
 }

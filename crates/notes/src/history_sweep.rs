@@ -88,20 +88,13 @@ impl std::ops::AddAssign for HistorySweep {
     }
 }
 
-const LIMIT: Limit = Limit {
-    field: "note_id",
-    message: "the note head exceeds the store's value limit",
-};
+const LIMIT: Limit = Limit { field: "note_id", message: "the note head exceeds the store's value limit" };
 
 /// Sweeps every note of `tenant` (see the module docs). Meant to run
 /// periodically (the embedded host's sweep; on Spin, the REST component's
 /// sweep route); writers never wait for it. An invalid tenant id is a
 /// [`Failure::Store`] (a host bug).
-pub fn sweep_history(
-    store: &dyn cairn_kv::Store,
-    env: &mut dyn Env,
-    tenant: &str,
-) -> Result<HistorySweep, Failure> {
+pub fn sweep_history(store: &dyn cairn_kv::Store, env: &mut dyn Env, tenant: &str) -> Result<HistorySweep, Failure> {
     let kv = TenantKv::system(store, tenant)?;
     let mut total = HistorySweep::default();
     let mut pos = 0;
@@ -124,26 +117,16 @@ pub fn sweep_history(
 fn droppable(head: &Head, e: &HistoryEntry, env: &dyn Env) -> bool {
     let keep = env.retention();
     let now = env.now_us();
-    head.version.saturating_sub(e.version) >= keep.versions
-        && now.saturating_sub(e.at) >= age_limit(keep.days)
+    head.version.saturating_sub(e.version) >= keep.versions && now.saturating_sub(e.at) >= age_limit(keep.days)
 }
 
 /// How old a version must be before the sweep drops it.
 fn age_limit(days: u64) -> u64 {
-    if days == 0 {
-        0
-    } else {
-        days.saturating_mul(DAY_US)
-            .saturating_add(CLOCK_MARGIN.as_micros() as u64)
-    }
+    if days == 0 { 0 } else { days.saturating_mul(DAY_US).saturating_add(CLOCK_MARGIN.as_micros() as u64) }
 }
 
 /// Sweeps one note; a note that is gone or stays busy is left for the next sweep.
-pub(crate) fn sweep_note(
-    kv: &TenantKv,
-    env: &mut dyn Env,
-    note_id: &str,
-) -> Result<HistorySweep, Failure> {
+pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Result<HistorySweep, Failure> {
     let Some(raw) = kv.get(&keys::note(note_id))? else {
         return Ok(HistorySweep::default());
     };
@@ -152,10 +135,7 @@ pub(crate) fn sweep_note(
     // Entries from the old floor up, oldest first (spilled ones, then the
     // head's own), as far as they are droppable: the new floor is the first
     // version that must stay.
-    let in_head = before
-        .history
-        .first()
-        .map_or(before.version + 1, |e| e.version);
+    let in_head = before.history.first().map_or(before.version + 1, |e| e.version);
     let mut below = Vec::new();
     let mut floor = old_floor;
     let mut v = old_floor;
@@ -203,53 +183,31 @@ pub(crate) fn sweep_note(
     }
     let now = env.now_us();
     let nonce = nonce(env);
-    let committed = transact(
-        kv,
-        note_id,
-        Reader::System,
-        now,
-        &nonce,
-        &LIMIT,
-        "busy",
-        |head, _| {
-            // Another sweep moved the floor since the read: its bases are not
-            // ours to overwrite; the next sweep starts from its floor.
-            if head.history_floor != before.history_floor {
-                return Ok(Decision::Leave(None));
-            }
-            head.history_floor = floor;
-            head.history_bases = bases.clone();
-            head.blob_gen += 1;
-            // The head's own entries under the floor go; a base among them moves
-            // to its own key first (the same bytes a later spill would write).
-            let (gone, kept): (Vec<HistoryEntry>, Vec<HistoryEntry>) =
-                std::mem::take(&mut head.history)
-                    .into_iter()
-                    .partition(|e| e.version < floor);
-            head.history = kept;
-            let spill: Vec<(String, Vec<u8>)> = gone
-                .iter()
-                .filter(|e| bases.values().any(|b| *b == e.version))
-                .map(|e| (keys::history(note_id, e.version), encode(e)))
-                .collect();
-            if !spill.is_empty() {
-                kv.set_many(&spill)?;
-            }
-            Ok(Decision::Commit(Some(head.clone())))
-        },
-    );
+    let committed = transact(kv, note_id, Reader::System, now, &nonce, &LIMIT, "busy", |head, _| {
+        // Another sweep moved the floor since the read: its bases are not
+        // ours to overwrite; the next sweep starts from its floor.
+        if head.history_floor != before.history_floor {
+            return Ok(Decision::Leave(None));
+        }
+        head.history_floor = floor;
+        head.history_bases = bases.clone();
+        head.blob_gen += 1;
+        // The head's own entries under the floor go; a base among them moves
+        // to its own key first (the same bytes a later spill would write).
+        let (gone, kept): (Vec<HistoryEntry>, Vec<HistoryEntry>) = std::mem::take(&mut head.history).into_iter().partition(|e| e.version < floor);
+        head.history = kept;
+        let spill: Vec<(String, Vec<u8>)> =
+            gone.iter().filter(|e| bases.values().any(|b| *b == e.version)).map(|e| (keys::history(note_id, e.version), encode(e))).collect();
+        if !spill.is_empty() {
+            kv.set_many(&spill)?;
+        }
+        Ok(Decision::Commit(Some(head.clone())))
+    });
     let head = match committed {
         Ok(Some(h)) => h,
         Ok(None) => return Ok(HistorySweep::default()),
-        Err(Fail::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => {
-            return Ok(HistorySweep::default());
-        }
-        Err(Fail::Refused(r)) => {
-            return Err(Failure::Corrupt(format!(
-                "history sweep of {note_id}: {}",
-                r.message
-            )));
-        }
+        Err(Fail::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => return Ok(HistorySweep::default()),
+        Err(Fail::Refused(r)) => return Err(Failure::Corrupt(format!("history sweep of {note_id}: {}", r.message))),
         Err(Fail::Failed(e)) => return Err(e),
     };
     let swept_gen = head.blob_gen - 1;
@@ -259,19 +217,10 @@ pub(crate) fn sweep_note(
     for t in &head.tabs {
         mark_tab(kv, t, &mut marked)?;
     }
-    let keep: Vec<u64> = (floor..=head.version)
-        .chain(head.history_bases.values().copied())
-        .collect();
+    let keep: Vec<u64> = (floor..=head.version).chain(head.history_bases.values().copied()).collect();
     for chunk in keep.chunks(BATCH) {
-        let (held, spilled): (Vec<u64>, Vec<u64>) = chunk
-            .iter()
-            .partition(|v| head.history.iter().any(|e| e.version == **v));
-        let mut snapshots: Vec<HistoryEntry> = head
-            .history
-            .iter()
-            .filter(|e| held.contains(&e.version))
-            .cloned()
-            .collect();
+        let (held, spilled): (Vec<u64>, Vec<u64>) = chunk.iter().partition(|v| head.history.iter().any(|e| e.version == **v));
+        let mut snapshots: Vec<HistoryEntry> = head.history.iter().filter(|e| held.contains(&e.version)).cloned().collect();
         let names: Vec<String> = spilled.iter().map(|v| keys::history(note_id, *v)).collect();
         for bytes in kv.get_many(&names)?.into_iter().flatten() {
             snapshots.push(decode("history entry", &bytes)?);
@@ -289,10 +238,7 @@ pub(crate) fn sweep_note(
             .iter()
             .filter(|k| {
                 let name = &k["blob/".len()..];
-                let generation = name[note_id.len() + 1..]
-                    .split('/')
-                    .next()
-                    .and_then(|g| g.parse::<u64>().ok());
+                let generation = name[note_id.len() + 1..].split('/').next().and_then(|g| g.parse::<u64>().ok());
                 generation.is_some_and(|g| g <= swept_gen) && !marked.contains(name)
             })
             .cloned()
@@ -303,48 +249,26 @@ pub(crate) fn sweep_note(
     // Every version under the floor, whether it is spilled yet or not: an
     // entry a writer spilled from the head since the read goes too.
     // And the bases a newer entry replaced.
-    let replaced = before
-        .history_bases
-        .values()
-        .copied()
-        .filter(|v| *v < old_floor && !bases.contains(v));
-    let gone: Vec<String> = (old_floor..floor)
-        .filter(|v| !bases.contains(v))
-        .chain(replaced)
-        .map(|v| keys::history(note_id, v))
-        .collect();
+    let replaced = before.history_bases.values().copied().filter(|v| *v < old_floor && !bases.contains(v));
+    let gone: Vec<String> = (old_floor..floor).filter(|v| !bases.contains(v)).chain(replaced).map(|v| keys::history(note_id, v)).collect();
     for chunk in gone.chunks(BATCH) {
         kv.delete_many(chunk)?;
     }
     let idem = sweep_idempotency(kv, env, note_id, floor)?;
-    Ok(HistorySweep {
-        notes: 1,
-        entries: gone.len(),
-        blobs,
-        idempotency: idem,
-    })
+    Ok(HistorySweep { notes: 1, entries: gone.len(), blobs, idempotency: idem })
 }
 
 /// Deletes the spilled idempotency records of writes under the floor that
 /// are also past the age rule: a retry that late is not a retry (its
 /// `expected_version` is long gone, so it is refused as a conflict).
-fn sweep_idempotency(
-    kv: &TenantKv,
-    env: &dyn Env,
-    note_id: &str,
-    floor: u64,
-) -> Result<usize, Failure> {
+fn sweep_idempotency(kv: &TenantKv, env: &dyn Env, note_id: &str, floor: u64) -> Result<usize, Failure> {
     let oldest = env.now_us().saturating_sub(age_limit(env.retention().days));
     delete_listed(kv, &format!("idem/{note_id}/"), |listed| {
         let mut doomed = Vec::new();
         for (k, bytes) in listed.iter().zip(kv.get_many(listed)?) {
             let Some(bytes) = bytes else { continue };
             let r: IdemRecord = decode("idempotency record", &bytes)?;
-            let version = r
-                .result
-                .get("version")
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(u64::MAX);
+            let version = r.result.get("version").and_then(serde_json::Value::as_u64).unwrap_or(u64::MAX);
             if r.at < oldest && version < floor {
                 doomed.push(k.clone());
             }
@@ -355,11 +279,7 @@ fn sweep_idempotency(
 
 /// Pages through the keys under `prefix` ([`BATCH`] at a time), deletes the
 /// ones `pick` chooses from each page, and returns how many it deleted.
-fn delete_listed(
-    kv: &TenantKv,
-    prefix: &str,
-    mut pick: impl FnMut(&[String]) -> Result<Vec<String>, Failure>,
-) -> Result<usize, Failure> {
+fn delete_listed(kv: &TenantKv, prefix: &str, mut pick: impl FnMut(&[String]) -> Result<Vec<String>, Failure>) -> Result<usize, Failure> {
     let mut after: Option<String> = None;
     let mut deleted = 0;
     loop {

@@ -36,9 +36,7 @@ pub const BUCKET: &str = "default";
 /// Tenant ids: `[a-z0-9_-]{1,64}`.
 pub fn valid_tenant(tenant: &str) -> bool {
     (1..=64).contains(&tenant.len())
-        && tenant
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        && tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
 /// The prefix of every key of `tenant`: `t/<tenant>/`.
@@ -59,9 +57,7 @@ pub fn list_tenants(store: &dyn cairn_kv::Store) -> Result<Vec<String>, crate::F
     let mut after = "t/".to_string();
     loop {
         let next = store.list_keys(BUCKET, Some(&after), 1)?;
-        let Some(tenant) = next.first().and_then(|k| tenant_of(k)).map(str::to_string) else {
-            break;
-        };
+        let Some(tenant) = next.first().and_then(|k| tenant_of(k)).map(str::to_string) else { break };
         after = format!("t/{tenant}0");
         out.push(tenant);
     }

@@ -36,33 +36,20 @@ pub(crate) struct Held {
 
 impl From<Read> for Held {
     fn from(r: Read) -> Self {
-        Held {
-            value: r.value,
-            observed: r.observed,
-        }
+        Held { value: r.value, observed: r.observed }
     }
 }
 
 impl<'a> TenantKv<'a> {
     /// `store` seen by `tenant`; `None` if the tenant id is not `[a-z0-9_-]{1,64}`.
     pub fn new(store: &'a dyn Store, tenant: &str) -> Option<Self> {
-        valid_tenant(tenant).then(|| TenantKv {
-            store,
-            prefix: tenant_prefix(tenant),
-            confirm: !store.vouched(),
-            blob_scope: None,
-            staging: None,
-        })
+        valid_tenant(tenant).then(|| TenantKv { store, prefix: tenant_prefix(tenant), confirm: !store.vouched(), blob_scope: None, staging: None })
     }
 
     /// `store` seen by `tenant` for the system (sweeps, rebuilds): an invalid
     /// tenant id is a [`Failure::Store`], a bug of the host that asked.
     pub(crate) fn system(store: &'a dyn Store, tenant: &str) -> Result<Self, Failure> {
-        TenantKv::new(store, tenant).ok_or_else(|| {
-            Failure::Store(cairn_kv::Error::Backend(format!(
-                "invalid tenant id {tenant:?}"
-            )))
-        })
+        TenantKv::new(store, tenant).ok_or_else(|| Failure::Store(cairn_kv::Error::Backend(format!("invalid tenant id {tenant:?}"))))
     }
 
     /// The same view, writing the content blobs it stores under note
@@ -84,13 +71,7 @@ impl<'a> TenantKv<'a> {
     where
         'a: 'b,
     {
-        TenantKv {
-            store: self.store,
-            prefix: self.prefix.clone(),
-            confirm: self.confirm,
-            blob_scope: self.blob_scope.clone(),
-            staging: Some(staged),
-        }
+        TenantKv { store: self.store, prefix: self.prefix.clone(), confirm: self.confirm, blob_scope: self.blob_scope.clone(), staging: Some(staged) }
     }
 
     /// The name a content blob of hash `hash` is written under by this view.
@@ -141,12 +122,7 @@ impl<'a> TenantKv<'a> {
     }
 
     /// `Ok(None)`: written. `Ok(Some(fresh))`: someone wrote since the read.
-    pub(crate) fn swap(
-        &self,
-        key: &str,
-        observed: Observed,
-        value: &[u8],
-    ) -> Result<Option<Held>, Failure> {
+    pub(crate) fn swap(&self, key: &str, observed: Observed, value: &[u8]) -> Result<Option<Held>, Failure> {
         match self.store.swap(BUCKET, &self.key(key), observed, value)? {
             Swap::Done => Ok(None),
             Swap::Failed(fresh) => Ok(Some(fresh.into())),
@@ -157,26 +133,14 @@ impl<'a> TenantKv<'a> {
     pub(crate) fn read_many(&self, keys: &[String]) -> Result<Vec<Held>, Failure> {
         let full: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
         let refs: Vec<&str> = full.iter().map(String::as_str).collect();
-        Ok(self
-            .store
-            .read_many(BUCKET, &refs)?
-            .into_iter()
-            .map(Held::from)
-            .collect())
+        Ok(self.store.read_many(BUCKET, &refs)?.into_iter().map(Held::from).collect())
     }
 
     /// Several independent swaps in one call: per swap, `None` when written,
     /// else a fresh read.
-    pub(crate) fn swap_each(
-        &self,
-        swaps: &[(String, Observed, Vec<u8>)],
-    ) -> Result<Vec<Option<Held>>, Failure> {
+    pub(crate) fn swap_each(&self, swaps: &[(String, Observed, Vec<u8>)]) -> Result<Vec<Option<Held>>, Failure> {
         let full: Vec<String> = swaps.iter().map(|(k, _, _)| self.key(k)).collect();
-        let refs: Vec<(&str, Observed, &[u8])> = full
-            .iter()
-            .zip(swaps)
-            .map(|(k, (_, o, v))| (k.as_str(), *o, v.as_slice()))
-            .collect();
+        let refs: Vec<(&str, Observed, &[u8])> = full.iter().zip(swaps).map(|(k, (_, o, v))| (k.as_str(), *o, v.as_slice())).collect();
         Ok(self
             .store
             .swap_each(BUCKET, &refs)?
@@ -191,11 +155,12 @@ impl<'a> TenantKv<'a> {
     /// Rewrites records by compare-and-swap, 512 to a batch (one
     /// [`read_many`](Self::read_many) and one [`swap_each`](Self::swap_each)
     /// a round, the lost ones again): `f` turns a record's bytes (absent:
-    /// `None`) into its new bytes, or `None` to leave it. `busy` after
-    /// [`MAX_ATTEMPTS`] rounds.
+    /// `None`) into its new bytes, or `None` to leave it. Refused as `busy`
+    /// (with that message) after [`MAX_ATTEMPTS`] rounds.
     pub(crate) fn rewrite_many(
         &self,
         keys: Vec<String>,
+        busy: &str,
         mut f: impl FnMut(&str, Option<&[u8]>) -> Out<Option<Vec<u8>>>,
     ) -> Out<()> {
         for chunk in keys.chunks(512) {
@@ -205,9 +170,7 @@ impl<'a> TenantKv<'a> {
                     break;
                 }
                 if attempt == MAX_ATTEMPTS {
-                    return Err(
-                        Refusal::busy("the records are busy; nothing more was written").into(),
-                    );
+                    return Err(Refusal::busy(busy).into());
                 }
                 let reads = self.read_many(&pending)?;
                 let mut writes = Vec::new();
@@ -217,12 +180,7 @@ impl<'a> TenantKv<'a> {
                     }
                 }
                 let out = self.swap_each(&writes)?;
-                pending = writes
-                    .into_iter()
-                    .zip(out)
-                    .filter(|(_, lost)| lost.is_some())
-                    .map(|((k, _, _), _)| k)
-                    .collect();
+                pending = writes.into_iter().zip(out).filter(|(_, lost)| lost.is_some()).map(|((k, _, _), _)| k).collect();
             }
         }
         Ok(())
@@ -239,37 +197,24 @@ impl<'a> TenantKv<'a> {
     }
 
     /// Several immutable records in one call (one `wasi:keyvalue/batch` call in components).
-    pub(crate) fn set_many<K: AsRef<str>, V: AsRef<[u8]>>(
-        &self,
-        pairs: &[(K, V)],
-    ) -> Result<(), Failure> {
+    pub(crate) fn set_many<K: AsRef<str>, V: AsRef<[u8]>>(&self, pairs: &[(K, V)]) -> Result<(), Failure> {
         if self.staging.is_some() {
             for (k, v) in pairs {
                 self.set(k.as_ref(), v.as_ref())?;
             }
             return Ok(());
         }
-        let full: Vec<(String, &[u8])> = pairs
-            .iter()
-            .map(|(k, v)| (self.key(k.as_ref()), v.as_ref()))
-            .collect();
+        let full: Vec<(String, &[u8])> = pairs.iter().map(|(k, v)| (self.key(k.as_ref()), v.as_ref())).collect();
         let refs: Vec<(&str, &[u8])> = full.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         Ok(self.store.set_many(BUCKET, &refs)?)
     }
 
     /// Up to `limit` keys under `prefix` (relative to the tenant), in key
     /// order, after `prefix` + `after` (or from the start of the prefix).
-    pub(crate) fn list_prefix(
-        &self,
-        prefix: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<String>, Failure> {
+    pub(crate) fn list_prefix(&self, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>, Failure> {
         let full = self.key(prefix);
         let after = after.map(|a| format!("{full}{a}"));
-        let keys = self
-            .store
-            .list_prefix(BUCKET, &full, after.as_deref(), limit)?;
+        let keys = self.store.list_prefix(BUCKET, &full, after.as_deref(), limit)?;
         let strip = self.prefix.len();
         Ok(keys.into_iter().map(|k| k[strip..].to_string()).collect())
     }
@@ -288,13 +233,7 @@ mod tests {
         let t = TenantKv::new(&store, "acme").unwrap();
         let fits = "k".repeat(MAX_KEY_BYTES - "t/acme/".len());
         t.set(&fits, b"x").unwrap();
-        assert_eq!(
-            store
-                .get(BUCKET, &format!("t/acme/{fits}"))
-                .unwrap()
-                .as_deref(),
-            Some(&b"x"[..])
-        );
+        assert_eq!(store.get(BUCKET, &format!("t/acme/{fits}")).unwrap().as_deref(), Some(&b"x"[..]));
         let over = format!("{fits}k");
         assert!(matches!(
             t.set(&over, b"x"),

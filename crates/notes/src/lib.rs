@@ -65,9 +65,9 @@ mod claims;
 mod content;
 mod edit;
 mod head;
-mod history;
-pub mod history_sweep;
 mod index;
+pub mod history_sweep;
+mod history;
 mod merge;
 mod model;
 mod note_index;
@@ -95,11 +95,11 @@ pub mod scopes {
 
 pub use cairn_kv::Store;
 pub use claim_index::sweep_expired_claims;
-pub use env::{ActorType, Env, Identity, Role, SimEnv};
-pub use head::DELIVERY_BOUND;
 pub use history_sweep::{HistorySweep, sweep_history};
-pub use keys::list_tenants;
+pub use head::DELIVERY_BOUND;
+pub use env::{ActorType, Env, Identity, Role, SimEnv};
 pub use kv::TenantKv;
+pub use keys::list_tenants;
 pub use model::hex;
 pub use refusal::{Code, Failure, NEXT_STEP_CLAIM, NEXT_STEP_REREAD, NOTICE};
 pub use tools::{Tool, ToolAnnotations, ToolSpec, tools};
@@ -109,13 +109,9 @@ use refusal::{Out, Refusal, finish};
 /// The store view of the caller's tenant; refuses an identity the router should never send.
 pub(crate) fn tenant_kv<'a>(store: &'a dyn Store, who: &Identity) -> Result<TenantKv<'a>, Refusal> {
     if who.subject.is_empty() || who.subject.len() > 200 {
-        return Err(Refusal::invalid(
-            "identity.subject",
-            "the caller's subject must have 1-200 bytes",
-        ));
+        return Err(Refusal::invalid("identity.subject", "the caller's subject must have 1-200 bytes"));
     }
-    TenantKv::new(store, &who.tenant)
-        .ok_or_else(|| Refusal::invalid("identity.tenant", "tenant ids are [a-z0-9_-]{1,64}"))
+    TenantKv::new(store, &who.tenant).ok_or_else(|| Refusal::invalid("identity.tenant", "tenant ids are [a-z0-9_-]{1,64}"))
 }
 
 /// Runs one tool for `who` and returns its MCP `CallToolResult` as JSON text
@@ -124,32 +120,21 @@ pub(crate) fn tenant_kv<'a>(store: &'a dyn Store, who: &Identity) -> Result<Tena
 /// Unknown tools and bad arguments are `invalid_argument` results; `Err` only for a
 /// store failure. A `_meta` member of the arguments (MCP's request metadata)
 /// is not an argument and is dropped.
-pub fn call_tool(
-    store: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    tool: &str,
-    args: Value,
-) -> Result<String, Failure> {
+pub fn call_tool(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &str, args: Value) -> Result<String, Failure> {
     match tools::find(tool) {
         Some(t) => call(store, env, who, t, args),
-        None => {
-            finish(tenant_kv(store, who).map_err(Into::into).and_then(|_| {
-                Err(Refusal::invalid("name", format!("unknown tool {tool:?}")).into())
-            }))
-        }
+        // The tenant is checked first, as for a known tool.
+        None => finish(
+            tenant_kv(store, who)
+                .and_then(|_| Err::<Value, _>(Refusal::invalid("name", format!("unknown tool {tool:?}"))))
+                .map_err(Into::into),
+        ),
     }
 }
 
 /// [`call_tool`] of one tool given by its `TOOL` (`tools::read_note_tab::TOOL`):
 /// what a tool's own component calls, so that it links that tool and no other.
-pub fn call(
-    store: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    t: &Tool,
-    mut args: Value,
-) -> Result<String, Failure> {
+pub fn call(store: &dyn Store, env: &mut dyn Env, who: &Identity, t: &Tool, mut args: Value) -> Result<String, Failure> {
     if let Some(obj) = args.as_object_mut() {
         obj.remove("_meta");
     }
@@ -160,10 +145,7 @@ pub fn call(
             return (t.run)(&mut tools::Call { kv: &kv, env, who }, args);
         }
         // A refused write is recorded for the audit trail.
-        let note = args
-            .get("note_id")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let note = args.get("note_id").and_then(Value::as_str).map(str::to_string);
         let out = (t.run)(&mut tools::Call { kv: &kv, env, who }, args);
         if let Err(refusal::Fail::Refused(r)) = &out {
             audit::record_refused_write(&kv, env, who, tool, note.as_deref(), &r.body());
@@ -174,13 +156,7 @@ pub fn call(
 }
 
 /// [`call_tool`] with the result parsed, for callers that inspect it.
-pub fn call_tool_value(
-    store: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    tool: &str,
-    args: Value,
-) -> Result<Value, Failure> {
+pub fn call_tool_value(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &str, args: Value) -> Result<Value, Failure> {
     let text = call_tool(store, env, who, tool, args)?;
     Ok(serde_json::from_str(&text).expect("a tool result is JSON"))
 }

@@ -30,14 +30,7 @@ struct Change<'a> {
 fn changes<'a>(base: &'a str, other: &'a str) -> Vec<Change<'a>> {
     let diff = similar::TextDiff::from_lines(base, other);
     let new: Vec<&str> = diff.new_slices().to_vec();
-    line_changes(diff.ops())
-        .into_iter()
-        .map(|(old, n)| Change {
-            start: old.start,
-            end: old.end,
-            lines: new[n].to_vec(),
-        })
-        .collect()
+    line_changes(diff.ops()).into_iter().map(|(old, n)| Change { start: old.start, end: old.end, lines: new[n].to_vec() }).collect()
 }
 
 /// The changed ranges of a line diff, `(old lines, new lines)` in order.
@@ -48,9 +41,7 @@ fn changes<'a>(base: &'a str, other: &'a str) -> Vec<Change<'a>> {
 /// `Delete { old_index: 0, old_len: 2, new_index: 3 }` followed by
 /// `Insert { old_index: 1, … }` after an `Equal` at old index 2), while the
 /// order and the lengths of its ops are right.
-pub(crate) fn line_changes(
-    ops: &[similar::DiffOp],
-) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+pub(crate) fn line_changes(ops: &[similar::DiffOp]) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
     let (mut o, mut n) = (0, 0);
     let mut out = Vec::new();
     for op in ops {
@@ -98,16 +89,10 @@ fn push(segments: &mut Vec<Value>, source: &str, lines: &[&str]) {
 /// The merge of `mine` and `theirs` over `base`: `{merged, clean, conflicts:
 /// [{base_start, base, theirs, mine}], segments}` (`base_start` is 1-based).
 pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Value {
-    let b: Vec<&str> = similar::TextDiff::from_lines(base, base)
-        .old_slices()
-        .to_vec();
+    let b: Vec<&str> = similar::TextDiff::from_lines(base, base).old_slices().to_vec();
     let (t, m) = (changes(base, theirs), changes(base, mine));
     // Every change, tagged with its side (0 theirs, 1 mine), in base order.
-    let mut all: Vec<(usize, &Change)> = t
-        .iter()
-        .map(|c| (0, c))
-        .chain(m.iter().map(|c| (1, c)))
-        .collect();
+    let mut all: Vec<(usize, &Change)> = t.iter().map(|c| (0, c)).chain(m.iter().map(|c| (1, c))).collect();
     all.sort_by_key(|(s, c)| (c.start, c.end, *s));
     let mut merged: Vec<&str> = Vec::new();
     let mut conflicts = Vec::new();
@@ -124,23 +109,13 @@ pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Value {
         let region = &all[i..j];
         merged.extend_from_slice(&b[pos..start]);
         push(&mut segments, "unchanged", &b[pos..start]);
-        let of = |s: usize| {
-            region
-                .iter()
-                .filter(|(x, _)| *x == s)
-                .map(|(_, c)| *c)
-                .collect::<Vec<_>>()
-        };
+        let of = |s: usize| region.iter().filter(|(x, _)| *x == s).map(|(_, c)| *c).collect::<Vec<_>>();
         let (ts, ms) = (of(0), of(1));
         let theirs_lines = side(&b, start, end, &ts);
         let mine_lines = side(&b, start, end, &ms);
         if ms.is_empty() || theirs_lines == mine_lines {
             merged.extend_from_slice(&theirs_lines);
-            push(
-                &mut segments,
-                if ms.is_empty() { "theirs" } else { "both" },
-                &theirs_lines,
-            );
+            push(&mut segments, if ms.is_empty() { "theirs" } else { "both" }, &theirs_lines);
         } else if ts.is_empty() {
             merged.extend_from_slice(&mine_lines);
             push(&mut segments, "mine", &mine_lines);
@@ -175,24 +150,14 @@ mod tests {
 
     /// The segments' texts, joined, are the merged text.
     fn joined(r: &serde_json::Value) -> String {
-        r["segments"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["text"].as_str().unwrap())
-            .collect()
+        r["segments"].as_array().unwrap().iter().map(|s| s["text"].as_str().unwrap()).collect()
     }
 
     #[test]
     fn segments_lay_out_the_merge_and_name_each_side() {
         let r = merge3(BASE, "A\nb\nc\nd\ne\n", "a\nb\nc\nd\nE\n");
         assert_eq!(joined(&r), r["merged"].as_str().unwrap());
-        let sources: Vec<&str> = r["segments"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["source"].as_str().unwrap())
-            .collect();
+        let sources: Vec<&str> = r["segments"].as_array().unwrap().iter().map(|s| s["source"].as_str().unwrap()).collect();
         assert_eq!(sources, ["theirs", "unchanged", "mine"]);
         assert_eq!(r["segments"][2]["text"], "E\n");
     }
@@ -201,27 +166,9 @@ mod tests {
     fn a_conflict_segment_carries_both_sides_and_its_index() {
         let r = merge3(BASE, "a\nb\nTHEIRS\nd\ne\n", "a\nb\nMINE\nd\nE\n");
         assert_eq!(joined(&r), r["merged"].as_str().unwrap());
-        let c = r["segments"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["source"] == "conflict")
-            .unwrap();
-        assert_eq!(
-            (
-                c["theirs"].as_str(),
-                c["mine"].as_str(),
-                c["conflict"].as_u64()
-            ),
-            (Some("THEIRS\n"), Some("MINE\n"), Some(0))
-        );
-        assert!(
-            r["segments"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|s| s["source"] == "mine" && s["text"] == "E\n")
-        );
+        let c = r["segments"].as_array().unwrap().iter().find(|s| s["source"] == "conflict").unwrap();
+        assert_eq!((c["theirs"].as_str(), c["mine"].as_str(), c["conflict"].as_u64()), (Some("THEIRS\n"), Some("MINE\n"), Some(0)));
+        assert!(r["segments"].as_array().unwrap().iter().any(|s| s["source"] == "mine" && s["text"] == "E\n"));
     }
 
     #[test]
@@ -234,10 +181,7 @@ mod tests {
     #[test]
     fn the_same_change_on_both_sides_is_no_conflict() {
         let r = merge3(BASE, "a\nB\nc\nd\ne\n", "a\nB\nc\nd\ne\n");
-        assert_eq!(
-            (r["merged"].as_str(), r["clean"].as_bool()),
-            (Some("a\nB\nc\nd\ne\n"), Some(true))
-        );
+        assert_eq!((r["merged"].as_str(), r["clean"].as_bool()), (Some("a\nB\nc\nd\ne\n"), Some(true)));
     }
 
     #[test]
@@ -246,10 +190,7 @@ mod tests {
         assert_eq!(r["clean"], false);
         assert_eq!(r["merged"], "a\nb\nTHEIRS\nd\ne\n");
         let c = &r["conflicts"][0];
-        assert_eq!(
-            (c["base"].as_str(), c["theirs"].as_str(), c["mine"].as_str()),
-            (Some("c\n"), Some("THEIRS\n"), Some("MINE\n"))
-        );
+        assert_eq!((c["base"].as_str(), c["theirs"].as_str(), c["mine"].as_str()), (Some("c\n"), Some("THEIRS\n"), Some("MINE\n")));
         assert_eq!(c["base_start"], 3);
     }
 
@@ -266,10 +207,7 @@ mod tests {
     fn a_diff_whose_ops_carry_wrong_anchors_still_merges() {
         let (base, mine) = ("a\nc\nb\nlong line\n", "b\nb\n\nb\na\nlong line\n");
         let diff = similar::TextDiff::from_lines(base, mine);
-        assert_eq!(
-            super::line_changes(diff.ops()),
-            vec![(0..2, 0..0), (3..3, 1..5)]
-        );
+        assert_eq!(super::line_changes(diff.ops()), vec![(0..2, 0..0), (3..3, 1..5)]);
         let r = merge3(base, "", mine);
         assert_eq!(r["clean"], false, "{r}");
         assert_eq!(r["merged"], "", "a conflict keeps theirs: {r}");
@@ -294,20 +232,7 @@ mod fuzz {
     use proptest::prelude::*;
 
     fn text() -> impl Strategy<Value = String> {
-        (
-            proptest::collection::vec(
-                prop_oneof![
-                    Just("a"),
-                    Just("b"),
-                    Just("c"),
-                    Just(""),
-                    Just("long line"),
-                    Just("b")
-                ],
-                0..12,
-            ),
-            any::<bool>(),
-        )
+        (proptest::collection::vec(prop_oneof![Just("a"), Just("b"), Just("c"), Just(""), Just("long line"), Just("b")], 0..12), any::<bool>())
             .prop_map(|(lines, newline)| {
                 let mut t = lines.join("\n");
                 if newline && !t.is_empty() {
@@ -318,10 +243,7 @@ mod fuzz {
     }
 
     fn cases() -> u32 {
-        std::env::var("CAIRN_FUZZ_CASES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(3_000)
+        std::env::var("CAIRN_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(3_000)
     }
 
     proptest! {

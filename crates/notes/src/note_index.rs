@@ -26,30 +26,20 @@ struct NoteIndex {
 
 /// Appends a note id to the tenant's list.
 pub(crate) fn index_add(kv: &TenantKv, note_id: &str) -> Out<()> {
-    update(
-        kv,
-        NOTE_INDEX,
-        "note index",
-        "the note list is busy; nothing was written",
-        |idx: &mut NoteIndex| {
-            idx.tail.push(note_id.to_string());
-            if idx.tail.len() >= INDEX_PAGE {
-                let page = put_tenant_blob(kv, &encode(&idx.tail))?;
-                idx.pages.push(page);
-                idx.tail.clear();
-            }
-            idx.rev += 1;
-            Ok(true)
-        },
-    )
+    update(kv, NOTE_INDEX, "note index", "the note list is busy; nothing was written", |idx: &mut NoteIndex| {
+        idx.tail.push(note_id.to_string());
+        if idx.tail.len() >= INDEX_PAGE {
+            let page = put_tenant_blob(kv, &encode(&idx.tail))?;
+            idx.pages.push(page);
+            idx.tail.clear();
+        }
+        idx.rev += 1;
+        Ok(true)
+    })
 }
 
 /// Up to `max` note ids from position `pos`, and the total number of ids.
-pub(crate) fn index_slice(
-    kv: &TenantKv,
-    pos: usize,
-    max: usize,
-) -> Result<(Vec<String>, usize), Failure> {
+pub(crate) fn index_slice(kv: &TenantKv, pos: usize, max: usize) -> Result<(Vec<String>, usize), Failure> {
     let Some(raw) = kv.get(NOTE_INDEX)? else {
         return Ok((Vec::new(), 0));
     };
@@ -59,11 +49,8 @@ pub(crate) fn index_slice(
     let mut p = pos;
     while out.len() < max && p < total {
         let page_no = p / INDEX_PAGE;
-        let page: Vec<String> = if page_no < idx.pages.len() {
-            decode("index page", &get_blob(kv, &idx.pages[page_no])?)?
-        } else {
-            idx.tail.clone()
-        };
+        let page: Vec<String> =
+            if page_no < idx.pages.len() { decode("index page", &get_blob(kv, &idx.pages[page_no])?)? } else { idx.tail.clone() };
         let start = p % INDEX_PAGE;
         let take = (max - out.len()).min(page.len().saturating_sub(start));
         if take == 0 {

@@ -86,31 +86,20 @@ impl Code {
             Code::NotFound => 404,
             Code::TooLarge => 413,
             Code::Busy => 503,
-            Code::VersionConflict
-            | Code::ContentHashMismatch
-            | Code::IdempotencyKeyReused
-            | Code::ClaimConflict => 409,
+            Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused | Code::ClaimConflict => 409,
         }
     }
 
     /// What the refused caller should do next.
     pub fn next_step(self) -> &'static str {
         match self {
-            Code::NotFound => {
-                "list the notes or the note's tabs again and use an exact id from that list"
-            }
-            Code::InvalidArgument => {
-                "fix the argument named in field and send the call again; nothing was written"
-            }
+            Code::NotFound => "list the notes or the note's tabs again and use an exact id from that list",
+            Code::InvalidArgument => "fix the argument named in field and send the call again; nothing was written",
             Code::TooLarge => "send less (shorten or split the content); nothing was written",
             Code::Busy => "send the same call again with the same idempotency key",
             Code::ClaimConflict => NEXT_STEP_CLAIM,
-            Code::Forbidden => {
-                "this claim is not yours: leave it alone; wait until it expires or work on another target"
-            }
-            Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused => {
-                NEXT_STEP_REREAD
-            }
+            Code::Forbidden => "this claim is not yours: leave it alone; wait until it expires or work on another target",
+            Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused => NEXT_STEP_REREAD,
         }
     }
 }
@@ -128,13 +117,7 @@ pub(crate) struct Refusal {
 
 impl Refusal {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Refusal {
-            code,
-            message: message.into(),
-            current_version: None,
-            extra: Map::new(),
-            next_step: None,
-        }
+        Refusal { code, message: message.into(), current_version: None, extra: Map::new(), next_step: None }
     }
 
     /// `invalid_argument` naming the field.
@@ -183,10 +166,7 @@ impl Refusal {
         for (k, v) in &self.extra {
             m.insert(k.clone(), v.clone());
         }
-        m.insert(
-            "next_step".into(),
-            self.next_step.unwrap_or(self.code.next_step()).into(),
-        );
+        m.insert("next_step".into(), self.next_step.unwrap_or(self.code.next_step()).into());
         Value::Object(m)
     }
 }
@@ -277,11 +257,7 @@ pub(crate) fn tool_result(structured: &Value, is_error: bool) -> String {
     out.push_str(&serde_json::to_string(&s).expect("a string always serializes"));
     out.push_str(r#"}],"structuredContent":"#);
     out.push_str(&s);
-    out.push_str(if is_error {
-        r#","isError":true}"#
-    } else {
-        r#","isError":false}"#
-    });
+    out.push_str(if is_error { r#","isError":true}"# } else { r#","isError":false}"# });
     out
 }
 

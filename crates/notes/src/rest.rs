@@ -44,22 +44,19 @@ use serde_json::{Map, Value, json};
 use cairn_kv::Store;
 
 use crate::args::{
-    ClaimRef, MAX_CLAIM_NOTE_CHARS, MAX_KEY_CHARS, MAX_LABEL_CHARS, MAX_NOTE_TITLE_CHARS,
-    VersionScope, check_chars, check_id, check_ttl, parse, parse_claim_id,
+    ClaimRef, MAX_CLAIM_NOTE_CHARS, MAX_KEY_CHARS, MAX_LABEL_CHARS, MAX_NOTE_TITLE_CHARS, VersionScope, check_chars,
+    check_id, check_ttl, parse, parse_claim_id,
 };
 use crate::claims;
 use crate::content::{load_list, put_doc};
 use crate::edit::{Edit, edit_tab_with, new_tab};
 use crate::env::{ActorType, Env, Identity};
 use crate::head::load_head;
-use crate::index;
 use crate::keys;
 use crate::kv::TenantKv;
-use crate::model::{
-    FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex,
-    tab_provenance, tab_summary,
-};
+use crate::model::{FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex, tab_provenance, tab_summary};
 use crate::note_index::index_add;
+use crate::index;
 use crate::refusal::{Code, Fail, Failure, NOTICE, Out, Refusal};
 use crate::write::{Change, Fingerprint, Plan, Target, WriteSpec, commit, fingerprint, note_scope};
 
@@ -85,10 +82,7 @@ fn reply(out: Out<Value>, ok_status: u16) -> Result<RestReply, Failure> {
 
 /// A refusal as a REST reply: its code's status and its body.
 fn refused(r: &Refusal) -> RestReply {
-    RestReply {
-        status: r.code.http_status(),
-        body: r.body(),
-    }
+    RestReply { status: r.code.http_status(), body: r.body() }
 }
 
 /// Every REST helper's frame: the caller's tenant view and the ids checked,
@@ -269,53 +263,45 @@ pub fn write_tab(
     tab_id: &str,
     args: Value,
 ) -> Result<RestReply, Failure> {
-    answer(
-        kv,
-        who,
-        &[("note_id", note_id), ("tab_id", tab_id)],
-        200,
-        |kv| {
-            let mut a: WriteTab = parse(args)?;
-            check_opt_key(&a.idempotency_key)?;
-            let edit = match (a.text.take(), a.data.take()) {
-                (Some(t), None) => {
-                    let hash = sha_hex(t.as_bytes());
-                    Edit::Text(t, hash)
-                }
-                (None, Some(d)) => Edit::Data(d),
-                _ => {
-                    return Err(Refusal::invalid(
-                        "text",
-                        "send exactly one of text (markdown tab) or data (slides or sheet tab)",
-                    )
-                    .into());
-                }
-            };
-            let args = serde_json::to_value(&a).expect("serializes");
-            let payload = |edit: Value| json!({"tab_id": tab_id, "args": args, "edit": edit});
-            let fp = match &edit {
-                Edit::Text(t, hash) => {
-                    let current = payload(json!({"text": hash}));
-                    Fingerprint::hashed_text("write_tab", &current, move || {
-                        fingerprint("write_tab", &payload(json!({"text": t})))
-                    })
-                }
-                Edit::Data(d) => Fingerprint::of("write_tab", &payload(json!({"data": d}))),
-                _ => Fingerprint::of("write_tab", &payload(Value::Null)),
-            };
-            let spec = WriteSpec {
-                tool: "write_tab",
-                note_level: false,
-                note_id,
-                idem: a.idempotency_key.as_deref().map(|k| (k, fp)),
-                expected_version: a.expected_version,
-                scope: a.version_scope.unwrap_or_default(),
-                base_content_hash: a.base_content_hash.as_deref(),
-                rebase: false,
-            };
-            edit_tab_with(kv, env, who, &spec, tab_id, &edit)
-        },
-    )
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+        let mut a: WriteTab = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        let edit = match (a.text.take(), a.data.take()) {
+            (Some(t), None) => {
+                let hash = sha_hex(t.as_bytes());
+                Edit::Text(t, hash)
+            }
+            (None, Some(d)) => Edit::Data(d),
+            _ => {
+                return Err(Refusal::invalid(
+                    "text",
+                    "send exactly one of text (markdown tab) or data (slides or sheet tab)",
+                )
+                .into());
+            }
+        };
+        let args = serde_json::to_value(&a).expect("serializes");
+        let payload = |edit: Value| json!({"tab_id": tab_id, "args": args, "edit": edit});
+        let fp = match &edit {
+            Edit::Text(t, hash) => {
+                let current = payload(json!({"text": hash}));
+                Fingerprint::hashed_text("write_tab", &current, move || fingerprint("write_tab", &payload(json!({"text": t}))))
+            }
+            Edit::Data(d) => Fingerprint::of("write_tab", &payload(json!({"data": d}))),
+            _ => Fingerprint::of("write_tab", &payload(Value::Null)),
+        };
+        let spec = WriteSpec {
+            tool: "write_tab",
+            note_level: false,
+            note_id,
+            idem: a.idempotency_key.as_deref().map(|k| (k, fp)),
+            expected_version: a.expected_version,
+            scope: a.version_scope.unwrap_or_default(),
+            base_content_hash: a.base_content_hash.as_deref(),
+            rebase: false,
+        };
+        edit_tab_with(kv, env, who, &spec, tab_id, &edit)
+    })
 }
 
 #[derive(Serialize, Deserialize)]
@@ -351,90 +337,58 @@ pub fn update_tab(
     tab_id: &str,
     args: Value,
 ) -> Result<RestReply, Failure> {
-    answer(
-        kv,
-        who,
-        &[("note_id", note_id), ("tab_id", tab_id)],
-        200,
-        |kv| {
-            let a: UpdateTab = parse(args)?;
-            check_opt_key(&a.idempotency_key)?;
-            if a.label.is_none() && a.position.is_none() {
-                return Err(
-                    Refusal::invalid("label", "send a new label, a new position, or both").into(),
-                );
-            }
-            if let Some(l) = &a.label {
-                check_chars("label", l, 1, MAX_LABEL_CHARS)?;
-            }
-            let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version, "label": a.label, "position": a.position});
-            let spec = note_scope(
-                "update_tab",
-                false,
-                note_id,
-                a.idempotency_key.as_deref(),
-                a.expected_version,
-                &payload,
-            );
-            commit(
-                kv,
-                env,
-                who,
-                &spec,
-                |head| {
-                    let i = head
-                        .tab_index(tab_id)
-                        .ok_or_else(|| Refusal::not_found("tab"))?;
-                    if a.label.is_some()
-                        && !matches!(head.tabs[i].kind, TabKind::Slides | TabKind::Sheet)
-                    {
-                        return Err(Refusal::invalid(
-                            "label",
-                            "the markdown, files and sources tabs keep their labels",
-                        )
-                        .into());
-                    }
-                    if let Some(p) = a.position
-                        && p >= head.tabs.len()
-                    {
-                        return Err(Refusal::invalid(
-                            "position",
-                            format!(
-                                "position is 0-based and this note has {} tabs: 0 to {}",
-                                head.tabs.len(),
-                                head.tabs.len() - 1
-                            ),
-                        )
-                        .into());
-                    }
-                    Ok(Plan::Write(Target::Tab(i)))
-                },
-                |head, target, _| {
-                    let Target::Tab(mut i) = target else {
-                        unreachable!("a tab target")
-                    };
-                    if let Some(l) = &a.label {
-                        head.tabs[i].label = l.clone();
-                    }
-                    if let Some(p) = a.position {
-                        let tab = head.tabs.remove(i);
-                        head.tabs.insert(p, tab);
-                        i = p;
-                    }
-                    let mut result = Map::new();
-                    result.insert("tab_id".into(), head.tabs[i].id.clone().into());
-                    result.insert("label".into(), head.tabs[i].label.clone().into());
-                    result.insert("position".into(), i.into());
-                    Ok(Change {
-                        action: "update_tab",
-                        tab: None,
-                        removed_tab: None,
-                        result,
-                    })
-                },
-            )
-        },
-    )
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+        let a: UpdateTab = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        if a.label.is_none() && a.position.is_none() {
+            return Err(Refusal::invalid("label", "send a new label, a new position, or both").into());
+        }
+        if let Some(l) = &a.label {
+            check_chars("label", l, 1, MAX_LABEL_CHARS)?;
+        }
+        let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version, "label": a.label, "position": a.position});
+        let spec = note_scope("update_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        commit(
+            kv,
+            env,
+            who,
+            &spec,
+            |head| {
+                let i = head.tab_index(tab_id).ok_or_else(|| Refusal::not_found("tab"))?;
+                if a.label.is_some() && !matches!(head.tabs[i].kind, TabKind::Slides | TabKind::Sheet) {
+                    return Err(Refusal::invalid("label", "the markdown, files and sources tabs keep their labels").into());
+                }
+                if let Some(p) = a.position
+                    && p >= head.tabs.len()
+                {
+                    return Err(Refusal::invalid(
+                        "position",
+                        format!("position is 0-based and this note has {} tabs: 0 to {}", head.tabs.len(), head.tabs.len() - 1),
+                    )
+                    .into());
+                }
+                Ok(Plan::Write(Target::Tab(i)))
+            },
+            |head, target, _| {
+                let Target::Tab(mut i) = target else {
+                    unreachable!("a tab target")
+                };
+                if let Some(l) = &a.label {
+                    head.tabs[i].label = l.clone();
+                }
+                if let Some(p) = a.position {
+                    let tab = head.tabs.remove(i);
+                    head.tabs.insert(p, tab);
+                    i = p;
+                }
+                let mut result = Map::new();
+                result.insert("tab_id".into(), head.tabs[i].id.clone().into());
+                result.insert("label".into(), head.tabs[i].label.clone().into());
+                result.insert("position".into(), i.into());
+                Ok(Change { action: "update_tab", tab: None, removed_tab: None, result })
+            },
+        )
+    })
 }
 
 #[derive(Serialize, Deserialize)]
@@ -456,44 +410,24 @@ struct UpdateNote {
 /// claim on the whole note by someone else refuses it, a claim on one tab does not.
 /// Approval is a person's decision: `approved_for_agents` from an agent is `forbidden`.
 /// 200 with `{note_id, title, approved_for_agents, version, replayed}`.
-pub fn update_note(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
+pub fn update_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, args: Value) -> Result<RestReply, Failure> {
     answer(kv, who, &[("note_id", note_id)], 200, |kv| {
         let a: UpdateNote = parse(args)?;
         check_opt_key(&a.idempotency_key)?;
         if a.approved_for_agents.is_none() && a.title.is_none() {
-            return Err(Refusal::invalid(
-                "approved_for_agents",
-                "send approved_for_agents, a new title, or both",
-            )
-            .into());
+            return Err(Refusal::invalid("approved_for_agents", "send approved_for_agents, a new title, or both").into());
         }
         if let Some(t) = &a.title {
             check_chars("title", t, 1, MAX_NOTE_TITLE_CHARS)?;
         }
         if a.approved_for_agents.is_some() && who.actor_type != ActorType::Human {
-            return Err(Refusal::new(
-                Code::Forbidden,
-                "only a person approves a note for agents or withdraws the approval",
-            )
-            .with("field", "approved_for_agents")
-            .with_next_step("leave approved_for_agents out; ask a person to change it")
-            .into());
+            return Err(Refusal::new(Code::Forbidden, "only a person approves a note for agents or withdraws the approval")
+                .with("field", "approved_for_agents")
+                .with_next_step("leave approved_for_agents out; ask a person to change it")
+                .into());
         }
         let payload = json!({"expected_version": a.expected_version, "approved_for_agents": a.approved_for_agents, "title": a.title});
-        let spec = note_scope(
-            "update_note",
-            true,
-            note_id,
-            a.idempotency_key.as_deref(),
-            a.expected_version,
-            &payload,
-        );
+        let spec = note_scope("update_note", true, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
             kv,
             env,
@@ -509,16 +443,8 @@ pub fn update_note(
                 }
                 let mut result = Map::new();
                 result.insert("title".into(), head.title.clone().into());
-                result.insert(
-                    "approved_for_agents".into(),
-                    head.approved_for_agents.into(),
-                );
-                Ok(Change {
-                    action: "update_note",
-                    tab: None,
-                    removed_tab: None,
-                    result,
-                })
+                result.insert("approved_for_agents".into(), head.approved_for_agents.into());
+                Ok(Change { action: "update_note", tab: None, removed_tab: None, result })
             },
         )
     })
@@ -534,58 +460,45 @@ pub fn delete_tab(
     tab_id: &str,
     args: Value,
 ) -> Result<RestReply, Failure> {
-    answer(
-        kv,
-        who,
-        &[("note_id", note_id), ("tab_id", tab_id)],
-        200,
-        |kv| {
-            let a: DeleteTab = parse(args)?;
-            check_opt_key(&a.idempotency_key)?;
-            let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version});
-            let spec = note_scope(
-                "delete_tab",
-                false,
-                note_id,
-                a.idempotency_key.as_deref(),
-                a.expected_version,
-                &payload,
-            );
-            commit(
-                kv,
-                env,
-                who,
-                &spec,
-                |head| {
-                    let i = head
-                        .tab_index(tab_id)
-                        .ok_or_else(|| Refusal::not_found("tab"))?;
-                    if !matches!(head.tabs[i].kind, TabKind::Slides | TabKind::Sheet) {
-                        return Err(Refusal::invalid(
-                            "tab_id",
-                            "the markdown, files and sources tabs cannot be deleted",
-                        )
-                        .into());
-                    }
-                    Ok(Plan::Write(Target::Tab(i)))
-                },
-                |head, target, _| {
-                    let Target::Tab(i) = target else {
-                        unreachable!("a tab target")
-                    };
-                    let tab = head.tabs.remove(i);
-                    let mut result = Map::new();
-                    result.insert("deleted_tab_id".into(), tab.id.clone().into());
-                    Ok(Change {
-                        action: "delete_tab",
-                        tab: None,
-                        removed_tab: Some(tab),
-                        result,
-                    })
-                },
-            )
-        },
-    )
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+        let a: DeleteTab = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version});
+        let spec = note_scope("delete_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        commit(
+            kv,
+            env,
+            who,
+            &spec,
+            |head| {
+                let i = head
+                    .tab_index(tab_id)
+                    .ok_or_else(|| Refusal::not_found("tab"))?;
+                if !matches!(head.tabs[i].kind, TabKind::Slides | TabKind::Sheet) {
+                    return Err(Refusal::invalid(
+                        "tab_id",
+                        "the markdown, files and sources tabs cannot be deleted",
+                    )
+                    .into());
+                }
+                Ok(Plan::Write(Target::Tab(i)))
+            },
+            |head, target, _| {
+                let Target::Tab(i) = target else {
+                    unreachable!("a tab target")
+                };
+                let tab = head.tabs.remove(i);
+                let mut result = Map::new();
+                result.insert("deleted_tab_id".into(), tab.id.clone().into());
+                Ok(Change {
+                    action: "delete_tab",
+                    tab: None,
+                    removed_tab: Some(tab),
+                    result,
+                })
+            },
+        )
+    })
 }
 
 #[derive(Serialize, Deserialize)]
@@ -618,14 +531,7 @@ pub fn attach_file(
             .as_object_mut()
             .expect("object")
             .remove("idempotency_key");
-        let spec = note_scope(
-            "attach_file",
-            true,
-            note_id,
-            a.idempotency_key.as_deref(),
-            a.expected_version,
-            &payload,
-        );
+        let spec = note_scope("attach_file", true, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
         commit(
             kv,
             env,
@@ -696,15 +602,7 @@ pub fn claim_note(
             check_id("tab_id", t)?;
         }
         check_ttl(a.ttl_seconds)?;
-        let c = claims::claim(
-            kv,
-            env,
-            who,
-            note_id,
-            a.tab_id.as_deref(),
-            a.ttl_seconds,
-            "rest_claim_note",
-        )?;
+        let c = claims::claim(kv, env, who, note_id, a.tab_id.as_deref(), a.ttl_seconds, "rest_claim_note")?;
         Ok((if c.renewed { 200 } else { 201 }, c.result))
     })
 }
@@ -753,9 +651,7 @@ pub fn release_claim(
     who: &Identity,
     claim_id: &str,
 ) -> Result<RestReply, Failure> {
-    on_claim(kv, who, claim_id, 200, |kv, r| {
-        claims::release(kv, env, who, claim_id, r, false, "rest_release_claim")
-    })
+    on_claim(kv, who, claim_id, 200, |kv, r| claims::release(kv, env, who, claim_id, r, false, "rest_release_claim"))
 }
 
 #[derive(Deserialize)]
@@ -792,9 +688,7 @@ pub fn list_claims(
     note_id: Option<&str>,
 ) -> Result<RestReply, Failure> {
     let ids: Vec<(&str, &str)> = note_id.map(|n| ("note_id", n)).into_iter().collect();
-    answer(kv, who, &ids, 200, |kv| {
-        claims::board(kv, who, env.now_us(), note_id)
-    })
+    answer(kv, who, &ids, 200, |kv| claims::board(kv, who, env.now_us(), note_id))
 }
 
 /// Force-releases anyone's claim: only for a caller with role Admin AND actor type Human
@@ -830,17 +724,9 @@ fn tab_text(kv: &TenantKv, tab: &crate::model::Tab) -> Out<String> {
 fn query_u64(field: &str, v: Option<&str>) -> Result<Option<u64>, Refusal> {
     match v {
         None => Ok(None),
-        Some(s) => s
-            .parse::<u64>()
-            .ok()
-            .filter(|n| *n >= 1)
-            .map(Some)
-            .ok_or_else(|| {
-                Refusal::invalid(
-                    field,
-                    format!("{field} must be a positive whole number, not {s:?}"),
-                )
-            }),
+        Some(s) => s.parse::<u64>().ok().filter(|n| *n >= 1).map(Some).ok_or_else(|| {
+            Refusal::invalid(field, format!("{field} must be a positive whole number, not {s:?}"))
+        }),
     }
 }
 
@@ -866,22 +752,13 @@ pub fn note_history(
         let head = load_head(kv, who, note_id)?;
         let (entries, next) = crate::history::page(kv, &head, tab_id, before, limit as usize, now)?;
         let entries: Vec<Value> = entries.iter().map(crate::history::entry_json).collect();
-        Ok(
-            json!({"note_id": head.note_id, "version": head.version, "entries": entries, "next_before": next, "notice": NOTICE}),
-        )
+        Ok(json!({"note_id": head.note_id, "version": head.version, "entries": entries, "next_before": next, "notice": NOTICE}))
     })
 }
 
 /// One past version of a tab (`GET …/tabs/{tab}/versions/{v}`, `v` a note
 /// version): what `read_note_tab` answers with `at_version`.
-pub fn tab_version(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    tab_id: &str,
-    version: &str,
-) -> Result<RestReply, Failure> {
+pub fn tab_version(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, version: &str) -> Result<RestReply, Failure> {
     answer(kv, who, &[], 200, |kv| {
         let v = query_u64("version", Some(version))?;
         crate::tools::read_tab(&mut crate::tools::Call { kv, env, who }, note_id, tab_id, v)
@@ -901,28 +778,18 @@ pub fn tab_diff(
     to: Option<&str>,
 ) -> Result<RestReply, Failure> {
     let now = crate::history::Window::of(&*env);
-    answer(
-        kv,
-        who,
-        &[("note_id", note_id), ("tab_id", tab_id)],
-        200,
-        |kv| {
-            let from = query_u64("from", from)?
-                .ok_or_else(|| Refusal::invalid("from", "from (a note version) is required"))?;
-            let head = load_head(kv, who, note_id)?;
-            let to = query_u64("to", to)?.unwrap_or(head.version);
-            if from > to {
-                return Err(Refusal::invalid(
-                    "from",
-                    format!("a diff goes forward: from ({from}) must not be after to ({to})"),
-                )
-                .into());
-            }
-            let old = crate::history::tab_at(kv, &head, tab_id, from, now)?;
-            let new = crate::history::tab_at(kv, &head, tab_id, to, now)?;
-            let (a, b) = (tab_text(kv, &old)?, tab_text(kv, &new)?);
-            let diff = similar::TextDiff::from_lines(a.as_str(), b.as_str());
-            let hunks: Vec<Value> = diff
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+        let from = query_u64("from", from)?.ok_or_else(|| Refusal::invalid("from", "from (a note version) is required"))?;
+        let head = load_head(kv, who, note_id)?;
+        let to = query_u64("to", to)?.unwrap_or(head.version);
+        if from > to {
+            return Err(Refusal::invalid("from", format!("a diff goes forward: from ({from}) must not be after to ({to})")).into());
+        }
+        let old = crate::history::tab_at(kv, &head, tab_id, from, now)?;
+        let new = crate::history::tab_at(kv, &head, tab_id, to, now)?;
+        let (a, b) = (tab_text(kv, &old)?, tab_text(kv, &new)?);
+        let diff = similar::TextDiff::from_lines(a.as_str(), b.as_str());
+        let hunks: Vec<Value> = diff
             .unified_diff()
             .context_radius(3)
             .iter_hunks()
@@ -948,18 +815,11 @@ pub fn tab_diff(
                     "new_lines": new_end - new_start, "lines": lines})
             })
             .collect();
-            let unified = diff
-                .unified_diff()
-                .context_radius(3)
-                .header(&format!("version {from}"), &format!("version {to}"))
-                .to_string();
-            Ok(
-                json!({"note_id": head.note_id, "tab_id": tab_id, "from": from, "to": to,
+        let unified = diff.unified_diff().context_radius(3).header(&format!("version {from}"), &format!("version {to}")).to_string();
+        Ok(json!({"note_id": head.note_id, "tab_id": tab_id, "from": from, "to": to,
             "from_content_hash": old.content_hash, "to_content_hash": new.content_hash,
-            "unified": unified, "hunks": hunks, "notice": NOTICE}),
-            )
-        },
-    )
+            "unified": unified, "hunks": hunks, "notice": NOTICE}))
+    })
 }
 
 #[derive(Serialize, Deserialize)]
@@ -976,97 +836,56 @@ struct Restore {
 /// claim-aware write that commits a new version (history is never
 /// rewritten); a deleted tab comes back under its old id, at the end of the
 /// tab strip. 200 with `{note_id, tab_id, version, tab_version, content_hash, restored_from, replayed}`.
-pub fn restore_tab(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    tab_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
+pub fn restore_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
     let now = crate::history::Window::of(&*env);
-    answer(
-        kv,
-        who,
-        &[("note_id", note_id), ("tab_id", tab_id)],
-        200,
-        |kv| {
-            let a: Restore = parse(args)?;
-            check_opt_key(&a.idempotency_key)?;
-            if a.from_version == 0 {
-                return Err(Refusal::invalid(
-                    "from_version",
-                    "from_version must be a note version from the history (1 or more)",
-                )
-                .into());
-            }
-            let payload = json!({"tab_id": tab_id, "from_version": a.from_version, "expected_version": a.expected_version});
-            let spec = note_scope(
-                "restore_tab",
-                false,
-                note_id,
-                a.idempotency_key.as_deref(),
-                a.expected_version,
-                &payload,
-            );
-            commit(
-                kv,
-                env,
-                who,
-                &spec,
-                |head| {
-                    if a.from_version > head.version {
-                        return Err(Refusal::invalid(
-                            "from_version",
-                            format!(
-                                "from_version {} is after the note's version {}",
-                                a.from_version, head.version
-                            ),
-                        )
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+        let a: Restore = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        if a.from_version == 0 {
+            return Err(Refusal::invalid("from_version", "from_version must be a note version from the history (1 or more)").into());
+        }
+        let payload = json!({"tab_id": tab_id, "from_version": a.from_version, "expected_version": a.expected_version});
+        let spec = note_scope("restore_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        commit(
+            kv,
+            env,
+            who,
+            &spec,
+            |head| {
+                if a.from_version > head.version {
+                    return Err(Refusal::invalid("from_version", format!("from_version {} is after the note's version {}", a.from_version, head.version))
                         .with_version(head.version)
                         .into());
+                }
+                Ok(Plan::Write(head.tab_index(tab_id).map_or(Target::Note, Target::Tab)))
+            },
+            |head, target, ctx| {
+                let then = crate::history::tab_at(ctx.kv, head, tab_id, a.from_version, now)?;
+                let i = match target {
+                    Target::Tab(i) => {
+                        let t = &mut head.tabs[i];
+                        t.content_hash = then.content_hash.clone();
+                        t.blobs = then.blobs.clone();
+                        t.size = then.size;
+                        i
                     }
-                    Ok(Plan::Write(
-                        head.tab_index(tab_id).map_or(Target::Note, Target::Tab),
-                    ))
-                },
-                |head, target, ctx| {
-                    let then = crate::history::tab_at(ctx.kv, head, tab_id, a.from_version, now)?;
-                    let i = match target {
-                        Target::Tab(i) => {
-                            let t = &mut head.tabs[i];
-                            t.content_hash = then.content_hash.clone();
-                            t.blobs = then.blobs.clone();
-                            t.size = then.size;
-                            i
+                    Target::Note => {
+                        if head.tabs.len() >= crate::edit::MAX_TABS {
+                            return Err(Refusal::too_large("tab_id", "the note already has the most tabs it may have").into());
                         }
-                        Target::Note => {
-                            if head.tabs.len() >= crate::edit::MAX_TABS {
-                                return Err(Refusal::too_large(
-                                    "tab_id",
-                                    "the note already has the most tabs it may have",
-                                )
-                                .into());
-                            }
-                            head.tabs.push(then.clone());
-                            head.tabs.len() - 1
-                        }
-                    };
-                    let mut result = Map::new();
-                    result.insert("restored_from".into(), a.from_version.into());
-                    if matches!(target, Target::Note) {
-                        result.insert("undeleted".into(), true.into());
+                        head.tabs.push(then.clone());
+                        head.tabs.len() - 1
                     }
-                    Ok(Change {
-                        action: "restore",
-                        tab: Some(i),
-                        removed_tab: None,
-                        result,
-                    })
-                },
-            )
-        },
-    )
+                };
+                let mut result = Map::new();
+                result.insert("restored_from".into(), a.from_version.into());
+                if matches!(target, Target::Note) {
+                    result.insert("undeleted".into(), true.into());
+                }
+                Ok(Change { action: "restore", tab: Some(i), removed_tab: None, result })
+            },
+        )
+    })
 }
 
 #[derive(Deserialize)]
@@ -1082,59 +901,33 @@ struct MergeDraft {
 /// conflicts: [{base_start, base, theirs, mine}], version, tab_version,
 /// content_hash}`: save `merged` (after resolving any conflicts) with the
 /// `version` returned here as `expected_version`.
-pub fn merge_draft(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    tab_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
+pub fn merge_draft(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
     let now = crate::history::Window::of(&*env);
-    answer(
-        kv,
-        who,
-        &[("note_id", note_id), ("tab_id", tab_id)],
-        200,
-        |kv| {
-            let a: MergeDraft = parse(args)?;
-            crate::content::check_doc_size(a.text.as_bytes(), "text")?;
-            let head = load_head(kv, who, note_id)?;
-            let tab = crate::tools::find_tab(&head, tab_id)?;
-            if tab.kind != TabKind::Markdown {
-                return Err(Refusal::invalid(
-                    "tab_id",
-                    format!(
-                        "merge works on the markdown tab, not a {} tab",
-                        tab.kind.as_str()
-                    ),
-                )
-                .into());
-            }
-            if a.base_version == 0 || a.base_version > head.version {
-                return Err(Refusal::invalid(
-                    "base_version",
-                    format!(
-                        "base_version must be between 1 and the note's version {}",
-                        head.version
-                    ),
-                )
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+        let a: MergeDraft = parse(args)?;
+        crate::content::check_doc_size(a.text.as_bytes(), "text")?;
+        let head = load_head(kv, who, note_id)?;
+        let tab = crate::tools::find_tab(&head, tab_id)?;
+        if tab.kind != TabKind::Markdown {
+            return Err(Refusal::invalid("tab_id", format!("merge works on the markdown tab, not a {} tab", tab.kind.as_str())).into());
+        }
+        if a.base_version == 0 || a.base_version > head.version {
+            return Err(Refusal::invalid("base_version", format!("base_version must be between 1 and the note's version {}", head.version))
                 .with_version(head.version)
                 .into());
-            }
-            let base_tab = crate::history::tab_at(kv, &head, tab_id, a.base_version, now)?;
-            let base = crate::content::load_text(kv, &base_tab)?;
-            let theirs = crate::content::load_text(kv, tab)?;
-            let mut out = crate::merge::merge3(&base, &theirs, &a.text);
-            out["note_id"] = head.note_id.clone().into();
-            out["tab_id"] = tab.id.clone().into();
-            out["version"] = head.version.into();
-            out["tab_version"] = tab.version.into();
-            out["content_hash"] = tab.content_hash.clone().into();
-            out["base_version"] = a.base_version.into();
-            Ok(out)
-        },
-    )
+        }
+        let base_tab = crate::history::tab_at(kv, &head, tab_id, a.base_version, now)?;
+        let base = crate::content::load_text(kv, &base_tab)?;
+        let theirs = crate::content::load_text(kv, tab)?;
+        let mut out = crate::merge::merge3(&base, &theirs, &a.text);
+        out["note_id"] = head.note_id.clone().into();
+        out["tab_id"] = tab.id.clone().into();
+        out["version"] = head.version.into();
+        out["tab_version"] = tab.version.into();
+        out["content_hash"] = tab.content_hash.clone().into();
+        out["base_version"] = a.base_version.into();
+        Ok(out)
+    })
 }
 
 /// A tool's `CallToolResult` (from [`crate::call_tool_value`]) as a REST reply: its
@@ -1143,10 +936,7 @@ pub fn merge_draft(
 fn tool_reply(mut result: Value, ok: u16) -> RestReply {
     let body = result["structuredContent"].take();
     let status = if result["isError"] == true {
-        Code::ALL
-            .iter()
-            .find(|c| body["error"] == c.as_str())
-            .map_or(500, |c| c.http_status())
+        Code::ALL.iter().find(|c| body["error"] == c.as_str()).map_or(500, |c| c.http_status())
     } else {
         ok
     };
@@ -1157,20 +947,9 @@ fn tool_reply(mut result: Value, ok: u16) -> RestReply {
 /// answered by [`tool_reply`]. A write tool records its refusals for the audit trail under
 /// its own name ([`crate::call_tool`]); arguments refused before the tool runs are
 /// recorded the same way, so the component does not record these routes again.
-fn via_tool(
-    store: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    tool: &str,
-    note_id: Option<&str>,
-    args: Result<Value, Refusal>,
-    ok: u16,
-) -> Result<RestReply, Failure> {
+fn via_tool(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &str, note_id: Option<&str>, args: Result<Value, Refusal>, ok: u16) -> Result<RestReply, Failure> {
     match args {
-        Ok(args) => Ok(tool_reply(
-            crate::call_tool_value(store, env, who, tool, args)?,
-            ok,
-        )),
+        Ok(args) => Ok(tool_reply(crate::call_tool_value(store, env, who, tool, args)?, ok)),
         Err(r) => {
             let reply = refused(&r);
             if crate::tools::find(tool).is_some_and(|t| !t.annotations.read_only_hint) {
@@ -1183,12 +962,7 @@ fn via_tool(
 
 /// Tool arguments from a route's parameters, the absent ones left out (tools refuse `null`).
 fn tool_args<const N: usize>(params: [(&str, Option<Value>); N]) -> Value {
-    Value::Object(
-        params
-            .into_iter()
-            .filter_map(|(k, v)| Some((k.to_string(), v?)))
-            .collect(),
-    )
+    Value::Object(params.into_iter().filter_map(|(k, v)| Some((k.to_string(), v?))).collect())
 }
 
 /// A write tool's arguments: the body with the path's ids put in. A body field that names
@@ -1198,18 +972,13 @@ fn with_path_ids(mut body: Value, ids: &[(&str, &str)]) -> Result<Value, Refusal
         body = json!({});
     }
     let Some(obj) = body.as_object_mut() else {
-        return Err(Refusal::invalid(
-            "arguments",
-            "the body must be a JSON object",
-        ));
+        return Err(Refusal::invalid("arguments", "the body must be a JSON object"));
     };
     for (field, id) in ids {
         if obj.get(*field).is_some_and(|v| v.as_str() != Some(id)) {
             return Err(Refusal::invalid(
                 field,
-                format!(
-                    "{field} in the body is not the {field} of the path ({id}): leave it out or send the same id"
-                ),
+                format!("{field} in the body is not the {field} of the path ({id}): leave it out or send the same id"),
             ));
         }
         obj.insert(field.to_string(), (*id).into());
@@ -1220,19 +989,8 @@ fn with_path_ids(mut body: Value, ids: &[(&str, &str)]) -> Result<Value, Refusal
 /// The notes the caller can see (`GET /api/v1/notes?cursor=&limit=`): the `list_notes`
 /// tool's result, 200 with `{notes: [{note_id, title, version, approved_for_agents,
 /// provenance}], next_cursor, notice}`; pass `next_cursor` back as `cursor`.
-pub fn list_notes(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    cursor: Option<&str>,
-    limit: Option<&str>,
-) -> Result<RestReply, Failure> {
-    let args = query_u64("limit", limit).map(|limit| {
-        tool_args([
-            ("cursor", cursor.map(Value::from)),
-            ("limit", limit.map(Value::from)),
-        ])
-    });
+pub fn list_notes(kv: &dyn Store, env: &mut dyn Env, who: &Identity, cursor: Option<&str>, limit: Option<&str>) -> Result<RestReply, Failure> {
+    let args = query_u64("limit", limit).map(|limit| tool_args([("cursor", cursor.map(Value::from)), ("limit", limit.map(Value::from))]));
     via_tool(kv, env, who, "list_notes", None, args, 200)
 }
 
@@ -1266,20 +1024,9 @@ pub fn search(
 /// and, by type, `text` (markdown), `slides: [{index, title, body, notes}]` (slides),
 /// `sheets: [{sheet_id, name, rows, cols}]` and `hint` (sheet: cells via [`read_range`]),
 /// `count` and `hint` (files, sources: items via [`list_attachments`]).
-pub fn read_tab(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    tab_id: &str,
-    at_version: Option<&str>,
-) -> Result<RestReply, Failure> {
+pub fn read_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, at_version: Option<&str>) -> Result<RestReply, Failure> {
     let args = query_u64("at_version", at_version).map(|v| {
-        tool_args([
-            ("note_id", Some(note_id.into())),
-            ("tab_id", Some(tab_id.into())),
-            ("at_version", v.map(Value::from)),
-        ])
+        tool_args([("note_id", Some(note_id.into())), ("tab_id", Some(tab_id.into())), ("at_version", v.map(Value::from))])
     });
     via_tool(kv, env, who, "read_note_tab", Some(note_id), args, 200)
 }
@@ -1288,34 +1035,22 @@ pub fn read_tab(
 /// digits the row from 1) as the zero-based `(start_row, start_col, num_rows, num_cols)`
 /// of `read_sheet_range`, whose own checks bound it.
 fn a1_range(range: Option<&str>) -> Result<(u64, u64, u64, u64), Refusal> {
-    let range = range
-        .ok_or_else(|| Refusal::invalid("range", "range (cells such as A1:C3) is required"))?;
-    let bad = || {
-        Refusal::invalid(
-            "range",
-            format!("range must be cells in A1 notation such as A1:C3 or B2, not {range:?}"),
-        )
-    };
+    let range = range.ok_or_else(|| Refusal::invalid("range", "range (cells such as A1:C3) is required"))?;
+    let bad = || Refusal::invalid("range", format!("range must be cells in A1 notation such as A1:C3 or B2, not {range:?}"));
     let cell = |c: &str| -> Option<(u64, u64)> {
         let (letters, digits) = c.split_at(c.find(|ch: char| ch.is_ascii_digit())?);
-        let letters_ok =
-            (1..=3).contains(&letters.len()) && letters.bytes().all(|b| b.is_ascii_alphabetic());
+        let letters_ok = (1..=3).contains(&letters.len()) && letters.bytes().all(|b| b.is_ascii_alphabetic());
         if !letters_ok || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        let col = letters.bytes().fold(0, |n, b| {
-            n * 26 + u64::from(b.to_ascii_uppercase() - b'A') + 1
-        });
+        let col = letters.bytes().fold(0, |n, b| n * 26 + u64::from(b.to_ascii_uppercase() - b'A') + 1);
         let row: u64 = digits.parse().ok().filter(|r| *r >= 1)?;
         Some((row - 1, col - 1))
     };
     let (from, to) = range.split_once(':').unwrap_or((range, range));
     let ((r1, c1), (r2, c2)) = (cell(from).ok_or_else(bad)?, cell(to).ok_or_else(bad)?);
     if r2 < r1 || c2 < c1 {
-        return Err(Refusal::invalid(
-            "range",
-            format!("range {range} must go from its top-left cell to its bottom-right cell"),
-        ));
+        return Err(Refusal::invalid("range", format!("range {range} must go from its top-left cell to its bottom-right cell")));
     }
     Ok((r1, c1, r2 - r1 + 1, c2 - c1 + 1))
 }
@@ -1324,15 +1059,7 @@ fn a1_range(range: Option<&str>) -> Result<(u64, u64, u64, u64), Refusal> {
 /// the `read_sheet_range` tool's result, 200 with `{note_id, tab_id, sheet_id, start_row,
 /// start_col, num_rows, num_cols, values, sheet_rows, sheet_cols, version, tab_version,
 /// provenance, notice}` (zero-based; empty cells are null).
-pub fn read_range(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    tab_id: &str,
-    range: Option<&str>,
-    sheet_id: Option<&str>,
-) -> Result<RestReply, Failure> {
+pub fn read_range(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, range: Option<&str>, sheet_id: Option<&str>) -> Result<RestReply, Failure> {
     let args = a1_range(range).map(|(row, col, rows, cols)| {
         tool_args([
             ("note_id", Some(note_id.into())),
@@ -1352,14 +1079,7 @@ pub fn read_range(
 /// (`expected_version`, `idempotency_key`, `operation` and its fields, `version_scope`,
 /// `base_content_hash`, `rebase`); `note_id` and `tab_id` come from the path. 200 with the
 /// tool's result (`note_id, tab_id, version, tab_version, content_hash, replayed`, …).
-pub fn edit_tab(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    tab_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
+pub fn edit_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
     let args = with_path_ids(args, &[("note_id", note_id), ("tab_id", tab_id)]);
     via_tool(kv, env, who, "edit_note_tab", Some(note_id), args, 200)
 }
@@ -1368,13 +1088,7 @@ pub fn edit_tab(
 /// arguments (`expected_version`, `idempotency_key`, `tab_type`, `label?`, `slides?`),
 /// `note_id` from the path. 201 with `{note_id, tab_id, tab_type, label, version,
 /// tab_version, content_hash, replayed}`.
-pub fn create_tab(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
+pub fn create_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, args: Value) -> Result<RestReply, Failure> {
     let args = with_path_ids(args, &[("note_id", note_id)]);
     via_tool(kv, env, who, "create_note_tab", Some(note_id), args, 201)
 }
@@ -1385,13 +1099,7 @@ pub fn create_tab(
 /// already_attached: false, version, tab_id, tab_version, content_hash, replayed}`; 200 with
 /// `{note_id, source_id, title, url, version, already_attached: true, replayed: false}`
 /// (the source that was there; nothing written) when the normalized URL is already attached.
-pub fn add_source(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
+pub fn add_source(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, args: Value) -> Result<RestReply, Failure> {
     let args = with_path_ids(args, &[("note_id", note_id)]);
     let mut r = via_tool(kv, env, who, "add_note_source", Some(note_id), args, 201)?;
     if r.status == 201 && r.body["already_attached"] == true {
@@ -1405,15 +1113,7 @@ pub fn add_source(
 /// total, next_cursor, notice}`; an attachment is `{kind: "file", file_id, name,
 /// media_type, size_bytes, provenance}` or `{kind: "source", source_id, title, url,
 /// provenance}`.
-pub fn list_attachments(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    kind: Option<&str>,
-    cursor: Option<&str>,
-    limit: Option<&str>,
-) -> Result<RestReply, Failure> {
+pub fn list_attachments(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, kind: Option<&str>, cursor: Option<&str>, limit: Option<&str>) -> Result<RestReply, Failure> {
     let args = query_u64("limit", limit).map(|limit| {
         tool_args([
             ("note_id", Some(note_id.into())),
@@ -1422,15 +1122,7 @@ pub fn list_attachments(
             ("limit", limit.map(Value::from)),
         ])
     });
-    via_tool(
-        kv,
-        env,
-        who,
-        "list_note_attachments",
-        Some(note_id),
-        args,
-        200,
-    )
+    via_tool(kv, env, who, "list_note_attachments", Some(note_id), args, 200)
 }
 
 /// The audit trail (`GET /api/v1/audit?note_id=&since=&cursor=&limit=`,
@@ -1451,12 +1143,7 @@ pub fn audit(
     answer(kv, who, &ids, 200, |kv| {
         let since = match since {
             None => 0,
-            Some(s) => s.parse::<u64>().map_err(|_| {
-                Refusal::invalid(
-                    "since",
-                    format!("since must be microseconds since the epoch, not {s:?}"),
-                )
-            })?,
+            Some(s) => s.parse::<u64>().map_err(|_| Refusal::invalid("since", format!("since must be microseconds since the epoch, not {s:?}")))?,
         };
         if let Some(c) = cursor {
             check_chars("cursor", c, 1, 400)?;
@@ -1469,14 +1156,7 @@ pub fn audit(
 
 /// Records a refused people's write (`route`: method and route pattern) for
 /// the audit trail, when `reply` is a refusal. Best effort.
-pub fn record_refusal(
-    store: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    route: &str,
-    note_id: Option<&str>,
-    reply: &RestReply,
-) {
+pub fn record_refusal(store: &dyn Store, env: &mut dyn Env, who: &Identity, route: &str, note_id: Option<&str>, reply: &RestReply) {
     if reply.status < 400 || !reply.body["error"].is_string() {
         return;
     }

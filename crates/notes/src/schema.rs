@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use crate::args::{
-    MAX_CLAIM_ID_CHARS, MAX_CURSOR_CHARS, MAX_KEY_CHARS, MAX_LIMIT, MAX_OUTLINE,
-    MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
+    MAX_CLAIM_ID_CHARS, MAX_CURSOR_CHARS, MAX_KEY_CHARS, MAX_LIMIT, MAX_OUTLINE, MAX_SLIDE_TEXT_CHARS,
+    MAX_SLIDE_TITLE_CHARS, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
 };
 
 /// An object with exactly these properties, `required` among them.
@@ -96,10 +96,7 @@ pub(crate) fn result(required: &[&str], properties: Value) -> Value {
 
 /// The structuredContent of every refusal (`isError: true`).
 pub(crate) fn refusal() -> Value {
-    let codes: Vec<&str> = crate::refusal::Code::ALL
-        .iter()
-        .map(|c| c.as_str())
-        .collect();
+    let codes: Vec<&str> = crate::refusal::Code::ALL.iter().map(|c| c.as_str()).collect();
     result(
         &["error", "message", "next_step"],
         json!({
@@ -200,17 +197,7 @@ pub(crate) fn write_result(required: &[&str], extra: Value) -> Value {
 /// A claim as `claim_note` and `renew_claim` show it.
 pub(crate) fn claim_view() -> Value {
     result(
-        &[
-            "claim_id",
-            "note_id",
-            "tab_id",
-            "held_by",
-            "actor_type",
-            "since",
-            "expires_at",
-            "ttl_seconds",
-            "renewed",
-        ],
+        &["claim_id", "note_id", "tab_id", "held_by", "actor_type", "since", "expires_at", "ttl_seconds", "renewed"],
         json!({
             "claim_id": text(),
             "note_id": text(),

@@ -63,7 +63,10 @@ fn empty_sheet(sheet_id: String, name: String) -> SheetMeta {
     }
 }
 
-pub(crate) fn load_manifest(kv: &TenantKv, blobs: &[String]) -> Result<Manifest, Failure> {
+pub(crate) fn load_manifest(
+    kv: &TenantKv,
+    blobs: &[String],
+) -> Result<Manifest, Failure> {
     decode("sheet manifest", &get_doc(kv, blobs)?)
 }
 
@@ -227,7 +230,11 @@ struct SheetIn {
 /// `replace_tab_data` on a sheet tab: `data = {"sheets": [{"sheet_id"?, "name"?, "values"}]}`.
 /// Listed sheets replace the tab's sheets in that order; a listed `sheet_id` must exist,
 /// an item without one is a new sheet; sheets not listed are removed.
-pub(crate) fn replace(kv: &TenantKv, old: &Manifest, data: Map<String, Value>) -> Out<Manifest> {
+pub(crate) fn replace(
+    kv: &TenantKv,
+    old: &Manifest,
+    data: Map<String, Value>,
+) -> Out<Manifest> {
     let data: SheetData = parse_object(data, "data.")?;
     if data.sheets.is_empty() || data.sheets.len() > MAX_SHEETS {
         return Err(Refusal::invalid(

@@ -20,10 +20,7 @@ use crate::env::{Env, Identity};
 use crate::head::{Decision, Limit, Reader, transact};
 use crate::keys;
 use crate::kv::{Staged, TenantKv};
-use crate::model::{
-    Claim, Head, HistoryEntry, IdemRecord, Tab, Who, canonical_json, decode, encode, nonce, rand8,
-    sha_hex,
-};
+use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Tab, Who, canonical_json, decode, encode, nonce, rand8, sha_hex};
 use crate::refusal::{Code, Out, Refusal};
 
 /// Idempotency records kept in the head; older ones move to their own keys. Every
@@ -105,29 +102,17 @@ pub(crate) struct Fingerprint<'a> {
 impl<'a> Fingerprint<'a> {
     /// A plain fingerprint of `payload`.
     pub fn of(tool: &str, payload: &Value) -> Self {
-        Fingerprint {
-            current: fingerprint(tool, payload),
-            legacy: None,
-        }
+        Fingerprint { current: fingerprint(tool, payload), legacy: None }
     }
 
     /// The `2:` form (see the type), with the plain form of records written before it.
-    pub fn hashed_text(
-        tool: &str,
-        payload_with_hash: &Value,
-        legacy: impl Fn() -> String + 'a,
-    ) -> Self {
-        Fingerprint {
-            current: format!("2:{}", fingerprint(tool, payload_with_hash)),
-            legacy: Some(Box::new(legacy)),
-        }
+    pub fn hashed_text(tool: &str, payload_with_hash: &Value, legacy: impl Fn() -> String + 'a) -> Self {
+        Fingerprint { current: format!("2:{}", fingerprint(tool, payload_with_hash)), legacy: Some(Box::new(legacy)) }
     }
 
     /// Whether a stored record's fingerprint names this payload.
     fn matches(&self, stored: &str) -> bool {
-        stored == self.current
-            || (!stored.starts_with("2:")
-                && self.legacy.as_ref().is_some_and(|old| old() == stored))
+        stored == self.current || (!stored.starts_with("2:") && self.legacy.as_ref().is_some_and(|old| old() == stored))
     }
 }
 
@@ -172,15 +157,8 @@ fn check_claims(
     let Some(c) = blocking_claim(head, who, tab_id, now) else {
         return Ok(());
     };
-    let rec = Record {
-        event: "refused",
-        action: spec.tool,
-        at: now,
-        note_id: &head.note_id,
-        claim: Some(c),
-        by: Some(who),
-    }
-    .json(json!({"error": "claim_conflict", "write_tab_id": tab_id}));
+    let rec = Record { event: "refused", action: spec.tool, at: now, note_id: &head.note_id, claim: Some(c), by: Some(who) }
+        .json(json!({"error": "claim_conflict", "write_tab_id": tab_id}));
     let key = keys::claim_audit(&head.note_id, now, &rand8(env));
     let _ = put_record(kv, &key, &rec);
     Err(conflict(head, c, "nothing was written"))
@@ -195,24 +173,14 @@ fn check_version(head: &Head, spec: &WriteSpec, target: Target) -> Result<(), Re
         (VersionScope::Note, _) => head.version,
         (VersionScope::Tab, Some(t)) => t.version,
         (VersionScope::Tab, None) => {
-            return Err(Refusal::invalid(
-                "version_scope",
-                "version_scope tab needs a tab target",
-            ));
+            return Err(Refusal::invalid("version_scope", "version_scope tab needs a tab target"));
         }
     };
     if spec.expected_version != current && !(spec.rebase && spec.expected_version < current) {
-        let scope = if spec.scope == VersionScope::Tab {
-            "tab"
-        } else {
-            "note"
-        };
+        let scope = if spec.scope == VersionScope::Tab { "tab" } else { "note" };
         return Err(Refusal::new(
             Code::VersionConflict,
-            format!(
-                "the {scope} is at version {current}, not {}: someone wrote since your read",
-                spec.expected_version
-            ),
+            format!("the {scope} is at version {current}, not {}: someone wrote since your read", spec.expected_version),
         )
         .with_version(current)
         .with("version_scope", scope));
@@ -220,12 +188,9 @@ fn check_version(head: &Head, spec: &WriteSpec, target: Target) -> Result<(), Re
     if let (Some(base), Some(t)) = (spec.base_content_hash, tab)
         && base != t.content_hash
     {
-        return Err(Refusal::new(
-            Code::ContentHashMismatch,
-            "the tab's content changed since the read you based this write on",
-        )
-        .with_version(current)
-        .with("current_content_hash", t.content_hash.clone()));
+        return Err(Refusal::new(Code::ContentHashMismatch, "the tab's content changed since the read you based this write on")
+            .with_version(current)
+            .with("current_content_hash", t.content_hash.clone()));
     }
     Ok(())
 }
@@ -244,10 +209,7 @@ fn find_idem(kv: &TenantKv, head: &Head, key: &str) -> Out<Option<IdemRecord>> {
     }
 }
 
-const NOTE_LIMIT: Limit = Limit {
-    field: "note",
-    message: "the note head would exceed the store's value limit",
-};
+const NOTE_LIMIT: Limit = Limit { field: "note", message: "the note head would exceed the store's value limit" };
 
 /// Runs one write as a transaction on the note head (see the module docs).
 pub(crate) fn commit(
@@ -261,87 +223,61 @@ pub(crate) fn commit(
     let now = env.now_us();
     let busy = "the note is busy with other writes; nothing was written";
     let nonce = nonce(env);
-    transact(
-        kv,
-        spec.note_id,
-        Reader::Caller(who),
-        now,
-        &nonce,
-        &NOTE_LIMIT,
-        busy,
-        |head, _expired| {
-            if let Some((k, fp)) = &spec.idem
-                && let Some(rec) = find_idem(kv, head, k)?
-            {
-                if fp.matches(&rec.fp) {
-                    let mut result = rec.result;
-                    result["replayed"] = true.into();
-                    return Ok(Decision::Leave(result));
-                }
-                return Err(Refusal::new(
-                    Code::IdempotencyKeyReused,
-                    "this idempotency key already names a different write in this note",
-                )
-                .with_version(head.version)
-                .with("field", "idempotency_key")
-                .into());
+    transact(kv, spec.note_id, Reader::Caller(who), now, &nonce, &NOTE_LIMIT, busy, |head, _expired| {
+        if let Some((k, fp)) = &spec.idem
+            && let Some(rec) = find_idem(kv, head, k)?
+        {
+            if fp.matches(&rec.fp) {
+                let mut result = rec.result;
+                result["replayed"] = true.into();
+                return Ok(Decision::Leave(result));
             }
+            return Err(Refusal::new(
+                Code::IdempotencyKeyReused,
+                "this idempotency key already names a different write in this note",
+            )
+            .with_version(head.version)
+            .with("field", "idempotency_key")
+            .into());
+        }
 
-            let target = match resolve(head)? {
-                Plan::Write(t) => t,
-                Plan::Answer(v) => {
-                    check_claims(kv, env, who, head, spec, Target::Note, now)?;
-                    return Ok(Decision::Leave(v));
-                }
-            };
-            check_claims(kv, env, who, head, spec, target, now)?;
-            check_version(head, spec, target)?;
-
-            // Content written by this attempt goes under the note's current blob
-            // generation: the one the head it commits carries. It is gathered,
-            // and goes out in one batch right before the swap.
-            let staged = Staged::default();
-            let staging = kv.staging(&staged);
-            let blobs = staging.for_note_blobs(&head.note_id, head.blob_gen);
-            let change = apply(
-                head,
-                target,
-                &mut Ctx {
-                    kv: &blobs,
-                    env,
-                    who,
-                    now,
-                },
-            )?;
-            if let Some(gone) = change.removed_tab.as_ref().map(|t| &t.id) {
-                // Claims on a deleted tab end with it (only its holder could delete it).
-                let (ended, kept): (Vec<Claim>, Vec<Claim>) = std::mem::take(&mut head.claims)
-                    .into_iter()
-                    .partition(|c| c.tab_id.as_deref() == Some(gone.as_str()));
-                head.claims = kept;
-                for c in &ended {
-                    note_ended(head, &c.claim_id, "tab_deleted", now);
-                    write_ended(kv, &head.note_id, c, "tab_deleted", spec.tool, who, now)?;
-                }
+        let target = match resolve(head)? {
+            Plan::Write(t) => t,
+            Plan::Answer(v) => {
+                check_claims(kv, env, who, head, spec, Target::Note, now)?;
+                return Ok(Decision::Leave(v));
             }
-            let result = record(&staging, head, spec, change, who, now)?;
-            drop((blobs, staging));
-            Ok(Decision::CommitWith(result, staged.into_inner()))
-        },
-    )
+        };
+        check_claims(kv, env, who, head, spec, target, now)?;
+        check_version(head, spec, target)?;
+
+        // Content written by this attempt goes under the note's current blob
+        // generation: the one the head it commits carries. It is gathered,
+        // and goes out in one batch right before the swap.
+        let staged = Staged::default();
+        let staging = kv.staging(&staged);
+        let blobs = staging.for_note_blobs(&head.note_id, head.blob_gen);
+        let change = apply(head, target, &mut Ctx { kv: &blobs, env, who, now })?;
+        if let Some(gone) = change.removed_tab.as_ref().map(|t| &t.id) {
+            // Claims on a deleted tab end with it (only its holder could delete it).
+            let (ended, kept): (Vec<Claim>, Vec<Claim>) =
+                std::mem::take(&mut head.claims).into_iter().partition(|c| c.tab_id.as_deref() == Some(gone.as_str()));
+            head.claims = kept;
+            for c in &ended {
+                note_ended(head, &c.claim_id, "tab_deleted", now);
+                write_ended(kv, &head.note_id, c, "tab_deleted", spec.tool, who, now)?;
+            }
+        }
+        let result = record(&staging, head, spec, change, who, now)?;
+        drop((blobs, staging));
+        Ok(Decision::CommitWith(result, staged.into_inner()))
+    })
 }
 
 /// Bumps the versions and records the write in the head: the result, the history
 /// entry and the idempotency record. Records leaving the head go to their own
 /// immutable keys, in one batch, before the swap that drops them from the head.
-fn record(
-    kv: &TenantKv,
-    head: &mut Head,
-    spec: &WriteSpec,
-    change: Change,
-    who: &Identity,
-    now: u64,
-) -> Out<Value> {
+fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who: &Identity, now: u64) -> Out<Value> {
     let by = Who::of(who);
     head.version += 1;
     head.updated_at = now;
@@ -362,10 +298,7 @@ fn record(
     let result = Value::Object(result);
 
     let deleted = change.removed_tab.is_some();
-    let snapshot = change
-        .tab
-        .map(|i| head.tabs[i].clone())
-        .or(change.removed_tab);
+    let snapshot = change.tab.map(|i| head.tabs[i].clone()).or(change.removed_tab);
     head.history.push(HistoryEntry {
         version: head.version,
         at: now,
@@ -382,12 +315,7 @@ fn record(
         spilled.push((keys::history(&head.note_id, old.version), encode(&old)));
     }
     if let Some((k, fp)) = &spec.idem {
-        head.idem.push(IdemRecord {
-            key: k.to_string(),
-            fp: fp.current.clone(),
-            at: now,
-            result: result.clone(),
-        });
+        head.idem.push(IdemRecord { key: k.to_string(), fp: fp.current.clone(), at: now, result: result.clone() });
         while head.idem.len() > IDEM_IN_HEAD {
             let old = head.idem.remove(0);
             spilled.push((keys::idem(&head.note_id, &old.key), encode(&old)));
@@ -409,13 +337,7 @@ mod stored_before {
     use cairn_kv::memory::MemoryStore;
 
     fn agent() -> Identity {
-        Identity {
-            tenant: "t".into(),
-            subject: "a".into(),
-            display_name: "A".into(),
-            actor_type: ActorType::Agent,
-            role: Role::Member,
-        }
+        Identity { tenant: "t".into(), subject: "a".into(), display_name: "A".into(), actor_type: ActorType::Agent, role: Role::Member }
     }
 
     fn edit_args(note: &str, text: &str) -> Value {
@@ -435,68 +357,27 @@ mod stored_before {
                 "notes": null, "slides": null, "sheet_id": null, "start_row": null, "start_col": null, "values": null}),
         );
         let rec = head.idem.iter_mut().find(|r| r.key == "k1").unwrap();
-        assert!(
-            rec.fp.starts_with("2:"),
-            "new records carry the hashed-text form"
-        );
+        assert!(rec.fp.starts_with("2:"), "new records carry the hashed-text form");
         rec.fp = legacy;
         kv.set(&keys::note(note), &encode(&head)).unwrap();
     }
 
     #[test]
-    fn a_key_recorded_with_the_old_fingerprint_form_still_replays_and_still_refuses_another_payload()
-     {
+    fn a_key_recorded_with_the_old_fingerprint_form_still_replays_and_still_refuses_another_payload() {
         let store = MemoryStore::new();
         let mut env = SimEnv::new(7);
-        let who = Identity {
-            actor_type: ActorType::Human,
-            ..agent()
-        };
-        let note = rest::create_note(
-            &store,
-            &mut env,
-            &who,
-            json!({"title": "n", "approved_for_agents": true}),
-        )
-        .unwrap()
-        .body["note_id"]
+        let who = Identity { actor_type: ActorType::Human, ..agent() };
+        let note = rest::create_note(&store, &mut env, &who, json!({"title": "n", "approved_for_agents": true})).unwrap().body["note_id"]
             .as_str()
             .unwrap()
             .to_string();
-        let first = call_tool_value(
-            &store,
-            &mut env,
-            &agent(),
-            "edit_note_tab",
-            edit_args(&note, "hello"),
-        )
-        .unwrap();
+        let first = call_tool_value(&store, &mut env, &agent(), "edit_note_tab", edit_args(&note, "hello")).unwrap();
         assert_eq!(first["isError"], false, "{first}");
         downgrade_record(&store, &note, "hello");
-        let again = call_tool_value(
-            &store,
-            &mut env,
-            &agent(),
-            "edit_note_tab",
-            edit_args(&note, "hello"),
-        )
-        .unwrap();
+        let again = call_tool_value(&store, &mut env, &agent(), "edit_note_tab", edit_args(&note, "hello")).unwrap();
         assert_eq!(again["structuredContent"]["replayed"], true, "{again}");
-        assert_eq!(
-            again["structuredContent"]["version"],
-            first["structuredContent"]["version"]
-        );
-        let other = call_tool_value(
-            &store,
-            &mut env,
-            &agent(),
-            "edit_note_tab",
-            edit_args(&note, "goodbye"),
-        )
-        .unwrap();
-        assert_eq!(
-            other["structuredContent"]["error"], "idempotency_key_reused",
-            "{other}"
-        );
+        assert_eq!(again["structuredContent"]["version"], first["structuredContent"]["version"]);
+        let other = call_tool_value(&store, &mut env, &agent(), "edit_note_tab", edit_args(&note, "goodbye")).unwrap();
+        assert_eq!(other["structuredContent"]["error"], "idempotency_key_reused", "{other}");
     }
 }

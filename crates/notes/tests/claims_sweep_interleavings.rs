@@ -51,13 +51,7 @@ impl Store for HookKv<'_> {
         self.tick();
         self.inner.read(bucket, key)
     }
-    fn swap(
-        &self,
-        bucket: &str,
-        key: &str,
-        observed: Observed,
-        value: &[u8],
-    ) -> cairn_kv::Result<Swap> {
+    fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> cairn_kv::Result<Swap> {
         self.tick();
         self.inner.swap(bucket, key, observed, value)
     }
@@ -77,12 +71,7 @@ impl Store for HookKv<'_> {
         self.tick();
         self.inner.increment(bucket, key, delta)
     }
-    fn list_keys(
-        &self,
-        bucket: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> cairn_kv::Result<Vec<String>> {
+    fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> cairn_kv::Result<Vec<String>> {
         self.inner.list_keys(bucket, after, limit)
     }
     fn sweep(&self, older_than_ms: u64) -> cairn_kv::Result<usize> {

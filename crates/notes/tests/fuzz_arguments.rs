@@ -45,10 +45,7 @@ static ALLOCATOR: Counting = Counting;
 const MAX_CALL_BYTES: isize = 64 << 20;
 
 fn cases() -> u32 {
-    std::env::var("CAIRN_FUZZ_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1_500)
+    std::env::var("CAIRN_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1_500)
 }
 
 /// Any JSON value, nested a few levels, with strings that look like what
@@ -59,27 +56,16 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
         "[a-z_]{0,12}".prop_map(Value::from),
         "\\PC{0,40}".prop_map(Value::from),
-        prop_oneof![
-            Just("markdown"),
-            Just("sources"),
-            Just("note-x"),
-            Just("clm-a-b-c"),
-            Just(""),
-            Just("../../etc")
-        ]
-        .prop_map(Value::from),
+        prop_oneof![Just("markdown"), Just("sources"), Just("note-x"), Just("clm-a-b-c"), Just(""), Just("../../etc")].prop_map(Value::from),
         (0usize..3).prop_map(|n| Value::from("x".repeat([70, 5_000, 1_000_001][n]))),
     ];
     leaf.prop_recursive(3, 24, 6, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
-            proptest::collection::btree_map("[a-z_]{1,16}", inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            proptest::collection::btree_map("[a-z_]{1,16}", inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -92,18 +78,10 @@ fn valid(tool: &str, note: &str) -> Value {
         "claim_note" => json!({"note_id": note, "tab_id": "markdown", "ttl_seconds": 30}),
         "renew_claim" | "release_claim" => json!({"claim_id": "clm-x-1-abcdefgh"}),
         "post_claim_note" => json!({"claim_id": "clm-x-1-abcdefgh", "text": "hands off"}),
-        "read_sheet_range" => {
-            json!({"note_id": note, "tab_id": "markdown", "start_row": 0, "start_col": 0, "num_rows": 1, "num_cols": 1})
-        }
-        "create_note_tab" => {
-            json!({"note_id": note, "expected_version": 1, "idempotency_key": "k", "tab_type": "slides"})
-        }
-        "add_note_source" => {
-            json!({"note_id": note, "expected_version": 1, "idempotency_key": "k", "url": "https://example.com", "title": "t"})
-        }
-        "edit_note_tab" => {
-            json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "k", "operation": "append_text", "text": "x"})
-        }
+        "read_sheet_range" => json!({"note_id": note, "tab_id": "markdown", "start_row": 0, "start_col": 0, "num_rows": 1, "num_cols": 1}),
+        "create_note_tab" => json!({"note_id": note, "expected_version": 1, "idempotency_key": "k", "tab_type": "slides"}),
+        "add_note_source" => json!({"note_id": note, "expected_version": 1, "idempotency_key": "k", "url": "https://example.com", "title": "t"}),
+        "edit_note_tab" => json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "k", "operation": "append_text", "text": "x"}),
         _ => json!({"note_id": note, "tab_id": "markdown"}),
     }
 }
@@ -116,16 +94,10 @@ fn check(w: &mut World, tool: &str, args: Value) {
     PEAK.with(|p| p.set(start));
     let r = w.call(&who, tool, args.clone());
     let peak = PEAK.with(|p| p.get()) - start;
-    assert!(
-        peak <= MAX_CALL_BYTES,
-        "{tool}: one call allocated {peak} bytes at its peak"
-    );
+    assert!(peak <= MAX_CALL_BYTES, "{tool}: one call allocated {peak} bytes at its peak");
     let c = &r["structuredContent"];
     if matches!(c["error"].as_str(), Some("invalid_argument" | "too_large")) {
-        assert!(
-            c["field"].as_str().is_some_and(|f| !f.is_empty()),
-            "{tool}: a refusal without a field for {args}: {c}"
-        );
+        assert!(c["field"].as_str().is_some_and(|f| !f.is_empty()), "{tool}: a refusal without a field for {args}: {c}");
     }
 }
 

@@ -11,10 +11,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn cases() -> u32 {
-    std::env::var("CAIRN_FUZZ_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(400)
+    std::env::var("CAIRN_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(400)
 }
 
 fn cell() -> impl Strategy<Value = Value> {
@@ -31,11 +28,7 @@ fn place() -> impl Strategy<Value = i64> {
 }
 
 fn cell_at(values: &Value, r: usize, c: usize) -> Value {
-    values
-        .get(r)
-        .and_then(|row| row.get(c))
-        .cloned()
-        .unwrap_or(Value::Null)
+    values.get(r).and_then(|row| row.get(c)).cloned().unwrap_or(Value::Null)
 }
 
 proptest! {

@@ -24,20 +24,11 @@ fn sweep(w: &mut World) -> HistorySweep {
 
 /// Every key of one note (its head, entries, blobs, records), and their bytes.
 fn note_keys(w: &World, note: &str) -> BTreeMap<String, usize> {
-    w.kv.dump()
-        .into_iter()
-        .filter(|(k, _)| k.contains(&format!("/{note}")))
-        .map(|(k, v)| (k, v.len()))
-        .collect()
+    w.kv.dump().into_iter().filter(|(k, _)| k.contains(&format!("/{note}"))).map(|(k, v)| (k, v.len())).collect()
 }
 
 fn read_at(w: &mut World, who: &Identity, note: &str, tab: &str, v: u64) -> Value {
-    w.call(
-        who,
-        "read_note_tab",
-        json!({"note_id": note, "tab_id": tab, "at_version": v}),
-    )["structuredContent"]
-        .clone()
+    w.call(who, "read_note_tab", json!({"note_id": note, "tab_id": tab, "at_version": v}))["structuredContent"].clone()
 }
 
 fn edit(w: &mut World, who: &Identity, note: &str, tab: &str, op: Value) {
@@ -57,39 +48,16 @@ fn busy_note(w: &mut World, who: &Identity, n: usize) -> (String, String, String
     let sheet = w.create_tab(who, &note, "sheet", "Numbers");
     let slides = w.create_tab(who, &note, "slides", "Deck");
     let sheet_id = w.tab(who, &note, &sheet)["sheets"][0]["sheet_id"].clone();
-    edit(
-        w,
-        who,
-        &note,
-        &sheet,
-        json!({"operation": "sheet_set_range", "sheet_id": sheet_id, "start_row": 0, "start_col": 0, "values": [[1, 2], [3, 4]]}),
-    );
-    edit(
-        w,
-        who,
-        &note,
-        &slides,
-        json!({"operation": "slide_add", "title": "Intro", "body": "Why"}),
-    );
+    edit(w, who, &note, &sheet, json!({"operation": "sheet_set_range", "sheet_id": sheet_id, "start_row": 0, "start_col": 0, "values": [[1, 2], [3, 4]]}));
+    edit(w, who, &note, &slides, json!({"operation": "slide_add", "title": "Intro", "body": "Why"}));
     for i in 0..n {
-        edit(
-            w,
-            who,
-            &note,
-            "markdown",
-            json!({"operation": "replace_text", "text": format!("draft {i}\n{}", "x".repeat(300))}),
-        );
+        edit(w, who, &note, "markdown", json!({"operation": "replace_text", "text": format!("draft {i}\n{}", "x".repeat(300))}));
     }
     (note, sheet, slides)
 }
 
 /// Every tab at every version, as read now (refusals included).
-fn every_read(
-    w: &mut World,
-    who: &Identity,
-    note: &str,
-    tabs: &[&str],
-) -> BTreeMap<(String, u64), Value> {
+fn every_read(w: &mut World, who: &Identity, note: &str, tabs: &[&str]) -> BTreeMap<(String, u64), Value> {
     let top = w.version(who, note);
     let mut out = BTreeMap::new();
     for v in 1..=top {
@@ -121,19 +89,11 @@ fn a_sweep_drops_what_is_past_retention_and_every_retained_version_reads_as_befo
             assert_eq!(now, was, "{tab} at {v}: a retained version changed");
         } else {
             assert_eq!(now["error"], "not_found", "{tab} at {v}: {now}");
-            assert!(
-                now["message"].as_str().unwrap().contains("past retention"),
-                "{now}"
-            );
+            assert!(now["message"].as_str().unwrap().contains("past retention"), "{now}");
         }
     }
     let left = note_keys(&w, &note);
-    assert!(
-        left.len() * 3 < stored.len(),
-        "{} keys before the sweep, {} after",
-        stored.len(),
-        left.len()
-    );
+    assert!(left.len() * 3 < stored.len(), "{} keys before the sweep, {} after", stored.len(), left.len());
     // Nothing else to do until more versions leave retention.
     assert_eq!(sweep(&mut w), HistorySweep::default());
 }
@@ -149,22 +109,11 @@ fn a_tab_unchanged_since_before_the_floor_still_reads_at_every_retained_version(
     w.advance_s(2 * DAY / SECOND);
     sweep(&mut w);
     for v in top - 2..=top {
-        assert_eq!(
-            read_at(&mut w, &ada, &note, &slides, v)["slides"][0]["title"],
-            "Intro",
-            "slides at {v}"
-        );
-        assert_eq!(
-            read_at(&mut w, &ada, &note, &sheet, v)["sheets"][0]["rows"],
-            2,
-            "sheet at {v}"
-        );
+        assert_eq!(read_at(&mut w, &ada, &note, &slides, v)["slides"][0]["title"], "Intro", "slides at {v}");
+        assert_eq!(read_at(&mut w, &ada, &note, &sheet, v)["sheets"][0]["rows"], 2, "sheet at {v}");
     }
     // The sheet's row blocks are kept: its cells still read.
-    assert_eq!(
-        w.ok(&ada, "read_sheet_range", cells)["values"],
-        json!([[1, 2], [3, 4]])
-    );
+    assert_eq!(w.ok(&ada, "read_sheet_range", cells)["values"], json!([[1, 2], [3, 4]]));
 }
 
 #[test]
@@ -176,12 +125,7 @@ fn the_age_rule_keeps_every_version_younger_than_its_days_whatever_the_count() {
     // Less than a day since the writes: every version stays, and reads.
     w.advance_s(DAY / SECOND - 3600);
     assert_eq!(sweep(&mut w), HistorySweep::default());
-    assert_eq!(
-        read_at(&mut w, &ada, &note, "markdown", 6)["text"]
-            .as_str()
-            .map(|t| t.starts_with("draft 0")),
-        Some(true)
-    );
+    assert_eq!(read_at(&mut w, &ada, &note, "markdown", 6)["text"].as_str().map(|t| t.starts_with("draft 0")), Some(true));
     // Past the day but inside the clock margin: unreadable, still kept.
     w.advance_s(3600 + 60);
     assert_eq!(sweep(&mut w), HistorySweep::default());
@@ -190,8 +134,7 @@ fn the_age_rule_keeps_every_version_younger_than_its_days_whatever_the_count() {
 }
 
 #[test]
-fn a_restore_after_the_sweep_brings_back_a_retained_version_and_its_content_survives_the_next_sweeps()
- {
+fn a_restore_after_the_sweep_brings_back_a_retained_version_and_its_content_survives_the_next_sweeps() {
     let mut w = World::new();
     w.env.retention = retention(6);
     let ada = human("acme");
@@ -200,34 +143,16 @@ fn a_restore_after_the_sweep_brings_back_a_retained_version_and_its_content_surv
     let old = read_at(&mut w, &ada, &note, "markdown", top - 4)["text"].clone();
     w.advance_s(2 * DAY / SECOND);
     sweep(&mut w);
-    let r = rest::restore_tab(
-        &w.kv,
-        &mut w.env,
-        &ada,
-        &note,
-        "markdown",
-        json!({"from_version": top - 4, "expected_version": top, "idempotency_key": "restore"}),
-    )
-    .unwrap();
+    let r = rest::restore_tab(&w.kv, &mut w.env, &ada, &note, "markdown", json!({"from_version": top - 4, "expected_version": top, "idempotency_key": "restore"})).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
     for i in 0..10 {
         for _ in 0..3 {
-            edit(
-                &mut w,
-                &ada,
-                &note,
-                &slides,
-                json!({"operation": "slide_add", "title": format!("t{i}")}),
-            );
+            edit(&mut w, &ada, &note, &slides, json!({"operation": "slide_add", "title": format!("t{i}")}));
         }
         w.advance_s(2 * DAY / SECOND);
         sweep(&mut w);
     }
-    assert_eq!(
-        w.tab(&ada, &note, "markdown")["text"],
-        old,
-        "the restored text still reads after the sweeps"
-    );
+    assert_eq!(w.tab(&ada, &note, "markdown")["text"], old, "the restored text still reads after the sweeps");
 }
 
 #[test]
@@ -237,58 +162,23 @@ fn a_deleted_tab_reads_within_retention_and_its_content_goes_after() {
     let ada = human("acme");
     let note = w.note(&ada, "Deleted", true);
     let slides = w.create_tab(&ada, &note, "slides", "Doomed");
-    edit(
-        &mut w,
-        &ada,
-        &note,
-        &slides,
-        json!({"operation": "slide_add", "title": "Only copy"}),
-    );
+    edit(&mut w, &ada, &note, &slides, json!({"operation": "slide_add", "title": "Only copy"}));
     let with_slide = w.version(&ada, &note);
-    let r = rest::delete_tab(
-        &w.kv,
-        &mut w.env,
-        &ada,
-        &note,
-        &slides,
-        json!({"expected_version": with_slide, "idempotency_key": "del"}),
-    )
-    .unwrap();
+    let r = rest::delete_tab(&w.kv, &mut w.env, &ada, &note, &slides, json!({"expected_version": with_slide, "idempotency_key": "del"})).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
     w.advance_s(2 * DAY / SECOND);
     sweep(&mut w);
-    assert_eq!(
-        read_at(&mut w, &ada, &note, &slides, with_slide)["slides"][0]["title"],
-        "Only copy",
-        "within retention"
-    );
+    assert_eq!(read_at(&mut w, &ada, &note, &slides, with_slide)["slides"][0]["title"], "Only copy", "within retention");
     for i in 0..6 {
-        edit(
-            &mut w,
-            &ada,
-            &note,
-            "markdown",
-            json!({"operation": "replace_text", "text": format!("v{i}")}),
-        );
+        edit(&mut w, &ada, &note, "markdown", json!({"operation": "replace_text", "text": format!("v{i}")}));
     }
-    let slide_blobs = |w: &World| {
-        w.kv.dump()
-            .iter()
-            .filter(|(k, v)| {
-                k.contains("/blob/") && String::from_utf8_lossy(v).contains("Only copy")
-            })
-            .count()
-    };
+    let slide_blobs = |w: &World| w.kv.dump().iter().filter(|(k, v)| k.contains("/blob/") && String::from_utf8_lossy(v).contains("Only copy")).count();
     assert!(slide_blobs(&w) > 0);
     w.advance_s(2 * DAY / SECOND);
     sweep(&mut w);
     let gone = read_at(&mut w, &ada, &note, &slides, with_slide);
     assert_eq!(gone["error"], "not_found", "{gone}");
-    assert_eq!(
-        slide_blobs(&w),
-        0,
-        "the deleted tab's content left the store"
-    );
+    assert_eq!(slide_blobs(&w), 0, "the deleted tab's content left the store");
 }
 
 #[test]
@@ -300,13 +190,7 @@ fn the_store_stays_flat_as_history_grows_under_periodic_sweeps() {
     let mut sizes = Vec::new();
     for round in 0..6 {
         for i in 0..50 {
-            edit(
-                &mut w,
-                &ada,
-                &note,
-                "markdown",
-                json!({"operation": "replace_text", "text": format!("round {round} line {i} {}", "y".repeat(500))}),
-            );
+            edit(&mut w, &ada, &note, "markdown", json!({"operation": "replace_text", "text": format!("round {round} line {i} {}", "y".repeat(500))}));
         }
         w.advance_s(2 * DAY / SECOND);
         sweep(&mut w);
@@ -314,10 +198,7 @@ fn the_store_stays_flat_as_history_grows_under_periodic_sweeps() {
         sizes.push((keys.len(), keys.values().sum::<usize>()));
     }
     let (first, last) = (sizes[1], sizes[5]);
-    assert!(
-        last.0 <= first.0 + 2 && last.1 <= first.1 + first.1 / 10,
-        "the note grew from {first:?} to {last:?} across sweeps: {sizes:?}"
-    );
+    assert!(last.0 <= first.0 + 2 && last.1 <= first.1 + first.1 / 10, "the note grew from {first:?} to {last:?} across sweeps: {sizes:?}");
 }
 
 #[test]
@@ -332,46 +213,24 @@ fn a_sweep_leaves_other_notes_other_tenants_and_shared_blobs_alone() {
     let (young, _, _) = busy_note(&mut w, &ada, 10);
     let bob = human("globex");
     let (theirs, _, _) = busy_note(&mut w, &bob, 10);
-    w.kv.set("default", "t/acme/blob/legacy-shared", b"kept")
-        .unwrap();
+    w.kv.set("default", "t/acme/blob/legacy-shared", b"kept").unwrap();
     cairn_notes::search::merge(&w.kv, &mut w.env, "acme", usize::MAX).unwrap();
     let keep_young = note_keys(&w, &young);
     let keep_theirs = note_keys(&w, &theirs);
     assert_eq!(sweep(&mut w).notes, 1);
     assert!(note_keys(&w, &note).len() < 20);
-    assert_eq!(
-        note_keys(&w, &young),
-        keep_young,
-        "a note inside its window is untouched"
-    );
-    assert_eq!(
-        note_keys(&w, &theirs),
-        keep_theirs,
-        "another tenant is untouched"
-    );
-    assert_eq!(
-        w.kv.get("default", "t/acme/blob/legacy-shared")
-            .unwrap()
-            .as_deref(),
-        Some(&b"kept"[..])
-    );
+    assert_eq!(note_keys(&w, &young), keep_young, "a note inside its window is untouched");
+    assert_eq!(note_keys(&w, &theirs), keep_theirs, "another tenant is untouched");
+    assert_eq!(w.kv.get("default", "t/acme/blob/legacy-shared").unwrap().as_deref(), Some(&b"kept"[..]));
 }
 
 #[test]
 fn writes_racing_the_sweep_never_lose_a_blob_they_committed() {
     let kv = TestKv::new();
-    kv.faults()
-        .set_swap_latency(std::time::Duration::from_micros(100));
+    kv.faults().set_swap_latency(std::time::Duration::from_micros(100));
     let ada = human("acme");
     let mut env = SimEnv::new(3);
-    let note = rest::create_note(
-        &kv,
-        &mut env,
-        &ada,
-        json!({"title": "Raced", "approved_for_agents": true}),
-    )
-    .unwrap()
-    .body["note_id"]
+    let note = rest::create_note(&kv, &mut env, &ada, json!({"title": "Raced", "approved_for_agents": true})).unwrap().body["note_id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -379,10 +238,7 @@ fn writes_racing_the_sweep_never_lose_a_blob_they_committed() {
     let sweeps = std::thread::scope(|s| {
         let sweeper = s.spawn(|| {
             let mut env = SimEnv::new(9);
-            env.retention = Retention {
-                versions: 2,
-                days: 0,
-            };
+            env.retention = Retention { versions: 2, days: 0 };
             env.advance_us(DAY); // ahead of the writer's clock by more than the margin
             let mut moved = 0;
             while !done.load(std::sync::atomic::Ordering::SeqCst) {
@@ -394,48 +250,23 @@ fn writes_racing_the_sweep_never_lose_a_blob_they_committed() {
         for i in 0..300 {
             let last;
             loop {
-                let read = checked_call(
-                    &kv,
-                    &mut env,
-                    &ada,
-                    "read_note_tab",
-                    json!({"note_id": note, "tab_id": "markdown"}),
-                );
+                let read = checked_call(&kv, &mut env, &ada, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
                 let v = read["structuredContent"]["version"].clone();
                 // Every other write repeats an earlier text: the same hash again.
                 let text = format!("text {}", if i % 2 == 0 { i % 7 } else { i });
-                let r = checked_call(
-                    &kv,
-                    &mut env,
-                    &ada,
-                    "edit_note_tab",
-                    json!({"note_id": note, "tab_id": "markdown",
-                    "expected_version": v, "idempotency_key": format!("w{i}-{v}"), "operation": "replace_text", "text": text}),
-                );
+                let r = checked_call(&kv, &mut env, &ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown",
+                    "expected_version": v, "idempotency_key": format!("w{i}-{v}"), "operation": "replace_text", "text": text}));
                 if r["isError"] == false {
                     last = text;
                     break;
                 }
                 assert_eq!(r["structuredContent"]["error"], "version_conflict", "{r}");
             }
-            let now = checked_call(
-                &kv,
-                &mut env,
-                &ada,
-                "read_note_tab",
-                json!({"note_id": note, "tab_id": "markdown"}),
-            );
-            assert_eq!(
-                now["structuredContent"]["text"],
-                last.as_str(),
-                "write {i}: the committed text reads back"
-            );
+            let now = checked_call(&kv, &mut env, &ada, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
+            assert_eq!(now["structuredContent"]["text"], last.as_str(), "write {i}: the committed text reads back");
         }
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         sweeper.join().unwrap()
     });
-    assert!(
-        sweeps > 20,
-        "the sweep moved the floor only {sweeps} times: the race proved little"
-    );
+    assert!(sweeps > 20, "the sweep moved the floor only {sweeps} times: the race proved little");
 }

@@ -28,13 +28,7 @@ fn lying(confirm: bool) -> (Arc<Faulty>, Arc<Control>) {
 
 /// A note approved for agents, created while the store still tells the truth.
 fn note_on(store: &dyn Store, env: &mut SimEnv, who: &Identity) -> String {
-    let r = cairn_notes::rest::create_note(
-        store,
-        env,
-        who,
-        json!({"title": "Raced", "approved_for_agents": true}),
-    )
-    .unwrap();
+    let r = cairn_notes::rest::create_note(store, env, who, json!({"title": "Raced", "approved_for_agents": true})).unwrap();
     r.body["note_id"].as_str().unwrap().to_string()
 }
 
@@ -95,22 +89,12 @@ fn race(confirm: bool, seed: u64, lines: usize) -> (usize, u64, u64) {
         editors.into_iter().map(|h| h.join().unwrap()).collect()
     });
     ctl.tell_the_truth();
-    let text = call(
-        store.as_ref(),
-        &mut env,
-        &ada,
-        "read_note_tab",
-        json!({"note_id": note, "tab_id": "markdown"}),
-    )["text"]
+    let text = call(store.as_ref(), &mut env, &ada, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["text"]
         .as_str()
         .unwrap()
         .to_string();
     let have: HashSet<&str> = text.lines().collect();
-    let lost = acked
-        .iter()
-        .flatten()
-        .filter(|l| !have.contains(l.as_str()))
-        .count();
+    let lost = acked.iter().flatten().filter(|l| !have.contains(l.as_str())).count();
     let (lies, blind) = ctl.lies_told();
     LATE.fetch_add(ctl.late_blind_writes(), std::sync::atomic::Ordering::SeqCst);
     (lost, lies, blind)
@@ -125,10 +109,7 @@ fn writers_that_confirm_their_commits_lose_no_acknowledged_line_on_a_lying_store
     let (mut lies, mut blind) = (0, 0);
     for seed in 1..=96 {
         let (lost, told, blinded) = race(true, seed, 60);
-        assert_eq!(
-            lost, 0,
-            "seed {seed}: {lost} acknowledged lines lost with the commit check on"
-        );
+        assert_eq!(lost, 0, "seed {seed}: {lost} acknowledged lines lost with the commit check on");
         lies += told;
         blind += blinded;
         if seed >= 8 && lies >= 40 && blind >= 4 {
@@ -136,22 +117,14 @@ fn writers_that_confirm_their_commits_lose_no_acknowledged_line_on_a_lying_store
         }
     }
     let late = LATE.load(std::sync::atomic::Ordering::SeqCst);
-    eprintln!(
-        "{lies} lost swaps reported as written, {blind} of them blind writes ({late} more dropped as late)"
-    );
-    assert!(
-        lies > 0 && blind > 0,
-        "the store never lied ({lies}) or never wrote blindly ({blind}): the test proved nothing"
-    );
+    eprintln!("{lies} lost swaps reported as written, {blind} of them blind writes ({late} more dropped as late)");
+    assert!(lies > 0 && blind > 0, "the store never lied ({lies}) or never wrote blindly ({blind}): the test proved nothing");
 }
 
 #[test]
 fn writers_that_trust_a_lying_store_lose_acknowledged_lines() {
     let lost: usize = (1..=6).map(|seed| race(false, seed, 60).0).sum();
-    assert!(
-        lost > 0,
-        "the control lost nothing: the lying store is not lying"
-    );
+    assert!(lost > 0, "the control lost nothing: the lying store is not lying");
 }
 
 #[test]
@@ -174,13 +147,7 @@ fn claims_raced_on_a_lying_store_have_exactly_one_holder_when_commits_are_confir
                         let who = identity("acme", sub, ActorType::Agent);
                         let mut env = SimEnv::new(round * 2 + n as u64);
                         barrier.wait();
-                        let r = call(
-                            store.as_ref(),
-                            &mut env,
-                            &who,
-                            "claim_note",
-                            json!({"note_id": note, "tab_id": "markdown"}),
-                        );
+                        let r = call(store.as_ref(), &mut env, &who, "claim_note", json!({"note_id": note, "tab_id": "markdown"}));
                         r.get("error").is_none() as usize
                     })
                 })
@@ -188,18 +155,9 @@ fn claims_raced_on_a_lying_store_have_exactly_one_holder_when_commits_are_confir
             hs.into_iter().map(|h| h.join().unwrap()).sum()
         });
         ctl.tell_the_truth();
-        let board = call(
-            store.as_ref(),
-            &mut env,
-            &ada,
-            "list_claims",
-            json!({"note_id": note}),
-        );
+        let board = call(store.as_ref(), &mut env, &ada, "list_claims", json!({"note_id": note}));
         let held = board["claims"].as_array().unwrap().len();
         assert_eq!(held, 1, "round {round}: {held} claims in the head");
-        assert_eq!(
-            granted, 1,
-            "round {round}: {granted} claimers were told they hold the tab"
-        );
+        assert_eq!(granted, 1, "round {round}: {granted} claimers were told they hold the tab");
     }
 }

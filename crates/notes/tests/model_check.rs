@@ -28,67 +28,21 @@ use serde_json::{Value, json};
 
 #[derive(Debug, Clone)]
 enum Op {
-    Read {
-        actor: usize,
-        note: usize,
-    },
-    Replace {
-        actor: usize,
-        note: usize,
-    },
-    Append {
-        actor: usize,
-        note: usize,
-        rebase: bool,
-    },
-    Patch {
-        actor: usize,
-        note: usize,
-        pick: usize,
-    },
-    Restore {
-        note: usize,
-        pick: usize,
-    },
-    NewTab {
-        actor: usize,
-        note: usize,
-        sheet: bool,
-    },
-    Source {
-        actor: usize,
-        note: usize,
-        url: usize,
-    },
-    Claim {
-        actor: usize,
-        note: usize,
-        whole: bool,
-        ttl: u64,
-    },
-    Renew {
-        actor: usize,
-        pick: usize,
-    },
-    Release {
-        actor: usize,
-        pick: usize,
-    },
-    Advance {
-        seconds: u64,
-    },
-    Replay {
-        pick: usize,
-    },
-    ReuseKey {
-        pick: usize,
-    },
-    LoseSwaps {
-        n: u32,
-    },
-    DropSwaps {
-        n: u32,
-    },
+    Read { actor: usize, note: usize },
+    Replace { actor: usize, note: usize },
+    Append { actor: usize, note: usize, rebase: bool },
+    Patch { actor: usize, note: usize, pick: usize },
+    Restore { note: usize, pick: usize },
+    NewTab { actor: usize, note: usize, sheet: bool },
+    Source { actor: usize, note: usize, url: usize },
+    Claim { actor: usize, note: usize, whole: bool, ttl: u64 },
+    Renew { actor: usize, pick: usize },
+    Release { actor: usize, pick: usize },
+    Advance { seconds: u64 },
+    Replay { pick: usize },
+    ReuseKey { pick: usize },
+    LoseSwaps { n: u32 },
+    DropSwaps { n: u32 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -177,19 +131,9 @@ impl Model {
     fn new(confirm: bool) -> Model {
         let mut w = World::new();
         w.kv.faults().set_vouched(!confirm);
-        let who = [
-            agent("acme"),
-            identity("acme", "gemini", cairn_notes::ActorType::Agent),
-            human("acme"),
-        ];
-        let notes = [
-            w.note(&who[2], "Model A", true),
-            w.note(&who[2], "Model B", true),
-        ];
-        let text = [
-            BTreeMap::from([(1, String::new())]),
-            BTreeMap::from([(1, String::new())]),
-        ];
+        let who = [agent("acme"), identity("acme", "gemini", cairn_notes::ActorType::Agent), human("acme")];
+        let notes = [w.note(&who[2], "Model A", true), w.note(&who[2], "Model B", true)];
+        let text = [BTreeMap::from([(1, String::new())]), BTreeMap::from([(1, String::new())])];
         Model {
             seen_kinds: Seen::default(),
             w,
@@ -198,10 +142,7 @@ impl Model {
             version: [1, 1],
             text,
             seen: Default::default(),
-            tab_ids: [
-                BTreeSet::from(["markdown".to_string(), "files".into(), "sources".into()]),
-                BTreeSet::from(["markdown".to_string(), "files".into(), "sources".into()]),
-            ],
+            tab_ids: [BTreeSet::from(["markdown".to_string(), "files".into(), "sources".into()]), BTreeSet::from(["markdown".to_string(), "files".into(), "sources".into()])],
             sources: Default::default(),
             claims: Vec::new(),
             sent: Vec::new(),
@@ -224,11 +165,7 @@ impl Model {
     fn blocker(&self, actor: usize, note: usize, tab: Option<&str>) -> Option<Held> {
         let subject = &self.who[actor].subject;
         self.live()
-            .find(|c| {
-                c.note == note
-                    && &self.who[c.holder].subject != subject
-                    && (c.tab.is_none() || (tab.is_some() && c.tab.as_deref() == tab))
-            })
+            .find(|c| c.note == note && &self.who[c.holder].subject != subject && (c.tab.is_none() || (tab.is_some() && c.tab.as_deref() == tab)))
             .cloned()
     }
 
@@ -244,22 +181,11 @@ impl Model {
 
     fn read(&mut self, actor: usize, note: usize) {
         let id = self.notes[note].clone();
-        let r = self.call(
-            actor,
-            "read_note_tab",
-            json!({"note_id": id, "tab_id": "markdown"}),
-        );
+        let r = self.call(actor, "read_note_tab", json!({"note_id": id, "tab_id": "markdown"}));
         let v = r["version"].as_u64().expect("a read has a version");
-        assert_eq!(
-            v, self.version[note],
-            "read: the note's version is the model's"
-        );
+        assert_eq!(v, self.version[note], "read: the note's version is the model's");
         let t = r["text"].as_str().unwrap().to_string();
-        let latest = self.text[note]
-            .range(..=v)
-            .next_back()
-            .map(|(_, t)| t.clone())
-            .unwrap();
+        let latest = self.text[note].range(..=v).next_back().map(|(_, t)| t.clone()).unwrap();
         assert_eq!(t, latest, "read: the text is the last acknowledged one");
         self.seen[actor][note] = Some((v, t));
     }
@@ -274,74 +200,34 @@ impl Model {
 
     /// Sends a keyed write; checks the claim and version rules on its answer
     /// and moves the model when it was acknowledged.
-    fn write(
-        &mut self,
-        actor: usize,
-        note: usize,
-        tool: &'static str,
-        args: Value,
-        tab: Option<&str>,
-        may_rebase: bool,
-    ) -> Option<Value> {
+    fn write(&mut self, actor: usize, note: usize, tool: &'static str, args: Value, tab: Option<&str>, may_rebase: bool) -> Option<Value> {
         let expected = args["expected_version"].as_u64().unwrap();
         let blocker = self.blocker(actor, note, tab);
         let r = self.call(actor, tool, args.clone());
-        self.sent.push(Sent {
-            actor,
-            tool,
-            args,
-            first: r.clone(),
-        });
+        self.sent.push(Sent { actor, tool, args, first: r.clone() });
         match r["error"].as_str() {
             None => {
-                assert!(
-                    blocker.is_none(),
-                    "{tool} by actor {actor} went through a live claim {blocker:?}: {r}"
-                );
+                assert!(blocker.is_none(), "{tool} by actor {actor} went through a live claim {blocker:?}: {r}");
                 if r["already_attached"] == true {
-                    assert_eq!(
-                        r["version"], self.version[note],
-                        "an already attached source moves no version"
-                    );
+                    assert_eq!(r["version"], self.version[note], "an already attached source moves no version");
                     self.seen_kinds.add("already attached");
                     return Some(r);
                 }
-                assert!(
-                    expected == self.version[note] || may_rebase,
-                    "{tool} on stale version {expected} (now {}) was acknowledged: {r}",
-                    self.version[note]
-                );
-                assert_eq!(
-                    r["version"],
-                    self.version[note] + 1,
-                    "an acknowledged write moves the version by one: {r}"
-                );
+                assert!(expected == self.version[note] || may_rebase, "{tool} on stale version {expected} (now {}) was acknowledged: {r}", self.version[note]);
+                assert_eq!(r["version"], self.version[note] + 1, "an acknowledged write moves the version by one: {r}");
                 assert_eq!(r["replayed"], false);
                 self.version[note] += 1;
-                self.seen_kinds.add(if r["rebased"] == true {
-                    "rebased append"
-                } else {
-                    "acknowledged write"
-                });
+                self.seen_kinds.add(if r["rebased"] == true { "rebased append" } else { "acknowledged write" });
                 Some(r)
             }
             Some("claim_conflict") => {
-                assert!(
-                    blocker.is_some(),
-                    "{tool} by actor {actor} refused for a claim the model does not have: {r}"
-                );
+                assert!(blocker.is_some(), "{tool} by actor {actor} refused for a claim the model does not have: {r}");
                 self.seen_kinds.add("write refused by a claim");
                 None
             }
             Some("version_conflict") => {
-                assert!(
-                    blocker.is_none(),
-                    "a claim is checked before the version: {r}"
-                );
-                assert_ne!(
-                    expected, self.version[note],
-                    "{tool} at the current version was refused as stale: {r}"
-                );
+                assert!(blocker.is_none(), "a claim is checked before the version: {r}");
+                assert_ne!(expected, self.version[note], "{tool} at the current version was refused as stale: {r}");
                 self.seen_kinds.add("version conflict");
                 None
             }
@@ -358,31 +244,17 @@ impl Model {
                 let text = append(&t, &line);
                 let args = json!({"note_id": self.notes[note], "tab_id": "markdown", "expected_version": v,
                     "idempotency_key": format!("k{}", self.fresh()), "operation": "replace_text", "text": text});
-                if self
-                    .write(actor, note, "edit_note_tab", args, Some("markdown"), false)
-                    .is_some()
-                {
+                if self.write(actor, note, "edit_note_tab", args, Some("markdown"), false).is_some() {
                     self.text[note].insert(self.version[note], text);
                 }
             }
-            Op::Append {
-                actor,
-                note,
-                rebase,
-            } => {
+            Op::Append { actor, note, rebase } => {
                 let (v, _) = self.base(actor, note);
                 let line = format!("append {}", self.fresh());
                 let args = json!({"note_id": self.notes[note], "tab_id": "markdown", "expected_version": v, "rebase": rebase,
                     "idempotency_key": format!("k{}", self.fresh()), "operation": "append_text", "text": line});
-                if self
-                    .write(actor, note, "edit_note_tab", args, Some("markdown"), rebase)
-                    .is_some()
-                {
-                    let now = self.text[note]
-                        .range(..self.version[note])
-                        .next_back()
-                        .map(|(_, t)| t.clone())
-                        .unwrap();
+                if self.write(actor, note, "edit_note_tab", args, Some("markdown"), rebase).is_some() {
+                    let now = self.text[note].range(..self.version[note]).next_back().map(|(_, t)| t.clone()).unwrap();
                     self.text[note].insert(self.version[note], append(&now, &line));
                 }
             }
@@ -400,10 +272,7 @@ impl Model {
                 let new = format!("patched {}\n", self.fresh());
                 let args = json!({"note_id": self.notes[note], "tab_id": "markdown", "expected_version": v,
                     "idempotency_key": format!("k{}", self.fresh()), "operation": "replace_in_text", "old_text": old, "new_text": new});
-                if self
-                    .write(actor, note, "edit_note_tab", args, Some("markdown"), false)
-                    .is_some()
-                {
+                if self.write(actor, note, "edit_note_tab", args, Some("markdown"), false).is_some() {
                     self.text[note].insert(self.version[note], t.replacen(&old, &new, 1));
                     self.seen_kinds.add("patch");
                 }
@@ -421,26 +290,14 @@ impl Model {
                     json!({"from_version": from, "expected_version": expected, "idempotency_key": key})).expect("no store failure");
                 match r.status {
                     200 => {
-                        assert!(
-                            blocker.is_none(),
-                            "a restore went through a live claim {blocker:?}: {}",
-                            r.body
-                        );
+                        assert!(blocker.is_none(), "a restore went through a live claim {blocker:?}: {}", r.body);
                         assert_eq!(r.body["version"], expected + 1, "{}", r.body);
                         self.version[note] += 1;
-                        let then = self.text[note]
-                            .range(..=from)
-                            .next_back()
-                            .map(|(_, t)| t.clone())
-                            .unwrap();
+                        let then = self.text[note].range(..=from).next_back().map(|(_, t)| t.clone()).unwrap();
                         self.text[note].insert(self.version[note], then);
                         self.seen_kinds.add("restore");
                     }
-                    409 if r.body["error"] == "claim_conflict" => assert!(
-                        blocker.is_some(),
-                        "restore refused for a claim the model does not have: {}",
-                        r.body
-                    ),
+                    409 if r.body["error"] == "claim_conflict" => assert!(blocker.is_some(), "restore refused for a claim the model does not have: {}", r.body),
                     other => panic!("restore: unexpected {other}: {}", r.body),
                 }
             }
@@ -450,10 +307,7 @@ impl Model {
                     "tab_type": if sheet { "sheet" } else { "slides" }});
                 if let Some(r) = self.write(actor, note, "create_note_tab", args, None, false) {
                     let id = r["tab_id"].as_str().unwrap().to_string();
-                    assert!(
-                        self.tab_ids[note].insert(id.clone()),
-                        "tab id {id} handed out twice"
-                    );
+                    assert!(self.tab_ids[note].insert(id.clone()), "tab id {id} handed out twice");
                 }
             }
             Op::Source { actor, note, url } => {
@@ -462,75 +316,37 @@ impl Model {
                     "url": format!("https://www.example.com/doc/{url}?utm_source=x"), "title": format!("Doc {url}")});
                 if let Some(r) = self.write(actor, note, "add_note_source", args, None, false) {
                     let again = !self.sources[note].insert(url);
-                    assert_eq!(
-                        r["already_attached"] == true,
-                        again,
-                        "a source is attached once: {r}"
-                    );
+                    assert_eq!(r["already_attached"] == true, again, "a source is attached once: {r}");
                 }
             }
-            Op::Claim {
-                actor,
-                note,
-                whole,
-                ttl,
-            } => {
+            Op::Claim { actor, note, whole, ttl } => {
                 let tab = (!whole).then(|| "markdown".to_string());
                 let mut args = json!({"note_id": self.notes[note], "ttl_seconds": ttl});
                 if let Some(t) = &tab {
                     args["tab_id"] = t.clone().into();
                 }
-                let mine = self
-                    .live()
-                    .find(|c| c.note == note && c.holder == actor && c.tab == tab)
-                    .cloned();
-                let clash = self
-                    .live()
-                    .find(|c| {
-                        c.note == note
-                            && overlaps(&c.tab, &tab)
-                            && mine.as_ref().is_none_or(|m| m.id != c.id)
-                    })
-                    .cloned();
+                let mine = self.live().find(|c| c.note == note && c.holder == actor && c.tab == tab).cloned();
+                let clash = self.live().find(|c| c.note == note && overlaps(&c.tab, &tab) && mine.as_ref().is_none_or(|m| m.id != c.id)).cloned();
                 let r = self.call(actor, "claim_note", args);
                 let now = self.now();
                 match r["error"].as_str() {
                     None => {
-                        assert!(
-                            clash.is_none(),
-                            "claim granted over a live overlapping claim {clash:?}: {r}"
-                        );
+                        assert!(clash.is_none(), "claim granted over a live overlapping claim {clash:?}: {r}");
                         let id = r["claim_id"].as_str().unwrap().to_string();
                         if let Some(m) = &mine {
-                            assert_eq!(
-                                m.id, id,
-                                "claiming what you hold is a heartbeat on the same claim"
-                            );
+                            assert_eq!(m.id, id, "claiming what you hold is a heartbeat on the same claim");
                             self.seen_kinds.add("heartbeat");
                         } else {
                             self.seen_kinds.add("claim granted");
                         }
-                        if self
-                            .claims
-                            .iter()
-                            .any(|c| c.note == note && overlaps(&c.tab, &tab) && c.expires <= now)
-                        {
+                        if self.claims.iter().any(|c| c.note == note && overlaps(&c.tab, &tab) && c.expires <= now) {
                             self.seen_kinds.add("claim granted after a lapse");
                         }
                         self.claims.retain(|c| c.id != id);
-                        self.claims.push(Held {
-                            id,
-                            holder: actor,
-                            note,
-                            tab,
-                            expires: now + ttl * SECOND,
-                        });
+                        self.claims.push(Held { id, holder: actor, note, tab, expires: now + ttl * SECOND });
                     }
                     Some("claim_conflict") => {
-                        assert!(
-                            clash.is_some(),
-                            "claim refused with nothing in the way: {r}"
-                        );
+                        assert!(clash.is_some(), "claim refused with nothing in the way: {r}");
                         self.seen_kinds.add("claim refused");
                     }
                     Some(other) => panic!("claim_note: unexpected refusal {other}: {r}"),
@@ -543,45 +359,23 @@ impl Model {
                 let c = self.claims[pick % self.claims.len()].clone();
                 let live = c.expires > self.now();
                 let renew = matches!(op, Op::Renew { .. });
-                let tool = if renew {
-                    "renew_claim"
-                } else {
-                    "release_claim"
-                };
+                let tool = if renew { "renew_claim" } else { "release_claim" };
                 let r = self.call(actor, tool, json!({"claim_id": c.id}));
                 let now = self.now();
                 let theirs = self.who[c.holder].subject != self.who[actor].subject;
                 match (renew, r["error"].as_str()) {
                     (true, None) => {
-                        assert!(
-                            live && !theirs,
-                            "renewed a claim that is lapsed ({}) or not the caller's ({theirs}): {r}",
-                            !live
-                        );
+                        assert!(live && !theirs, "renewed a claim that is lapsed ({}) or not the caller's ({theirs}): {r}", !live);
                         let ttl = r["ttl_seconds"].as_u64().unwrap();
-                        self.claims
-                            .iter_mut()
-                            .filter(|m| m.id == c.id)
-                            .for_each(|m| m.expires = now + ttl * SECOND);
+                        self.claims.iter_mut().filter(|m| m.id == c.id).for_each(|m| m.expires = now + ttl * SECOND);
                     }
                     (false, None) => {
-                        assert!(
-                            !theirs || r["released"] == false,
-                            "released someone else's claim: {r}"
-                        );
-                        assert_eq!(
-                            r["released"] == true,
-                            live,
-                            "released: {r}, live in the model: {live}"
-                        );
+                        assert!(!theirs || r["released"] == false, "released someone else's claim: {r}");
+                        assert_eq!(r["released"] == true, live, "released: {r}, live in the model: {live}");
                         self.claims.retain(|m| m.id != c.id);
                     }
-                    (_, Some("forbidden")) => {
-                        assert!(theirs, "refused the holder's own claim: {r}")
-                    }
-                    (_, Some("not_found")) => {
-                        assert!(!live || theirs, "a live claim was not found: {r}")
-                    }
+                    (_, Some("forbidden")) => assert!(theirs, "refused the holder's own claim: {r}"),
+                    (_, Some("not_found")) => assert!(!live || theirs, "a live claim was not found: {r}"),
                     (_, Some(other)) => panic!("{tool}: unexpected refusal {other}: {r}"),
                 }
             }
@@ -605,13 +399,10 @@ impl Model {
                 self.seen_kinds.add("replay");
             }
             Op::ReuseKey { pick } => {
-                let Some(i) = (0..self.sent.len())
-                    .map(|k| (pick + k) % self.sent.len())
-                    .find(|k| {
-                        let s = &self.sent[*k];
-                        s.tool == "edit_note_tab" && s.first.get("error").is_none()
-                    })
-                else {
+                let Some(i) = (0..self.sent.len()).map(|k| (pick + k) % self.sent.len()).find(|k| {
+                    let s = &self.sent[*k];
+                    s.tool == "edit_note_tab" && s.first.get("error").is_none()
+                }) else {
                     return;
                 };
                 let (actor, first) = (self.sent[i].actor, self.sent[i].args.clone());
@@ -643,30 +434,15 @@ impl Model {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|c| {
-                    (
-                        c["claim_id"].as_str().unwrap().to_string(),
-                        c["tab_id"].as_str().map(str::to_string),
-                    )
-                })
+                .map(|c| (c["claim_id"].as_str().unwrap().to_string(), c["tab_id"].as_str().map(str::to_string)))
                 .collect();
             have.sort();
-            let mut want: Vec<(String, Option<String>)> = self
-                .live()
-                .filter(|c| c.note == note)
-                .map(|c| (c.id.clone(), c.tab.clone()))
-                .collect();
+            let mut want: Vec<(String, Option<String>)> = self.live().filter(|c| c.note == note).map(|c| (c.id.clone(), c.tab.clone())).collect();
             want.sort();
-            assert_eq!(
-                have, want,
-                "the board of note {note} is the model's live claims"
-            );
+            assert_eq!(have, want, "the board of note {note} is the model's live claims");
             for (i, a) in want.iter().enumerate() {
                 for b in &want[i + 1..] {
-                    assert!(
-                        !overlaps(&a.1, &b.1),
-                        "overlapping live claims {a:?} and {b:?}"
-                    );
+                    assert!(!overlaps(&a.1, &b.1), "overlapping live claims {a:?} and {b:?}");
                 }
             }
         }
@@ -676,21 +452,10 @@ impl Model {
     fn check_history(&mut self) {
         for note in 0..2 {
             let id = self.notes[note].clone();
-            let versions: Vec<(u64, String)> = self.text[note]
-                .iter()
-                .map(|(v, t)| (*v, t.clone()))
-                .collect();
+            let versions: Vec<(u64, String)> = self.text[note].iter().map(|(v, t)| (*v, t.clone())).collect();
             for (v, t) in versions {
-                let r = self.call(
-                    2,
-                    "read_note_tab",
-                    json!({"note_id": id, "tab_id": "markdown", "at_version": v}),
-                );
-                assert_eq!(
-                    r["text"].as_str(),
-                    Some(t.as_str()),
-                    "note {note} at version {v}: {r}"
-                );
+                let r = self.call(2, "read_note_tab", json!({"note_id": id, "tab_id": "markdown", "at_version": v}));
+                assert_eq!(r["text"].as_str(), Some(t.as_str()), "note {note} at version {v}: {r}");
             }
             self.read(2, note);
         }
@@ -743,12 +508,7 @@ fn the_model_catches_a_store_that_drops_acknowledged_writes_when_nobody_checks()
 fn the_generated_programs_exercise_every_rule() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, TestRunner};
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        proptest::test_runner::TestRng::deterministic_rng(
-            proptest::test_runner::RngAlgorithm::ChaCha,
-        ),
-    );
+    let mut runner = TestRunner::new_with_rng(Config::default(), proptest::test_runner::TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha));
     let programs = proptest::collection::vec(op(), 30..60);
     let mut all = Seen::default();
     for _ in 0..150 {
@@ -758,27 +518,9 @@ fn the_generated_programs_exercise_every_rule() {
         }
     }
     eprintln!("150 programs: {:?}", all.0);
-    for kind in [
-        "acknowledged write",
-        "rebased append",
-        "version conflict",
-        "write refused by a claim",
-        "claim granted",
-        "heartbeat",
-        "claim refused",
-        "claim granted after a lapse",
-        "replay",
-        "key reused",
-        "already attached",
-        "swaps lost",
-        "swaps dropped",
-        "patch",
-        "restore",
-    ] {
-        assert!(
-            all.0.get(kind).copied().unwrap_or(0) >= 5,
-            "the programs hardly ever reach {kind:?}: {:?}",
-            all.0
-        );
+    for kind in ["acknowledged write", "rebased append", "version conflict", "write refused by a claim", "claim granted", "heartbeat",
+        "claim refused", "claim granted after a lapse", "replay", "key reused", "already attached", "swaps lost", "swaps dropped",
+        "patch", "restore"] {
+        assert!(all.0.get(kind).copied().unwrap_or(0) >= 5, "the programs hardly ever reach {kind:?}: {:?}", all.0);
     }
 }

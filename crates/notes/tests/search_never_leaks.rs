@@ -24,26 +24,12 @@ fn a_deleted_tab_is_never_a_hit_nor_in_a_snippet() {
     let ada = human("acme");
     let note = w.note(&ada, "Deck", true);
     let v = w.version(&ada, &note);
-    let deck = w.ok(
-        &ada,
-        "create_note_tab",
-        json!({"note_id": note, "expected_version": v, "idempotency_key": "d",
-        "tab_type": "slides", "label": "Old deck", "slides": [{"title": "obsidian secret"}]}),
-    )["tab_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let deck = w.ok(&ada, "create_note_tab", json!({"note_id": note, "expected_version": v, "idempotency_key": "d",
+        "tab_type": "slides", "label": "Old deck", "slides": [{"title": "obsidian secret"}]}))["tab_id"]
+        .as_str().unwrap().to_string();
     assert_eq!(count(&search(&mut w, &ada, "obsidian")), 1);
     let v = w.version(&ada, &note);
-    let r = rest::delete_tab(
-        &w.kv,
-        &mut w.env,
-        &ada,
-        &note,
-        &deck,
-        json!({"expected_version": v}),
-    )
-    .unwrap();
+    let r = rest::delete_tab(&w.kv, &mut w.env, &ada, &note, &deck, json!({"expected_version": v})).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
     let r = search(&mut w, &ada, "obsidian");
     assert_eq!(count(&r), 0);
@@ -59,35 +45,16 @@ fn agents_never_find_notes_not_approved_for_them_or_withdrawn() {
     w.write_text(&ada, &hidden, "basalt plans", "k1");
     let open = w.note(&ada, "Open", true);
     w.write_text(&ada, &open, "granite plans", "k1");
-    assert_eq!(
-        count(&search(&mut w, &ada, "basalt")),
-        1,
-        "people see every note of their tenant"
-    );
+    assert_eq!(count(&search(&mut w, &ada, "basalt")), 1, "people see every note of their tenant");
     let r = search(&mut w, &bot, "basalt");
     assert_eq!(count(&r), 0);
     assert!(!shown(&r).contains("basalt plans") && !shown(&r).contains("Private"));
-    assert_eq!(
-        count(&search(&mut w, &bot, "plans")),
-        1,
-        "only the approved note"
-    );
+    assert_eq!(count(&search(&mut w, &bot, "plans")), 1, "only the approved note");
     assert_eq!(count(&search(&mut w, &bot, "granite")), 1);
     let v = w.version(&ada, &open);
-    let r = rest::update_note(
-        &w.kv,
-        &mut w.env,
-        &ada,
-        &open,
-        json!({"expected_version": v, "approved_for_agents": false}),
-    )
-    .unwrap();
+    let r = rest::update_note(&w.kv, &mut w.env, &ada, &open, json!({"expected_version": v, "approved_for_agents": false})).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(
-        count(&search(&mut w, &bot, "granite")),
-        0,
-        "withdrawn from agents: gone at once"
-    );
+    assert_eq!(count(&search(&mut w, &bot, "granite")), 0, "withdrawn from agents: gone at once");
     assert_eq!(count(&search(&mut w, &ada, "granite")), 1);
 }
 
@@ -122,12 +89,8 @@ fn a_refused_write_makes_nothing_findable() {
     let mut w = World::new();
     let ada = human("acme");
     let note = w.note(&ada, "Draft", true);
-    let r = w.call(
-        &ada,
-        "edit_note_tab",
-        json!({"note_id": note, "tab_id": "markdown", "expected_version": 99,
-        "idempotency_key": "k", "operation": "replace_text", "text": "feldspar"}),
-    );
+    let r = w.call(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 99,
+        "idempotency_key": "k", "operation": "replace_text", "text": "feldspar"}));
     assert_eq!(r["structuredContent"]["error"], "version_conflict");
     assert_eq!(count(&search(&mut w, &ada, "feldspar")), 0);
 }
@@ -140,28 +103,13 @@ fn a_lost_swap_leaves_a_marker_that_never_becomes_a_hit() {
     let v = w.version(&ada, &note);
     // Every head swap lost: the write's dirty marker is written, its head never is.
     w.kv.faults().lose_swaps_of(Some("/note/"));
-    let r = w.call(
-        &ada,
-        "edit_note_tab",
-        json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
-        "idempotency_key": "k", "operation": "replace_text", "text": "gneiss"}),
-    );
+    let r = w.call(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
+        "idempotency_key": "k", "operation": "replace_text", "text": "gneiss"}));
     w.kv.faults().lose_swaps_of(None);
     assert_eq!(r["structuredContent"]["error"], "busy", "{r}");
     let left = cairn_notes::search::check(&w.kv, "acme").unwrap();
-    assert_eq!(
-        left.dirty, 1,
-        "the lost write left its marker behind: {left:?}"
-    );
-    assert_eq!(
-        count(&search(&mut w, &ada, "gneiss")),
-        0,
-        "the note is proved against what was committed"
-    );
+    assert_eq!(left.dirty, 1, "the lost write left its marker behind: {left:?}");
+    assert_eq!(count(&search(&mut w, &ada, "gneiss")), 0, "the note is proved against what was committed");
     cairn_notes::search::merge(&w.kv, &mut w.env, "acme", usize::MAX).unwrap();
-    assert_eq!(
-        count(&search(&mut w, &ada, "gneiss")),
-        0,
-        "nor does a merge index it"
-    );
+    assert_eq!(count(&search(&mut w, &ada, "gneiss")), 0, "nor does a merge index it");
 }

@@ -75,3 +75,4 @@ fn invalid_tenant_ids_are_refused_before_any_store_access() {
     assert!(kv.take_reads().is_empty());
     assert!(TenantKv::new(&kv, "acme_1-x").is_some());
 }
+

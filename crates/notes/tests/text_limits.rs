@@ -59,9 +59,5 @@ fn slides_over_the_document_limit_are_refused_too_large() {
         "idempotency_key": "k", "operation": "replace_tab_data", "data": {"slides": big}}),
     );
     assert_eq!(r["error"], "too_large");
-    assert_eq!(
-        w.kv.notes_state(),
-        before,
-        "refused before any blob is written"
-    );
+    assert_eq!(w.kv.notes_state(), before, "refused before any blob is written");
 }

@@ -59,22 +59,9 @@ fn tool_names_use_only_lowercase_and_underscores_and_scopes_match_kinds() {
 fn every_tool_has_a_title_and_all_four_annotations_and_none_is_open_world() {
     for s in &cairn_notes::tools::tools() {
         let listed = serde_json::to_value(s).unwrap();
-        assert!(
-            listed["title"].as_str().is_some_and(|t| !t.is_empty()),
-            "{}",
-            s.name
-        );
-        for hint in [
-            "readOnlyHint",
-            "destructiveHint",
-            "idempotentHint",
-            "openWorldHint",
-        ] {
-            assert!(
-                listed["annotations"][hint].is_boolean(),
-                "{} lacks {hint}",
-                s.name
-            );
+        assert!(listed["title"].as_str().is_some_and(|t| !t.is_empty()), "{}", s.name);
+        for hint in ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] {
+            assert!(listed["annotations"][hint].is_boolean(), "{} lacks {hint}", s.name);
         }
         assert_eq!(listed["annotations"]["openWorldHint"], false, "{}", s.name);
         // A read tool is never destructive.

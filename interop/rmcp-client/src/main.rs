@@ -28,41 +28,22 @@ fn object(v: Value) -> Map<String, Value> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Failure> {
-    let url = std::env::args()
-        .nth(1)
-        .ok_or("usage: cairn-rmcp-interop URL")?;
+    let url = std::env::args().nth(1).ok_or("usage: cairn-rmcp-interop URL")?;
     let (token, note) = (env("CAIRN_TOKEN")?, env("CAIRN_NOTE")?);
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
-    );
+    let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url).auth_header(token));
     let client = ().serve(transport).await?;
     let info = serde_json::to_value(client.peer_info().as_deref())?;
-    let protocol = info["protocolVersion"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let protocol = info["protocolVersion"].as_str().unwrap_or_default().to_string();
 
     let tools = client.list_all_tools().await?;
     let with_output_schema = tools.iter().filter(|t| t.output_schema.is_some()).count();
     let call = |name: &'static str, args: Value| {
         let client = &client;
-        async move {
-            client
-                .call_tool(CallToolRequestParams::new(name).with_arguments(object(args)))
-                .await
-        }
+        async move { client.call_tool(CallToolRequestParams::new(name).with_arguments(object(args))).await }
     };
-    let read = serde_json::to_value(
-        call(
-            "read_note_tab",
-            json!({"note_id": note, "tab_id": "markdown"}),
-        )
-        .await?,
-    )?;
+    let read = serde_json::to_value(call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?)?;
     let tab = &read["structuredContent"];
-    let version = tab["version"]
-        .as_u64()
-        .ok_or("read_note_tab answered without a version")?;
+    let version = tab["version"].as_u64().ok_or("read_note_tab answered without a version")?;
     let text = format!("{}rust sdk\n", tab["text"].as_str().unwrap_or_default());
     let edit = |key: &'static str| {
         json!({"note_id": note, "tab_id": "markdown", "expected_version": version, "idempotency_key": key,
@@ -82,11 +63,7 @@ async fn main() -> Result<(), Failure> {
     let listed = resources.iter().any(|r| r.uri == note_uri);
     let templates = serde_json::to_value(client.list_resource_templates(None).await?)?;
     let tab_uri = format!("{note_uri}/tabs/markdown");
-    let contents = serde_json::to_value(
-        client
-            .read_resource(ReadResourceRequestParams::new(tab_uri))
-            .await?,
-    )?;
+    let contents = serde_json::to_value(client.read_resource(ReadResourceRequestParams::new(tab_uri)).await?)?;
     let markdown = contents["contents"]
         .as_array()
         .into_iter()

@@ -33,9 +33,5 @@ pub fn shared_url() -> String {
 /// A namespace no other store of this process uses.
 pub fn fresh_namespace(label: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "test-{label}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
+    format!("test-{label}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
 }

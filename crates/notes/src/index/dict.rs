@@ -21,13 +21,8 @@ pub(crate) fn start(term: &str) -> String {
 }
 
 fn parse(raw: &[u8]) -> Result<BTreeSet<String>, Failure> {
-    let text = std::str::from_utf8(raw)
-        .map_err(|_| Failure::Corrupt("search dictionary record is not UTF-8".into()))?;
-    Ok(text
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect())
+    let text = std::str::from_utf8(raw).map_err(|_| Failure::Corrupt("search dictionary record is not UTF-8".into()))?;
+    Ok(text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
 }
 
 fn render(terms: &BTreeSet<String>) -> Vec<u8> {
@@ -44,12 +39,9 @@ fn render(terms: &BTreeSet<String>) -> Vec<u8> {
 pub(crate) fn add<'a>(kv: &TenantKv, terms: impl IntoIterator<Item = &'a str>) -> Out<()> {
     let mut by_key: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for t in terms {
-        by_key
-            .entry(keys::search_dict(&start(t)))
-            .or_default()
-            .push(t);
+        by_key.entry(keys::search_dict(&start(t))).or_default().push(t);
     }
-    kv.rewrite_many(by_key.keys().cloned().collect(), |key, raw| {
+    kv.rewrite_many(by_key.keys().cloned().collect(), "the search dictionary is busy; nothing more was written", |key, raw| {
         let mut have = match raw {
             Some(raw) => parse(raw)?,
             None => BTreeSet::new(),
@@ -62,13 +54,8 @@ pub(crate) fn add<'a>(kv: &TenantKv, terms: impl IntoIterator<Item = &'a str>) -
 
 /// The indexed terms that start with `prefix` (at least two characters).
 pub(crate) fn starting_with(kv: &TenantKv, prefix: &str) -> Result<Vec<String>, Failure> {
-    let Some(raw) = kv.get(&keys::search_dict(&start(prefix)))? else {
-        return Ok(Vec::new());
-    };
-    Ok(parse(&raw)?
-        .into_iter()
-        .filter(|t| t.starts_with(prefix))
-        .collect())
+    let Some(raw) = kv.get(&keys::search_dict(&start(prefix)))? else { return Ok(Vec::new()) };
+    Ok(parse(&raw)?.into_iter().filter(|t| t.starts_with(prefix)).collect())
 }
 
 #[cfg(test)]
@@ -81,10 +68,7 @@ mod tests {
         let kv = TenantKv::new(&store, "acme").unwrap();
         add(&kv, ["launch", "lamp", "la", "brief", "café"]).unwrap();
         add(&kv, ["launch", "laundri"]).unwrap();
-        assert_eq!(
-            starting_with(&kv, "la").unwrap(),
-            ["la", "lamp", "launch", "laundri"]
-        );
+        assert_eq!(starting_with(&kv, "la").unwrap(), ["la", "lamp", "launch", "laundri"]);
         assert_eq!(starting_with(&kv, "laun").unwrap(), ["launch", "laundri"]);
         assert_eq!(starting_with(&kv, "caf").unwrap(), ["café"]);
         assert!(starting_with(&kv, "zz").unwrap().is_empty());

@@ -13,6 +13,7 @@ use crate::model::TabKind;
 use crate::refusal::Failure;
 
 use super::Terms;
+use super::codec::{Reader, put_varint};
 
 /// Largest encoded record kept with every term list.
 pub(crate) const MAX_DOC_RECORD: usize = 768 * 1024;
@@ -51,38 +52,23 @@ impl DocTab {
 
     /// Whether this is what `tab` of a note titled `title` says, as indexed
     /// under `indexed_title`: same content, label and (for a titled tab) title.
-    pub(crate) fn says_the_same(
-        &self,
-        tab: &crate::model::Tab,
-        title: &str,
-        indexed_title: &str,
-    ) -> bool {
-        self.content_hash == tab.content_hash
-            && self.label == tab.label
-            && (!self.titled || title == indexed_title)
+    pub(crate) fn says_the_same(&self, tab: &crate::model::Tab, title: &str, indexed_title: &str) -> bool {
+        self.content_hash == tab.content_hash && self.label == tab.label && (!self.titled || title == indexed_title)
     }
 
     /// The terms as a [`Terms`], when kept.
     pub(crate) fn terms(&self) -> Option<Terms> {
-        self.terms.as_ref().map(|list| Terms {
-            counts: list.iter().cloned().collect(),
-            len: self.len,
-            pairs: self.pairs.clone().unwrap_or_default(),
-        })
+        self.terms.as_ref().map(|list| Terms { counts: list.iter().cloned().collect(), len: self.len, pairs: self.pairs.clone().unwrap_or_default() })
     }
 
     /// Whether the tab may hold `stem` (`None`: the terms are not kept).
     pub(crate) fn has_term(&self, stem: &str) -> Option<bool> {
-        self.terms
-            .as_ref()
-            .map(|list| list.binary_search_by(|(t, _)| t.as_str().cmp(stem)).is_ok())
+        self.terms.as_ref().map(|list| list.binary_search_by(|(t, _)| t.as_str().cmp(stem)).is_ok())
     }
 
     /// Whether the tab may hold `b` right after `a` (`None`: not kept).
     pub(crate) fn has_pair(&self, a: &str, b: &str) -> Option<bool> {
-        self.pairs
-            .as_ref()
-            .map(|list| list.binary_search(&super::pair_hash(a, b)).is_ok())
+        self.pairs.as_ref().map(|list| list.binary_search(&super::pair_hash(a, b)).is_ok())
     }
 }
 
@@ -99,59 +85,15 @@ pub(crate) struct Doc {
     pub tabs: Vec<DocTab>,
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
 fn put_str(out: &mut Vec<u8>, s: &str) {
     put_varint(out, s.len() as u64);
     out.extend_from_slice(s.as_bytes());
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-fn bad() -> Failure {
-    Failure::Corrupt("search doc record is malformed".into())
-}
-
-impl<'a> Reader<'a> {
-    fn byte(&mut self) -> Result<u8, Failure> {
-        let b = *self.bytes.get(self.at).ok_or_else(bad)?;
-        self.at += 1;
-        Ok(b)
-    }
-
-    fn varint(&mut self) -> Result<u64, Failure> {
-        let (mut n, mut shift) = (0u64, 0);
-        loop {
-            let b = self.byte()?;
-            n |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                return Ok(n);
-            }
-            shift += 7;
-            if shift > 63 {
-                return Err(bad());
-            }
-        }
-    }
-
-    fn str(&mut self) -> Result<String, Failure> {
-        let n = self.varint()? as usize;
-        let s = self
-            .bytes
-            .get(self.at..self.at.checked_add(n).ok_or_else(bad)?)
-            .ok_or_else(bad)?;
-        self.at += n;
-        String::from_utf8(s.to_vec()).map_err(|_| bad())
-    }
+/// A string written by [`put_str`].
+fn text(r: &mut Reader) -> Result<String, Failure> {
+    let n = r.varint()? as usize;
+    Ok(r.str(n)?.to_string())
 }
 
 impl Doc {
@@ -206,19 +148,19 @@ impl Doc {
 
     /// Decodes a record; anything malformed is a corrupt store.
     pub(crate) fn decode(bytes: &[u8]) -> Result<Doc, Failure> {
-        let mut r = Reader { bytes, at: 0 };
+        let mut r = Reader::new(bytes, "search doc record");
         if r.byte()? != FORMAT {
-            return Err(bad());
+            return Err(r.bad());
         }
         let rev = r.varint()?;
         let applying_since = r.varint()?;
-        let title = r.str()?;
+        let title = text(&mut r)?;
         let n = r.varint()? as usize;
         let mut tabs = Vec::with_capacity(n.min(1024));
         for _ in 0..n {
-            let id = r.str()?;
-            let content_hash = r.str()?;
-            let label = r.str()?;
+            let id = text(&mut r)?;
+            let content_hash = text(&mut r)?;
+            let label = text(&mut r)?;
             let titled = r.byte()? != 0;
             let len = r.varint()?;
             let (terms, pairs) = match r.byte()? {
@@ -227,40 +169,22 @@ impl Doc {
                     let k = r.varint()? as usize;
                     let mut list = Vec::with_capacity(k.min(1 << 16));
                     for _ in 0..k {
-                        list.push((r.str()?, r.varint()?));
+                        list.push((text(&mut r)?, r.varint()?));
                     }
                     let k = r.varint()? as usize;
                     let mut pairs = Vec::with_capacity(k.min(1 << 16));
                     for _ in 0..k {
-                        pairs.push(u32::from_le_bytes([
-                            r.byte()?,
-                            r.byte()?,
-                            r.byte()?,
-                            r.byte()?,
-                        ]));
+                        pairs.push(u32::from_le_bytes([r.byte()?, r.byte()?, r.byte()?, r.byte()?]));
                     }
                     (Some(list), Some(pairs))
                 }
             };
-            tabs.push(DocTab {
-                id,
-                content_hash,
-                label,
-                titled,
-                len,
-                terms,
-                pairs,
-            });
+            tabs.push(DocTab { id, content_hash, label, titled, len, terms, pairs });
         }
-        if r.at != bytes.len() {
-            return Err(bad());
+        if !r.done() {
+            return Err(r.bad());
         }
-        Ok(Doc {
-            rev,
-            applying_since,
-            title,
-            tabs,
-        })
+        Ok(Doc { rev, applying_since, title, tabs })
     }
 
     /// The tab `id`, if the record has it.
@@ -287,15 +211,7 @@ mod tests {
 
     #[test]
     fn a_record_round_trips_and_garbage_is_corrupt() {
-        let doc = Doc {
-            rev: 300,
-            applying_since: 17,
-            title: "Café plan".into(),
-            tabs: vec![
-                tab("markdown", Some(vec![("cafe", 2), ("plan", 1)])),
-                tab("t2", None),
-            ],
-        };
+        let doc = Doc { rev: 300, applying_since: 17, title: "Café plan".into(), tabs: vec![tab("markdown", Some(vec![("cafe", 2), ("plan", 1)])), tab("t2", None)] };
         let bytes = doc.encode();
         assert_eq!(Doc::decode(&bytes).unwrap(), doc);
         assert!(Doc::decode(&bytes[..bytes.len() - 1]).is_err(), "cut short");
@@ -313,11 +229,7 @@ mod tests {
             applying_since: 0,
             title: String::new(),
             tabs: vec![
-                DocTab {
-                    terms: Some(many),
-                    pairs: Some(vec![1; 1000]),
-                    ..tab("t1", None)
-                },
+                DocTab { terms: Some(many), pairs: Some(vec![1; 1000]), ..tab("t1", None) },
                 tab("markdown", Some(vec![("small", 1)])),
             ],
         };
@@ -325,10 +237,6 @@ mod tests {
         assert!(bytes.len() <= MAX_DOC_RECORD, "{} bytes", bytes.len());
         let back = Doc::decode(&bytes).unwrap();
         assert_eq!(back.tabs[0].terms, None, "the big list is dropped");
-        assert_eq!(
-            back.tabs[1].terms,
-            Some(vec![("small".to_string(), 1)]),
-            "the small one is kept"
-        );
+        assert_eq!(back.tabs[1].terms, Some(vec![("small".to_string(), 1)]), "the small one is kept");
     }
 }

@@ -87,18 +87,12 @@ pub(crate) fn dirty(kv: &TenantKv) -> Result<Dirty, Failure> {
         let page = kv.list_prefix(keys::SEARCH_DIRTY, after.as_deref(), PAGE)?;
         for key in &page {
             let rest = &key[keys::SEARCH_DIRTY.len()..];
-            let Some((note, rev)) = rest.rsplit_once('/') else {
-                continue;
-            };
-            let Ok(rev) = u64::from_str_radix(rev, 16) else {
-                continue;
-            };
+            let Some((note, rev)) = rest.rsplit_once('/') else { continue };
+            let Ok(rev) = u64::from_str_radix(rev, 16) else { continue };
             out.entry(note.to_string()).or_default().push(rev);
         }
         match page.last() {
-            Some(last) if page.len() == PAGE => {
-                after = Some(last[keys::SEARCH_DIRTY.len()..].to_string())
-            }
+            Some(last) if page.len() == PAGE => after = Some(last[keys::SEARCH_DIRTY.len()..].to_string()),
             _ => break,
         }
     }
@@ -112,19 +106,11 @@ const ROUND: usize = 64;
 
 /// Merges up to `budget` dirty notes of the tenant (all of them when it is
 /// larger than their number), in listing order, [`ROUND`] at a time.
-pub(crate) fn merge(
-    kv: &TenantKv,
-    env: &mut dyn Env,
-    tok: &mut Tokenizer,
-    budget: usize,
-) -> Out<MergeReport> {
+pub(crate) fn merge(kv: &TenantKv, env: &mut dyn Env, tok: &mut Tokenizer, budget: usize) -> Out<MergeReport> {
     let all = dirty(kv)?;
     let total = all.len();
     let picked: Vec<(String, Vec<u64>)> = all.into_iter().take(budget).collect();
-    let mut report = MergeReport {
-        notes: picked.len() as u64,
-        ..MergeReport::default()
-    };
+    let mut report = MergeReport { notes: picked.len() as u64, ..MergeReport::default() };
     for round in picked.chunks(ROUND) {
         merge_round(kv, env, tok, round, &mut report)?;
     }
@@ -141,74 +127,36 @@ enum Plan {
     /// Its head is not there (its creation has not landed, or never will).
     Unlanded,
     /// A transition to claim from `old` (the record as read) to `next`.
-    Claim {
-        next: Doc,
-        old: Option<Doc>,
-        take_over: bool,
-        observed: Observed,
-    },
+    Claim { next: Doc, old: Option<Doc>, take_over: bool, observed: Observed },
 }
 
 /// The plan for one note, from its head (`raw`) and its record as read.
-fn plan(
-    kv: &TenantKv,
-    tok: &mut Tokenizer,
-    note: &str,
-    raw: Option<Vec<u8>>,
-    held: Held,
-    now: u64,
-) -> Out<Plan> {
-    let Some(raw) = raw else {
-        return Ok(Plan::Unlanded);
-    };
+fn plan(kv: &TenantKv, tok: &mut Tokenizer, note: &str, raw: Option<Vec<u8>>, held: Held, now: u64) -> Out<Plan> {
+    let Some(raw) = raw else { return Ok(Plan::Unlanded) };
     let head: Head = decode("note head", &raw)?;
     let doc = held.value.as_deref().map(Doc::decode).transpose()?;
-    let covered = doc
-        .as_ref()
-        .filter(|d| d.applying_since == 0)
-        .map_or(0, |d| d.rev);
+    let covered = doc.as_ref().filter(|d| d.applying_since == 0).map_or(0, |d| d.rev);
     if covered >= head.rev {
         return Ok(Plan::Covered(covered));
     }
-    if doc
-        .as_ref()
-        .is_some_and(|d| d.applying_since != 0 && now.saturating_sub(d.applying_since) < STUCK_US)
-    {
+    if doc.as_ref().is_some_and(|d| d.applying_since != 0 && now.saturating_sub(d.applying_since) < STUCK_US) {
         return Ok(Plan::Busy);
     }
     let take_over = doc.as_ref().is_some_and(|d| d.applying_since != 0);
     match next_doc(kv, tok, &head, doc.as_ref(), now) {
-        Ok(next) => Ok(Plan::Claim {
-            next,
-            old: doc,
-            take_over,
-            observed: held.observed,
-        }),
+        Ok(next) => Ok(Plan::Claim { next, old: doc, take_over, observed: held.observed }),
         // Content gone since the head was read (a later commit and a
         // history sweep): the head moved on; the next round sees it.
-        Err(Failure::Corrupt(_)) if kv.get(&keys::note(note))?.as_deref() != Some(&raw[..]) => {
-            Ok(Plan::Busy)
-        }
+        Err(Failure::Corrupt(_)) if kv.get(&keys::note(note))?.as_deref() != Some(&raw[..]) => Ok(Plan::Busy),
         Err(e) => Err(e.into()),
     }
 }
 
 /// One round over `notes` (see the module docs).
-fn merge_round(
-    kv: &TenantKv,
-    env: &mut dyn Env,
-    tok: &mut Tokenizer,
-    notes: &[(String, Vec<u64>)],
-    report: &mut MergeReport,
-) -> Out<()> {
+fn merge_round(kv: &TenantKv, env: &mut dyn Env, tok: &mut Tokenizer, notes: &[(String, Vec<u64>)], report: &mut MergeReport) -> Out<()> {
     let now = env.now_us();
     let heads = kv.get_many(&notes.iter().map(|(n, _)| keys::note(n)).collect::<Vec<_>>())?;
-    let docs = kv.read_many(
-        &notes
-            .iter()
-            .map(|(n, _)| keys::search_doc(n))
-            .collect::<Vec<_>>(),
-    )?;
+    let docs = kv.read_many(&notes.iter().map(|(n, _)| keys::search_doc(n)).collect::<Vec<_>>())?;
     let mut plans = Vec::with_capacity(notes.len());
     for (((note, _), raw), held) in notes.iter().zip(heads).zip(docs) {
         plans.push(plan(kv, tok, note, raw, held, now)?);
@@ -219,9 +167,7 @@ fn merge_round(
         .iter()
         .zip(&plans)
         .filter_map(|((n, _), p)| match p {
-            Plan::Claim { next, observed, .. } => {
-                Some((keys::search_doc(n), *observed, next.encode()))
-            }
+            Plan::Claim { next, observed, .. } => Some((keys::search_doc(n), *observed, next.encode())),
             _ => None,
         })
         .collect();
@@ -236,39 +182,20 @@ fn merge_round(
     let mut words: BTreeSet<String> = BTreeSet::new();
     let mut ops: BTreeMap<String, Vec<postings::Op>> = BTreeMap::new();
     for ((note, _), p) in notes.iter().zip(&plans) {
-        if let Plan::Claim {
-            next,
-            old,
-            take_over,
-            ..
-        } = p
-        {
+        if let Plan::Claim { next, old, take_over, .. } = p {
             changes(note, old.as_ref(), next, *take_over, &mut words, &mut ops);
         }
     }
     dict::add(kv, words.iter().map(String::as_str))?;
-    kv.rewrite_many(ops.keys().cloned().collect(), |key, raw| {
-        Ok(postings::apply_ops_raw(raw.unwrap_or_default(), &ops[key])?)
-    })?;
+    kv.rewrite_many(ops.keys().cloned().collect(), "the search index is busy; nothing more was written", |key, raw| Ok(postings::apply_ops_raw(raw.unwrap_or_default(), &ops[key])?))?;
 
     // Done: each record that is still the transition it claimed.
     let claimed: Vec<(&str, &Doc)> = notes
         .iter()
         .zip(&plans)
-        .filter_map(|((n, _), p)| {
-            if let Plan::Claim { next, .. } = p {
-                Some((n.as_str(), next))
-            } else {
-                None
-            }
-        })
+        .filter_map(|((n, _), p)| if let Plan::Claim { next, .. } = p { Some((n.as_str(), next)) } else { None })
         .collect();
-    let reads = kv.read_many(
-        &claimed
-            .iter()
-            .map(|(n, _)| keys::search_doc(n))
-            .collect::<Vec<_>>(),
-    )?;
+    let reads = kv.read_many(&claimed.iter().map(|(n, _)| keys::search_doc(n)).collect::<Vec<_>>())?;
     let mut finishes = Vec::new();
     for ((note, next), held) in claimed.iter().zip(reads) {
         let Some(raw) = held.value else { continue };
@@ -312,10 +239,7 @@ fn merge_round(
         }
         report.still_dirty += 1;
         // A commit on its way, or one that never landed: fence the note against old ones' writers.
-        if ahead
-            .iter()
-            .any(|r| marker_age(kv, note, *r, now).is_some_and(|age| age > FENCE_AFTER_US))
-        {
+        if ahead.iter().any(|r| marker_age(kv, note, *r, now).is_some_and(|age| age > FENCE_AFTER_US)) {
             fence(kv, env, note)?;
             report.fenced += 1;
         }
@@ -327,99 +251,53 @@ fn merge_round(
 
 /// The terms of `head`'s tabs as a new record for revision `head.rev`,
 /// applying since `now`: tabs that say what `old` recorded keep its terms.
-fn next_doc(
-    kv: &TenantKv,
-    tok: &mut Tokenizer,
-    head: &Head,
-    old: Option<&Doc>,
-    now: u64,
-) -> Result<Doc, Failure> {
+fn next_doc(kv: &TenantKv, tok: &mut Tokenizer, head: &Head, old: Option<&Doc>, now: u64) -> Result<Doc, Failure> {
     let mut tabs = Vec::with_capacity(head.tabs.len());
     for tab in &head.tabs {
-        let kept = old.and_then(|d| {
-            d.tab(&tab.id)
-                .filter(|t| t.terms.is_some() && t.says_the_same(tab, &head.title, &d.title))
-        });
+        let kept = old.and_then(|d| d.tab(&tab.id).filter(|t| t.terms.is_some() && t.says_the_same(tab, &head.title, &d.title)));
         tabs.push(match kept {
             Some(t) => t.clone(),
             None => DocTab::of(tab, &tab_terms(kv, tok, &head.title, tab)?),
         });
     }
-    Ok(Doc {
-        rev: head.rev,
-        applying_since: now.max(1),
-        title: head.title.clone(),
-        tabs,
-    })
+    Ok(Doc { rev: head.rev, applying_since: now.max(1), title: head.title.clone(), tabs })
 }
 
 /// The postings changes of the transition of `note` from `old` to `next`
 /// (see the module docs; `take_over` re-adds every term of `next`), added
 /// to `ops` by record, and the words the dictionary needs, to `words`.
-fn changes(
-    note: &str,
-    old: Option<&Doc>,
-    next: &Doc,
-    take_over: bool,
-    words: &mut BTreeSet<String>,
-    ops: &mut BTreeMap<String, Vec<postings::Op>>,
-) {
+fn changes(note: &str, old: Option<&Doc>, next: &Doc, take_over: bool, words: &mut BTreeSet<String>, ops: &mut BTreeMap<String, Vec<postings::Op>>) {
     let rev = next.rev;
     let bucket = postings::bucket(note);
     let mut added: BTreeMap<&str, Vec<(String, u8, u8)>> = BTreeMap::new();
     let mut dropped: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for tab in &next.tabs {
         let Some(terms) = &tab.terms else { continue };
-        let before = if take_over {
-            None
-        } else {
-            old.and_then(|d| d.tab(&tab.id)).and_then(DocTab::terms)
-        };
+        let before = if take_over { None } else { old.and_then(|d| d.tab(&tab.id)).and_then(DocTab::terms) };
         let len = postings::class(tab.len);
         for (term, n) in terms {
             let now = (postings::class(*n), len);
             if before.as_ref().and_then(|b| b.classes(term)) != Some(now) {
-                added
-                    .entry(term.as_str())
-                    .or_default()
-                    .push((tab.id.clone(), now.0, now.1));
+                added.entry(term.as_str()).or_default().push((tab.id.clone(), now.0, now.1));
             }
         }
     }
     for old_tab in old.map(|d| d.tabs.as_slice()).unwrap_or_default() {
-        let Some(old_terms) = &old_tab.terms else {
-            continue;
-        };
+        let Some(old_terms) = &old_tab.terms else { continue };
         let still = next.tab(&old_tab.id).and_then(|t| t.terms.as_ref());
         for (term, _) in old_terms {
-            let kept = still
-                .is_some_and(|list| list.binary_search_by(|(t, _)| t.as_str().cmp(term)).is_ok());
+            let kept = still.is_some_and(|list| list.binary_search_by(|(t, _)| t.as_str().cmp(term)).is_ok());
             if !kept {
-                dropped
-                    .entry(term.as_str())
-                    .or_default()
-                    .push(old_tab.id.clone());
+                dropped.entry(term.as_str()).or_default().push(old_tab.id.clone());
             }
         }
     }
     for (term, tabs) in added {
         words.insert(term.to_string());
-        ops.entry(postings::key(term, bucket))
-            .or_default()
-            .push(postings::Op::Upsert {
-                note: note.to_string(),
-                rev,
-                tabs,
-            });
+        ops.entry(postings::key(term, bucket)).or_default().push(postings::Op::Upsert { note: note.to_string(), rev, tabs });
     }
     for (term, tabs) in dropped {
-        ops.entry(postings::key(term, bucket))
-            .or_default()
-            .push(postings::Op::Remove {
-                note: note.to_string(),
-                up_to: rev,
-                tabs,
-            });
+        ops.entry(postings::key(term, bucket)).or_default().push(postings::Op::Remove { note: note.to_string(), up_to: rev, tabs });
     }
 }
 
@@ -435,35 +313,19 @@ fn marker_age(kv: &TenantKv, note: &str, rev: u64, now: u64) -> Option<u64> {
 /// head now fails its swap, so no marker up to the new revision can still
 /// come true; the next merge brings the record up to it and clears them.
 fn fence(kv: &TenantKv, env: &mut dyn Env, note: &str) -> Out<()> {
-    let limit = Limit {
-        field: "note",
-        message: "the note head would exceed the store's value limit",
-    };
+    let limit = Limit { field: "note", message: "the note head would exceed the store's value limit" };
     let nonce = nonce(env);
     let now = env.now_us();
-    match transact(
-        kv,
-        note,
-        Reader::System,
-        now,
-        &nonce,
-        &limit,
-        "the note is busy; the fence waits for the next merge",
-        |_, _| Ok(Decision::Commit(())),
-    ) {
+    match transact(kv, note, Reader::System, now, &nonce, &limit, "the note is busy; the fence waits for the next merge", |_, _| {
+        Ok(Decision::Commit(()))
+    }) {
         Ok(()) | Err(Fail::Refused(_)) => Ok(()),
         Err(e) => Err(e),
     }
 }
 
 /// Markers of a note with no head: deleted once older than [`FENCE_AFTER_US`].
-fn clear_unlanded(
-    kv: &TenantKv,
-    note: &str,
-    revs: &[u64],
-    now: u64,
-    report: &mut MergeReport,
-) -> Out<bool> {
+fn clear_unlanded(kv: &TenantKv, note: &str, revs: &[u64], now: u64, report: &mut MergeReport) -> Out<bool> {
     let old: Vec<String> = revs
         .iter()
         .filter(|r| marker_age(kv, note, **r, now).is_none_or(|age| age > FENCE_AFTER_US))

@@ -6,6 +6,7 @@
 //! and [`crate::search::check`] are in [`crate::search`].
 //!
 //! - `tokens`: words, folded and stemmed (one rule for index and query).
+//! - `codec`: the varints and reader the binary records share.
 //! - `postings`: term → tabs records, and their encoding.
 //! - `doc`: what the index holds of one note (its [`doc::Doc`] record).
 //! - `dict`: the terms by their first two characters, for prefix queries.
@@ -53,6 +54,7 @@
 //! for a write that leaves every tab's words as they were: a claim, a
 //! rename of nothing, a sweep).
 
+mod codec;
 pub(crate) mod dict;
 pub(crate) mod doc;
 pub(crate) mod merge;
@@ -91,10 +93,7 @@ pub(crate) fn cell_name(row: u64, col: u64) -> String {
 /// markdown tab, the note's main tab); the text, the slides' fields, the
 /// sheets' names and cells, the sources' titles and URLs, the files' names.
 pub(crate) fn fields(kv: &TenantKv, title: &str, tab: &Tab) -> Result<Vec<Field>, Failure> {
-    let f = |name: &str, text: &str| Field {
-        name: name.to_string(),
-        text: text.to_string(),
-    };
+    let f = |name: &str, text: &str| Field { name: name.to_string(), text: text.to_string() };
     let mut out = vec![f("label", &tab.label)];
     match tab.kind {
         TabKind::Markdown => {
@@ -114,8 +113,7 @@ pub(crate) fn fields(kv: &TenantKv, title: &str, tab: &Tab) -> Result<Vec<Field>
             for sheet in &manifest.sheets {
                 out.push(f(&format!("sheet {} name", sheet.sheet_id), &sheet.name));
                 for (b, hash) in &sheet.blocks {
-                    let block: Vec<Vec<serde_json::Value>> =
-                        decode("sheet block", &get_blob(kv, hash)?)?;
+                    let block: Vec<Vec<serde_json::Value>> = decode("sheet block", &get_blob(kv, hash)?)?;
                     for (i, row) in block.iter().enumerate() {
                         for (j, v) in row.iter().enumerate() {
                             let text = match v {
@@ -124,10 +122,7 @@ pub(crate) fn fields(kv: &TenantKv, title: &str, tab: &Tab) -> Result<Vec<Field>
                                 other => other.to_string(),
                             };
                             let r = b * crate::sheet::BLOCK_ROWS + i as u64;
-                            out.push(Field {
-                                name: format!("{} cell {}", sheet.name, cell_name(r, j as u64)),
-                                text,
-                            });
+                            out.push(Field { name: format!("{} cell {}", sheet.name, cell_name(r, j as u64)), text });
                         }
                     }
                 }
@@ -195,19 +190,12 @@ impl Terms {
 
     /// The (tf, len) classes the postings keep for `term`.
     pub(crate) fn classes(&self, term: &str) -> Option<(u8, u8)> {
-        self.counts
-            .get(term)
-            .map(|n| (postings::class(*n), postings::class(self.len)))
+        self.counts.get(term).map(|n| (postings::class(*n), postings::class(self.len)))
     }
 }
 
 /// The terms of a tab of a note titled `title`.
-pub(crate) fn tab_terms(
-    kv: &TenantKv,
-    tok: &mut Tokenizer,
-    title: &str,
-    tab: &Tab,
-) -> Result<Terms, Failure> {
+pub(crate) fn tab_terms(kv: &TenantKv, tok: &mut Tokenizer, title: &str, tab: &Tab) -> Result<Terms, Failure> {
     Ok(Terms::of(tok, &fields(kv, title, tab)?))
 }
 
@@ -221,34 +209,23 @@ pub(crate) struct Before {
 impl Before {
     /// Takes note of a head as read.
     pub(crate) fn of(head: &Head) -> Before {
-        Before {
-            title: head.title.clone(),
-            tabs: head.tabs.clone(),
-        }
+        Before { title: head.title.clone(), tabs: head.tabs.clone() }
     }
 
     /// A note that does not exist yet.
     pub(crate) fn nothing() -> Before {
-        Before {
-            title: String::new(),
-            tabs: Vec::new(),
-        }
+        Before { title: String::new(), tabs: Vec::new() }
     }
 
     /// The tabs whose searchable content differs between this and `head`:
     /// (tab id, as it was, as it is).
-    pub(crate) fn changes<'a>(
-        &'a self,
-        head: &'a Head,
-    ) -> Vec<(&'a str, Option<&'a Tab>, Option<&'a Tab>)> {
+    pub(crate) fn changes<'a>(&'a self, head: &'a Head) -> Vec<(&'a str, Option<&'a Tab>, Option<&'a Tab>)> {
         let retitled = self.title != head.title;
         let mut out = Vec::new();
         for new in &head.tabs {
             let old = self.tabs.iter().find(|t| t.id == new.id);
             let same = old.is_some_and(|o| {
-                o.content_hash == new.content_hash
-                    && o.label == new.label
-                    && !(retitled && new.kind == TabKind::Markdown)
+                o.content_hash == new.content_hash && o.label == new.label && !(retitled && new.kind == TabKind::Markdown)
             });
             if !same {
                 out.push((new.id.as_str(), old, Some(new)));
@@ -282,8 +259,5 @@ pub(crate) fn marker(before: &Before, head: &Head, now_us: u64) -> Option<(Strin
     if !INDEXING.load(std::sync::atomic::Ordering::Relaxed) || before.changes(head).is_empty() {
         return None;
     }
-    Some((
-        crate::keys::search_dirty(&head.note_id, head.rev),
-        now_us.to_string().into_bytes(),
-    ))
+    Some((crate::keys::search_dirty(&head.note_id, head.rev), now_us.to_string().into_bytes()))
 }

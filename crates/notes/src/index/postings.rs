@@ -12,9 +12,11 @@
 //! Records are rewritten with compare-and-swap; an emptied record stays as an
 //! empty value (the contract has no conditional delete), which reads as no entries.
 
-use crate::kv::{MAX_ATTEMPTS, TenantKv};
+use crate::kv::TenantKv;
 use crate::model::sha_hex;
-use crate::refusal::{Failure, Out, Refusal};
+use crate::refusal::{Failure, Out};
+
+use super::codec::{Reader, put_varint};
 
 /// Records per term.
 pub(crate) const BUCKETS: usize = 32;
@@ -66,12 +68,14 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
+/// What a record's errors call it.
+const WHAT: &str = "search posting record";
+
+/// A string written by [`put_str`] (a length byte, then the bytes).
+#[inline]
+fn short_str<'a>(r: &mut Reader<'a>) -> Result<&'a str, Failure> {
+    let n = r.byte()? as usize;
+    r.str(n)
 }
 
 /// Encodes entries (sorted by note, then tab).
@@ -89,41 +93,14 @@ pub(crate) fn encode(entries: &[Entry]) -> Vec<u8> {
 
 /// Decodes a record; anything malformed is a corrupt store, never a guess.
 pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, Failure> {
-    let bad = || Failure::Corrupt("search posting record is malformed".into());
     let mut out = Vec::new();
-    let mut i = 0;
-    let take_str = |i: &mut usize| -> Result<String, Failure> {
-        let n = *bytes.get(*i).ok_or_else(bad)? as usize;
-        let s = bytes.get(*i + 1..*i + 1 + n).ok_or_else(bad)?;
-        *i += 1 + n;
-        String::from_utf8(s.to_vec()).map_err(|_| bad())
-    };
-    while i < bytes.len() {
-        let note = take_str(&mut i)?;
-        let tab = take_str(&mut i)?;
-        let (mut rev, mut shift) = (0u64, 0);
-        loop {
-            let b = *bytes.get(i).ok_or_else(bad)?;
-            i += 1;
-            rev |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                break;
-            }
-            shift += 7;
-            if shift > 63 {
-                return Err(bad());
-            }
-        }
-        let tf = *bytes.get(i).ok_or_else(bad)?;
-        let len = *bytes.get(i + 1).ok_or_else(bad)?;
-        i += 2;
-        out.push(Entry {
-            note,
-            tab,
-            rev,
-            tf,
-            len,
-        });
+    let mut r = Reader::new(bytes, WHAT);
+    while !r.done() {
+        let note = short_str(&mut r)?.to_string();
+        let tab = short_str(&mut r)?.to_string();
+        let rev = r.varint()?;
+        let (tf, len) = (r.byte()?, r.byte()?);
+        out.push(Entry { note, tab, rev, tf, len });
     }
     Ok(out)
 }
@@ -138,32 +115,14 @@ pub(crate) struct EntryRef<'a> {
 }
 
 /// Calls `f` with every entry of a record, borrowed from it.
-pub(crate) fn each_ref<'a>(
-    bytes: &'a [u8],
-    mut f: impl FnMut(EntryRef<'a>),
-) -> Result<(), Failure> {
-    let bad = || Failure::Corrupt("search posting record is malformed".into());
-    let mut i = 0;
-    let take_str = |i: &mut usize| -> Result<&'a str, Failure> {
-        let n = *bytes.get(*i).ok_or_else(bad)? as usize;
-        let s = bytes.get(*i + 1..*i + 1 + n).ok_or_else(bad)?;
-        *i += 1 + n;
-        std::str::from_utf8(s).map_err(|_| bad())
-    };
-    while i < bytes.len() {
-        let note = take_str(&mut i)?;
-        let tab = take_str(&mut i)?;
+pub(crate) fn each_ref<'a>(bytes: &'a [u8], mut f: impl FnMut(EntryRef<'a>)) -> Result<(), Failure> {
+    let mut r = Reader::new(bytes, WHAT);
+    while !r.done() {
+        let note = short_str(&mut r)?;
+        let tab = short_str(&mut r)?;
         // The revision matters to writers only.
-        loop {
-            let b = *bytes.get(i).ok_or_else(bad)?;
-            i += 1;
-            if b < 0x80 {
-                break;
-            }
-        }
-        let tf = *bytes.get(i).ok_or_else(bad)?;
-        let len = *bytes.get(i + 1).ok_or_else(bad)?;
-        i += 2;
+        r.varint()?;
+        let (tf, len) = (r.byte()?, r.byte()?);
         f(EntryRef { note, tab, tf, len });
     }
     Ok(())
@@ -172,26 +131,18 @@ pub(crate) fn each_ref<'a>(
 /// Where each note's entries are in a record: (note, first byte, end), in
 /// record order (a note's entries are next to each other).
 fn note_spans(bytes: &[u8]) -> Result<Vec<(&str, usize, usize)>, Failure> {
-    let bad = || Failure::Corrupt("search posting record is malformed".into());
     let mut out: Vec<(&str, usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let start = i;
-        let n = *bytes.get(i).ok_or_else(bad)? as usize;
-        let note =
-            std::str::from_utf8(bytes.get(i + 1..i + 1 + n).ok_or_else(bad)?).map_err(|_| bad())?;
-        i += 1 + n;
-        i += 1 + *bytes.get(i).ok_or_else(bad)? as usize;
-        while *bytes.get(i).ok_or_else(bad)? >= 0x80 {
-            i += 1;
-        }
-        i += 3;
-        if i > bytes.len() {
-            return Err(bad());
-        }
+    let mut r = Reader::new(bytes, WHAT);
+    while !r.done() {
+        let start = r.at;
+        let note = short_str(&mut r)?;
+        let n = r.byte()? as usize;
+        r.take(n)?;
+        r.varint()?;
+        r.take(2)?;
         match out.last_mut() {
-            Some(last) if last.0 == note => last.2 = i,
-            _ => out.push((note, start, i)),
+            Some(last) if last.0 == note => last.2 = r.at,
+            _ => out.push((note, start, r.at)),
         }
     }
     Ok(out)
@@ -242,10 +193,7 @@ pub(crate) fn apply_ops_raw(raw: &[u8], ops: &[Op]) -> Result<Option<Vec<u8>>, F
 pub(crate) fn read_records(kv: &TenantKv, terms: &[String]) -> Result<Vec<Vec<Vec<u8>>>, Failure> {
     let all: Vec<String> = terms.iter().flat_map(|t| keys(t)).collect();
     let values = kv.get_many(&all)?;
-    Ok(values
-        .chunks(BUCKETS)
-        .map(|records| records.iter().flatten().cloned().collect())
-        .collect())
+    Ok(values.chunks(BUCKETS).map(|records| records.iter().flatten().cloned().collect()).collect())
 }
 
 /// Every entry of each of `terms`, from all their records, in one read.
@@ -253,10 +201,7 @@ pub(crate) fn read_records(kv: &TenantKv, terms: &[String]) -> Result<Vec<Vec<Ve
 pub(crate) fn read_terms(kv: &TenantKv, terms: &[String]) -> Result<Vec<Vec<Entry>>, Failure> {
     let all: Vec<String> = terms.iter().flat_map(|t| keys(t)).collect();
     let values = kv.get_many(&all)?;
-    values
-        .chunks(BUCKETS)
-        .map(|records| decode_all(records.iter().flatten()))
-        .collect()
+    values.chunks(BUCKETS).map(|records| decode_all(records.iter().flatten())).collect()
 }
 
 #[cfg(test)]
@@ -273,19 +218,11 @@ fn decode_all<'a>(records: impl Iterator<Item = &'a Vec<u8>>) -> Result<Vec<Entr
 pub(crate) enum Op {
     /// Sets the note's entries for the tabs (tab, tf, len) with `rev`, but
     /// leaves an entry that already has a higher revision exactly as it is.
-    Upsert {
-        note: String,
-        rev: u64,
-        tabs: Vec<(String, u8, u8)>,
-    },
+    Upsert { note: String, rev: u64, tabs: Vec<(String, u8, u8)> },
     /// Removes the note's entries for the tabs whose revision is at most
     /// `up_to` (the revision of a committed head that holds the term in none
     /// of them); a newer entry belongs to a newer transition and stays.
-    Remove {
-        note: String,
-        up_to: u64,
-        tabs: Vec<String>,
-    },
+    Remove { note: String, up_to: u64, tabs: Vec<String> },
 }
 
 /// Applies `op` to a record's entries (sorted by note, then tab); whether
@@ -295,9 +232,7 @@ pub(crate) fn apply_op(entries: &mut Vec<Entry>, op: &Op) -> bool {
         Op::Upsert { note, rev, tabs } => {
             let mut changed = false;
             for (tab, tf, len) in tabs {
-                let at = entries.binary_search_by(|e| {
-                    (e.note.as_str(), e.tab.as_str()).cmp(&(note.as_str(), tab.as_str()))
-                });
+                let at = entries.binary_search_by(|e| (e.note.as_str(), e.tab.as_str()).cmp(&(note.as_str(), tab.as_str())));
                 match at {
                     Ok(i) => {
                         // An older transition never overwrites what a newer one wrote.
@@ -308,16 +243,7 @@ pub(crate) fn apply_op(entries: &mut Vec<Entry>, op: &Op) -> bool {
                         }
                     }
                     Err(i) => {
-                        entries.insert(
-                            i,
-                            Entry {
-                                note: note.clone(),
-                                tab: tab.clone(),
-                                rev: *rev,
-                                tf: *tf,
-                                len: *len,
-                            },
-                        );
+                        entries.insert(i, Entry { note: note.clone(), tab: tab.clone(), rev: *rev, tf: *tf, len: *len });
                         changed = true;
                     }
                 }
@@ -337,60 +263,20 @@ pub(crate) fn rewrite_one(kv: &TenantKv, term: &str, op: &Op) -> Out<()> {
     let note = match op {
         Op::Upsert { note, .. } | Op::Remove { note, .. } => note,
     };
-    let key = key(term, bucket(note));
-    let mut held = kv.read(&key)?;
-    for _ in 0..MAX_ATTEMPTS {
-        let mut entries = match &held.value {
-            Some(raw) => decode(raw)?,
-            None => Vec::new(),
-        };
-        if !apply_op(&mut entries, op) {
-            return Ok(());
-        }
-        match kv.swap(&key, held.observed, &encode(&entries))? {
-            None => return Ok(()),
-            Some(fresh) => held = fresh,
-        }
-    }
-    Err(Refusal::busy("the search index is busy; nothing was written").into())
+    kv.rewrite_many(vec![key(term, bucket(note))], "the search index is busy; nothing was written", |_, raw| {
+        let mut entries = raw.map(decode).transpose()?.unwrap_or_default();
+        Ok(apply_op(&mut entries, op).then(|| encode(&entries)))
+    })
 }
 
 /// Sets the entries of `note_id` for `term` ([`Op::Upsert`]).
-pub(crate) fn upsert(
-    kv: &TenantKv,
-    term: &str,
-    note_id: &str,
-    rev: u64,
-    tabs: &[(String, u8, u8)],
-) -> Out<()> {
-    rewrite_one(
-        kv,
-        term,
-        &Op::Upsert {
-            note: note_id.to_string(),
-            rev,
-            tabs: tabs.to_vec(),
-        },
-    )
+pub(crate) fn upsert(kv: &TenantKv, term: &str, note_id: &str, rev: u64, tabs: &[(String, u8, u8)]) -> Out<()> {
+    rewrite_one(kv, term, &Op::Upsert { note: note_id.to_string(), rev, tabs: tabs.to_vec() })
 }
 
 /// Removes the entries of `note_id` for `term` on `tabs` ([`Op::Remove`]).
-pub(crate) fn remove(
-    kv: &TenantKv,
-    term: &str,
-    note_id: &str,
-    tabs: &[String],
-    up_to: u64,
-) -> Out<()> {
-    rewrite_one(
-        kv,
-        term,
-        &Op::Remove {
-            note: note_id.to_string(),
-            up_to,
-            tabs: tabs.to_vec(),
-        },
-    )
+pub(crate) fn remove(kv: &TenantKv, term: &str, note_id: &str, tabs: &[String], up_to: u64) -> Out<()> {
+    rewrite_one(kv, term, &Op::Remove { note: note_id.to_string(), up_to, tabs: tabs.to_vec() })
 }
 
 #[cfg(test)]
@@ -400,36 +286,16 @@ mod tests {
     #[test]
     fn records_round_trip_and_garbage_is_corrupt() {
         let entries = vec![
-            Entry {
-                note: "n-a".into(),
-                tab: "t1".into(),
-                rev: 1,
-                tf: 0,
-                len: 3,
-            },
-            Entry {
-                note: "n-b".into(),
-                tab: "t12".into(),
-                rev: 300_000,
-                tf: 4,
-                len: 9,
-            },
+            Entry { note: "n-a".into(), tab: "t1".into(), rev: 1, tf: 0, len: 3 },
+            Entry { note: "n-b".into(), tab: "t12".into(), rev: 300_000, tf: 4, len: 9 },
         ];
         assert_eq!(decode(&encode(&entries)).unwrap(), entries);
         assert!(decode(&[5, b'a']).is_err());
-        assert!(
-            decode(&encode(&entries)[..12]).is_err(),
-            "a record cut inside an entry"
-        );
+        assert!(decode(&encode(&entries)[..12]).is_err(), "a record cut inside an entry");
     }
 
     fn entries(kv: &TenantKv, term: &str) -> Vec<(String, u64)> {
-        read_terms(kv, &[term.to_string()])
-            .unwrap()
-            .concat()
-            .into_iter()
-            .map(|e| (e.tab, e.rev))
-            .collect()
+        read_terms(kv, &[term.to_string()]).unwrap().concat().into_iter().map(|e| (e.tab, e.rev)).collect()
     }
 
     #[test]
@@ -452,125 +318,41 @@ mod tests {
         let kv = TenantKv::new(&store, "acme").unwrap();
         upsert(&kv, "flint", "n-1", 9, &[("markdown".into(), 0, 2)]).unwrap();
         upsert(&kv, "flint", "n-2", 1, &[("markdown".into(), 0, 2)]).unwrap();
-        upsert(
-            &kv,
-            "flint",
-            "n-1",
-            4,
-            &[("markdown".into(), 3, 5), ("t7".into(), 0, 1)],
-        )
-        .unwrap();
-        let mut all: Vec<(String, String, u64, u8)> = read_terms(&kv, &["flint".to_string()])
-            .unwrap()
-            .concat()
-            .into_iter()
-            .map(|e| (e.note, e.tab, e.rev, e.tf))
-            .collect();
+        upsert(&kv, "flint", "n-1", 4, &[("markdown".into(), 3, 5), ("t7".into(), 0, 1)]).unwrap();
+        let mut all: Vec<(String, String, u64, u8)> = read_terms(&kv, &["flint".to_string()]).unwrap().concat().into_iter().map(|e| (e.note, e.tab, e.rev, e.tf)).collect();
         all.sort();
         assert_eq!(
             all,
-            vec![
-                ("n-1".into(), "markdown".into(), 9, 0),
-                ("n-1".into(), "t7".into(), 4, 0),
-                ("n-2".into(), "markdown".into(), 1, 0)
-            ]
+            vec![("n-1".into(), "markdown".into(), 9, 0), ("n-1".into(), "t7".into(), 4, 0), ("n-2".into(), "markdown".into(), 1, 0)]
         );
         remove(&kv, "flint", "n-1", &["markdown".into(), "t7".into()], 9).unwrap();
-        assert_eq!(
-            entries(&kv, "flint"),
-            vec![("markdown".to_string(), 1)],
-            "n-2's entry stays"
-        );
+        assert_eq!(entries(&kv, "flint"), vec![("markdown".to_string(), 1)], "n-2's entry stays");
     }
 
     #[test]
     fn ops_on_the_bytes_give_what_decoding_gives() {
-        let e = |note: &str, tab: &str, rev: u64| Entry {
-            note: note.into(),
-            tab: tab.into(),
-            rev,
-            tf: 1,
-            len: 2,
-        };
-        let base = vec![
-            e("n-a", "markdown", 3),
-            e("n-c", "markdown", 5),
-            e("n-c", "t9", 5),
-            e("n-e", "markdown", 1),
-        ];
+        let e = |note: &str, tab: &str, rev: u64| Entry { note: note.into(), tab: tab.into(), rev, tf: 1, len: 2 };
+        let base = vec![e("n-a", "markdown", 3), e("n-c", "markdown", 5), e("n-c", "t9", 5), e("n-e", "markdown", 1)];
         let cases: Vec<Vec<Op>> = vec![
-            vec![Op::Upsert {
-                note: "n-b".into(),
-                rev: 7,
-                tabs: vec![("markdown".into(), 0, 3)],
-            }],
-            vec![Op::Remove {
-                note: "n-c".into(),
-                up_to: 5,
-                tabs: vec!["t9".into()],
-            }],
-            vec![Op::Remove {
-                note: "n-c".into(),
-                up_to: 4,
-                tabs: vec!["t9".into()],
-            }],
-            vec![
-                Op::Upsert {
-                    note: "n-z".into(),
-                    rev: 1,
-                    tabs: vec![("t1".into(), 2, 2)],
-                },
-                Op::Remove {
-                    note: "n-a".into(),
-                    up_to: 9,
-                    tabs: vec!["markdown".into()],
-                },
-            ],
-            vec![
-                Op::Upsert {
-                    note: "n-c".into(),
-                    rev: 6,
-                    tabs: vec![("markdown".into(), 4, 4)],
-                },
-                Op::Upsert {
-                    note: "n-0".into(),
-                    rev: 2,
-                    tabs: vec![("x".into(), 1, 1)],
-                },
-            ],
+            vec![Op::Upsert { note: "n-b".into(), rev: 7, tabs: vec![("markdown".into(), 0, 3)] }],
+            vec![Op::Remove { note: "n-c".into(), up_to: 5, tabs: vec!["t9".into()] }],
+            vec![Op::Remove { note: "n-c".into(), up_to: 4, tabs: vec!["t9".into()] }],
+            vec![Op::Upsert { note: "n-z".into(), rev: 1, tabs: vec![("t1".into(), 2, 2)] }, Op::Remove { note: "n-a".into(), up_to: 9, tabs: vec!["markdown".into()] }],
+            vec![Op::Upsert { note: "n-c".into(), rev: 6, tabs: vec![("markdown".into(), 4, 4)] }, Op::Upsert { note: "n-0".into(), rev: 2, tabs: vec![("x".into(), 1, 1)] }],
         ];
         for ops in cases {
             let mut want = base.clone();
             let changed = ops.iter().fold(false, |c, op| apply_op(&mut want, op) | c);
             let got = apply_ops_raw(&encode(&base), &ops).unwrap();
             assert_eq!(got.is_some(), changed, "{ops:?}");
-            assert_eq!(
-                decode(&got.unwrap_or_else(|| encode(&base))).unwrap(),
-                want,
-                "{ops:?}"
-            );
+            assert_eq!(decode(&got.unwrap_or_else(|| encode(&base))).unwrap(), want, "{ops:?}");
         }
-        assert_eq!(
-            apply_ops_raw(
-                &[],
-                &[Op::Upsert {
-                    note: "n".into(),
-                    rev: 1,
-                    tabs: vec![("t".into(), 0, 0)]
-                }]
-            )
-            .unwrap()
-            .map(|b| decode(&b).unwrap().len()),
-            Some(1)
-        );
+        assert_eq!(apply_ops_raw(&[], &[Op::Upsert { note: "n".into(), rev: 1, tabs: vec![("t".into(), 0, 0)] }]).unwrap().map(|b| decode(&b).unwrap().len()), Some(1));
     }
 
     #[test]
     fn classes_double() {
-        assert_eq!(
-            [0, 1, 2, 3, 4, 7, 8, 1024].map(class),
-            [0, 0, 1, 1, 2, 2, 3, 10]
-        );
+        assert_eq!([0, 1, 2, 3, 4, 7, 8, 1024].map(class), [0, 0, 1, 1, 2, 2, 3, 10]);
     }
 
     #[test]

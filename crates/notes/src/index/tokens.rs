@@ -47,11 +47,7 @@ fn fold_into(word: &str, out: &mut String) {
         out.make_ascii_lowercase();
         return;
     }
-    out.extend(
-        word.nfd()
-            .filter(|c| !is_combining_mark(*c))
-            .flat_map(char::to_lowercase),
-    );
+    out.extend(word.nfd().filter(|c| !is_combining_mark(*c)).flat_map(char::to_lowercase));
 }
 
 /// FNV-1a: words are short and chosen by nobody hostile to a query's own table.
@@ -63,11 +59,7 @@ impl std::hash::Hasher for Fnv {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
         for b in bytes {
             h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
         }
@@ -159,15 +151,7 @@ impl Tokenizer {
                     continue;
                 }
                 let (folded, stem) = self.intern_buf();
-                f(
-                    self,
-                    Word {
-                        folded,
-                        stem,
-                        start,
-                        end: start + part.len(),
-                    },
-                );
+                f(self, Word { folded, stem, start, end: start + part.len() });
             }
         }
     }
@@ -175,9 +159,7 @@ impl Tokenizer {
     /// Calls `f(folded, stem, start, end)` for every indexable word of
     /// `text`, in order (`start..end`: its bytes in `text`).
     pub(crate) fn each(&mut self, text: &str, mut f: impl FnMut(&str, &str, usize, usize)) {
-        self.each_id(text, |t, w| {
-            f(t.folded(w.folded), t.stem_text(w.stem), w.start, w.end)
-        });
+        self.each_id(text, |t, w| f(t.folded(w.folded), t.stem_text(w.stem), w.start, w.end));
     }
 
     /// Every indexable word of `text`, in order.
@@ -197,9 +179,7 @@ impl Tokenizer {
 #[cfg(test)]
 pub(crate) fn words(text: &str) -> Vec<(String, String, usize, usize)> {
     let mut out = Vec::new();
-    Tokenizer::default().each(text, |f, s, a, b| {
-        out.push((f.to_string(), s.to_string(), a, b))
-    });
+    Tokenizer::default().each(text, |f, s, a, b| out.push((f.to_string(), s.to_string(), a, b)));
     out
 }
 
@@ -220,10 +200,7 @@ mod tests {
 
     #[test]
     fn dotted_and_underscored_words_give_their_parts() {
-        assert_eq!(
-            stems("example.com launch_brief"),
-            vec!["exampl", "com", "launch", "brief"]
-        );
+        assert_eq!(stems("example.com launch_brief"), vec!["exampl", "com", "launch", "brief"]);
     }
 
     #[test]
@@ -237,11 +214,7 @@ mod tests {
     #[test]
     fn the_ascii_fast_path_folds_as_the_unicode_rule_does() {
         for w in ["Launch", "MIXED-case", "a1B2", "o'Brien"] {
-            let slow: String = w
-                .nfd()
-                .filter(|c| !is_combining_mark(*c))
-                .flat_map(char::to_lowercase)
-                .collect();
+            let slow: String = w.nfd().filter(|c| !is_combining_mark(*c)).flat_map(char::to_lowercase).collect();
             assert_eq!(fold(w), slow, "{w}");
         }
     }
@@ -252,22 +225,10 @@ mod tests {
         let text = "launches launched launches Launching running runs";
         let first = t.words(text);
         assert_eq!(first, t.words(text), "the second pass gives the same ids");
-        let texts: Vec<(String, String)> = first
-            .iter()
-            .map(|w| {
-                (
-                    t.folded(w.folded).to_string(),
-                    t.stem_text(w.stem).to_string(),
-                )
-            })
-            .collect();
-        let fresh: Vec<(String, String)> =
-            words(text).into_iter().map(|(f, s, _, _)| (f, s)).collect();
+        let texts: Vec<(String, String)> = first.iter().map(|w| (t.folded(w.folded).to_string(), t.stem_text(w.stem).to_string())).collect();
+        let fresh: Vec<(String, String)> = words(text).into_iter().map(|(f, s, _, _)| (f, s)).collect();
         assert_eq!(texts, fresh);
-        assert_eq!(
-            first[0].stem, first[1].stem,
-            "launches and launched share a stem id"
-        );
+        assert_eq!(first[0].stem, first[1].stem, "launches and launched share a stem id");
     }
 
     #[test]

@@ -23,25 +23,18 @@ use crate::model::{Head, decode};
 use crate::note_index::index_slice;
 use crate::refusal::{Fail, Failure, Out};
 
+pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
 pub use crate::index::measure_without_index;
 pub use crate::index::merge::MergeReport;
-pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
+
+/// Dirty notes one merge takes on: a round of the embedded host's
+/// background merger, the operator sweep on Spin, a query that merges first.
+pub const MERGE_BUDGET: usize = 1024;
 
 /// Brings up to `budget` of `tenant`'s dirty notes' postings up to their
 /// committed heads (see [`crate::index`]); what it did.
-pub fn merge(
-    store: &dyn cairn_kv::Store,
-    env: &mut dyn Env,
-    tenant: &str,
-    budget: usize,
-) -> Result<MergeReport, Failure> {
-    merging::merge(
-        &TenantKv::system(store, tenant)?,
-        env,
-        &mut Tokenizer::default(),
-        budget,
-    )
-    .map_err(as_failure)
+pub fn merge(store: &dyn cairn_kv::Store, env: &mut dyn Env, tenant: &str, budget: usize) -> Result<MergeReport, Failure> {
+    merging::merge(&TenantKv::system(store, tenant)?, env, &mut Tokenizer::default(), budget).map_err(as_failure)
 }
 
 /// What [`reindex`] did, or what [`check`] found.
@@ -82,9 +75,7 @@ fn committed(kv: &TenantKv, report: &mut IndexReport) -> Result<Committed, Failu
         }
         pos += ids.len();
         for id in ids {
-            let Some(raw) = kv.get(&keys::note(&id))? else {
-                continue;
-            };
+            let Some(raw) = kv.get(&keys::note(&id))? else { continue };
             let head: Head = decode("note head", &raw)?;
             report.notes += 1;
             let mut tabs = BTreeMap::new();
@@ -114,9 +105,7 @@ fn each_record(kv: &TenantKv, mut f: impl FnMut(&str, Vec<postings::Entry>) -> O
         let next = last[postings::PREFIX.len()..].to_string();
         let values = kv.get_many(&page)?;
         for (key, raw) in page.iter().zip(values) {
-            let (Some(term), Some(raw)) = (postings::term_of(key), raw) else {
-                continue;
-            };
+            let (Some(term), Some(raw)) = (postings::term_of(key), raw) else { continue };
             f(term, postings::decode(&raw)?)?;
         }
         if page.len() < PAGE {
@@ -152,7 +141,7 @@ type Stale = (String, String, String, u64);
 /// Reads the committed notes, the dirty markers and every record once: what
 /// the index lacks, holds in excess (with what may be removed of it) or
 /// counts out of date.
-fn compare(kv: &TenantKv) -> Out<(IndexReport, Committed, Vec<Stale>)> {
+fn compare(kv: &TenantKv) -> Out<(IndexReport, Committed, merging::Dirty, Vec<Stale>)> {
     let mut report = IndexReport::default();
     let notes = committed(kv, &mut report)?;
     let dirty = merging::dirty(kv)?;
@@ -193,7 +182,7 @@ fn compare(kv: &TenantKv) -> Out<(IndexReport, Committed, Vec<Stale>)> {
             }
         }
     }
-    Ok((report, notes, stale))
+    Ok((report, notes, dirty, stale))
 }
 
 fn check_kv(kv: &TenantKv) -> Out<IndexReport> {
@@ -207,18 +196,16 @@ fn check_kv(kv: &TenantKv) -> Out<IndexReport> {
 /// entries go by the removal rule of [`crate::index`]. Returns what it
 /// found before it fixed it.
 fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
-    let (report, notes, stale) = compare(kv)?;
-    let dirty = merging::dirty(kv)?;
+    // The markers as listed after the heads were read: every marker up to
+    // a head's revision was written before that head, so it is among them.
+    let (report, notes, dirty, stale) = compare(kv)?;
     for (note, (head, tabs)) in &notes {
         let rev = head.rev;
         let mut by_term: BTreeMap<&str, Vec<(String, u8, u8)>> = BTreeMap::new();
         for (tab, terms) in tabs {
             for term in terms.counts.keys() {
                 let (tf, len) = terms.classes(term).unwrap_or_default();
-                by_term
-                    .entry(term)
-                    .or_default()
-                    .push((tab.clone(), tf, len));
+                by_term.entry(term).or_default().push((tab.clone(), tf, len));
             }
         }
         dict::add(kv, by_term.keys().copied())?;
@@ -229,19 +216,11 @@ fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
             rev,
             applying_since: 0,
             title: head.title.clone(),
-            tabs: head
-                .tabs
-                .iter()
-                .filter_map(|t| tabs.get(&t.id).map(|terms| DocTab::of(t, terms)))
-                .collect(),
+            tabs: head.tabs.iter().filter_map(|t| tabs.get(&t.id).map(|terms| DocTab::of(t, terms))).collect(),
         };
         write_doc(kv, note, &doc)?;
         if let Some(revs) = dirty.get(note) {
-            let done: Vec<String> = revs
-                .iter()
-                .filter(|r| **r <= rev)
-                .map(|r| keys::search_dirty(note, *r))
-                .collect();
+            let done: Vec<String> = revs.iter().filter(|r| **r <= rev).map(|r| keys::search_dirty(note, *r)).collect();
             kv.delete_many(&done)?;
         }
     }
@@ -253,18 +232,8 @@ fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
 
 /// Writes a rebuilt note record unless a newer one is there.
 fn write_doc(kv: &TenantKv, note: &str, doc: &Doc) -> Out<()> {
-    let key = keys::search_doc(note);
-    let mut held = kv.read(&key)?;
-    for _ in 0..crate::kv::MAX_ATTEMPTS {
-        if let Some(raw) = &held.value {
-            if Doc::decode(raw).is_ok_and(|d| d.rev > doc.rev) {
-                return Ok(());
-            }
-        }
-        match kv.swap(&key, held.observed, &doc.encode())? {
-            None => return Ok(()),
-            Some(fresh) => held = fresh,
-        }
-    }
-    Err(crate::refusal::Refusal::busy("the search index is busy; run reindex again").into())
+    kv.rewrite_many(vec![keys::search_doc(note)], "the search index is busy; run reindex again", |_, raw| {
+        let newer = raw.is_some_and(|r| Doc::decode(r).is_ok_and(|d| d.rev > doc.rev));
+        Ok((!newer).then(|| doc.encode()))
+    })
 }

@@ -47,8 +47,6 @@ const PROVE_BUDGET: usize = 400;
 const PROVE_BATCH: usize = 16;
 /// With more dirty notes than this, a query merges before it answers.
 const INLINE_MERGE_AT: usize = 16;
-/// Most notes one query merges (the rest it proves directly).
-const INLINE_MERGE_BUDGET: usize = 1024;
 /// Snippet context before and after the match, in bytes (cut at word ends).
 const SNIPPET_BEFORE: usize = 60;
 const SNIPPET_AFTER: usize = 120;
@@ -90,18 +88,10 @@ impl Matcher {
     /// Where the clause matches in a field's words: word ranges.
     fn matches(&self, tok: &Tokenizer, field: &[Word]) -> Vec<(usize, usize)> {
         match self {
-            Matcher::Word(s) => field
-                .iter()
-                .enumerate()
-                .filter(|(_, w)| w.stem == *s)
-                .map(|(i, _)| (i, i + 1))
-                .collect(),
-            Matcher::Prefix(p) => field
-                .iter()
-                .enumerate()
-                .filter(|(_, w)| tok.folded(w.folded).starts_with(p.as_str()))
-                .map(|(i, _)| (i, i + 1))
-                .collect(),
+            Matcher::Word(s) => field.iter().enumerate().filter(|(_, w)| w.stem == *s).map(|(i, _)| (i, i + 1)).collect(),
+            Matcher::Prefix(p) => {
+                field.iter().enumerate().filter(|(_, w)| tok.folded(w.folded).starts_with(p.as_str())).map(|(i, _)| (i, i + 1)).collect()
+            }
             Matcher::Phrase(ws) => (0..field.len().saturating_sub(ws.len() - 1))
                 .filter(|&i| ws.iter().enumerate().all(|(k, s)| field[i + k].stem == *s))
                 .map(|i| (i, i + ws.len()))
@@ -124,10 +114,7 @@ fn bad(message: impl Into<String>) -> Refusal {
 fn parse(tok: &mut Tokenizer, text: &str) -> Result<Query, Refusal> {
     let chars = text.chars().count();
     if chars > MAX_QUERY_CHARS {
-        return Err(Refusal::too_large(
-            "query",
-            format!("query has {chars} characters; the limit is {MAX_QUERY_CHARS}"),
-        ));
+        return Err(Refusal::too_large("query", format!("query has {chars} characters; the limit is {MAX_QUERY_CHARS}")));
     }
     let mut clauses = Vec::new();
     let parts: Vec<&str> = text.split('"').collect();
@@ -137,10 +124,7 @@ fn parse(tok: &mut Tokenizer, text: &str) -> Result<Query, Refusal> {
     for (i, part) in parts.iter().enumerate() {
         if i % 2 == 1 {
             let found = tok.words(part);
-            let ws: Vec<String> = found
-                .iter()
-                .map(|w| tok.stem_text(w.stem).to_string())
-                .collect();
+            let ws: Vec<String> = found.iter().map(|w| tok.stem_text(w.stem).to_string()).collect();
             match ws.len() {
                 0 => {}
                 1 => clauses.push(Clause::Word(ws[0].clone())),
@@ -158,42 +142,23 @@ fn parse(tok: &mut Tokenizer, text: &str) -> Result<Query, Refusal> {
             }
             let mut ws = tok.words(body);
             let last = if prefix { ws.pop() } else { None };
-            clauses.extend(
-                ws.iter()
-                    .map(|w| Clause::Word(tok.stem_text(w.stem).to_string())),
-            );
+            clauses.extend(ws.iter().map(|w| Clause::Word(tok.stem_text(w.stem).to_string())));
             if prefix {
-                let Some(p) = last else {
-                    return Err(bad(format!("\"{chunk}\": a prefix needs letters before *")));
-                };
+                let Some(p) = last else { return Err(bad(format!("\"{chunk}\": a prefix needs letters before *"))) };
                 let folded = tok.folded(p.folded).to_string();
                 if folded.chars().count() < MIN_PREFIX_CHARS {
-                    return Err(bad(format!(
-                        "\"{chunk}\": a prefix needs at least {MIN_PREFIX_CHARS} letters before *"
-                    )));
+                    return Err(bad(format!("\"{chunk}\": a prefix needs at least {MIN_PREFIX_CHARS} letters before *")));
                 }
                 clauses.push(Clause::Prefix(folded));
             }
         }
     }
-    let terms: usize = clauses
-        .iter()
-        .map(|c| {
-            if let Clause::Phrase(ws) = c {
-                ws.len()
-            } else {
-                1
-            }
-        })
-        .sum();
+    let terms: usize = clauses.iter().map(|c| if let Clause::Phrase(ws) = c { ws.len() } else { 1 }).sum();
     if terms == 0 {
         return Err(bad("query has no words to search for"));
     }
     if terms > MAX_TERMS {
-        return Err(Refusal::too_large(
-            "query",
-            format!("query has {terms} words; the limit is {MAX_TERMS}"),
-        ));
+        return Err(Refusal::too_large("query", format!("query has {terms} words; the limit is {MAX_TERMS}")));
     }
     Ok(Query { clauses })
 }
@@ -213,12 +178,7 @@ fn prefix_starts(tok: &mut Tokenizer, prefix: &str) -> Vec<String> {
 
 /// The indexed terms a prefix stands for, with `also` (the terms of the
 /// dirty notes that start so): at most [`MAX_EXPANSIONS`].
-fn expand(
-    kv: &TenantKv,
-    starts: &[String],
-    prefix: &str,
-    also: &BTreeSet<String>,
-) -> Out<Vec<String>> {
+fn expand(kv: &TenantKv, starts: &[String], prefix: &str, also: &BTreeSet<String>) -> Out<Vec<String>> {
     let mut terms: BTreeSet<String> = also.clone();
     for s in starts {
         terms.extend(dict::starting_with(kv, s)?);
@@ -237,11 +197,7 @@ type Proposed<'a> = HashMap<Cand<'a>, (u8, u8)>;
 
 /// One clause's candidates from its postings (`records`: per term, its
 /// records), leaving out the notes in `skip`.
-fn propose<'a>(
-    clause: &Clause,
-    records: &'a [Vec<Vec<u8>>],
-    skip: &HashSet<&str>,
-) -> Out<Proposed<'a>> {
+fn propose<'a>(clause: &Clause, records: &'a [Vec<Vec<u8>>], skip: &HashSet<&str>) -> Out<Proposed<'a>> {
     let mut out: Proposed<'a> = HashMap::new();
     let phrase = matches!(clause, Clause::Phrase(_));
     for (i, term_records) in records.iter().enumerate() {
@@ -280,17 +236,10 @@ fn propose<'a>(
 /// deleted only once a merge has brought the record that far), so it never
 /// rules out a match a caller could expect.
 fn rules_out(doc: &Doc, tab_id: &str, clauses: &[Clause]) -> bool {
-    let Some(t) = doc.tab(tab_id) else {
-        return true;
-    };
+    let Some(t) = doc.tab(tab_id) else { return true };
     clauses.iter().any(|c| match c {
         Clause::Word(s) => t.has_term(s) == Some(false),
-        Clause::Phrase(ws) => {
-            ws.iter().any(|w| t.has_term(w) == Some(false))
-                || ws
-                    .windows(2)
-                    .any(|p| t.has_pair(&p[0], &p[1]) == Some(false))
-        }
+        Clause::Phrase(ws) => ws.iter().any(|w| t.has_term(w) == Some(false)) || ws.windows(2).any(|p| t.has_pair(&p[0], &p[1]) == Some(false)),
         Clause::Prefix(_) => false,
     })
 }
@@ -340,22 +289,12 @@ fn prove(tok: &mut Tokenizer, matchers: &[Matcher], fields: &[Field]) -> Proof {
     }
     // The snippet comes from the field that matches the most of the query (the first such).
     let best = per_field.iter().map(|(k, _)| *k).max().unwrap_or(0);
-    let at = per_field
-        .iter()
-        .position(|(k, m)| *k == best && m.is_some());
+    let at = per_field.iter().position(|(k, m)| *k == best && m.is_some());
     let (field, snippet) = match at.and_then(|fi| per_field[fi].1.map(|m| (fi, m))) {
-        Some((fi, (a, b))) => (
-            fields[fi].name.clone(),
-            snippet(&fields[fi].text, words[fi][a].start, words[fi][b - 1].end),
-        ),
+        Some((fi, (a, b))) => (fields[fi].name.clone(), snippet(&fields[fi].text, words[fi][a].start, words[fi][b - 1].end)),
         None => (String::new(), String::new()),
     };
-    Proof {
-        counts,
-        len,
-        field,
-        snippet,
-    }
+    Proof { counts, len, field, snippet }
 }
 
 /// The text around `start..end`, cut at spaces, with `…` where it was cut.
@@ -365,28 +304,17 @@ fn snippet(text: &str, start: usize, end: usize) -> String {
         from -= 1;
     }
     if from > 0 {
-        from = text[from..start]
-            .find(char::is_whitespace)
-            .map_or(start, |i| from + i + 1);
+        from = text[from..start].find(char::is_whitespace).map_or(start, |i| from + i + 1);
     }
     let mut to = (end + SNIPPET_AFTER).min(text.len());
     while !text.is_char_boundary(to) {
         to += 1;
     }
     if to < text.len() {
-        to = text[end..to]
-            .rfind(char::is_whitespace)
-            .map_or(to, |i| end + i);
+        to = text[end..to].rfind(char::is_whitespace).map_or(to, |i| end + i);
     }
-    let body: String = text[from..to]
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    format!(
-        "{}{body}{}",
-        if from > 0 { "…" } else { "" },
-        if to < text.len() { "…" } else { "" }
-    )
+    let body: String = text[from..to].split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("{}{body}{}", if from > 0 { "…" } else { "" }, if to < text.len() { "…" } else { "" })
 }
 
 /// What `search_notes` and the REST search route are asked.
@@ -408,7 +336,7 @@ struct Hit {
 struct Ranked<'a> {
     score: f64,
     cand: Cand<'a>,
-    proof: Option<&'a (Head, usize, Proof)>,
+    proof: Option<&'a (&'a Head, usize, Proof)>,
 }
 
 /// The heads of `notes` the caller may see, by note id.
@@ -417,19 +345,12 @@ fn visible_heads(kv: &TenantKv, who: &Identity, notes: &[&str]) -> Out<HashMap<S
     Ok(notes
         .iter()
         .zip(raw)
-        .filter_map(|(id, raw)| {
-            raw.and_then(|r| visible_head(&r, Reader::Caller(who)).ok())
-                .map(|h| (id.to_string(), h))
-        })
+        .filter_map(|(id, raw)| raw.and_then(|r| visible_head(&r, Reader::Caller(who)).ok()).map(|h| (id.to_string(), h)))
         .collect())
 }
 
 fn real_score(p: &Proof, idfs: &[f64], avg_len: f64) -> f64 {
-    p.counts
-        .iter()
-        .zip(idfs)
-        .map(|(tf, idf)| bm25(*idf, *tf as f64, p.len as f64, avg_len))
-        .sum()
+    p.counts.iter().zip(idfs).map(|(tf, idf)| bm25(*idf, *tf as f64, p.len as f64, avg_len)).sum()
 }
 
 /// Runs a query for `who`: `{query, hits, next_cursor, notice}`.
@@ -437,17 +358,13 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
     let mut tok = Tokenizer::default();
     let q = parse(&mut tok, ask.query)?;
     let matchers: Vec<Matcher> = q.clauses.iter().map(|c| c.matcher(&mut tok)).collect();
-    let tag = format!(
-        "search-{}",
-        &sha_hex(format!("{}\u{0}{:?}", ask.query, ask.tab_type.map(TabKind::as_str)).as_bytes())
-            [..12]
-    );
+    let tag = format!("search-{}", &sha_hex(format!("{}\u{0}{:?}", ask.query, ask.tab_type.map(TabKind::as_str)).as_bytes())[..12]);
     let start = decode_cursor(&tag, ask.cursor)?;
 
     // 1. Catch up: notes whose postings may lag their heads.
     let mut dirty = merge::dirty(kv)?;
     if dirty.len() > INLINE_MERGE_AT {
-        merge::merge(kv, env, &mut tok, INLINE_MERGE_BUDGET)?;
+        merge::merge(kv, env, &mut tok, super::MERGE_BUDGET)?;
         dirty = merge::dirty(kv)?;
     }
     let dirty_ids: Vec<&str> = dirty.keys().map(String::as_str).collect();
@@ -455,24 +372,12 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
 
     // 2. The dirty notes, proved now against their committed heads (the
     //    terms of theirs that a prefix stands for count toward its limit).
-    let starts: Vec<Vec<String>> = q
-        .clauses
-        .iter()
-        .map(|c| {
-            if let Clause::Prefix(p) = c {
-                prefix_starts(&mut tok, p)
-            } else {
-                Vec::new()
-            }
-        })
-        .collect();
+    let starts: Vec<Vec<String>> = q.clauses.iter().map(|c| if let Clause::Prefix(p) = c { prefix_starts(&mut tok, p) } else { Vec::new() }).collect();
     let mut dirty_terms: Vec<BTreeSet<String>> = vec![BTreeSet::new(); q.clauses.len()];
     let dirty_heads = visible_heads(kv, who, &dirty_ids)?;
-    let mut dirty_proofs: Vec<(Head, usize, Proof)> = Vec::new();
+    let mut dirty_proofs: Vec<(&Head, usize, Proof)> = Vec::new();
     for id in &dirty_ids {
-        let Some(head) = dirty_heads.get(*id) else {
-            continue;
-        };
+        let Some(head) = dirty_heads.get(*id) else { continue };
         for (i, tab) in head.tabs.iter().enumerate() {
             if ask.tab_type.is_some_and(|k| k != tab.kind) {
                 continue;
@@ -481,9 +386,7 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
             for (c, st) in starts.iter().enumerate().filter(|(_, st)| !st.is_empty()) {
                 for f in &fs {
                     tok.each(&f.text, |_, stem, _, _| {
-                        if st.iter().any(|s| stem.starts_with(s.as_str()))
-                            && !dirty_terms[c].contains(stem)
-                        {
+                        if st.iter().any(|s| stem.starts_with(s.as_str())) && !dirty_terms[c].contains(stem) {
                             dirty_terms[c].insert(stem.to_string());
                         }
                     });
@@ -491,7 +394,7 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
             }
             let proof = prove(&mut tok, &matchers, &fs);
             if proof.counts.iter().any(|n| *n > 0) {
-                dirty_proofs.push((head.clone(), i, proof));
+                dirty_proofs.push((head, i, proof));
             }
         }
     }
@@ -507,27 +410,13 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
     }
     let flat: Vec<String> = terms_of.iter().flatten().cloned().collect();
     let mut all_records = postings::read_records(kv, &flat)?.into_iter();
-    let records: Vec<Vec<Vec<Vec<u8>>>> = terms_of
-        .iter()
-        .map(|ts| all_records.by_ref().take(ts.len()).collect())
-        .collect();
-    let proposed: Vec<Proposed> = q
-        .clauses
-        .iter()
-        .zip(&records)
-        .map(|(c, r)| propose(c, r, &skip))
-        .collect::<Out<_>>()?;
+    let records: Vec<Vec<Vec<Vec<u8>>>> = terms_of.iter().map(|ts| all_records.by_ref().take(ts.len()).collect()).collect();
+    let proposed: Vec<Proposed> = q.clauses.iter().zip(&records).map(|(c, r)| propose(c, r, &skip)).collect::<Out<_>>()?;
 
     // Rank: BM25 from count classes, document frequencies per clause.
     let notes = index_slice(kv, 0, 0)?.1.max(1) as f64;
     let dfs: Vec<f64> = (0..q.clauses.len())
-        .map(|c| {
-            (proposed[c].len()
-                + dirty_proofs
-                    .iter()
-                    .filter(|(_, _, p)| p.counts[c] > 0)
-                    .count()) as f64
-        })
+        .map(|c| (proposed[c].len() + dirty_proofs.iter().filter(|(_, _, p)| p.counts[c] > 0).count()) as f64)
         .collect();
     let idfs: Vec<f64> = dfs.iter().map(|df| idf(notes.max(*df), *df)).collect();
     let avg_len = {
@@ -546,9 +435,7 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
         }
         if n == 0 { 1.0 } else { sum / n as f64 }
     };
-    let smallest = (0..proposed.len())
-        .min_by_key(|i| proposed[*i].len())
-        .unwrap_or(0);
+    let smallest = (0..proposed.len()).min_by_key(|i| proposed[*i].len()).unwrap_or(0);
     let mut ranked: Vec<Ranked> = proposed[smallest]
         .keys()
         .filter(|c| proposed.iter().all(|p| p.contains_key(*c)))
@@ -561,11 +448,7 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
                     bm25(*idf, postings::unclass(tf), postings::unclass(len), avg_len)
                 })
                 .sum();
-            Ranked {
-                score,
-                cand: *c,
-                proof: None,
-            }
+            Ranked { score, cand: *c, proof: None }
         })
         .collect();
     for d in &dirty_proofs {
@@ -574,30 +457,10 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
             continue;
         }
         let len = postings::unclass(postings::class(proof.len as u64));
-        let score = proof
-            .counts
-            .iter()
-            .zip(&idfs)
-            .map(|(n, idf)| {
-                bm25(
-                    *idf,
-                    postings::unclass(postings::class(*n as u64)),
-                    len,
-                    avg_len,
-                )
-            })
-            .sum();
-        ranked.push(Ranked {
-            score,
-            cand: (head.note_id.as_str(), head.tabs[*i].id.as_str()),
-            proof: Some(d),
-        });
+        let score = proof.counts.iter().zip(&idfs).map(|(n, idf)| bm25(*idf, postings::unclass(postings::class(*n as u64)), len, avg_len)).sum();
+        ranked.push(Ranked { score, cand: (head.note_id.as_str(), head.tabs[*i].id.as_str()), proof: Some(d) });
     }
-    ranked.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.cand.cmp(&b.cand))
-    });
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.cand.cmp(&b.cand)));
 
     // 4. Prove, in that order.
     let phrase = q.clauses.iter().any(|c| matches!(c, Clause::Phrase(_)));
@@ -610,74 +473,34 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
         // their notes' index records rule most of them out unread.
         let mut out: HashSet<Cand> = HashSet::new();
         if phrase {
-            let notes: Vec<&str> = batch
-                .iter()
-                .filter(|r| r.proof.is_none())
-                .map(|r| r.cand.0)
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            let raw = kv.get_many(
-                &notes
-                    .iter()
-                    .map(|n| keys::search_doc(n))
-                    .collect::<Vec<_>>(),
-            )?;
-            let docs: HashMap<&str, Doc> = notes
-                .iter()
-                .zip(raw)
-                .filter_map(|(n, raw)| Some((*n, Doc::decode(&raw?).ok()?)))
-                .collect();
-            out.extend(
-                batch
-                    .iter()
-                    .filter(|r| {
-                        r.proof.is_none()
-                            && docs
-                                .get(r.cand.0)
-                                .is_some_and(|d| rules_out(d, r.cand.1, &q.clauses))
-                    })
-                    .map(|r| r.cand),
-            );
+            let notes: Vec<&str> = batch.iter().filter(|r| r.proof.is_none()).map(|r| r.cand.0).collect::<BTreeSet<_>>().into_iter().collect();
+            let raw = kv.get_many(&notes.iter().map(|n| keys::search_doc(n)).collect::<Vec<_>>())?;
+            let docs: HashMap<&str, Doc> = notes.iter().zip(raw).filter_map(|(n, raw)| Some((*n, Doc::decode(&raw?).ok()?))).collect();
+            out.extend(batch.iter().filter(|r| r.proof.is_none() && docs.get(r.cand.0).is_some_and(|d| rules_out(d, r.cand.1, &q.clauses))).map(|r| r.cand));
         }
-        let need: Vec<&str> = batch
-            .iter()
-            .filter(|r| r.proof.is_none() && !out.contains(&r.cand))
-            .map(|r| r.cand.0)
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let need: Vec<&str> =
+            batch.iter().filter(|r| r.proof.is_none() && !out.contains(&r.cand)).map(|r| r.cand.0).collect::<BTreeSet<_>>().into_iter().collect();
         let heads = visible_heads(kv, who, &need)?;
         for r in batch {
             pos += 1;
             let hit = match r.proof {
                 Some((head, i, proof)) => {
                     let score = real_score(proof, &idfs, avg_len);
-                    Some(Hit {
-                        score,
-                        json: hit_json(head, &head.tabs[*i], proof, score),
-                    })
+                    Some(Hit { score, json: hit_json(head, &head.tabs[*i], proof, score) })
                 }
                 None => {
                     if out.contains(&r.cand) {
                         continue;
                     }
-                    let Some(head) = heads.get(r.cand.0) else {
-                        continue;
-                    };
-                    let Some(tab) = head.tabs.iter().find(|t| t.id == r.cand.1) else {
-                        continue;
-                    };
+                    let Some(head) = heads.get(r.cand.0) else { continue };
+                    let Some(tab) = head.tabs.iter().find(|t| t.id == r.cand.1) else { continue };
                     if ask.tab_type.is_some_and(|k| k != tab.kind) {
                         continue;
                     }
                     let proof = prove(&mut tok, &matchers, &fields(kv, &head.title, tab)?);
                     proof.matches().then(|| {
                         let score = real_score(&proof, &idfs, avg_len);
-                        Hit {
-                            score,
-                            json: hit_json(head, tab, &proof, score),
-                        }
+                        Hit { score, json: hit_json(head, tab, &proof, score) }
                     })
                 }
             };
@@ -690,11 +513,7 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
         }
     }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-    let next = if pos < ranked.len() {
-        Value::from(encode_cursor(&tag, pos))
-    } else {
-        Value::Null
-    };
+    let next = if pos < ranked.len() { Value::from(encode_cursor(&tag, pos)) } else { Value::Null };
     Ok(json!({
         "query": ask.query,
         "hits": hits.into_iter().map(|h| h.json).collect::<Vec<_>>(),
@@ -730,14 +549,7 @@ mod tests {
     #[test]
     fn words_phrases_and_prefixes_parse_into_clauses() {
         let q = parse(&mut Tokenizer::default(), r#"Launch "the Brief" plan*"#).unwrap();
-        assert_eq!(
-            q.clauses,
-            vec![
-                Clause::Word(stem("launch")),
-                Clause::Phrase(vec![stem("the"), stem("brief")]),
-                Clause::Prefix("plan".into())
-            ]
-        );
+        assert_eq!(q.clauses, vec![Clause::Word(stem("launch")), Clause::Phrase(vec![stem("the"), stem("brief")]), Clause::Prefix("plan".into())]);
     }
 
     #[test]
@@ -752,40 +564,19 @@ mod tests {
             ("in*side", "may only end"),
         ] {
             let r = parse(&mut tok, q).unwrap_err();
-            assert_eq!(
-                r.extra.get("field").and_then(|f| f.as_str()),
-                Some("query"),
-                "{q}"
-            );
+            assert_eq!(r.extra.get("field").and_then(|f| f.as_str()), Some("query"), "{q}");
             assert!(r.message.contains(says), "{q}: {}", r.message);
         }
-        assert!(
-            parse(&mut tok, &"word ".repeat(MAX_TERMS + 1))
-                .unwrap_err()
-                .message
-                .contains("limit")
-        );
-        assert!(
-            parse(&mut tok, &"x".repeat(MAX_QUERY_CHARS + 1))
-                .unwrap_err()
-                .message
-                .contains("limit")
-        );
+        assert!(parse(&mut tok, &"word ".repeat(MAX_TERMS + 1)).unwrap_err().message.contains("limit"));
+        assert!(parse(&mut tok, &"x".repeat(MAX_QUERY_CHARS + 1)).unwrap_err().message.contains("limit"));
     }
 
     #[test]
     fn a_snippet_is_cut_at_spaces_around_the_match() {
-        let text = format!(
-            "{} the launch brief {}",
-            "lead ".repeat(30),
-            "tail ".repeat(40)
-        );
+        let text = format!("{} the launch brief {}", "lead ".repeat(30), "tail ".repeat(40));
         let at = text.find("launch").unwrap();
         let s = snippet(&text, at, at + 6);
-        assert!(
-            s.starts_with('…') && s.ends_with('…') && s.contains("the launch brief"),
-            "{s}"
-        );
+        assert!(s.starts_with('…') && s.ends_with('…') && s.contains("the launch brief"), "{s}");
         assert!(s.len() < SNIPPET_BEFORE + SNIPPET_AFTER + 20);
         assert_eq!(snippet("Café noir", 0, 5), "Café noir");
     }

@@ -47,21 +47,15 @@ fn description() -> String {
 
 fn input_schema() -> Value {
     object(
-        &[
-            "note_id",
-            "expected_version",
-            "idempotency_key",
-            "title",
-            "url",
-        ],
-        json!({
-            "note_id": note_id(),
-            "expected_version": version("The note version from list_note_tabs or read_note_tab."),
-            "idempotency_key": key("Derived from note_id and the normalized URL."),
-            "title": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_TITLE_CHARS},
-            "url": {"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "description": "An http or https URL."},
-        }),
-    )
+                &["note_id", "expected_version", "idempotency_key", "title", "url"],
+                json!({
+                    "note_id": note_id(),
+                    "expected_version": version("The note version from list_note_tabs or read_note_tab."),
+                    "idempotency_key": key("Derived from note_id and the normalized URL."),
+                    "title": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_TITLE_CHARS},
+                    "url": {"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "description": "An http or https URL."},
+                }),
+            )
 }
 
 /// `add_note_source`: the source as attached (now, or already).
@@ -78,14 +72,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     a.check()?;
     let url = normalize_url(&a.url).map_err(|m| Refusal::invalid("url", m))?;
     // The intent is "this page is a source of this note": the key names the normalized URL.
-    let spec = note_scope(
-        "add_note_source",
-        true,
-        &a.note_id,
-        Some(&a.idempotency_key),
-        a.expected_version,
-        &json!({ "url": url }),
-    );
+    let spec = note_scope("add_note_source", true, &a.note_id, Some(&a.idempotency_key), a.expected_version, &json!({ "url": url }));
     let kv = c.kv;
     commit(
         kv,
@@ -143,3 +130,4 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         },
     )
 }
+

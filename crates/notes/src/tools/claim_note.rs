@@ -4,9 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ADDS, Call, ON_CLAIM, WRITE_SCOPE};
-use crate::args::{
-    DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, MIN_TTL_SECONDS, check_id, check_ttl, parse,
-};
+use crate::args::{DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, MIN_TTL_SECONDS, check_id, check_ttl, parse};
 use crate::claims::claim;
 use crate::refusal::{Out, Refusal};
 use crate::schema::{id, note_id, object, ttl};
@@ -65,14 +63,5 @@ fn output_schema() -> Value {
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     a.check()?;
-    Ok(claim(
-        c.kv,
-        c.env,
-        c.who,
-        &a.note_id,
-        a.tab_id.as_deref(),
-        a.ttl_seconds,
-        "claim_note",
-    )?
-    .result)
+    Ok(claim(c.kv, c.env, c.who, &a.note_id, a.tab_id.as_deref(), a.ttl_seconds, "claim_note")?.result)
 }

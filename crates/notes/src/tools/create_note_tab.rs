@@ -4,9 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{Call, KEY_RULE, REPLACES, WRITE_SCOPE};
-use crate::args::{
-    MAX_LABEL_CHARS, SlideIn, check_chars, check_id, check_key, check_outline, parse,
-};
+use crate::args::{MAX_LABEL_CHARS, SlideIn, check_chars, check_id, check_key, check_outline, parse};
 use crate::content::{Slide, store_slides};
 use crate::edit::{MAX_TABS, new_tab};
 use crate::model::{TabKind, rand8};
@@ -15,12 +13,7 @@ use crate::schema::{key, note_id, object, outline, version};
 use crate::sheet::{Manifest, store_manifest};
 use crate::write::{Change, Plan, Target, commit, note_scope};
 
-tool!(
-    "create_note_tab",
-    "Create a note tab",
-    WRITE_SCOPE,
-    REPLACES
-);
+tool!("create_note_tab", "Create a note tab", WRITE_SCOPE, REPLACES);
 
 /// The tab types `create_note_tab` can make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,13 +57,11 @@ impl Args {
 }
 
 fn description() -> String {
-    format!(
-        "Create a new Slides or Sheet tab in a note, based on the version from list_note_tabs; returns the \
+    format!("Create a new Slides or Sheet tab in a note, based on the version from list_note_tabs; returns the \
                  exact new tab_id for later edits. An optional outline (slides: 1-20 items of only title, body, \
                  notes) fills a Slides tab in one call. A repeated idempotency key returns the first tab: resend a \
                  lost call with the same key. On version_conflict nothing was created: list the tabs again, then \
-                 create with the new version and a new key if the tab is still needed. {KEY_RULE}"
-    )
+                 create with the new version and a new key if the tab is still needed. {KEY_RULE}")
 }
 
 fn input_schema() -> Value {
@@ -109,14 +100,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         .as_object_mut()
         .expect("object")
         .remove("idempotency_key");
-    let spec = note_scope(
-        "create_note_tab",
-        true,
-        &a.note_id,
-        Some(&a.idempotency_key),
-        a.expected_version,
-        &payload,
-    );
+    let spec = note_scope("create_note_tab", true, &a.note_id, Some(&a.idempotency_key), a.expected_version, &payload);
     commit(
         c.kv,
         c.env,
@@ -165,3 +149,4 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         },
     )
 }
+

@@ -6,15 +6,14 @@ use serde_json::{Map, Value, json};
 
 use super::{Call, KEY_RULE, ON_CONFLICT, REPLACES, WRITE_SCOPE};
 use crate::args::{
-    MAX_CELL_CHARS, MAX_COLS, MAX_ROWS, MAX_SET_ROWS, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS,
-    SlideIn, VersionScope, check_cells, check_chars, check_hash, check_id, check_key,
-    check_outline, check_range, parse,
+    MAX_CELL_CHARS, MAX_COLS, MAX_ROWS, MAX_SET_ROWS, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, SlideIn,
+    VersionScope, check_cells, check_chars, check_hash, check_id, check_key, check_outline, check_range, parse,
 };
 use crate::content::MAX_DOC_BYTES;
 use crate::edit::{Edit, OPERATION_FIELDS, Operation, Patch, edit_tab_with};
-use crate::model::sha_hex;
 use crate::refusal::{Out, Refusal};
 use crate::schema::{id, key, note_id, object, outline, version};
+use crate::model::sha_hex;
 use crate::write::{Fingerprint, WriteSpec, fingerprint};
 
 tool!("edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
@@ -33,17 +32,9 @@ struct Args {
     base_content_hash: Option<String>,
     #[serde(default, deserialize_with = "crate::args::present")]
     text: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "crate::args::present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
     old_text: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "crate::args::present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
     new_text: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     rebase: bool,
@@ -128,53 +119,26 @@ impl Args {
         }
         if let Some(t) = &self.old_text {
             if t.is_empty() {
-                return Err(Refusal::invalid(
-                    "old_text",
-                    "old_text must not be empty: name the exact text to replace",
-                ));
+                return Err(Refusal::invalid("old_text", "old_text must not be empty: name the exact text to replace"));
             }
             if t.len() > MAX_DOC_BYTES {
-                return Err(Refusal::too_large(
-                    "old_text",
-                    format!(
-                        "old_text of {} bytes exceeds the tab size limit of {MAX_DOC_BYTES} bytes",
-                        t.len()
-                    ),
-                ));
+                return Err(Refusal::too_large("old_text", format!("old_text of {} bytes exceeds the tab size limit of {MAX_DOC_BYTES} bytes", t.len())));
             }
         }
         if let Some(t) = &self.new_text
             && t.len() > MAX_DOC_BYTES
         {
-            return Err(Refusal::too_large(
-                "new_text",
-                format!(
-                    "new_text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes",
-                    t.len()
-                ),
-            ));
+            return Err(Refusal::too_large("new_text", format!("new_text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", t.len())));
         }
         if self.rebase {
-            if !matches!(
-                self.operation,
-                Operation::AppendText | Operation::ReplaceInText
-            ) {
-                return Err(Refusal::invalid(
-                    "rebase",
-                    format!("rebase applies to append_text and replace_in_text, not {op}"),
-                ));
+            if !matches!(self.operation, Operation::AppendText | Operation::ReplaceInText) {
+                return Err(Refusal::invalid("rebase", format!("rebase applies to append_text and replace_in_text, not {op}")));
             }
             if self.version_scope == Some(VersionScope::Tab) {
-                return Err(Refusal::invalid(
-                    "rebase",
-                    "rebase works on note versions: leave version_scope out (or note)",
-                ));
+                return Err(Refusal::invalid("rebase", "rebase works on note versions: leave version_scope out (or note)"));
             }
             if self.base_content_hash.is_some() {
-                return Err(Refusal::invalid(
-                    "rebase",
-                    "base_content_hash asks for the exact content you read; rebase asks to apply over later changes: send one or the other",
-                ));
+                return Err(Refusal::invalid("rebase", "base_content_hash asks for the exact content you read; rebase asks to apply over later changes: send one or the other"));
             }
         }
         if let Some(t) = &self.title {
@@ -212,8 +176,7 @@ impl Args {
 }
 
 fn description() -> String {
-    format!(
-        "Change one tab, named by its exact tab_id, based on the version from read_note_tab. Operations: \
+    format!("Change one tab, named by its exact tab_id, based on the version from read_note_tab. Operations: \
                  replace_text (text: the whole text), append_text (text: added at the end on its own line) or \
                  replace_in_text (old_text: an exact snippet that occurs exactly once, new_text: what replaces it) \
                  for the markdown tab; slide_add (title, body, notes) or \
@@ -226,8 +189,7 @@ fn description() -> String {
                  expected_version is older than the note's is still applied if, and only if, no change since that \
                  version touches or borders the lines the patch changes (and old_text still occurs exactly once); \
                  the result then says rebased: true and rebased_over lists the versions. Anything else is a \
-                 version_conflict: re-read and decide again. {ON_CONFLICT} {KEY_RULE}"
-    )
+                 version_conflict: re-read and decide again. {ON_CONFLICT} {KEY_RULE}")
 }
 
 /// Every operation, in the order the schemas list them.
@@ -321,19 +283,10 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let text = a.text.take();
     let text_hash = text.as_deref().map(|t| sha_hex(t.as_bytes()));
     let edit = match a.operation {
-        Operation::ReplaceText => Edit::Text(
-            text.unwrap_or_default(),
-            text_hash.clone().unwrap_or_else(|| sha_hex(b"")),
-        ),
-        Operation::AppendText => Edit::Patch(
-            Patch::Append(text.clone().unwrap_or_default()),
-            a.rebase.then_some(a.expected_version),
-        ),
+        Operation::ReplaceText => Edit::Text(text.unwrap_or_default(), text_hash.clone().unwrap_or_else(|| sha_hex(b""))),
+        Operation::AppendText => Edit::Patch(Patch::Append(text.clone().unwrap_or_default()), a.rebase.then_some(a.expected_version)),
         Operation::ReplaceInText => Edit::Patch(
-            Patch::Replace {
-                old: a.old_text.clone().unwrap_or_default(),
-                new: a.new_text.clone().unwrap_or_default(),
-            },
+            Patch::Replace { old: a.old_text.clone().unwrap_or_default(), new: a.new_text.clone().unwrap_or_default() },
             a.rebase.then_some(a.expected_version),
         ),
         Operation::ReplaceTabData => Edit::Data(a.data.take().unwrap_or_default()),
@@ -381,3 +334,4 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     };
     edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &edit)
 }
+

@@ -20,9 +20,7 @@ struct Args {
 
 impl Args {
     fn check(&self) -> Result<(), Refusal> {
-        self.note_id
-            .as_deref()
-            .map_or(Ok(()), |n| check_id("note_id", n))
+        self.note_id.as_deref().map_or(Ok(()), |n| check_id("note_id", n))
     }
 }
 
@@ -42,22 +40,11 @@ fn input_schema() -> Value {
 /// `list_claims`: the presence board.
 fn output_schema() -> Value {
     use crate::schema::*;
-    let posted = result(
-        &["text", "posted_at", "provenance"],
-        json!({"text": text(), "posted_at": timestamp(), "provenance": provenance()}),
-    );
+    let posted = result(&["text", "posted_at", "provenance"], json!({"text": text(), "posted_at": timestamp(), "provenance": provenance()}));
     let mut claim = claim_view();
-    for (k, v) in [
-        ("note_title", text()),
-        ("tab_label", nullable(text())),
-        ("yours", flag()),
-        ("notes", list(posted)),
-    ] {
+    for (k, v) in [("note_title", text()), ("tab_label", nullable(text())), ("yours", flag()), ("notes", list(posted))] {
         claim["properties"][k] = v;
-        claim["required"]
-            .as_array_mut()
-            .expect("required is a list")
-            .push(k.into());
+        claim["required"].as_array_mut().expect("required is a list").push(k.into());
     }
     output(result(
         &["claims", "truncated", "as_of", "notice"],

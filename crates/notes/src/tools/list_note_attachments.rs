@@ -11,12 +11,7 @@ use crate::model::{FileMeta, Source, TabKind, rfc3339, sha_hex};
 use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{cursor, limit, note_id, object};
 
-tool!(
-    "list_note_attachments",
-    "List note attachments",
-    READ_SCOPE,
-    READ
-);
+tool!("list_note_attachments", "List note attachments", READ_SCOPE, READ);
 
 /// Which attachments to list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -100,14 +95,7 @@ fn file_item(f: &FileMeta) -> Value {
 fn output_schema() -> Value {
     use crate::schema::*;
     let file = result(
-        &[
-            "kind",
-            "file_id",
-            "name",
-            "media_type",
-            "size_bytes",
-            "provenance",
-        ],
+        &["kind", "file_id", "name", "media_type", "size_bytes", "provenance"],
         json!({"kind": {"const": "file"}, "file_id": text(), "name": text(), "media_type": text(), "size_bytes": count(), "provenance": provenance()}),
     );
     let source = result(
@@ -115,14 +103,7 @@ fn output_schema() -> Value {
         json!({"kind": {"const": "source"}, "source_id": text(), "title": text(), "url": text(), "provenance": provenance()}),
     );
     output(result(
-        &[
-            "note_id",
-            "version",
-            "attachments",
-            "total",
-            "next_cursor",
-            "notice",
-        ],
+        &["note_id", "version", "attachments", "total", "next_cursor", "notice"],
         json!({"note_id": text(), "version": count(), "attachments": list(json!({"anyOf": [file, source]})),
                "total": count(), "next_cursor": next_cursor(), "notice": notice()}),
     ))
@@ -153,11 +134,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let total = items.len();
     let page: Vec<Value> = items.into_iter().skip(pos).take(limit).collect();
     let next = pos + page.len();
-    let next_cursor = if next < total {
-        Value::from(encode_cursor(tag, next))
-    } else {
-        Value::Null
-    };
+    let next_cursor = if next < total { Value::from(encode_cursor(tag, next)) } else { Value::Null };
     Ok(json!({
         "note_id": head.note_id,
         "version": head.version,

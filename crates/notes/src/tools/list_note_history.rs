@@ -10,12 +10,7 @@ use crate::history;
 use crate::refusal::{NOTICE, Out};
 use crate::schema::{cursor, id, limit, note_id, object};
 
-tool!(
-    "list_note_history",
-    "List a note's history",
-    READ_SCOPE,
-    READ
-);
+tool!("list_note_history", "List a note's history", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,15 +49,7 @@ fn input_schema() -> Value {
 fn output_schema() -> Value {
     use crate::schema::*;
     let entry = result(
-        &[
-            "version",
-            "action",
-            "tab_id",
-            "by",
-            "at",
-            "at_us",
-            "content_hash",
-        ],
+        &["version", "action", "tab_id", "by", "at", "at_us", "content_hash"],
         json!({
             "version": count(), "action": text(), "tab_id": nullable(text()), "by": who(), "at": timestamp(),
             "at_us": count(), "content_hash": nullable(hash()), "tab_version": count(), "label": text(),
@@ -90,14 +77,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         None => None,
     };
     let limit = a.limit.unwrap_or(DEFAULT_LIMIT) as usize;
-    let (entries, next) = history::page(
-        c.kv,
-        &head,
-        a.tab_id.as_deref(),
-        top,
-        limit,
-        history::Window::of(&*c.env),
-    )?;
+    let (entries, next) = history::page(c.kv, &head, a.tab_id.as_deref(), top, limit, history::Window::of(&*c.env))?;
     Ok(json!({
         "note_id": head.note_id,
         "version": head.version,

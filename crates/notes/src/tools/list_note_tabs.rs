@@ -33,14 +33,7 @@ fn input_schema() -> Value {
 fn output_schema() -> Value {
     use crate::schema::*;
     let tab = result(
-        &[
-            "tab_id",
-            "type",
-            "label",
-            "tab_version",
-            "content_hash",
-            "provenance",
-        ],
+        &["tab_id", "type", "label", "tab_version", "content_hash", "provenance"],
         json!({"tab_id": text(), "type": tab_type(), "label": text(), "tab_version": count(), "content_hash": hash(), "provenance": provenance()}),
     );
     output(result(

@@ -48,19 +48,10 @@ fn input_schema() -> Value {
 fn output_schema() -> Value {
     use crate::schema::*;
     let note = result(
-        &[
-            "note_id",
-            "title",
-            "version",
-            "approved_for_agents",
-            "provenance",
-        ],
+        &["note_id", "title", "version", "approved_for_agents", "provenance"],
         json!({"note_id": text(), "title": text(), "version": count(), "approved_for_agents": flag(), "provenance": provenance()}),
     );
-    output(result(
-        &["notes", "next_cursor", "notice"],
-        json!({"notes": list(note), "next_cursor": next_cursor(), "notice": notice()}),
-    ))
+    output(result(&["notes", "next_cursor", "notice"], json!({"notes": list(note), "next_cursor": next_cursor(), "notice": notice()})))
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {
@@ -95,10 +86,6 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
             },
         }));
     }
-    let next_cursor = if next < total {
-        Value::from(encode_cursor("notes", next))
-    } else {
-        Value::Null
-    };
+    let next_cursor = if next < total { Value::from(encode_cursor("notes", next)) } else { Value::Null };
     Ok(json!({"notes": notes, "next_cursor": next_cursor, "notice": NOTICE}))
 }

@@ -48,16 +48,7 @@ fn input_schema() -> Value {
 fn output_schema() -> Value {
     use crate::schema::*;
     output(result(
-        &[
-            "claim_id",
-            "note_id",
-            "tab_id",
-            "posted_at",
-            "content_hash",
-            "notes_on_claim",
-            "dropped_oldest",
-            "expires_at",
-        ],
+        &["claim_id", "note_id", "tab_id", "posted_at", "content_hash", "notes_on_claim", "dropped_oldest", "expires_at"],
         json!({
             "claim_id": text(), "note_id": text(), "tab_id": nullable(text()), "posted_at": timestamp(),
             "content_hash": hash(), "notes_on_claim": count(), "dropped_oldest": count(), "expires_at": timestamp(),
@@ -68,13 +59,5 @@ fn output_schema() -> Value {
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     let r = a.check()?;
-    post_note(
-        c.kv,
-        c.env,
-        c.who,
-        &a.claim_id,
-        &r,
-        &a.text,
-        "post_claim_note",
-    )
+    post_note(c.kv, c.env, c.who, &a.claim_id, &r, &a.text, "post_claim_note")
 }

@@ -7,9 +7,9 @@ use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_id, parse};
 use crate::content::{load_list, load_slides, load_text};
 use crate::head::load_head;
-use crate::history;
 use crate::model::{FileMeta, Head, Source, Tab, TabKind, tab_provenance};
 use crate::refusal::{NOTICE, Out, Refusal};
+use crate::history;
 use crate::schema::{id, note_id, object, version};
 use crate::sheet::load_manifest;
 
@@ -46,35 +46,17 @@ fn input_schema() -> Value {
 
 /// The tab `tab_id` of a head, or `not_found`.
 pub(crate) fn find_tab<'h>(head: &'h Head, tab_id: &str) -> Result<&'h Tab, Refusal> {
-    head.tabs
-        .iter()
-        .find(|t| t.id == tab_id)
-        .ok_or_else(|| Refusal::not_found("tab"))
+    head.tabs.iter().find(|t| t.id == tab_id).ok_or_else(|| Refusal::not_found("tab"))
 }
 
 /// `read_note_tab`: the tab with its versions; which content field comes
 /// depends on the tab's type.
 fn output_schema() -> Value {
     use crate::schema::*;
-    let slide = result(
-        &["index", "title", "body", "notes"],
-        json!({"index": count(), "title": text(), "body": text(), "notes": text()}),
-    );
-    let sheet = result(
-        &["sheet_id", "name", "rows", "cols"],
-        json!({"sheet_id": text(), "name": text(), "rows": count(), "cols": count()}),
-    );
+    let slide = result(&["index", "title", "body", "notes"], json!({"index": count(), "title": text(), "body": text(), "notes": text()}));
+    let sheet = result(&["sheet_id", "name", "rows", "cols"], json!({"sheet_id": text(), "name": text(), "rows": count(), "cols": count()}));
     let mut tab = result(
-        &[
-            "note_id",
-            "tab_id",
-            "type",
-            "label",
-            "version",
-            "tab_version",
-            "provenance",
-            "notice",
-        ],
+        &["note_id", "tab_id", "type", "label", "version", "tab_version", "provenance", "notice"],
         json!({
             "note_id": text(), "tab_id": text(), "type": tab_type(), "label": text(), "version": count(),
             "tab_version": count(), "provenance": provenance(), "notice": notice(), "at_version": count(),
@@ -99,12 +81,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
 /// The tab `tab_id` of note `note_id` as the tool answers it, now or as it
 /// was at note version `at_version` (also the people's
 /// `GET …/tabs/{tab}/versions/{v}`).
-pub(crate) fn read(
-    c: &mut Call,
-    note_id: &str,
-    tab_id: &str,
-    at_version: Option<u64>,
-) -> Out<Value> {
+pub(crate) fn read(c: &mut Call, note_id: &str, tab_id: &str, at_version: Option<u64>) -> Out<Value> {
     check_id("note_id", note_id)?;
     check_id("tab_id", tab_id)?;
     let head = load_head(c.kv, c.who, note_id)?;

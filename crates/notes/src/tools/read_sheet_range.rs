@@ -35,9 +35,7 @@ impl Args {
         check_range("start_col", self.start_col, 0, MAX_COLS - 1)?;
         check_range("num_rows", self.num_rows, 1, MAX_RANGE)?;
         check_range("num_cols", self.num_cols, 1, MAX_RANGE)?;
-        self.sheet_id
-            .as_deref()
-            .map_or(Ok(()), |s| check_id("sheet_id", s))
+        self.sheet_id.as_deref().map_or(Ok(()), |s| check_id("sheet_id", s))
     }
 }
 
@@ -50,14 +48,7 @@ fn description() -> String {
 
 fn input_schema() -> Value {
     object(
-        &[
-            "note_id",
-            "tab_id",
-            "start_row",
-            "start_col",
-            "num_rows",
-            "num_cols",
-        ],
+        &["note_id", "tab_id", "start_row", "start_col", "num_rows", "num_cols"],
         json!({
             "note_id": note_id(),
             "tab_id": id("Exact ID of a sheet tab."),
@@ -75,22 +66,8 @@ fn output_schema() -> Value {
     use crate::schema::*;
     let cell = json!({"type": ["string", "number", "boolean", "null"]});
     output(result(
-        &[
-            "note_id",
-            "tab_id",
-            "sheet_id",
-            "start_row",
-            "start_col",
-            "num_rows",
-            "num_cols",
-            "values",
-            "sheet_rows",
-            "sheet_cols",
-            "version",
-            "tab_version",
-            "provenance",
-            "notice",
-        ],
+        &["note_id", "tab_id", "sheet_id", "start_row", "start_col", "num_rows", "num_cols", "values", "sheet_rows",
+          "sheet_cols", "version", "tab_version", "provenance", "notice"],
         json!({
             "note_id": text(), "tab_id": text(), "sheet_id": text(), "start_row": count(), "start_col": count(),
             "num_rows": count(), "num_cols": count(), "values": list(list(cell)), "sheet_rows": count(),
@@ -107,33 +84,16 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     if tab.kind != TabKind::Sheet {
         return Err(Refusal::invalid(
             "tab_id",
-            format!(
-                "tab {} is a {} tab, not a sheet tab",
-                tab.id,
-                tab.kind.as_str()
-            ),
+            format!("tab {} is a {} tab, not a sheet tab", tab.id, tab.kind.as_str()),
         )
         .into());
     }
     let m = load_manifest(c.kv, &tab.blobs)?;
     let sheet = match &a.sheet_id {
-        Some(id) => m
-            .sheet(id)
-            .map(|i| &m.sheets[i])
-            .ok_or_else(|| Refusal::not_found("sheet").with("field", "sheet_id"))?,
-        None => m
-            .sheets
-            .first()
-            .ok_or_else(|| Refusal::not_found("sheet"))?,
+        Some(id) => m.sheet(id).map(|i| &m.sheets[i]).ok_or_else(|| Refusal::not_found("sheet").with("field", "sheet_id"))?,
+        None => m.sheets.first().ok_or_else(|| Refusal::not_found("sheet"))?,
     };
-    let values = read_range(
-        c.kv,
-        sheet,
-        a.start_row,
-        a.start_col,
-        a.num_rows,
-        a.num_cols,
-    )?;
+    let values = read_range(c.kv, sheet, a.start_row, a.start_col, a.num_rows, a.num_cols)?;
     Ok(json!({
         "note_id": head.note_id,
         "tab_id": tab.id,

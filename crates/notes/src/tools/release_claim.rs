@@ -33,13 +33,7 @@ fn input_schema() -> Value {
 fn output_schema() -> Value {
     use crate::schema::*;
     output(result(
-        &[
-            "claim_id",
-            "note_id",
-            "released",
-            "already_released",
-            "reason",
-        ],
+        &["claim_id", "note_id", "released", "already_released", "reason"],
         json!({
             "claim_id": text(), "note_id": text(), "tab_id": nullable(text()), "released": flag(),
             "already_released": flag(), "reason": nullable(text()), "ended_at": nullable(timestamp()),

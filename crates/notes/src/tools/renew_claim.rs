@@ -50,13 +50,5 @@ fn output_schema() -> Value {
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     let r = a.check()?;
-    renew(
-        c.kv,
-        c.env,
-        c.who,
-        &a.claim_id,
-        &r,
-        a.ttl_seconds,
-        "renew_claim",
-    )
+    renew(c.kv, c.env, c.who, &a.claim_id, &r, a.ttl_seconds, "renew_claim")
 }

@@ -60,29 +60,14 @@ fn input_schema() -> Value {
 fn output_schema() -> Value {
     use crate::schema::*;
     let hit = result(
-        &[
-            "note_id",
-            "note_title",
-            "tab_id",
-            "type",
-            "label",
-            "field",
-            "snippet",
-            "score",
-            "version",
-            "tab_version",
-            "provenance",
-        ],
+        &["note_id", "note_title", "tab_id", "type", "label", "field", "snippet", "score", "version", "tab_version", "provenance"],
         json!({
             "note_id": text(), "note_title": text(), "tab_id": text(), "type": tab_type(), "label": text(),
             "field": text(), "snippet": text(), "score": {"type": "number"}, "version": count(),
             "tab_version": count(), "provenance": provenance(),
         }),
     );
-    output(result(
-        &["query", "hits", "next_cursor", "notice"],
-        json!({"query": text(), "hits": list(hit), "next_cursor": next_cursor(), "notice": notice()}),
-    ))
+    output(result(&["query", "hits", "next_cursor", "notice"], json!({"query": text(), "hits": list(hit), "next_cursor": next_cursor(), "notice": notice()})))
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {
@@ -91,11 +76,6 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     if let Some(l) = a.limit {
         check_range("limit", l, 1, MAX_HITS)?;
     }
-    let ask = Ask {
-        query: &a.query,
-        tab_type: a.tab_type,
-        limit: a.limit.unwrap_or(DEFAULT_HITS) as usize,
-        cursor: a.cursor.as_deref(),
-    };
+    let ask = Ask { query: &a.query, tab_type: a.tab_type, limit: a.limit.unwrap_or(DEFAULT_HITS) as usize, cursor: a.cursor.as_deref() };
     search(c.kv, c.env, c.who, &ask)
 }

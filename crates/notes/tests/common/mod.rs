@@ -9,24 +9,22 @@ use cairn_kv::{Observed, Read, Store, Swap};
 use cairn_notes::{ActorType, Env, Identity, Role, SimEnv, call_tool_value, rest};
 use serde_json::{Value, json};
 
+/// Creates a note through the REST helper on `store`; returns its id.
+pub fn create_note(store: &dyn Store, env: &mut SimEnv, who: &Identity, title: &str, approved: bool) -> String {
+    let r = rest::create_note(store, env, who, json!({"title": title, "approved_for_agents": approved})).unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["note_id"].as_str().unwrap().to_string()
+}
+
 /// Calls a tool as every behaviour test does: the result must have the MCP
 /// shape (its text content is its structuredContent) and its
 /// structuredContent must validate against the tool's published
 /// `outputSchema`, success and refusal alike. Returns the whole result.
-pub fn checked_call(
-    store: &dyn cairn_notes::Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    tool: &str,
-    args: Value,
-) -> Value {
+pub fn checked_call(store: &dyn cairn_notes::Store, env: &mut dyn Env, who: &Identity, tool: &str, args: Value) -> Value {
     let r = call_tool_value(store, env, who, tool, args).expect("no store failure");
     assert_eq!(r["content"][0]["type"], "text");
     let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(
-        text, r["structuredContent"],
-        "text content is the structuredContent"
-    );
+    assert_eq!(text, r["structuredContent"], "text content is the structuredContent");
     assert!(r["isError"].is_boolean());
     assert_valid_output(tool, &r["structuredContent"]);
     r
@@ -41,28 +39,14 @@ pub fn assert_valid_output(tool: &str, content: &Value) {
     let validators = VALIDATORS.get_or_init(|| {
         cairn_notes::tools::TOOLS
             .iter()
-            .map(|t| {
-                (
-                    t.name,
-                    jsonschema::validator_for(&(t.output_schema)())
-                        .unwrap_or_else(|e| panic!("{}: output schema: {e}", t.name)),
-                )
-            })
+            .map(|t| (t.name, jsonschema::validator_for(&(t.output_schema)()).unwrap_or_else(|e| panic!("{}: output schema: {e}", t.name))))
             .collect()
     });
-    let v = validators
-        .get(tool)
-        .unwrap_or_else(|| &validators["list_notes"]);
+    let v = validators.get(tool).unwrap_or_else(|| &validators["list_notes"]);
     if let Err(e) = v.validate(content) {
-        panic!(
-            "{tool}: structuredContent does not match its outputSchema at {}: {e}\n{content}",
-            e.instance_path()
-        );
+        panic!("{tool}: structuredContent does not match its outputSchema at {}: {e}\n{content}", e.instance_path());
     }
-    OUTPUTS_CHECKED.with(|c| {
-        c.borrow_mut()
-            .push((tool.to_string(), content.get("error").is_none()))
-    });
+    OUTPUTS_CHECKED.with(|c| c.borrow_mut().push((tool.to_string(), content.get("error").is_none())));
 }
 
 thread_local! {
@@ -95,10 +79,7 @@ impl TestKv {
     /// Every record but the audit trail's refused-call records (a refused
     /// write is recorded there, and changes nothing else).
     pub fn notes_state(&self) -> Vec<(String, Vec<u8>)> {
-        self.dump()
-            .into_iter()
-            .filter(|(k, _)| !k.contains("/audit/refused/"))
-            .collect()
+        self.dump().into_iter().filter(|(k, _)| !k.contains("/audit/refused/")).collect()
     }
 
     /// The size of the largest stored value, in bytes.
@@ -126,13 +107,7 @@ impl Store for TestKv {
     fn read(&self, bucket: &str, key: &str) -> cairn_kv::Result<Read> {
         self.faulty.read(bucket, key)
     }
-    fn swap(
-        &self,
-        bucket: &str,
-        key: &str,
-        observed: Observed,
-        value: &[u8],
-    ) -> cairn_kv::Result<Swap> {
+    fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> cairn_kv::Result<Swap> {
         self.faulty.swap(bucket, key, observed, value)
     }
     fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> cairn_kv::Result<()> {
@@ -147,12 +122,7 @@ impl Store for TestKv {
     fn increment(&self, bucket: &str, key: &str, delta: i64) -> cairn_kv::Result<i64> {
         self.faulty.increment(bucket, key, delta)
     }
-    fn list_keys(
-        &self,
-        bucket: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> cairn_kv::Result<Vec<String>> {
+    fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> cairn_kv::Result<Vec<String>> {
         self.faulty.list_keys(bucket, after, limit)
     }
     fn sweep(&self, older_than_ms: u64) -> cairn_kv::Result<usize> {
@@ -213,15 +183,7 @@ impl World {
     /// Creates a note through the REST helper; returns its id.
     pub fn note(&mut self, who: &Identity, title: &str, approved: bool) -> String {
         self.env.advance_us(10);
-        let r = rest::create_note(
-            &self.kv,
-            &mut self.env,
-            who,
-            json!({"title": title, "approved_for_agents": approved}),
-        )
-        .unwrap();
-        assert_eq!(r.status, 201, "{}", r.body);
-        r.body["note_id"].as_str().unwrap().to_string()
+        create_note(&self.kv, &mut self.env, who, title, approved)
     }
 
     pub fn version(&mut self, who: &Identity, note: &str) -> u64 {
