@@ -3,31 +3,45 @@
 //!
 //! SQLite because it is what Spin's own default key-value store uses, it is
 //! embedded (no service to run), crash-safe in WAL mode, and one file is easy
-//! to back up. Every write is one transaction; with `synchronous = NORMAL` a
-//! committed transaction survives the process being killed (the WAL is in the
-//! OS page cache); `cairn up --fsync` switches to `FULL` so it also survives
-//! power loss, at a cost per write.
+//! to back up. With `synchronous = NORMAL` a committed transaction survives
+//! the process being killed (the WAL is in the OS page cache); `cairn up
+//! --fsync` switches to `FULL` so it also survives power loss, at a cost per
+//! commit.
 //!
-//! One connection serves the whole process (the host is the only writer; the
-//! database is opened in exclusive locking mode so a second process gets a
-//! clear error instead of a silent split-brain).
+//! - Writes go through [`group`]: concurrent writers share one transaction
+//!   on the single writer connection (group commit), and each is answered
+//!   only after that transaction committed.
+//! - Reads run on a pool of reader connections, beside the writer: WAL gives
+//!   each read transaction the state of the last commit before it started.
+//!   A read of an absent key observes the last *committed* stamp, loaded
+//!   before its snapshot starts, so a later swap fails if anything wrote the
+//!   key after that snapshot (see [`SqliteStore::reading`]).
+//! - The host is the only process on the file: an advisory lock on the
+//!   database file gives a second process a clear error instead of a silent
+//!   split-brain.
+
+mod group;
 
 use cairn_kv::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
+use group::{Done, Group, Op, Writer};
 use rusqlite::{Connection, OptionalExtension, params};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-struct Inner {
-    conn: Option<Connection>,
-    seq: u64,
-    purge_floor: u64,
-}
 
 /// A store in one SQLite file.
 pub struct SqliteStore {
-    inner: Mutex<Inner>,
+    path: PathBuf,
+    group: Group,
+    /// Idle reader connections.
+    readers: Mutex<Vec<Connection>>,
+    closed: AtomicBool,
 }
+
+/// Idle reader connections kept; more are opened while more threads read at
+/// once, and closed again when they come back to a full pool.
+const READERS_KEPT: usize = 16;
 
 /// SQLite's errors as store errors: a full disk is [`Error::Full`] (the
 /// transaction rolled back, nothing was written), a locked file
@@ -48,17 +62,36 @@ fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
+fn closed() -> Error {
+    Error::Backend("store is closed".into())
+}
+
 impl SqliteStore {
     /// Open (or create) the database at `path`. `fsync` selects
-    /// `synchronous = FULL` instead of `NORMAL`.
+    /// `synchronous = FULL` instead of `NORMAL`. Refused when another
+    /// process (or another open store in this one) has the file.
     pub fn open(path: &Path, fsync: bool) -> Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::Backend(format!("cannot open {}: {e}", path.display())))?;
+        if let Err(e) = file.try_lock() {
+            return Err(Error::Backend(match e {
+                std::fs::TryLockError::WouldBlock => {
+                    format!("{} is in use by another process (is another cairn running on this state dir?)", path.display())
+                }
+                std::fs::TryLockError::Error(e) => format!("cannot lock {}: {e}", path.display()),
+            }));
+        }
         let conn = Connection::open(path).map_err(backend)?;
         let sync = if fsync { "FULL" } else { "NORMAL" };
         conn.execute_batch(&format!(
-            "PRAGMA locking_mode = EXCLUSIVE;
-             PRAGMA journal_mode = WAL;
+            "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = {sync};
-             PRAGMA busy_timeout = 200;
+             PRAGMA busy_timeout = 5000;
              PRAGMA wal_autocheckpoint = 8192;
              PRAGMA mmap_size = 268435456;
              CREATE TABLE IF NOT EXISTS kv (
@@ -72,63 +105,99 @@ impl SqliteStore {
              CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
              INSERT OR IGNORE INTO meta VALUES ('purge_floor', 0);"
         ))
-        .map_err(|e| match e {
-            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DatabaseBusy => {
-                Error::Backend(format!(
-                    "{} is in use by another process (is another cairn running on this state dir?)",
-                    path.display()
-                ))
-            }
-            e => backend(e),
-        })?;
+        .map_err(backend)?;
         let purge_floor: i64 = conn
             .query_row("SELECT value FROM meta WHERE name = 'purge_floor'", [], |r| r.get(0))
             .map_err(backend)?;
         let max_stamp: Option<i64> =
             conn.query_row("SELECT MAX(stamp) FROM kv", [], |r| r.get(0)).map_err(backend)?;
         let seq = (max_stamp.unwrap_or(0).max(purge_floor)) as u64;
-        Ok(Self { inner: Mutex::new(Inner { conn: Some(conn), seq, purge_floor: purge_floor as u64 }) })
+        let writer = Writer { conn: Some(conn), seq, purge_floor: purge_floor as u64, lock: Some(file) };
+        Ok(Self {
+            path: path.to_path_buf(),
+            group: Group::new(writer, apply),
+            readers: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+        })
     }
 
-    fn with<T>(&self, f: impl FnOnce(&Connection, &mut u64, u64) -> rusqlite::Result<T>) -> Result<T> {
-        let mut guard = self.inner.lock().map_err(|_| Error::Backend("store lock poisoned".into()))?;
-        let Inner { conn, seq, purge_floor } = &mut *guard;
-        let conn = conn.as_ref().ok_or_else(|| Error::Backend("store is closed".into()))?;
-        f(conn, seq, *purge_floor).map_err(backend)
+    fn reader(&self) -> Result<Connection> {
+        if let Some(c) = self.readers.lock().map_err(|_| Error::Backend("reader pool poisoned".into()))?.pop() {
+            return Ok(c);
+        }
+        let c = Connection::open(&self.path).map_err(backend)?;
+        c.execute_batch(
+            "PRAGMA query_only = 1;
+             PRAGMA busy_timeout = 5000;
+             PRAGMA cache_size = -1024;
+             PRAGMA mmap_size = 268435456;",
+        )
+        .map_err(backend)?;
+        Ok(c)
     }
 
-    /// Like `with`, inside one transaction that commits only if `f` succeeds.
-    /// The in-memory sequence is restored if the transaction fails.
-    fn tx<T>(&self, f: impl FnOnce(&Connection, &mut u64, u64) -> Result<T>) -> Result<T> {
-        let mut guard = self.inner.lock().map_err(|_| Error::Backend("store lock poisoned".into()))?;
-        let Inner { conn, seq, purge_floor } = &mut *guard;
-        let conn = conn.as_ref().ok_or_else(|| Error::Backend("store is closed".into()))?;
-        let start = *seq;
-        conn.execute_batch("BEGIN IMMEDIATE").map_err(backend)?;
-        match f(conn, seq, *purge_floor) {
-            Ok(v) => match conn.execute_batch("COMMIT") {
-                Ok(()) => Ok(v),
-                Err(e) => {
-                    let _ = conn.execute_batch("ROLLBACK");
-                    *seq = start;
-                    Err(backend(e))
-                }
-            },
-            Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                *seq = start;
-                Err(e)
+    /// Runs `f` on a reader connection with the committed stamp, loaded
+    /// before `f` starts its read transaction. Why that stamp is safe for an
+    /// absent key: a write stamped at or below it committed before it was
+    /// published, so before this read's snapshot, which therefore shows it;
+    /// a write the snapshot does not show is stamped above it, and fails a
+    /// later swap that carries it (`Stamped::swap_allowed`).
+    fn reading<T>(&self, f: impl FnOnce(&Connection, u64) -> rusqlite::Result<T>) -> Result<T> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        // Between transactions, the writer's connection has the warmest
+        // cache, and what it sees is exactly what has committed.
+        let mut f = Some(f);
+        if let Some(out) = self.group.try_idle(|c, seq| f.take().map(|f| f(c, seq))) {
+            if let Some(out) = out {
+                return out.map_err(backend);
             }
         }
+        let f = f.ok_or_else(|| Error::Backend("a read ran without an answer".into()))?;
+        let seq = self.group.committed();
+        let conn = self.reader()?;
+        let out = f(&conn, seq).map_err(backend);
+        let mut pool = self.readers.lock().map_err(|_| Error::Backend("reader pool poisoned".into()))?;
+        if pool.len() < READERS_KEPT && !self.closed.load(Ordering::Acquire) {
+            pool.push(conn);
+        }
+        out
+    }
+
+    /// Like [`reading`](Self::reading), in one read transaction (one snapshot for every key).
+    fn reading_all<T>(&self, f: impl FnOnce(&Connection, u64) -> rusqlite::Result<T>) -> Result<T> {
+        self.reading(|c, seq| {
+            c.execute_batch("BEGIN")?;
+            let out = f(c, seq);
+            c.execute_batch("COMMIT")?;
+            out
+        })
+    }
+
+    fn write(&self, op: Op) -> Result<Done> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        self.group.submit(op)
     }
 }
 
 impl SqliteStore {
+    /// Transactions committed since the store opened, and the writes they
+    /// carried (more writes than transactions: group commit at work).
+    pub fn commits(&self) -> (u64, u64) {
+        self.group.commits()
+    }
+
     /// Caps the database at `pages` pages (`PRAGMA max_page_count`), so a
     /// test can fill it as a full disk would.
     #[doc(hidden)]
     pub fn limit_pages_for_tests(&self, pages: u32) -> Result<()> {
-        self.with(|c, _, _| c.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(())))
+        self.group.exclusive(|w| {
+            let c = w.conn.as_ref().ok_or_else(closed)?;
+            c.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(())).map_err(backend)
+        })
     }
 }
 
@@ -165,23 +234,70 @@ fn swap_in(c: &Connection, seq: &mut u64, floor: u64, bucket: &str, key: &str, o
     }
 }
 
+/// One write inside the writer's transaction (see [`group`]).
+fn apply(c: &Connection, seq: &mut u64, floor: &mut u64, op: &Op) -> Result<Done> {
+    match op {
+        Op::Swaps { bucket, swaps } => Ok(Done::Swaps(
+            swaps.iter().map(|(k, o, v)| swap_in(c, seq, *floor, bucket, k, *o, v)).collect::<Result<_>>()?,
+        )),
+        Op::Set { bucket, pairs } => {
+            for (k, v) in pairs {
+                put(c, seq, bucket, k, Some(v)).map_err(backend)?;
+            }
+            Ok(Done::Unit)
+        }
+        Op::Delete { bucket, keys } => {
+            for k in keys {
+                let live = row(c, bucket, k).map_err(backend)?.is_some_and(|r| r.value.is_some());
+                if live {
+                    put(c, seq, bucket, k, None).map_err(backend)?;
+                }
+            }
+            Ok(Done::Unit)
+        }
+        Op::Increment { bucket, key, delta } => {
+            let current = row(c, bucket, key).map_err(backend)?;
+            let next = decode_counter(current.as_ref().and_then(|r| r.value.as_deref()))?.wrapping_add(*delta);
+            put(c, seq, bucket, key, Some(&next.to_le_bytes())).map_err(backend)?;
+            Ok(Done::Counter(next))
+        }
+        Op::Sweep { older_than_ms } => {
+            let cutoff = now_ms() - *older_than_ms as i64;
+            let max: Option<i64> = c
+                .query_row("SELECT MAX(stamp) FROM kv WHERE value IS NULL AND deleted_at <= ?1", [cutoff], |r| r.get(0))
+                .map_err(backend)?;
+            *floor = (*floor).max(max.unwrap_or(0) as u64);
+            c.execute("UPDATE meta SET value = ?1 WHERE name = 'purge_floor'", [*floor as i64]).map_err(backend)?;
+            let n = c.execute("DELETE FROM kv WHERE value IS NULL AND deleted_at <= ?1", [cutoff]).map_err(backend)?;
+            Ok(Done::Swept(n))
+        }
+    }
+}
+
+fn unexpected(d: Done) -> Error {
+    Error::Backend(format!("the writer answered {d:?} to another kind of write"))
+}
+
+fn owned_keys(keys: &[&str]) -> Result<Vec<String>> {
+    keys.iter().map(|k| check_key(k).map(|()| k.to_string())).collect()
+}
+
 impl Store for SqliteStore {
     fn read(&self, bucket: &str, key: &str) -> Result<Read> {
         check_key(key)?;
-        self.with(|c, seq, _| Ok(Stamped::observe(row(c, bucket, key)?.as_ref(), *seq)))
+        self.reading(|c, seq| Ok(Stamped::observe(row(c, bucket, key)?.as_ref(), seq)))
     }
 
     fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
-        check_key(key)?;
-        check_value(value)?;
-        self.tx(|c, seq, floor| swap_in(c, seq, floor, bucket, key, observed, value))
+        let mut swaps = self.swap_each(bucket, &[(key, observed, value)])?;
+        swaps.pop().ok_or_else(|| Error::Backend("the writer answered no swap".into()))
     }
 
     fn read_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Read>> {
         for k in keys {
             check_key(k)?;
         }
-        self.with(|c, seq, _| keys.iter().map(|k| Ok(Stamped::observe(row(c, bucket, k)?.as_ref(), *seq))).collect())
+        self.reading_all(|c, seq| keys.iter().map(|k| Ok(Stamped::observe(row(c, bucket, k)?.as_ref(), seq))).collect())
     }
 
     /// One transaction for every swap, each checked against its own read.
@@ -190,14 +306,23 @@ impl Store for SqliteStore {
             check_key(k)?;
             check_value(v)?;
         }
-        self.tx(|c, seq, floor| swaps.iter().map(|(k, o, v)| swap_in(c, seq, floor, bucket, k, *o, v)).collect())
+        let swaps = swaps.iter().map(|(k, o, v)| (k.to_string(), *o, v.to_vec())).collect();
+        match self.write(Op::Swaps { bucket: bucket.to_string(), swaps })? {
+            Done::Swaps(s) => Ok(s),
+            d => Err(unexpected(d)),
+        }
     }
 
     fn get_many(&self, bucket: &str, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>> {
         for k in keys {
             check_key(k)?;
         }
-        self.with(|c, _, _| keys.iter().map(|k| Ok(row(c, bucket, k)?.and_then(|r| r.value))).collect())
+        self.reading_all(|c, _| keys.iter().map(|k| Ok(row(c, bucket, k)?.and_then(|r| r.value))).collect())
+    }
+
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        check_key(key)?;
+        self.reading(|c, _| Ok(row(c, bucket, key)?.and_then(|r| r.value)))
     }
 
     fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()> {
@@ -205,41 +330,31 @@ impl Store for SqliteStore {
             check_key(k)?;
             check_value(v)?;
         }
-        self.tx(|c, seq, _| {
-            for (k, v) in pairs {
-                put(c, seq, bucket, k, Some(v)).map_err(backend)?;
-            }
-            Ok(())
-        })
+        let pairs = pairs.iter().map(|(k, v)| (k.to_string(), v.to_vec())).collect();
+        match self.write(Op::Set { bucket: bucket.to_string(), pairs })? {
+            Done::Unit => Ok(()),
+            d => Err(unexpected(d)),
+        }
     }
 
     fn delete_many(&self, bucket: &str, keys: &[&str]) -> Result<()> {
-        for k in keys {
-            check_key(k)?;
+        let keys = owned_keys(keys)?;
+        match self.write(Op::Delete { bucket: bucket.to_string(), keys })? {
+            Done::Unit => Ok(()),
+            d => Err(unexpected(d)),
         }
-        self.tx(|c, seq, _| {
-            for k in keys {
-                let live = row(c, bucket, k).map_err(backend)?.is_some_and(|r| r.value.is_some());
-                if live {
-                    put(c, seq, bucket, k, None).map_err(backend)?;
-                }
-            }
-            Ok(())
-        })
     }
 
     fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64> {
         check_key(key)?;
-        self.tx(|c, seq, _| {
-            let current = row(c, bucket, key).map_err(backend)?;
-            let next = decode_counter(current.as_ref().and_then(|r| r.value.as_deref()))?.wrapping_add(delta);
-            put(c, seq, bucket, key, Some(&next.to_le_bytes())).map_err(backend)?;
-            Ok(next)
-        })
+        match self.write(Op::Increment { bucket: bucket.to_string(), key: key.to_string(), delta })? {
+            Done::Counter(n) => Ok(n),
+            d => Err(unexpected(d)),
+        }
     }
 
     fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
-        self.with(|c, _, _| {
+        self.reading(|c, _| {
             let mut stmt = c.prepare_cached(
                 "SELECT key FROM kv WHERE bucket = ?1 AND key > ?2 AND typeof(value) <> 'null'
                  ORDER BY key LIMIT ?3",
@@ -258,7 +373,7 @@ impl Store for SqliteStore {
             return cairn_kv::list_prefix_by_listing(self, bucket, prefix, after, limit);
         };
         let start = cairn_kv::prefix_start(prefix, after);
-        self.with(|c, _, _| {
+        self.reading(|c, _| {
             let mut stmt = c.prepare_cached(
                 "SELECT key FROM kv WHERE bucket = ?1 AND key > ?2 AND key < ?3 AND typeof(value) <> 'null'
                  ORDER BY key LIMIT ?4",
@@ -271,32 +386,9 @@ impl Store for SqliteStore {
     }
 
     fn sweep(&self, older_than_ms: u64) -> Result<usize> {
-        let mut guard = self.inner.lock().map_err(|_| Error::Backend("store lock poisoned".into()))?;
-        let inner = &mut *guard;
-        let conn = inner.conn.as_ref().ok_or_else(|| Error::Backend("store is closed".into()))?;
-        let cutoff = now_ms() - older_than_ms as i64;
-        let run = || -> rusqlite::Result<(usize, u64)> {
-            conn.execute_batch("BEGIN IMMEDIATE")?;
-            let max: Option<i64> = conn.query_row(
-                "SELECT MAX(stamp) FROM kv WHERE value IS NULL AND deleted_at <= ?1",
-                [cutoff],
-                |r| r.get(0),
-            )?;
-            let floor = inner.purge_floor.max(max.unwrap_or(0) as u64);
-            conn.execute("UPDATE meta SET value = ?1 WHERE name = 'purge_floor'", [floor as i64])?;
-            let n = conn.execute("DELETE FROM kv WHERE value IS NULL AND deleted_at <= ?1", [cutoff])?;
-            conn.execute_batch("COMMIT")?;
-            Ok((n, floor))
-        };
-        match run() {
-            Ok((n, floor)) => {
-                inner.purge_floor = floor;
-                Ok(n)
-            }
-            Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                Err(backend(e))
-            }
+        match self.write(Op::Sweep { older_than_ms })? {
+            Done::Swept(n) => Ok(n),
+            d => Err(unexpected(d)),
         }
     }
 
@@ -304,13 +396,19 @@ impl Store for SqliteStore {
         true
     }
 
+    /// Closes the readers, checkpoints the WAL into the database and closes
+    /// the writer; then releases the file.
     fn close(&self) -> Result<()> {
-        let mut guard = self.inner.lock().map_err(|_| Error::Backend("store lock poisoned".into()))?;
-        if let Some(conn) = guard.conn.take() {
-            conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").map_err(backend)?;
-            conn.close().map_err(|(_, e)| backend(e))?;
-        }
-        Ok(())
+        self.closed.store(true, Ordering::Release);
+        self.readers.lock().map_err(|_| Error::Backend("reader pool poisoned".into()))?.clear();
+        self.group.exclusive(|w| {
+            if let Some(conn) = w.conn.take() {
+                conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").map_err(backend)?;
+                conn.close().map_err(|(_, e)| backend(e))?;
+            }
+            w.lock = None;
+            Ok(())
+        })
     }
 }
 

@@ -26,9 +26,13 @@ use crate::refusal::{Code, Out, Refusal};
 /// Idempotency records kept in the head; older ones move to their own keys. Every
 /// write parses and re-encodes the head, so this stays small: a retry normally comes
 /// within a few writes, and an older key costs one extra read.
-pub(crate) const IDEM_IN_HEAD: usize = 8;
-/// History entries kept in the head; older ones move to the audit keys.
-pub(crate) const HISTORY_IN_HEAD: usize = 8;
+pub(crate) const IDEM_IN_HEAD: usize = 4;
+/// History entries kept in the head; older ones move to the audit keys. An
+/// entry carries the tab as its commit left it (~800 bytes), and every read
+/// and write of the note parses the head: at 8 entries they were 60% of a
+/// 10 KB head. Each commit spills one entry either way, so fewer here costs
+/// only `list_note_history` a few more reads of spilled entries.
+pub(crate) const HISTORY_IN_HEAD: usize = 2;
 
 /// What a write asks of the transaction.
 pub(crate) struct WriteSpec<'a> {
