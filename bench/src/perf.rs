@@ -207,12 +207,14 @@ const STACK: &str = "Cairn, whole stack";
 const STACK_HTTP: &str = "whole stack, tools over wasi:http";
 const TOOLS: &str = "tool components alone";
 const NATIVE: &str = "core natively";
+const NATIVE_FSYNC: &str = "core natively, --fsync";
 const PEER: &str = "Python SDK + SQLite";
 
 async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Vec<AppendRow>> {
     let d = run.duration();
     let warm = Duration::from_millis(300);
     let mut rows = Vec::new();
+    let mut batching = Vec::new();
     for &c in &run.args.clients {
         eprintln!("perf: append workload, {c} clients");
         // The whole stack as the manifest composes it, then the same host
@@ -228,11 +230,19 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
         }
         append_tools(stack, stack.seed_notes(c)?, warm, TOOLS).await?;
         rows.push(AppendRow { clients: c, path: TOOLS, run: append_tools(stack, stack.seed_notes(c)?, d, TOOLS).await? });
-        {
+        // The core natively, with commits as `cairn up` makes them and as
+        // `cairn up --fsync` does (each commit flushed to the disk).
+        for (path, fsync) in [(NATIVE, false), (NATIVE_FSYNC, true)] {
             let dir = run.fresh_dir("native")?;
-            let kv = native_store(&dir)?;
-            append_native(kv.clone(), seed(kv.as_ref(), c)?, warm, NATIVE)?;
-            rows.push(AppendRow { clients: c, path: NATIVE, run: append_native(kv.clone(), seed(kv.as_ref(), c)?, d, NATIVE)? });
+            std::fs::create_dir_all(&dir)?;
+            let kv = Arc::new(cairn_kv_sqlite::SqliteStore::open(&dir.join("kv.db"), fsync)?);
+            append_native(kv.clone(), seed(kv.as_ref(), c)?, warm, path)?;
+            let notes = seed(kv.as_ref(), c)?;
+            let (commits, writes) = kv.commits();
+            let r = append_native(kv.clone(), notes, d, path)?;
+            let (commits, writes) = (kv.commits().0 - commits, kv.commits().1 - writes);
+            batching.push((c, path, writes as f64 / commits.max(1) as f64));
+            rows.push(AppendRow { clients: c, path, run: r });
             drop(kv);
             let _ = std::fs::remove_dir_all(dir);
         }
@@ -281,6 +291,21 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
             _ => "–".into(),
         };
         let _ = writeln!(out, "| {c} | {} | {} | {} | {} |", ratio(s, p), ratio(n, s), ratio(s, t), ratio(s, h));
+    }
+    let _ = write!(
+        out,
+        "\nGroup commit on SQLite (the native rows): concurrent writers share one transaction, so with `--fsync` the \
+         flush is paid once per transaction.\n\n\
+         | clients | writes per transaction | writes per transaction, --fsync | --fsync ÷ without |\n|---:|---:|---:|---:|\n"
+    );
+    for &c in &run.args.clients {
+        let per = |p: &str| batching.iter().find(|b| b.0 == c && b.1 == p).map(|b| format!("{:.1}", b.2)).unwrap_or_default();
+        let get = |p: &str| rows.iter().find(|r| r.clients == c && r.path == p).map(|r| r.run.pairs.rps);
+        let ratio = match (get(NATIVE_FSYNC), get(NATIVE)) {
+            (Some(a), Some(b)) if b > 0.0 => format!("**{:.2}×**", a / b),
+            _ => "–".into(),
+        };
+        let _ = writeln!(out, "| {c} | {} | {} | {ratio} |", per(NATIVE), per(NATIVE_FSYNC));
     }
     if rows.iter().any(|r| r.run.lost > 0) {
         bail!("an acknowledged line was lost:\n{out}");
