@@ -803,6 +803,10 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
             head_early = head_bytes(kv.as_ref())?;
         }
         if v % SWEEP_EVERY == 0 {
+            // What a host's background merger does meanwhile: bring the
+            // search index up to the note and drop its dirty markers.
+            cairn_notes::search::merge(kv.as_ref(), &mut sweep_env, crate::stack::TENANT, cairn_notes::search::MERGE_BUDGET)
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
             let started = Instant::now();
             let s = cairn_notes::sweep_history(kv.as_ref(), &mut sweep_env, crate::stack::TENANT).map_err(|e| anyhow::anyhow!("{e:?}"))?;
             sweeps.push(started.elapsed());
