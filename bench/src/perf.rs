@@ -238,10 +238,10 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
             let kv = Arc::new(cairn_kv_sqlite::SqliteStore::open(&dir.join("kv.db"), fsync)?);
             append_native(kv.clone(), seed(kv.as_ref(), c)?, warm, path)?;
             let notes = seed(kv.as_ref(), c)?;
-            let (commits, writes) = kv.commits();
+            let (commits_before, writes_before) = kv.commits();
             let r = append_native(kv.clone(), notes, d, path)?;
-            let (commits, writes) = (kv.commits().0 - commits, kv.commits().1 - writes);
-            batching.push((c, path, writes as f64 / commits.max(1) as f64));
+            let (commits, writes) = kv.commits();
+            batching.push((c, path, (writes - writes_before) as f64 / (commits - commits_before).max(1) as f64));
             rows.push(AppendRow { clients: c, path, run: r });
             drop(kv);
             let _ = std::fs::remove_dir_all(dir);

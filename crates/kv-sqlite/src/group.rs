@@ -85,10 +85,6 @@ pub(crate) struct Writer {
     pub lock: Option<std::fs::File>,
 }
 
-/// How one write inside a transaction is run: the connection, the sequence,
-/// the purge floor as this transaction sees it.
-pub(crate) type Apply = fn(&rusqlite::Connection, &mut u64, &mut u64, &Op) -> Result<Done>;
-
 /// Where a queued write stands.
 enum State {
     Waiting,
@@ -143,14 +139,13 @@ pub(crate) struct Group {
     /// Transactions committed, and writes they carried.
     commits: AtomicU64,
     writes: AtomicU64,
-    apply: Apply,
 }
 
 impl Group {
-    pub fn new(writer: Writer, apply: Apply) -> Self {
+    pub fn new(writer: Writer) -> Self {
         let committed = AtomicU64::new(writer.seq);
         let (commits, writes) = (AtomicU64::new(0), AtomicU64::new(0));
-        Self { queue: Mutex::new(VecDeque::new()), writer: Mutex::new(writer), committed, commits, writes, apply }
+        Self { queue: Mutex::new(VecDeque::new()), writer: Mutex::new(writer), committed, commits, writes }
     }
 
     /// Transactions committed so far, and the writes they carried.
@@ -170,12 +165,7 @@ impl Group {
         let ticket = Arc::new(Ticket { state: Mutex::new(State::Waiting), woken: Condvar::new() });
         self.queue.lock().unwrap_or_else(PoisonError::into_inner).push_back(Job { op, ticket: ticket.clone() });
         loop {
-            let held = match self.writer.try_lock() {
-                Ok(w) => Some(w),
-                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-                Err(TryLockError::WouldBlock) => None,
-            };
-            if let Some(mut w) = held {
+            if let Some(mut w) = self.try_writer() {
                 self.lead(&mut w);
                 drop(w);
                 self.hand_off();
@@ -195,18 +185,25 @@ impl Group {
         out
     }
 
-    /// Runs `f` on the writer connection, between transactions, if no
-    /// leader holds it right now (`None` otherwise); hands off after.
-    pub fn try_idle<T>(&self, f: impl FnOnce(&rusqlite::Connection, u64) -> T) -> Option<T> {
-        let w = match self.writer.try_lock() {
-            Ok(w) => w,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
-        let out = w.conn.as_ref().map(|c| f(c, w.seq));
-        drop(w);
-        self.hand_off();
-        out
+    /// The writer, if no leader holds it right now.
+    fn try_writer(&self) -> Option<MutexGuard<'_, Writer>> {
+        match self.writer.try_lock() {
+            Ok(w) => Some(w),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// The writer connection between transactions, if no leader holds it
+    /// right now and the store is open; it hands off when dropped.
+    pub fn idle(&self) -> Option<Idle<'_>> {
+        let w = self.try_writer()?;
+        if w.conn.is_none() {
+            drop(w);
+            self.hand_off();
+            return None;
+        }
+        Some(Idle { group: self, writer: Some(w) })
     }
 
     /// Wakes the first queued write's writer to lead, if any is queued.
@@ -218,7 +215,7 @@ impl Group {
     }
 
     /// Takes a batch off the queue, runs it and answers it.
-    fn lead(&self, w: &mut MutexGuard<'_, Writer>) {
+    fn lead(&self, w: &mut Writer) {
         let batch: Vec<Job> = {
             let mut q = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
             let mut bytes = 0;
@@ -276,7 +273,7 @@ impl Group {
         conn.execute_batch("BEGIN IMMEDIATE").map_err(crate::backend)?;
         let mut answers = Vec::new();
         for op in ops {
-            match (self.apply)(conn, seq, floor, op) {
+            match crate::apply(conn, seq, floor, op) {
                 Ok(done) => answers.push(done),
                 Err(e) => {
                     let _ = conn.execute_batch("ROLLBACK");
@@ -292,5 +289,27 @@ impl Group {
         self.commits.fetch_add(1, Ordering::Relaxed);
         self.writes.fetch_add(answers.len() as u64, Ordering::Relaxed);
         Ok(answers)
+    }
+}
+
+/// The writer connection lent to a read between transactions (see
+/// [`Group::idle`]): released, then handed off, when dropped.
+pub(crate) struct Idle<'a> {
+    group: &'a Group,
+    writer: Option<MutexGuard<'a, Writer>>,
+}
+
+impl std::ops::Deref for Idle<'_> {
+    type Target = rusqlite::Connection;
+    fn deref(&self) -> &rusqlite::Connection {
+        // `idle` lends only an open writer, and nothing closes it while lent.
+        self.writer.as_ref().and_then(|w| w.conn.as_ref()).expect("an idle writer has its connection")
+    }
+}
+
+impl Drop for Idle<'_> {
+    fn drop(&mut self) {
+        drop(self.writer.take());
+        self.group.hand_off();
     }
 }

@@ -115,7 +115,7 @@ impl SqliteStore {
         let writer = Writer { conn: Some(conn), seq, purge_floor: purge_floor as u64, lock: Some(file) };
         Ok(Self {
             path: path.to_path_buf(),
-            group: Group::new(writer, apply),
+            group: Group::new(writer),
             readers: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
         })
@@ -146,32 +146,34 @@ impl SqliteStore {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
+        let seq = self.group.committed();
         // Between transactions, the writer's connection has the warmest
         // cache, and what it sees is exactly what has committed.
-        let mut f = Some(f);
-        if let Some(out) = self.group.try_idle(|c, seq| f.take().map(|f| f(c, seq))) {
-            if let Some(out) = out {
-                return out.map_err(backend);
-            }
+        if let Some(writer) = self.group.idle() {
+            return f(&writer, seq).map_err(backend);
         }
-        let f = f.ok_or_else(|| Error::Backend("a read ran without an answer".into()))?;
-        let seq = self.group.committed();
         let conn = self.reader()?;
         let out = f(&conn, seq).map_err(backend);
         let mut pool = self.readers.lock().map_err(|_| Error::Backend("reader pool poisoned".into()))?;
-        if pool.len() < READERS_KEPT && !self.closed.load(Ordering::Acquire) {
+        // A connection left inside a transaction would read an old snapshot forever.
+        if pool.len() < READERS_KEPT && conn.is_autocommit() && !self.closed.load(Ordering::Acquire) {
             pool.push(conn);
         }
         out
     }
 
-    /// Like [`reading`](Self::reading), in one read transaction (one snapshot for every key).
+    /// Like [`reading`](Self::reading), in one read transaction (one
+    /// snapshot for every key), ended however `f` ends.
     fn reading_all<T>(&self, f: impl FnOnce(&Connection, u64) -> rusqlite::Result<T>) -> Result<T> {
         self.reading(|c, seq| {
             c.execute_batch("BEGIN")?;
             let out = f(c, seq);
-            c.execute_batch("COMMIT")?;
-            out
+            let end = c.execute_batch("COMMIT");
+            if end.is_err() {
+                let _ = c.execute_batch("ROLLBACK");
+            }
+            let out = out?;
+            end.map(|()| out)
         })
     }
 
