@@ -89,6 +89,9 @@ enum Command {
         /// Only these sections (repeatable; all by default).
         #[arg(long, value_enum)]
         only: Vec<cairn_bench::perf::Section>,
+        /// Only these paths in the append section (repeatable; all by default).
+        #[arg(long = "path", value_enum)]
+        paths: Vec<cairn_bench::perf::AppendPath>,
         /// Also put the report into this markdown file (replacing an earlier one).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -171,9 +174,9 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Command::Perf { manifest, seconds, clients, python, no_peer, max_notes, search_notes, search_queries, only, out } => {
+        Command::Perf { manifest, seconds, clients, python, no_peer, max_notes, search_notes, search_queries, only, paths, out } => {
             let python = if no_peer { None } else { python.or_else(cairn_bench::peer::default_python) };
-            let args = cairn_bench::perf::PerfArgs { manifest, seconds, clients, python, max_notes, host_env: Vec::new(), search_notes, search_queries };
+            let args = cairn_bench::perf::PerfArgs { manifest, seconds, clients, python, max_notes, host_env: Vec::new(), search_notes, search_queries, paths };
             let report = rt.block_on(cairn_bench::perf::perf(args, &only))?;
             println!("{report}");
             if let Some(path) = out {

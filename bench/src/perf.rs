@@ -58,6 +58,25 @@ pub struct PerfArgs {
     pub search_notes: Vec<usize>,
     /// Queries of each kind in the search section.
     pub search_queries: usize,
+    /// Paths of the append section (all when empty).
+    pub paths: Vec<AppendPath>,
+}
+
+/// One way of running the append workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AppendPath {
+    /// The whole stack, tools composed into the router.
+    Stack,
+    /// The whole stack, tools over wasi:http.
+    Http,
+    /// The tool components alone, in-process.
+    Tools,
+    /// The core natively.
+    Native,
+    /// The core natively with `--fsync`.
+    NativeFsync,
+    /// The Python peer.
+    Peer,
 }
 
 /// Everything one run shares: a scratch dir, the shared compile cache.
@@ -215,12 +234,19 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
     let warm = Duration::from_millis(300);
     let mut rows = Vec::new();
     let mut batching = Vec::new();
+    let wanted = |p: AppendPath| run.args.paths.is_empty() || run.args.paths.contains(&p);
     for &c in &run.args.clients {
         eprintln!("perf: append workload, {c} clients");
         // The whole stack as the manifest composes it, then the same host
         // with the router reaching its tools over wasi:http, as it does when
         // they are deployed apart.
-        for (path, env) in [(STACK, vec![]), (STACK_HTTP, vec![("SPIN_VARIABLE_TOOL_CALLS".to_string(), "http".to_string())])] {
+        for (which, path, env) in [
+            (AppendPath::Stack, STACK, vec![]),
+            (AppendPath::Http, STACK_HTTP, vec![("SPIN_VARIABLE_TOOL_CALLS".to_string(), "http".to_string())]),
+        ] {
+            if !wanted(which) {
+                continue;
+            }
             let (host, token, state) = run.host(&env)?;
             append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, warm, path).await?;
             let r = append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, d, path).await?;
@@ -228,11 +254,16 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
             drop(host);
             let _ = std::fs::remove_dir_all(state);
         }
-        append_tools(stack, stack.seed_notes(c)?, warm, TOOLS).await?;
-        rows.push(AppendRow { clients: c, path: TOOLS, run: append_tools(stack, stack.seed_notes(c)?, d, TOOLS).await? });
+        if wanted(AppendPath::Tools) {
+            append_tools(stack, stack.seed_notes(c)?, warm, TOOLS).await?;
+            rows.push(AppendRow { clients: c, path: TOOLS, run: append_tools(stack, stack.seed_notes(c)?, d, TOOLS).await? });
+        }
         // The core natively, with commits as `cairn up` makes them and as
         // `cairn up --fsync` does (each commit flushed to the disk).
-        for (path, fsync) in [(NATIVE, false), (NATIVE_FSYNC, true)] {
+        for (which, path, fsync) in [(AppendPath::Native, NATIVE, false), (AppendPath::NativeFsync, NATIVE_FSYNC, true)] {
+            if !wanted(which) {
+                continue;
+            }
             let dir = run.fresh_dir("native")?;
             std::fs::create_dir_all(&dir)?;
             let kv = Arc::new(cairn_kv_sqlite::SqliteStore::open(&dir.join("kv.db"), fsync)?);
@@ -246,7 +277,7 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
             drop(kv);
             let _ = std::fs::remove_dir_all(dir);
         }
-        if let Some(py) = &run.args.python {
+        if let Some(py) = run.args.python.as_ref().filter(|_| wanted(AppendPath::Peer)) {
             let peer = Peer::start(py)?;
             append_mcp(peer.addr, &peer.token, peer.notes(c).await?, warm, PEER).await?;
             let r = append_mcp(peer.addr, &peer.token, peer.notes(c).await?, d, PEER).await?;

@@ -55,7 +55,7 @@ pub(crate) enum Op {
 
 impl Op {
     /// Bytes of values the op carries, to bound a batch.
-    fn weight(&self) -> usize {
+    pub fn weight(&self) -> usize {
         match self {
             Op::Swaps { swaps, .. } => swaps.iter().map(|s| s.2.len()).sum(),
             Op::Set { pairs, .. } => pairs.iter().map(|p| p.1.len()).sum(),

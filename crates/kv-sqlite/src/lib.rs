@@ -11,37 +11,47 @@
 //! - Writes go through [`group`]: concurrent writers share one transaction
 //!   on the single writer connection (group commit), and each is answered
 //!   only after that transaction committed.
-//! - Reads run on a pool of reader connections, beside the writer: WAL gives
-//!   each read transaction the state of the last commit before it started.
+//! - Reads run on the writer connection between its transactions, else on
+//!   a bounded pool of reader connections ([`readers`]) beside the writer:
+//!   WAL gives each read transaction the state of the last commit before it
+//!   started. No connection maps the file (`mmap_size` stays 0): as the file
+//!   grows every mapping connection would remap it, and each unmap flushes
+//!   every core's TLB.
 //!   A read of an absent key observes the last *committed* stamp, loaded
 //!   before its snapshot starts, so a later swap fails if anything wrote the
 //!   key after that snapshot (see [`SqliteStore::reading`]).
+//! - Checkpoints run on a thread of their own ([`checkpoint`]), never inside
+//!   a commit: a writer never waits while the WAL is copied into the
+//!   database.
 //! - The host is the only process on the file: an advisory lock on the
 //!   database file gives a second process a clear error instead of a silent
 //!   split-brain.
 
+mod checkpoint;
 mod group;
+mod readers;
 
 use cairn_kv::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
+use checkpoint::Checkpointer;
 use group::{Done, Group, Op, Writer};
+use readers::Readers;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A store in one SQLite file.
 pub struct SqliteStore {
-    path: PathBuf,
-    group: Group,
-    /// Idle reader connections.
-    readers: Mutex<Vec<Connection>>,
+    group: Arc<Group>,
+    /// The WAL file beside the database.
+    wal: PathBuf,
+    /// Stopped on close.
+    checkpointer: Checkpointer,
+    /// The reader connections.
+    readers: Readers,
     closed: AtomicBool,
 }
-
-/// Idle reader connections kept; more are opened while more threads read at
-/// once, and closed again when they come back to a full pool.
-const READERS_KEPT: usize = 16;
 
 /// SQLite's errors as store errors: a full disk is [`Error::Full`] (the
 /// transaction rolled back, nothing was written), a locked file
@@ -88,12 +98,12 @@ impl SqliteStore {
         }
         let conn = Connection::open(path).map_err(backend)?;
         let sync = if fsync { "FULL" } else { "NORMAL" };
+        let backstop = checkpoint::WRITER_CHECKPOINT_FRAMES;
         conn.execute_batch(&format!(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = {sync};
              PRAGMA busy_timeout = 5000;
-             PRAGMA wal_autocheckpoint = 8192;
-             PRAGMA mmap_size = 268435456;
+             PRAGMA wal_autocheckpoint = {backstop};
              CREATE TABLE IF NOT EXISTS kv (
                  bucket TEXT NOT NULL,
                  key TEXT NOT NULL,
@@ -113,27 +123,15 @@ impl SqliteStore {
             conn.query_row("SELECT MAX(stamp) FROM kv", [], |r| r.get(0)).map_err(backend)?;
         let seq = (max_stamp.unwrap_or(0).max(purge_floor)) as u64;
         let writer = Writer { conn: Some(conn), seq, purge_floor: purge_floor as u64, lock: Some(file) };
+        let group = Arc::new(Group::new(writer));
+        let checkpointer = Checkpointer::start(path, group.clone())?;
         Ok(Self {
-            path: path.to_path_buf(),
-            group: Group::new(writer),
-            readers: Mutex::new(Vec::new()),
+            group,
+            wal: PathBuf::from(format!("{}-wal", path.display())),
+            checkpointer,
+            readers: Readers::new(path),
             closed: AtomicBool::new(false),
         })
-    }
-
-    fn reader(&self) -> Result<Connection> {
-        if let Some(c) = self.readers.lock().map_err(|_| Error::Backend("reader pool poisoned".into()))?.pop() {
-            return Ok(c);
-        }
-        let c = Connection::open(&self.path).map_err(backend)?;
-        c.execute_batch(
-            "PRAGMA query_only = 1;
-             PRAGMA busy_timeout = 5000;
-             PRAGMA cache_size = -1024;
-             PRAGMA mmap_size = 268435456;",
-        )
-        .map_err(backend)?;
-        Ok(c)
     }
 
     /// Runs `f` on a reader connection with the committed stamp, loaded
@@ -152,14 +150,8 @@ impl SqliteStore {
         if let Some(writer) = self.group.idle() {
             return f(&writer, seq).map_err(backend);
         }
-        let conn = self.reader()?;
-        let out = f(&conn, seq).map_err(backend);
-        let mut pool = self.readers.lock().map_err(|_| Error::Backend("reader pool poisoned".into()))?;
-        // A connection left inside a transaction would read an old snapshot forever.
-        if pool.len() < READERS_KEPT && conn.is_autocommit() && !self.closed.load(Ordering::Acquire) {
-            pool.push(conn);
-        }
-        out
+        let conn = self.readers.take()?;
+        f(&conn, seq).map_err(backend)
     }
 
     /// Like [`reading`](Self::reading), in one read transaction (one
@@ -181,7 +173,12 @@ impl SqliteStore {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
-        self.group.submit(op)
+        // What the write adds to the WAL: its values, and a page or so of
+        // keys and tree for each write.
+        let bytes = op.weight() + 4096;
+        let done = self.group.submit(op)?;
+        self.checkpointer.wrote(bytes);
+        Ok(done)
     }
 }
 
@@ -190,6 +187,25 @@ impl SqliteStore {
     /// carried (more writes than transactions: group commit at work).
     pub fn commits(&self) -> (u64, u64) {
         self.group.commits()
+    }
+
+    /// Reader connections open now, and the most ever open at once.
+    #[doc(hidden)]
+    pub fn reader_connections(&self) -> (usize, usize) {
+        self.readers.counts()
+    }
+
+    /// Checkpoints the checkpoint thread ran, and how many of them let the
+    /// WAL start over.
+    #[doc(hidden)]
+    pub fn checkpoints(&self) -> (u64, u64) {
+        self.checkpointer.counts()
+    }
+
+    /// Bytes of the WAL file now.
+    #[doc(hidden)]
+    pub fn wal_bytes(&self) -> u64 {
+        std::fs::metadata(&self.wal).map(|m| m.len()).unwrap_or(0)
     }
 
     /// Caps the database at `pages` pages (`PRAGMA max_page_count`), so a
@@ -402,7 +418,8 @@ impl Store for SqliteStore {
     /// the writer; then releases the file.
     fn close(&self) -> Result<()> {
         self.closed.store(true, Ordering::Release);
-        self.readers.lock().map_err(|_| Error::Backend("reader pool poisoned".into()))?.clear();
+        self.checkpointer.stop();
+        self.readers.close();
         self.group.exclusive(|w| {
             if let Some(conn) = w.conn.take() {
                 conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").map_err(backend)?;

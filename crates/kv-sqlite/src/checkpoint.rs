@@ -1,0 +1,155 @@
+//! Checkpoints off the commit path.
+//!
+//! In WAL mode every commit appends to the WAL, and a checkpoint copies the
+//! WAL's pages back into the database file and syncs it. Left to SQLite
+//! (`wal_autocheckpoint`), the checkpoint runs inside whichever commit
+//! crosses the threshold, on the writer connection: that writer, and every
+//! writer queued behind it, waits while megabytes are copied and synced. On
+//! the append workload (a note's whole text written on every edit) that was
+//! one edit in a hundred taking tens of milliseconds.
+//!
+//! Here the writer connection checkpoints only as a backstop, at a WAL far
+//! longer than this thread lets it grow ([`WRITER_CHECKPOINT_FRAMES`]). A
+//! thread of its own, on its own connection, checkpoints once writes have
+//! added [`THRESHOLD`] bytes since the last one, in two steps:
+//!
+//! 1. **The bulk, beside the writers**: a `PASSIVE` checkpoint copies every
+//!    page committed so far while writers go on appending (SQLite lets one
+//!    checkpointer run beside one writer and any readers).
+//! 2. **The tail, between transactions**: holding the writer (no batch
+//!    runs), a second `PASSIVE` checkpoint copies what was committed during
+//!    step 1, usually a few pages. The WAL is then wholly in the database, so
+//!    the next write transaction starts the WAL over from its beginning
+//!    instead of growing it. Without this step a busy store's WAL would
+//!    never be wholly copied, and would grow without end.
+//!
+//! ## What this keeps
+//!
+//! - **Durability is unchanged.** A checkpoint only copies committed pages
+//!   into the database file; an acknowledged write is in the WAL before it
+//!   is acknowledged, whether or not a checkpoint has copied it yet, and
+//!   recovery after a crash replays the WAL as before.
+//! - **A failed checkpoint loses nothing.** The WAL keeps the pages it did
+//!   not copy; the next checkpoint tries again. Closing the store still
+//!   checkpoints (`TRUNCATE`) on the writer connection, after this thread
+//!   has stopped.
+
+use crate::group::Group;
+use rusqlite::Connection;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+/// Bytes of values written between two checkpoints (about 1,000 pages).
+pub(crate) const THRESHOLD: u64 = 4 << 20;
+
+/// WAL length (frames of one page) past which the checkpoint also copies
+/// the tail while holding the writer, so the WAL starts over (~64 MB).
+pub(crate) const RESTART_FRAMES: i64 = 16384;
+
+/// The backstop: should writes outrun this thread, the writer connection
+/// checkpoints by itself at this many frames (~256 MB), as SQLite does by
+/// default at 1,000, so the WAL never grows without bound.
+pub(crate) const WRITER_CHECKPOINT_FRAMES: i64 = 65536;
+
+struct Pending {
+    bytes: u64,
+    stop: bool,
+}
+
+struct Shared {
+    pending: Mutex<Pending>,
+    wake: Condvar,
+    /// Checkpoints run beside the writers, and those that also copied the tail.
+    passes: AtomicU64,
+    restarts: AtomicU64,
+}
+
+/// The checkpoint thread: told how much was written, it checkpoints when
+/// enough was; stopped (and joined) when dropped.
+pub(crate) struct Checkpointer {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Checkpointer {
+    /// Starts the thread on its own connection to `path`.
+    pub fn start(path: &Path, group: Arc<Group>) -> crate::Result<Self> {
+        let conn = Connection::open(path).map_err(crate::backend)?;
+        conn.execute_batch("PRAGMA busy_timeout = 5000;").map_err(crate::backend)?;
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Pending { bytes: 0, stop: false }),
+            wake: Condvar::new(),
+            passes: AtomicU64::new(0),
+            restarts: AtomicU64::new(0),
+        });
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("cairn-sqlite-checkpoint".into())
+            .spawn(move || run(&s, &conn, &group))
+            .map_err(|e| cairn_kv::Error::Backend(format!("cannot start the checkpoint thread: {e}")))?;
+        Ok(Self { shared, thread: Mutex::new(Some(thread)) })
+    }
+
+    /// A write of `bytes` committed.
+    pub fn wrote(&self, bytes: usize) {
+        let mut p = self.shared.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        p.bytes += bytes as u64;
+        if p.bytes >= THRESHOLD {
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// Checkpoints run so far, and how many of them also copied the tail
+    /// under the writer (the WAL started over after each).
+    pub fn counts(&self) -> (u64, u64) {
+        (self.shared.passes.load(Ordering::Relaxed), self.shared.restarts.load(Ordering::Relaxed))
+    }
+
+    /// Stops the thread and waits for it (a checkpoint under way finishes).
+    pub fn stop(&self) {
+        self.shared.pending.lock().unwrap_or_else(PoisonError::into_inner).stop = true;
+        self.shared.wake.notify_one();
+        if let Some(t) = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A `PASSIVE` checkpoint: the WAL's length in frames.
+fn passive(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1))
+}
+
+fn run(shared: &Shared, conn: &Connection, group: &Group) {
+    loop {
+        {
+            let mut p = shared.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            while p.bytes < THRESHOLD && !p.stop {
+                p = shared.wake.wait(p).unwrap_or_else(PoisonError::into_inner);
+            }
+            if p.stop {
+                return;
+            }
+            p.bytes = 0;
+        }
+        // The bulk, beside the writers. A failure (a full disk) leaves the
+        // pages in the WAL for the next round.
+        let Ok(frames) = passive(conn) else { continue };
+        shared.passes.fetch_add(1, Ordering::Relaxed);
+        // The tail, between transactions, once the WAL is long enough to
+        // be worth starting over: the sync this costs blocks every writer.
+        if frames >= RESTART_FRAMES {
+            if group.exclusive(|_| passive(conn)).is_ok() {
+                shared.restarts.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
