@@ -1,18 +1,11 @@
 //! Checkpoints run off the commit path and still keep the WAL bounded;
 //! reader connections are bounded and reused, however many threads read.
+mod common;
+use common::scratch;
 use cairn_kv::{Store, Swap};
 use cairn_kv_sqlite::SqliteStore;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
-
-fn scratch(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("cairn-kv-{}-{name}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// 256 KB of a value that differs per write, so nothing compresses it away.
 fn value(i: usize) -> Vec<u8> {

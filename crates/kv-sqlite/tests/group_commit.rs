@@ -1,21 +1,14 @@
 //! Group commit: concurrent writers share transactions, each is answered only
 //! once its transaction committed, and reads beside the writer never let a
 //! swap succeed over a write it did not see.
+mod common;
+use common::scratch;
 use cairn_kv::{Observed, Store, Swap};
 use cairn_kv_sqlite::SqliteStore;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
-
-fn scratch(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("cairn-kv-{}-{name}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 #[test]
 fn concurrent_writers_share_transactions_and_each_gets_its_own_answer() {

@@ -1,25 +1,12 @@
 //! The SQLite store keeps the CAS promise, and what it acknowledged survives
 //! the process being killed.
+mod common;
+use common::scratch;
 use cairn_kv::Store;
 use cairn_kv_sqlite::SqliteStore;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn scratch(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "cairn-kv-{}-{}-{}",
-        std::process::id(),
-        name,
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn fresh() -> Arc<dyn Store> {
     Arc::new(SqliteStore::open(&scratch("conf").join("kv.db"), false).unwrap())
