@@ -55,13 +55,13 @@ pub(crate) const RESTART_FRAMES: i64 = 16384;
 /// default at 1,000, so the WAL never grows without bound.
 pub(crate) const WRITER_CHECKPOINT_FRAMES: i64 = 65536;
 
-struct Pending {
-    bytes: u64,
-    stop: bool,
-}
-
 struct Shared {
-    pending: Mutex<Pending>,
+    /// Bytes written since the last checkpoint: added to without a lock on
+    /// every write; the lock below is taken only to wake the thread.
+    bytes: AtomicU64,
+    /// Set when the thread is to stop; its lock orders a wake after the
+    /// thread looked at `bytes`, so no wake is lost.
+    stop: Mutex<bool>,
     wake: Condvar,
     /// Checkpoints run beside the writers, and those that also copied the tail.
     passes: AtomicU64,
@@ -81,7 +81,8 @@ impl Checkpointer {
         let conn = Connection::open(path).map_err(crate::backend)?;
         conn.execute_batch("PRAGMA busy_timeout = 5000;").map_err(crate::backend)?;
         let shared = Arc::new(Shared {
-            pending: Mutex::new(Pending { bytes: 0, stop: false }),
+            bytes: AtomicU64::new(0),
+            stop: Mutex::new(false),
             wake: Condvar::new(),
             passes: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
@@ -96,9 +97,11 @@ impl Checkpointer {
 
     /// A write of `bytes` committed.
     pub fn wrote(&self, bytes: usize) {
-        let mut p = self.shared.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        p.bytes += bytes as u64;
-        if p.bytes >= THRESHOLD {
+        let before = self.shared.bytes.fetch_add(bytes as u64, Ordering::AcqRel);
+        // Only the write that crosses the threshold wakes the thread; a
+        // thread busy checkpointing looks at `bytes` again before it waits.
+        if before < THRESHOLD && before + bytes as u64 >= THRESHOLD {
+            let _held = self.shared.stop.lock().unwrap_or_else(PoisonError::into_inner);
             self.shared.wake.notify_one();
         }
     }
@@ -111,7 +114,7 @@ impl Checkpointer {
 
     /// Stops the thread and waits for it (a checkpoint under way finishes).
     pub fn stop(&self) {
-        self.shared.pending.lock().unwrap_or_else(PoisonError::into_inner).stop = true;
+        *self.shared.stop.lock().unwrap_or_else(PoisonError::into_inner) = true;
         self.shared.wake.notify_one();
         if let Some(t) = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = t.join();
@@ -133,15 +136,15 @@ fn passive(conn: &Connection) -> rusqlite::Result<i64> {
 fn run(shared: &Shared, conn: &Connection, group: &Group) {
     loop {
         {
-            let mut p = shared.pending.lock().unwrap_or_else(PoisonError::into_inner);
-            while p.bytes < THRESHOLD && !p.stop {
-                p = shared.wake.wait(p).unwrap_or_else(PoisonError::into_inner);
+            let mut stop = shared.stop.lock().unwrap_or_else(PoisonError::into_inner);
+            while shared.bytes.load(Ordering::Acquire) < THRESHOLD && !*stop {
+                stop = shared.wake.wait(stop).unwrap_or_else(PoisonError::into_inner);
             }
-            if p.stop {
+            if *stop {
                 return;
             }
-            p.bytes = 0;
         }
+        shared.bytes.store(0, Ordering::Release);
         // The bulk, beside the writers. A failure (a full disk) leaves the
         // pages in the WAL for the next round.
         let Ok(frames) = passive(conn) else { continue };

@@ -98,7 +98,7 @@ fn many_readers_share_a_bounded_pool_and_see_every_acknowledged_write() {
 }
 
 #[test]
-fn closing_the_store_refuses_reads_that_wait_for_a_reader() {
+fn reads_after_close_are_refused() {
     let s = SqliteStore::open(&scratch("close").join("kv.db"), false).unwrap();
     s.set("b", "k", b"v").unwrap();
     s.close().unwrap();
