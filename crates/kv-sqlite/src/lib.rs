@@ -20,6 +20,14 @@
 //!   A read of an absent key observes the last *committed* stamp, loaded
 //!   before its snapshot starts, so a later swap fails if anything wrote the
 //!   key after that snapshot (see [`SqliteStore::reading`]).
+//! - Keys and values live apart: `entries` (a `WITHOUT ROWID` table of
+//!   bucket, key, stamp, delete time and the id of the value) and `vals`
+//!   (each value under an integer id). SQLite's seek in a `WITHOUT ROWID`
+//!   tree reads the whole record of every overflowing cell it compares
+//!   with, so values kept beside their keys (the first layout, moved over
+//!   by [`migrate`] on open) made a lookup among large values read whole
+//!   neighbouring values: some 17 MB of reads for one 1 MB edit. Now a
+//!   lookup compares keys only and reads just its own value.
 //! - Checkpoints run on a thread of their own ([`checkpoint`]), never inside
 //!   a commit: a writer never waits while the WAL is copied into the
 //!   database.
@@ -104,23 +112,25 @@ impl SqliteStore {
              PRAGMA synchronous = {sync};
              PRAGMA busy_timeout = 5000;
              PRAGMA wal_autocheckpoint = {backstop};
-             CREATE TABLE IF NOT EXISTS kv (
+             CREATE TABLE IF NOT EXISTS entries (
                  bucket TEXT NOT NULL,
                  key TEXT NOT NULL,
-                 value BLOB,
                  stamp INTEGER NOT NULL,
                  deleted_at INTEGER,
+                 value_id INTEGER,
                  PRIMARY KEY (bucket, key)
              ) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS vals (id INTEGER PRIMARY KEY, value BLOB NOT NULL);
              CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
              INSERT OR IGNORE INTO meta VALUES ('purge_floor', 0);"
         ))
         .map_err(backend)?;
+        migrate(&conn).map_err(|e| Error::Backend(format!("{}: cannot move the store to its current layout (nothing was changed): {e}", path.display())))?;
         let purge_floor: i64 = conn
             .query_row("SELECT value FROM meta WHERE name = 'purge_floor'", [], |r| r.get(0))
             .map_err(backend)?;
         let max_stamp: Option<i64> =
-            conn.query_row("SELECT MAX(stamp) FROM kv", [], |r| r.get(0)).map_err(backend)?;
+            conn.query_row("SELECT MAX(stamp) FROM entries", [], |r| r.get(0)).map_err(backend)?;
         let seq = (max_stamp.unwrap_or(0).max(purge_floor)) as u64;
         let writer = Writer { conn: Some(conn), seq, purge_floor: purge_floor as u64, lock: Some(file) };
         let group = Arc::new(Group::new(writer));
@@ -219,24 +229,75 @@ impl SqliteStore {
     }
 }
 
+/// The key's row: its stamp and its value (`None` for a delete marker).
 fn row(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<Stamped>> {
-    conn.prepare_cached("SELECT value, stamp FROM kv WHERE bucket = ?1 AND key = ?2")?
-        .query_row(params![bucket, key], |r| {
-            Ok(Stamped { value: r.get(0)?, stamp: r.get::<_, i64>(1)? as u64 })
-        })
+    conn.prepare_cached(
+        "SELECT v.value, e.stamp FROM entries e LEFT JOIN vals v ON v.id = e.value_id
+         WHERE e.bucket = ?1 AND e.key = ?2",
+    )?
+    .query_row(params![bucket, key], |r| Ok(Stamped { value: r.get(0)?, stamp: r.get::<_, i64>(1)? as u64 }))
+    .optional()
+}
+
+/// Where the key's value is: `None` for no row, `Some(None)` for a delete marker.
+fn value_id(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<Option<i64>>> {
+    conn.prepare_cached("SELECT value_id FROM entries WHERE bucket = ?1 AND key = ?2")?
+        .query_row(params![bucket, key], |r| r.get(0))
         .optional()
 }
 
+/// Writes `value` (or a delete marker) under the next stamp. An overwrite
+/// replaces the key's value row in place; a delete marker frees it.
 fn put(conn: &Connection, seq: &mut u64, bucket: &str, key: &str, value: Option<&[u8]>) -> rusqlite::Result<()> {
     *seq += 1;
+    let value_id = match (value, value_id(conn, bucket, key)?.flatten()) {
+        (Some(v), Some(id)) => {
+            conn.prepare_cached("UPDATE vals SET value = ?1 WHERE id = ?2")?.execute(params![v, id])?;
+            Some(id)
+        }
+        (Some(v), None) => {
+            conn.prepare_cached("INSERT INTO vals (value) VALUES (?1)")?.execute(params![v])?;
+            Some(conn.last_insert_rowid())
+        }
+        (None, Some(id)) => {
+            conn.prepare_cached("DELETE FROM vals WHERE id = ?1")?.execute(params![id])?;
+            None
+        }
+        (None, None) => None,
+    };
     let deleted_at = value.is_none().then(now_ms);
     conn.prepare_cached(
-        "INSERT INTO kv (bucket, key, value, stamp, deleted_at) VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value, stamp = excluded.stamp,
-             deleted_at = excluded.deleted_at",
+        "INSERT INTO entries (bucket, key, stamp, deleted_at, value_id) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (bucket, key) DO UPDATE SET stamp = excluded.stamp, deleted_at = excluded.deleted_at,
+             value_id = excluded.value_id",
     )?
-    .execute(params![bucket, key, value, *seq as i64, deleted_at])?;
+    .execute(params![bucket, key, *seq as i64, deleted_at, value_id])?;
     Ok(())
+}
+
+/// Moves a store written in the first layout (one `WITHOUT ROWID` table
+/// `kv` holding values beside their keys) into `entries` and `vals`, in one
+/// transaction: every key keeps its value, stamp and delete marker, and a
+/// failure leaves the old table as it was.
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let old: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kv')", [], |r| r.get(0))?;
+    if !old {
+        return Ok(());
+    }
+    conn.execute_batch(
+        "BEGIN IMMEDIATE;
+         CREATE TEMP TABLE numbered AS
+             SELECT bucket, key, row_number() OVER (ORDER BY bucket, key) AS id FROM main.kv WHERE value IS NOT NULL;
+         INSERT INTO vals (id, value) SELECT n.id, k.value FROM temp.numbered n JOIN main.kv k USING (bucket, key);
+         INSERT INTO entries (bucket, key, stamp, deleted_at, value_id)
+             SELECT k.bucket, k.key, k.stamp, k.deleted_at, n.id FROM main.kv k LEFT JOIN temp.numbered n USING (bucket, key);
+         DROP TABLE temp.numbered;
+         DROP TABLE main.kv;",
+    )
+    .and_then(|()| conn.execute_batch("COMMIT"))
+    .inspect_err(|_| {
+        let _ = conn.execute_batch("ROLLBACK");
+    })
 }
 
 /// One compare-and-swap inside a transaction: `value` is written if nothing
@@ -266,8 +327,7 @@ fn apply(c: &Connection, seq: &mut u64, floor: &mut u64, op: &Op) -> Result<Done
         }
         Op::Delete { bucket, keys } => {
             for k in keys {
-                let live = row(c, bucket, k).map_err(backend)?.is_some_and(|r| r.value.is_some());
-                if live {
+                if value_id(c, bucket, k).map_err(backend)?.flatten().is_some() {
                     put(c, seq, bucket, k, None).map_err(backend)?;
                 }
             }
@@ -282,11 +342,11 @@ fn apply(c: &Connection, seq: &mut u64, floor: &mut u64, op: &Op) -> Result<Done
         Op::Sweep { older_than_ms } => {
             let cutoff = now_ms() - *older_than_ms as i64;
             let max: Option<i64> = c
-                .query_row("SELECT MAX(stamp) FROM kv WHERE value IS NULL AND deleted_at <= ?1", [cutoff], |r| r.get(0))
+                .query_row("SELECT MAX(stamp) FROM entries WHERE value_id IS NULL AND deleted_at <= ?1", [cutoff], |r| r.get(0))
                 .map_err(backend)?;
             *floor = (*floor).max(max.unwrap_or(0) as u64);
             c.execute("UPDATE meta SET value = ?1 WHERE name = 'purge_floor'", [*floor as i64]).map_err(backend)?;
-            let n = c.execute("DELETE FROM kv WHERE value IS NULL AND deleted_at <= ?1", [cutoff]).map_err(backend)?;
+            let n = c.execute("DELETE FROM entries WHERE value_id IS NULL AND deleted_at <= ?1", [cutoff]).map_err(backend)?;
             Ok(Done::Swept(n))
         }
     }
@@ -374,7 +434,7 @@ impl Store for SqliteStore {
     fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
         self.reading(|c, _| {
             let mut stmt = c.prepare_cached(
-                "SELECT key FROM kv WHERE bucket = ?1 AND key > ?2 AND typeof(value) <> 'null'
+                "SELECT key FROM entries WHERE bucket = ?1 AND key > ?2 AND value_id IS NOT NULL
                  ORDER BY key LIMIT ?3",
             )?;
             let keys = stmt
@@ -393,7 +453,7 @@ impl Store for SqliteStore {
         let start = cairn_kv::prefix_start(prefix, after);
         self.reading(|c, _| {
             let mut stmt = c.prepare_cached(
-                "SELECT key FROM kv WHERE bucket = ?1 AND key > ?2 AND key < ?3 AND typeof(value) <> 'null'
+                "SELECT key FROM entries WHERE bucket = ?1 AND key > ?2 AND key < ?3 AND value_id IS NOT NULL
                  ORDER BY key LIMIT ?4",
             )?;
             let keys = stmt
