@@ -229,14 +229,20 @@ impl SqliteStore {
     }
 }
 
-/// The key's row: its stamp and its value (`None` for a delete marker).
-fn row(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<Stamped>> {
+/// The key's row: its stamp and value (`None` for a delete marker), and
+/// the id of that value, so a write that read the row need not seek it again.
+fn entry(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<(Stamped, Option<i64>)>> {
     conn.prepare_cached(
-        "SELECT v.value, e.stamp FROM entries e LEFT JOIN vals v ON v.id = e.value_id
+        "SELECT v.value, e.stamp, e.value_id FROM entries e LEFT JOIN vals v ON v.id = e.value_id
          WHERE e.bucket = ?1 AND e.key = ?2",
     )?
-    .query_row(params![bucket, key], |r| Ok(Stamped { value: r.get(0)?, stamp: r.get::<_, i64>(1)? as u64 }))
+    .query_row(params![bucket, key], |r| Ok((Stamped { value: r.get(0)?, stamp: r.get::<_, i64>(1)? as u64 }, r.get(2)?)))
     .optional()
+}
+
+/// The key's stamp and value (`None` for a delete marker).
+fn row(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<Stamped>> {
+    Ok(entry(conn, bucket, key)?.map(|(row, _)| row))
 }
 
 /// Where the key's value is: `None` for no row, `Some(None)` for a delete marker.
@@ -246,11 +252,12 @@ fn value_id(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Opti
         .optional()
 }
 
-/// Writes `value` (or a delete marker) under the next stamp. An overwrite
-/// replaces the key's value row in place; a delete marker frees it.
-fn put(conn: &Connection, seq: &mut u64, bucket: &str, key: &str, value: Option<&[u8]>) -> rusqlite::Result<()> {
+/// Writes `value` (or a delete marker) under the next stamp; `old` is the
+/// id of the key's value now, as the caller read it in this transaction. An
+/// overwrite replaces that value row in place; a delete marker frees it.
+fn put(conn: &Connection, seq: &mut u64, bucket: &str, key: &str, old: Option<i64>, value: Option<&[u8]>) -> rusqlite::Result<()> {
     *seq += 1;
-    let value_id = match (value, value_id(conn, bucket, key)?.flatten()) {
+    let value_id = match (value, old) {
         (Some(v), Some(id)) => {
             conn.prepare_cached("UPDATE vals SET value = ?1 WHERE id = ?2")?.execute(params![v, id])?;
             Some(id)
@@ -304,9 +311,9 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
 /// wrote the key since `observed` (and no delete marker it could rely on was
 /// purged), else the swap fails with what is there now.
 fn swap_in(c: &Connection, seq: &mut u64, floor: u64, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
-    let current = row(c, bucket, key).map_err(backend)?;
+    let (current, old) = entry(c, bucket, key).map_err(backend)?.map_or((None, None), |(row, id)| (Some(row), id));
     if Stamped::swap_allowed(current.as_ref(), observed, floor) {
-        put(c, seq, bucket, key, Some(value)).map_err(backend)?;
+        put(c, seq, bucket, key, old, Some(value)).map_err(backend)?;
         Ok(Swap::Done)
     } else {
         Ok(Swap::Failed(Stamped::observe(current.as_ref(), *seq)))
@@ -321,22 +328,23 @@ fn apply(c: &Connection, seq: &mut u64, floor: &mut u64, op: &Op) -> Result<Done
         )),
         Op::Set { bucket, pairs } => {
             for (k, v) in pairs {
-                put(c, seq, bucket, k, Some(v)).map_err(backend)?;
+                let old = value_id(c, bucket, k).map_err(backend)?.flatten();
+                put(c, seq, bucket, k, old, Some(v)).map_err(backend)?;
             }
             Ok(Done::Unit)
         }
         Op::Delete { bucket, keys } => {
             for k in keys {
-                if value_id(c, bucket, k).map_err(backend)?.flatten().is_some() {
-                    put(c, seq, bucket, k, None).map_err(backend)?;
+                if let Some(id) = value_id(c, bucket, k).map_err(backend)?.flatten() {
+                    put(c, seq, bucket, k, Some(id), None).map_err(backend)?;
                 }
             }
             Ok(Done::Unit)
         }
         Op::Increment { bucket, key, delta } => {
-            let current = row(c, bucket, key).map_err(backend)?;
-            let next = decode_counter(current.as_ref().and_then(|r| r.value.as_deref()))?.wrapping_add(*delta);
-            put(c, seq, bucket, key, Some(&next.to_le_bytes())).map_err(backend)?;
+            let (current, old) = entry(c, bucket, key).map_err(backend)?.map_or((None, None), |(row, id)| (Some(row.value), id));
+            let next = decode_counter(current.flatten().as_deref())?.wrapping_add(*delta);
+            put(c, seq, bucket, key, old, Some(&next.to_le_bytes())).map_err(backend)?;
             Ok(Done::Counter(next))
         }
         Op::Sweep { older_than_ms } => {
