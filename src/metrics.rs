@@ -1,7 +1,6 @@
-//! Prometheus metrics of the embedded host, from the `metrics` facade and
-//! its Prometheus exporter, served at `GET /metrics` (text exposition) to a
-//! bearer of the `metrics_token` variable; the route is 404 while that is
-//! empty, like kv-probe.
+//! Prometheus metrics of the embedded host, served at `GET /metrics` (text
+//! exposition, version 0.0.4) to a bearer of the `metrics_token` variable;
+//! the route is 404 while that is empty, like kv-probe.
 //!
 //! | metric | labels | what |
 //! |---|---|---|
@@ -16,95 +15,278 @@
 //! A swap a store acknowledges without applying it ("lost") cannot be seen
 //! from here: the components' commit check catches those (see the README on
 //! stores that lie); Cairn's own stores pass the conformance suite.
+//!
+//! # Memory: fixed per series, whatever the load
+//!
+//! Every series is a few atomics, made the first time its labels are seen:
+//! a counter is one `u64`, a histogram one `u64` per bucket plus its count
+//! and sum. Recording is a lookup (under a read lock, with the labels joined
+//! into a reused per-thread buffer) and atomic adds; it allocates nothing
+//! once the series exists (`recording_allocates_nothing_once_a_series_exists`
+//! counts). So the memory of the metrics is bounded by the number of series
+//! (fixed by the manifest's components, routes, tools and stores), never by
+//! the number of requests, whether or not anyone scrapes. (The `metrics`
+//! crate's Prometheus exporter this replaces kept every histogram sample
+//! until a scrape or an upkeep pass drained it: a host under load that no one
+//! scraped grew by ~10 MB per 100,000 requests.)
 
 use cairn_kv::{Observed, Read, Result as KvResult, Store, Swap};
-use metrics::{counter, gauge, histogram};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use std::sync::{Arc, OnceLock};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-/// Latency buckets, in seconds: 50 µs to 10 s.
-const BUCKETS: &[f64] = &[0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+/// Latency buckets (upper bounds), in seconds: 50 µs to 10 s.
+const BUCKETS: [f64; 16] = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+/// The same bounds in nanoseconds, which is what recording compares.
+const BUCKETS_NS: [u64; 16] = [50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000, 25_000_000, 50_000_000, 100_000_000, 250_000_000, 500_000_000, 1_000_000_000, 2_500_000_000, 10_000_000_000];
 
-static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-
-/// The process's recorder, installed on first use.
-fn handle() -> &'static PrometheusHandle {
-    HANDLE.get_or_init(|| {
-        let recorder = PrometheusBuilder::new()
-            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), BUCKETS)
-            .expect("the buckets are not empty")
-            .build_recorder();
-        let handle = recorder.handle();
-        // Another recorder may already be installed (a test binary): then
-        // this one renders only what is recorded through it, which is none.
-        let _ = metrics::set_global_recorder(recorder);
-        handle
-    })
+/// What kind of series a family holds.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
 }
 
-/// Installs the recorder (so metrics recorded from now on are kept).
-pub fn install() {
-    handle();
+/// One series: the atomics behind one set of label values.
+#[derive(Default)]
+struct Series {
+    /// A counter's or gauge's value; a histogram's count.
+    value: AtomicI64,
+    /// A histogram's observations per bucket (not cumulative), the last
+    /// slot for those above every bound.
+    buckets: [AtomicU64; BUCKETS.len() + 1],
+    /// A histogram's sum, in nanoseconds.
+    sum_ns: AtomicU64,
 }
 
-/// The text exposition of every metric.
+/// One metric: its name, help, kind, label names and series by label values.
+struct Family {
+    name: &'static str,
+    help: &'static str,
+    kind: Kind,
+    labels: &'static [&'static str],
+    series: RwLock<BTreeMap<Box<str>, Arc<Series>>>,
+}
+
+/// Separates label values in a series key (no label value holds it).
+const SEP: char = '\u{1f}';
+
+thread_local! {
+    static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+impl Family {
+    const fn new(name: &'static str, help: &'static str, kind: Kind, labels: &'static [&'static str]) -> Self {
+        Family { name, help, kind, labels, series: RwLock::new(BTreeMap::new()) }
+    }
+
+    /// Run `f` on the series of `values` (in the order of `self.labels`),
+    /// made on first use.
+    fn with(&self, values: &[&str], f: impl FnOnce(&Series)) {
+        debug_assert_eq!(values.len(), self.labels.len(), "{}", self.name);
+        KEY.with_borrow_mut(|key| {
+            key.clear();
+            for (i, v) in values.iter().enumerate() {
+                if i > 0 {
+                    key.push(SEP);
+                }
+                key.extend(v.chars().map(|c| if c == SEP { ' ' } else { c }));
+            }
+            if let Some(s) = self.series.read().unwrap_or_else(|p| p.into_inner()).get(key.as_str()) {
+                return f(s);
+            }
+            let mut all = self.series.write().unwrap_or_else(|p| p.into_inner());
+            f(all.entry(key.as_str().into()).or_default())
+        })
+    }
+
+    /// Add `n` to a counter.
+    fn add(&self, values: &[&str], n: u64) {
+        self.with(values, |s| {
+            s.value.fetch_add(n as i64, Relaxed);
+        })
+    }
+
+    /// Move a gauge by `delta`, or set it.
+    fn gauge(&self, values: &[&str], delta: i64, set: bool) {
+        self.with(values, |s| {
+            if set {
+                s.value.store(delta, Relaxed);
+            } else {
+                s.value.fetch_add(delta, Relaxed);
+            }
+        })
+    }
+
+    /// Record one duration in a histogram.
+    fn observe(&self, values: &[&str], took: Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let slot = BUCKETS_NS.iter().position(|&b| ns <= b).unwrap_or(BUCKETS.len());
+        self.with(values, |s| {
+            s.buckets[slot].fetch_add(1, Relaxed);
+            s.sum_ns.fetch_add(ns, Relaxed);
+            s.value.fetch_add(1, Relaxed);
+        })
+    }
+
+    /// This family in the text exposition; nothing if it has no series yet.
+    fn render(&self, out: &mut String) {
+        let series = self.series.read().unwrap_or_else(|p| p.into_inner());
+        if series.is_empty() {
+            return;
+        }
+        let kind = match self.kind {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        };
+        let _ = writeln!(out, "# HELP {} {}\n# TYPE {} {kind}", self.name, self.help, self.name);
+        for (key, s) in series.iter() {
+            let labels = label_text(self.labels, key);
+            let braced = |extra: &str| -> String {
+                match (labels.is_empty(), extra.is_empty()) {
+                    (true, true) => String::new(),
+                    (true, false) => format!("{{{extra}}}"),
+                    (false, true) => format!("{{{labels}}}"),
+                    (false, false) => format!("{{{labels},{extra}}}"),
+                }
+            };
+            if self.kind != Kind::Histogram {
+                let _ = writeln!(out, "{}{} {}", self.name, braced(""), s.value.load(Relaxed));
+                continue;
+            }
+            let mut cumulative = 0u64;
+            for (i, bound) in BUCKETS.iter().enumerate() {
+                cumulative += s.buckets[i].load(Relaxed);
+                let _ = writeln!(out, "{}_bucket{} {cumulative}", self.name, braced(&format!("le=\"{bound}\"")));
+            }
+            cumulative += s.buckets[BUCKETS.len()].load(Relaxed);
+            let _ = writeln!(out, "{}_bucket{} {cumulative}", self.name, braced("le=\"+Inf\""));
+            let _ = writeln!(out, "{}_sum{} {}", self.name, braced(""), s.sum_ns.load(Relaxed) as f64 / 1e9);
+            let _ = writeln!(out, "{}_count{} {cumulative}", self.name, braced(""));
+        }
+    }
+}
+
+/// `name="value",…` for a series key, values escaped as the format asks.
+fn label_text(names: &[&str], key: &str) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    for (i, (name, value)) in names.iter().zip(key.split(SEP)).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{name}=\"");
+        for c in value.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out
+}
+
+static HTTP_REQUESTS: Family = Family::new("cairn_http_requests_total", "Requests the host answered.", Kind::Counter, &["component", "route", "status"]);
+static HTTP_DURATION: Family = Family::new("cairn_http_request_duration_seconds", "Time to answer a request.", Kind::Histogram, &["component", "route"]);
+static TOOL_CALLS: Family = Family::new("cairn_tool_calls_total", "Tool calls, by road and outcome.", Kind::Counter, &["tool", "road", "outcome"]);
+static STORE_OPS: Family = Family::new("cairn_store_operations_total", "Key-value operations components made.", Kind::Counter, &["store", "op", "outcome"]);
+static STORE_DURATION: Family = Family::new("cairn_store_operation_duration_seconds", "Time of a key-value operation.", Kind::Histogram, &["store", "op"]);
+static CAS_SWAPS: Family = Family::new("cairn_cas_swaps_total", "Compare-and-swaps, by outcome.", Kind::Counter, &["store", "outcome"]);
+static INSTANCES: Family = Family::new("cairn_instances_in_use", "Component instances running now.", Kind::Gauge, &[]);
+static MERGE_TRANSITIONS: Family = Family::new("cairn_search_merge_transitions_total", "Notes the search merge brought up to date.", Kind::Counter, &[]);
+static MARKERS_CLEARED: Family = Family::new("cairn_search_markers_cleared_total", "Dirty markers the search merge cleared.", Kind::Counter, &[]);
+static FENCES: Family = Family::new("cairn_search_fences_total", "Notes the search merge fenced.", Kind::Counter, &[]);
+static DIRTY: Family = Family::new("cairn_search_dirty_notes", "Notes still waiting for the search merge.", Kind::Gauge, &[]);
+
+static ALL: [&Family; 11] =
+    [&HTTP_REQUESTS, &HTTP_DURATION, &TOOL_CALLS, &STORE_OPS, &STORE_DURATION, &CAS_SWAPS, &INSTANCES, &MERGE_TRANSITIONS, &MARKERS_CLEARED, &FENCES, &DIRTY];
+
+/// Everything recorded so far, in the Prometheus text exposition.
 pub fn render() -> String {
-    handle().render()
+    let mut out = String::new();
+    for f in ALL {
+        f.render(&mut out);
+    }
+    out
 }
 
-/// One answered request.
+/// One request the host answered.
 pub fn request(component: &str, route: &str, status: u16, took: Duration) {
-    let (c, r) = (component.to_string(), route.to_string());
-    counter!("cairn_http_requests_total", "component" => c.clone(), "route" => r.clone(), "status" => status.to_string()).increment(1);
-    histogram!("cairn_http_request_duration_seconds", "component" => c, "route" => r).record(took.as_secs_f64());
+    let mut buf = [0u8; 5];
+    HTTP_REQUESTS.add(&[component, route, status_text(status, &mut buf)], 1);
+    HTTP_DURATION.observe(&[component, route], took);
+}
+
+/// A status code as text, in `buf` (no allocation).
+fn status_text(status: u16, buf: &mut [u8; 5]) -> &str {
+    let mut n = status;
+    let mut start = buf.len();
+    loop {
+        start -= 1;
+        buf[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 || start == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buf[start..]).unwrap_or("0")
 }
 
 /// What a tool's answer (the status and body of `cairn:platform/tool`'s
 /// `call`, or of `POST /tools/<name>`) says happened.
-pub fn tool_outcome(status: u16, body: &str) -> String {
+pub fn tool_outcome(status: u16, body: &str) -> Cow<'static, str> {
     match status {
         200 => {
             // `isError` closes the result object, so look from the end; only
             // a refusal (small) is parsed, for its code.
             let refused = body.rfind("\"isError\":").is_some_and(|i| body[i + 10..].trim_start().starts_with("true"));
             if !refused {
-                return "ok".into();
+                return Cow::Borrowed("ok");
             }
             serde_json::from_str::<serde_json::Value>(body)
                 .ok()
-                .and_then(|v| v["structuredContent"]["error"].as_str().map(str::to_string))
-                .unwrap_or_else(|| "refused".into())
+                .and_then(|v| v["structuredContent"]["error"].as_str().map(|code| Cow::Owned(code.to_string())))
+                .unwrap_or(Cow::Borrowed("refused"))
         }
-        503 => "unavailable".into(),
-        400 => "bad_request".into(),
-        _ => "failed".into(),
+        503 => Cow::Borrowed("unavailable"),
+        400 => Cow::Borrowed("bad_request"),
+        _ => Cow::Borrowed("failed"),
     }
 }
 
 /// One tool call; `road` is `composed` or `http`.
 pub fn tool_call(tool: &str, road: &'static str, status: u16, body: &str) {
-    counter!("cairn_tool_calls_total", "tool" => tool.to_string(), "road" => road, "outcome" => tool_outcome(status, body)).increment(1);
+    let outcome = tool_outcome(status, body);
+    TOOL_CALLS.add(&[tool, road, &outcome], 1);
 }
 
 /// One round of the search merge: transitions made, notes left dirty.
 pub fn search_merge(r: &cairn_notes::search::MergeReport) {
-    counter!("cairn_search_merge_transitions_total").increment(r.transitions);
-    counter!("cairn_search_markers_cleared_total").increment(r.markers_cleared);
-    counter!("cairn_search_fences_total").increment(r.fenced);
-    gauge!("cairn_search_dirty_notes").set(r.still_dirty as f64);
+    MERGE_TRANSITIONS.add(&[], r.transitions);
+    MARKERS_CLEARED.add(&[], r.markers_cleared);
+    FENCES.add(&[], r.fenced);
+    DIRTY.gauge(&[], i64::try_from(r.still_dirty).unwrap_or(i64::MAX), true);
 }
 
 /// One key-value operation of a component.
 pub fn store_op(store: &str, op: &'static str, ok: bool, took: Duration) {
-    let s = store.to_string();
-    counter!("cairn_store_operations_total", "store" => s.clone(), "op" => op, "outcome" => if ok { "ok" } else { "error" }).increment(1);
-    histogram!("cairn_store_operation_duration_seconds", "store" => s, "op" => op).record(took.as_secs_f64());
+    STORE_OPS.add(&[store, op, if ok { "ok" } else { "error" }], 1);
+    STORE_DURATION.observe(&[store, op], took);
 }
 
 /// One compare-and-swap: `written`, `conflict` or `error`.
 pub fn swap(store: &str, outcome: &'static str) {
-    counter!("cairn_cas_swaps_total", "store" => store.to_string(), "outcome" => outcome).increment(1);
+    CAS_SWAPS.add(&[store, outcome], 1);
 }
 
 /// A store whose every operation is counted and timed, under its label.
@@ -199,20 +381,108 @@ pub struct InUse(());
 impl InUse {
     /// An instance starts.
     pub fn start() -> Self {
-        gauge!("cairn_instances_in_use").increment(1.0);
+        INSTANCES.gauge(&[], 1, false);
         InUse(())
     }
 }
 
 impl Drop for InUse {
     fn drop(&mut self) {
-        gauge!("cairn_instances_in_use").decrement(1.0);
+        INSTANCES.gauge(&[], -1, false);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::tool_outcome;
+    use super::*;
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    /// Counts this thread's allocations, so a test sees only its own.
+    struct Counting;
+
+    thread_local! {
+        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    // SAFETY: every call goes straight to the system allocator; the count is
+    // a const-initialised thread local, which never allocates.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            ALLOCATIONS.with(|n| n.set(n.get() + 1));
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            ALLOCATIONS.with(|n| n.set(n.get() + 1));
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    #[test]
+    fn recording_allocates_nothing_once_a_series_exists() {
+        let took = Duration::from_micros(180);
+        // First use makes each series (and this thread's key buffer).
+        request("alloc-test", "/mcp", 200, took);
+        store_op("alloc-test", "read", true, took);
+        swap("alloc-test", "written");
+        tool_call("alloc_test", "composed", 200, r#"{"isError":false}"#);
+        drop(InUse::start());
+        let before = ALLOCATIONS.with(Cell::get);
+        for _ in 0..10_000 {
+            request("alloc-test", "/mcp", 200, took);
+            store_op("alloc-test", "read", true, took);
+            swap("alloc-test", "written");
+            tool_call("alloc_test", "composed", 200, r#"{"isError":false}"#);
+            drop(InUse::start());
+        }
+        assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "recording into existing series allocated");
+        let text = render();
+        let line = |series: &str| text.lines().find(|l| l.starts_with(series)).unwrap_or_else(|| panic!("no {series} in\n{text}")).to_string();
+        assert_eq!(line(r#"cairn_http_requests_total{component="alloc-test",route="/mcp",status="200"}"#).rsplit(' ').next(), Some("10001"));
+        assert_eq!(line(r#"cairn_store_operations_total{store="alloc-test",op="read",outcome="ok"}"#).rsplit(' ').next(), Some("10001"));
+    }
+
+    #[test]
+    fn a_histogram_renders_cumulative_buckets_its_sum_and_count() {
+        for us in [40, 60, 60, 700, 20_000_000] {
+            HTTP_DURATION.observe(&["hist-test", "/a\"b\\c\nd"], Duration::from_micros(us));
+        }
+        let text = render();
+        let labels = r#"component="hist-test",route="/a\"b\\c\nd""#;
+        let value = |suffix: &str| -> f64 {
+            let prefix = format!("cairn_http_request_duration_seconds{suffix}");
+            text.lines()
+                .find(|l| l.starts_with(&prefix))
+                .unwrap_or_else(|| panic!("no {prefix} in\n{text}"))
+                .rsplit(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(value(&format!("_bucket{{{labels},le=\"0.00005\"}}")), 1.0);
+        assert_eq!(value(&format!("_bucket{{{labels},le=\"0.0001\"}}")), 3.0);
+        assert_eq!(value(&format!("_bucket{{{labels},le=\"0.001\"}}")), 4.0);
+        assert_eq!(value(&format!("_bucket{{{labels},le=\"10\"}}")), 4.0);
+        assert_eq!(value(&format!("_bucket{{{labels},le=\"+Inf\"}}")), 5.0);
+        assert_eq!(value(&format!("_count{{{labels}}}")), 5.0);
+        assert!((value(&format!("_sum{{{labels}}}")) - 20.00086).abs() < 1e-9);
+        assert_eq!(text.matches("# TYPE cairn_http_request_duration_seconds histogram").count(), 1);
+    }
+
+    #[test]
+    fn status_codes_are_written_without_allocating() {
+        let mut buf = [0u8; 5];
+        assert_eq!(status_text(200, &mut buf), "200");
+        assert_eq!(status_text(7, &mut buf), "7");
+        assert_eq!(status_text(65535, &mut buf), "65535");
+    }
 
     #[test]
     fn a_tool_answer_names_its_outcome() {

@@ -112,7 +112,6 @@ pub async fn start(opts: Options) -> Result<Running> {
         app_vars.insert(COMMIT_CHECK.into(), "off".into());
     }
     app_vars.extend(opts.variables.clone());
-    crate::metrics::install();
     let stores = opts.stores.open(&opts.state_dir, opts.fsync)?.into_iter().map(|(l, s)| (l.clone(), crate::metrics::Metered::wrap(&l, s))).collect();
     let listener = TcpListener::bind(opts.listen)
         .await
