@@ -216,7 +216,9 @@ impl Config {
     /// tokens already verified (keyed by a hash of token and configuration,
     /// valid until the token's `exp`). A JWKS that cannot be used is the
     /// operator's fault, not the caller's: [`Refused::Misconfigured`].
-    pub async fn authenticate(&self, req: &Request, bucket: Option<&Bucket>, now_s: u64) -> Result<Principal, Refused> {
+    /// Also returns the token's id ([`token_digest`]), which names it in
+    /// rate-limit counters without hashing it again.
+    pub async fn authenticate(&self, req: &Request, bucket: Option<&Bucket>, now_s: u64) -> Result<(Principal, String), Refused> {
         let token = respond::bearer(req).ok_or(Refused::Token(AuthError::Missing))?;
         let (mut jwks, mut fresh) = self.keys(bucket, now_s, false).await?;
         let digest = token_digest(token);
@@ -225,7 +227,7 @@ impl Config {
             if let Ok(Some(bytes)) = b.get(&key) {
                 if let Ok(p) = serde_json::from_slice::<Principal>(&bytes) {
                     if p.exp > now_s {
-                        return Ok(p);
+                        return Ok((p, digest));
                     }
                     let _ = b.delete(&key);
                 }
@@ -247,7 +249,7 @@ impl Config {
         if let Some(b) = bucket {
             let _ = b.set(&key, &serde_json::to_vec(&p).unwrap_or_default());
         }
-        Ok(p)
+        Ok((p, digest))
     }
 
     /// The answer to a refused authentication: 401 with the challenge, or

@@ -61,7 +61,7 @@ async fn handle(req: Request) -> Response {
     };
     let now_s = cairn_guest::notes::now_us() / 1_000_000;
     let cache = Bucket::open("cache").ok();
-    let principal = match cfg.authenticate(&req, cache.as_ref().or(bucket.as_ref()), now_s).await {
+    let (principal, _) = match cfg.authenticate(&req, cache.as_ref().or(bucket.as_ref()), now_s).await {
         Ok(p) => p,
         Err(e) => {
             audit_refusal(bucket.as_ref(), None, json!({"reason": "token", "detail": e.to_string(), "api": "rest"}));

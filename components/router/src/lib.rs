@@ -77,7 +77,7 @@ async fn post_mcp(req: Request) -> Response {
         Err(e) => return respond::error(500, "misconfigured", &e),
     };
     let now_s = cairn_guest::notes::now_us() / 1_000_000;
-    let principal = match cfg.authenticate(&req, cache, now_s).await {
+    let (principal, token_id) = match cfg.authenticate(&req, cache, now_s).await {
         Ok(p) => p,
         Err(e) => {
             audit_refusal(bucket, None, json!({"reason": "token", "detail": e.to_string()}));
@@ -100,7 +100,6 @@ async fn post_mcp(req: Request) -> Response {
     // 5. Rate limit, per token, per message.
     if let Some(b) = cache {
         let per_minute = setting("rate_limit_per_minute", 60) as i64;
-        let token_id = cairn_guest::auth::token_digest(respond::bearer(&req).unwrap_or(""));
         let minute = now_s / 60;
         let key = cairn_notes::keys::rate_limit(&token_id, minute);
         match b.increment(&key, messages.len() as i64) {
