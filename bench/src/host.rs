@@ -55,7 +55,7 @@ pub async fn host(manifest: PathBuf, seconds: u64, concurrency: Vec<usize>) -> R
     let opts = server::Options {
         manifest,
         listen: "127.0.0.1:0".parse()?,
-        cache_dir: state.join("cache"),
+        cache_dir: crate::hosts::compile_cache(),
         state_dir: state.clone(),
         stores: Stores::default().with_default(Some(&StoreKind::Memory)),
         components: Vec::new(),

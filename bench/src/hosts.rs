@@ -54,6 +54,19 @@ fn cairn_binary() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// The compile cache every benchmark shares, across runs: beside the
+/// `cairn-bench` binary (`target/release/cairn-bench-cache`). Artifacts are
+/// named by the component's digest and the engine's compatibility hash, so
+/// a rebuilt component or host compiles afresh and nothing stale loads; a
+/// run no longer spends its first half minute compiling what the last run
+/// compiled.
+pub fn compile_cache() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|me| me.parent().map(|dir| dir.join("cairn-bench-cache")))
+        .unwrap_or_else(|| std::env::temp_dir().join("cairn-bench-cache"))
+}
+
 /// Start a host with these `cairn up` arguments and environment; returns
 /// once it serves.
 pub fn start(manifest: &Path, state: &Path, args: &[String], env: &[(String, String)]) -> Result<Host> {

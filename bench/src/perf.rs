@@ -101,7 +101,7 @@ impl Run {
     fn host(&self, extra_env: &[(String, String)]) -> Result<(Host, String, PathBuf)> {
         let state = self.fresh_dir("host")?;
         let token = hosts::token(&state, "bench-agent")?;
-        let args = vec!["--cache-dir".to_string(), self.dir.join("cache").display().to_string()];
+        let args = vec!["--cache-dir".to_string(), hosts::compile_cache().display().to_string()];
         let mut env = self.args.host_env.clone();
         env.extend(extra_env.iter().cloned());
         let host = hosts::start(&self.args.manifest, &state, &args, &env)?;
@@ -649,7 +649,7 @@ async fn memory_section(run: &Run, out: &mut String) -> Result<()> {
     eprintln!("perf: memory and start");
     let state = run.fresh_dir("host")?;
     let token = hosts::token(&state, "bench-agent")?;
-    let args = vec!["--cache-dir".to_string(), run.dir.join("cache").display().to_string()];
+    let args = vec!["--cache-dir".to_string(), hosts::compile_cache().display().to_string()];
     let host = hosts::start(&run.args.manifest, &state, &args, &run.args.host_env)?;
     wait_healthy(host.addr, Duration::from_secs(120))?;
     let idle = memory(host.pid())?.0;
@@ -720,7 +720,7 @@ pub enum Section {
 pub async fn perf(args: PerfArgs, sections: &[Section]) -> Result<String> {
     let dir = std::env::temp_dir().join(format!("cairn-bench-perf-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("cache"))?;
+    std::fs::create_dir_all(&dir)?;
     let run = Run { args, dir: dir.clone(), seq: AtomicU64::new(0) };
     let stack = Stack::start(run.args.manifest.clone()).await?;
     let mut out = String::new();

@@ -98,7 +98,7 @@ impl Stack {
         let opts = server::Options {
             manifest,
             listen: "127.0.0.1:0".parse()?,
-            cache_dir: state.join("cache"),
+            cache_dir: crate::hosts::compile_cache(),
             state_dir: state.clone(),
             stores: Stores::default().with_default(Some(&StoreKind::Sqlite)),
         components: Vec::new(),
