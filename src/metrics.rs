@@ -38,9 +38,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-/// Latency buckets (upper bounds), in seconds: 50 µs to 10 s.
-const BUCKETS: [f64; 16] = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
-/// The same bounds in nanoseconds, which is what recording compares.
+/// Latency buckets (upper bounds), in nanoseconds: 50 µs to 10 s. The
+/// exposition writes them in seconds.
 const BUCKETS_NS: [u64; 16] = [50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000, 25_000_000, 50_000_000, 100_000_000, 250_000_000, 500_000_000, 1_000_000_000, 2_500_000_000, 10_000_000_000];
 
 /// What kind of series a family holds.
@@ -58,7 +57,7 @@ struct Series {
     value: AtomicI64,
     /// A histogram's observations per bucket (not cumulative), the last
     /// slot for those above every bound.
-    buckets: [AtomicU64; BUCKETS.len() + 1],
+    buckets: [AtomicU64; BUCKETS_NS.len() + 1],
     /// A histogram's sum, in nanoseconds.
     sum_ns: AtomicU64,
 }
@@ -69,7 +68,7 @@ struct Family {
     help: &'static str,
     kind: Kind,
     labels: &'static [&'static str],
-    series: RwLock<BTreeMap<Box<str>, Arc<Series>>>,
+    series: RwLock<BTreeMap<Box<str>, Series>>,
 }
 
 /// Separates label values in a series key (no label value holds it).
@@ -111,21 +110,22 @@ impl Family {
         })
     }
 
-    /// Move a gauge by `delta`, or set it.
-    fn gauge(&self, values: &[&str], delta: i64, set: bool) {
+    /// Move a gauge by `delta`.
+    fn shift(&self, values: &[&str], delta: i64) {
         self.with(values, |s| {
-            if set {
-                s.value.store(delta, Relaxed);
-            } else {
-                s.value.fetch_add(delta, Relaxed);
-            }
+            s.value.fetch_add(delta, Relaxed);
         })
+    }
+
+    /// Set a gauge.
+    fn set(&self, values: &[&str], value: i64) {
+        self.with(values, |s| s.value.store(value, Relaxed))
     }
 
     /// Record one duration in a histogram.
     fn observe(&self, values: &[&str], took: Duration) {
         let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        let slot = BUCKETS_NS.iter().position(|&b| ns <= b).unwrap_or(BUCKETS.len());
+        let slot = BUCKETS_NS.iter().position(|&b| ns <= b).unwrap_or(BUCKETS_NS.len());
         self.with(values, |s| {
             s.buckets[slot].fetch_add(1, Relaxed);
             s.sum_ns.fetch_add(ns, Relaxed);
@@ -160,11 +160,12 @@ impl Family {
                 continue;
             }
             let mut cumulative = 0u64;
-            for (i, bound) in BUCKETS.iter().enumerate() {
+            for (i, bound) in BUCKETS_NS.iter().enumerate() {
                 cumulative += s.buckets[i].load(Relaxed);
-                let _ = writeln!(out, "{}_bucket{} {cumulative}", self.name, braced(&format!("le=\"{bound}\"")));
+                let seconds = *bound as f64 / 1e9;
+                let _ = writeln!(out, "{}_bucket{} {cumulative}", self.name, braced(&format!("le=\"{seconds}\"")));
             }
-            cumulative += s.buckets[BUCKETS.len()].load(Relaxed);
+            cumulative += s.buckets[BUCKETS_NS.len()].load(Relaxed);
             let _ = writeln!(out, "{}_bucket{} {cumulative}", self.name, braced("le=\"+Inf\""));
             let _ = writeln!(out, "{}_sum{} {}", self.name, braced(""), s.sum_ns.load(Relaxed) as f64 / 1e9);
             let _ = writeln!(out, "{}_count{} {cumulative}", self.name, braced(""));
@@ -221,25 +222,9 @@ pub fn render() -> String {
 }
 
 /// One request the host answered.
-pub fn request(component: &str, route: &str, status: u16, took: Duration) {
-    let mut buf = [0u8; 5];
-    HTTP_REQUESTS.add(&[component, route, status_text(status, &mut buf)], 1);
+pub fn request(component: &str, route: &str, status: hyper::StatusCode, took: Duration) {
+    HTTP_REQUESTS.add(&[component, route, status.as_str()], 1);
     HTTP_DURATION.observe(&[component, route], took);
-}
-
-/// A status code as text, in `buf` (no allocation).
-fn status_text(status: u16, buf: &mut [u8; 5]) -> &str {
-    let mut n = status;
-    let mut start = buf.len();
-    loop {
-        start -= 1;
-        buf[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 || start == 0 {
-            break;
-        }
-    }
-    std::str::from_utf8(&buf[start..]).unwrap_or("0")
 }
 
 /// What a tool's answer (the status and body of `cairn:platform/tool`'s
@@ -275,7 +260,7 @@ pub fn search_merge(r: &cairn_notes::search::MergeReport) {
     MERGE_TRANSITIONS.add(&[], r.transitions);
     MARKERS_CLEARED.add(&[], r.markers_cleared);
     FENCES.add(&[], r.fenced);
-    DIRTY.gauge(&[], i64::try_from(r.still_dirty).unwrap_or(i64::MAX), true);
+    DIRTY.set(&[], i64::try_from(r.still_dirty).unwrap_or(i64::MAX));
 }
 
 /// One key-value operation of a component.
@@ -381,14 +366,14 @@ pub struct InUse(());
 impl InUse {
     /// An instance starts.
     pub fn start() -> Self {
-        INSTANCES.gauge(&[], 1, false);
+        INSTANCES.shift(&[], 1);
         InUse(())
     }
 }
 
 impl Drop for InUse {
     fn drop(&mut self) {
-        INSTANCES.gauge(&[], -1, false);
+        INSTANCES.shift(&[], -1);
     }
 }
 
@@ -428,14 +413,14 @@ mod tests {
     fn recording_allocates_nothing_once_a_series_exists() {
         let took = Duration::from_micros(180);
         // First use makes each series (and this thread's key buffer).
-        request("alloc-test", "/mcp", 200, took);
+        request("alloc-test", "/mcp", hyper::StatusCode::OK, took);
         store_op("alloc-test", "read", true, took);
         swap("alloc-test", "written");
         tool_call("alloc_test", "composed", 200, r#"{"isError":false}"#);
         drop(InUse::start());
         let before = ALLOCATIONS.with(Cell::get);
         for _ in 0..10_000 {
-            request("alloc-test", "/mcp", 200, took);
+            request("alloc-test", "/mcp", hyper::StatusCode::OK, took);
             store_op("alloc-test", "read", true, took);
             swap("alloc-test", "written");
             tool_call("alloc_test", "composed", 200, r#"{"isError":false}"#);
@@ -474,14 +459,6 @@ mod tests {
         assert_eq!(value(&format!("_count{{{labels}}}")), 5.0);
         assert!((value(&format!("_sum{{{labels}}}")) - 20.00086).abs() < 1e-9);
         assert_eq!(text.matches("# TYPE cairn_http_request_duration_seconds histogram").count(), 1);
-    }
-
-    #[test]
-    fn status_codes_are_written_without_allocating() {
-        let mut buf = [0u8; 5];
-        assert_eq!(status_text(200, &mut buf), "200");
-        assert_eq!(status_text(7, &mut buf), "7");
-        assert_eq!(status_text(65535, &mut buf), "65535");
     }
 
     #[test]

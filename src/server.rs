@@ -325,7 +325,7 @@ async fn handle(
             (id, route, response)
         }
     };
-    crate::metrics::request(&id, &route, response.status().as_u16(), started.elapsed());
+    crate::metrics::request(&id, &route, response.status(), started.elapsed());
     tracing::info!(
         component = %id,
         method = %method,
