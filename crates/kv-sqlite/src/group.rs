@@ -34,6 +34,8 @@
 //!   after each commit: the highest stamp readers may rely on (see the
 //!   crate's `reading`).
 
+use crate::Tx;
+use crate::cache::Cache;
 use cairn_kv::{Error, Observed, Result, Swap};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -136,16 +138,24 @@ pub(crate) struct Group {
     queue: Mutex<VecDeque<Job>>,
     writer: Mutex<Writer>,
     committed: AtomicU64,
+    /// The committed rows kept in memory, updated at each commit.
+    pub cache: Cache,
     /// Transactions committed, and writes they carried.
     commits: AtomicU64,
     writes: AtomicU64,
 }
 
 impl Group {
-    pub fn new(writer: Writer) -> Self {
+    pub fn new(writer: Writer, cache_bytes: usize) -> Self {
         let committed = AtomicU64::new(writer.seq);
         let (commits, writes) = (AtomicU64::new(0), AtomicU64::new(0));
-        Self { queue: Mutex::new(VecDeque::new()), writer: Mutex::new(writer), committed, commits, writes }
+        let cache = Cache::new(cache_bytes);
+        Self { queue: Mutex::new(VecDeque::new()), writer: Mutex::new(writer), committed, cache, commits, writes }
+    }
+
+    /// The published committed stamp itself, for the cache's fills.
+    pub fn committed_stamp(&self) -> &AtomicU64 {
+        &self.committed
     }
 
     /// Transactions committed so far, and the writes they carried.
@@ -242,19 +252,23 @@ impl Group {
             return batch.iter().map(|_| Err(Error::Backend("store is closed".into()))).collect();
         };
         if batch.len() > 1 {
-            let mut floor = w.purge_floor;
-            if let Ok(answers) = self.transaction(conn, &mut w.seq, &mut floor, batch.iter().map(|j| &j.op)) {
-                w.purge_floor = floor;
+            let mut tx = Tx { seq: w.seq, floor: w.purge_floor, wrote: Vec::new() };
+            let answers = self.transaction(conn, &mut tx, batch.iter().map(|j| &j.op));
+            // Stamps of a rolled back batch are skipped, never reused.
+            w.seq = tx.seq;
+            if let Ok(answers) = answers {
+                w.purge_floor = tx.floor;
                 return answers.into_iter().map(Ok).collect();
             }
         }
         batch
             .iter()
             .map(|job| {
-                let mut floor = w.purge_floor;
-                let answer = self.transaction(conn, &mut w.seq, &mut floor, std::iter::once(&job.op)).map(|mut a| a.remove(0));
+                let mut tx = Tx { seq: w.seq, floor: w.purge_floor, wrote: Vec::new() };
+                let answer = self.transaction(conn, &mut tx, std::iter::once(&job.op)).map(|mut a| a.remove(0));
+                w.seq = tx.seq;
                 if answer.is_ok() {
-                    w.purge_floor = floor;
+                    w.purge_floor = tx.floor;
                 }
                 answer
             })
@@ -262,18 +276,13 @@ impl Group {
     }
 
     /// One transaction over `ops`: every answer, or the first failure with
-    /// the transaction rolled back. Publishes the committed stamp.
-    fn transaction<'a>(
-        &self,
-        conn: &rusqlite::Connection,
-        seq: &mut u64,
-        floor: &mut u64,
-        ops: impl Iterator<Item = &'a Op>,
-    ) -> Result<Vec<Done>> {
+    /// the transaction rolled back. Once it committed, applies what it
+    /// wrote to the cache and publishes the committed stamp, together.
+    fn transaction<'a>(&self, conn: &rusqlite::Connection, tx: &mut Tx, ops: impl Iterator<Item = &'a Op>) -> Result<Vec<Done>> {
         conn.execute_batch("BEGIN IMMEDIATE").map_err(crate::backend)?;
         let mut answers = Vec::new();
         for op in ops {
-            match crate::apply(conn, seq, floor, op) {
+            match crate::apply(conn, tx, op) {
                 Ok(done) => answers.push(done),
                 Err(e) => {
                     let _ = conn.execute_batch("ROLLBACK");
@@ -285,7 +294,8 @@ impl Group {
             let _ = conn.execute_batch("ROLLBACK");
             return Err(crate::backend(e));
         }
-        self.committed.store(*seq, Ordering::Release);
+        let seq = tx.seq;
+        self.cache.commit(std::mem::take(&mut tx.wrote), || self.committed.store(seq, Ordering::Release));
         self.commits.fetch_add(1, Ordering::Relaxed);
         self.writes.fetch_add(answers.len() as u64, Ordering::Relaxed);
         Ok(answers)

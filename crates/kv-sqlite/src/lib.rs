@@ -20,6 +20,12 @@
 //!   A read of an absent key observes the last *committed* stamp, loaded
 //!   before its snapshot starts, so a later swap fails if anything wrote the
 //!   key after that snapshot (see [`SqliteStore::reading`]).
+//! - Recently used committed values are also kept in memory ([`cache`],
+//!   32 MB): a read of a hot key (a note's head, its content) is answered
+//!   without SQLite, whose reader connections drop their page cache at every
+//!   commit. The cache is updated at each commit before any writer of it is
+//!   answered, and a fill from a read never puts back an older version, so a
+//!   hit is never stale (the module proves it).
 //! - Keys and values live apart: `entries` (a `WITHOUT ROWID` table of
 //!   bucket, key, stamp, delete time and the id of the value) and `vals`
 //!   (each value under an integer id). SQLite's seek in a `WITHOUT ROWID`
@@ -35,11 +41,13 @@
 //!   database file gives a second process a clear error instead of a silent
 //!   split-brain.
 
+mod cache;
 mod checkpoint;
 mod group;
 mod readers;
 
 use cairn_kv::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
+use cache::{Seen, Written};
 use checkpoint::Checkpointer;
 use group::{Done, Group, Op, Writer};
 use readers::Readers;
@@ -89,6 +97,12 @@ impl SqliteStore {
     /// `synchronous = FULL` instead of `NORMAL`. Refused when another
     /// process (or another open store in this one) has the file.
     pub fn open(path: &Path, fsync: bool) -> Result<Self> {
+        Self::open_with_cache(path, fsync, cache::BUDGET)
+    }
+
+    /// [`open`](Self::open), keeping at most `cache_bytes` of committed
+    /// rows in memory (see [`cache`]; 0 keeps none).
+    pub fn open_with_cache(path: &Path, fsync: bool, cache_bytes: usize) -> Result<Self> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -133,7 +147,7 @@ impl SqliteStore {
             conn.query_row("SELECT MAX(stamp) FROM entries", [], |r| r.get(0)).map_err(backend)?;
         let seq = (max_stamp.unwrap_or(0).max(purge_floor)) as u64;
         let writer = Writer { conn: Some(conn), seq, purge_floor: purge_floor as u64, lock: Some(file) };
-        let group = Arc::new(Group::new(writer));
+        let group = Arc::new(Group::new(writer, cache_bytes));
         let checkpointer = Checkpointer::start(path, group.clone())?;
         Ok(Self {
             group,
@@ -190,6 +204,32 @@ impl SqliteStore {
         self.checkpointer.wrote(bytes);
         Ok(done)
     }
+
+    /// The key's value and stamp if the cache has it (see [`cache`]).
+    fn cached(&self, bucket: &str, key: &str) -> Result<Option<(u64, Vec<u8>)>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        Ok(self.group.cache.get(bucket, key))
+    }
+
+    /// Every key's value and stamp if the cache has them all.
+    fn cached_all(&self, bucket: &str, keys: &[&str]) -> Result<Option<Vec<(u64, Vec<u8>)>>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        Ok(self.group.cache.get_all(bucket, keys))
+    }
+
+    /// The rows of `keys` in one snapshot, offered to the cache, with the
+    /// committed stamp loaded before the snapshot.
+    fn read_rows(&self, bucket: &str, keys: &[&str]) -> Result<(Vec<Option<Stamped>>, u64)> {
+        let (rows, seq) = self.reading_all(|c, seq| Ok((keys.iter().map(|k| row(c, bucket, k)).collect::<rusqlite::Result<Vec<_>>>()?, seq)))?;
+        for (k, r) in keys.iter().zip(&rows) {
+            self.group.cache.fill(bucket, k, seen(r.as_ref()), seq, self.group.committed_stamp());
+        }
+        Ok((rows, seq))
+    }
 }
 
 impl SqliteStore {
@@ -203,6 +243,13 @@ impl SqliteStore {
     #[doc(hidden)]
     pub fn reader_connections(&self) -> (usize, usize) {
         self.readers.counts()
+    }
+
+    /// Bytes of values the cache of committed rows holds, and reads it
+    /// answered and did not (see [`cache`]).
+    #[doc(hidden)]
+    pub fn cache_counts(&self) -> (usize, u64, u64) {
+        self.group.cache.counts()
     }
 
     /// Checkpoints the checkpoint thread ran, and how many of them let the
@@ -245,6 +292,23 @@ fn row(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<St
     Ok(entry(conn, bucket, key)?.map(|(row, _)| row))
 }
 
+/// The key's stamp and the id of its value (`None` for a delete marker),
+/// without reading the value: all a swap needs to decide.
+fn stamp(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<(u64, Option<i64>)>> {
+    conn.prepare_cached("SELECT stamp, value_id FROM entries WHERE bucket = ?1 AND key = ?2")?
+        .query_row(params![bucket, key], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))
+        .optional()
+}
+
+/// What a read of `row` offers the cache.
+fn seen(row: Option<&Stamped>) -> Seen<'_> {
+    match row {
+        Some(Stamped { value: Some(v), stamp }) => Seen::Live(*stamp, v),
+        Some(Stamped { value: None, stamp }) => Seen::Deleted(*stamp),
+        None => Seen::Nothing,
+    }
+}
+
 /// Where the key's value is: `None` for no row, `Some(None)` for a delete marker.
 fn value_id(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<Option<i64>>> {
     conn.prepare_cached("SELECT value_id FROM entries WHERE bucket = ?1 AND key = ?2")?
@@ -255,8 +319,16 @@ fn value_id(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Opti
 /// Writes `value` (or a delete marker) under the next stamp; `old` is the
 /// id of the key's value now, as the caller read it in this transaction. An
 /// overwrite replaces that value row in place; a delete marker frees it.
-fn put(conn: &Connection, seq: &mut u64, bucket: &str, key: &str, old: Option<i64>, value: Option<&[u8]>) -> rusqlite::Result<()> {
-    *seq += 1;
+fn put(
+    conn: &Connection,
+    tx: &mut Tx,
+    bucket: &str,
+    key: &str,
+    old: Option<i64>,
+    value: Option<&[u8]>,
+) -> rusqlite::Result<()> {
+    tx.seq += 1;
+    let seq = &mut tx.seq;
     let value_id = match (value, old) {
         (Some(v), Some(id)) => {
             conn.prepare_cached("UPDATE vals SET value = ?1 WHERE id = ?2")?.execute(params![v, id])?;
@@ -279,6 +351,7 @@ fn put(conn: &Connection, seq: &mut u64, bucket: &str, key: &str, old: Option<i6
              value_id = excluded.value_id",
     )?
     .execute(params![bucket, key, *seq as i64, deleted_at, value_id])?;
+    tx.wrote.push(Written::new(bucket, key, *seq, value));
     Ok(())
 }
 
@@ -307,36 +380,48 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     })
 }
 
+/// The state one transaction carries: the stamps it hands out, the purge
+/// floor, and what it wrote (for the cache, once it commits).
+pub(crate) struct Tx {
+    pub seq: u64,
+    pub floor: u64,
+    pub wrote: Vec<Written>,
+}
+
 /// One compare-and-swap inside a transaction: `value` is written if nothing
 /// wrote the key since `observed` (and no delete marker it could rely on was
-/// purged), else the swap fails with what is there now.
-fn swap_in(c: &Connection, seq: &mut u64, floor: u64, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
-    let (current, old) = entry(c, bucket, key).map_err(backend)?.map_or((None, None), |(row, id)| (Some(row), id));
-    if Stamped::swap_allowed(current.as_ref(), observed, floor) {
-        put(c, seq, bucket, key, old, Some(value)).map_err(backend)?;
+/// purged), else the swap fails with what is there now. The decision needs
+/// only the key's stamp; the value is read only for a failed swap's answer.
+fn swap_in(c: &Connection, tx: &mut Tx, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
+    let now = stamp(c, bucket, key).map_err(backend)?;
+    // The rule looks at whether the row is live, never at its bytes.
+    let current = now.map(|(stamp, id)| Stamped { value: id.map(|_| Vec::new()), stamp });
+    if Stamped::swap_allowed(current.as_ref(), observed, tx.floor) {
+        put(c, tx, bucket, key, now.and_then(|(_, id)| id), Some(value)).map_err(backend)?;
         Ok(Swap::Done)
     } else {
-        Ok(Swap::Failed(Stamped::observe(current.as_ref(), *seq)))
+        let current = row(c, bucket, key).map_err(backend)?;
+        Ok(Swap::Failed(Stamped::observe(current.as_ref(), tx.seq)))
     }
 }
 
 /// One write inside the writer's transaction (see [`group`]).
-fn apply(c: &Connection, seq: &mut u64, floor: &mut u64, op: &Op) -> Result<Done> {
+fn apply(c: &Connection, tx: &mut Tx, op: &Op) -> Result<Done> {
     match op {
-        Op::Swaps { bucket, swaps } => Ok(Done::Swaps(
-            swaps.iter().map(|(k, o, v)| swap_in(c, seq, *floor, bucket, k, *o, v)).collect::<Result<_>>()?,
-        )),
+        Op::Swaps { bucket, swaps } => {
+            Ok(Done::Swaps(swaps.iter().map(|(k, o, v)| swap_in(c, tx, bucket, k, *o, v)).collect::<Result<_>>()?))
+        }
         Op::Set { bucket, pairs } => {
             for (k, v) in pairs {
                 let old = value_id(c, bucket, k).map_err(backend)?.flatten();
-                put(c, seq, bucket, k, old, Some(v)).map_err(backend)?;
+                put(c, tx, bucket, k, old, Some(v)).map_err(backend)?;
             }
             Ok(Done::Unit)
         }
         Op::Delete { bucket, keys } => {
             for k in keys {
                 if let Some(id) = value_id(c, bucket, k).map_err(backend)?.flatten() {
-                    put(c, seq, bucket, k, Some(id), None).map_err(backend)?;
+                    put(c, tx, bucket, k, Some(id), None).map_err(backend)?;
                 }
             }
             Ok(Done::Unit)
@@ -344,7 +429,7 @@ fn apply(c: &Connection, seq: &mut u64, floor: &mut u64, op: &Op) -> Result<Done
         Op::Increment { bucket, key, delta } => {
             let (current, old) = entry(c, bucket, key).map_err(backend)?.map_or((None, None), |(row, id)| (Some(row.value), id));
             let next = decode_counter(current.flatten().as_deref())?.wrapping_add(*delta);
-            put(c, seq, bucket, key, old, Some(&next.to_le_bytes())).map_err(backend)?;
+            put(c, tx, bucket, key, old, Some(&next.to_le_bytes())).map_err(backend)?;
             Ok(Done::Counter(next))
         }
         Op::Sweep { older_than_ms } => {
@@ -352,8 +437,8 @@ fn apply(c: &Connection, seq: &mut u64, floor: &mut u64, op: &Op) -> Result<Done
             let max: Option<i64> = c
                 .query_row("SELECT MAX(stamp) FROM entries WHERE value_id IS NULL AND deleted_at <= ?1", [cutoff], |r| r.get(0))
                 .map_err(backend)?;
-            *floor = (*floor).max(max.unwrap_or(0) as u64);
-            c.execute("UPDATE meta SET value = ?1 WHERE name = 'purge_floor'", [*floor as i64]).map_err(backend)?;
+            tx.floor = tx.floor.max(max.unwrap_or(0) as u64);
+            c.execute("UPDATE meta SET value = ?1 WHERE name = 'purge_floor'", [tx.floor as i64]).map_err(backend)?;
             let n = c.execute("DELETE FROM entries WHERE value_id IS NULL AND deleted_at <= ?1", [cutoff]).map_err(backend)?;
             Ok(Done::Swept(n))
         }
@@ -371,7 +456,12 @@ fn owned_keys(keys: &[&str]) -> Result<Vec<String>> {
 impl Store for SqliteStore {
     fn read(&self, bucket: &str, key: &str) -> Result<Read> {
         check_key(key)?;
-        self.reading(|c, seq| Ok(Stamped::observe(row(c, bucket, key)?.as_ref(), seq)))
+        if let Some((stamp, value)) = self.cached(bucket, key)? {
+            return Ok(Read { value: Some(value), observed: Observed::Present(stamp) });
+        }
+        let (row, seq) = self.reading(|c, seq| Ok((row(c, bucket, key)?, seq)))?;
+        self.group.cache.fill(bucket, key, seen(row.as_ref()), seq, self.group.committed_stamp());
+        Ok(Stamped::observe(row.as_ref(), seq))
     }
 
     fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> Result<Swap> {
@@ -383,7 +473,11 @@ impl Store for SqliteStore {
         for k in keys {
             check_key(k)?;
         }
-        self.reading_all(|c, seq| keys.iter().map(|k| Ok(Stamped::observe(row(c, bucket, k)?.as_ref(), seq))).collect())
+        if let Some(rows) = self.cached_all(bucket, keys)? {
+            return Ok(rows.into_iter().map(|(stamp, v)| Read { value: Some(v), observed: Observed::Present(stamp) }).collect());
+        }
+        let (rows, seq) = self.read_rows(bucket, keys)?;
+        Ok(rows.iter().map(|r| Stamped::observe(r.as_ref(), seq)).collect())
     }
 
     /// One transaction for every swap, each checked against its own read.
@@ -403,12 +497,20 @@ impl Store for SqliteStore {
         for k in keys {
             check_key(k)?;
         }
-        self.reading_all(|c, _| keys.iter().map(|k| Ok(row(c, bucket, k)?.and_then(|r| r.value))).collect())
+        if let Some(rows) = self.cached_all(bucket, keys)? {
+            return Ok(rows.into_iter().map(|(_, v)| Some(v)).collect());
+        }
+        Ok(self.read_rows(bucket, keys)?.0.into_iter().map(|r| r.and_then(|r| r.value)).collect())
     }
 
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
-        self.reading(|c, _| Ok(row(c, bucket, key)?.and_then(|r| r.value)))
+        if let Some((_, value)) = self.cached(bucket, key)? {
+            return Ok(Some(value));
+        }
+        let (row, seq) = self.reading(|c, seq| Ok((row(c, bucket, key)?, seq)))?;
+        self.group.cache.fill(bucket, key, seen(row.as_ref()), seq, self.group.committed_stamp());
+        Ok(row.and_then(|r| r.value))
     }
 
     fn set_many(&self, bucket: &str, pairs: &[(&str, &[u8])]) -> Result<()> {
@@ -486,6 +588,7 @@ impl Store for SqliteStore {
     /// the writer; then releases the file.
     fn close(&self) -> Result<()> {
         self.closed.store(true, Ordering::Release);
+        self.group.cache.clear();
         self.checkpointer.stop();
         self.readers.close();
         self.group.exclusive(|w| {
