@@ -268,7 +268,7 @@ fn sweep_idempotency(kv: &TenantKv, env: &dyn Env, note_id: &str, floor: u64) ->
         for (k, bytes) in listed.iter().zip(kv.get_many(listed)?) {
             let Some(bytes) = bytes else { continue };
             let r: IdemRecord = decode("idempotency record", &bytes)?;
-            let version = r.result.get("version").and_then(serde_json::Value::as_u64).unwrap_or(u64::MAX);
+            let version = r.result()?.get("version").and_then(serde_json::Value::as_u64).unwrap_or(u64::MAX);
             if r.at < oldest && version < floor {
                 doomed.push(k.clone());
             }

@@ -131,7 +131,17 @@ pub(crate) struct IdemRecord {
     pub key: String,
     pub fp: String,
     pub at: u64,
-    pub result: Value,
+    /// The write's result as it was answered, kept as its JSON text: every
+    /// read of a head carries up to four of these, and only a replay needs
+    /// one parsed.
+    pub result: Box<serde_json::value::RawValue>,
+}
+
+impl IdemRecord {
+    /// The result, parsed.
+    pub fn result(&self) -> Result<Value, Failure> {
+        serde_json::from_str(self.result.get()).map_err(|e| Failure::Corrupt(format!("idempotency record {}: {e}", self.key)))
+    }
 }
 
 /// One committed write: kept in the head while recent, then spilled as an audit record.

@@ -232,7 +232,7 @@ pub(crate) fn commit(
             && let Some(rec) = find_idem(kv, head, k)?
         {
             if fp.matches(&rec.fp) {
-                let mut result = rec.result;
+                let mut result = rec.result()?;
                 result["replayed"] = true.into();
                 return Ok(Decision::Leave(result));
             }
@@ -319,7 +319,8 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
         spilled.push((keys::history(&head.note_id, old.version), encode(&old)));
     }
     if let Some((k, fp)) = &spec.idem {
-        head.idem.push(IdemRecord { key: k.to_string(), fp: fp.current.clone(), at: now, result: result.clone() });
+        let raw = serde_json::value::to_raw_value(&result).expect("a result always serializes");
+        head.idem.push(IdemRecord { key: k.to_string(), fp: fp.current.clone(), at: now, result: raw });
         while head.idem.len() > IDEM_IN_HEAD {
             let old = head.idem.remove(0);
             spilled.push((keys::idem(&head.note_id, &old.key), encode(&old)));
