@@ -49,8 +49,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-/// Bytes of values (and their keys) kept at most.
-pub(crate) const BUDGET: usize = 32 << 20;
+/// Bytes of values (and their keys) kept at most. Every commit puts in what
+/// it wrote, and most of that (a new content blob, a spilled record) is not
+/// read again soon, so the budget mostly holds what eviction drops next; the
+/// keys read over and over (note heads, current content) stay by recency.
+/// At 32 MB the host's resident memory on the append workload grew by
+/// about 40 MB for no more hits than this.
+pub(crate) const BUDGET: usize = 8 << 20;
 /// Larger values are not kept: copying them costs about what reading them does.
 pub(crate) const MAX_VALUE: usize = 64 << 10;
 /// Bookkeeping counted for each row besides its key and value.

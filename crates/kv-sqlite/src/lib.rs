@@ -21,7 +21,7 @@
 //!   before its snapshot starts, so a later swap fails if anything wrote the
 //!   key after that snapshot (see [`SqliteStore::reading`]).
 //! - Recently used committed values are also kept in memory ([`cache`],
-//!   32 MB): a read of a hot key (a note's head, its content) is answered
+//!   8 MB): a read of a hot key (a note's head, its content) is answered
 //!   without SQLite, whose reader connections drop their page cache at every
 //!   commit. The cache is updated at each commit before any writer of it is
 //!   answered, and a fill from a read never puts back an older version, so a
