@@ -4,11 +4,19 @@
 //! Permissions come from the manifest: a component may open only the labels
 //! in its `key_value_stores` (`access-denied` otherwise); a label the host
 //! has no store for is `no-such-store`. A label is a bucket of the backend.
+//!
+//! A call the store says may wait ([`Store::waits`]: a SQLite write joining
+//! a group commit, any round trip to Redis) runs on tokio's blocking pool
+//! and the instance awaits it, so the two request threads never sit idle in
+//! a commit, and every request whose write is in flight at once can join the
+//! same transaction. Calls that cannot wait (reads of SQLite, the in-memory
+//! store) run in place: a hop to another thread would cost more than they do.
 
 use crate::bindings::fermyon::spin::key_value as spin_kv;
 use crate::bindings::wasi::keyvalue::{atomics, batch, store};
 use crate::instance::Ctx;
 use cairn_kv::{Observed, Store, Swap};
+use std::future::Future;
 use std::sync::Arc;
 use wasmtime::component::Resource;
 
@@ -49,6 +57,37 @@ impl Ctx {
     }
 }
 
+/// Run `f` on `store`: in place, or on the blocking pool when the store says
+/// a call of this kind (`write` or a read) may wait. A call that cannot run
+/// (the runtime is shutting down) is a store failure, never a silent success.
+async fn on_store<R: Send + 'static>(
+    store: Arc<dyn Store>,
+    write: bool,
+    f: impl FnOnce(&dyn Store) -> cairn_kv::Result<R> + Send + 'static,
+) -> cairn_kv::Result<R> {
+    if !store.waits().call(write) {
+        return f(store.as_ref());
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => match rt.spawn_blocking(move || f(store.as_ref())).await {
+            Ok(r) => r,
+            Err(e) => Err(cairn_kv::Error::Unavailable(format!("the store call did not run to its end: {e}"))),
+        },
+        Err(_) => f(store.as_ref()),
+    }
+}
+
+/// [`on_store`] for a bucket resource of this instance.
+fn on_bucket<R: Send + 'static>(
+    ctx: &Ctx,
+    b: &Resource<Bucket>,
+    write: bool,
+    f: impl FnOnce(&dyn Store, &str) -> cairn_kv::Result<R> + Send + 'static,
+) -> wasmtime::Result<impl Future<Output = Result<R, store::Error>> + Send + 'static> {
+    let (label, store) = ctx.label(b)?;
+    Ok(async move { on_store(store, write, move |s| f(s, &label)).await.map_err(other) })
+}
+
 impl store::Host for Ctx {
     fn open(&mut self, identifier: String) -> wasmtime::Result<Result<Resource<Bucket>, store::Error>> {
         match self.check_label(&identifier) {
@@ -59,23 +98,19 @@ impl store::Host for Ctx {
 }
 
 impl store::HostBucket for Ctx {
-    fn get(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, store::Error>> {
-        let (label, store) = self.label(&b)?;
-        Ok(store.get(&label, &key).map_err(other))
+    async fn get(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, store::Error>> {
+        Ok(on_bucket(self, &b, false, move |s, l| s.get(l, &key))?.await)
     }
-    fn set(&mut self, b: Resource<Bucket>, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), store::Error>> {
-        let (label, store) = self.label(&b)?;
-        Ok(store.set(&label, &key, &value).map_err(other))
+    async fn set(&mut self, b: Resource<Bucket>, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), store::Error>> {
+        Ok(on_bucket(self, &b, true, move |s, l| s.set(l, &key, &value))?.await)
     }
-    fn delete(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<(), store::Error>> {
-        let (label, store) = self.label(&b)?;
-        Ok(store.delete(&label, &key).map_err(other))
+    async fn delete(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<(), store::Error>> {
+        Ok(on_bucket(self, &b, true, move |s, l| s.delete(l, &key))?.await)
     }
-    fn exists(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<bool, store::Error>> {
-        let (label, store) = self.label(&b)?;
-        Ok(store.exists(&label, &key).map_err(other))
+    async fn exists(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<bool, store::Error>> {
+        Ok(on_bucket(self, &b, false, move |s, l| s.exists(l, &key))?.await)
     }
-    fn list_keys(
+    async fn list_keys(
         &mut self,
         b: Resource<Bucket>,
         cursor: Option<String>,
@@ -84,8 +119,8 @@ impl store::HostBucket for Ctx {
         // listing there); small pages, since a guest listing a prefix stops
         // at its end.
         const PAGE: usize = 256;
-        let (label, store) = self.label(&b)?;
-        Ok(store.list_keys(&label, cursor.as_deref(), PAGE).map_err(other).map(|keys| {
+        let keys = on_bucket(self, &b, false, move |s, l| s.list_keys(l, cursor.as_deref(), PAGE))?.await;
+        Ok(keys.map(|keys| {
             let cursor = (keys.len() == PAGE).then(|| keys.last().cloned()).flatten();
             store::KeyResponse { keys, cursor }
         }))
@@ -97,18 +132,18 @@ impl store::HostBucket for Ctx {
 }
 
 impl atomics::Host for Ctx {
-    fn increment(&mut self, b: Resource<Bucket>, key: String, delta: i64) -> wasmtime::Result<Result<i64, store::Error>> {
-        let (label, store) = self.label(&b)?;
-        Ok(store.increment(&label, &key, delta).map_err(other))
+    async fn increment(&mut self, b: Resource<Bucket>, key: String, delta: i64) -> wasmtime::Result<Result<i64, store::Error>> {
+        Ok(on_bucket(self, &b, true, move |s, l| s.increment(l, &key, delta))?.await)
     }
 
-    fn swap(
+    async fn swap(
         &mut self,
         cas: Resource<CasHandle>,
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), atomics::CasError>> {
         let handle = self.table.delete(cas).map_err(table_err)?;
-        match handle.store.swap(&handle.label, &handle.key, handle.observed, &value) {
+        let (label, key, observed) = (handle.label.clone(), handle.key.clone(), handle.observed);
+        match on_store(handle.store.clone(), true, move |s| s.swap(&label, &key, observed, &value)).await {
             Ok(Swap::Done) => Ok(Ok(())),
             Ok(Swap::Failed(fresh)) => {
                 let fresh = CasHandle { value: fresh.value, observed: fresh.observed, ..handle };
@@ -121,9 +156,10 @@ impl atomics::Host for Ctx {
 }
 
 impl atomics::HostCas for Ctx {
-    fn new(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Resource<CasHandle>, store::Error>> {
+    async fn new(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Resource<CasHandle>, store::Error>> {
         let (label, store) = self.label(&b)?;
-        match store.read(&label, &key) {
+        let (l, k) = (label.clone(), key.clone());
+        match on_store(store.clone(), false, move |s| s.read(&l, &k)).await {
             Ok(read) => {
                 let h = CasHandle { label, store, key, value: read.value, observed: read.observed };
                 Ok(Ok(self.table.push(h).map_err(table_err)?))
@@ -141,34 +177,35 @@ impl atomics::HostCas for Ctx {
 }
 
 impl batch::Host for Ctx {
-    fn get_many(
+    async fn get_many(
         &mut self,
         b: Resource<Bucket>,
         keys: Vec<String>,
     ) -> wasmtime::Result<Result<Vec<(String, Option<Vec<u8>>)>, store::Error>> {
-        let (label, store) = self.label(&b)?;
-        let mut out = Vec::with_capacity(keys.len());
-        for key in keys {
-            match store.get(&label, &key) {
-                Ok(v) => out.push((key, v)),
-                Err(e) => return Ok(Err(other(e))),
-            }
-        }
-        Ok(Ok(out))
+        Ok(on_bucket(self, &b, false, move |s, l| {
+            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let values = s.get_many(l, &refs)?;
+            Ok(keys.into_iter().zip(values).collect())
+        })?
+        .await)
     }
-    fn set_many(
+    async fn set_many(
         &mut self,
         b: Resource<Bucket>,
         pairs: Vec<(String, Vec<u8>)>,
     ) -> wasmtime::Result<Result<(), store::Error>> {
-        let (label, store) = self.label(&b)?;
-        let refs: Vec<(&str, &[u8])> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
-        Ok(store.set_many(&label, &refs).map_err(other))
+        Ok(on_bucket(self, &b, true, move |s, l| {
+            let refs: Vec<(&str, &[u8])> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
+            s.set_many(l, &refs)
+        })?
+        .await)
     }
-    fn delete_many(&mut self, b: Resource<Bucket>, keys: Vec<String>) -> wasmtime::Result<Result<(), store::Error>> {
-        let (label, store) = self.label(&b)?;
-        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        Ok(store.delete_many(&label, &refs).map_err(other))
+    async fn delete_many(&mut self, b: Resource<Bucket>, keys: Vec<String>) -> wasmtime::Result<Result<(), store::Error>> {
+        Ok(on_bucket(self, &b, true, move |s, l| {
+            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+            s.delete_many(l, &refs)
+        })?
+        .await)
     }
 }
 
@@ -186,28 +223,30 @@ impl spin_kv::HostStore for Ctx {
     fn open(&mut self, label: String) -> wasmtime::Result<Result<Resource<Bucket>, spin_kv::Error>> {
         Ok(store::Host::open(self, label)?.map_err(spin_err))
     }
-    fn get(&mut self, s: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, spin_kv::Error>> {
-        Ok(store::HostBucket::get(self, s, key)?.map_err(spin_err))
+    async fn get(&mut self, s: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, spin_kv::Error>> {
+        Ok(store::HostBucket::get(self, s, key).await?.map_err(spin_err))
     }
-    fn set(&mut self, s: Resource<Bucket>, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), spin_kv::Error>> {
-        Ok(store::HostBucket::set(self, s, key, value)?.map_err(spin_err))
+    async fn set(&mut self, s: Resource<Bucket>, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), spin_kv::Error>> {
+        Ok(store::HostBucket::set(self, s, key, value).await?.map_err(spin_err))
     }
-    fn delete(&mut self, s: Resource<Bucket>, key: String) -> wasmtime::Result<Result<(), spin_kv::Error>> {
-        Ok(store::HostBucket::delete(self, s, key)?.map_err(spin_err))
+    async fn delete(&mut self, s: Resource<Bucket>, key: String) -> wasmtime::Result<Result<(), spin_kv::Error>> {
+        Ok(store::HostBucket::delete(self, s, key).await?.map_err(spin_err))
     }
-    fn exists(&mut self, s: Resource<Bucket>, key: String) -> wasmtime::Result<Result<bool, spin_kv::Error>> {
-        Ok(store::HostBucket::exists(self, s, key)?.map_err(spin_err))
+    async fn exists(&mut self, s: Resource<Bucket>, key: String) -> wasmtime::Result<Result<bool, spin_kv::Error>> {
+        Ok(store::HostBucket::exists(self, s, key).await?.map_err(spin_err))
     }
-    fn get_keys(&mut self, s: Resource<Bucket>) -> wasmtime::Result<Result<Vec<String>, spin_kv::Error>> {
-        let (label, store) = self.label(&s)?;
-        let mut all = Vec::new();
-        loop {
-            match store.list_keys(&label, all.last().map(String::as_str), 1000) {
-                Ok(page) if page.is_empty() => return Ok(Ok(all)),
-                Ok(page) => all.extend(page),
-                Err(e) => return Ok(Err(spin_kv::Error::Other(e.to_string()))),
+    async fn get_keys(&mut self, s: Resource<Bucket>) -> wasmtime::Result<Result<Vec<String>, spin_kv::Error>> {
+        let all = on_bucket(self, &s, false, |store, label| {
+            let mut all: Vec<String> = Vec::new();
+            loop {
+                match store.list_keys(label, all.last().map(String::as_str), 1000)? {
+                    page if page.is_empty() => return Ok(all),
+                    page => all.extend(page),
+                }
             }
-        }
+        })?
+        .await;
+        Ok(all.map_err(spin_err))
     }
     fn drop(&mut self, s: Resource<Bucket>) -> wasmtime::Result<()> {
         store::HostBucket::drop(self, s)

@@ -43,7 +43,27 @@ pub mod bindings {
     wasmtime::component::bindgen!({
         path: "wit",
         world: "cairn:platform/host",
-        imports: { default: trappable },
+        // The store calls that may wait (see `cairn_kv::Store::waits`) are
+        // async, so a waiting call gives its thread back to other requests.
+        imports: {
+            "wasi:keyvalue/store.[method]bucket.get": async | trappable,
+            "wasi:keyvalue/store.[method]bucket.set": async | trappable,
+            "wasi:keyvalue/store.[method]bucket.delete": async | trappable,
+            "wasi:keyvalue/store.[method]bucket.exists": async | trappable,
+            "wasi:keyvalue/store.[method]bucket.list-keys": async | trappable,
+            "wasi:keyvalue/atomics.increment": async | trappable,
+            "wasi:keyvalue/atomics.swap": async | trappable,
+            "wasi:keyvalue/atomics.[static]cas.new": async | trappable,
+            "wasi:keyvalue/batch.get-many": async | trappable,
+            "wasi:keyvalue/batch.set-many": async | trappable,
+            "wasi:keyvalue/batch.delete-many": async | trappable,
+            "fermyon:spin/key-value.[method]store.get": async | trappable,
+            "fermyon:spin/key-value.[method]store.set": async | trappable,
+            "fermyon:spin/key-value.[method]store.delete": async | trappable,
+            "fermyon:spin/key-value.[method]store.exists": async | trappable,
+            "fermyon:spin/key-value.[method]store.get-keys": async | trappable,
+            default: trappable,
+        },
         with: {
             "wasi:keyvalue/store.bucket": crate::kv_host::Bucket,
             "wasi:keyvalue/atomics.cas": crate::kv_host::CasHandle,

@@ -352,6 +352,9 @@ impl Store for Metered {
     fn vouched(&self) -> bool {
         self.inner.vouched()
     }
+    fn waits(&self) -> cairn_kv::Waits {
+        self.inner.waits()
+    }
     fn get(&self, bucket: &str, key: &str) -> KvResult<Option<Vec<u8>>> {
         self.timed("get", || self.inner.get(bucket, key))
     }
@@ -469,5 +472,18 @@ mod tests {
         assert_eq!(tool_outcome(503, "{}"), "unavailable");
         assert_eq!(tool_outcome(400, "{}"), "bad_request");
         assert_eq!(tool_outcome(500, "{}"), "failed");
+    }
+
+    #[test]
+    fn a_metered_store_waits_where_the_store_it_meters_waits() {
+        let dir = std::env::temp_dir().join(format!("cairn-metered-waits-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let durable: Arc<dyn Store> = Arc::new(cairn_kv_sqlite::SqliteStore::open(&dir.join("kv.db"), true).unwrap());
+        assert_eq!(Metered::wrap("default", durable.clone()).waits(), cairn_kv::Waits::Writes);
+        let memory: Arc<dyn Store> = Arc::new(cairn_kv::memory::MemoryStore::new());
+        assert_eq!(Metered::wrap("cache", memory).waits(), cairn_kv::Waits::Never);
+        durable.close().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -69,6 +69,8 @@ pub enum AppendPath {
     Stack,
     /// The whole stack, tools over wasi:http.
     Http,
+    /// The whole stack under `cairn up --fsync`.
+    StackFsync,
     /// The tool components alone, in-process.
     Tools,
     /// The core natively.
@@ -99,9 +101,15 @@ impl Run {
 
     /// A `cairn up` process on a fresh SQLite store (the compile cache shared).
     fn host(&self, extra_env: &[(String, String)]) -> Result<(Host, String, PathBuf)> {
+        self.host_with(extra_env, &[])
+    }
+
+    /// [`Run::host`] with more `cairn up` arguments.
+    fn host_with(&self, extra_env: &[(String, String)], extra_args: &[&str]) -> Result<(Host, String, PathBuf)> {
         let state = self.fresh_dir("host")?;
         let token = hosts::token(&state, "bench-agent")?;
-        let args = vec!["--cache-dir".to_string(), hosts::compile_cache().display().to_string()];
+        let mut args = vec!["--cache-dir".to_string(), hosts::compile_cache().display().to_string()];
+        args.extend(extra_args.iter().map(|a| a.to_string()));
         let mut env = self.args.host_env.clone();
         env.extend(extra_env.iter().cloned());
         let host = hosts::start(&self.args.manifest, &state, &args, &env)?;
@@ -224,6 +232,7 @@ struct AppendRow {
 
 const STACK: &str = "Cairn, whole stack";
 const STACK_HTTP: &str = "whole stack, tools over wasi:http";
+const STACK_FSYNC: &str = "whole stack, --fsync";
 const TOOLS: &str = "tool components alone";
 const NATIVE: &str = "core natively";
 const NATIVE_FSYNC: &str = "core natively, --fsync";
@@ -240,14 +249,16 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
         // The whole stack as the manifest composes it, then the same host
         // with the router reaching its tools over wasi:http, as it does when
         // they are deployed apart.
-        for (which, path, env) in [
-            (AppendPath::Stack, STACK, vec![]),
-            (AppendPath::Http, STACK_HTTP, vec![("SPIN_VARIABLE_TOOL_CALLS".to_string(), "http".to_string())]),
+        // And the same as `cairn up --fsync` runs it (each commit flushed).
+        for (which, path, env, args) in [
+            (AppendPath::Stack, STACK, vec![], &[][..]),
+            (AppendPath::Http, STACK_HTTP, vec![("SPIN_VARIABLE_TOOL_CALLS".to_string(), "http".to_string())], &[][..]),
+            (AppendPath::StackFsync, STACK_FSYNC, vec![], &["--fsync"][..]),
         ] {
             if !wanted(which) {
                 continue;
             }
-            let (host, token, state) = run.host(&env)?;
+            let (host, token, state) = run.host_with(&env, args)?;
             append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, warm, path).await?;
             let r = append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, d, path).await?;
             rows.push(AppendRow { clients: c, path, run: r });
@@ -326,17 +337,25 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
     let _ = write!(
         out,
         "\nGroup commit on SQLite (the native rows): concurrent writers share one transaction, so with `--fsync` the \
-         flush is paid once per transaction.\n\n\
-         | clients | writes per transaction | writes per transaction, --fsync | --fsync ÷ without |\n|---:|---:|---:|---:|\n"
+         flush is paid once per transaction. Under `cairn up --fsync` the host runs each write on its blocking pool \
+         (the store says its writes wait for the disk), so the requests in flight share the flush there too.\n\n\
+         | clients | writes per transaction | writes per transaction, --fsync | --fsync ÷ without | whole stack: --fsync ÷ without |\n|---:|---:|---:|---:|---:|\n"
     );
     for &c in &run.args.clients {
         let per = |p: &str| batching.iter().find(|b| b.0 == c && b.1 == p).map(|b| format!("{:.1}", b.2)).unwrap_or_default();
         let get = |p: &str| rows.iter().find(|r| r.clients == c && r.path == p).map(|r| r.run.pairs.rps);
-        let ratio = match (get(NATIVE_FSYNC), get(NATIVE)) {
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b > 0.0 => format!("**{:.2}×**", a / b),
             _ => "–".into(),
         };
-        let _ = writeln!(out, "| {c} | {} | {} | {ratio} |", per(NATIVE), per(NATIVE_FSYNC));
+        let _ = writeln!(
+            out,
+            "| {c} | {} | {} | {} | {} |",
+            per(NATIVE),
+            per(NATIVE_FSYNC),
+            ratio(get(NATIVE_FSYNC), get(NATIVE)),
+            ratio(get(STACK_FSYNC), get(STACK))
+        );
     }
     if rows.iter().any(|r| r.run.lost > 0) {
         bail!("an acknowledged line was lost:\n{out}");
@@ -556,6 +575,9 @@ impl Store for Timed {
     }
     fn vouched(&self) -> bool {
         self.inner.vouched()
+    }
+    fn waits(&self) -> cairn_kv::Waits {
+        self.inner.waits()
     }
     fn get(&self, b: &str, k: &str) -> cairn_kv::Result<Option<Vec<u8>>> {
         self.time(|| self.inner.get(b, k))

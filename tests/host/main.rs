@@ -44,4 +44,5 @@ mod tenants;
 mod tools_apart;
 mod tools_manifest;
 mod variables;
+mod waiting_store;
 mod wire;

@@ -680,6 +680,11 @@ impl Store for RedisStore {
         true
     }
 
+    /// Every call is a round trip to the server.
+    fn waits(&self) -> cairn_kv::Waits {
+        cairn_kv::Waits::Always
+    }
+
     fn close(&self) -> Result<()> {
         // Nothing is buffered on this side: every acknowledged write is on
         // the server already.

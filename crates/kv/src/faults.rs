@@ -359,6 +359,10 @@ impl Store for Faulty {
         }
     }
 
+    fn waits(&self) -> crate::Waits {
+        self.inner.waits()
+    }
+
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.ctl.reading(key)?;
         let _shared = self.ctl.gate.read().unwrap_or_else(|e| e.into_inner());

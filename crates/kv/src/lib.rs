@@ -114,6 +114,29 @@ pub enum Swap {
     Failed(Read),
 }
 
+/// Which calls of a [`Store`] may wait ([`Store::waits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waits {
+    /// None: every call is answered from memory.
+    Never,
+    /// Writes wait for their commit (and for the writers ahead of them);
+    /// reads are answered at once.
+    Writes,
+    /// Every call waits for an answer from elsewhere (a server).
+    Always,
+}
+
+impl Waits {
+    /// Whether a call that writes (`write`) or only reads may wait.
+    pub fn call(self, write: bool) -> bool {
+        match self {
+            Waits::Never => false,
+            Waits::Writes => write,
+            Waits::Always => true,
+        }
+    }
+}
+
 /// A key-value store that keeps the compare-and-swap promise.
 ///
 /// 1. [`swap`](Store::swap) succeeds only if the key has not been written
@@ -190,6 +213,16 @@ pub trait Store: Send + Sync {
     /// then confirm each commit by reading it back.
     fn vouched(&self) -> bool {
         false
+    }
+
+    /// Which calls may wait on something other than this thread's CPU (a
+    /// commit shared with other writers, a disk, a round trip to a server).
+    /// A host that serves many requests on a few threads runs those calls
+    /// on threads made for waiting, so a waiting call holds up no other
+    /// request, and concurrent writers can share one commit. Wrappers
+    /// answer what the store they wrap answers.
+    fn waits(&self) -> Waits {
+        Waits::Never
     }
 
     /// The value under `key`, `None` when absent.
@@ -274,5 +307,22 @@ pub fn decode_counter(value: Option<&[u8]>) -> Result<i64> {
             let arr: [u8; 8] = bytes.try_into().map_err(|_| Error::NotACounter { len: bytes.len() })?;
             Ok(i64::from_le_bytes(arr))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_tells_writes_from_reads() {
+        assert!(!Waits::Never.call(true) && !Waits::Never.call(false));
+        assert!(Waits::Writes.call(true) && !Waits::Writes.call(false));
+        assert!(Waits::Always.call(true) && Waits::Always.call(false));
+    }
+
+    #[test]
+    fn the_memory_store_never_waits() {
+        assert_eq!(memory::MemoryStore::new().waits(), Waits::Never);
     }
 }
