@@ -5,6 +5,9 @@
 //!   same text as `wit/deps/keyvalue/atomics.wit`). Backends are sibling
 //!   crates (`cairn-kv-sqlite`, `cairn-kv-redis`); components reach a host's
 //!   store through `wasi:keyvalue` and see it as a [`Store`] too.
+//! - [`Waits`]: which of a store's calls may wait on a disk, on other
+//!   writers or on a server ([`Store::waits`]), so a host runs those off the
+//!   threads that serve requests.
 //! - [`memory`]: an in-memory store (tests, benchmarks, `cairn up --store memory`).
 //! - [`conformance`]: the named checks every backend must pass, as a
 //!   catalogue (`kv-probe` runs the sequential ones from inside a component)
