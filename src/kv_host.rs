@@ -5,12 +5,14 @@
 //! in its `key_value_stores` (`access-denied` otherwise); a label the host
 //! has no store for is `no-such-store`. A label is a bucket of the backend.
 //!
-//! A call the store says may wait ([`Store::waits`]: a SQLite write joining
-//! a group commit, any round trip to Redis) runs on tokio's blocking pool
-//! and the instance awaits it, so the two request threads never sit idle in
-//! a commit, and every request whose write is in flight at once can join the
-//! same transaction. Calls that cannot wait (reads of SQLite, the in-memory
-//! store) run in place: a hop to another thread would cost more than they do.
+//! A call the store says may wait ([`Store::waits`]: a SQLite write under
+//! `--fsync`, any round trip to Redis) runs on tokio's blocking pool and the
+//! instance awaits it, so the request threads (one per core) never sit idle
+//! waiting for a disk or a server, and under `--fsync` every request whose
+//! write is in flight at once joins the same group commit and its one flush.
+//! Every other call (SQLite's reads, its writes without `--fsync`, the
+//! in-memory store) runs in place: a hop to another thread and back would
+//! cost more than the call waits.
 
 use crate::bindings::fermyon::spin::key_value as spin_kv;
 use crate::bindings::wasi::keyvalue::{atomics, batch, store};
