@@ -60,8 +60,9 @@ impl Ctx {
 }
 
 /// Run `f` on `store`: in place, or on the blocking pool when the store says
-/// a call of this kind (`write` or a read) may wait. A call that cannot run
-/// (the runtime is shutting down) is a store failure, never a silent success.
+/// a call of this kind (`write` or a read) may wait (the host runs every
+/// instance on tokio). A call that cannot run to its end (the runtime is
+/// shutting down) is a store failure, never a silent success.
 async fn on_store<R: Send + 'static>(
     store: Arc<dyn Store>,
     write: bool,
@@ -70,12 +71,9 @@ async fn on_store<R: Send + 'static>(
     if !store.waits().call(write) {
         return f(store.as_ref());
     }
-    match tokio::runtime::Handle::try_current() {
-        Ok(rt) => match rt.spawn_blocking(move || f(store.as_ref())).await {
-            Ok(r) => r,
-            Err(e) => Err(cairn_kv::Error::Unavailable(format!("the store call did not run to its end: {e}"))),
-        },
-        Err(_) => f(store.as_ref()),
+    match tokio::task::spawn_blocking(move || f(store.as_ref())).await {
+        Ok(r) => r,
+        Err(e) => Err(cairn_kv::Error::Unavailable(format!("the store call did not run to its end: {e}"))),
     }
 }
 
@@ -143,12 +141,13 @@ impl atomics::Host for Ctx {
         cas: Resource<CasHandle>,
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), atomics::CasError>> {
-        let handle = self.table.delete(cas).map_err(table_err)?;
-        let (label, key, observed) = (handle.label.clone(), handle.key.clone(), handle.observed);
-        match on_store(handle.store.clone(), true, move |s| s.swap(&label, &key, observed, &value)).await {
-            Ok(Swap::Done) => Ok(Ok(())),
-            Ok(Swap::Failed(fresh)) => {
-                let fresh = CasHandle { value: fresh.value, observed: fresh.observed, ..handle };
+        let CasHandle { label, store, key, observed, .. } = self.table.delete(cas).map_err(table_err)?;
+        // The key and label go with the call and come back for a fresh handle.
+        let swapped = on_store(store.clone(), true, move |s| Ok((s.swap(&label, &key, observed, &value)?, label, key))).await;
+        match swapped {
+            Ok((Swap::Done, ..)) => Ok(Ok(())),
+            Ok((Swap::Failed(fresh), label, key)) => {
+                let fresh = CasHandle { label, store, key, value: fresh.value, observed: fresh.observed };
                 let res = self.table.push(fresh).map_err(table_err)?;
                 Ok(Err(atomics::CasError::CasFailed(res)))
             }
@@ -160,9 +159,8 @@ impl atomics::Host for Ctx {
 impl atomics::HostCas for Ctx {
     async fn new(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Resource<CasHandle>, store::Error>> {
         let (label, store) = self.label(&b)?;
-        let (l, k) = (label.clone(), key.clone());
-        match on_store(store.clone(), false, move |s| s.read(&l, &k)).await {
-            Ok(read) => {
+        match on_store(store.clone(), false, move |s| Ok((s.read(&label, &key)?, label, key))).await {
+            Ok((read, label, key)) => {
                 let h = CasHandle { label, store, key, value: read.value, observed: read.observed };
                 Ok(Ok(self.table.push(h).map_err(table_err)?))
             }
