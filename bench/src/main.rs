@@ -6,6 +6,12 @@ use cairn_bench::experiments::{self, Experiment, Sizes};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
+/// mimalloc, not glibc's malloc: the host allocates and frees a value-sized
+/// buffer at every layer a request crosses (HTTP bodies, JSON, store values),
+/// and glibc's free lists cost ~20% of the CPU on the append workload.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "cairn-bench", version, about = "Cairn's benchmarks (ratios against a native baseline) and the seed posts' experiments")]
 struct Cli {

@@ -132,8 +132,7 @@ pub(crate) struct IdemRecord {
     pub fp: String,
     pub at: u64,
     /// The write's result as it was answered, kept as its JSON text: every
-    /// read of a head carries up to four of these, and only a replay needs
-    /// one parsed.
+    /// read of a head carries one, and only a replay needs it parsed.
     pub result: Box<serde_json::value::RawValue>,
 }
 

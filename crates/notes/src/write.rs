@@ -23,16 +23,22 @@ use crate::kv::{Staged, TenantKv};
 use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Tab, Who, canonical_json, decode, encode, nonce, rand8, sha_hex};
 use crate::refusal::{Code, Out, Refusal};
 
-/// Idempotency records kept in the head; older ones move to their own keys. Every
-/// write parses and re-encodes the head, so this stays small: a retry normally comes
-/// within a few writes, and an older key costs one extra read.
-pub(crate) const IDEM_IN_HEAD: usize = 4;
+/// Idempotency records kept in the head; older ones move to their own keys.
+/// One: the record of the write being committed must be in the head (it
+/// commits with the swap; a record spilled before a lost swap would name a
+/// write that never happened), and every older one is already committed, so
+/// it may live on its own key. A fresh key is looked up there anyway (a miss
+/// costs the same read whatever the head keeps), and a replay of an older
+/// key costs one read; every read and write of the note parses the head, and
+/// three more records were a third of a small note's head.
+pub(crate) const IDEM_IN_HEAD: usize = 1;
 /// History entries kept in the head; older ones move to the audit keys. An
-/// entry carries the tab as its commit left it (~800 bytes), and every read
-/// and write of the note parses the head: at 8 entries they were 60% of a
-/// 10 KB head. Each commit spills one entry either way, so fewer here costs
-/// only `list_note_history` a few more reads of spilled entries.
-pub(crate) const HISTORY_IN_HEAD: usize = 2;
+/// entry carries the tab as its commit left it (~700 bytes), and every read
+/// and write of the note parses the head. One, for the reason above: the
+/// entry of the commit itself goes with the swap. Each commit spills one
+/// entry either way, so keeping fewer costs only `list_note_history`, a
+/// rebase and an `at_version` read one more read of a spilled entry.
+pub(crate) const HISTORY_IN_HEAD: usize = 1;
 
 /// What a write asks of the transaction.
 pub(crate) struct WriteSpec<'a> {

@@ -160,3 +160,23 @@ fn a_refused_write_leaves_its_key_free_for_the_redone_change() {
     );
     assert_eq!(ok["replayed"], false);
 }
+
+#[test]
+fn the_head_keeps_only_the_newest_record_and_the_one_before_replays_from_its_own_key() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Pair", true);
+    let first = w.ok(&ada, "edit_note_tab", edit(&note, 1, "first", "one"));
+    w.ok(&ada, "edit_note_tab", edit(&note, 2, "second", "two"));
+    let head: serde_json::Value = serde_json::from_slice(
+        &w.kv.dump().into_iter().find(|(k, _)| k == &format!("t/acme/note/{note}")).unwrap().1,
+    )
+    .unwrap();
+    let kept: Vec<&str> = head["idem"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(kept, ["second"], "only the newest record rides in the head");
+    assert_eq!(head["history"].as_array().unwrap().len(), 1, "only the newest history entry rides in the head");
+    let replay = w.ok(&ada, "edit_note_tab", edit(&note, 1, "first", "one"));
+    assert_eq!(replay["replayed"], true);
+    assert_eq!(replay["version"], first["version"]);
+    assert_eq!(w.tab(&ada, &note, "markdown")["text"], "two", "the replay wrote nothing");
+}
