@@ -6,9 +6,8 @@ use cairn_bench::experiments::{self, Experiment, Sizes};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
-/// mimalloc, not glibc's malloc: the host allocates and frees a value-sized
-/// buffer at every layer a request crosses (HTTP bodies, JSON, store values),
-/// and glibc's free lists cost ~20% of the CPU on the append workload.
+/// mimalloc, as in the host (`src/main.rs`): the native and tool-alone rows
+/// run here, and should pay for allocation what the host pays.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

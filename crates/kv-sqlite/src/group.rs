@@ -84,7 +84,8 @@ pub(crate) struct Writer {
     /// The highest stamp of any delete marker swept so far.
     pub purge_floor: u64,
     /// The lock that keeps a second process off the file.
-    pub lock: Option<std::fs::File>,
+    /// Shared with the checkpoint thread, which syncs the file through it.
+    pub lock: Option<Arc<std::fs::File>>,
 }
 
 /// Where a queued write stands.

@@ -148,12 +148,14 @@ impl SqliteStore {
         let max_stamp: Option<i64> =
             conn.query_row("SELECT MAX(stamp) FROM entries", [], |r| r.get(0)).map_err(backend)?;
         let seq = (max_stamp.unwrap_or(0).max(purge_floor)) as u64;
-        let writer = Writer { conn: Some(conn), seq, purge_floor: purge_floor as u64, lock: Some(file) };
+        let file = Arc::new(file);
+        let writer = Writer { conn: Some(conn), seq, purge_floor: purge_floor as u64, lock: Some(file.clone()) };
         let group = Arc::new(Group::new(writer, cache_bytes));
-        let checkpointer = Checkpointer::start(path, group.clone())?;
+        let wal = PathBuf::from(format!("{}-wal", path.display()));
+        let checkpointer = Checkpointer::start(path, &wal, file, group.clone())?;
         Ok(Self {
             group,
-            wal: PathBuf::from(format!("{}-wal", path.display())),
+            wal,
             checkpointer,
             readers: Readers::new(path),
             closed: AtomicBool::new(false),
