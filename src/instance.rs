@@ -49,6 +49,8 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Client connections open at once; one more is answered 503 and closed.
     pub max_connections: usize,
+    /// Threads serving connections ([`crate::lanes`]).
+    pub lanes: usize,
 }
 
 impl Default for Limits {
@@ -61,6 +63,7 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(30),
             max_body_bytes: 32 << 20,
             max_connections: 1024,
+            lanes: crate::lanes::per_core(),
         }
     }
 }

@@ -12,6 +12,7 @@
 //! - [`variables_host`]: host side of Spin's variables.
 //! - [`stores`]: which backend holds each store label (runtime config, `--store`).
 //! - [`server`]: the HTTP listener, routing, logs, graceful shutdown.
+//! - [`lanes`]: the threads that serve connections, each connection on one.
 //! - [`sweep`]: the periodic sweep of delete markers and lapsed claims.
 //! - [`clock`]: the system clock and randomness as the notes core's `Env`.
 //! - [`local`]: the local signing key and identity secret in the state dir.
@@ -27,6 +28,7 @@ pub mod compose;
 pub mod engine;
 pub mod instance;
 pub mod kv_host;
+pub mod lanes;
 pub mod local;
 pub mod logs;
 pub mod manifest;

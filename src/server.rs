@@ -168,6 +168,13 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
     let connections = Arc::new(Semaphore::new(app.limits.max_connections));
     let sweeper = tokio::spawn(sweep(app.clone(), sweep_interval));
     let merger = tokio::spawn(merge_search(app.clone(), merge_interval));
+    let lanes = match crate::lanes::Lanes::start(app.limits.lanes) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the connection lanes; not serving");
+            return;
+        }
+    };
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -179,19 +186,27 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
                     continue;
                 };
                 let header_timeout = app.limits.header_timeout;
-                let (app, permits) = (app.clone(), permits.clone());
-                let service = service_fn(move |req| handle(app.clone(), permits.clone(), req, peer));
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(header_timeout)
-                    .serve_connection(TokioIo::new(stream), service);
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(error = %e, "connection ended with an error");
-                    }
-                    drop(open);
+                let (app, permits, watcher) = (app.clone(), permits.clone(), graceful.watcher());
+                let Ok(stream) = stream.into_std() else { continue };
+                // Built inside the lane, so the socket and the timer belong to
+                // the runtime that serves this connection to its end.
+                let job: crate::lanes::Job = Box::new(move || {
+                    Box::pin(async move {
+                        let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
+                        let service = service_fn(move |req| handle(app.clone(), permits.clone(), req, peer));
+                        let conn = hyper::server::conn::http1::Builder::new()
+                            .timer(hyper_util::rt::TokioTimer::new())
+                            .header_read_timeout(header_timeout)
+                            .serve_connection(TokioIo::new(stream), service);
+                        if let Err(e) = watcher.watch(conn).await {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        }
+                        drop(open);
+                    })
                 });
+                if lanes.spawn(job).is_err() {
+                    tracing::error!("no lane is running: connection dropped");
+                }
             }
             _ = stop.changed() => break,
         }
@@ -201,6 +216,7 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
     if tokio::time::timeout(app.limits.request_timeout + Duration::from_secs(1), graceful.shutdown()).await.is_err() {
         tracing::warn!("some connections did not finish in time");
     }
+    let _ = tokio::task::spawn_blocking(move || lanes.close()).await;
     sweeper.abort();
     merger.abort();
     for (label, store) in &app.stores {
