@@ -63,7 +63,7 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(30),
             max_body_bytes: 32 << 20,
             max_connections: 1024,
-            lanes: crate::lanes::per_core(),
+            lanes: crate::lanes::default_count(),
         }
     }
 }

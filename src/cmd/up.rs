@@ -71,7 +71,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1024)]
     pub max_connections: usize,
     /// Threads that serve connections, each connection on one of them from
-    /// its first request to its last (default: one per core).
+    /// its first request to its last (default: four per core).
     #[arg(long)]
     pub lanes: Option<usize>,
 }
@@ -89,7 +89,7 @@ pub fn run(a: Args) -> Result<()> {
         body_timeout: Duration::from_millis(a.body_timeout_ms.max(1)),
         max_body_bytes: a.max_body_mb.max(1) << 20,
         max_connections: a.max_connections.max(1),
-        lanes: a.lanes.unwrap_or_else(crate::lanes::per_core).max(1),
+        lanes: a.lanes.unwrap_or_else(crate::lanes::default_count).max(1),
     };
     let cache_dir = a.cache_dir.unwrap_or_else(|| a.state_dir.join("cache"));
     let stores = match &a.runtime_config_file {
