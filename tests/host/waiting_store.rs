@@ -32,9 +32,9 @@ fn requests_that_need_no_store_are_answered_while_store_calls_hang() {
     // Warm: the token is verified and cached, the components instantiated once.
     host.call(&token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
 
-    // More calls than the host has request threads (one per core), each stuck
+    // More calls than the host has request threads (its lanes), each stuck
     // in its first store call for as long as the pause lasts.
-    let hung = 16;
+    let hung = 2 * cairn::lanes::default_count();
     pause(&redis, 3000);
     let paused = Instant::now();
     let (answered, first_hung_done, hung_for) = std::thread::scope(|s| {
