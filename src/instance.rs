@@ -45,8 +45,12 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// Time a client may take to send its request body, once its headers are in.
     pub body_timeout: Duration,
-    /// Largest request body the host reads, in bytes (components may refuse smaller ones).
+    /// Largest request body the host reads, in bytes, whatever the
+    /// application's own `max_body_bytes` (the smaller of the two applies).
     pub max_body_bytes: usize,
+    /// Bytes of request bodies the host holds at once, all requests
+    /// together ([`cairn_door::BodyBudget`]).
+    pub body_budget: usize,
     /// Client connections open at once; one more is answered 503 and closed.
     pub max_connections: usize,
     /// Threads serving connections ([`crate::lanes`]).
@@ -62,6 +66,7 @@ impl Default for Limits {
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
             max_body_bytes: 32 << 20,
+            body_budget: 64 << 20,
             max_connections: 1024,
             lanes: crate::lanes::default_count(),
         }
@@ -99,6 +104,11 @@ pub struct App {
     /// The history retention (`history_keep_versions`, `history_keep_days`),
     /// which the host's own sweep honours as the components do.
     pub retention: cairn_notes::env::Retention,
+    /// The front door's settings, from the application variables: the host
+    /// applies its size limits before a component is instantiated.
+    pub door: cairn_door::Settings,
+    /// The bytes of request bodies in flight, host-wide.
+    pub bodies: cairn_door::BodyBudget,
 }
 
 impl App {
@@ -250,7 +260,7 @@ where
 {
     let _in_use = crate::metrics::InUse::start();
     // A tool's answer over HTTP (from this host's router or another's) is counted here, once.
-    let tool = req.uri().path().strip_prefix("/tools/").map(str::to_string);
+    let tool = req.uri().path().strip_prefix("/tools/").and_then(cairn_notes::tools::find).map(|t| t.name);
     let (store, wasi_req, out, rx) = prepare(&app, &component, req, &route)?;
     let answer = async {
         match rx.await {
@@ -269,7 +279,7 @@ where
     match answer {
         Ok(resp) => {
             if let Some(tool) = tool {
-                crate::metrics::tool_call(&tool, "http", resp.status().as_u16(), &String::from_utf8_lossy(resp.body()));
+                crate::metrics::tool_call(tool, "http", resp.status().as_u16(), &String::from_utf8_lossy(resp.body()));
             }
             Ok(resp)
         }

@@ -116,6 +116,57 @@ pub fn fill_defaults(vars: &mut BTreeMap<String, String>, state_dir: &Path, addr
     Ok(local)
 }
 
+/// The manifest's `auth_origin` default: a name that never resolves, for
+/// installs whose keys are pasted.
+pub const UNSET_AUTH_ORIGIN: &str = "https://issuer.invalid";
+
+/// Shortest `identity_secret` accepted, in bytes.
+pub const MIN_IDENTITY_SECRET: usize = 32;
+
+/// Checks and completes what outbound calls need, before anything starts:
+///
+/// - `auth_origin` (the one origin the router and REST fetch keys and
+///   metadata from), when the operator left it unset: the origin of
+///   `jwks_url`, else of an `http(s)` `issuer` (discovery). So setting the
+///   issuer or the JWKS URL alone works.
+/// - Plain `http` reaches keys only on this machine: a derived origin on
+///   another host must be `https`, or is refused naming the variable (an
+///   operator who means it names it in `auth_origin`).
+/// - `identity_secret` is at least [`MIN_IDENTITY_SECRET`] bytes.
+///
+/// `explicit` says whether the operator set `auth_origin` themselves.
+pub fn check_outbound(vars: &mut BTreeMap<String, String>, explicit: bool) -> Result<()> {
+    let get = |name: &str| vars.get(name).filter(|v| !v.is_empty()).cloned();
+    if let Some(secret) = get("identity_secret")
+        && secret.len() < MIN_IDENTITY_SECRET
+    {
+        anyhow::bail!(
+            "the identity_secret variable is {} bytes; it must be at least {MIN_IDENTITY_SECRET} (for example `openssl rand -hex 32`)",
+            secret.len()
+        );
+    }
+    let keys_fetched = get("jwks").is_none();
+    let current = get("auth_origin");
+    if explicit || !keys_fetched || current.as_deref().is_some_and(|c| c != UNSET_AUTH_ORIGIN) {
+        return Ok(());
+    }
+    let (name, url) = match (get("jwks_url"), get("issuer")) {
+        (Some(u), _) => ("jwks_url", u),
+        (None, Some(i)) if i.starts_with("http://") || i.starts_with("https://") => ("issuer", i),
+        _ => return Ok(()),
+    };
+    let origin = cairn_door::origin::origin_of(&url).to_string();
+    let host = cairn_door::origin::host_of(&origin);
+    if origin.starts_with("http://") && !cairn_door::origin::loopback(host) {
+        anyhow::bail!(
+            "the {name} variable ({url}) is plain http to another host, where anyone on the path could swap the keys: \
+             use https, or set the auth_origin variable to {origin} to allow it anyway"
+        );
+    }
+    vars.insert("auth_origin".into(), origin);
+    Ok(())
+}
+
 /// Seconds since the epoch.
 pub fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)

@@ -11,6 +11,7 @@
 //! | `cairn_store_operation_duration_seconds` | store, op | their latency (histogram) |
 //! | `cairn_cas_swaps_total` | store, outcome | compare-and-swaps: `written`, `conflict` (the writer re-reads and retries) or `error` (refused: nothing written) |
 //! | `cairn_instances_in_use` | — | component instances running now |
+//! | `cairn_refusals_total` | code | requests the front door refused (`cairn_door::Code`), in a component or in the host |
 //!
 //! A swap a store acknowledges without applying it ("lost") cannot be seen
 //! from here: the components' commit check catches those (see the README on
@@ -25,7 +26,11 @@
 //! once the series exists (`recording_allocates_nothing_once_a_series_exists`
 //! counts). So the memory of the metrics is bounded by the number of series
 //! (fixed by the manifest's components, routes, tools and stores), never by
-//! the number of requests, whether or not anyone scrapes. (The `metrics`
+//! the number of requests, whether or not anyone scrapes. Every label comes
+//! from a closed set: component ids and route templates from the manifest,
+//! tool names from the tool table, refusal codes from the core's and the
+//! door's enums, standard statuses; anything else is `other`
+//! (`series_stay_bounded_whatever_labels_callers_send`). (The `metrics`
 //! crate's Prometheus exporter this replaces kept every histogram sample
 //! until a scrape or an upkeep pass drained it: a host under load that no one
 //! scraped grew by ~10 MB per 100,000 requests.)
@@ -208,9 +213,28 @@ static MERGE_TRANSITIONS: Family = Family::new("cairn_search_merge_transitions_t
 static MARKERS_CLEARED: Family = Family::new("cairn_search_markers_cleared_total", "Dirty markers the search merge cleared.", Kind::Counter, &[]);
 static FENCES: Family = Family::new("cairn_search_fences_total", "Notes the search merge fenced.", Kind::Counter, &[]);
 static DIRTY: Family = Family::new("cairn_search_dirty_notes", "Notes still waiting for the search merge.", Kind::Gauge, &[]);
+static REFUSALS: Family = Family::new("cairn_refusals_total", "Requests the front door refused, by code.", Kind::Counter, &["code"]);
 
-static ALL: [&Family; 11] =
-    [&HTTP_REQUESTS, &HTTP_DURATION, &TOOL_CALLS, &STORE_OPS, &STORE_DURATION, &CAS_SWAPS, &INSTANCES, &MERGE_TRANSITIONS, &MARKERS_CLEARED, &FENCES, &DIRTY];
+static ALL: [&Family; 12] =
+    [&HTTP_REQUESTS, &HTTP_DURATION, &TOOL_CALLS, &STORE_OPS, &STORE_DURATION, &CAS_SWAPS, &INSTANCES, &MERGE_TRANSITIONS, &MARKERS_CLEARED, &FENCES, &DIRTY, &REFUSALS];
+
+/// Series made so far, all families together: what the metrics' memory is
+/// proportional to.
+pub fn series() -> usize {
+    ALL.iter().map(|f| f.series.read().unwrap_or_else(|p| p.into_inner()).len()).sum()
+}
+
+/// A status as a label: its number when it is a standard status, else `other`.
+fn status_label(status: &hyper::StatusCode) -> &str {
+    if status.canonical_reason().is_some() { status.as_str() } else { "other" }
+}
+
+/// One request refused by the front door (the code a component or the host
+/// named in `cairn-refused`); a code outside the door's set is `other`.
+pub fn refused(code: &str) {
+    let code = cairn_door::Code::parse(code).map_or("other", cairn_door::Code::as_str);
+    REFUSALS.add(&[code], 1);
+}
 
 /// Everything recorded so far, in the Prometheus text exposition.
 pub fn render() -> String {
@@ -223,7 +247,7 @@ pub fn render() -> String {
 
 /// One request the host answered.
 pub fn request(component: &str, route: &str, status: hyper::StatusCode, took: Duration) {
-    HTTP_REQUESTS.add(&[component, route, status.as_str()], 1);
+    HTTP_REQUESTS.add(&[component, route, status_label(&status)], 1);
     HTTP_DURATION.observe(&[component, route], took);
 }
 
@@ -238,10 +262,11 @@ pub fn tool_outcome(status: u16, body: &str) -> Cow<'static, str> {
             if !refused {
                 return Cow::Borrowed("ok");
             }
+            // Only a code from the core's closed set becomes a label.
             serde_json::from_str::<serde_json::Value>(body)
                 .ok()
-                .and_then(|v| v["structuredContent"]["error"].as_str().map(|code| Cow::Owned(code.to_string())))
-                .unwrap_or(Cow::Borrowed("refused"))
+                .and_then(|v| v["structuredContent"]["error"].as_str().and_then(|code| cairn_notes::Code::ALL.into_iter().find(|c| c.as_str() == code)))
+                .map_or(Cow::Borrowed("refused"), |c| Cow::Borrowed(c.as_str()))
         }
         503 => Cow::Borrowed("unavailable"),
         400 => Cow::Borrowed("bad_request"),
@@ -249,10 +274,12 @@ pub fn tool_outcome(status: u16, body: &str) -> Cow<'static, str> {
     }
 }
 
-/// One tool call; `road` is `composed` or `http`.
+/// One tool call; `road` is `composed` or `http`. A name the tool table
+/// does not have is counted as `other`, so no caller can make a series.
 pub fn tool_call(tool: &str, road: &'static str, status: u16, body: &str) {
     let outcome = tool_outcome(status, body);
-    TOOL_CALLS.add(&[tool, road, &outcome], 1);
+    let name = cairn_notes::tools::find(tool).map_or("other", |t| t.name);
+    TOOL_CALLS.add(&[name, road, &outcome], 1);
 }
 
 /// One round of the search merge: transitions made, notes left dirty.
@@ -434,6 +461,23 @@ mod tests {
         let line = |series: &str| text.lines().find(|l| l.starts_with(series)).unwrap_or_else(|| panic!("no {series} in\n{text}")).to_string();
         assert_eq!(line(r#"cairn_http_requests_total{component="alloc-test",route="/mcp",status="200"}"#).rsplit(' ').next(), Some("10001"));
         assert_eq!(line(r#"cairn_store_operations_total{store="alloc-test",op="read",outcome="ok"}"#).rsplit(' ').next(), Some("10001"));
+    }
+
+    #[test]
+    fn series_stay_bounded_whatever_labels_callers_send() {
+        // Names, outcomes, codes and statuses a caller could choose: none
+        // makes a series of its own.
+        tool_call("list_notes", "http", 200, r#"{"isError":false}"#);
+        refused("unauthorized");
+        request("bound-test", "/mcp", hyper::StatusCode::from_u16(599).unwrap(), Duration::from_micros(1));
+        let before = series();
+        for i in 0..2_000 {
+            tool_call(&format!("made-up-{i}"), "http", 200, &format!(r#"{{"structuredContent":{{"error":"code-{i}"}},"isError":true}}"#));
+            refused(&format!("code-{i}"));
+            request("bound-test", "/mcp", hyper::StatusCode::from_u16(590 + (i % 9) as u16).unwrap(), Duration::from_micros(1));
+        }
+        // At most: `other` tool with outcome `refused`, `other` code.
+        assert!(series() <= before + 2, "{} series after, {before} before", series());
     }
 
     #[test]

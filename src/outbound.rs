@@ -4,16 +4,28 @@
 //! caller's `allowed_outbound_hosts` (else it is denied and logged);
 //! `http://<id>.spin.internal` runs component `<id>` in-process, in the
 //! calling task, with both bodies buffered; any other allowed host is called
-//! over plain HTTP. The embedded host carries no TLS stack, so `https://` is
-//! refused with a clear log line.
+//! over HTTP, or over TLS for `https://` ([`send`]): rustls with the
+//! operating system's root certificates (`rustls-native-certs`, which also
+//! reads `SSL_CERT_FILE` and `SSL_CERT_DIR`), nothing hand-rolled.
+//!
+//! Every call is bounded in time: [`CONNECT_TIMEOUT`] to connect (and to
+//! finish the TLS handshake), [`RESPONSE_TIMEOUT`] until the response's
+//! head arrives (shorter when the guest asks for less). A response body is
+//! bounded by the calling instance's request timeout.
 
 use crate::instance::{App, RouteInfo, boxed, run_buffered};
 use crate::manifest::Component as Spec;
 use http_body_util::BodyExt;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 use wasmtime_wasi_http::{Error, WasiBody, WasiHttpHooks};
+
+/// Longest time to connect to a host (and to finish a TLS handshake).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest time from sending a request to the head of its response.
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Outbound HTTP policy of one instance.
 pub struct Hooks {
@@ -43,7 +55,7 @@ impl WasiHttpHooks for Hooks {
     fn send_request(
         &mut self,
         request: hyper::Request<wasmtime_wasi_http::WasiBody>,
-        _options: Option<wasmtime_wasi_http::RequestOptions>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
         _fut: Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
     ) -> SendFuture {
         let app = self.app.upgrade();
@@ -78,7 +90,10 @@ impl WasiHttpHooks for Hooks {
                     Box::new(async { Ok(()) });
                 return Ok((response, io));
             }
-            send(request).await
+            // The guest may ask for less time, never for more.
+            let connect = options.as_ref().and_then(|o| o.connect_timeout).map_or(CONNECT_TIMEOUT, |t| t.min(CONNECT_TIMEOUT));
+            let first_byte = options.as_ref().and_then(|o| o.first_byte_timeout).map_or(RESPONSE_TIMEOUT, |t| t.min(RESPONSE_TIMEOUT));
+            send(request, connect, first_byte).await
         })
     }
 }
@@ -86,17 +101,77 @@ impl WasiHttpHooks for Hooks {
 
 type Io = Box<dyn std::future::Future<Output = Result<(), Error>> + Send>;
 
-/// Send `request` to its host and return the response and the connection task.
-pub async fn send(request: Request<WasiBody>) -> Result<(hyper::Response<WasiBody>, Io), Error> {
+/// The TLS client configuration: the operating system's roots (or
+/// `SSL_CERT_FILE` / `SSL_CERT_DIR`), loaded once. `Err` says why none can
+/// be had; every `https` call then fails with it.
+fn tls() -> Result<Arc<rustls::ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let found = rustls_native_certs::load_native_certs();
+            let mut roots = rustls::RootCertStore::empty();
+            let (added, _ignored) = roots.add_parsable_certificates(found.certs);
+            if added == 0 {
+                return Err(format!(
+                    "no root certificates could be loaded ({}): install ca-certificates or set SSL_CERT_FILE",
+                    found.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
+                ));
+            }
+            // ring, not aws-lc-rs: no C++ toolchain or cmake in the build. Its
+            // provider is deprecated only for lacking post-quantum key exchange.
+            #[allow(deprecated)]
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
+                .map_err(|e| format!("TLS configuration: {e}"))
+        })
+        .clone()
+}
+
+/// A connection to a host, plain or TLS.
+trait Conn: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> Conn for T {}
+
+/// Connects to `host:port`, over TLS when `https`, within `limit`.
+async fn connect(host: &str, port: u16, https: bool, limit: Duration) -> Result<Box<dyn Conn>, Error> {
+    let work = async {
+        let stream = tokio::net::TcpStream::connect((host, port)).await.map_err(Error::Connect)?;
+        let _ = stream.set_nodelay(true);
+        if !https {
+            return Ok(Box::new(stream) as Box<dyn Conn>);
+        }
+        let config = tls().map_err(|why| {
+            tracing::warn!(%host, %why, "https outbound request cannot be made");
+            Error::TlsProtocolError
+        })?;
+        let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|_| Error::HttpRequestUriInvalid)?;
+        let tls = tokio_rustls::TlsConnector::from(config).connect(name, stream).await.map_err(|e| {
+            tracing::warn!(%host, error = %e, "TLS handshake failed");
+            if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>() && inner.to_string().contains("certificate")) {
+                Error::TlsCertificateError
+            } else {
+                Error::Tls(e)
+            }
+        })?;
+        Ok(Box::new(tls) as Box<dyn Conn>)
+    };
+    tokio::time::timeout(limit, work).await.map_err(|_| Error::ConnectionTimeout)?
+}
+
+/// Send `request` to its host (over TLS for `https`) and return the
+/// response and the connection task; `connect` bounds the connection and
+/// its handshake, `first_byte` the wait for the response's head.
+pub async fn send(request: Request<WasiBody>, connect_limit: Duration, first_byte: Duration) -> Result<(hyper::Response<WasiBody>, Io), Error> {
     let uri = request.uri().clone();
-    if uri.scheme_str() == Some("https") {
-        tracing::warn!(%uri, "https outbound requests are not supported by the embedded host");
-        return Err(Error::TlsProtocolError);
-    }
-    let host = uri.host().ok_or(Error::HttpRequestUriInvalid)?.to_string();
-    let port = uri.port_u16().unwrap_or(80);
-    let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await.map_err(Error::Connect)?;
-    let _ = stream.set_nodelay(true);
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") | None => false,
+        Some(_) => return Err(Error::HttpRequestUriInvalid),
+    };
+    let host = uri.host().ok_or(Error::HttpRequestUriInvalid)?.trim_start_matches('[').trim_end_matches(']').to_string();
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let stream = connect(&host, port, https, connect_limit).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     // The connection must be driven while the request is sent and the
     // response streams, so it runs in its own task; the I/O future handed
@@ -110,7 +185,7 @@ pub async fn send(request: Request<WasiBody>) -> Result<(hyper::Response<WasiBod
     });
     let (mut parts, body) = request.into_parts();
     if !parts.headers.contains_key(hyper::header::HOST) {
-        let authority = if uri.port_u16().is_some() { format!("{host}:{port}") } else { host.clone() };
+        let authority = uri.authority().map_or_else(|| host.clone(), |a| a.as_str().rsplit('@').next().unwrap_or("").to_string());
         if let Ok(v) = hyper::header::HeaderValue::from_str(&authority) {
             parts.headers.insert(hyper::header::HOST, v);
         }
@@ -118,6 +193,6 @@ pub async fn send(request: Request<WasiBody>) -> Result<(hyper::Response<WasiBod
     if let Some(pq) = parts.uri.path_and_query() {
         parts.uri = pq.as_str().parse().map_err(|_| Error::HttpRequestUriInvalid)?;
     }
-    let response = sender.send_request(Request::from_parts(parts, body)).await?;
+    let response = tokio::time::timeout(first_byte, sender.send_request(Request::from_parts(parts, body))).await.map_err(|_| Error::HttpResponseTimeout)??;
     Ok((response.map(boxed), io))
 }

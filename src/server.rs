@@ -118,6 +118,8 @@ pub async fn start(opts: Options) -> Result<Running> {
         .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
     let addr = listener.local_addr()?;
     let local_key = crate::local::fill_defaults(&mut app_vars, &opts.state_dir, addr)?;
+    let explicit_auth_origin = std::env::var_os("SPIN_VARIABLE_AUTH_ORIGIN").is_some() || opts.variables.contains_key("auth_origin");
+    crate::local::check_outbound(&mut app_vars, explicit_auth_origin)?;
     manifest.resolve_outbound(&app_vars)?;
     let engine = engine::engine(&opts.limits)?;
     {
@@ -128,6 +130,10 @@ pub async fn start(opts: Options) -> Result<Running> {
         })?;
     }
     let components = engine::load_all(&engine, &manifest, &app_vars, &opts.cache_dir)?;
+    // The front door's settings, checked now: a variable it cannot use stops
+    // the start, naming it, rather than failing every request.
+    let door = cairn_door::Settings::from_variables(|name| app_vars.get(name).filter(|v| !v.is_empty()).cloned())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let app = Arc::new(App {
         engine,
         manifest,
@@ -137,6 +143,8 @@ pub async fn start(opts: Options) -> Result<Running> {
         outbound: crate::outbound::hooks,
         metrics_token: app_vars.get("metrics_token").filter(|t| !t.is_empty()).cloned(),
         retention: cairn_notes::env::Retention::from_variables(|name| app_vars.get(name).cloned()),
+        door,
+        bodies: cairn_door::BodyBudget::new(opts.limits.body_budget),
     });
     for c in &app.manifest.components {
         tracing::info!(component = %c.id, routes = ?c.routes, "component ready");
@@ -194,9 +202,13 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
                     Box::pin(async move {
                         let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
                         let service = service_fn(move |req| handle(app.clone(), permits.clone(), req, peer));
+                        // The header section is bounded before any component
+                        // sees it (431 past it); the door checks each value again.
                         let conn = hyper::server::conn::http1::Builder::new()
                             .timer(hyper_util::rt::TokioTimer::new())
                             .header_read_timeout(header_timeout)
+                            .max_headers(HEADERS_MAX)
+                            .max_buf_size(HEADER_BYTES_MAX)
                             .serve_connection(TokioIo::new(stream), service);
                         if let Err(e) = watcher.watch(conn).await {
                             tracing::debug!(error = %e, "connection ended with an error");
@@ -232,9 +244,8 @@ async fn sweep(app: Arc<App>, every: Duration) {
     tick.tick().await;
     loop {
         tick.tick().await;
-        let store = app.store().clone();
-        let retention = app.retention;
-        match tokio::task::spawn_blocking(move || crate::sweep::sweep_once(&store, retention)).await {
+        let app = app.clone();
+        match tokio::task::spawn_blocking(move || crate::sweep::sweep_once(app.store(), &app.stores["cache"], app.retention, &app.door)).await {
             Ok(Ok(s)) if s != crate::sweep::Swept::default() => tracing::info!(
                 delete_markers = s.markers,
                 expired_claims = s.claims,
@@ -242,6 +253,8 @@ async fn sweep(app: Arc<App>, every: Duration) {
                 history_entries = s.history.entries,
                 history_blobs = s.history.blobs,
                 idempotency_records = s.history.idempotency,
+                cache_counters = s.cache.counters,
+                cache_tokens = s.cache.tokens,
                 "swept"
             ),
             Ok(Err(e)) => tracing::warn!(error = %e, "sweep failed"),
@@ -280,23 +293,66 @@ async fn refuse_connection(mut stream: tokio::net::TcpStream) {
     let _ = stream.shutdown().await;
 }
 
-/// Reads a request's whole body within the body timeout and the size cap,
-/// before the request may take an instance: a client trickling its body
-/// holds a connection, never an instance. `Err`: the answer that refuses it.
-async fn read_body(limits: &instance::Limits, req: Request<Incoming>) -> Result<Request<Full<Bytes>>, Response<Body>> {
-    use http_body_util::Limited;
-    let (parts, body) = req.into_parts();
-    let limited = Limited::new(body, limits.max_body_bytes);
-    match tokio::time::timeout(limits.body_timeout, limited.collect()).await {
-        Ok(Ok(b)) => Ok(Request::from_parts(parts, Full::new(b.to_bytes()))),
-        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(json(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(r#"{{"error":"body_too_large","message":"the request body exceeds this host's {} bytes"}}"#, limits.max_body_bytes),
-        )),
-        Ok(Err(_)) => Err(json(StatusCode::BAD_REQUEST, r#"{"error":"bad_body","message":"the request body could not be read"}"#.into())),
+/// Headers one request may carry (hyper answers 431 past it).
+const HEADERS_MAX: usize = 100;
+/// Bytes of a connection's read buffer, which bounds the header section.
+const HEADER_BYTES_MAX: usize = 64 * 1024;
+
+/// The answer of a door refusal, as the components answer it.
+fn refusal(r: &cairn_door::Refusal) -> Response<Body> {
+    let mut resp = json(StatusCode::from_u16(r.status()).unwrap_or(StatusCode::BAD_REQUEST), r.body());
+    for (name, value) in r.headers() {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
+            resp.headers_mut().insert(name, v);
+        }
+    }
+    resp
+}
+
+/// Reads a request's whole body, before the request may take an instance
+/// (a client trickling its body holds a connection, never an instance):
+/// the declared size is checked before a byte is read, and every byte
+/// read is first taken from the host's budget of body bytes in flight
+/// ([`cairn_door::BodyBudget`]), so a body is refused the moment it would
+/// pass its limit or the budget. The bytes stay taken until the request is
+/// answered (the returned [`cairn_door::limits::Taken`]). `Err`: the answer that refuses it.
+async fn read_body(app: &App, req: Request<Incoming>) -> Result<(Request<Full<Bytes>>, cairn_door::limits::Taken), Response<Body>> {
+    use hyper::body::Body as _;
+    let limits = cairn_door::Limits { body_bytes: app.limits.max_body_bytes.min(app.door.limits.body_bytes), ..app.door.limits };
+    let declared = limits.check_declared(req.headers().get(hyper::header::CONTENT_LENGTH).map(|v| v.as_bytes())).map_err(|r| refusal(&r))?;
+    let mut taken = app.bodies.take(declared.unwrap_or(0)).map_err(|r| refusal(&r))?;
+    let (parts, mut body) = req.into_parts();
+    // Chunks as they came (usually one): joined only when there are several.
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut total = 0usize;
+    let read = async {
+        while let Some(frame) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
+            let Ok(data) = frame.map(|f| f.into_data()) else {
+                return Err(json(StatusCode::BAD_REQUEST, r#"{"error":"bad_body","message":"the request body could not be read"}"#.into()));
+            };
+            let Ok(data) = data else { continue };
+            total += data.len();
+            limits.check_body(total).map_err(|r| refusal(&r))?;
+            if total > taken.bytes() {
+                taken.grow(total - taken.bytes()).map_err(|r| refusal(&r))?;
+            }
+            chunks.push(data);
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(app.limits.body_timeout, read).await {
+        Ok(Ok(())) => {
+            let body = match chunks.len() {
+                0 => Bytes::new(),
+                1 => chunks.pop().unwrap_or_default(),
+                _ => Bytes::from(chunks.concat()),
+            };
+            Ok((Request::from_parts(parts, Full::new(body)), taken))
+        }
+        Ok(Err(answer)) => Err(answer),
         Err(_) => Err(json(
             StatusCode::REQUEST_TIMEOUT,
-            format!(r#"{{"error":"body_timeout","message":"the request body did not arrive within {} ms"}}"#, limits.body_timeout.as_millis()),
+            format!(r#"{{"error":"body_timeout","message":"the request body did not arrive within {} ms"}}"#, app.limits.body_timeout.as_millis()),
         )),
     }
 }
@@ -319,9 +375,9 @@ async fn handle(
             info.client = peer.to_string();
             let id = loaded.spec.id.clone();
             let route = info.matched.clone();
-            let response = match read_body(&app.limits, req).await {
+            let response = match read_body(&app, req).await {
                 Err(refused) => refused,
-                Ok(req) => {
+                Ok((req, _body_bytes)) => {
                     let _permit = permits.acquire().await;
                     // The instance runs in this connection's task, to the end, with its
                     // response body collected as it is written: no task hop and no
@@ -342,6 +398,9 @@ async fn handle(
         }
     };
     crate::metrics::request(&id, &route, response.status(), started.elapsed());
+    if let Some(code) = response.headers().get(cairn_door::refusal::REFUSED_HEADER).and_then(|v| v.to_str().ok()) {
+        crate::metrics::refused(code);
+    }
     tracing::info!(
         component = %id,
         method = %method,

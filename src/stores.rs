@@ -2,7 +2,9 @@
 //! runtime config file (`cairn up --runtime-config-file runtime-config.toml`)
 //! with `[key_value_store.<label>]` tables, or the `--store` shortcut for the
 //! `default` label. Labels nobody configures get the embedded defaults:
-//! `default` is SQLite at `<state-dir>/kv.db`, `cache` is in memory.
+//! `default` is SQLite at `<state-dir>/kv.db`, `cache` is in memory (or,
+//! when `default` is on Redis, on the same server in a namespace of its
+//! own, so every host sharing the notes shares the budgets too).
 //!
 //! ```toml
 //! [key_value_store.default]
@@ -141,11 +143,20 @@ impl Stores {
             }
         }
         for label in labels {
-            let config = self.labels.get(label).cloned().unwrap_or(if label == "default" {
-                StoreConfig::Spin { path: None }
-            } else {
-                StoreConfig::Memory {}
-            });
+            let config = match (self.labels.get(label), label) {
+                (Some(c), _) => c.clone(),
+                (None, "default") => StoreConfig::Spin { path: None },
+                // Budgets and verified tokens must be shared by every host
+                // that shares the notes: with `default` on Redis and no
+                // `cache` configured, the cache lives on the same server,
+                // in a namespace of its own.
+                (None, _) => match self.labels.get("default") {
+                    Some(StoreConfig::Redis { url, namespace }) => {
+                        StoreConfig::Redis { url: url.clone(), namespace: Some(format!("{}-{label}", namespace.as_deref().unwrap_or("cairn"))) }
+                    }
+                    _ => StoreConfig::Memory {},
+                },
+            };
             let store: Arc<dyn Store> = match config {
                 StoreConfig::Memory {} => Arc::new(cairn_kv::memory::MemoryStore::new()),
                 StoreConfig::Spin { path } => {

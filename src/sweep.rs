@@ -1,6 +1,7 @@
 //! The embedded host's periodic work: the sweep (old delete markers in the
-//! store, lapsed claims of every tenant, released with reason `expired`, and
-//! the history past retention, [`cairn_notes::sweep_history`]) and, far more
+//! store, lapsed claims of every tenant, released with reason `expired`, the
+//! history past retention, [`cairn_notes::sweep_history`], and the `cache`
+//! store's expired records, [`cairn_door::cache::sweep`]) and, far more
 //! often, the search merge ([`merge_search`]: the notes commits marked dirty
 //! brought into the postings). On Spin, an external scheduler calls the REST
 //! component's sweep route instead, and queries merge what they find.
@@ -20,11 +21,16 @@ pub struct Swept {
     pub claims: usize,
     /// History past retention.
     pub history: cairn_notes::HistorySweep,
+    /// The `cache` store's expired records.
+    pub cache: cairn_door::cache::Swept,
 }
 
-/// One sweep of every tenant, keeping history as `retention` says.
-pub fn sweep_once(store: &Arc<dyn Store>, retention: Retention) -> Result<Swept> {
+/// One sweep of every tenant, keeping history as `retention` says, and of
+/// the `cache` store (`cache`), keeping the door's window.
+pub fn sweep_once(store: &Arc<dyn Store>, cache: &Arc<dyn Store>, retention: Retention, door: &cairn_door::Settings) -> Result<Swept> {
+    let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let mut out = Swept { markers: store.sweep(3_600_000)?, ..Swept::default() };
+    out.cache = cairn_door::cache::sweep(cache.as_ref(), now_s, door.window_minutes, 10_000)?;
     let mut env = SystemEnv::with_retention(0, retention);
     for tenant in cairn_notes::list_tenants(store.as_ref())? {
         out.claims += cairn_notes::sweep_expired_claims(store.as_ref(), &mut env, &tenant)?;

@@ -29,3 +29,10 @@ pub mod perf;
 pub mod scale;
 pub mod search;
 pub mod stack;
+
+/// A fresh nonce for a signed identity (each one is accepted once).
+pub fn nonce() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("bench-{}-{:x}-{}", std::process::id(), cairn::clock::now_us(), NEXT.fetch_add(1, Ordering::Relaxed))
+}

@@ -141,8 +141,8 @@ pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Res
                 while Instant::now() < end {
                     let t = Instant::now();
                     // Each call signs its own identity, as the router does.
-                    let call = cairn_auth::identity::Call { method: "POST", path: "/", body: body.as_bytes() };
-                    let identity = cairn_auth::identity::sign(&principal, &secret, &call, cairn::clock::now_us() / 1_000_000);
+                    let call = cairn_auth::identity::Call { tool: "read_note_tab", method: "POST", path: "/", body: body.as_bytes() };
+                    let identity = cairn_auth::identity::sign(&principal, &secret, &call, cairn::clock::now_us() / 1_000_000, &crate::nonce())?;
                     let req = hyper::Request::post("http://read-note-tab.spin.internal/")
                         .header("host", "read-note-tab.spin.internal")
                         .header(cairn_auth::identity::HEADER, identity)

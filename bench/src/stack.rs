@@ -356,8 +356,8 @@ impl Caller for ToolCaller {
         let component = self.app.components.get(&id).with_context(|| format!("no component {id}"))?.clone();
         let body = args.to_string();
         let path = format!("/tools/{tool}");
-        let call = cairn_auth::identity::Call { method: "POST", path: &path, body: body.as_bytes() };
-        let identity = cairn_auth::identity::sign(&self.principal, &self.secret, &call, cairn::clock::now_us() / 1_000_000);
+        let call = cairn_auth::identity::Call { tool: spec.name, method: "POST", path: &path, body: body.as_bytes() };
+        let identity = cairn_auth::identity::sign(&self.principal, &self.secret, &call, cairn::clock::now_us() / 1_000_000, &crate::nonce())?;
         let req = hyper::Request::post(format!("http://{id}.spin.internal{path}"))
             .header("host", format!("{id}.spin.internal"))
             .header(cairn_auth::identity::HEADER, identity)

@@ -1,7 +1,8 @@
 //! Bearer-token authentication for the public components (router, REST):
 //! configuration from variables, the issuer's keys (pasted, or fetched and
-//! cached), a verified-token cache in the store, the RFC 6750 / RFC 9728
-//! challenge, and the audit record of a refusal.
+//! cached), a verified-token cache in the `cache` store, the RFC 6750 /
+//! RFC 9728 challenge, and the audit record of an authenticated refusal.
+//! The order of checks around it is the front door's ([`crate::door`]).
 //!
 //! ## Keys by URL, rotation without restart
 //!
@@ -19,16 +20,29 @@
 //!   issuer). A rotated-in key therefore works within that window, and a
 //!   key that left the JWKS stops working at the next fetch.
 //!
+//! One fetch at a time per key source, across every instance and host on
+//! the store: a caller claims the fetch by moving `tried_at` with a
+//! compare-and-swap before it sends anything; whoever loses the swap uses
+//! the keys cached (or, with none yet, is told to retry in a second). A
+//! failed fetch is remembered the same way (negative caching): nobody tries
+//! again within `jwks_refetch_seconds`.
+//!
 //! Verified tokens are cached under a salt that includes the JWKS itself, so
 //! a new JWKS has every token verified again against it.
 
-use crate::kv::Bucket;
+use crate::kv::{Bucket, GuestStore};
 use crate::respond;
 use cairn_auth::Principal;
 use cairn_auth::jwt::{AuthError, ClaimMap, Verifier};
+use cairn_door::budget::CACHE;
+use cairn_door::{Code, Refusal};
+use cairn_kv::{Observed, Store, Swap};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use spin_sdk::http::{Method, Request, Response};
+
+/// The largest issuer document (metadata, JWKS) read, in bytes.
+const MAX_ISSUER_DOCUMENT: usize = 256 * 1024;
 
 /// Where the trusted keys come from.
 enum KeySource {
@@ -114,23 +128,24 @@ impl Config {
             KeySource::Fetched(Some(url)) => url.as_str(),
             _ => self.issuer.as_str(),
         };
-        cairn_notes::keys::fetched_jwks(&format!("{:016x}", fnv64(source.as_bytes())))
+        cairn_door::cache::fetched_jwks(&format!("{:016x}", fnv64(source.as_bytes())))
     }
 
-    fn cached(&self, bucket: Option<&Bucket>) -> Option<Fetched> {
-        let v: Value = serde_json::from_slice(&bucket?.get(&self.fetched_key()).ok()??).ok()?;
-        Some(Fetched {
-            jwks: v["jwks"].as_str()?.to_string(),
-            fetched_at: v["fetched_at"].as_u64()?,
-            tried_at: v["tried_at"].as_u64().unwrap_or(0),
-        })
+    /// The cached JWKS record and the read a claim swaps against.
+    fn cached(&self, cache: &GuestStore) -> (Option<Fetched>, Option<Observed>) {
+        let Ok(read) = cache.read(CACHE, &self.fetched_key()) else { return (None, None) };
+        let f = read.value.as_deref().and_then(|raw| serde_json::from_slice::<Value>(raw).ok()).and_then(|v| {
+            Some(Fetched { jwks: v["jwks"].as_str().unwrap_or("").to_string(), fetched_at: v["fetched_at"].as_u64()?, tried_at: v["tried_at"].as_u64().unwrap_or(0) })
+        });
+        (f, Some(read.observed))
     }
 
-    fn remember(&self, bucket: Option<&Bucket>, f: &Fetched) {
-        if let Some(b) = bucket {
-            let doc = json!({"jwks": f.jwks, "fetched_at": f.fetched_at, "tried_at": f.tried_at});
-            let _ = b.set(&self.fetched_key(), doc.to_string().as_bytes());
-        }
+    fn record(f: &Fetched) -> Vec<u8> {
+        json!({"jwks": f.jwks, "fetched_at": f.fetched_at, "tried_at": f.tried_at}).to_string().into_bytes()
+    }
+
+    fn remember(&self, cache: &GuestStore, f: &Fetched) {
+        let _ = cache.set(CACHE, &self.fetched_key(), &Self::record(f));
     }
 
     /// The JWKS URL: `jwks_url`, or `jwks_uri` from the issuer's metadata.
@@ -164,31 +179,48 @@ impl Config {
     /// cached ones when the issuer does not answer). `again` asks for a fetch
     /// even while the cache is fresh (a token names an unknown `kid`), at
     /// most once every `jwks_refetch_seconds`. The second value says whether
-    /// these keys were just fetched.
-    async fn keys(&self, bucket: Option<&Bucket>, now_s: u64, again: bool) -> Result<(String, bool), Refused> {
+    /// these keys were just fetched. Only the caller that wins the claim on
+    /// the record fetches (see the module doc).
+    async fn keys(&self, cache: &GuestStore, now_s: u64, again: bool) -> Result<(String, bool), Refused> {
         if let KeySource::Pasted(j) = &self.keys {
             return Ok((j.clone(), false));
         }
-        let cached = self.cached(bucket);
+        let (cached, observed) = self.cached(cache);
+        let usable = cached.as_ref().filter(|c| !c.jwks.is_empty());
         if let Some(c) = &cached {
             let fresh = now_s.saturating_sub(c.fetched_at) < self.cache_seconds;
             let tried_lately = now_s.saturating_sub(c.tried_at) < self.refetch_seconds;
-            if (fresh && !again) || tried_lately {
-                return Ok((c.jwks.clone(), false));
+            if (fresh && !again && usable.is_some()) || tried_lately {
+                return match usable {
+                    Some(u) => Ok((u.jwks.clone(), false)),
+                    None => Err(Refused::Unavailable("no keys yet: a fetch is under way or failed moments ago".into())),
+                };
+            }
+        }
+        // Claim the fetch: move `tried_at` to now, or lose to whoever did.
+        let claim = Fetched { jwks: usable.map(|u| u.jwks.clone()).unwrap_or_default(), fetched_at: cached.as_ref().map_or(0, |c| c.fetched_at), tried_at: now_s };
+        if let Some(o) = observed {
+            match cache.swap(CACHE, &self.fetched_key(), o, &Self::record(&claim)) {
+                Ok(Swap::Done) => {}
+                Ok(Swap::Failed(_)) => {
+                    return match usable {
+                        Some(u) => Ok((u.jwks.clone(), false)),
+                        None => Err(Refused::Unavailable("no keys yet: another request is fetching them".into())),
+                    };
+                }
+                // A cache that cannot be written: fetch without the claim.
+                Err(_) => {}
             }
         }
         match self.fetch().await {
             Ok(jwks) => {
-                self.remember(bucket, &Fetched { jwks: jwks.clone(), fetched_at: now_s, tried_at: now_s });
+                self.remember(cache, &Fetched { jwks: jwks.clone(), fetched_at: now_s, tried_at: now_s });
                 Ok((jwks, true))
             }
-            Err(e) => match cached {
-                // The issuer is briefly away: keep serving with the keys we have.
-                Some(c) => {
-                    let c = Fetched { tried_at: now_s, ..c };
-                    self.remember(bucket, &c);
-                    Ok((c.jwks, false))
-                }
+            // The issuer is briefly away: keep serving with the keys we have
+            // (the claim already recorded the attempt).
+            Err(e) => match usable {
+                Some(u) => Ok((u.jwks.clone(), false)),
                 None => Err(Refused::Unavailable(e)),
             },
         }
@@ -196,7 +228,7 @@ impl Config {
 
     /// Where the protected-resource metadata lives (RFC 9728).
     pub fn metadata_url(&self) -> String {
-        let origin = origin(&self.resource);
+        let origin = cairn_door::origin::origin_of(&self.resource);
         let path = self.resource.strip_prefix(&origin).unwrap_or("").trim_end_matches('/');
         format!("{origin}/.well-known/oauth-protected-resource{path}")
     }
@@ -212,26 +244,28 @@ impl Config {
         })
     }
 
-    /// Verify the request's bearer token, through the store's cache of
-    /// tokens already verified (keyed by a hash of token and configuration,
-    /// valid until the token's `exp`). A JWKS that cannot be used is the
-    /// operator's fault, not the caller's: [`Refused::Misconfigured`].
-    /// Also returns the token's id ([`token_digest`]), which names it in
-    /// rate-limit counters without hashing it again.
-    pub async fn authenticate(&self, req: &Request, bucket: Option<&Bucket>, now_s: u64) -> Result<(Principal, String), Refused> {
+    /// Verify the request's bearer token, through the `cache` store's
+    /// record of tokens already verified (keyed by a hash of token and
+    /// configuration, valid until the token's `exp`). A JWKS that cannot be
+    /// used is the operator's fault, not the caller's:
+    /// [`Refused::Misconfigured`]. With `throttled` (the client address is
+    /// past its budget of refusals, see [`cairn_door`]), only a token found
+    /// in that record passes: nothing is verified or fetched for it.
+    pub async fn authenticate(&self, req: &Request, cache: &GuestStore, now_s: u64, throttled: bool) -> Result<Principal, Refused> {
         let token = respond::bearer(req).ok_or(Refused::Token(AuthError::Missing))?;
-        let (mut jwks, mut fresh) = self.keys(bucket, now_s, false).await?;
+        let (mut jwks, mut fresh) = self.keys(cache, now_s, false).await?;
         let digest = token_digest(token);
-        let mut key = cairn_notes::keys::verified_token(&self.cache_salt(&jwks), &digest);
-        if let Some(b) = bucket {
-            if let Ok(Some(bytes)) = b.get(&key) {
-                if let Ok(p) = serde_json::from_slice::<Principal>(&bytes) {
-                    if p.exp > now_s {
-                        return Ok((p, digest));
-                    }
-                    let _ = b.delete(&key);
+        let mut key = cairn_door::cache::verified_token(&self.cache_salt(&jwks), &digest);
+        if let Ok(Some(bytes)) = cache.get(CACHE, &key) {
+            if let Ok(p) = serde_json::from_slice::<Principal>(&bytes) {
+                if p.exp > now_s {
+                    return Ok(p);
                 }
+                let _ = cache.delete(CACHE, &key);
             }
+        }
+        if throttled {
+            return Err(Refused::Throttled);
         }
         let verifier = |jwks: &str| {
             Verifier::from_jwks(jwks, &self.issuer, &self.resource).map(|v| v.with_claims(self.claims.clone())).map_err(Refused::Misconfigured)
@@ -239,59 +273,38 @@ impl Config {
         let mut v = verifier(&jwks)?;
         // A key the cached JWKS lacks may have just been rotated in.
         if !fresh && matches!(self.keys, KeySource::Fetched(_)) && cairn_auth::jwt::token_kid(token).is_some_and(|k| !v.knows_kid(&k)) {
-            (jwks, fresh) = self.keys(bucket, now_s, true).await?;
+            (jwks, fresh) = self.keys(cache, now_s, true).await?;
             if fresh {
                 v = verifier(&jwks)?;
-                key = cairn_notes::keys::verified_token(&self.cache_salt(&jwks), &digest);
+                key = cairn_door::cache::verified_token(&self.cache_salt(&jwks), &digest);
             }
         }
         let p = v.verify(token).map_err(Refused::Token)?;
-        if let Some(b) = bucket {
-            let _ = b.set(&key, &serde_json::to_vec(&p).unwrap_or_default());
-        }
-        Ok((p, digest))
+        let _ = cache.set(CACHE, &key, &serde_json::to_vec(&p).unwrap_or_default());
+        Ok(p)
     }
 
-    /// The answer to a refused authentication: 401 with the challenge, or
-    /// 500 `misconfigured`.
-    pub fn refusal(&self, refused: &Refused) -> Response {
+    /// The challenge every refusal of a token starts with.
+    pub fn challenge(&self) -> String {
+        format!("Bearer resource_metadata=\"{}\"", self.metadata_url())
+    }
+
+    /// The refusal of an authentication: 401 with the challenge, 429 for a
+    /// throttled address, 500 `misconfigured`, or 503 while no keys can be had.
+    pub fn refusal(&self, refused: &Refused) -> Refusal {
         match refused {
-            Refused::Token(e) => self.unauthorized(e),
-            Refused::Misconfigured(e) => respond::error(500, "misconfigured", e),
+            Refused::Token(AuthError::Missing) => Refusal::new(Code::Unauthorized, AuthError::Missing.to_string()).challenge(self.challenge()),
+            Refused::Token(e) => Refusal::new(Code::Unauthorized, e.to_string()).challenge(format!(
+                "{}, error=\"invalid_token\", error_description=\"{}\"",
+                self.challenge(),
+                e.to_string().replace('"', "'")
+            )),
+            Refused::Throttled => Refusal::new(Code::TooManyRefusals, "this address sent too many refused requests this minute; retry with a valid token later").retry_after(60),
+            Refused::Misconfigured(e) => Refusal::new(Code::Misconfigured, e.clone()),
             Refused::Unavailable(e) => {
-                let mut r = respond::error(503, "issuer_unavailable", &format!("the issuer's keys cannot be fetched, and none are cached yet: {e}"));
-                r.set_header("retry-after", "5");
-                r
+                Refusal::new(Code::IssuerUnavailable, format!("the issuer's keys cannot be fetched, and none are cached yet: {e}")).retry_after(if e.starts_with("no keys yet") { 1 } else { 5 })
             }
         }
-    }
-
-    /// 401 with the challenge naming the metadata.
-    pub fn unauthorized(&self, err: &AuthError) -> Response {
-        let challenge = match err {
-            AuthError::Missing => format!("Bearer resource_metadata=\"{}\"", self.metadata_url()),
-            e => format!(
-                "Bearer resource_metadata=\"{}\", error=\"invalid_token\", error_description=\"{}\"",
-                self.metadata_url(),
-                e.to_string().replace('"', "'")
-            ),
-        };
-        let mut r = respond::error(401, "unauthorized", &err.to_string());
-        r.set_header("www-authenticate", challenge);
-        r
-    }
-
-    /// 403 naming the missing scope.
-    pub fn insufficient_scope(&self, scope: &str) -> Response {
-        let mut r = respond::error(403, "insufficient_scope", &format!("this call needs the {scope} scope"));
-        r.set_header(
-            "www-authenticate",
-            format!(
-                "Bearer resource_metadata=\"{}\", error=\"insufficient_scope\", scope=\"{scope}\", error_description=\"the token lacks {scope}\"",
-                self.metadata_url()
-            ),
-        );
-        r
     }
 }
 
@@ -300,6 +313,9 @@ impl Config {
 pub enum Refused {
     /// The caller's token: 401.
     Token(AuthError),
+    /// The client address is past its budget of refusals and the token was
+    /// not verified before: 429.
+    Throttled,
     /// The configured JWKS cannot be used: 500.
     Misconfigured(String),
     /// The issuer's keys cannot be fetched and none are cached: 503.
@@ -310,65 +326,10 @@ impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Refused::Token(e) => e.fmt(f),
+            Refused::Throttled => f.write_str("throttled: too many refused requests from this address"),
             Refused::Misconfigured(e) => write!(f, "misconfigured: {e}"),
             Refused::Unavailable(e) => write!(f, "issuer unavailable: {e}"),
         }
-    }
-}
-
-/// The host of a URL or a Host header, without port or brackets.
-fn host_of(s: &str) -> &str {
-    let s = s.split_once("://").map_or(s, |(_, rest)| rest);
-    let s = s.split('/').next().unwrap_or(s);
-    if let Some(rest) = s.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    s.rsplit_once(':').map_or(s, |(h, _)| h)
-}
-
-fn loopback(host: &str) -> bool {
-    matches!(host, "localhost" | "127.0.0.1" | "::1") || host.ends_with(".localhost")
-}
-
-/// Browser and DNS-rebinding checks, before any token is looked at.
-///
-/// - A request with an `Origin` passes if the origin is in the
-///   `allowed_origins` variable (comma-separated), or if both the origin and
-///   the request's `Host` are loopback (a page on this machine calling a
-///   server on this machine).
-/// - When the resource (`audience`) is on a loopback host, the `Host` header
-///   must be loopback too: a DNS-rebinding page reaches a local server under
-///   a foreign host name, and is refused.
-///
-/// Returns the reason for a refusal.
-pub fn check_origin(req: &Request) -> Result<(), String> {
-    // wasi:http hides `host` from guests; Spin (and Cairn) pass the full URL.
-    let full = req.header("spin-full-url").or_else(|| req.header("host")).and_then(|v| v.as_str()).unwrap_or("");
-    let host = host_of(full);
-    if let Some(resource) = crate::variable("audience") {
-        if loopback(host_of(&resource)) && !host.is_empty() && !loopback(host) {
-            return Err(format!("host {host} is not this local server"));
-        }
-    }
-    if let Some(origin) = req.header("origin").and_then(|v| v.as_str()) {
-        let allowed = crate::variable("allowed_origins").unwrap_or_default();
-        let listed = allowed.split(',').map(str::trim).any(|a| !a.is_empty() && a == origin);
-        let same_origin = full.contains("://") && origin == self::origin(full);
-        if !listed && !same_origin && !(loopback(host_of(origin)) && loopback(host)) {
-            return Err(format!("origin {origin} is not allowed"));
-        }
-    }
-    Ok(())
-}
-
-/// `scheme://host[:port]` of a URL.
-pub fn origin(url: &str) -> String {
-    match url.find("://") {
-        Some(i) => match url[i + 3..].find('/') {
-            Some(j) => url[..i + 3 + j].to_string(),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
     }
 }
 
@@ -384,12 +345,14 @@ fn fnv64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
-/// Record a refused call: under the tenant when known, else under `sys/`
-/// (the key layout is the core's: [`cairn_notes::keys::refused_audit_key`]).
-pub fn audit_refusal(bucket: Option<&Bucket>, tenant: Option<&str>, record: serde_json::Value) {
-    let Some(b) = bucket else { return };
+/// Record an authenticated refusal (scope, budget) in the tenant's audit
+/// trail. Refusals before anyone is known leave no record (see
+/// [`cairn_door::summary`]); the tenant's records are bounded and swept
+/// with its history.
+pub fn audit_refusal(tenant: &str, record: serde_json::Value) {
+    let Ok(b) = Bucket::open("default") else { return };
     let now = crate::notes::now_us();
-    let key = cairn_notes::keys::refused_audit_key(tenant, now, crate::random_u64() as u32);
+    let key = cairn_notes::keys::refused_audit_key(Some(tenant), now, crate::random_u64() as u32);
     let mut record = record;
     record["at_us"] = serde_json::json!(now);
     let _ = b.set(&key, record.to_string().as_bytes());
@@ -401,6 +364,9 @@ async fn get_json(url: &str) -> Result<Value, String> {
     let resp: Response = spin_sdk::http::send(req).await.map_err(|e| format!("{url} did not answer: {e}"))?;
     if *resp.status() != 200 {
         return Err(format!("{url} answered {}", resp.status()));
+    }
+    if resp.body().len() > MAX_ISSUER_DOCUMENT {
+        return Err(format!("{url} answered {} bytes, more than the {MAX_ISSUER_DOCUMENT} an issuer document may have", resp.body().len()));
     }
     serde_json::from_slice(resp.body()).map_err(|e| format!("{url} is not JSON: {e}"))
 }

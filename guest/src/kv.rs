@@ -29,6 +29,8 @@ pub struct GuestStore {
     vouched: bool,
     /// Whether the host takes a key as a listing cursor (found on first use).
     key_cursors: std::cell::Cell<Option<bool>>,
+    /// Whether the `cache` label falls back to `default` on a host without it.
+    cache_in_default: bool,
 }
 
 // A component instance is single-threaded: nothing here is ever shared
@@ -67,6 +69,13 @@ impl GuestStore {
         Self { vouched: crate::variable("commit_check").as_deref() == Some("off"), ..Self::default() }
     }
 
+    /// A store for what may be lost (the front door's counters, verified
+    /// tokens): its `cache` label is the host's `cache` store, or, on a
+    /// host that offers none, `default` (the keys do not collide).
+    pub fn cache() -> Self {
+        Self { cache_in_default: true, ..Self::new() }
+    }
+
     /// Opens `label` now: an error when the component may not use it.
     pub fn open(label: &str) -> Result<Self> {
         let s = Self::new();
@@ -78,7 +87,14 @@ impl GuestStore {
         if let Some(b) = self.buckets.borrow().get(label) {
             return f(b);
         }
-        let b = store::open(label).map_err(err)?;
+        // See `GuestStore::cache`.
+        let b = match store::open(label) {
+            Err(store::Error::NoSuchStore | store::Error::AccessDenied) if self.cache_in_default && label == cairn_door::budget::CACHE => {
+                store::open("default")
+            }
+            other => other,
+        }
+        .map_err(err)?;
         let out = f(&b);
         self.buckets.borrow_mut().insert(label.to_string(), b);
         out

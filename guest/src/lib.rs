@@ -3,6 +3,7 @@
 //! Bindings come from `spin-sdk` (the same ones Spin's own components use),
 //! so every component keeps to Spin's platform world. This crate wraps them:
 //!
+//! - [`door`]: the front door ([`cairn_door`]) every public entry runs first.
 //! - [`auth`]: bearer tokens for the public components (router, REST).
 //! - [`kv`]: the host's stores (`wasi:keyvalue` store, atomics and batch) as
 //!   a [`cairn_kv::Store`], the contract the core and the conformance checks use.
@@ -17,11 +18,13 @@
 
 pub mod auth;
 pub mod bindings;
+pub mod door;
 pub mod kv;
 pub mod notes;
 pub mod respond;
 pub mod tool;
 
+pub use cairn_door;
 pub use cairn_notes;
 pub use spin_sdk;
 
@@ -37,3 +40,12 @@ pub fn variable(name: &str) -> Option<String> {
 }
 
 pub use cairn_auth::constant_time_eq;
+
+/// Drops the `cache` store's expired records (see [`cairn_door::cache`]):
+/// what the operators' sweep route does on hosts without their own timer.
+pub fn sweep_cache(gate: &door::Gate, now_s: u64) -> serde_json::Value {
+    match cairn_door::cache::sweep(gate.cache(), now_s, gate.settings().window_minutes, 10_000) {
+        Ok(s) => serde_json::json!({"counters": s.counters, "tokens": s.tokens, "other": s.other}),
+        Err(e) => serde_json::json!({"error": e.to_string()}),
+    }
+}

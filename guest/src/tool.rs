@@ -3,8 +3,13 @@
 //!
 //! - **HTTP** ([`serve`]), for a tool deployed apart: `POST /tools/<name>`
 //!   with the router's signed identity in `cairn-identity` and the
-//!   arguments as the JSON body. 401 without a valid identity, 405 for
-//!   another method.
+//!   arguments as the JSON body. The front door screens it first; 401
+//!   without a valid identity (signed for this tool and this call, not
+//!   expired, not seen before: each identity is single-use, its nonce kept
+//!   in the `cache` store until it expires), 405 for another method. The
+//!   route answers only where tools are called over HTTP (the `tool_calls`
+//!   variable is `http`); where the router is composed with its tools, it
+//!   is 404.
 //! - **Composed** ([`call`]): the `cairn:platform/tool` export
 //!   (`wit/tools.wit`) the router calls in its own instance when the
 //!   application composes it. The caller is the router's verified
@@ -42,11 +47,22 @@ pub fn answer(tool: &'static Tool, principal: &Principal, body: &[u8]) -> (u16, 
 
 /// The HTTP door: serve one `POST /tools/<tool>`.
 pub fn serve(tool: &'static Tool, req: Request) -> Response {
+    if crate::variable("tool_calls").as_deref() != Some("http") {
+        return crate::respond::error(404, "not_found", "no such route");
+    }
+    let gate = match crate::door::Gate::open() {
+        Ok(g) => g,
+        Err(r) => return r,
+    };
+    if let Err(r) = gate.screen(&req) {
+        return r;
+    }
     let (status, body) = if *req.method() != Method::Post {
         (405, error_body("method_not_allowed", "tools answer POST only"))
     } else {
-        match caller(&req) {
+        match caller(tool, &req, gate.cache()) {
             Ok(principal) => answer(tool, &principal, req.body()),
+            Err(cairn_auth::identity::Refused::WeakSecret) => (500, error_body("misconfigured", &cairn_auth::identity::Refused::WeakSecret.to_string())),
             Err(why) => (401, error_body("unauthenticated", &why.to_string())),
         }
     };
@@ -66,14 +82,34 @@ pub fn call(tool: &'static Tool, caller: &str, arguments: &str) -> (u16, String)
 }
 
 /// The principal the router signed into `cairn-identity` for this very call
-/// (method, path, body), if it verifies and has not expired.
-pub fn caller(req: &Request) -> Result<Principal, cairn_auth::identity::Refused> {
+/// (this tool, method, path, body), if it verifies, has not expired and
+/// was not seen before: its nonce is created in `cache` if absent, so a
+/// second use of the same header (here or on any host sharing the store)
+/// finds it there and is refused.
+pub fn caller(tool: &'static Tool, req: &Request, cache: &GuestStore) -> Result<Principal, cairn_auth::identity::Refused> {
     use cairn_auth::identity::{Call, Refused};
-    let secret = crate::variable("identity_secret").ok_or(Refused::Invalid)?;
+    use cairn_kv::{Observed, Store, Swap};
+    let secret = crate::variable("identity_secret").unwrap_or_default();
     let value = req.header(cairn_auth::identity::HEADER).and_then(|v| v.as_str()).ok_or(Refused::Invalid)?;
     let method = if *req.method() == Method::Post { "POST" } else { "OTHER" };
-    let call = Call { method, path: req.path(), body: req.body() };
-    cairn_auth::identity::verify(value, &secret, &call, crate::notes::now_us() / 1_000_000)
+    let call = Call { tool: tool.name, method, path: req.path(), body: req.body() };
+    let v = cairn_auth::identity::verify(value, &secret, &call, crate::notes::now_us() / 1_000_000)?;
+    if v.nonce.is_empty() || v.nonce.len() > 64 {
+        return Err(Refused::Invalid);
+    }
+    let key = cairn_door::cache::identity_nonce(v.expires / 60, &v.nonce);
+    let seen = match cache.read(cairn_door::budget::CACHE, &key) {
+        Ok(r) => match r.observed {
+            Observed::Absent(_) => !matches!(cache.swap(cairn_door::budget::CACHE, &key, r.observed, b"1"), Ok(Swap::Done)),
+            Observed::Present(_) => true,
+        },
+        // A store that cannot say: refuse rather than risk a replay.
+        Err(_) => true,
+    };
+    if seen {
+        return Err(Refused::Replayed);
+    }
+    Ok(v.principal)
 }
 
 /// Define a tool component, both doors: `cairn_guest::tool_component!(list_note_tabs);`

@@ -64,9 +64,14 @@ pub struct Args {
     /// (a slow body is read before the request takes an instance).
     #[arg(long, default_value_t = 30_000)]
     pub body_timeout_ms: u64,
-    /// Largest request body the host reads, in MiB.
+    /// Largest request body the host reads, in MiB (the application's
+    /// `max_body_bytes` variable applies when smaller).
     #[arg(long, default_value_t = 32)]
     pub max_body_mb: usize,
+    /// Bytes of request bodies the host holds at once, all requests
+    /// together, in MiB; a body that would pass it is refused 503 `busy`.
+    #[arg(long, default_value_t = 64)]
+    pub body_budget_mb: usize,
     /// Client connections open at once; one more is answered 503 and closed.
     #[arg(long, default_value_t = 1024)]
     pub max_connections: usize,
@@ -88,6 +93,7 @@ pub fn run(a: Args) -> Result<()> {
         header_timeout: Duration::from_millis(a.header_timeout_ms.max(1)),
         body_timeout: Duration::from_millis(a.body_timeout_ms.max(1)),
         max_body_bytes: a.max_body_mb.max(1) << 20,
+        body_budget: a.body_budget_mb.max(1) << 20,
         max_connections: a.max_connections.max(1),
         lanes: a.lanes.unwrap_or_else(crate::lanes::default_count).max(1),
     };

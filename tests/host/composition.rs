@@ -70,11 +70,15 @@ fn composed_and_http_tool_calls_answer_the_same_results() {
 }
 
 #[test]
-fn the_same_tool_wasm_still_answers_its_own_http_route() {
-    // Composed into the router or not, a tool component keeps its door for
-    // deployment apart: without the router's signed identity it refuses.
+fn the_same_tool_wasm_answers_its_own_http_route_only_where_tools_are_called_over_http() {
+    // Composed into the router, a tool's public route is closed; on a host
+    // of tools called over HTTP (deployed apart) the same wasm keeps its
+    // door, and without the router's signed identity it refuses.
     let host = start();
     let r = host.request("POST", "/tools/read_note_tab", &[("content-type", "application/json")], b"{}");
+    assert_eq!(r.status, 404, "{}", r.text());
+    let apart = start_with(vec![("SPIN_VARIABLE_TOOL_CALLS", "http")], vec![]);
+    let r = apart.request("POST", "/tools/read_note_tab", &[("content-type", "application/json")], b"{}");
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(r.text().contains("cairn-identity"), "{}", r.text());
 }

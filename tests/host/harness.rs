@@ -239,15 +239,45 @@ pub fn try_request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str,
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
+    // A large body waits for the server's go-ahead, as curl's does: a server
+    // that refuses it on its declared size answers before it is sent.
+    let expect = body.len() > EXPECT_CONTINUE_OVER;
+    if expect {
+        head.push_str("expect: 100-continue\r\n");
+    }
     head.push_str("\r\n");
     s.write_all(head.as_bytes())?;
-    s.write_all(body)?;
     let mut raw = Vec::new();
+    if expect {
+        let interim = read_head(&mut s)?;
+        if !interim.starts_with(b"HTTP/1.1 100") {
+            raw = interim;
+            let _ = s.read_to_end(&mut raw);
+            return Ok(parse(&raw));
+        }
+    }
+    s.write_all(body)?;
     s.read_to_end(&mut raw)?;
     if !raw.windows(4).any(|w| w == b"\r\n\r\n") {
         return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the connection closed before a response"));
     }
     Ok(parse(&raw))
+}
+
+/// Bodies larger than this are sent with `Expect: 100-continue`.
+const EXPECT_CONTINUE_OVER: usize = 64 * 1024;
+
+/// Reads one response head (through its blank line), byte by byte.
+fn read_head(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut byte = [0u8; 1];
+    while !out.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte)? == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the connection closed before a response"));
+        }
+        out.push(byte[0]);
+    }
+    Ok(out)
 }
 
 fn parse(raw: &[u8]) -> Reply {

@@ -1,6 +1,7 @@
 //! The router is an OAuth 2.1 resource server: every bad token is refused
 //! with a challenge, scopes are enforced per tool, origins are checked first,
-//! the rate limit counts messages, and refusals are audited.
+//! the subject's budget counts messages across its tokens and REST, and
+//! refusals leave nothing durable until someone is known.
 use crate::app::*;
 use crate::harness::Reply;
 use serde_json::{Value, json};
@@ -111,28 +112,39 @@ fn a_browser_origin_off_the_allow_list_gets_403_before_the_token_is_read() {
 }
 
 #[test]
-fn the_rate_limit_counts_messages_so_a_batch_cannot_get_around_it() {
-    let cairn = start_with(vec![("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "5")], vec![]);
+fn one_subject_has_one_budget_across_its_tokens_batches_and_rest() {
+    let cairn = start_with(vec![("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "6")], vec![]);
     let t = cairn.token(&agent());
     let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
     let r = cairn.mcp(&t, &json!([ping(1), ping(2), ping(3), ping(4)]));
     assert_eq!(r.status, 200);
-    let r = cairn.mcp(&t, &json!([ping(5), ping(6)]));
+    // A second token of the same subject (another expiry, so another token)
+    // and a REST call draw on the same budget.
+    let mut c = cairn.claims(&agent());
+    c["exp"] = json!(c["exp"].as_u64().unwrap() + 60);
+    let second = key().sign(&c);
+    assert_ne!(second, t);
+    assert_eq!(cairn.rest(&second, "GET", "/api/v1/notes", None).status, 200);
+    let r = cairn.mcp(&second, &json!([ping(5), ping(6)]));
     assert_eq!(r.status, 429, "{}", r.text());
+    assert_eq!(r.json()["error"], "rate_limited");
     let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry));
-    // Another token has its own budget.
+    assert_eq!(cairn.rest(&t, "GET", "/api/v1/notes", None).status, 429, "REST is the same budget");
+    // Another subject has its own budget.
     let other = cairn.token(&person());
     assert_eq!(cairn.mcp(&other, &ping(1)).status, 200);
 }
 
 #[test]
-fn refused_calls_are_audited() {
+fn refusals_before_a_token_leave_nothing_durable_and_a_scope_refusal_is_audited() {
     use cairn_kv::Store;
     let cairn = start_with(vec![("SPIN_VARIABLE_ALLOWED_ORIGINS", "https://app.example")], vec![]);
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
-    cairn.request("POST", "/mcp", &[("origin", "https://evil.example")], body);
-    list(&cairn, "garbage");
+    for _ in 0..20 {
+        assert_eq!(cairn.request("POST", "/mcp", &[("origin", "https://evil.example")], body).status, 403);
+        assert_eq!(list(&cairn, "garbage").status, 401);
+    }
     let mut reader = agent();
     reader.scope = "notes:read";
     cairn.mcp(&cairn.token(&reader), &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add_note_source", "arguments": {}}}));
@@ -140,15 +152,12 @@ fn refused_calls_are_audited() {
     let (status, log) = cairn.terminate();
     assert!(status.success(), "{log}");
     let store = cairn_kv_sqlite::SqliteStore::open(&state.join("kv.db"), false).unwrap();
-    let sys = store.list_keys("default", Some("sys/audit/refused/"), 100).unwrap();
-    let sys: Vec<String> = sys.into_iter().filter(|k| k.starts_with("sys/audit/refused/")).collect();
-    let reasons: Vec<String> = sys
-        .iter()
-        .map(|k| serde_json::from_slice::<Value>(&store.get("default", k).unwrap().unwrap()).unwrap()["reason"].as_str().unwrap().to_string())
-        .collect();
-    assert!(reasons.contains(&"origin".to_string()) && reasons.contains(&"token".to_string()), "{reasons:?}");
-    let tenant = store.list_keys("default", Some("t/acme/audit/refused/"), 100).unwrap();
-    assert!(tenant.iter().any(|k| k.starts_with("t/acme/audit/refused/")), "scope refusal not audited: {tenant:?}");
+    let all = store.list_keys("default", None, 10_000).unwrap();
+    assert!(all.iter().all(|k| !k.starts_with("sys/")), "an anonymous refusal was written down: {all:?}");
+    let tenant: Vec<&String> = all.iter().filter(|k| k.starts_with("t/acme/audit/refused/")).collect();
+    assert_eq!(tenant.len(), 1, "the scope refusal is audited, once: {tenant:?}");
+    let record: Value = serde_json::from_slice(&store.get("default", tenant[0]).unwrap().unwrap()).unwrap();
+    assert_eq!((record["reason"].as_str(), record["scope"].as_str()), (Some("scope"), Some("notes:write")));
 }
 
 #[test]

@@ -12,7 +12,7 @@ fn no_token_or_secret_appears_in_the_log_or_in_an_answer() {
         vec![
             ("SPIN_VARIABLE_SWEEP_TOKEN", "sweep-Zq81kPx"),
             ("SPIN_VARIABLE_METRICS_TOKEN", "metrics-Wm52nRt"),
-            ("SPIN_VARIABLE_IDENTITY_SECRET", "identity-Hv73jLs"),
+            ("SPIN_VARIABLE_IDENTITY_SECRET", "identity-Hv73jLs-9c1e0b7a4d2f6e83"),
             ("SPIN_VARIABLE_TOOL_CALLS", "http"),
         ],
         vec![],

@@ -3,7 +3,9 @@
 //! reaches the tools on two other hosts through the `tool_url_<tool>`
 //! variables over real HTTP, all three on one Redis; the official Python MCP
 //! client drives it. The tool hosts are reachable from the network, so they
-//! refuse calls without a valid signed identity.
+//! refuse calls without a valid signed identity, bound to the tool and good
+//! once; a host whose router is composed with its tools keeps `/tools/*`
+//! closed.
 use crate::app::*;
 use crate::harness::*;
 use crate::redis::{self, Server as Redis};
@@ -49,8 +51,8 @@ fn deploy() -> Apart {
     require_app();
     let redis = redis::start();
     let state = scratch("apart-state");
-    let reads = host(&redis, &state, &READS, vec![]);
-    let writes = host(&redis, &state, &WRITES, vec![]);
+    let reads = host(&redis, &state, &READS, vec![("SPIN_VARIABLE_TOOL_CALLS", "http")]);
+    let writes = host(&redis, &state, &WRITES, vec![("SPIN_VARIABLE_TOOL_CALLS", "http")]);
     let mut env = Vec::new();
     for (tools, h) in [(&READS[..], &reads), (&WRITES[..], &writes)] {
         for t in tools {
@@ -111,27 +113,50 @@ fn a_tool_host_refuses_calls_without_a_valid_signed_identity() {
         exp: u64::MAX,
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let call = |path: &'static str, body: &'static str| cairn_auth::identity::Call { method: "POST", path, body: body.as_bytes() };
+    let call = |tool: &'static str, body: &'static str| cairn_auth::identity::Call { tool, method: "POST", path: Box::leak(format!("/tools/{tool}").into_boxed_str()), body: body.as_bytes() };
     let send = |host: &Cairn, path: &str, header: &str, body: &str| {
         host.request("POST", path, &[("content-type", "application/json"), (cairn_auth::identity::HEADER, header)], body.as_bytes())
     };
+    let sign = |secret: &str, c: &cairn_auth::identity::Call, at: u64, nonce: &str| cairn_auth::identity::sign(&mallory, secret, c, at, nonce).unwrap();
     // An identity signed with a secret the hosts do not share.
-    let forged = cairn_auth::identity::sign(&mallory, "not-the-secret", &call("/tools/edit_note_tab", "{}"), now);
+    let forged = sign("not-the-secret-not-the-secret-not", &call("edit_note_tab", "{}"), now, "n1");
     let r = send(&d.writes, "/tools/edit_note_tab", &forged, &body);
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(r.text().contains("cairn-identity"), "{}", r.text());
-    // A genuine header, captured and replayed with other arguments or for another tool.
+    // A genuine header, captured and replayed: as it was, with other
+    // arguments, or for another tool.
     let secret = cairn::local::identity_secret(&d.state).unwrap();
-    let genuine = cairn_auth::identity::sign(&mallory, &secret, &call("/tools/list_notes", "{}"), now);
+    let genuine = sign(&secret, &call("list_notes", "{}"), now, "n2");
     assert_eq!(send(&d.reads, "/tools/list_notes", &genuine, "{}").status, 200, "the genuine call is served");
+    let again = send(&d.reads, "/tools/list_notes", &genuine, "{}");
+    assert_eq!(again.status, 401, "{}", again.text());
+    assert!(again.text().contains("already used"), "{}", again.text());
     for (host, path, args) in [(&d.reads, "/tools/list_notes", r#"{"limit":50}"#), (&d.writes, "/tools/edit_note_tab", "{}")] {
         let r = send(host, path, &genuine, args);
         assert_eq!(r.status, 401, "{path} {args}: {}", r.text());
         assert!(r.text().contains("another call"), "{}", r.text());
     }
+    // A header for one tool, sent to another tool's route with that tool's own path.
+    let for_reads = sign(&secret, &cairn_auth::identity::Call { path: "/tools/list_note_tabs", ..call("list_notes", "{}") }, now, "n3");
+    let r = send(&d.reads, "/tools/list_note_tabs", &for_reads, "{}");
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert!(r.text().contains("another call"), "{}", r.text());
     // And once it has expired.
-    let old = cairn_auth::identity::sign(&mallory, &secret, &call("/tools/list_notes", "{}"), now - cairn_auth::identity::TTL_SECONDS - 5);
+    let old = sign(&secret, &call("list_notes", "{}"), now - cairn_auth::identity::TTL_SECONDS - 5, "n4");
     let r = send(&d.reads, "/tools/list_notes", &old, "{}");
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(r.text().contains("expired"), "{}", r.text());
+}
+
+#[test]
+fn a_host_composing_its_tools_keeps_their_routes_closed() {
+    let cairn = start();
+    let t = cairn.token(&agent());
+    for tool in ["list_notes", "edit_note_tab"] {
+        let r = cairn.request("POST", &format!("/tools/{tool}"), &[("content-type", "application/json")], b"{}");
+        assert_eq!(r.status, 404, "{tool}: {}", r.text());
+    }
+    // The router still reaches them, composed.
+    let r = cairn.mcp(&t, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_notes", "arguments": {}}}));
+    assert_eq!(r.json()["result"]["isError"], false, "{}", r.text());
 }

@@ -46,8 +46,8 @@ fn every_tool_in_the_table_has_its_component_variable_route_and_outbound_host() 
                 if c.routes != [Route::Exact(format!("/tools/{}", tool.name))] {
                     missing.push(format!("{}: component {id} needs exactly the route /tools/{}", tool.name, tool.name));
                 }
-                if c.key_value_stores != ["default"] {
-                    missing.push(format!("{}: component {id} must open the default store (only)", tool.name));
+                if c.key_value_stores != ["default", "cache"] {
+                    missing.push(format!("{}: component {id} must open the default store and the cache (for identity nonces), only", tool.name));
                 }
                 for var in ["identity_secret", "commit_check"] {
                     if !c.variables.contains_key(var) {

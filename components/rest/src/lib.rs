@@ -28,16 +28,22 @@
 //! Operators (not tenants): `POST /api/v1/sweep-claims?tenant=a&tenant=b`
 //! with `Authorization: Bearer <sweep_token>` releases lapsed claims with
 //! reason `expired`, sweeps history past retention
-//! ([`cairn_notes::sweep_history`]) and runs a round of the search merge
-//! ([`cairn_notes::search::merge`]), for Spin deployments where an external
-//! scheduler calls it every minute (the embedded host does all three by
-//! itself); 404 while the `sweep_token` variable is empty.
+//! ([`cairn_notes::sweep_history`]), runs a round of the search merge
+//! ([`cairn_notes::search::merge`]) and drops the `cache` store's expired
+//! records, for Spin deployments where an external scheduler calls it every
+//! minute (the embedded host does all of it by itself);
+//! `GET /api/v1/operator/refusals` reads the refusal summary. Both are 404
+//! while the `sweep_token` variable is empty.
+//!
+//! Every call passes the front door first ([`cairn_guest::door`]) and
+//! counts against its subject's budget, shared with the subject's MCP
+//! messages: an agent gets nothing more here than over MCP.
 //!
 //! An `Idempotency-Key` header is used when the body carries no
 //! `idempotency_key`. Browser origins are refused unless allow-listed.
 
-use cairn_guest::auth::{Config, audit_refusal};
-use cairn_guest::kv::{Bucket, GuestStore};
+use cairn_guest::door::Gate;
+use cairn_guest::kv::GuestStore;
 use cairn_guest::notes::{HostEnv, identity};
 use cairn_guest::respond;
 use cairn_notes::rest::{self, RestReply};
@@ -47,27 +53,22 @@ use spin_sdk::http_component;
 
 #[http_component]
 async fn handle(req: Request) -> Response {
-    if req.path().trim_end_matches('/') == "/api/v1/sweep-claims" {
-        return sweep(&req);
-    }
-    let bucket = Bucket::open("default").ok();
-    if let Err(why) = cairn_guest::auth::check_origin(&req) {
-        audit_refusal(bucket.as_ref(), None, json!({"reason": "origin", "detail": why, "api": "rest"}));
-        return respond::error(403, "forbidden_origin", &why);
-    }
-    let cfg = match Config::load() {
-        Ok(c) => c,
-        Err(e) => return respond::error(500, "misconfigured", &e),
+    let gate = match Gate::open() {
+        Ok(g) => g,
+        Err(r) => return r,
     };
-    let now_s = cairn_guest::notes::now_us() / 1_000_000;
-    let cache = Bucket::open("cache").ok();
-    let (principal, _) = match cfg.authenticate(&req, cache.as_ref().or(bucket.as_ref()), now_s).await {
-        Ok(p) => p,
-        Err(e) => {
-            audit_refusal(bucket.as_ref(), None, json!({"reason": "token", "detail": e.to_string(), "api": "rest"}));
-            return cfg.refusal(&e);
+    if req.path().trim_end_matches('/').starts_with("/api/v1/operator/") || req.path().trim_end_matches('/') == "/api/v1/sweep-claims" {
+        if let Err(r) = gate.screen(&req) {
+            return r;
         }
+        return operator(&gate, &req);
+    }
+    // The front door: limits, origin, the address's budget, the token.
+    let admitted = match gate.admit(&req).await {
+        Ok(a) => a,
+        Err(r) => return r,
     };
+    let principal = &admitted.principal;
     let path = req.path().trim_end_matches('/').to_string();
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let method = req.method().clone();
@@ -92,9 +93,12 @@ async fn handle(req: Request) -> Response {
         (_, ["api", "v1", "notes", ..]) => return respond::error(405, "method_not_allowed", "see the API table in the README"),
         _ => return respond::error(404, "not_found", "no such route"),
     };
-    if !principal.has_scope(scope) {
-        audit_refusal(bucket.as_ref(), Some(&principal.tenant), json!({"reason": "scope", "scope": scope, "api": "rest"}));
-        return cfg.insufficient_scope(scope);
+    // The subject's budget (shared with its MCP messages), then the scope.
+    if let Err(r) = gate.charge(principal, 1, "rest") {
+        return r;
+    }
+    if let Err(r) = gate.require(&admitted, scope, "rest") {
+        return r;
     }
     let mut body: Value = if req.body().is_empty() {
         json!({})
@@ -166,15 +170,28 @@ async fn handle(req: Request) -> Response {
     }
 }
 
-/// The operators' sweep of lapsed claims and of history past retention,
-/// and a round of the search merge, for hosts without their own timer.
-fn sweep(req: &Request) -> Response {
+/// Operators' routes, for the bearer of the `sweep_token` variable (404
+/// while it is empty):
+/// - `POST /api/v1/sweep-claims?tenant=a&tenant=b`: lapsed claims, history
+///   past retention and a round of the search merge, per tenant, and the
+///   `cache` store's expired records, for hosts without their own timer;
+/// - `GET /api/v1/operator/refusals[?minutes=]`: the summary of refusals
+///   before authentication (per code, the busiest addresses).
+fn operator(gate: &Gate, req: &Request) -> Response {
     let Some(token) = cairn_guest::variable("sweep_token") else {
         return respond::error(404, "not_found", "no such route");
     };
     match respond::bearer(req) {
         Some(t) if cairn_guest::constant_time_eq(t.as_bytes(), token.as_bytes()) => {}
-        _ => return respond::error(401, "unauthorized", "the sweep needs the operator's sweep_token"),
+        _ => return respond::error(401, "unauthorized", "operator routes need the operator's sweep_token"),
+    }
+    let now_s = cairn_guest::notes::now_us() / 1_000_000;
+    if req.path().trim_end_matches('/') == "/api/v1/operator/refusals" {
+        let minutes = query(req.query()).get("minutes").and_then(|m| m.parse::<u64>().ok()).unwrap_or(10).clamp(1, gate.settings().window_minutes);
+        return match cairn_guest::cairn_door::summary::read(gate.cache(), now_s, minutes, 20, 20_000) {
+            Ok(s) => respond::json(200, &s.to_json()),
+            Err(e) => respond::error(503, "unavailable", &format!("the cache store cannot be read: {e}")),
+        };
     }
     let kv = GuestStore::new();
     let mut released = serde_json::Map::new();
@@ -194,7 +211,8 @@ fn sweep(req: &Request) -> Response {
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: search merge: {e}")),
         };
     }
-    respond::json(200, &json!({"released": released, "history": history, "search": search}))
+    let cache = cairn_guest::sweep_cache(gate, now_s);
+    respond::json(200, &json!({"released": released, "history": history, "search": search, "cache": cache}))
 }
 
 /// The query string's parameters (`a=1&b=2`), percent-decoded (`A1%3AC3` is `A1:C3`).

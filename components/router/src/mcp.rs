@@ -388,14 +388,18 @@ fn path_of(url: &str) -> &str {
     rest.find('/').map_or("/", |i| &rest[i..])
 }
 
-/// A tool over HTTP at `url`, with the caller's identity signed in for this one call.
+/// A tool over HTTP at `url`, with the caller's identity signed in for
+/// this one call to this one tool, under a fresh nonce.
 async fn call_http(name: &str, url: &str, who: &Principal, args: &str) -> Result<(u16, String), ToolError> {
     let secret = cairn_guest::variable("identity_secret").ok_or(ToolError::Internal("the identity_secret variable is not set".to_string()))?;
+    let nonce = format!("{:016x}{:016x}", cairn_guest::random_u64(), cairn_guest::random_u64());
+    let call = cairn_auth::identity::Call { tool: name, method: "POST", path: path_of(url), body: args.as_bytes() };
+    let identity = cairn_auth::identity::sign(who, &secret, &call, cairn_guest::notes::now_us() / 1_000_000, &nonce).map_err(|e| ToolError::Internal(e.to_string()))?;
     let req = Request::builder()
         .method(Method::Post)
         .uri(url)
         .header("content-type", "application/json")
-        .header(cairn_auth::identity::HEADER, cairn_auth::identity::sign(who, &secret, &cairn_auth::identity::Call { method: "POST", path: path_of(url), body: args.as_bytes() }, cairn_guest::notes::now_us() / 1_000_000))
+        .header(cairn_auth::identity::HEADER, identity)
         .body(args.to_string())
         .build();
     let resp: Response = spin_sdk::http::send(req).await.map_err(|e| ToolError::Unavailable(format!("tool {name} is unreachable: {e}")))?;

@@ -98,7 +98,7 @@ pub(crate) fn list(kv: &TenantKv, who: &Identity, note_id: Option<&str>, since: 
 
     if let Some(note) = note_id {
         let head = load_head(kv, who, note)?;
-        let (entries, _) = crate::history::page(kv, &head, None, None, SCAN, now)?;
+        let (entries, _) = crate::history::page(kv, &head, crate::head::Reader::Caller(who), None, None, SCAN, now)?;
         for e in entries.iter().filter(|e| e.at >= from) {
             let body = json!({"kind": "write", "outcome": "committed", "tool": e.action, "note_id": note, "tab_id": e.tab_id,
                 "version": e.version, "by": who_json(&e.by), "content_hash": e.content_hash, "at": rfc3339(e.at)});

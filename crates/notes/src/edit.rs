@@ -142,6 +142,7 @@ pub(crate) fn apply_edit(
     i: usize,
     edit: &Edit,
     env: &dyn Env,
+    who: &Identity,
 ) -> Out<Change> {
     let tab = &head.tabs[i];
     let mut size = None;
@@ -155,7 +156,7 @@ pub(crate) fn apply_edit(
         (TabKind::Markdown, Edit::Patch(patch, base)) => {
             let current = load_text(kv, tab)?;
             let rebased = match base {
-                Some(v) if *v != head.version => Some(check_rebase(kv, head, tab, patch, *v, &current, crate::history::Window::of(env))?),
+                Some(v) if *v != head.version => Some(check_rebase(kv, head, who, tab, patch, *v, &current, crate::history::Window::of(env))?),
                 _ => None,
             };
             let text = patch.apply(&current)?;
@@ -267,7 +268,7 @@ pub(crate) fn edit_tab_with(
         spec,
         |head| Ok(Plan::Write(resolve_tab(head, tab_id, edit.op())?)),
         |head, target, ctx: &mut Ctx| match target {
-            Target::Tab(i) => apply_edit(ctx.kv, head, i, edit, &*ctx.env),
+            Target::Tab(i) => apply_edit(ctx.kv, head, i, edit, &*ctx.env, ctx.who),
             Target::Note => unreachable!("edits target a tab"),
         },
     )
@@ -343,7 +344,8 @@ fn once(text: &str, needle: &str, context: &str) -> Out<usize> {
 /// borders the lines the patch changes (compared line by line with the text
 /// at `base`, read from history). Returns the versions it is rebased over;
 /// anything else is `version_conflict`.
-fn check_rebase(kv: &TenantKv, head: &Head, tab: &Tab, patch: &Patch, base: u64, current: &str, now: crate::history::Window) -> Out<Vec<u64>> {
+#[allow(clippy::too_many_arguments)]
+fn check_rebase(kv: &TenantKv, head: &Head, who: &Identity, tab: &Tab, patch: &Patch, base: u64, current: &str, now: crate::history::Window) -> Out<Vec<u64>> {
     let conflict = |why: String| -> crate::refusal::Fail {
         Refusal::new(Code::VersionConflict, format!("the note is at version {}, not {base}, and the patch cannot be rebased: {why}", head.version))
             .with_version(head.version)
@@ -354,14 +356,15 @@ fn check_rebase(kv: &TenantKv, head: &Head, tab: &Tab, patch: &Patch, base: u64,
     if base > head.version {
         return Err(conflict(format!("version {base} does not exist yet")));
     }
-    let then = match crate::history::tab_at(kv, head, &tab.id, base, now) {
+    // An agent cannot rebase over versions it may not see.
+    let then = match crate::history::tab_at(kv, head, crate::head::Reader::Caller(who), &tab.id, base, now) {
         Ok(t) => t,
         Err(crate::refusal::Fail::Refused(r)) => return Err(conflict(format!("the version you read is not readable: {}", r.message))),
         Err(e) => return Err(e),
     };
     let base_text = load_text(kv, &then)?;
     let (ps, pe) = patch.lines(&base_text).map_err(|_| conflict("old_text does not occur exactly once in the version you read".into()))?;
-    let diff = similar::TextDiff::from_lines(base_text.as_str(), current);
+    let diff = crate::diff::lines(base_text.as_str(), current, crate::diff::Purpose::Rebase)?;
     for (r, _) in crate::merge::line_changes(diff.ops()) {
         if r.start <= pe && r.end >= ps {
             return Err(conflict(format!(

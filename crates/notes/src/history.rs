@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 
 use crate::content::empty_hash;
 use crate::env::{Env, Retention};
+use crate::head::Reader;
 use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{Head, HistoryEntry, Tab, TabKind, decode, rfc3339};
@@ -66,6 +67,20 @@ fn all_entries(kv: &TenantKv, head: &Head, from: u64, to: u64, w: Window) -> Out
         return Err(past_retention(to, w));
     }
     Ok(got.into_iter().flatten().collect())
+}
+
+/// The oldest version a reader may see of `head` (see [`Head::visible_from`]).
+pub(crate) fn visible_from(head: &Head, reader: Reader) -> u64 {
+    match reader {
+        Reader::Caller(who) => head.visible_from(who),
+        Reader::System => 1,
+    }
+}
+
+fn not_visible(at: u64, from: u64) -> crate::refusal::Fail {
+    Refusal::new(Code::NotFound, format!("version {at} is from before this note was approved for agents; agents read versions {from} and later"))
+        .with("field", "at_version")
+        .into()
 }
 
 fn past_retention(at: u64, w: Window) -> crate::refusal::Fail {
@@ -136,10 +151,14 @@ pub(crate) fn entry_json(e: &HistoryEntry) -> Value {
 /// head's), looking at no more than `max(limit * 20, 64)` versions per call
 /// so a filter that matches rarely still answers quickly. Returns the
 /// entries and the version to continue at, `None` once the first retained
-/// version was seen.
-pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option<u64>, limit: usize, now: Window) -> Out<(Vec<HistoryEntry>, Option<u64>)> {
+/// version the reader may see was seen.
+pub(crate) fn page(kv: &TenantKv, head: &Head, reader: Reader, tab_id: Option<&str>, top: Option<u64>, limit: usize, now: Window) -> Out<(Vec<HistoryEntry>, Option<u64>)> {
     let top = top.unwrap_or(head.version).min(head.version);
-    let floor = top.saturating_sub((limit as u64 * 20).max(BATCH)).max(1).max(head.history_floor);
+    let visible = visible_from(head, reader);
+    if top < visible {
+        return Ok((Vec::new(), None));
+    }
+    let floor = top.saturating_sub((limit as u64 * 20).max(BATCH)).max(1).max(head.history_floor).max(visible);
     let mut found = Vec::new();
     let mut v = top;
     while v >= floor && v >= 1 {
@@ -158,18 +177,24 @@ pub(crate) fn page(kv: &TenantKv, head: &Head, tab_id: Option<&str>, top: Option
         }
         v = low - 1;
     }
-    Ok((found, (v >= 1 && v >= head.history_floor).then_some(v)))
+    Ok((found, (v >= 1 && v >= head.history_floor && v >= visible).then_some(v)))
 }
 
 /// The tab `tab_id` as it was at note version `at` (or `not_found`: the
 /// version is past retention, the tab did not exist then, or its entry
-/// predates snapshots). A deleted tab reads as it was before deletion for
-/// versions before the delete; at or after it, `not_found`.
-pub(crate) fn tab_at(kv: &TenantKv, head: &Head, tab_id: &str, at: u64, now: Window) -> Out<Tab> {
+/// predates snapshots, or the reader may not see it: an agent reads no
+/// version from before the note was approved for agents). A deleted tab
+/// reads as it was before deletion for versions before the delete; at or
+/// after it, `not_found`.
+pub(crate) fn tab_at(kv: &TenantKv, head: &Head, reader: Reader, tab_id: &str, at: u64, now: Window) -> Out<Tab> {
     if at == 0 || at > head.version {
         return Err(Refusal::invalid("at_version", format!("at_version must be between 1 and the note's version {}", head.version))
             .with_version(head.version)
             .into());
+    }
+    let from = visible_from(head, reader);
+    if at < from {
+        return Err(not_visible(at, from));
     }
     if at < head.history_floor {
         return Err(past_retention(at, now));

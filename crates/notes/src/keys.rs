@@ -24,8 +24,9 @@
 //! - `srch/dict/<first two characters>`: the indexed terms that start so (for prefix queries).
 //!
 //! Outside every tenant:
-//! - `sys/audit/refused/<time µs:020>-<tag>`: refusals before a tenant is known.
-//! - `auth/verified/…`, `ratelimit/…`: the router's cache (in the `cache` store).
+//! - `sys/audit/refused/<time µs:020>-<tag>`: refusals before a tenant is
+//!   known, as an earlier layout kept them (no longer written; swept).
+//! - the `cache` store's keys are the front door's (`cairn_door::cache`).
 //! - `kv-probe/<random>/…`: the probe's scratch keys, deleted afterwards.
 
 use crate::model::sha_hex;
@@ -82,23 +83,6 @@ pub(crate) fn refused(at_us: u64, tag: u32) -> String {
 pub(crate) const REFUSED: &str = "audit/refused/";
 /// The prefix of claim audit records (then `<note_id>/`).
 pub(crate) const CLAIM_AUDIT: &str = "audit/claims/";
-
-/// The router's count of one token's messages in one minute (`cache` store).
-pub fn rate_limit(token_id: &str, minute: u64) -> String {
-    format!("ratelimit/{token_id}/{minute}")
-}
-
-/// A verified token's principal, kept until the token's `exp` (`cache`
-/// store); `config` changes with the trusted keys, issuer and audience.
-pub fn verified_token(config: &str, token_hash: &str) -> String {
-    format!("auth/verified/{config}/{token_hash}")
-}
-
-/// The issuer's JWKS as last fetched (`cache` store): `source` names where
-/// it comes from (a hash of the JWKS URL, or of the issuer for discovery).
-pub fn fetched_jwks(source: &str) -> String {
-    format!("auth/jwks/{source}")
-}
 
 // Keys inside a tenant (relative to its prefix).
 

@@ -22,7 +22,8 @@
 //!   (the claim index and [`sweep_expired_claims`]).
 //! - `history` (every version of a note: listing, a tab as it was at a
 //!   version, retention), [`history_sweep`] (what is past retention leaves
-//!   the store: [`sweep_history`]), `merge` (three-way line merge of a stale draft).
+//!   the store: [`sweep_history`]), `diff` (every line diff, bounded in lines
+//!   and time), `merge` (three-way line merge of a stale draft).
 //! - `claims` (claim rules and operations), `write` (the write pipeline:
 //!   idempotency → claims → version → apply → history), `edit` (tab edits,
 //!   patches and their rebase check).
@@ -63,6 +64,7 @@ mod claim_audit;
 mod claim_index;
 mod claims;
 mod content;
+mod diff;
 mod edit;
 mod head;
 mod index;

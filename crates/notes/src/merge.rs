@@ -20,6 +20,8 @@
 
 use serde_json::{Value, json};
 
+use crate::refusal::Refusal;
+
 /// One side's change: base lines `start..end` become `lines`.
 struct Change<'a> {
     start: usize,
@@ -27,10 +29,10 @@ struct Change<'a> {
     lines: Vec<&'a str>,
 }
 
-fn changes<'a>(base: &'a str, other: &'a str) -> Vec<Change<'a>> {
-    let diff = similar::TextDiff::from_lines(base, other);
+fn changes<'a>(base: &'a str, other: &'a str) -> Result<Vec<Change<'a>>, Refusal> {
+    let diff = crate::diff::lines(base, other, crate::diff::Purpose::Merge)?;
     let new: Vec<&str> = diff.new_slices().to_vec();
-    line_changes(diff.ops()).into_iter().map(|(old, n)| Change { start: old.start, end: old.end, lines: new[n].to_vec() }).collect()
+    Ok(line_changes(diff.ops()).into_iter().map(|(old, n)| Change { start: old.start, end: old.end, lines: new[n].to_vec() }).collect())
 }
 
 /// The changed ranges of a line diff, `(old lines, new lines)` in order.
@@ -88,9 +90,11 @@ fn push(segments: &mut Vec<Value>, source: &str, lines: &[&str]) {
 
 /// The merge of `mine` and `theirs` over `base`: `{merged, clean, conflicts:
 /// [{base_start, base, theirs, mine}], segments}` (`base_start` is 1-based).
-pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Value {
+/// Texts whose diffs pass the bounds of [`crate::diff::lines`] are refused
+/// `too_complex`.
+pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Result<Value, Refusal> {
     let b: Vec<&str> = similar::TextDiff::from_lines(base, base).old_slices().to_vec();
-    let (t, m) = (changes(base, theirs), changes(base, mine));
+    let (t, m) = (changes(base, theirs)?, changes(base, mine)?);
     // Every change, tagged with its side (0 theirs, 1 mine), in base order.
     let mut all: Vec<(usize, &Change)> = t.iter().map(|c| (0, c)).chain(m.iter().map(|c| (1, c))).collect();
     all.sort_by_key(|(s, c)| (c.start, c.end, *s));
@@ -139,7 +143,7 @@ pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Value {
     }
     merged.extend_from_slice(&b[pos..]);
     push(&mut segments, "unchanged", &b[pos..]);
-    json!({"merged": merged.concat(), "clean": conflicts.is_empty(), "conflicts": conflicts, "segments": segments})
+    Ok(json!({"merged": merged.concat(), "clean": conflicts.is_empty(), "conflicts": conflicts, "segments": segments}))
 }
 
 #[cfg(test)]
@@ -155,7 +159,7 @@ mod tests {
 
     #[test]
     fn segments_lay_out_the_merge_and_name_each_side() {
-        let r = merge3(BASE, "A\nb\nc\nd\ne\n", "a\nb\nc\nd\nE\n");
+        let r = merge3(BASE, "A\nb\nc\nd\ne\n", "a\nb\nc\nd\nE\n").unwrap();
         assert_eq!(joined(&r), r["merged"].as_str().unwrap());
         let sources: Vec<&str> = r["segments"].as_array().unwrap().iter().map(|s| s["source"].as_str().unwrap()).collect();
         assert_eq!(sources, ["theirs", "unchanged", "mine"]);
@@ -164,7 +168,7 @@ mod tests {
 
     #[test]
     fn a_conflict_segment_carries_both_sides_and_its_index() {
-        let r = merge3(BASE, "a\nb\nTHEIRS\nd\ne\n", "a\nb\nMINE\nd\nE\n");
+        let r = merge3(BASE, "a\nb\nTHEIRS\nd\ne\n", "a\nb\nMINE\nd\nE\n").unwrap();
         assert_eq!(joined(&r), r["merged"].as_str().unwrap());
         let c = r["segments"].as_array().unwrap().iter().find(|s| s["source"] == "conflict").unwrap();
         assert_eq!((c["theirs"].as_str(), c["mine"].as_str(), c["conflict"].as_u64()), (Some("THEIRS\n"), Some("MINE\n"), Some(0)));
@@ -173,20 +177,20 @@ mod tests {
 
     #[test]
     fn changes_apart_merge_cleanly() {
-        let r = merge3(BASE, "A\nb\nc\nd\ne\n", "a\nb\nc\nd\nE\n");
+        let r = merge3(BASE, "A\nb\nc\nd\ne\n", "a\nb\nc\nd\nE\n").unwrap();
         assert_eq!(r["merged"], "A\nb\nc\nd\nE\n");
         assert_eq!(r["clean"], true);
     }
 
     #[test]
     fn the_same_change_on_both_sides_is_no_conflict() {
-        let r = merge3(BASE, "a\nB\nc\nd\ne\n", "a\nB\nc\nd\ne\n");
+        let r = merge3(BASE, "a\nB\nc\nd\ne\n", "a\nB\nc\nd\ne\n").unwrap();
         assert_eq!((r["merged"].as_str(), r["clean"].as_bool()), (Some("a\nB\nc\nd\ne\n"), Some(true)));
     }
 
     #[test]
     fn the_same_line_changed_two_ways_is_a_conflict_that_keeps_theirs() {
-        let r = merge3(BASE, "a\nb\nTHEIRS\nd\ne\n", "a\nb\nMINE\nd\ne\n");
+        let r = merge3(BASE, "a\nb\nTHEIRS\nd\ne\n", "a\nb\nMINE\nd\ne\n").unwrap();
         assert_eq!(r["clean"], false);
         assert_eq!(r["merged"], "a\nb\nTHEIRS\nd\ne\n");
         let c = &r["conflicts"][0];
@@ -196,7 +200,7 @@ mod tests {
 
     #[test]
     fn both_appending_at_the_end_is_a_conflict() {
-        let r = merge3(BASE, "a\nb\nc\nd\ne\nx\n", "a\nb\nc\nd\ne\ny\n");
+        let r = merge3(BASE, "a\nb\nc\nd\ne\nx\n", "a\nb\nc\nd\ne\ny\n").unwrap();
         assert_eq!(r["clean"], false);
         assert_eq!(r["conflicts"][0]["mine"], "y\n");
     }
@@ -208,16 +212,16 @@ mod tests {
         let (base, mine) = ("a\nc\nb\nlong line\n", "b\nb\n\nb\na\nlong line\n");
         let diff = similar::TextDiff::from_lines(base, mine);
         assert_eq!(super::line_changes(diff.ops()), vec![(0..2, 0..0), (3..3, 1..5)]);
-        let r = merge3(base, "", mine);
+        let r = merge3(base, "", mine).unwrap();
         assert_eq!(r["clean"], false, "{r}");
         assert_eq!(r["merged"], "", "a conflict keeps theirs: {r}");
-        assert_eq!(merge3(base, base, mine)["merged"], mine);
+        assert_eq!(merge3(base, base, mine).unwrap()["merged"], mine);
     }
 
     #[test]
     fn one_side_unchanged_takes_the_other() {
-        assert_eq!(merge3(BASE, BASE, "z\n")["merged"], "z\n");
-        assert_eq!(merge3(BASE, "", BASE)["merged"], "");
+        assert_eq!(merge3(BASE, BASE, "z\n").unwrap()["merged"], "z\n");
+        assert_eq!(merge3(BASE, "", BASE).unwrap()["merged"], "");
     }
 }
 
@@ -251,7 +255,7 @@ mod fuzz {
 
         #[test]
         fn merges_keep_their_promises(base in text(), theirs in text(), mine in text()) {
-            let r = merge3(&base, &theirs, &mine);
+            let r = merge3(&base, &theirs, &mine).unwrap();
             let spelled: String = r["segments"].as_array().unwrap().iter().map(|s| s["text"].as_str().unwrap()).collect();
             prop_assert_eq!(&spelled, r["merged"].as_str().unwrap(), "segments spell the merge");
             if r["clean"] == true {
@@ -259,7 +263,7 @@ mod fuzz {
             }
             for (a, b, want) in [(&base, &mine, &theirs), (&theirs, &base, &mine), (&mine, &theirs, &theirs)] {
                 if a == b {
-                    let m = merge3(&base, &theirs, &mine);
+                    let m = merge3(&base, &theirs, &mine).unwrap();
                     prop_assert_eq!(m["merged"].as_str(), Some(want.as_str()));
                     prop_assert_eq!(&m["clean"], &serde_json::Value::Bool(true));
                 }

@@ -171,6 +171,13 @@ pub(crate) struct Head {
     pub note_id: String,
     pub title: String,
     pub approved_for_agents: bool,
+    /// The note version since which the note has been approved for agents
+    /// without a break: an agent sees nothing of an earlier version (see
+    /// [`Head::visible_from`]). Set by the commit that approves the note; a
+    /// head written before it was kept gets it at its next commit (the
+    /// version it was at then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents_since: Option<u64>,
     pub version: u64,
     pub created_at: u64,
     pub author: Who,
@@ -234,6 +241,19 @@ impl Head {
     /// Whether `who` may see this note: agents only see notes approved for agents.
     pub fn visible_to(&self, who: &Identity) -> bool {
         who.actor_type == ActorType::Human || self.approved_for_agents
+    }
+
+    /// The oldest version of this note `who` may see, by any road (a past
+    /// version, history, a diff, a rebase over it): 1 for people; for an
+    /// agent, the version since which the note has been approved for agents
+    /// without a break, so nothing a person wrote before approving reaches
+    /// an agent. A head that predates the record counts from its current
+    /// version (its next commit records that version).
+    pub fn visible_from(&self, who: &Identity) -> u64 {
+        match who.actor_type {
+            ActorType::Human => 1,
+            ActorType::Agent => self.agents_since.unwrap_or(self.version),
+        }
     }
 }
 

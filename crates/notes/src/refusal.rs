@@ -47,11 +47,17 @@ pub enum Code {
     Forbidden,
     /// The note stayed busy with other writes; nothing was written.
     Busy,
+    /// The request would cost more than one request may (a diff of texts
+    /// that differ too much); nothing was written.
+    TooComplex,
+    /// The tenant is at one of its quotas (stored bytes, notes, versions);
+    /// nothing was written.
+    QuotaExceeded,
 }
 
 impl Code {
     /// Every code, for tests and documentation.
-    pub const ALL: [Code; 9] = [
+    pub const ALL: [Code; 11] = [
         Code::InvalidArgument,
         Code::NotFound,
         Code::TooLarge,
@@ -61,6 +67,8 @@ impl Code {
         Code::ClaimConflict,
         Code::Forbidden,
         Code::Busy,
+        Code::TooComplex,
+        Code::QuotaExceeded,
     ];
 
     /// The stable snake_case name on the wire.
@@ -75,6 +83,8 @@ impl Code {
             Code::ClaimConflict => "claim_conflict",
             Code::Forbidden => "forbidden",
             Code::Busy => "busy",
+            Code::TooComplex => "too_complex",
+            Code::QuotaExceeded => "quota_exceeded",
         }
     }
 
@@ -86,6 +96,8 @@ impl Code {
             Code::NotFound => 404,
             Code::TooLarge => 413,
             Code::Busy => 503,
+            Code::TooComplex => 422,
+            Code::QuotaExceeded => 507,
             Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused | Code::ClaimConflict => 409,
         }
     }
@@ -97,6 +109,8 @@ impl Code {
             Code::InvalidArgument => "fix the argument named in field and send the call again; nothing was written",
             Code::TooLarge => "send less (shorten or split the content); nothing was written",
             Code::Busy => "send the same call again with the same idempotency key",
+            Code::TooComplex => "send a smaller request; nothing was written",
+            Code::QuotaExceeded => "free space first (an operator raises the quota, or the tenant deletes tabs or notes); nothing was written",
             Code::ClaimConflict => NEXT_STEP_CLAIM,
             Code::Forbidden => "this claim is not yours: leave it alone; wait until it expires or work on another target",
             Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused => NEXT_STEP_REREAD,

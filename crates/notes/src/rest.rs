@@ -117,6 +117,14 @@ fn answer(
     answer_with(store, who, ids, |kv| Ok((ok, f(kv)?)))
 }
 
+/// An agent asking to approve a note (or withdraw an approval).
+fn forbidden_approval() -> crate::refusal::Fail {
+    Refusal::new(Code::Forbidden, "only a person approves a note for agents or withdraws the approval")
+        .with("field", "approved_for_agents")
+        .with_next_step("leave approved_for_agents out; ask a person to change it")
+        .into()
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CreateNote {
@@ -127,6 +135,8 @@ struct CreateNote {
 
 /// Creates a note with its fixed tabs `markdown`, `files` and `sources` (version 1).
 /// Body: `{"title": 1-200 chars, "approved_for_agents": bool (default false)}`.
+/// Approval is a person's decision, here as in [`update_note`]:
+/// `approved_for_agents: true` from an agent is `forbidden`.
 /// 201 with `{note_id, title, approved_for_agents, version, tabs}`.
 pub fn create_note(
     kv: &dyn Store,
@@ -137,6 +147,9 @@ pub fn create_note(
     answer(kv, who, &[], 201, |kv| {
         let a: CreateNote = parse(args)?;
         check_chars("title", &a.title, 1, MAX_NOTE_TITLE_CHARS)?;
+        if a.approved_for_agents && who.actor_type != ActorType::Human {
+            return Err(forbidden_approval());
+        }
         let now = env.now_us();
         let note_id = new_note_id(env);
         let by = Who::of(who);
@@ -156,6 +169,7 @@ pub fn create_note(
             note_id: note_id.clone(),
             title: a.title,
             approved_for_agents: a.approved_for_agents,
+            agents_since: a.approved_for_agents.then_some(1),
             version: 1,
             created_at: now,
             author: by.clone(),
@@ -421,10 +435,7 @@ pub fn update_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &
             check_chars("title", t, 1, MAX_NOTE_TITLE_CHARS)?;
         }
         if a.approved_for_agents.is_some() && who.actor_type != ActorType::Human {
-            return Err(Refusal::new(Code::Forbidden, "only a person approves a note for agents or withdraws the approval")
-                .with("field", "approved_for_agents")
-                .with_next_step("leave approved_for_agents out; ask a person to change it")
-                .into());
+            return Err(forbidden_approval());
         }
         let payload = json!({"expected_version": a.expected_version, "approved_for_agents": a.approved_for_agents, "title": a.title});
         let spec = note_scope("update_note", true, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
@@ -439,6 +450,10 @@ pub fn update_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &
                     head.title = t.clone();
                 }
                 if let Some(approved) = a.approved_for_agents {
+                    if approved && !head.approved_for_agents {
+                        // Agents see the note from the version this commit makes.
+                        head.agents_since = Some(head.version + 1);
+                    }
                     head.approved_for_agents = approved;
                 }
                 let mut result = Map::new();
@@ -750,7 +765,7 @@ pub fn note_history(
         let limit = query_u64("limit", limit)?.unwrap_or(crate::args::DEFAULT_LIMIT);
         crate::args::check_limit(Some(limit))?;
         let head = load_head(kv, who, note_id)?;
-        let (entries, next) = crate::history::page(kv, &head, tab_id, before, limit as usize, now)?;
+        let (entries, next) = crate::history::page(kv, &head, crate::head::Reader::Caller(who), tab_id, before, limit as usize, now)?;
         let entries: Vec<Value> = entries.iter().map(crate::history::entry_json).collect();
         Ok(json!({"note_id": head.note_id, "version": head.version, "entries": entries, "next_before": next, "notice": NOTICE}))
     })
@@ -785,10 +800,10 @@ pub fn tab_diff(
         if from > to {
             return Err(Refusal::invalid("from", format!("a diff goes forward: from ({from}) must not be after to ({to})")).into());
         }
-        let old = crate::history::tab_at(kv, &head, tab_id, from, now)?;
-        let new = crate::history::tab_at(kv, &head, tab_id, to, now)?;
+        let old = crate::history::tab_at(kv, &head, crate::head::Reader::Caller(who), tab_id, from, now)?;
+        let new = crate::history::tab_at(kv, &head, crate::head::Reader::Caller(who), tab_id, to, now)?;
         let (a, b) = (tab_text(kv, &old)?, tab_text(kv, &new)?);
-        let diff = similar::TextDiff::from_lines(a.as_str(), b.as_str());
+        let diff = crate::diff::lines(a.as_str(), b.as_str(), crate::diff::Purpose::Compare)?;
         let hunks: Vec<Value> = diff
             .unified_diff()
             .context_radius(3)
@@ -860,7 +875,7 @@ pub fn restore_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &
                 Ok(Plan::Write(head.tab_index(tab_id).map_or(Target::Note, Target::Tab)))
             },
             |head, target, ctx| {
-                let then = crate::history::tab_at(ctx.kv, head, tab_id, a.from_version, now)?;
+                let then = crate::history::tab_at(ctx.kv, head, crate::head::Reader::Caller(who), tab_id, a.from_version, now)?;
                 let i = match target {
                     Target::Tab(i) => {
                         let t = &mut head.tabs[i];
@@ -916,10 +931,10 @@ pub fn merge_draft(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &
                 .with_version(head.version)
                 .into());
         }
-        let base_tab = crate::history::tab_at(kv, &head, tab_id, a.base_version, now)?;
+        let base_tab = crate::history::tab_at(kv, &head, crate::head::Reader::Caller(who), tab_id, a.base_version, now)?;
         let base = crate::content::load_text(kv, &base_tab)?;
         let theirs = crate::content::load_text(kv, tab)?;
-        let mut out = crate::merge::merge3(&base, &theirs, &a.text);
+        let mut out = crate::merge::merge3(&base, &theirs, &a.text)?;
         out["note_id"] = head.note_id.clone().into();
         out["tab_id"] = tab.id.clone().into();
         out["version"] = head.version.into();

@@ -289,7 +289,13 @@ pub(crate) fn commit(
 /// immutable keys, in one batch, before the swap that drops them from the head.
 fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who: &Identity, now: u64) -> Out<Value> {
     let by = Who::of(who);
+    if head.approved_for_agents && head.agents_since.is_none() {
+        // A head from before approvals were recorded: agents have seen it
+        // from this version on, as `Head::visible_from` read it.
+        head.agents_since = Some(head.version);
+    }
     head.version += 1;
+    debug_assert!(!head.approved_for_agents || head.agents_since.is_some_and(|v| v <= head.version), "an approved note records since when");
     head.updated_at = now;
     head.updated_by = by.clone();
     let mut result = change.result;

@@ -17,7 +17,10 @@ use super::codec::{Reader, put_varint};
 
 /// Largest encoded record kept with every term list.
 pub(crate) const MAX_DOC_RECORD: usize = 768 * 1024;
-const FORMAT: u8 = 1;
+/// Format 2 adds whether agents may see the note; a format-1 record reads
+/// as not approved (its entries carry no agents bit either), and the next
+/// transition of an approved note rewrites every entry with it.
+const FORMAT: u8 = 2;
 
 /// One tab as the index holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +85,9 @@ pub(crate) struct Doc {
     pub applying_since: u64,
     /// The note's title at `rev`.
     pub title: String,
+    /// Whether the note was approved for agents at `rev` (its entries carry
+    /// [`super::postings::AGENTS`] then).
+    pub agents: bool,
     pub tabs: Vec<DocTab>,
 }
 
@@ -102,6 +108,7 @@ impl Doc {
         put_varint(&mut out, self.rev);
         put_varint(&mut out, self.applying_since);
         put_str(&mut out, &self.title);
+        out.push(self.agents as u8);
         put_varint(&mut out, self.tabs.len() as u64);
         for (t, keep) in self.tabs.iter().zip(keep) {
             put_str(&mut out, &t.id);
@@ -149,12 +156,14 @@ impl Doc {
     /// Decodes a record; anything malformed is a corrupt store.
     pub(crate) fn decode(bytes: &[u8]) -> Result<Doc, Failure> {
         let mut r = Reader::new(bytes, "search doc record");
-        if r.byte()? != FORMAT {
+        let format = r.byte()?;
+        if format != FORMAT && format != 1 {
             return Err(r.bad());
         }
         let rev = r.varint()?;
         let applying_since = r.varint()?;
         let title = text(&mut r)?;
+        let agents = format >= 2 && r.byte()? != 0;
         let n = r.varint()? as usize;
         let mut tabs = Vec::with_capacity(n.min(1024));
         for _ in 0..n {
@@ -184,7 +193,7 @@ impl Doc {
         if !r.done() {
             return Err(r.bad());
         }
-        Ok(Doc { rev, applying_since, title, tabs })
+        Ok(Doc { rev, applying_since, title, agents, tabs })
     }
 
     /// The tab `id`, if the record has it.
@@ -211,7 +220,7 @@ mod tests {
 
     #[test]
     fn a_record_round_trips_and_garbage_is_corrupt() {
-        let doc = Doc { rev: 300, applying_since: 17, title: "Café plan".into(), tabs: vec![tab("markdown", Some(vec![("cafe", 2), ("plan", 1)])), tab("t2", None)] };
+        let doc = Doc { rev: 300, applying_since: 17, title: "Café plan".into(), agents: true, tabs: vec![tab("markdown", Some(vec![("cafe", 2), ("plan", 1)])), tab("t2", None)] };
         let bytes = doc.encode();
         assert_eq!(Doc::decode(&bytes).unwrap(), doc);
         assert!(Doc::decode(&bytes[..bytes.len() - 1]).is_err(), "cut short");
@@ -228,6 +237,7 @@ mod tests {
             rev: 1,
             applying_since: 0,
             title: String::new(),
+            agents: false,
             tabs: vec![
                 DocTab { terms: Some(many), pairs: Some(vec![1; 1000]), ..tab("t1", None) },
                 tab("markdown", Some(vec![("small", 1)])),

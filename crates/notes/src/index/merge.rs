@@ -260,15 +260,18 @@ fn next_doc(kv: &TenantKv, tok: &mut Tokenizer, head: &Head, old: Option<&Doc>, 
             None => DocTab::of(tab, &tab_terms(kv, tok, &head.title, tab)?),
         });
     }
-    Ok(Doc { rev: head.rev, applying_since: now.max(1), title: head.title.clone(), tabs })
+    Ok(Doc { rev: head.rev, applying_since: now.max(1), title: head.title.clone(), agents: head.approved_for_agents, tabs })
 }
 
 /// The postings changes of the transition of `note` from `old` to `next`
-/// (see the module docs; `take_over` re-adds every term of `next`), added
-/// to `ops` by record, and the words the dictionary needs, to `words`.
+/// (see the module docs; `take_over` re-adds every term of `next`, and so
+/// does a change of the note's approval for agents, so every entry carries
+/// the new agents bit), added to `ops` by record, and the words the
+/// dictionary needs, to `words`.
 fn changes(note: &str, old: Option<&Doc>, next: &Doc, take_over: bool, words: &mut BTreeSet<String>, ops: &mut BTreeMap<String, Vec<postings::Op>>) {
     let rev = next.rev;
     let bucket = postings::bucket(note);
+    let take_over = take_over || old.is_some_and(|d| d.agents != next.agents);
     let mut added: BTreeMap<&str, Vec<(String, u8, u8)>> = BTreeMap::new();
     let mut dropped: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for tab in &next.tabs {
@@ -278,7 +281,7 @@ fn changes(note: &str, old: Option<&Doc>, next: &Doc, take_over: bool, words: &m
         for (term, n) in terms {
             let now = (postings::class(*n), len);
             if before.as_ref().and_then(|b| b.classes(term)) != Some(now) {
-                added.entry(term.as_str()).or_default().push((tab.id.clone(), now.0, now.1));
+                added.entry(term.as_str()).or_default().push((tab.id.clone(), postings::tf_byte(now.0, next.agents), now.1));
             }
         }
     }

@@ -7,7 +7,10 @@
 //! of the commit that needed it (see [`crate::index`] for why), `tf` and
 //! `len` are the term's count in the tab and the tab's length in words, both
 //! as classes (`⌊log₂ n⌋`), so an edit rewrites an entry only when a count
-//! doubles or halves, not on every word typed.
+//! doubles or halves, not on every word typed. The `tf` byte's top bit
+//! ([`AGENTS`]) says whether the note was approved for agents at `rev`, so
+//! an agent's query never proposes, counts or ranks a note it may not see
+//! (a transition that flips the approval rewrites every entry of the note).
 //!
 //! Records are rewritten with compare-and-swap; an emptied record stays as an
 //! empty value (the contract has no conditional delete), which reads as no entries.
@@ -17,6 +20,16 @@ use crate::model::sha_hex;
 use crate::refusal::{Failure, Out};
 
 use super::codec::{Reader, put_varint};
+
+/// The bit of an entry's `tf` byte that says its note was approved for
+/// agents at the entry's revision (count classes never reach it).
+pub(crate) const AGENTS: u8 = 0x80;
+
+/// A `tf` byte: the count class, and the agents bit when `agents`.
+pub(crate) fn tf_byte(class: u8, agents: bool) -> u8 {
+    debug_assert!(class & AGENTS == 0, "count classes stay below the agents bit");
+    if agents { class | AGENTS } else { class }
+}
 
 /// Records per term.
 pub(crate) const BUCKETS: usize = 32;
@@ -110,8 +123,11 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, Failure> {
 pub(crate) struct EntryRef<'a> {
     pub note: &'a str,
     pub tab: &'a str,
+    /// The count class (the agents bit taken out).
     pub tf: u8,
     pub len: u8,
+    /// Whether agents may see the note (at the entry's revision).
+    pub agents: bool,
 }
 
 /// Calls `f` with every entry of a record, borrowed from it.
@@ -123,7 +139,7 @@ pub(crate) fn each_ref<'a>(bytes: &'a [u8], mut f: impl FnMut(EntryRef<'a>)) -> 
         // The revision matters to writers only.
         r.varint()?;
         let (tf, len) = (r.byte()?, r.byte()?);
-        f(EntryRef { note, tab, tf, len });
+        f(EntryRef { note, tab, tf: tf & !AGENTS, len, agents: tf & AGENTS != 0 });
     }
     Ok(())
 }

@@ -157,7 +157,7 @@ fn compare(kv: &TenantKv) -> Out<(IndexReport, Committed, merging::Dirty, Vec<St
             };
             match tabs.get(&e.tab).and_then(|t| t.classes(term)) {
                 Some((tf, _)) => {
-                    if tf != e.tf {
+                    if postings::tf_byte(tf, head.approved_for_agents) != e.tf {
                         report.drifted += 1;
                     }
                     seen.insert((e.note, e.tab, term.to_string()));
@@ -205,7 +205,7 @@ fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
         for (tab, terms) in tabs {
             for term in terms.counts.keys() {
                 let (tf, len) = terms.classes(term).unwrap_or_default();
-                by_term.entry(term).or_default().push((tab.clone(), tf, len));
+                by_term.entry(term).or_default().push((tab.clone(), postings::tf_byte(tf, head.approved_for_agents), len));
             }
         }
         dict::add(kv, by_term.keys().copied())?;
@@ -216,6 +216,7 @@ fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
             rev,
             applying_since: 0,
             title: head.title.clone(),
+            agents: head.approved_for_agents,
             tabs: head.tabs.iter().filter_map(|t| tabs.get(&t.id).map(|terms| DocTab::of(t, terms))).collect(),
         };
         write_doc(kv, note, &doc)?;

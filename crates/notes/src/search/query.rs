@@ -196,15 +196,16 @@ type Cand<'a> = (&'a str, &'a str);
 type Proposed<'a> = HashMap<Cand<'a>, (u8, u8)>;
 
 /// One clause's candidates from its postings (`records`: per term, its
-/// records), leaving out the notes in `skip`.
-fn propose<'a>(clause: &Clause, records: &'a [Vec<Vec<u8>>], skip: &HashSet<&str>) -> Out<Proposed<'a>> {
+/// records), leaving out the notes in `skip`, and for an agent
+/// (`agents_only`) every note not approved for agents.
+fn propose<'a>(clause: &Clause, records: &'a [Vec<Vec<u8>>], skip: &HashSet<&str>, agents_only: bool) -> Out<Proposed<'a>> {
     let mut out: Proposed<'a> = HashMap::new();
     let phrase = matches!(clause, Clause::Phrase(_));
     for (i, term_records) in records.iter().enumerate() {
         let mut this: Proposed<'a> = HashMap::new();
         for raw in term_records {
             postings::each_ref(raw, |e: EntryRef<'a>| {
-                if !skip.contains(e.note) {
+                if !skip.contains(e.note) && (e.agents || !agents_only) {
                     this.insert((e.note, e.tab), (e.tf, e.len));
                 }
             })?;
@@ -411,10 +412,22 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
     let flat: Vec<String> = terms_of.iter().flatten().cloned().collect();
     let mut all_records = postings::read_records(kv, &flat)?.into_iter();
     let records: Vec<Vec<Vec<Vec<u8>>>> = terms_of.iter().map(|ts| all_records.by_ref().take(ts.len()).collect()).collect();
-    let proposed: Vec<Proposed> = q.clauses.iter().zip(&records).map(|(c, r)| propose(c, r, &skip)).collect::<Out<_>>()?;
+    // An agent's candidates, counts and ranking come only from notes it may
+    // see: the postings say which, so a hidden note never even takes a place
+    // in the ranking, and no statistic counts one.
+    let agents_only = who.actor_type == crate::env::ActorType::Agent;
+    let proposed: Vec<Proposed> = q.clauses.iter().zip(&records).map(|(c, r)| propose(c, r, &skip, agents_only)).collect::<Out<_>>()?;
 
-    // Rank: BM25 from count classes, document frequencies per clause.
-    let notes = index_slice(kv, 0, 0)?.1.max(1) as f64;
+    // Rank: BM25 from count classes, document frequencies per clause, over
+    // the notes the caller may see (for an agent: the notes any clause
+    // proposed or proved, a lower bound of what it may see).
+    let notes = if agents_only {
+        let mut seen: HashSet<&str> = proposed.iter().flat_map(|p| p.keys().map(|c| c.0)).collect();
+        seen.extend(dirty_proofs.iter().map(|(h, _, _)| h.note_id.as_str()));
+        seen.len().max(1) as f64
+    } else {
+        index_slice(kv, 0, 0)?.1.max(1) as f64
+    };
     let dfs: Vec<f64> = (0..q.clauses.len())
         .map(|c| (proposed[c].len() + dirty_proofs.iter().filter(|(_, _, p)| p.counts[c] > 0).count()) as f64)
         .collect();

@@ -77,7 +77,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         None => None,
     };
     let limit = a.limit.unwrap_or(DEFAULT_LIMIT) as usize;
-    let (entries, next) = history::page(c.kv, &head, a.tab_id.as_deref(), top, limit, history::Window::of(&*c.env))?;
+    let (entries, next) = history::page(c.kv, &head, crate::head::Reader::Caller(c.who), a.tab_id.as_deref(), top, limit, history::Window::of(&*c.env))?;
     Ok(json!({
         "note_id": head.note_id,
         "version": head.version,

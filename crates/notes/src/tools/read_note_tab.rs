@@ -89,7 +89,7 @@ pub(crate) fn read(c: &mut Call, note_id: &str, tab_id: &str, at_version: Option
     let tab = match at_version {
         None => find_tab(&head, tab_id)?,
         Some(v) => {
-            then = history::tab_at(c.kv, &head, tab_id, v, history::Window::of(&*c.env))?;
+            then = history::tab_at(c.kv, &head, crate::head::Reader::Caller(c.who), tab_id, v, history::Window::of(&*c.env))?;
             &then
         }
     };

@@ -1,0 +1,180 @@
+//! The front door's guarantees, natively, over the in-memory store.
+
+use cairn_door::{Arrival, Code, Door, Settings, budget, summary};
+use cairn_kv::Store;
+use cairn_kv::memory::MemoryStore;
+
+fn arrival<'a>(client: &'a str, headers: &[(&'a str, &'a [u8])]) -> Arrival<'a> {
+    let mut h = vec![("spin-client-addr", client.as_bytes()), ("spin-full-url", &b"http://127.0.0.1:3000/mcp"[..])];
+    h.extend_from_slice(headers);
+    Arrival { path_and_query: "/mcp", headers: h }
+}
+
+fn settings() -> Settings {
+    Settings::from_variables(|n| match n {
+        "audience" => Some("http://127.0.0.1:3000/mcp".into()),
+        "rate_limit_per_minute" => Some("5".into()),
+        "refused_per_minute" => Some("3".into()),
+        _ => None,
+    })
+    .unwrap()
+}
+
+fn keys(store: &MemoryStore) -> Vec<String> {
+    store.list_keys("cache", None, 100_000).unwrap()
+}
+
+mod order {
+    use super::*;
+
+    #[test]
+    fn limits_come_before_origin_and_name_what_was_wrong() {
+        let s = settings();
+        let door = Door::new(&s, None, 0);
+        let big = vec![b'a'; 9000];
+        let r = door.screen(&arrival("10.0.0.1:1", &[("origin", &big)])).unwrap_err();
+        assert_eq!(r.code, Code::HeaderTooLarge, "an oversized origin is a size refusal, not an origin one");
+        let r = door.screen(&arrival("10.0.0.1:1", &[("origin", b"https://evil.example")])).unwrap_err();
+        assert_eq!(r.code, Code::ForbiddenOrigin);
+        let r = door.screen(&arrival("10.0.0.1:1", &[("content-length", b"99999999")])).unwrap_err();
+        assert_eq!((r.code, r.status()), (Code::BodyTooLarge, 413));
+        assert!(door.screen(&arrival("10.0.0.1:1", &[("content-length", b"10")])).is_ok());
+    }
+
+    #[test]
+    fn a_bad_variable_is_refused_naming_it() {
+        let e = Settings::from_variables(|n| (n == "rate_limit_per_minute").then(|| "lots".to_string())).unwrap_err();
+        assert!(e.contains("rate_limit_per_minute"), "{e}");
+        let e = Settings::from_variables(|n| (n == "max_body_bytes").then(|| "0".to_string())).unwrap_err();
+        assert!(e.contains("max_body_bytes"), "{e}");
+    }
+}
+
+mod refusals_cost_nothing_durable {
+    use super::*;
+
+    #[test]
+    fn ten_thousand_refusals_of_one_address_leave_a_few_counters() {
+        let s = settings();
+        let store = MemoryStore::new();
+        for i in 0..10_000u64 {
+            let door = Door::new(&s, Some(&store), 1_000_000 + i / 100);
+            let a = arrival("198.51.100.9:4444", &[]);
+            door.refused(&a, cairn_door::Refusal::new(Code::Unauthorized, "no token"));
+        }
+        let k = keys(&store);
+        // 10,000 requests over 100 seconds (three minutes on the clock): per
+        // minute one address counter, one reason counter, one count of addresses.
+        assert!(k.len() <= 9, "{k:?}");
+        assert!(k.iter().all(|k| k.starts_with("door/")), "{k:?}");
+        assert!(k.iter().all(|k| k.len() < 64), "no key keeps anything the client sent at length");
+    }
+
+    #[test]
+    fn a_spread_out_flood_shares_one_counter_past_the_cap() {
+        let s = Settings { addresses_per_minute: 10, ..settings() };
+        let store = MemoryStore::new();
+        let door = Door::new(&s, Some(&store), 600);
+        for i in 0..1000u32 {
+            let addr = format!("10.{}.{}.{}:80", i >> 16, (i >> 8) & 255, i & 255);
+            door.refused(&arrival(&addr, &[]), cairn_door::Refusal::new(Code::Unauthorized, "x"));
+        }
+        let k = keys(&store);
+        assert!(k.len() <= 10 + 3, "{} keys: {k:?}", k.len());
+        let sum = summary::read(&store, 600, 1, 100, 10_000).unwrap();
+        assert_eq!(sum.by_code["unauthorized"], 1000);
+        let total: i64 = sum.top_addresses.iter().map(|(_, n)| n).sum();
+        assert_eq!(total, 1000, "every refusal is counted under some address");
+        assert_eq!(sum.top_addresses[0].0, "other");
+    }
+
+    #[test]
+    fn authenticated_refusals_are_not_counted_as_anonymous() {
+        let s = settings();
+        let store = MemoryStore::new();
+        let door = Door::new(&s, Some(&store), 60);
+        door.refused(&arrival("10.0.0.1:1", &[]), cairn_door::Refusal::new(Code::InsufficientScope, "x"));
+        assert!(keys(&store).is_empty());
+    }
+}
+
+mod budgets {
+    use super::*;
+
+    #[test]
+    fn an_address_past_its_refusals_is_throttled_until_the_minute_ends() {
+        let s = settings();
+        let store = MemoryStore::new();
+        let door = Door::new(&s, Some(&store), 120);
+        let a = arrival("203.0.113.5:9", &[]);
+        for _ in 0..3 {
+            assert!(!door.screen(&a).unwrap().throttled);
+            door.refused(&a, cairn_door::Refusal::new(Code::Unauthorized, "bad token"));
+        }
+        assert!(door.screen(&a).unwrap().throttled);
+        assert!(!door.screen(&arrival("203.0.113.6:9", &[])).unwrap().throttled, "another address is not");
+        let r = door.throttled();
+        assert_eq!((r.status(), r.retry_after), (429, Some(60)));
+        assert!(!Door::new(&s, Some(&store), 180).screen(&a).unwrap().throttled, "a new minute, a new budget");
+    }
+
+    #[test]
+    fn one_subject_gets_one_budget_however_many_tokens() {
+        let s = settings();
+        let store = MemoryStore::new();
+        let door = Door::new(&s, Some(&store), 60);
+        // Five messages: within the budget of five.
+        for _ in 0..5 {
+            door.charge("acme", "bot", 1).unwrap();
+        }
+        let over = door.charge("acme", "bot", 1).unwrap_err();
+        assert_eq!((over.refusal.code, over.first), (Code::RateLimited, true));
+        assert!(!door.charge("acme", "bot", 1).unwrap_err().first, "only the first refusal of a minute is worth a record");
+        door.charge("acme", "ada", 5).unwrap();
+        door.charge("other", "bot", 5).unwrap();
+    }
+
+    #[test]
+    fn a_batch_counts_every_message() {
+        let s = settings();
+        let store = MemoryStore::new();
+        let door = Door::new(&s, Some(&store), 60);
+        door.charge("acme", "bot", 4).unwrap();
+        assert!(door.charge("acme", "bot", 2).is_err());
+    }
+
+    #[test]
+    fn scopes_are_required_with_a_challenge_naming_them() {
+        let s = settings();
+        let door = Door::new(&s, None, 0);
+        assert!(door.require(&["notes:read".into()], "notes:read", "Bearer x").is_ok());
+        let r = door.require(&["notes:read".into()], "notes:write", "Bearer resource_metadata=\"m\"").unwrap_err();
+        assert_eq!(r.status(), 403);
+        assert!(r.challenge.unwrap().contains("scope=\"notes:write\""));
+    }
+}
+
+mod sweeping {
+    use super::*;
+
+    #[test]
+    fn the_sweep_keeps_the_window_and_drops_the_rest() {
+        let s = Settings { window_minutes: 5, ..settings() };
+        let store = MemoryStore::new();
+        for minute in 0..20u64 {
+            let door = Door::new(&s, Some(&store), minute * 60);
+            door.refused(&arrival("10.0.0.1:1", &[]), cairn_door::Refusal::new(Code::Unauthorized, "x"));
+            let _ = door.charge("acme", "bot", 1);
+        }
+        let door = Door::new(&s, Some(&store), 19 * 60);
+        let dropped = door.sweep(10_000).unwrap();
+        assert!(dropped > 0);
+        for k in keys(&store) {
+            let minute: u64 = k.split('/').nth(2).unwrap().parse().unwrap();
+            let keep = if k.starts_with("door/s/") { 2 } else { 5 };
+            assert!(minute >= 19 - keep, "{k} survived the sweep");
+        }
+        assert!(keys(&store).iter().any(|k| k.starts_with("door/a/")), "the window is kept");
+        assert_eq!(budget::sweep(&store, 19 * 60, 5, 10_000).unwrap(), 0, "a second sweep finds nothing");
+    }
+}

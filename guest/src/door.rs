@@ -1,0 +1,120 @@
+//! The front door inside a component: [`cairn_door`] over the request as
+//! spin-sdk hands it over, the `cache` store and the host's clock. Every
+//! public entry runs it first:
+//!
+//! - [`Gate::screen`] for entries that take no token (the editor's page,
+//!   health): limits, origin, the address's budget;
+//! - [`Gate::admit`] for entries that do (MCP, REST): the same, then the
+//!   token, then the body's own size; [`Gate::charge`] and
+//!   [`Gate::require`] then spend the subject's budget and check scopes.
+
+use crate::auth::{Config, Refused, audit_refusal};
+use crate::kv::GuestStore;
+use cairn_auth::Principal;
+use cairn_door::{Arrival, Code, Door, Refusal, Settings};
+use spin_sdk::http::{Request, Response};
+
+/// What the door reads of a request: path and headers, borrowed.
+pub fn arrival(req: &Request) -> Arrival<'_> {
+    Arrival {
+        path_and_query: req.uri(),
+        headers: req.headers().map(|(n, v)| (n, v.as_bytes())).collect(),
+    }
+}
+
+/// The response of a refusal: its status, JSON body and headers.
+pub fn respond(r: &Refusal) -> Response {
+    let mut resp = Response::builder().status(r.status()).header("content-type", "application/json").body(r.body()).build();
+    for (name, value) in r.headers() {
+        resp.set_header(name, value);
+    }
+    resp
+}
+
+/// The door's state for one request.
+pub struct Gate {
+    settings: Settings,
+    cache: GuestStore,
+    now_s: u64,
+}
+
+/// A caller the door let in.
+pub struct Admitted {
+    /// Who.
+    pub principal: Principal,
+    /// The token configuration (challenges, metadata).
+    pub config: Config,
+}
+
+impl Gate {
+    /// The door's settings from the application variables; a variable that
+    /// cannot be used is answered 500 `misconfigured`, naming it.
+    pub fn open() -> Result<Gate, Response> {
+        let settings = Settings::from_variables(crate::variable).map_err(|e| respond(&Refusal::new(Code::Misconfigured, e)))?;
+        Ok(Gate { settings, cache: GuestStore::cache(), now_s: crate::notes::now_us() / 1_000_000 })
+    }
+
+    /// The door itself.
+    pub fn door(&self) -> Door<'_> {
+        Door::new(&self.settings, Some(&self.cache), self.now_s)
+    }
+
+    /// The `cache` store (verified tokens, counters).
+    pub fn cache(&self) -> &GuestStore {
+        &self.cache
+    }
+
+    /// The door's settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Steps 1–3 for an entry that takes no token; a throttled address is
+    /// refused outright.
+    pub fn screen(&self, req: &Request) -> Result<(), Response> {
+        let a = arrival(req);
+        let door = self.door();
+        match door.screen(&a) {
+            Ok(s) if s.throttled => Err(respond(&door.refused(&a, door.throttled()))),
+            Ok(_) => Ok(()),
+            Err(r) => Err(respond(&door.refused(&a, r))),
+        }
+    }
+
+    /// Steps 1–4: limits, origin, the address's budget, the token, and the
+    /// size of the body as read.
+    pub async fn admit(&self, req: &Request) -> Result<Admitted, Response> {
+        let a = arrival(req);
+        let door = self.door();
+        let screened = door.screen(&a).map_err(|r| respond(&door.refused(&a, r)))?;
+        let config = Config::load().map_err(|e| respond(&Refusal::new(Code::Misconfigured, e)))?;
+        let principal = match config.authenticate(req, &self.cache, self.now_s, screened.throttled).await {
+            Ok(p) => p,
+            Err(Refused::Throttled) => return Err(respond(&door.refused(&a, door.throttled()))),
+            Err(e) => return Err(respond(&door.refused(&a, config.refusal(&e)))),
+        };
+        // A body sent without a declared size is measured as read.
+        self.settings.limits.check_body(req.body().len()).map_err(|r| respond(&r))?;
+        Ok(Admitted { principal, config })
+    }
+
+    /// Step 5: `n` messages or calls against the subject's budget. The first
+    /// refusal of a minute is audited under the tenant (`api` names the entry).
+    pub fn charge(&self, who: &Principal, n: usize, api: &str) -> Result<(), Response> {
+        self.door().charge(&who.tenant, &who.subject, n as u64).map_err(|over| {
+            if over.first {
+                audit_refusal(&who.tenant, serde_json::json!({"reason": "rate", "sub": who.subject, "api": api}));
+            }
+            respond(&over.refusal)
+        })
+    }
+
+    /// Step 6: the scope a call needs, audited under the tenant when refused.
+    pub fn require(&self, admitted: &Admitted, scope: &str, api: &str) -> Result<(), Response> {
+        let who = &admitted.principal;
+        self.door().require(&who.scopes, scope, &admitted.config.challenge()).map_err(|r| {
+            audit_refusal(&who.tenant, serde_json::json!({"reason": "scope", "sub": who.subject, "scope": scope, "api": api}));
+            respond(&r)
+        })
+    }
+}
