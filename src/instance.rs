@@ -27,6 +27,12 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpVi
 
 /// How long one epoch tick is (the granularity of request timeouts).
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// Ticks a guest runs before it yields its thread to the other requests of
+/// its lane (a request that takes longer is served in slices).
+const YIELD_TICKS: u64 = 1;
+/// Time after which a running request counts as costly and needs a permit
+/// to go on (a cheap request takes a few milliseconds).
+pub const COSTLY_AFTER: Duration = Duration::from_millis(50);
 
 /// The outbound HTTP policy of one instance of a component, made by
 /// [`crate::outbound::hooks`] (set in [`App::outbound`]).
@@ -109,6 +115,15 @@ pub struct App {
     pub door: cairn_door::Settings,
     /// The bytes of request bodies in flight, host-wide.
     pub bodies: cairn_door::BodyBudget,
+    /// Permits for costly work: a request still computing after
+    /// [`COSTLY_AFTER`] needs one to go on; half the cores (at least one),
+    /// so cheap requests always have the other half.
+    pub costly: Arc<tokio::sync::Semaphore>,
+}
+
+/// Permits for costly work on this machine (see [`App::costly`]).
+pub fn costly_permits() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
 
 impl App {
@@ -225,9 +240,35 @@ fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
     };
     let mut store = WasmStore::new(&app.engine, ctx);
     store.limiter(|c| &mut c.limits);
-    let ticks = (app.limits.request_timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
-    store.set_epoch_deadline(ticks);
-    store.epoch_deadline_trap();
+    // A guest that computes for long is a costly request: it yields its
+    // thread every few ticks, so the other connections of its lane are
+    // served in between, and runs on only while it holds one of the host's
+    // few permits for costly work (see `App::costly`), so cheap requests
+    // always keep the rest of the machine; it is interrupted once its
+    // request timeout has passed, waiting included.
+    let started = std::time::Instant::now();
+    let timeout = app.limits.request_timeout;
+    let costly = app.costly.clone();
+    let held: Arc<std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>> = Arc::default();
+    store.set_epoch_deadline(YIELD_TICKS);
+    store.epoch_deadline_callback(move |_| {
+        let ran = started.elapsed();
+        if ran >= timeout {
+            return Ok(wasmtime::UpdateDeadline::Interrupt);
+        }
+        if ran < COSTLY_AFTER || held.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+            return Ok(wasmtime::UpdateDeadline::Yield(YIELD_TICKS));
+        }
+        let (costly, held) = (costly.clone(), held.clone());
+        Ok(wasmtime::UpdateDeadline::YieldCustom(
+            YIELD_TICKS,
+            Box::pin(async move {
+                if let Ok(permit) = costly.acquire_owned().await {
+                    *held.lock().unwrap_or_else(|p| p.into_inner()) = Some(permit);
+                }
+            }),
+        ))
+    });
     store
 }
 

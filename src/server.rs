@@ -145,6 +145,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         retention: cairn_notes::env::Retention::from_variables(|name| app_vars.get(name).cloned()),
         door,
         bodies: cairn_door::BodyBudget::new(opts.limits.body_budget),
+        costly: Arc::new(tokio::sync::Semaphore::new(instance::costly_permits())),
     });
     for c in &app.manifest.components {
         tracing::info!(component = %c.id, routes = ?c.routes, "component ready");

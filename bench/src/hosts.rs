@@ -44,14 +44,16 @@ impl Host {
     }
 }
 
-/// The `cairn` binary built next to `cairn-bench`.
+/// The `cairn` binary built next to `cairn-bench` (or, from a test binary
+/// in `deps/`, one directory up).
 fn cairn_binary() -> Result<PathBuf> {
     let me = std::env::current_exe()?;
-    let bin = me.with_file_name("cairn");
-    if !bin.exists() {
-        bail!("{} is missing: build it first (cargo build --release)", bin.display());
+    let beside = me.with_file_name("cairn");
+    let above = me.parent().and_then(|d| d.parent()).map(|d| d.join("cairn"));
+    match [Some(beside.clone()), above].into_iter().flatten().find(|b| b.exists()) {
+        Some(bin) => Ok(bin),
+        None => bail!("{} is missing: build it first (cargo build --release)", beside.display()),
     }
-    Ok(bin)
 }
 
 /// The compile cache every benchmark shares, across runs: beside the

@@ -6,6 +6,7 @@
 //!   client, seeded notes, the closed-loop client (whole stack or core natively).
 //! - [`measure`]: series, percentiles, a GET load generator, printed tables.
 //! - [`append`]: the seed workload (read, then write the text plus a line), verified.
+//! - [`attack`]: the attack suite: what each attack costs a real host, and an honest agent beside it.
 //! - [`hosts`]: hosts as separate `cairn up` processes sharing a state dir.
 //! - [`scale`]: the append workload on 1–3 hosts on one Redis against SQLite.
 //! - [`host`]: the trivial component through the host against native hyper.
@@ -18,6 +19,7 @@
 //! - [`charts`]: SVG charts of the experiments for `docs/results.md`.
 
 pub mod append;
+pub mod attack;
 pub mod charts;
 pub mod experiments;
 pub mod host;

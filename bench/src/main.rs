@@ -34,6 +34,19 @@ struct BenchArgs {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The attack suite: what each attack of docs/security.md costs a real
+    /// `cairn up`, and an honest agent's edits beside 4 attackers.
+    Attack {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+        /// The quick sizes the tests use.
+        #[arg(long)]
+        short: bool,
+        /// Seconds of honest edits, alone and under attack (overrides the size's).
+        #[arg(long)]
+        seconds: Option<u64>,
+    },
     /// The trivial `health` component through the host against native hyper.
     Host(BenchArgs),
     /// edit_note_tab through the whole stack against the core natively, and
@@ -167,6 +180,13 @@ fn main() -> Result<()> {
     }
     let rt = tokio::runtime::Runtime::new()?;
     match Cli::parse().command {
+        Command::Attack { manifest, short, seconds } => {
+            let mut sizes = if short { cairn_bench::attack::Sizes::short() } else { cairn_bench::attack::Sizes::full() };
+            if let Some(s) = seconds {
+                sizes.honest_seconds = s;
+            }
+            cairn_bench::attack::run(&manifest, sizes).map(|r| r.print())
+        }
         Command::Host(a) => rt.block_on(cairn_bench::host::host(a.manifest, a.seconds, a.concurrency)),
         Command::Notes { common: a, max_notes } => rt.block_on(cairn_bench::notes::notes(a.manifest, a.seconds, a.concurrency, max_notes)),
         Command::Router(a) => rt.block_on(cairn_bench::notes::router(a.manifest, a.seconds, a.concurrency)),

@@ -2,8 +2,9 @@
 //! spin-sdk hands it over, the `cache` store and the host's clock. Every
 //! public entry runs it first:
 //!
-//! - [`Gate::screen`] for entries that take no token (the editor's page,
-//!   health): limits, origin, the address's budget;
+//! - [`Gate::screen`] for entries that take no token (a tool's route, whose
+//!   caller is a signed identity): limits, origin, the address's budget;
+//!   [`Gate::screen_limits`] for operators' routes: limits and origin only;
 //! - [`Gate::admit`] for entries that do (MCP, REST): the same, then the
 //!   token, then the body's own size; [`Gate::charge`] and
 //!   [`Gate::require`] then spend the subject's budget and check scopes.
@@ -16,10 +17,7 @@ use spin_sdk::http::{Request, Response};
 
 /// What the door reads of a request: path and headers, borrowed.
 pub fn arrival(req: &Request) -> Arrival<'_> {
-    Arrival {
-        path_and_query: req.uri(),
-        headers: req.headers().map(|(n, v)| (n, v.as_bytes())).collect(),
-    }
+    Arrival::new(req.uri(), req.headers().map(|(n, v)| (n, v.as_bytes())))
 }
 
 /// The response of a refusal: its status, JSON body and headers.
@@ -35,7 +33,7 @@ pub fn respond(r: &Refusal) -> Response {
 pub struct Gate {
     settings: Settings,
     cache: GuestStore,
-    now_s: u64,
+    now_ms: u64,
 }
 
 /// A caller the door let in.
@@ -51,12 +49,12 @@ impl Gate {
     /// cannot be used is answered 500 `misconfigured`, naming it.
     pub fn open() -> Result<Gate, Response> {
         let settings = Settings::from_variables(crate::variable).map_err(|e| respond(&Refusal::new(Code::Misconfigured, e)))?;
-        Ok(Gate { settings, cache: GuestStore::cache(), now_s: crate::notes::now_us() / 1_000_000 })
+        Ok(Gate { settings, cache: GuestStore::cache(), now_ms: crate::notes::now_us() / 1000 })
     }
 
     /// The door itself.
     pub fn door(&self) -> Door<'_> {
-        Door::new(&self.settings, Some(&self.cache), self.now_s)
+        Door::new(&self.settings, Some(&self.cache), self.now_ms)
     }
 
     /// The `cache` store (verified tokens, counters).
@@ -67,6 +65,12 @@ impl Gate {
     /// The door's settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// Steps 1–2 only (limits, origin), with no store call: for operators'
+    /// routes, which keep nothing for anyone.
+    pub fn screen_limits(&self, req: &Request) -> Result<(), Response> {
+        self.door().screen_limits(&arrival(req)).map_err(|r| respond(&r))
     }
 
     /// Steps 1–3 for an entry that takes no token; a throttled address is
@@ -88,7 +92,7 @@ impl Gate {
         let door = self.door();
         let screened = door.screen(&a).map_err(|r| respond(&door.refused(&a, r)))?;
         let config = Config::load().map_err(|e| respond(&Refusal::new(Code::Misconfigured, e)))?;
-        let principal = match config.authenticate(req, &self.cache, self.now_s, screened.throttled).await {
+        let principal = match config.authenticate(req, &self.cache, self.now_ms / 1000, screened.throttled).await {
             Ok(p) => p,
             Err(Refused::Throttled) => return Err(respond(&door.refused(&a, door.throttled()))),
             Err(e) => return Err(respond(&door.refused(&a, config.refusal(&e)))),
@@ -107,6 +111,12 @@ impl Gate {
             }
             respond(&over.refusal)
         })
+    }
+
+    /// After the call: its work beyond the first unit, charged to the
+    /// subject ([`cairn_door::Door::charge_work`]).
+    pub fn charge_work(&self, who: &Principal, started: std::time::Instant) {
+        self.door().charge_work(&who.tenant, &who.subject, started.elapsed());
     }
 
     /// Step 6: the scope a call needs, audited under the tenant when refused.

@@ -113,6 +113,7 @@ fn a_browser_origin_off_the_allow_list_gets_403_before_the_token_is_read() {
 
 #[test]
 fn one_subject_has_one_budget_across_its_tokens_batches_and_rest() {
+    // Six a minute: ten at once, then one every ten seconds.
     let cairn = start_with(vec![("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "6")], vec![]);
     let t = cairn.token(&agent());
     let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
@@ -125,7 +126,8 @@ fn one_subject_has_one_budget_across_its_tokens_batches_and_rest() {
     let second = key().sign(&c);
     assert_ne!(second, t);
     assert_eq!(cairn.rest(&second, "GET", "/api/v1/notes", None).status, 200);
-    let r = cairn.mcp(&second, &json!([ping(5), ping(6)]));
+    assert_eq!(cairn.mcp(&second, &json!([ping(5), ping(6), ping(7), ping(8), ping(9)])).status, 200);
+    let r = cairn.mcp(&second, &json!([ping(10)]));
     assert_eq!(r.status, 429, "{}", r.text());
     assert_eq!(r.json()["error"], "rate_limited");
     let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();

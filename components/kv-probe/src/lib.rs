@@ -22,6 +22,10 @@ use spin_sdk::http_component;
 
 #[http_component]
 fn handle(req: Request) -> Response {
+    let screened = cairn_guest::door::Gate::open().and_then(|g| g.screen_limits(&req));
+    if let Err(r) = screened {
+        return r;
+    }
     let Some(expected) = cairn_guest::variable("kv_probe_token") else {
         return respond::error(404, "not_found", "no such route");
     };

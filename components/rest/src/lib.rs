@@ -100,6 +100,7 @@ async fn handle(req: Request) -> Response {
     if let Err(r) = gate.require(&admitted, scope, "rest") {
         return r;
     }
+    let started = std::time::Instant::now();
     let mut body: Value = if req.body().is_empty() {
         json!({})
     } else {
@@ -113,12 +114,19 @@ async fn handle(req: Request) -> Response {
             body["idempotency_key"] = json!(key);
         }
     }
+    let response = dispatch(&req, principal, &method, &segments, scope, body);
+    gate.charge_work(principal, started);
+    response
+}
+
+/// The route's operation, on the body (an object), for `principal`.
+fn dispatch(req: &Request, principal: &cairn_auth::Principal, method: &Method, segments: &[&str], scope: &str, body: Value) -> Response {
     let kv = GuestStore::new();
-    let who = identity(&principal);
+    let who = identity(principal);
     let env = &mut HostEnv;
     let q = query(req.query());
     let get = |k: &str| q.get(k).map(String::as_str);
-    let reply = match (&method, segments.as_slice()) {
+    let reply = match (method, segments) {
         (Method::Post, [_, _, _]) => rest::create_note(&kv, env, &who, body),
         (Method::Get, [_, _, "notes"]) => rest::list_notes(&kv, env, &who, get("cursor"), get("limit")),
         (Method::Get, [_, _, _, note]) => rest::get_note(&kv, &who, note),
@@ -151,17 +159,17 @@ async fn handle(req: Request) -> Response {
     // Refused writes go into the audit trail (reads, merge included, write nothing).
     // The routes served by a write tool (edit, new tab, source) are recorded by the tool
     // call itself, under the tool's name.
-    let by_tool = matches!((&method, segments.as_slice()), (Method::Post, [_, _, "notes", _, "tabs" | "sources"] | [_, _, "notes", _, "tabs", _, "edit"]));
+    let by_tool = matches!((method, segments), (Method::Post, [_, _, "notes", _, "tabs" | "sources"] | [_, _, "notes", _, "tabs", _, "edit"]));
     if scope != cairn_notes::scopes::READ
         && scope != cairn_notes::scopes::AUDIT
         && !by_tool
         && let Ok(r) = &reply
     {
-        let note = match segments.as_slice() {
+        let note = match segments {
             [_, _, "notes", note, ..] => Some(*note),
             _ => None,
         };
-        let route = format!("{} /{}", method_name(&method), route_pattern(&segments));
+        let route = format!("{} /{}", method_name(method), route_pattern(segments));
         rest::record_refusal(&kv, env, &who, &route, note, r);
     }
     match reply {

@@ -38,7 +38,8 @@ async fn handle(req: Request) -> Response {
     match (req.method().clone(), path.as_str()) {
         (Method::Post, "/mcp") => post_mcp(&gate, req).await,
         _ => {
-            if let Err(r) = gate.screen(&req) {
+            // Public metadata and method refusals: limits and origin, no store call.
+            if let Err(r) = gate.screen_limits(&req) {
                 return r;
             }
             match (req.method(), path.as_str()) {
@@ -91,9 +92,17 @@ async fn post_mcp(gate: &Gate, req: Request) -> Response {
             }
         }
     }
-    // 7. Run, in order.
+    // 7. Run, in order; then charge the subject for the time it took.
+    let started = std::time::Instant::now();
+    let reply = run(&messages, batch, principal).await;
+    gate.charge_work(principal, started);
+    reply
+}
+
+/// Every message in order: the response (202 when none needs a reply).
+async fn run(messages: &[mcp::Message<'_>], batch: bool, principal: &cairn_auth::Principal) -> Response {
     let mut replies = Vec::new();
-    for m in &messages {
+    for m in messages {
         match mcp::handle_message(m, principal).await {
             Ok(Some(reply)) => replies.push(reply),
             Ok(None) => {}

@@ -81,8 +81,27 @@ fn not_found() -> Response {
     answer(404, "application/json", body.to_string().into_bytes())
 }
 
+/// The front door's limits and origin rules (`cairn_door`), with no store
+/// call: the page is the same few files for everyone.
+fn screened(req: &Request) -> Option<Response> {
+    let settings = cairn_door::Settings {
+        origins: cairn_door::origin::Origins::new(Some(variable("audience")).filter(|a| !a.is_empty()), &variable("allowed_origins")),
+        ..cairn_door::Settings::default()
+    };
+    let arrival = cairn_door::Arrival::new(req.uri(), req.headers().map(|(n, v)| (n, v.as_bytes())));
+    let refusal = cairn_door::Door::new(&settings, None, 0).screen_limits(&arrival).err()?;
+    let mut resp = answer(refusal.status(), "application/json", refusal.body().into_bytes());
+    for (name, value) in refusal.headers() {
+        resp.set_header(name, value);
+    }
+    Some(resp)
+}
+
 #[http_component]
 fn handle(req: Request) -> Response {
+    if let Some(refused) = screened(&req) {
+        return refused;
+    }
     let head = matches!(req.method(), Method::Head);
     if !head && !matches!(req.method(), Method::Get) {
         let body = json!({"error": "method_not_allowed", "message": "the page's files are read with GET"});

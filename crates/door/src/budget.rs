@@ -1,9 +1,13 @@
-//! Budgets, counted per minute in the `cache` store (shared by every host
-//! on the same store, so a budget holds across hosts on Redis):
+//! Budgets, kept in the `cache` store (shared by every host on the same
+//! store, so a budget holds across hosts on Redis):
 //!
 //! - **per subject**: every MCP message and every REST call of one subject
-//!   (tenant + `sub`), whatever token it came with, counts against one
-//!   budget a minute (`rate_limit_per_minute`);
+//!   (tenant + `sub`), whatever token it came with, spends one budget
+//!   ([`spend`]): a rate of `rate_limit_per_minute` units a minute with a
+//!   burst of a sixth of that ([`Rate`]), kept as the generic cell rate
+//!   algorithm's one number per subject (`door/g/<subject>`: when its
+//!   spending is paid off), moved by compare-and-swap; work a call did past
+//!   its first unit is added afterwards, as debt;
 //! - **per client address**: requests refused before anyone is known
 //!   (origin, token, limits) count against their address
 //!   (`refused_per_minute`); an address past it gets 429 before its token is
@@ -36,6 +40,51 @@ pub(crate) const SUBJECT: &str = "s";
 pub(crate) const ADDRESS: &str = "a";
 pub(crate) const ADDRESSES: &str = "n";
 pub(crate) const REASON: &str = "r";
+
+/// Kind of key of a subject's rate state (not per minute: it holds a time).
+pub(crate) const PACE: &str = "g";
+
+/// A subject's rate: units a second and how many may be spent at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Milliseconds one unit takes to be paid off.
+    pub unit_ms: u64,
+    /// Units that may be spent at once (a sixth of a minute's worth, and
+    /// at least one full batch of ten messages).
+    pub burst: u64,
+}
+
+impl Rate {
+    /// `per_minute` units a minute, a sixth of that (at least ten) at once.
+    pub fn per_minute(per_minute: u64) -> Self {
+        let per_minute = per_minute.max(1);
+        Rate { unit_ms: (60_000 / per_minute).max(1), burst: (per_minute / 6).max(10) }
+    }
+}
+
+/// Spends `n` units of the subject `id`'s budget at `now_ms`: `Ok(None)`
+/// when it had them, `Ok(Some(wait_ms))` when it did not (and nothing was
+/// spent) and how long until it will. With `refuse_over` false the units
+/// are spent whatever the balance (work already done becomes debt). A state
+/// swap lost four times running lets the call pass (the budget is a
+/// shield, not a gate the rest of the system depends on).
+pub fn spend(store: &dyn Store, id: &str, rate: Rate, n: u64, now_ms: u64, refuse_over: bool) -> cairn_kv::Result<Option<u64>> {
+    let key = format!("{PREFIX}{PACE}/{id}");
+    let tolerance = rate.burst.saturating_mul(rate.unit_ms);
+    for _ in 0..4 {
+        let read = store.read(CACHE, &key)?;
+        let paid_off = read.value.as_deref().and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok()).unwrap_or(0).max(now_ms);
+        let next = paid_off.saturating_add(n.saturating_mul(rate.unit_ms));
+        if refuse_over && next - now_ms > tolerance {
+            return Ok(Some(next - now_ms - tolerance));
+        }
+        match store.swap(CACHE, &key, read.observed, next.to_string().as_bytes())? {
+            cairn_kv::Swap::Done => return Ok(None),
+            cairn_kv::Swap::Failed(_) => continue,
+        }
+    }
+    Ok(None)
+}
 
 /// The key of one counter.
 pub(crate) fn key(kind: &str, minute: u64, id: &str) -> String {
@@ -79,12 +128,26 @@ pub fn address_id(addr: &str) -> String {
     "other".into()
 }
 
-/// Deletes the door's counters that are past use: subjects' older than the
-/// last minute, the rest older than `window_minutes`. At most `budget`
-/// keys are looked at; returns how many were deleted.
+/// Deletes the door's counters that are past use: subjects' refusal marks
+/// older than the last minute, rate states already paid off, the rest
+/// older than `window_minutes`. At most `budget` keys of each kind are
+/// looked at; returns how many were deleted.
 pub fn sweep(store: &dyn Store, now_s: u64, window_minutes: u64, budget: usize) -> cairn_kv::Result<usize> {
     let minute = now_s / 60;
     let mut deleted = 0;
+    // Rate states paid off before now are the same as none.
+    let prefix = format!("{PREFIX}{PACE}/");
+    let page = store.list_prefix(CACHE, &prefix, None, budget)?;
+    let names: Vec<&str> = page.iter().map(String::as_str).collect();
+    let values = store.get_many(CACHE, &names)?;
+    let paid: Vec<&str> = names
+        .iter()
+        .zip(values)
+        .filter(|(_, v)| v.as_deref().and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok()).is_none_or(|t| t < now_s * 1000))
+        .map(|(k, _)| *k)
+        .collect();
+    store.delete_many(CACHE, &paid)?;
+    deleted += paid.len();
     let mut looked = 0;
     for (kind, keep) in [(SUBJECT, 2), (ADDRESS, window_minutes), (ADDRESSES, window_minutes), (REASON, window_minutes)] {
         let prefix = format!("{PREFIX}{kind}/");

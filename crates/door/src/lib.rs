@@ -12,7 +12,13 @@
 //!    verified before still passes);
 //! 4. the token (verified by the caller of [`Door`], who owns the keys);
 //! 5. the subject's budget, one per tenant + subject across all its tokens
-//!    and across MCP and REST ([`Door::charge`]);
+//!    and across MCP and REST ([`Door::charge`]): a unit per MCP message or
+//!    REST call, and after the call a unit per [`WORK_UNIT`] of time it
+//!    took beyond the first ([`Door::charge_work`]), so a subject's costly
+//!    calls spend its budget as fast as their cost; the budget refills
+//!    evenly (a rate, with a burst of a sixth of a minute's worth: see
+//!    [`budget::Rate`]), so a subject's costly calls are spread out, never
+//!    packed at the start of a minute;
 //! 6. the scope the call needs ([`Door::require`]).
 //!
 //! A refusal is a typed [`Refusal`] with a stable code ([`refusal::Code`]).
@@ -103,6 +109,10 @@ impl Settings {
     }
 }
 
+/// The time a call may run for one unit of its subject's budget; every
+/// further unit of time counts as one more call ([`Door::charge_work`]).
+pub const WORK_UNIT: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// What the door reads of a request: its path and headers (the body is
 /// never read here).
 #[derive(Debug, Clone, Default)]
@@ -114,6 +124,11 @@ pub struct Arrival<'a> {
 }
 
 impl<'a> Arrival<'a> {
+    /// A request's path and query and its headers.
+    pub fn new(path_and_query: &'a str, headers: impl Iterator<Item = (&'a str, &'a [u8])>) -> Self {
+        Arrival { path_and_query, headers: headers.collect() }
+    }
+
     /// The first value of a header, as text.
     pub fn header(&self, name: &str) -> Option<&'a str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).and_then(|(_, v)| std::str::from_utf8(v).ok())
@@ -156,14 +171,14 @@ pub struct OverBudget {
 pub struct Door<'a> {
     settings: &'a Settings,
     cache: Option<&'a dyn Store>,
-    now_s: u64,
+    now_ms: u64,
 }
 
 impl<'a> Door<'a> {
     /// The door with these settings, counting in `cache` (the `cache`
-    /// store; `None`: nothing is counted), at `now_s` (Unix seconds).
-    pub fn new(settings: &'a Settings, cache: Option<&'a dyn Store>, now_s: u64) -> Self {
-        Door { settings, cache, now_s }
+    /// store; `None`: nothing is counted), at `now_ms` (Unix milliseconds).
+    pub fn new(settings: &'a Settings, cache: Option<&'a dyn Store>, now_ms: u64) -> Self {
+        Door { settings, cache, now_ms }
     }
 
     /// The settings.
@@ -172,21 +187,27 @@ impl<'a> Door<'a> {
     }
 
     fn minute(&self) -> u64 {
-        self.now_s / 60
+        self.now_ms / 60_000
     }
 
     fn rest_of_minute(&self) -> u64 {
-        60 - self.now_s % 60
+        60 - (self.now_ms / 1000) % 60
+    }
+
+    /// Steps 1–2 only (limits and origin), with no store call: for entries
+    /// that serve the same few bytes to anyone (health, the editor's page).
+    pub fn screen_limits(&self, req: &Arrival) -> Result<(), Refusal> {
+        let l = &self.settings.limits;
+        l.check_uri(req.path_and_query)?;
+        l.check_headers(req.headers.iter().copied())?;
+        l.check_declared(req.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length")).map(|(_, v)| *v))?;
+        self.settings.origins.check(&req.full_url(), req.header("origin"))
     }
 
     /// Steps 1–3: limits, origin, the address's budget. A refusal here
     /// still has to be passed to [`Door::refused`] to be counted.
     pub fn screen(&self, req: &Arrival) -> Result<Screened, Refusal> {
-        let l = &self.settings.limits;
-        l.check_uri(req.path_and_query)?;
-        l.check_headers(req.headers.iter().copied())?;
-        l.check_declared(req.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length")).map(|(_, v)| *v))?;
-        self.settings.origins.check(&req.full_url(), req.header("origin"))?;
+        self.screen_limits(req)?;
         let throttled = self.cache.is_some_and(|c| {
             summary::refusals_of(c, self.minute(), &budget::address_id(req.client()), self.settings.addresses_per_minute)
                 >= self.settings.refused_per_minute as i64
@@ -216,20 +237,40 @@ impl<'a> Door<'a> {
     /// (tenant + subject, whatever token). Past it: 429 until the minute ends.
     pub fn charge(&self, tenant: &str, subject: &str, n: u64) -> Result<(), OverBudget> {
         let Some(c) = self.cache else { return Ok(()) };
-        let key = budget::key(budget::SUBJECT, self.minute(), &budget::subject_id(tenant, subject));
-        let Ok(count) = c.increment(budget::CACHE, &key, n as i64) else { return Ok(()) };
-        let limit = self.settings.subject_per_minute as i64;
-        if count <= limit {
-            return Ok(());
+        let id = budget::subject_id(tenant, subject);
+        let rate = budget::Rate::per_minute(self.settings.subject_per_minute);
+        match budget::spend(c, &id, rate, n, self.now_ms, true) {
+            Ok(None) | Err(_) => Ok(()),
+            Ok(Some(wait_ms)) => {
+                // Only the subject's first refusal of a minute is worth an audit record.
+                let first = c.increment(budget::CACHE, &budget::key(budget::SUBJECT, self.minute(), &id), 1).map_or(false, |n| n == 1);
+                Err(OverBudget {
+                    refusal: Refusal::new(
+                        Code::RateLimited,
+                        format!(
+                            "at most {} MCP messages and REST calls a minute per subject ({} at once), across all its tokens; a call that takes longer counts once per {} ms; retry after the wait",
+                            self.settings.subject_per_minute,
+                            rate.burst,
+                            WORK_UNIT.as_millis()
+                        ),
+                    )
+                    .retry_after(wait_ms.div_ceil(1000)),
+                    first,
+                })
+            }
         }
-        Err(OverBudget {
-            refusal: Refusal::new(
-                Code::RateLimited,
-                format!("at most {limit} MCP messages and REST calls a minute per subject, across all its tokens; wait for the next minute"),
-            )
-            .retry_after(self.rest_of_minute()),
-            first: count - (n as i64) <= limit,
-        })
+    }
+
+    /// After the call: the work it took beyond its first unit, one unit
+    /// per [`WORK_UNIT`] (so the subject's budget bounds the host's time it
+    /// can take, not only its number of calls). The call already ran; a
+    /// subject past its budget is refused from its next call on.
+    pub fn charge_work(&self, tenant: &str, subject: &str, took: std::time::Duration) {
+        let units = (took.as_micros() / WORK_UNIT.as_micros()) as u64;
+        if let (Some(c), true) = (self.cache, units > 0) {
+            let rate = budget::Rate::per_minute(self.settings.subject_per_minute);
+            let _ = budget::spend(c, &budget::subject_id(tenant, subject), rate, units, self.now_ms, false);
+        }
     }
 
     /// Step 6: the scope a call needs; `challenge` is the bearer challenge
@@ -246,7 +287,7 @@ impl<'a> Door<'a> {
     /// Sweeps the door's counters (see [`budget::sweep`]).
     pub fn sweep(&self, budget_keys: usize) -> cairn_kv::Result<usize> {
         match self.cache {
-            Some(c) => budget::sweep(c, self.now_s, self.settings.window_minutes, budget_keys),
+            Some(c) => budget::sweep(c, self.now_ms / 1000, self.settings.window_minutes, budget_keys),
             None => Ok(0),
         }
     }

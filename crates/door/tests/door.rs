@@ -13,7 +13,7 @@ fn arrival<'a>(client: &'a str, headers: &[(&'a str, &'a [u8])]) -> Arrival<'a> 
 fn settings() -> Settings {
     Settings::from_variables(|n| match n {
         "audience" => Some("http://127.0.0.1:3000/mcp".into()),
-        "rate_limit_per_minute" => Some("5".into()),
+        "rate_limit_per_minute" => Some("60".into()),
         "refused_per_minute" => Some("3".into()),
         _ => None,
     })
@@ -58,7 +58,7 @@ mod refusals_cost_nothing_durable {
         let s = settings();
         let store = MemoryStore::new();
         for i in 0..10_000u64 {
-            let door = Door::new(&s, Some(&store), 1_000_000 + i / 100);
+            let door = Door::new(&s, Some(&store), (1_000_000 + i / 100) * 1000);
             let a = arrival("198.51.100.9:4444", &[]);
             door.refused(&a, cairn_door::Refusal::new(Code::Unauthorized, "no token"));
         }
@@ -74,7 +74,7 @@ mod refusals_cost_nothing_durable {
     fn a_spread_out_flood_shares_one_counter_past_the_cap() {
         let s = Settings { addresses_per_minute: 10, ..settings() };
         let store = MemoryStore::new();
-        let door = Door::new(&s, Some(&store), 600);
+        let door = Door::new(&s, Some(&store), 600_000);
         for i in 0..1000u32 {
             let addr = format!("10.{}.{}.{}:80", i >> 16, (i >> 8) & 255, i & 255);
             door.refused(&arrival(&addr, &[]), cairn_door::Refusal::new(Code::Unauthorized, "x"));
@@ -105,7 +105,7 @@ mod budgets {
     fn an_address_past_its_refusals_is_throttled_until_the_minute_ends() {
         let s = settings();
         let store = MemoryStore::new();
-        let door = Door::new(&s, Some(&store), 120);
+        let door = Door::new(&s, Some(&store), 120_000);
         let a = arrival("203.0.113.5:9", &[]);
         for _ in 0..3 {
             assert!(!door.screen(&a).unwrap().throttled);
@@ -115,32 +115,56 @@ mod budgets {
         assert!(!door.screen(&arrival("203.0.113.6:9", &[])).unwrap().throttled, "another address is not");
         let r = door.throttled();
         assert_eq!((r.status(), r.retry_after), (429, Some(60)));
-        assert!(!Door::new(&s, Some(&store), 180).screen(&a).unwrap().throttled, "a new minute, a new budget");
+        assert!(!Door::new(&s, Some(&store), 180_000).screen(&a).unwrap().throttled, "a new minute, a new budget");
     }
 
     #[test]
     fn one_subject_gets_one_budget_however_many_tokens() {
+        // 60 a minute: one unit a second, ten at once.
         let s = settings();
         let store = MemoryStore::new();
-        let door = Door::new(&s, Some(&store), 60);
-        // Five messages: within the budget of five.
-        for _ in 0..5 {
+        let door = Door::new(&s, Some(&store), 60_000);
+        for _ in 0..10 {
             door.charge("acme", "bot", 1).unwrap();
         }
         let over = door.charge("acme", "bot", 1).unwrap_err();
-        assert_eq!((over.refusal.code, over.first), (Code::RateLimited, true));
+        assert_eq!((over.refusal.code, over.first, over.refusal.retry_after), (Code::RateLimited, true, Some(1)));
         assert!(!door.charge("acme", "bot", 1).unwrap_err().first, "only the first refusal of a minute is worth a record");
-        door.charge("acme", "ada", 5).unwrap();
-        door.charge("other", "bot", 5).unwrap();
+        door.charge("acme", "ada", 10).unwrap();
+        door.charge("other", "bot", 10).unwrap();
+        // It refills evenly: a second later, one more unit.
+        let later = Door::new(&s, Some(&store), 61_000);
+        later.charge("acme", "bot", 1).unwrap();
+        assert!(later.charge("acme", "bot", 1).is_err());
     }
 
     #[test]
-    fn a_batch_counts_every_message() {
+    fn a_batch_counts_every_message_and_a_refusal_spends_nothing() {
         let s = settings();
         let store = MemoryStore::new();
-        let door = Door::new(&s, Some(&store), 60);
-        door.charge("acme", "bot", 4).unwrap();
-        assert!(door.charge("acme", "bot", 2).is_err());
+        let door = Door::new(&s, Some(&store), 60_000);
+        door.charge("acme", "bot", 8).unwrap();
+        assert!(door.charge("acme", "bot", 3).is_err(), "eleven is past the burst");
+        door.charge("acme", "bot", 2).unwrap();
+    }
+
+    #[test]
+    fn work_a_call_took_is_debt_that_delays_the_next_calls() {
+        let s = settings();
+        let store = MemoryStore::new();
+        let door = Door::new(&s, Some(&store), 60_000);
+        door.charge("acme", "bot", 1).unwrap();
+        // The call ran 300 ms: 30 more units, paid off at one a second.
+        door.charge_work("acme", "bot", std::time::Duration::from_millis(300));
+        let r = door.charge("acme", "bot", 1).unwrap_err().refusal;
+        assert_eq!(r.retry_after, Some(22), "31 units spent, 10 allowed at once: 22 s until one more fits");
+        assert!(Door::new(&s, Some(&store), 82_000).charge("acme", "bot", 1).is_ok());
+        // A short call costs nothing more.
+        let other = Door::new(&s, Some(&store), 60_000);
+        other.charge_work("acme", "ada", std::time::Duration::from_millis(9));
+        for _ in 0..10 {
+            other.charge("acme", "ada", 1).unwrap();
+        }
     }
 
     #[test]
@@ -162,14 +186,17 @@ mod sweeping {
         let s = Settings { window_minutes: 5, ..settings() };
         let store = MemoryStore::new();
         for minute in 0..20u64 {
-            let door = Door::new(&s, Some(&store), minute * 60);
+            let door = Door::new(&s, Some(&store), minute * 60_000);
             door.refused(&arrival("10.0.0.1:1", &[]), cairn_door::Refusal::new(Code::Unauthorized, "x"));
             let _ = door.charge("acme", "bot", 1);
+            let _ = door.charge("acme", &format!("once-{minute}"), 1);
         }
-        let door = Door::new(&s, Some(&store), 19 * 60);
+        let door = Door::new(&s, Some(&store), 19 * 60_000);
         let dropped = door.sweep(10_000).unwrap();
         assert!(dropped > 0);
-        for k in keys(&store) {
+        let paces: Vec<String> = keys(&store).into_iter().filter(|k| k.starts_with("door/g/")).collect();
+        assert_eq!(paces.len(), 2, "only the rate states not yet paid off stay: {paces:?}");
+        for k in keys(&store).into_iter().filter(|k| !k.starts_with("door/g/")) {
             let minute: u64 = k.split('/').nth(2).unwrap().parse().unwrap();
             let keep = if k.starts_with("door/s/") { 2 } else { 5 };
             assert!(minute >= 19 - keep, "{k} survived the sweep");

@@ -1,5 +1,8 @@
-//! The seed posts' experiments (`cairn-bench experiment race|…|throughput`),
-//! quick sizes, in-process over HTTP: only their invariants, never timings.
+//! The benchmarks' own guarantees, quick sizes: the seed posts' experiments
+//! (`cairn-bench experiment race|…|throughput`) keep their invariants, and
+//! the attack suite (`cairn-bench attack --short`) keeps every bound
+//! `docs/security.md` states. Never timings: bytes, memory, CPU seconds and
+//! answers.
 
 use cairn_bench::experiments::create::{self, KeyPolicy};
 use cairn_bench::experiments::handles::{self, Handle};
@@ -147,4 +150,38 @@ fn charts_draw(charts: Vec<cairn_bench::charts::Chart>) {
         }
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The attack suite in its short mode, against a real `cairn up`: each
+/// attack costs no more than the bounds `docs/security.md` states. (The
+/// honest agent's p99 under attack is a timing: printed, not asserted.)
+mod attacks {
+    use cairn_bench::attack::{Sizes, run};
+
+    #[test]
+    fn every_attack_stays_within_its_stated_bound() {
+        super::require_built(&["router.wasm", "rest.wasm", "edit_note_tab.wasm", "read_note_tab.wasm", "health.wasm", "ui.wasm"]);
+        let sizes = Sizes::short();
+        let report = run(&super::root().join("spin.toml"), sizes).unwrap();
+        report.print();
+        let refused = report.row("refused").unwrap();
+        assert_eq!(refused.requests, sizes.refused.div_ceil(8) * 8);
+        assert!(refused.answers.keys().all(|s| [401, 403, 404, 429, 431].contains(s)), "{:?}", refused.answers);
+        // Scaled from the stated 1 MB and 10 MB per 10,000 refused requests.
+        let scale = sizes.refused as i64 / 10_000;
+        assert!(refused.store_bytes < (1 << 20) * scale.max(1), "the store grew {} bytes", refused.store_bytes);
+        assert!(refused.rss_bytes < (10 << 20), "RSS grew {} bytes", refused.rss_bytes);
+        assert_eq!(refused.series, 0, "metric series were made by refused requests");
+        let bodies = report.row("bodies").unwrap();
+        assert!(bodies.peak_rss_bytes < (100 << 20), "peak RSS grew {} bytes", bodies.peak_rss_bytes);
+        assert!(bodies.answers.keys().all(|s| [413, 503, 0].contains(s)), "{:?}", bodies.answers);
+        assert!(bodies.answers.get(&413).copied().unwrap_or(0) >= sizes.bodies / 2, "{:?}", bodies.answers);
+        for attack in ["costly: merge", "costly: diff"] {
+            let row = report.row(attack).unwrap();
+            assert_eq!(row.codes.get("too_complex"), Some(&1), "{attack}: {row:?}");
+            assert!(row.cpu_seconds < 1.0, "{attack} cost {:.2} s of CPU", row.cpu_seconds);
+        }
+        assert!(report.row("costly: search").unwrap().cpu_seconds < 1.0);
+        assert!(report.honest_alone.2 > 0 && report.honest_attacked.2 > 0);
+    }
 }
