@@ -12,6 +12,7 @@
 //! | `cairn_cas_swaps_total` | store, outcome | compare-and-swaps: `written`, `conflict` (the writer re-reads and retries) or `error` (refused: nothing written) |
 //! | `cairn_instances_in_use` | — | component instances running now |
 //! | `cairn_refusals_total` | code | requests the front door refused (`cairn_door::Code`), in a component or in the host |
+//! | `cairn_stored_bytes`, `cairn_tenants` | — | content stored (every retained version) and tenants, as of the last sweep; a quota refusal is a tool outcome `quota_exceeded` |
 //!
 //! A swap a store acknowledges without applying it ("lost") cannot be seen
 //! from here: the components' commit check catches those (see the README on
@@ -213,10 +214,20 @@ static MERGE_TRANSITIONS: Family = Family::new("cairn_search_merge_transitions_t
 static MARKERS_CLEARED: Family = Family::new("cairn_search_markers_cleared_total", "Dirty markers the search merge cleared.", Kind::Counter, &[]);
 static FENCES: Family = Family::new("cairn_search_fences_total", "Notes the search merge fenced.", Kind::Counter, &[]);
 static DIRTY: Family = Family::new("cairn_search_dirty_notes", "Notes still waiting for the search merge.", Kind::Gauge, &[]);
+static STORED_BYTES: Family = Family::new("cairn_stored_bytes", "Bytes of content stored, every retained version counted, as of the last sweep.", Kind::Gauge, &[]);
+static TENANTS: Family = Family::new("cairn_tenants", "Tenants with notes, as of the last sweep.", Kind::Gauge, &[]);
 static REFUSALS: Family = Family::new("cairn_refusals_total", "Requests the front door refused, by code.", Kind::Counter, &["code"]);
 
-static ALL: [&Family; 12] =
-    [&HTTP_REQUESTS, &HTTP_DURATION, &TOOL_CALLS, &STORE_OPS, &STORE_DURATION, &CAS_SWAPS, &INSTANCES, &MERGE_TRANSITIONS, &MARKERS_CLEARED, &FENCES, &DIRTY, &REFUSALS];
+static ALL: [&Family; 14] = [
+    &HTTP_REQUESTS, &HTTP_DURATION, &TOOL_CALLS, &STORE_OPS, &STORE_DURATION, &CAS_SWAPS, &INSTANCES, &MERGE_TRANSITIONS, &MARKERS_CLEARED, &FENCES, &DIRTY,
+    &REFUSALS, &STORED_BYTES, &TENANTS,
+];
+
+/// What the last sweep counted: bytes of content stored and tenants.
+pub fn stored(bytes: u64, tenants: usize) {
+    STORED_BYTES.set(&[], i64::try_from(bytes).unwrap_or(i64::MAX));
+    TENANTS.set(&[], i64::try_from(tenants).unwrap_or(i64::MAX));
+}
 
 /// Series made so far, all families together: what the metrics' memory is
 /// proportional to.

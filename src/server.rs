@@ -247,17 +247,24 @@ async fn sweep(app: Arc<App>, every: Duration) {
         tick.tick().await;
         let app = app.clone();
         match tokio::task::spawn_blocking(move || crate::sweep::sweep_once(app.store(), &app.stores["cache"], app.retention, &app.door)).await {
-            Ok(Ok(s)) if s != crate::sweep::Swept::default() => tracing::info!(
-                delete_markers = s.markers,
-                expired_claims = s.claims,
-                history_notes = s.history.notes,
-                history_entries = s.history.entries,
-                history_blobs = s.history.blobs,
-                idempotency_records = s.history.idempotency,
-                cache_counters = s.cache.counters,
-                cache_tokens = s.cache.tokens,
-                "swept"
-            ),
+            Ok(Ok(s)) => {
+                crate::metrics::stored(s.history.bytes, s.tenants);
+                if s.did_work() {
+                    tracing::info!(
+                        delete_markers = s.markers,
+                        expired_claims = s.claims,
+                        history_notes = s.history.notes,
+                        history_entries = s.history.entries,
+                        history_blobs = s.history.blobs,
+                        idempotency_records = s.history.idempotency,
+                        audit_records = s.history.audit,
+                        cache_counters = s.cache.counters,
+                        cache_tokens = s.cache.tokens,
+                        legacy_refusals = s.legacy,
+                        "swept"
+                    );
+                }
+            }
             Ok(Err(e)) => tracing::warn!(error = %e, "sweep failed"),
             _ => {}
         }

@@ -23,7 +23,22 @@ pub struct Swept {
     pub history: cairn_notes::HistorySweep,
     /// The `cache` store's expired records.
     pub cache: cairn_door::cache::Swept,
+    /// Tenants with notes.
+    pub tenants: usize,
+    /// Refusal records of an earlier layout (`sys/audit/refused/`) deleted.
+    pub legacy: usize,
 }
+
+impl Swept {
+    /// Whether anything was deleted or released (what is worth a log line).
+    pub fn did_work(&self) -> bool {
+        let h = &self.history;
+        self.markers + self.claims + h.notes + h.entries + h.blobs + h.idempotency + h.audit + self.cache.counters + self.cache.tokens + self.cache.other + self.legacy > 0
+    }
+}
+
+/// Records of an earlier layout: anonymous refusals kept one per request.
+const LEGACY_REFUSALS: &str = "sys/audit/refused/";
 
 /// One sweep of every tenant, keeping history as `retention` says, and of
 /// the `cache` store (`cache`), keeping the door's window.
@@ -31,10 +46,14 @@ pub fn sweep_once(store: &Arc<dyn Store>, cache: &Arc<dyn Store>, retention: Ret
     let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let mut out = Swept { markers: store.sweep(3_600_000)?, ..Swept::default() };
     out.cache = cairn_door::cache::sweep(cache.as_ref(), now_s, door.window_minutes, 10_000)?;
+    let legacy = store.list_prefix("default", LEGACY_REFUSALS, None, 10_000)?;
+    store.delete_many("default", &legacy.iter().map(String::as_str).collect::<Vec<_>>())?;
+    out.legacy = legacy.len();
     let mut env = SystemEnv::with_retention(0, retention);
     for tenant in cairn_notes::list_tenants(store.as_ref())? {
         out.claims += cairn_notes::sweep_expired_claims(store.as_ref(), &mut env, &tenant)?;
         out.history += cairn_notes::sweep_history(store.as_ref(), &mut env, &tenant)?;
+        out.tenants += 1;
     }
     Ok(out)
 }

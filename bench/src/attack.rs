@@ -547,6 +547,15 @@ fn honest(t: &Target, callers: &Callers, costly_note: &str, sizes: Sizes, report
 
 /// Paced edits for `d`, on one keep-alive connection: p50, p99 and how many.
 fn honest_edits(t: &Target, token: &str, note: &str, d: Duration, key_base: usize) -> Result<(Duration, Duration, usize)> {
+    let mut lat = honest_samples(t, token, note, d, key_base)?;
+    lat.sort();
+    let pick = |q: f64| lat.get(((lat.len() as f64 * q) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or_default();
+    Ok((pick(0.5), pick(0.99), lat.len()))
+}
+
+/// Each paced edit's latency for `d`: read the tab, append a line to what
+/// was read, at 4 edits a second.
+fn honest_samples(t: &Target, token: &str, note: &str, d: Duration, key_base: usize) -> Result<Vec<Duration>> {
     let mut conn = Conn::open(t.host.addr)?;
     let mut call = |body: Value| -> Result<(u16, Value)> {
         let (status, bytes) = conn.send("POST", "/mcp", token, body.to_string().as_bytes())?;
@@ -569,7 +578,148 @@ fn honest_edits(t: &Target, token: &str, note: &str, d: Duration, key_base: usiz
         i += 1;
         std::thread::sleep(Duration::from_millis(250).saturating_sub(tick.elapsed()));
     }
-    lat.sort();
-    let pick = |q: f64| lat.get(((lat.len() as f64 * q) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or_default();
-    Ok((pick(0.5), pick(0.99), lat.len()))
+    Ok(lat)
 }
+
+/// What a soak measured: honest agents beside every attack at once.
+#[derive(Debug, Clone, Default)]
+pub struct Soak {
+    /// Seconds the attacks ran.
+    pub seconds: u64,
+    /// Honest edits alone before the attacks: p50, p99, count.
+    pub alone: (Duration, Duration, usize),
+    /// Honest edits during the attacks, every agent together: p50, p99, count.
+    pub attacked: (Duration, Duration, usize),
+    /// Requests the attackers sent, by kind.
+    pub sent: BTreeMap<&'static str, usize>,
+    /// Store growth over the soak, bytes.
+    pub store_bytes: i64,
+    /// Resident memory: growth at the end and the highest seen, bytes.
+    pub rss_bytes: (i64, i64),
+    /// Host CPU over the soak, seconds.
+    pub cpu_seconds: f64,
+}
+
+impl Soak {
+    /// Prints the table.
+    pub fn print(&self) {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        println!("| soak | seconds | store growth | RSS growth (end / peak) | host CPU |");
+        println!("|---|---:|---:|---:|---:|");
+        println!("| every attack at once | {} | {} | {} / {} | {:.0} s |", self.seconds, bytes(self.store_bytes), bytes(self.rss_bytes.0), bytes(self.rss_bytes.1), self.cpu_seconds);
+        let sent: Vec<String> = self.sent.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!("\nattackers sent: {}", sent.join(", "));
+        println!("\n| honest agents | edits | p50 | p99 |");
+        println!("|---|---:|---:|---:|");
+        println!("| alone | {} | {:.2} ms | {:.2} ms |", self.alone.2, ms(self.alone.0), ms(self.alone.1));
+        println!("| during the soak | {} | {:.2} ms | {:.2} ms |", self.attacked.2, ms(self.attacked.0), ms(self.attacked.1));
+        println!("\np99 during the soak ÷ alone: {:.2}×", self.attacked.1.as_secs_f64() / self.alone.1.as_secs_f64().max(1e-6));
+    }
+}
+
+/// Two honest agents editing at 4 a second beside every attack at once for
+/// `seconds`: refused floods, waves of large bodies, and four attackers
+/// sending the costliest requests.
+pub fn soak(manifest: &Path, seconds: u64) -> Result<Soak> {
+    let sizes = Sizes::full();
+    let t = Target::start(manifest)?;
+    let callers = Callers {
+        person: t.token("ada", Actor::Human, "notes:read notes:write"),
+        reader: t.token("reader", Actor::Human, "notes:read"),
+        honest: t.token("honest", Actor::Agent, "notes:read notes:write"),
+        attackers: (0..sizes.attackers).map(|a| t.token(&format!("attacker-{a}"), Actor::Human, "notes:read notes:write")).collect(),
+    };
+    let second_honest = t.token("honest-2", Actor::Agent, "notes:read notes:write");
+    for token in [&callers.person, &callers.reader, &callers.honest, &second_honest].into_iter().chain(&callers.attackers) {
+        t.call("GET", "/api/v1/notes", token, &json!({}))?;
+    }
+    let (_, made) = t.call("POST", "/api/v1/notes", &callers.person, &json!({"title": "Long", "approved_for_agents": true}))?;
+    let costly_note = made["note_id"].as_str().context("no note")?.to_string();
+    for (i, salt) in ["first", "second"].iter().enumerate() {
+        t.call("PUT", &format!("/api/v1/notes/{costly_note}/tabs/markdown"), &callers.person, &json!({"expected_version": i + 1, "text": lines(sizes.lines, salt)}))?;
+    }
+    let mut notes = Vec::new();
+    for n in 0..2 {
+        let (_, made) = t.call("POST", "/api/v1/notes", &callers.person, &json!({"title": format!("Honest {n}"), "approved_for_agents": true}))?;
+        notes.push(made["note_id"].as_str().context("no note")?.to_string());
+    }
+    let mut out = Soak { seconds, alone: honest_edits(&t, &callers.honest, &notes[0], Duration::from_secs(30), 0)?, ..Soak::default() };
+    let (rss0, cpu0) = t.usage()?;
+    let store0 = store_size(&t.state);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let sent = std::sync::Mutex::new(BTreeMap::<&'static str, usize>::new());
+    let bump = |k: &'static str, n: usize| *sent.lock().unwrap_or_else(|p| p.into_inner()).entry(k).or_default() += n;
+    let pid = t.host.pid();
+    let results = std::thread::scope(|s| {
+        let (stop, t, bump) = (&stop, &t, &bump);
+        let peak = s.spawn(move || {
+            let mut peak = 0i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(usage(pid).map(|u| u.0).unwrap_or(0));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            peak
+        });
+        s.spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = flood(t, 800);
+                bump("refused", 800);
+            }
+        });
+        s.spawn(move || {
+            let body = vec![b'x'; sizes.body_bytes];
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let (addr, body) = (t.host.addr, &body);
+                std::thread::scope(|w| {
+                    for i in 0..10 {
+                        w.spawn(move || {
+                            let size = if i % 2 == 1 { "transfer-encoding: chunked".to_string() } else { format!("content-length: {}", body.len()) };
+                            exchange(addr, &format!("POST /mcp HTTP/1.1\r\nhost: {addr}\r\n{size}\r\nconnection: close\r\n\r\n"), body, i % 2 == 1)
+                        });
+                    }
+                });
+                bump("large bodies", 10);
+                std::thread::sleep(Duration::from_secs(5));
+            }
+        });
+        for (a, token) in callers.attackers.iter().enumerate() {
+            let merge = json!({"base_version": 2, "text": lines(sizes.lines, &format!("attack {a}"))}).to_string().into_bytes();
+            let (merge_path, diff_path) = (format!("/api/v1/notes/{costly_note}/tabs/markdown/merge"), format!("/api/v1/notes/{costly_note}/tabs/markdown/diff?from=2&to=3"));
+            s.spawn(move || {
+                let Ok(mut conn) = Conn::open(t.host.addr) else { return };
+                let mut i = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = match i % 3 {
+                        0 => conn.send("POST", &merge_path, token, &merge),
+                        1 => conn.send("GET", &diff_path, token, b""),
+                        _ => conn.send("GET", "/api/v1/search?q=li*%20line", token, b""),
+                    };
+                    i += 1;
+                }
+                bump("costly", i);
+            });
+        }
+        let honest: Vec<_> = [(&callers.honest, &notes[0], 1_000_000), (&second_honest, &notes[1], 2_000_000)]
+            .into_iter()
+            .map(|(token, note, base)| s.spawn(move || honest_samples(t, token, note, Duration::from_secs(seconds), base)))
+            .collect();
+        let samples: Vec<Result<Vec<Duration>>> = honest.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("an honest agent panicked")))).collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (samples, peak.join().unwrap_or(0))
+    });
+    let (samples, peak) = results;
+    let mut all = Vec::new();
+    for s in samples {
+        all.extend(s?);
+    }
+    all.sort();
+    let pick = |q: f64| all.get(((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or_default();
+    out.attacked = (pick(0.5), pick(0.99), all.len());
+    let (rss1, cpu1) = t.usage()?;
+    out.store_bytes = store_size(&t.state) - store0;
+    out.rss_bytes = (rss1 - rss0, peak - rss0);
+    out.cpu_seconds = cpu1 - cpu0;
+    out.sent = sent.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok(out)
+}
+

@@ -46,6 +46,10 @@ enum Command {
         /// Seconds of honest edits, alone and under attack (overrides the size's).
         #[arg(long)]
         seconds: Option<u64>,
+        /// Instead: a soak of this many seconds, honest agents beside every
+        /// attack at once (600 for the figures in docs/security.md).
+        #[arg(long)]
+        soak: Option<u64>,
     },
     /// The trivial `health` component through the host against native hyper.
     Host(BenchArgs),
@@ -180,7 +184,8 @@ fn main() -> Result<()> {
     }
     let rt = tokio::runtime::Runtime::new()?;
     match Cli::parse().command {
-        Command::Attack { manifest, short, seconds } => {
+        Command::Attack { manifest, soak: Some(s), .. } => cairn_bench::attack::soak(&manifest, s).map(|r| r.print()),
+        Command::Attack { manifest, short, seconds, soak: None } => {
             let mut sizes = if short { cairn_bench::attack::Sizes::short() } else { cairn_bench::attack::Sizes::full() };
             if let Some(s) = seconds {
                 sizes.honest_seconds = s;

@@ -838,7 +838,7 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
     let dir = run.fresh_dir("history")?;
     let kv = native_store(&dir)?;
     let note = seed(kv.as_ref(), 1)?.remove(0);
-    let retention = cairn_notes::env::Retention { versions: KEEP, days: 0 };
+    let retention = cairn_notes::env::Retention { versions: KEEP, days: 0, ..Default::default() };
     let mut c = CoreCaller { kv: kv.clone(), env: SystemEnv::with_retention(11, retention), who: agent() };
     let head_key = format!("t/{}/note/{note}", crate::stack::TENANT);
     let head_bytes = |kv: &dyn Store| -> Result<usize> { Ok(kv.get(cairn_notes::keys::BUCKET, &head_key)?.map_or(0, |v| v.len())) };

@@ -20,9 +20,14 @@ impl Env for HostEnv {
     fn random_u64(&mut self) -> u64 {
         crate::random_u64()
     }
-    /// The `history_keep_versions` and `history_keep_days` variables.
+    /// The `history_keep_versions`, `history_keep_days` and
+    /// `history_max_versions` variables.
     fn retention(&self) -> cairn_notes::env::Retention {
         cairn_notes::env::Retention::from_variables(crate::variable)
+    }
+    /// The `quota_notes` and `quota_bytes` variables.
+    fn quotas(&self) -> cairn_notes::env::Quotas {
+        cairn_notes::env::Quotas::from_variables(crate::variable)
     }
 }
 

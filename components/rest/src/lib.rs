@@ -211,7 +211,7 @@ fn operator(gate: &Gate, req: &Request) -> Response {
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: {e}")),
         };
         match cairn_notes::sweep_history(&kv, &mut HostEnv, tenant) {
-            Ok(h) => history.insert(tenant.to_string(), json!({"notes": h.notes, "entries": h.entries, "blobs": h.blobs, "idempotency": h.idempotency})),
+            Ok(h) => history.insert(tenant.to_string(), json!({"notes": h.notes, "entries": h.entries, "blobs": h.blobs, "idempotency": h.idempotency, "audit": h.audit, "stored_bytes": h.bytes})),
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: history: {e}")),
         };
         match cairn_notes::search::merge(&kv, &mut HostEnv, tenant, cairn_notes::search::MERGE_BUDGET) {

@@ -89,26 +89,70 @@ const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-'
 
 const token = () => sessionStorage.getItem(TOKEN);
 
-/** The token's claims, for display and for naming drafts (never trusted:
- * the server checks). `tenant` and `name` are read through the server's
- * claims mapping (`/ui/config.json`). */
-function me() {
+/** A token's claims, for display and for naming drafts (never trusted:
+ * the server checks), or null when it is not a readable JWT. `tenant` and
+ * `name` are read through the server's claims mapping (`/ui/config.json`). */
+function claimsOf(t) {
   try {
-    const c = JSON.parse(b64urlDecode(token().split('.')[1]));
-    const map = config.claims || {};
+    const c = JSON.parse(b64urlDecode(t.split('.')[1]));
+    if (!c || typeof c !== 'object') return null;
+    const map = (typeof config === 'object' && config.claims) || {};
     return { ...c, tenant: map.fixed_tenant || c[map.tenant || 'tenant'], name: c[map.name || 'name'] };
   } catch {
-    return {};
+    return null;
   }
 }
 
-/** `#token=…` from the sign-in link: kept in session storage, dropped from the address bar. */
+const me = () => claimsOf(token() || '') || {};
+const expired = (c) => typeof c.exp === 'number' && c.exp * 1000 <= Date.now();
+const named = (c) => [c.name || c.sub || 'someone', c.tenant && 'tenant ' + c.tenant].filter(Boolean).join(', ');
+
+/** A sign-in link's `#token=…`. The token leaves the address bar and the
+ * tab's history at once (the entry is replaced, so Back does not bring it
+ * back). A token that cannot be read or has expired is refused with a plain
+ * message. Signed in as someone else already, the person is asked first
+ * (`pendingLink`): a link never switches a session silently. Returns what
+ * to tell the person, if anything. */
 function takeTokenFromFragment() {
-  const m = location.hash.match(/^#token=([^&]+)/);
-  if (m) {
-    sessionStorage.setItem(TOKEN, decodeURIComponent(m[1]));
-    history.replaceState(null, '', location.pathname + '#/');
+  const m = location.hash.match(/^#token=([^&]*)/);
+  if (!m) return null;
+  history.replaceState(null, '', location.pathname + '#/');
+  let offered;
+  try {
+    offered = decodeURIComponent(m[1]).trim();
+  } catch {
+    offered = '';
   }
+  const claims = claimsOf(offered);
+  if (!claims) return { refused: 'That sign-in link does not hold a sign-in we can read. Ask for a new link.' };
+  if (expired(claims)) return { refused: 'That sign-in link has expired. Ask for a new link.' };
+  const current = token();
+  if (!current || current === offered || expired(me())) {
+    sessionStorage.setItem(TOKEN, offered);
+    return null;
+  }
+  pendingLink = { token: offered, claims };
+  return null;
+}
+
+/** A sign-in link for someone else, waiting for the person to choose. */
+let pendingLink = null;
+
+/** Asks whether to switch to the identity a link carries. */
+function showSwitchPrompt() {
+  const { token: offered, claims } = pendingLink;
+  const stay = () => { pendingLink = null; route(); };
+  const go = () => { pendingLink = null; releaseMine(true); sessionStorage.setItem(TOKEN, offered); route(); };
+  const card = h('section', { class: 'card', id: 'switch-identity', role: 'alertdialog', 'aria-labelledby': 'switch-title' },
+    h('h2', { id: 'switch-title' }, 'Switch who you are signed in as?'),
+    h('p', {}, 'You are signed in as ', h('strong', {}, named(me())), '. The link you opened signs in as ', h('strong', {}, named(claims)), '.'),
+    h('p', { class: 'muted' }, 'If you did not expect this link, stay: someone may be trying to make you work under their name.'),
+    h('div', { class: 'row' },
+      h('button', { id: 'switch-stay', class: 'primary', onclick: stay }, 'Stay as ' + (me().name || me().sub || 'yourself')),
+      h('button', { id: 'switch-go', onclick: go }, 'Switch to ' + (claims.name || claims.sub || 'the link\'s identity'))));
+  main().replaceChildren(card);
+  card.addEventListener('keydown', (e) => { if (e.key === 'Escape') stay(); });
+  $('#switch-stay').focus();
 }
 
 async function loadConfig() {
@@ -238,7 +282,15 @@ async function route() {
   leave();
   status('');
   delete main().dataset.loaded;
+  const link = takeTokenFromFragment();
+  if (link && link.refused) return showSignIn(link.refused);
+  if (pendingLink) return showSwitchPrompt();
   const t = token();
+  if (t && (!claimsOf(t) || expired(claimsOf(t)))) {
+    sessionStorage.removeItem(TOKEN);
+    $('#sign-out').hidden = true;
+    return showSignIn('Your sign-in has expired or cannot be read. Sign in again; your drafts are kept in this browser.');
+  }
   $('#sign-out').hidden = !t;
   if (!t) return showSignIn();
   const who = me();
@@ -800,7 +852,6 @@ async function filesView(ctx, body) {
 
 $('#sign-out').addEventListener('click', () => { releaseMine(true); sessionStorage.removeItem(TOKEN); location.hash = '#/'; route(); });
 window.addEventListener('hashchange', route);
-takeTokenFromFragment();
 const config = await loadConfig();
 const signInError = await oauthFinish();
 await route();

@@ -14,32 +14,78 @@ pub trait Env {
     fn retention(&self) -> Retention {
         Retention::default()
     }
+    /// What one tenant may store (the host's `quota_notes` and
+    /// `quota_bytes` variables).
+    fn quotas(&self) -> Quotas {
+        Quotas::default()
+    }
 }
 
 /// A note's history stays readable while a version is among the newest
-/// `versions` of its note **or** younger than `days`.
+/// `versions` of its note **or** younger than `days`, and in any case among
+/// the newest `max_versions` (so a note's history is bounded however fast
+/// it is written).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
     /// Versions per note kept whatever their age.
     pub versions: u64,
-    /// Days every version is kept whatever the count.
+    /// Days every version is kept, up to `max_versions`.
     pub days: u64,
+    /// Versions per note kept at most, whatever their age.
+    pub max_versions: u64,
 }
 
 impl Default for Retention {
     fn default() -> Self {
-        Retention { versions: 1_000, days: 30 }
+        Retention { versions: 1_000, days: 30, max_versions: 10_000 }
     }
 }
 
+/// Reads a whole-number variable (absent or not a number: the default).
+fn whole(variable: &impl Fn(&str) -> Option<String>, name: &str, default: u64) -> u64 {
+    variable(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
 impl Retention {
-    /// The retention the `history_keep_versions` and `history_keep_days`
-    /// variables ask for, read through `variable` (whole numbers; absent or
-    /// not a number: the default). Components and the host read it the same way.
+    /// The retention the `history_keep_versions`, `history_keep_days` and
+    /// `history_max_versions` variables ask for, read through `variable`
+    /// (whole numbers; absent or not a number: the default). Components and
+    /// the host read it the same way.
     pub fn from_variables(variable: impl Fn(&str) -> Option<String>) -> Self {
         let d = Retention::default();
-        let read = |name: &str, default: u64| variable(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default);
-        Retention { versions: read("history_keep_versions", d.versions), days: read("history_keep_days", d.days) }
+        let max_versions = whole(&variable, "history_max_versions", d.max_versions).max(1);
+        Retention {
+            versions: whole(&variable, "history_keep_versions", d.versions).min(max_versions),
+            days: whole(&variable, "history_keep_days", d.days),
+            max_versions,
+        }
+    }
+}
+
+/// What one tenant may store. A write that would pass a quota is refused
+/// `quota_exceeded`, naming the quota and the figure, and nothing is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quotas {
+    /// Notes (`quota_notes`).
+    pub notes: u64,
+    /// Bytes of content, every retained version counted (`quota_bytes`).
+    /// Checked against the tenant's usage as of the last history sweep plus
+    /// the write at hand, so writers racing between two sweeps (a minute
+    /// apart on the embedded host) may pass it by what they write meanwhile.
+    pub bytes: u64,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Quotas { notes: 10_000, bytes: 1 << 30 }
+    }
+}
+
+impl Quotas {
+    /// The quotas the `quota_notes` and `quota_bytes` variables ask for.
+    pub fn from_variables(variable: impl Fn(&str) -> Option<String>) -> Self {
+        let d = Quotas::default();
+        Quotas { notes: whole(&variable, "quota_notes", d.notes), bytes: whole(&variable, "quota_bytes", d.bytes) }
     }
 }
 
@@ -86,6 +132,8 @@ pub struct SimEnv {
     pub now_us: u64,
     /// The retention it reports; tests shorten it.
     pub retention: Retention,
+    /// The quotas it reports; tests lower them.
+    pub quotas: Quotas,
     state: u64,
 }
 
@@ -95,6 +143,7 @@ impl SimEnv {
         SimEnv {
             now_us: 1_767_225_600_000_000,
             retention: Retention::default(),
+            quotas: Quotas::default(),
             state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
         }
     }
@@ -112,6 +161,10 @@ impl Env for SimEnv {
 
     fn retention(&self) -> Retention {
         self.retention
+    }
+
+    fn quotas(&self) -> Quotas {
+        self.quotas
     }
 
     fn random_u64(&mut self) -> u64 {

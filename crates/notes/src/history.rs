@@ -46,7 +46,10 @@ impl Window {
     }
 
     fn describe(&self) -> String {
-        format!("the newest {} versions and the last {} days are kept", self.keep.versions, self.keep.days)
+        format!(
+            "the newest {} versions and the last {} days are kept, {} versions at most",
+            self.keep.versions, self.keep.days, self.keep.max_versions
+        )
     }
 }
 
@@ -114,8 +117,10 @@ fn slots(kv: &TenantKv, head: &Head, from: u64, to: u64) -> Out<Vec<Option<Histo
 /// Whether version `v` (committed at `at`) is still within retention (and
 /// not under the floor a sweep left).
 pub(crate) fn retained(head: &Head, v: u64, at: u64, w: Window) -> bool {
+    let age = head.version.saturating_sub(v);
     v >= head.history_floor
-        && (head.version.saturating_sub(v) < w.keep.versions || w.now.saturating_sub(at) < w.keep.days.saturating_mul(DAY_US))
+        && age < w.keep.max_versions
+        && (age < w.keep.versions || w.now.saturating_sub(at) < w.keep.days.saturating_mul(DAY_US))
 }
 
 /// A day in microseconds.

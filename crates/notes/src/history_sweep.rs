@@ -77,6 +77,11 @@ pub struct HistorySweep {
     pub blobs: usize,
     /// Idempotency records deleted (writes under the floor and past the age rule).
     pub idempotency: usize,
+    /// Audit records deleted (claim events and refused calls past retention
+    /// or past [`AUDIT_KEPT`]).
+    pub audit: usize,
+    /// Bytes of content the swept notes store now (their retained versions).
+    pub bytes: u64,
 }
 
 impl std::ops::AddAssign for HistorySweep {
@@ -85,7 +90,37 @@ impl std::ops::AddAssign for HistorySweep {
         self.entries += o.entries;
         self.blobs += o.blobs;
         self.idempotency += o.idempotency;
+        self.audit += o.audit;
+        self.bytes += o.bytes;
     }
+}
+
+/// Audit records kept per note (claim events) and per tenant (refused
+/// calls) at most, besides the age rule; the oldest go first.
+pub const AUDIT_KEPT: usize = 10_000;
+
+/// What a tenant stores, as of its last history sweep (`usage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// Notes.
+    pub notes: u64,
+    /// Bytes of content, every retained version counted.
+    pub bytes: u64,
+    /// When the sweep counted (µs).
+    pub at: u64,
+}
+
+/// The tenant's usage as of its last history sweep (zero before the first).
+pub(crate) fn usage(kv: &TenantKv) -> Result<Usage, Failure> {
+    match kv.get(keys::USAGE)? {
+        Some(raw) => decode("tenant usage", &raw),
+        None => Ok(Usage::default()),
+    }
+}
+
+/// [`usage`], for the host and operators.
+pub fn tenant_usage(store: &dyn cairn_kv::Store, tenant: &str) -> Result<Usage, Failure> {
+    usage(&TenantKv::system(store, tenant)?)
 }
 
 const LIMIT: Limit = Limit { field: "note_id", message: "the note head exceeds the store's value limit" };
@@ -98,26 +133,56 @@ pub fn sweep_history(store: &dyn cairn_kv::Store, env: &mut dyn Env, tenant: &st
     let kv = TenantKv::system(store, tenant)?;
     let mut total = HistorySweep::default();
     let mut pos = 0;
+    let mut notes = 0u64;
     loop {
         let (ids, count) = index_slice(&kv, pos, BATCH)?;
-        if ids.is_empty() {
-            return Ok(total);
-        }
         pos += ids.len();
-        for id in ids {
-            total += sweep_note(&kv, env, &id)?;
+        for id in &ids {
+            total += sweep_note(&kv, env, id)?;
+            total.audit += sweep_audit(&kv, env, &format!("{}{id}/", keys::CLAIM_AUDIT))?;
+            notes += 1;
         }
-        if pos >= count {
-            return Ok(total);
+        if ids.is_empty() || pos >= count {
+            break;
         }
     }
+    total.audit += sweep_audit(&kv, env, keys::REFUSED)?;
+    let counted = Usage { notes, bytes: total.bytes, at: env.now_us() };
+    kv.set(keys::USAGE, &encode(&counted))?;
+    Ok(total)
+}
+
+/// Deletes audit records under `prefix` (keyed by time, oldest first) that
+/// are older than the retention's days or beyond the newest [`AUDIT_KEPT`].
+fn sweep_audit(kv: &TenantKv, env: &dyn Env, prefix: &str) -> Result<usize, Failure> {
+    let oldest = env.now_us().saturating_sub(env.retention().days.saturating_mul(DAY_US));
+    let mut all: Vec<String> = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let listed = kv.list_prefix(prefix, after.as_deref(), BATCH)?;
+        let Some(last) = listed.last() else { break };
+        after = Some(last[prefix.len()..].to_string());
+        let done = listed.len() < BATCH;
+        all.extend(listed);
+        if done {
+            break;
+        }
+    }
+    let over = all.len().saturating_sub(AUDIT_KEPT);
+    let at = |k: &str| k[prefix.len()..].get(..20).and_then(|t| t.parse::<u64>().ok());
+    let doomed: Vec<String> = all.iter().enumerate().filter(|(i, k)| *i < over || at(k).is_some_and(|t| t < oldest)).map(|(_, k)| k.clone()).collect();
+    for chunk in doomed.chunks(BATCH) {
+        kv.delete_many(chunk)?;
+    }
+    Ok(doomed.len())
 }
 
 /// The window the sweep drops under: retention with the clock margin.
 fn droppable(head: &Head, e: &HistoryEntry, env: &dyn Env) -> bool {
     let keep = env.retention();
     let now = env.now_us();
-    head.version.saturating_sub(e.version) >= keep.versions && now.saturating_sub(e.at) >= age_limit(keep.days)
+    let age = head.version.saturating_sub(e.version);
+    age >= keep.max_versions || (age >= keep.versions && now.saturating_sub(e.at) >= age_limit(keep.days))
 }
 
 /// How old a version must be before the sweep drops it.
@@ -146,7 +211,7 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
             // Every version under the head's own entries was spilled; one that
             // is missing was swept by a sweep racing this one: leave it the note.
             let Some(bytes) = bytes else {
-                return Ok(HistorySweep::default());
+                return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() });
             };
             let e: HistoryEntry = decode("history entry", &bytes)?;
             if !droppable(&before, &e, env) {
@@ -167,7 +232,7 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
         }
     }
     if floor <= old_floor {
-        return Ok(HistorySweep::default());
+        return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() });
     }
     // Bases: per tab, its newest entry under the new floor (the old bases
     // unless a newer entry below the floor changed the tab).
@@ -192,6 +257,9 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
         head.history_floor = floor;
         head.history_bases = bases.clone();
         head.blob_gen += 1;
+        // The content those versions stored leaves the note's count (a base's stays).
+        let dropped: u64 = below.iter().filter(|e| !bases.values().any(|b| *b == e.version)).map(|e| e.bytes).sum();
+        head.stored_bytes = head.stored_bytes.saturating_sub(dropped);
         // The head's own entries under the floor go; a base among them moves
         // to its own key first (the same bytes a later spill would write).
         let (gone, kept): (Vec<HistoryEntry>, Vec<HistoryEntry>) = std::mem::take(&mut head.history).into_iter().partition(|e| e.version < floor);
@@ -205,8 +273,8 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
     });
     let head = match committed {
         Ok(Some(h)) => h,
-        Ok(None) => return Ok(HistorySweep::default()),
-        Err(Fail::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => return Ok(HistorySweep::default()),
+        Ok(None) => return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() }),
+        Err(Fail::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() }),
         Err(Fail::Refused(r)) => return Err(Failure::Corrupt(format!("history sweep of {note_id}: {}", r.message))),
         Err(Fail::Failed(e)) => return Err(e),
     };
@@ -255,7 +323,7 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
         kv.delete_many(chunk)?;
     }
     let idem = sweep_idempotency(kv, env, note_id, floor)?;
-    Ok(HistorySweep { notes: 1, entries: gone.len(), blobs, idempotency: idem })
+    Ok(HistorySweep { notes: 1, entries: gone.len(), blobs, idempotency: idem, audit: 0, bytes: head.stored_bytes })
 }
 
 /// Deletes the spilled idempotency records of writes under the floor that

@@ -14,6 +14,8 @@
 //! - `audit/refused/<time µs:020>-<tag>`: refused calls of the tenant (token, scope, rate,
 //!   and refused writes: version conflict, invalid argument, forbidden, …).
 //! - `idx/notes`: the tenant's note list.
+//! - `usage`: what the tenant stores (notes, bytes of content), as of its
+//!   last history sweep (see [`crate::env::Quotas`]).
 //! - `claims/index`: notes holding claims, with their due times.
 //! - `srch/dirty/<note_id>/<rev:016x>`: a commit of the note at head
 //!   revision `rev` the search index may not cover yet, written before the
@@ -126,5 +128,9 @@ pub(crate) fn search_dict(start: &str) -> String {
 
 /// The tenant's note list.
 pub(crate) const NOTE_INDEX: &str = "idx/notes";
+/// The tenant's usage as of its last history sweep.
+pub(crate) const USAGE: &str = "usage";
+/// The prefix of every content blob of the tenant.
+pub(crate) const BLOBS: &str = "blob/";
 /// The tenant's claim index.
 pub(crate) const CLAIM_INDEX: &str = "claims/index";

@@ -161,6 +161,11 @@ pub(crate) struct HistoryEntry {
     /// Whether this commit deleted `tab`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
+    /// Bytes of content this commit stored (its new blobs; 0 in entries
+    /// written before it was kept): what the note's count gives back when
+    /// the version leaves retention.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes: u64,
 }
 
 /// The note head, `note/<note_id>`: the commit point of every write to the note.
@@ -223,6 +228,11 @@ pub(crate) struct Head {
     /// (`blob/<note_id>/<generation>/…`); each sweep moves it on.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub blob_gen: u64,
+    /// Bytes of content the note stores, every retained version counted:
+    /// each commit adds what it stored, the history sweep takes back what
+    /// leaves retention (see [`crate::env::Quotas`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stored_bytes: u64,
     /// Commit markers of the latest commits that confirm themselves (see
     /// [`crate::head`]), newest last, at most [`crate::head::MARKERS_KEPT`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -150,6 +150,15 @@ pub fn create_note(
         if a.approved_for_agents && who.actor_type != ActorType::Human {
             return Err(forbidden_approval());
         }
+        let quota = env.quotas().notes;
+        let (_, notes) = crate::note_index::index_slice(kv, 0, 0)?;
+        if notes as u64 >= quota {
+            return Err(Refusal::new(Code::QuotaExceeded, format!("the tenant has {notes} notes, its quota (quota_notes)"))
+                .with("quota", "quota_notes")
+                .with("limit", quota)
+                .with("used", notes as u64)
+                .into());
+        }
         let now = env.now_us();
         let note_id = new_note_id(env);
         let by = Who::of(who);
@@ -192,12 +201,14 @@ pub fn create_note(
                 action: "create_note".into(),
                 tab_id: None,
                 content_hash: None,
+                bytes: 0,
                 tab: None,
                 deleted: false,
             }],
             history_floor: 0,
             history_bases: Default::default(),
             blob_gen: 0,
+            stored_bytes: 0,
             commits: Vec::new(),
         };
         // The id is unique, so no other writer creates this key; the index entry goes

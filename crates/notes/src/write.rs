@@ -280,8 +280,36 @@ pub(crate) fn commit(
         }
         let result = record(&staging, head, spec, change, who, now)?;
         drop((blobs, staging));
-        Ok(Decision::CommitWith(result, staged.into_inner()))
+        let staged = staged.into_inner();
+        let stored: u64 = staged.iter().filter(|(k, _)| k.starts_with(keys::BLOBS)).map(|(_, v)| v.len() as u64).sum();
+        if stored > 0 {
+            check_bytes_quota(kv, env.quotas(), stored, head.version)?;
+            head.stored_bytes = head.stored_bytes.saturating_add(stored);
+            if let Some(e) = head.history.last_mut() {
+                e.bytes = stored;
+            }
+        }
+        Ok(Decision::CommitWith(result, staged))
     })
+}
+
+/// Refuses a write that would store `adding` bytes past the tenant's
+/// `quota.bytes`, counted from its usage as of the last history sweep
+/// ([`crate::history_sweep::usage`]).
+fn check_bytes_quota(kv: &TenantKv, quota: crate::env::Quotas, adding: u64, version: u64) -> Out<()> {
+    let used = crate::history_sweep::usage(kv)?.bytes;
+    if used.saturating_add(adding) > quota.bytes {
+        return Err(Refusal::new(
+            Code::QuotaExceeded,
+            format!("the tenant stores {used} bytes of content; this write would add {adding}, past its quota of {} bytes", quota.bytes),
+        )
+        .with_version(version - 1)
+        .with("quota", "quota_bytes")
+        .with("limit", quota.bytes)
+        .with("used", used)
+        .into());
+    }
+    Ok(())
 }
 
 /// Bumps the versions and records the write in the head: the result, the history
@@ -324,6 +352,7 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
         content_hash: snapshot.as_ref().map(|t| t.content_hash.clone()),
         tab: snapshot,
         deleted,
+        bytes: 0,
     });
     let mut spilled = Vec::new();
     while head.history.len() > HISTORY_IN_HEAD {

@@ -221,7 +221,7 @@ fn a_stale_draft_merges_with_the_text_now_and_shows_only_real_conflicts() {
 #[test]
 fn a_version_past_both_retention_limits_is_not_found_naming_at_version() {
     let mut w = World::new();
-    w.env.retention = cairn_notes::env::Retention { versions: 2, days: 1 };
+    w.env.retention = cairn_notes::env::Retention { versions: 2, days: 1, ..Default::default() };
     let ada = human("acme");
     let note = three_versions(&mut w, &ada);
     // Younger than a day: every version still reads, whatever the count.

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 const DAY: u64 = 24 * 3600 * SECOND;
 
 fn retention(versions: u64) -> Retention {
-    Retention { versions, days: 1 }
+    Retention { versions, days: 1, ..Retention::default() }
 }
 
 /// The host's periodic work: the search index caught up (its dirty markers
@@ -20,6 +20,11 @@ fn retention(versions: u64) -> Retention {
 fn sweep(w: &mut World) -> HistorySweep {
     cairn_notes::search::merge(&w.kv, &mut w.env, "acme", usize::MAX).expect("no store failure");
     sweep_history(&w.kv, &mut w.env, "acme").expect("no store failure")
+}
+
+/// A sweep's work, without the usage it counted (what it found, not what it did).
+fn idle(s: HistorySweep) -> HistorySweep {
+    HistorySweep { bytes: 0, ..s }
 }
 
 /// Every key of one note (its head, entries, blobs, records), and their bytes.
@@ -95,7 +100,7 @@ fn a_sweep_drops_what_is_past_retention_and_every_retained_version_reads_as_befo
     let left = note_keys(&w, &note);
     assert!(left.len() * 3 < stored.len(), "{} keys before the sweep, {} after", stored.len(), left.len());
     // Nothing else to do until more versions leave retention.
-    assert_eq!(sweep(&mut w), HistorySweep::default());
+    assert_eq!(idle(sweep(&mut w)), HistorySweep::default());
 }
 
 #[test]
@@ -124,11 +129,11 @@ fn the_age_rule_keeps_every_version_younger_than_its_days_whatever_the_count() {
     let (note, _, _) = busy_note(&mut w, &ada, 10);
     // Less than a day since the writes: every version stays, and reads.
     w.advance_s(DAY / SECOND - 3600);
-    assert_eq!(sweep(&mut w), HistorySweep::default());
+    assert_eq!(idle(sweep(&mut w)), HistorySweep::default());
     assert_eq!(read_at(&mut w, &ada, &note, "markdown", 6)["text"].as_str().map(|t| t.starts_with("draft 0")), Some(true));
     // Past the day but inside the clock margin: unreadable, still kept.
     w.advance_s(3600 + 60);
-    assert_eq!(sweep(&mut w), HistorySweep::default());
+    assert_eq!(idle(sweep(&mut w)), HistorySweep::default());
     w.advance_s(3600);
     assert_eq!(sweep(&mut w).notes, 1);
 }
@@ -238,7 +243,7 @@ fn writes_racing_the_sweep_never_lose_a_blob_they_committed() {
     let sweeps = std::thread::scope(|s| {
         let sweeper = s.spawn(|| {
             let mut env = SimEnv::new(9);
-            env.retention = Retention { versions: 2, days: 0 };
+            env.retention = Retention { versions: 2, days: 0, ..Retention::default() };
             env.advance_us(DAY); // ahead of the writer's clock by more than the margin
             let mut moved = 0;
             while !done.load(std::sync::atomic::Ordering::SeqCst) {
@@ -269,4 +274,87 @@ fn writes_racing_the_sweep_never_lose_a_blob_they_committed() {
         sweeper.join().unwrap()
     });
     assert!(sweeps > 20, "the sweep moved the floor only {sweeps} times: the race proved little");
+}
+
+/// What one tenant may store is bounded: notes and bytes by quotas, a
+/// note's versions by `max_versions`, audit records by age and count.
+mod quotas {
+    use super::*;
+    use cairn_notes::env::Quotas;
+
+    #[test]
+    fn a_note_past_the_notes_quota_is_refused_naming_the_quota_and_nothing_is_written() {
+        let mut w = World::new();
+        let ada = human("acme");
+        w.env.quotas = Quotas { notes: 2, ..Quotas::default() };
+        w.note(&ada, "one", true);
+        w.note(&ada, "two", true);
+        let before = w.kv.dump();
+        let r = rest::create_note(&w.kv, &mut w.env, &ada, json!({"title": "three"})).unwrap();
+        assert_eq!((r.status, r.body["error"].as_str(), r.body["quota"].as_str(), r.body["limit"].as_u64()), (507, Some("quota_exceeded"), Some("quota_notes"), Some(2)), "{}", r.body);
+        assert_eq!(w.kv.dump(), before, "nothing written");
+    }
+
+    #[test]
+    fn a_write_past_the_bytes_quota_is_refused_and_the_sweep_counts_what_retention_keeps() {
+        let mut w = World::new();
+        let ada = human("acme");
+        let note = w.note(&ada, "Big", true);
+        w.env.quotas = Quotas { bytes: 40_000, ..Quotas::default() };
+        w.env.retention = retention(2);
+        for i in 0..3 {
+            edit(&mut w, &ada, &note, "markdown", json!({"operation": "replace_text", "text": format!("{i}{}", "y".repeat(10_000))}));
+        }
+        let counted = sweep(&mut w);
+        assert!(counted.bytes >= 20_000 && counted.bytes <= 31_000, "three versions of 10 KB written, one past retention (the day rule keeps it): {counted:?}");
+        // Past the quota as counted by the sweep: refused, naming it, nothing written.
+        let v = w.version(&ada, &note);
+        let before = w.kv.notes_state();
+        let r = w.refused(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": "big",
+            "operation": "replace_text", "text": "z".repeat(15_000)}));
+        assert_eq!((r["error"].as_str(), r["quota"].as_str(), r["limit"].as_u64()), (Some("quota_exceeded"), Some("quota_bytes"), Some(40_000)), "{r}");
+        assert_eq!(w.kv.notes_state(), before, "nothing written");
+        // A write that stores nothing new still goes.
+        let r = w.ok(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": "tiny",
+            "operation": "replace_text", "text": "z"}));
+        assert_eq!(r["version"].as_u64(), Some(v + 1));
+    }
+
+    #[test]
+    fn versions_past_max_versions_are_swept_whatever_their_age() {
+        let mut w = World::new();
+        let ada = human("acme");
+        let note = w.note(&ada, "Fast", true);
+        w.env.retention = Retention { versions: 3, days: 30, max_versions: 5 };
+        for i in 0..12 {
+            edit(&mut w, &ada, &note, "markdown", json!({"operation": "replace_text", "text": format!("v{i}")}));
+        }
+        sweep(&mut w);
+        let v = w.version(&ada, &note);
+        let r = read_at(&mut w, &ada, &note, "markdown", v - 5);
+        assert_eq!(r["error"], "not_found", "younger than 30 days but past max_versions: {r}");
+        assert!(r["message"].as_str().unwrap().contains("5 versions at most"), "{r}");
+        assert_eq!(read_at(&mut w, &ada, &note, "markdown", v - 4)["text"], "v7");
+        let h = w.ok(&ada, "list_note_history", json!({"note_id": note, "limit": 50}));
+        assert_eq!(h["entries"].as_array().unwrap().len(), 5, "{h}");
+    }
+
+    #[test]
+    fn audit_records_past_retention_are_swept_with_history() {
+        let mut w = World::new();
+        let ada = human("acme");
+        let bot = agent("acme");
+        let note = w.note(&ada, "Claimed", true);
+        for _ in 0..3 {
+            let c = w.ok(&bot, "claim_note", json!({"note_id": note}));
+            w.ok(&bot, "release_claim", json!({"claim_id": c["claim_id"]}));
+        }
+        let claim_audit = |w: &World| w.kv.dump().into_iter().filter(|(k, _)| k.contains("/audit/claims/")).count();
+        assert!(claim_audit(&w) >= 6);
+        sweep(&mut w);
+        assert!(claim_audit(&w) >= 6, "young records stay");
+        w.env.advance_us(31 * DAY);
+        sweep(&mut w);
+        assert_eq!(claim_audit(&w), 0, "records past the retention's days go");
+    }
 }
