@@ -301,6 +301,9 @@ async fn refuse_connection(mut stream: tokio::net::TcpStream) {
     let _ = stream.shutdown().await;
 }
 
+/// How long the answer to a caller over its budget waits.
+const OVER_BUDGET_DELAY: Duration = Duration::from_millis(250);
+
 /// Headers one request may carry (hyper answers 431 past it).
 const HEADERS_MAX: usize = 100;
 /// Bytes of a connection's read buffer, which bounds the header section.
@@ -406,8 +409,14 @@ async fn handle(
         }
     };
     crate::metrics::request(&id, &route, response.status(), started.elapsed());
-    if let Some(code) = response.headers().get(cairn_door::refusal::REFUSED_HEADER).and_then(|v| v.to_str().ok()) {
-        crate::metrics::refused(code);
+    if let Some(code) = response.headers().get(cairn_door::refusal::REFUSED_HEADER).and_then(|v| v.to_str().ok()).and_then(cairn_door::Code::parse) {
+        crate::metrics::refused(code.as_str());
+        // A caller already over its budget is answered slowly: its
+        // connection carries no more than a few calls a second, holding
+        // neither an instance nor a permit meanwhile.
+        if matches!(code, cairn_door::Code::RateLimited | cairn_door::Code::TooManyRefusals) {
+            tokio::time::sleep(OVER_BUDGET_DELAY).await;
+        }
     }
     tracing::info!(
         component = %id,

@@ -72,8 +72,12 @@ pub struct Row {
     /// CPU the host spent, in seconds.
     pub cpu_seconds: f64,
     /// Lines of the metrics exposition added (a series is one line, a
-    /// histogram's nineteen).
+    /// histogram's nineteen): series of the closed label sets filling in.
     pub series: i64,
+    /// Label values in the metrics longer than 64 bytes: text an attacker
+    /// chose making a series of its own (always 0 when labels come from
+    /// closed sets).
+    pub foreign_labels: usize,
     /// Statuses answered, and how often.
     pub answers: BTreeMap<u16, usize>,
     /// Refusal codes answered, and how often.
@@ -104,7 +108,7 @@ impl Report {
 
     /// Prints the tables.
     pub fn print(&self) {
-        println!("| attack | requests | store growth | RSS growth | peak RSS growth | host CPU | new series | answers |");
+        println!("| attack | requests | store growth | RSS growth | peak RSS growth | host CPU | new metric lines | answers |");
         println!("|---|---:|---:|---:|---:|---:|---:|---|");
         for r in &self.rows {
             let answers: Vec<String> = r.answers.iter().map(|(s, n)| format!("{s}×{n}")).collect();
@@ -301,13 +305,22 @@ impl Target {
         usage(self.host.pid())
     }
 
-    fn series(&self) -> Result<i64> {
+    fn metrics(&self) -> Result<String> {
         let head = format!("GET /metrics HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {METRICS_TOKEN}\r\nconnection: close\r\n\r\n", self.host.addr);
         let (status, body) = exchange(self.host.addr, &head, b"", false).context("no answer from /metrics")?;
         if status != 200 {
             bail!("/metrics answered {status}");
         }
-        Ok(body.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).count() as i64)
+        Ok(body)
+    }
+
+    fn series(&self) -> Result<i64> {
+        Ok(self.metrics()?.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).count() as i64)
+    }
+
+    /// Label values longer than 64 bytes in the exposition.
+    fn foreign_labels(&self) -> Result<usize> {
+        Ok(self.metrics()?.split('"').skip(1).step_by(2).filter(|v| v.len() > 64).count())
     }
 
     /// A JSON request with a token; status and body.
@@ -390,6 +403,7 @@ fn refused(t: &Target, sizes: Sizes) -> Result<Row> {
     row.peak_rss_bytes = row.rss_bytes.max(0);
     row.cpu_seconds = cpu1 - cpu0;
     row.series = t.series()? - series0;
+    row.foreign_labels = t.foreign_labels()?;
     Ok(row)
 }
 
