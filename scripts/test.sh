@@ -16,6 +16,8 @@ fi
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# openssl makes the test CA and certificates of the https tests.
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   as_root=""
   [ "$(id -u)" -eq 0 ] || as_root="sudo"

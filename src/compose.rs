@@ -23,7 +23,7 @@ use crate::manifest::{Component as Spec, Dependency};
 use anyhow::{Context, Result, bail};
 use std::sync::Arc;
 use wasmtime::component::types::ComponentItem;
-use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, Linker, Val};
+use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker, Val};
 use wasmtime::{Engine, StoreContextMut};
 
 /// A dependency ready to instantiate inside a dependent's store.
@@ -38,10 +38,6 @@ pub struct Linked {
     /// dependent's: no stores, no variables, no outbound hosts.
     bare: Arc<Spec>,
 }
-
-/// The dependency instances of one dependent instance, by slot.
-#[derive(Default)]
-pub struct Instances(Vec<Option<Instance>>);
 
 /// Fill the imports of `spec`'s component that its manifest entry names
 /// with its dependencies, in `linker` (the dependent's own copy of the

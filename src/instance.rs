@@ -30,11 +30,29 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Ticks a guest runs before it yields its thread to the other requests of
 /// its lane (a request that takes longer is served in slices).
 const YIELD_TICKS: u64 = 1;
-/// Time after which a running request counts as costly and needs a permit
-/// to go on (a cheap request takes a few milliseconds).
-pub const COSTLY_AFTER: Duration = Duration::from_millis(50);
+/// Time a request computes (epoch ticks seen while its wasm runs, not
+/// time waiting for the store) after which it counts as costly and needs a
+/// permit to go on (a cheap request computes a few milliseconds).
+pub const COSTLY_AFTER: Duration = Duration::from_millis(200);
 /// The pause a costly request takes after each tick it ran.
 const COSTLY_PAUSE: Duration = Duration::from_millis(5);
+/// Costly requests that may wait for each permit; one more is refused, so
+/// the memory costly requests hold at once is bounded by
+/// `(1 + this) × permits × max_memory`.
+const COSTLY_WAITING_PER_PERMIT: usize = 8;
+
+/// A costly request refused because as many wait for a permit as may: the
+/// host answers 503 `busy`, retry shortly.
+#[derive(Debug)]
+pub struct Overloaded;
+
+impl std::fmt::Display for Overloaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("this host is busy with as many costly requests as it takes at once")
+    }
+}
+
+impl std::error::Error for Overloaded {}
 
 /// The outbound HTTP policy of one instance of a component, made by
 /// [`crate::outbound::hooks`] (set in [`App::outbound`]).
@@ -121,6 +139,8 @@ pub struct App {
     /// [`COSTLY_AFTER`] needs one to go on; half the cores (at least one),
     /// so cheap requests always have the other half.
     pub costly: Arc<tokio::sync::Semaphore>,
+    /// Costly requests waiting for a permit now.
+    pub costly_waiting: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Permits for costly work on this machine (see [`App::costly`]).
@@ -135,6 +155,11 @@ impl App {
     }
 }
 
+/// The instances of one instance's composed dependencies, by slot (filled
+/// by [`crate::compose`] on first call; they live and die with this store).
+#[derive(Default)]
+pub struct DependencyInstances(pub(crate) Vec<Option<wasmtime::component::Instance>>);
+
 /// One instance's host state.
 pub struct Ctx {
     wasi: WasiCtx,
@@ -146,7 +171,7 @@ pub struct Ctx {
     pub(crate) component: Arc<Spec>,
     pub(crate) variables: Arc<BTreeMap<String, String>>,
     /// The instances of the component's composed dependencies.
-    pub(crate) deps: crate::compose::Instances,
+    pub(crate) deps: DependencyInstances,
 }
 
 /// A component's configuration, set aside while a dependency that does not
@@ -251,14 +276,19 @@ fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
     let started = std::time::Instant::now();
     let timeout = app.limits.request_timeout;
     let costly = app.costly.clone();
+    let waiting = app.costly_waiting.clone();
+    let costly_waiting_max = COSTLY_WAITING_PER_PERMIT * costly_permits();
     let held: Arc<std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>> = Arc::default();
+    // Ticks the guest was seen computing: the callback runs only while wasm
+    // runs, so time spent waiting for the store or a tool is not counted.
+    let mut computed = Duration::ZERO;
     store.set_epoch_deadline(YIELD_TICKS);
     store.epoch_deadline_callback(move |_| {
-        let ran = started.elapsed();
-        if ran >= timeout {
+        if started.elapsed() >= timeout {
             return Ok(wasmtime::UpdateDeadline::Interrupt);
         }
-        if ran < COSTLY_AFTER {
+        computed += EPOCH_TICK * YIELD_TICKS as u32;
+        if computed < COSTLY_AFTER {
             return Ok(wasmtime::UpdateDeadline::Yield(YIELD_TICKS));
         }
         if held.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
@@ -266,13 +296,20 @@ fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
             // so a cheap request that wakes on that core waits little.
             return Ok(wasmtime::UpdateDeadline::YieldCustom(YIELD_TICKS, Box::pin(tokio::time::sleep(COSTLY_PAUSE))));
         }
-        let (costly, held) = (costly.clone(), held.clone());
+        // As many costly requests wait as may: this one ends now, its
+        // memory with it, and is answered 503 (retry shortly).
+        if waiting.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= costly_waiting_max {
+            waiting.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            return Err(Overloaded.into());
+        }
+        let (costly, held, waiting) = (costly.clone(), held.clone(), waiting.clone());
         Ok(wasmtime::UpdateDeadline::YieldCustom(
             YIELD_TICKS,
             Box::pin(async move {
                 if let Ok(permit) = costly.acquire_owned().await {
                     *held.lock().unwrap_or_else(|p| p.into_inner()) = Some(permit);
                 }
+                waiting.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             }),
         ))
     });
@@ -340,6 +377,9 @@ where
 }
 
 fn describe_trap(e: wasmtime::Error, id: &str) -> anyhow::Error {
+    if e.downcast_ref::<Overloaded>().is_some() {
+        return anyhow::Error::new(Overloaded);
+    }
     match e.downcast_ref::<wasmtime::Trap>() {
         Some(wasmtime::Trap::Interrupt) => anyhow::anyhow!("component {id:?} ran past the request timeout"),
         Some(trap) => anyhow::anyhow!("component {id:?} trapped: {trap}"),

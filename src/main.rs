@@ -48,7 +48,7 @@ enum Deploy {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Up(a) => {
-            cairn::logs::init();
+            cairn::logs::init(a.log_format);
             cmd::up::run(a)
         }
         Command::Build(a) => cmd::build::run(a),

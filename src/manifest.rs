@@ -450,7 +450,7 @@ impl Manifest {
     pub fn resolve_outbound(&mut self, app: &BTreeMap<String, String>) -> Result<()> {
         for c in &mut self.components {
             for t in std::mem::take(&mut c.outbound_templates) {
-                let host = crate::variables::expand(&t, app).with_context(|| format!("component {:?}: allowed_outbound_hosts", c.id))?;
+                let host = expand(&t, app).with_context(|| format!("component {:?}: allowed_outbound_hosts", c.id))?;
                 let rule = OutboundRule::parse(&host).with_context(|| {
                     format!("component {:?}: allowed_outbound_hosts entry {t:?} expands to {host:?}, which is not a host", c.id)
                 })?;
@@ -475,4 +475,25 @@ impl Manifest {
         self.components.retain(|c| ids.contains(&c.id));
         Ok(())
     }
+}
+
+/// Expand the `{{ app_var }}` templates of one string; a template naming a
+/// variable `[variables]` does not declare is an error naming it.
+pub fn expand(template: &str, app: &BTreeMap<String, String>) -> Result<String> {
+    let mut value = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        value.push_str(&rest[..start]);
+        let Some(end) = rest[start..].find("}}") else {
+            bail!("{template:?} has an unclosed '{{{{'");
+        };
+        let var = rest[start + 2..start + end].trim();
+        let Some(v) = app.get(var) else {
+            bail!("{template:?} refers to {var:?}, which [variables] does not declare");
+        };
+        value.push_str(v);
+        rest = &rest[start + end + 2..];
+    }
+    value.push_str(rest);
+    Ok(value)
 }

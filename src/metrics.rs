@@ -15,7 +15,7 @@
 //! | `cairn_stored_bytes`, `cairn_tenants` | — | content stored (every retained version) and tenants, as of the last sweep; a quota refusal is a tool outcome `quota_exceeded` |
 //!
 //! A swap a store acknowledges without applying it ("lost") cannot be seen
-//! from here: the components' commit check catches those (see the README on
+//! from here: the components' commit check catches those (see docs/key-value.md on
 //! stores that lie); Cairn's own stores pass the conformance suite.
 //!
 //! # Memory: fixed per series, whatever the load

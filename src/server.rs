@@ -146,6 +146,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         door,
         bodies: cairn_door::BodyBudget::new(opts.limits.body_budget),
         costly: Arc::new(tokio::sync::Semaphore::new(instance::costly_permits())),
+        costly_waiting: Arc::default(),
     });
     for c in &app.manifest.components {
         tracing::info!(component = %c.id, routes = ?c.routes, "component ready");
@@ -395,6 +396,9 @@ async fn handle(
                     // cross-thread wake-up per request.
                     match instance::run_buffered(app.clone(), loaded.clone(), req, info).await {
                         Ok(r) => r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync()),
+                        Err(e) if e.downcast_ref::<instance::Overloaded>().is_some() => {
+                            refusal(&cairn_door::Refusal::new(cairn_door::Code::Busy, e.to_string()).retry_after(1))
+                        }
                         Err(e) => {
                             tracing::error!(component = %id, error = %e, "request failed");
                             json(

@@ -2,7 +2,7 @@
 //! `SPIN_VARIABLE_<NAME>` from the environment, else the manifest default;
 //! a required variable with neither stops startup with its name.
 
-use crate::manifest::{Component, Manifest};
+use crate::manifest::{Component, Manifest, expand};
 use anyhow::{Result, bail};
 use std::collections::BTreeMap;
 
@@ -33,25 +33,4 @@ pub fn resolve_component(c: &Component, app: &BTreeMap<String, String>) -> Resul
         out.insert(name.clone(), value);
     }
     Ok(out)
-}
-
-/// Expand the `{{ app_var }}` templates of one string; a template naming a
-/// variable `[variables]` does not declare is an error naming it.
-pub fn expand(template: &str, app: &BTreeMap<String, String>) -> Result<String> {
-    let mut value = String::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        value.push_str(&rest[..start]);
-        let Some(end) = rest[start..].find("}}") else {
-            bail!("{template:?} has an unclosed '{{{{'");
-        };
-        let var = rest[start + 2..start + end].trim();
-        let Some(v) = app.get(var) else {
-            bail!("{template:?} refers to {var:?}, which [variables] does not declare");
-        };
-        value.push_str(v);
-        rest = &rest[start + end + 2..];
-    }
-    value.push_str(rest);
-    Ok(value)
 }

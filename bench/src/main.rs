@@ -180,7 +180,7 @@ impl ExperimentArgs {
 
 fn main() -> Result<()> {
     if std::env::var("CAIRN_LOG").is_ok() {
-        cairn::logs::init();
+        cairn::logs::init(cairn::logs::Format::Text);
     }
     let rt = tokio::runtime::Runtime::new()?;
     match Cli::parse().command {

@@ -252,7 +252,9 @@ impl Config {
     /// past its budget of refusals, see [`cairn_door`]), only a token found
     /// in that record passes: nothing is verified or fetched for it.
     pub async fn authenticate(&self, req: &Request, cache: &GuestStore, now_s: u64, throttled: bool) -> Result<Principal, Refused> {
-        let token = respond::bearer(req).ok_or(Refused::Token(AuthError::Missing))?;
+        let Some(token) = respond::bearer(req) else {
+            return Err(if throttled { Refused::Throttled } else { Refused::Token(AuthError::Missing) });
+        };
         let (mut jwks, mut fresh) = self.keys(cache, now_s, false).await?;
         let digest = token_digest(token);
         let mut key = cairn_door::cache::verified_token(&self.cache_salt(&jwks), &digest);

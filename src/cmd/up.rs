@@ -75,6 +75,10 @@ pub struct Args {
     /// Client connections open at once; one more is answered 503 and closed.
     #[arg(long, default_value_t = 1024)]
     pub max_connections: usize,
+    /// How log lines are written: `text` (coloured only on a terminal) or
+    /// `json` (one object a line).
+    #[arg(long, value_enum, default_value_t = crate::logs::Format::Text)]
+    pub log_format: crate::logs::Format,
     /// Threads that serve connections, each connection on one of them from
     /// its first request to its last (default: four per core).
     #[arg(long)]

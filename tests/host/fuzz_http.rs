@@ -1,9 +1,11 @@
 //! Fuzzing the router and the REST component over real HTTP (proptest,
 //! shrinking): JSON-RPC shaped bodies with random methods, ids, params and
-//! batches, plain garbage, and random bodies on the REST routes. No answer is
-//! ever a 5xx (a component failing is a host bug, not the caller's), and a
-//! JSON-RPC error carries a code from the spec. `CAIRN_FUZZ_CASES` cases per
-//! target (default 300).
+//! batches, plain garbage, random bodies on the REST routes, and the front
+//! door's refusals (headers, origins, tokens, identities, sizes, paths on
+//! every entry). No answer is ever a 5xx (a component failing is a host
+//! bug, not the caller's), a JSON-RPC error carries a code from the spec,
+//! and a door refusal names a code of its closed set. `CAIRN_FUZZ_CASES`
+//! cases per target (default 300).
 use crate::app::*;
 use crate::harness::Cairn;
 use proptest::prelude::*;
@@ -110,5 +112,42 @@ fn no_body_on_the_rest_routes_gets_a_5xx() {
         let bytes: Vec<u8> = if raw { body.to_string().into_bytes().into_iter().rev().collect() } else { body.to_string().into_bytes() };
         let r = cairn.request(method, path, &[("authorization", &auth), ("content-type", "application/json")], &bytes);
         no_5xx(r.status, path, &r.text())
+    });
+}
+
+/// What an anonymous caller may vary at the door.
+fn door_request() -> impl Strategy<Value = (usize, String, Vec<(String, String)>, Vec<u8>)> {
+    let path = prop_oneof![
+        Just("/mcp".to_string()),
+        Just("/api/v1/notes".to_string()),
+        Just("/tools/edit_note_tab".to_string()),
+        Just("/healthz".to_string()),
+        Just("/".to_string()),
+        "/[a-z/]{0,40}".prop_map(|p| p),
+        "[a-z]{1,2000}".prop_map(|p| format!("/tools/{p}")),
+    ];
+    let header = prop_oneof![
+        "[ -~]{0,9000}".prop_map(|v| ("origin".to_string(), v)),
+        "[ -~]{0,9000}".prop_map(|v| ("authorization".to_string(), format!("Bearer {v}"))),
+        "[ -~]{0,200}".prop_map(|v| ("cairn-identity".to_string(), v)),
+        "[a-z]{1,20}".prop_flat_map(|n| "[ -~]{0,9000}".prop_map(move |v| (format!("x-{n}"), v))),
+    ];
+    (0..3usize, path, proptest::collection::vec(header, 0..4), proptest::collection::vec(any::<u8>(), 0..300))
+}
+
+#[test]
+fn door_refusals_of_any_shape_are_never_a_5xx_and_name_a_code_of_the_door() {
+    let (cairn, _, _) = host();
+    fuzz(door_request(), |(method, path, headers, body)| {
+        let method = ["GET", "POST", "PUT"][method];
+        let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let r = cairn.request(method, &path, &h, &body);
+        no_5xx(r.status, &path, &r.text())?;
+        if let Some(code) = r.header(cairn_door::refusal::REFUSED_HEADER) {
+            prop_assert!(cairn_door::Code::parse(code).is_some(), "{path}: unknown refusal code {code}");
+            let body = r.json();
+            prop_assert_eq!(body["error"].as_str(), Some(code), "{}: the body names the header's code", path);
+        }
+        Ok(())
     });
 }

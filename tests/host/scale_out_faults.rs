@@ -38,6 +38,12 @@ fn call(addr: SocketAddr, token: &str, tool: &str, args: &Value, seen: &mut Seen
             seen.unavailable += 1;
             None
         }
+        // A host killed while it wrote its answer: the head came, the body
+        // was cut. The outcome is unknown, as for a connection that died.
+        Ok(r) if r.status == 200 && serde_json::from_slice::<Value>(&r.body).is_err() => {
+            seen.dead_connections += 1;
+            None
+        }
         Ok(r) if r.status == 200 => {
             let v = r.json();
             if v.get("error").is_some() {

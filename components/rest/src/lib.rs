@@ -89,8 +89,8 @@ async fn handle(req: Request) -> Response {
         (Method::Post, ["api", "v1", "notes", _, "claims"])
         | (Method::Post, ["api", "v1", "claims", _, "renew" | "notes" | "force-release"])
         | (Method::Delete, ["api", "v1", "claims", _]) => cairn_notes::scopes::WRITE,
-        (_, ["api", "v1", "claims", ..]) => return respond::error(405, "method_not_allowed", "see the API table in the README"),
-        (_, ["api", "v1", "notes", ..]) => return respond::error(405, "method_not_allowed", "see the API table in the README"),
+        (_, ["api", "v1", "claims", ..]) => return respond::error(405, "method_not_allowed", "see the route table in docs/rest.md"),
+        (_, ["api", "v1", "notes", ..]) => return respond::error(405, "method_not_allowed", "see the route table in docs/rest.md"),
         _ => return respond::error(404, "not_found", "no such route"),
     };
     // The subject's budget (shared with its MCP messages), then the scope.

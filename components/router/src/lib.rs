@@ -10,9 +10,10 @@
 //! - `GET`/`DELETE /mcp`: 405 (no sessions, no server-initiated stream).
 //! - `GET /.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata.
 //!
-//! Modules: `mcp` (JSON-RPC framing, the MCP methods, tool calls on either
-//! road) and `resources` (notes and tabs as MCP resources, read through the
-//! same tools, so the same tenants, scopes and agent visibility hold).
+//! Modules: `rpc` (JSON-RPC error codes), `road` (a tool call on either
+//! road: the composed slot or HTTP), `resources` (notes and tabs as MCP
+//! resources, read through the same tools, so the same tenants, scopes and
+//! agent visibility hold) and `mcp` (JSON-RPC framing and the MCP methods).
 //!
 //! `tools/call` goes to the tool's own component at
 //! `http://<component-id>.spin.internal/`, or at the URL in the variable
@@ -21,6 +22,8 @@
 
 mod mcp;
 mod resources;
+mod road;
+mod rpc;
 
 use cairn_guest::door::Gate;
 use cairn_guest::respond;
@@ -71,7 +74,7 @@ async fn post_mcp(gate: &Gate, req: Request) -> Response {
     // a tool's arguments reach it as the caller wrote them.
     let body = match std::str::from_utf8(req.body()) {
         Ok(b) => b,
-        Err(e) => return respond::json(400, &mcp::error(Value::Null, mcp::PARSE_ERROR, &format!("parse error: the body is not UTF-8: {e}"))),
+        Err(e) => return respond::json(400, &rpc::error(Value::Null, rpc::PARSE_ERROR, &format!("parse error: the body is not UTF-8: {e}"))),
     };
     let (messages, batch) = match mcp::split(body) {
         Ok(m) => m,
@@ -109,7 +112,7 @@ async fn run(messages: &[mcp::Message<'_>], batch: bool, principal: &cairn_auth:
             // A tool or the store is out of reach: no result can be trusted
             // to have happened or not, so the caller retries the request
             // (with the same idempotency keys) once the store is back.
-            Err(mcp::Unavailable(why)) => {
+            Err(road::Unavailable(why)) => {
                 let mut r = respond::error(503, "unavailable", &format!("{why}; retry the request (same idempotency keys) shortly"));
                 r.set_header("retry-after", "1");
                 return r;

@@ -17,7 +17,8 @@
 use cairn_auth::Principal;
 use serde_json::{Value, json};
 
-use crate::mcp::{INVALID_PARAMS, ToolError, call};
+use crate::road::{ToolError, call};
+use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS};
 
 /// JSON-RPC code for a resource that does not exist (or that the caller may not see).
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
@@ -92,11 +93,11 @@ async fn run(tool: &str, args: Value, who: &Principal, uri: &str) -> Result<Valu
     let tool = cairn_notes::tools::find(tool).ok_or_else(|| Failed::Rpc(INVALID_PARAMS, format!("no tool {tool}")))?;
     let raw = match call(tool, &args.to_string(), who).await {
         Ok(raw) => raw,
-        Err(ToolError::Params(m) | ToolError::Internal(m)) => return Err(Failed::Rpc(crate::mcp::INTERNAL_ERROR, m)),
+        Err(ToolError::Params(m) | ToolError::Internal(m)) => return Err(Failed::Rpc(INTERNAL_ERROR, m)),
         Err(ToolError::Unavailable(m)) => return Err(Failed::Unavailable(m)),
     };
     let mut result: Value =
-        serde_json::from_str(&raw).map_err(|e| Failed::Rpc(crate::mcp::INTERNAL_ERROR, format!("{} answered with something other than JSON: {e}", tool.name)))?;
+        serde_json::from_str(&raw).map_err(|e| Failed::Rpc(INTERNAL_ERROR, format!("{} answered with something other than JSON: {e}", tool.name)))?;
     let content = result["structuredContent"].take();
     if result["isError"] != true {
         return Ok(content);

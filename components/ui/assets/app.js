@@ -232,10 +232,18 @@ async function api(method, path, body) {
     init.body = JSON.stringify(body);
   }
   let r;
-  try {
-    r = await fetch(path, init);
-  } catch (e) {
-    return { status: 0, ok: false, body: { error: 'unreachable', message: 'Cairn did not answer (' + e.message + ')' } };
+  // A 429 did nothing: it is asked again after the Retry-After it names
+  // (a few times, a few seconds at most), so a busy minute slows the page
+  // down instead of leaving a pane empty.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      r = await fetch(path, init);
+    } catch (e) {
+      return { status: 0, ok: false, body: { error: 'unreachable', message: 'Cairn did not answer (' + e.message + ')' } };
+    }
+    const wait = Number(r.headers.get('retry-after'));
+    if (r.status !== 429 || attempt >= 4 || !(wait >= 0 && wait <= 10)) break;
+    await new Promise((done) => setTimeout(done, Math.max(wait, 0.2) * 1000));
   }
   const b = await r.json().catch(() => ({}));
   if (r.status === 401) {

@@ -64,7 +64,7 @@ use crate::env::Identity;
 use crate::keys;
 use crate::kv::{Held, TenantKv};
 use crate::model::{Claim, Head, decode, encode};
-use crate::index;
+use crate::dirty;
 use crate::refusal::{Code, Fail, Out, Refusal};
 
 pub(crate) use crate::kv::MAX_ATTEMPTS;
@@ -158,7 +158,7 @@ pub(crate) fn transact<R>(
             return Err(Refusal::not_found("note").into());
         };
         let mut head = visible_head(raw, reader)?;
-        let before = index::Before::of(&head);
+        let before = dirty::Before::of(&head);
         let expired = drop_lapsed(&mut head, now);
         let (answer, mut writes) = match op(&mut head, &expired)? {
             Decision::Leave(r) => return Ok(r),
@@ -181,7 +181,7 @@ pub(crate) fn transact<R>(
         // A change to what a tab says marks the note dirty for the search
         // index before the swap that commits it (see `index`), in the same
         // batch as the records the commit refers to.
-        if let Some(marker) = index::marker(&before, &head, now) {
+        if let Some(marker) = dirty::marker(&before, &head, now) {
             writes.push(marker);
         }
         if !writes.is_empty() {

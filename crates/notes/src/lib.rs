@@ -13,9 +13,8 @@
 //!   and checks), `schema` (shared JSON Schema pieces), [`url`] (source URL
 //!   normalization), `content` (blobs, documents, slides), `sheet` (row blocks).
 //! - `claim_audit`: claim audit records, and what a commit does with lapsed claims.
-//! - `index`: the full-text index (words, postings, the dictionary, what a
-//!   tab says): commits mark what they change before the head swap, merges
-//!   bring the postings up to the committed heads.
+//! - `dirty`: the marker a commit writes for the index when it changes what
+//!   a tab says (all the commit path knows of the index).
 //! - `head`: **the one head transaction** ([`head`'s `transact`]) every change to a
 //!   note commits through, and `update` for the other records rewritten in place.
 //! - `note_index` (the tenant's note list), `claim_index`
@@ -24,6 +23,8 @@
 //!   version, retention), [`history_sweep`] (what is past retention leaves
 //!   the store: [`sweep_history`]), `diff` (every line diff, bounded in lines
 //!   and time), `merge` (three-way line merge of a stale draft).
+//! - `index`: the full-text index (words, postings, the dictionary, what a
+//!   tab says); its merges bring the postings up to the committed heads.
 //! - `claims` (claim rules and operations), `write` (the write pipeline:
 //!   idempotency → claims → version → apply → history), `edit` (tab edits,
 //!   patches and their rebase check).
@@ -65,6 +66,7 @@ mod claim_index;
 mod claims;
 mod content;
 mod diff;
+mod dirty;
 mod edit;
 mod head;
 mod index;

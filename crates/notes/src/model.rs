@@ -386,10 +386,18 @@ pub(crate) fn nonce(env: &mut dyn Env) -> String {
     format!("{}{}", rand8(env), rand8(env))
 }
 
-/// A new note id: `note-<time>-<random>` (unique: no two writers create the same head key).
+/// A new note id: `note-<UUIDv7>` (RFC 9562: the millisecond time first,
+/// then 74 random bits, so ids sort by creation and no two writers create
+/// the same head key). Ids of the earlier form (`note-<base36 time>-<random>`)
+/// stay valid: an id is only ever compared, never parsed.
 pub(crate) fn new_note_id(env: &mut dyn Env) -> String {
-    let now = env.now_us();
-    format!("note-{}-{}{}", base36(now), rand8(env), rand8(env))
+    let ms = env.now_us() / 1000;
+    let mut random = [0u8; 10];
+    random[..8].copy_from_slice(&env.random_u64().to_le_bytes());
+    random[8..].copy_from_slice(&env.random_u64().to_le_bytes()[..2]);
+    let id = uuid::Builder::from_unix_timestamp_millis(ms, &random).into_uuid();
+    debug_assert_eq!(id.get_version_num(), 7);
+    format!("note-{}", id.hyphenated())
 }
 
 /// Microseconds since the epoch as RFC 3339 UTC with microseconds.

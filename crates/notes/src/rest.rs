@@ -56,7 +56,7 @@ use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{FileMeta, Head, HistoryEntry, TabKind, Who, encode, new_note_id, rand8, rfc3339, sha_hex, tab_provenance, tab_summary};
 use crate::note_index::index_add;
-use crate::index;
+use crate::dirty;
 use crate::refusal::{Code, Fail, Failure, NOTICE, Out, Refusal};
 use crate::write::{Change, Fingerprint, Plan, Target, WriteSpec, commit, fingerprint, note_scope};
 
@@ -214,7 +214,7 @@ pub fn create_note(
         // The id is unique, so no other writer creates this key; the index entry goes
         // first, and listings skip an entry whose head is not there (yet).
         index_add(kv, &note_id)?;
-        if let Some((marker_key, at)) = index::marker(&index::Before::nothing(), &head, now) {
+        if let Some((marker_key, at)) = dirty::marker(&dirty::Before::nothing(), &head, now) {
             kv.set(&marker_key, &at)?;
         }
         kv.set(&keys::note(&note_id), &encode(&head))?;

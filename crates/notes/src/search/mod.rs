@@ -24,7 +24,7 @@ use crate::note_index::index_slice;
 use crate::refusal::{Fail, Failure, Out};
 
 pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
-pub use crate::index::measure_without_index;
+pub use crate::dirty::measure_without_index;
 pub use crate::index::merge::MergeReport;
 
 /// Dirty notes one merge takes on: a round of the embedded host's

@@ -1,0 +1,81 @@
+//! The road from the router to a tool's component: the router's composed
+//! slot for it, or HTTP with the caller's identity signed in for one call.
+
+use cairn_auth::Principal;
+use serde_json::Value;
+use spin_sdk::http::{Method, Request, Response};
+
+/// Why a tool call came back without a result.
+pub(crate) enum ToolError {
+    /// Bad params: a JSON-RPC error (-32602) for this message.
+    Params(String),
+    /// The tool failed (a host bug): a JSON-RPC error (-32603) for this message.
+    Internal(String),
+    /// The tool or its store cannot be reached right now: the whole request
+    /// answers 503 with `Retry-After`.
+    Unavailable(String),
+}
+
+/// The request cannot be served right now (a tool or its store is
+/// unreachable): answer 503 with `Retry-After`, never a result.
+pub struct Unavailable(pub String);
+
+/// Calls `tool` with `args` (a JSON object) as `who`, on whichever road
+/// reaches its component; the CallToolResult as the tool wrote it.
+pub(crate) async fn call(tool: &cairn_notes::tools::Tool, args: &str, who: &Principal) -> Result<String, ToolError> {
+    let name = tool.name;
+    let component = tool.component();
+    let own = format!("http://{component}.spin.internal");
+    let base = cairn_guest::variable(&format!("tool_url_{name}")).unwrap_or_else(|| own.clone());
+    let base = base.trim_end_matches('/');
+    // A tool of this application is called through the router's slot for
+    // it (composed at load time), unless `tool_calls` asks for HTTP; a tool
+    // deployed apart is always called at its URL.
+    let composed = base == own && cairn_guest::variable("tool_calls").as_deref() != Some("http");
+    let (status, body) = if composed {
+        let caller = serde_json::to_string(who).map_err(|e| ToolError::Internal(format!("cannot encode the caller: {e}")))?;
+        cairn_guest::bindings::call_slot(&component, &caller, args)
+            .ok_or_else(|| ToolError::Internal(format!("the router has no slot for {name}")))?
+    } else {
+        call_http(name, &format!("{base}/tools/{name}"), who, args).await?
+    };
+    if status != 200 {
+        let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let msg = body.get("message").and_then(Value::as_str).unwrap_or("the tool failed");
+        return Err(if status == 503 {
+            ToolError::Unavailable(format!("tool {name}: {msg}"))
+        } else {
+            ToolError::Internal(format!("tool {name} failed: {msg}"))
+        });
+    }
+    if !body.starts_with('{') {
+        return Err(ToolError::Internal(format!("tool {name} answered with something other than a result object")));
+    }
+    Ok(body)
+}
+
+/// The path of an absolute URL (`http://host:port/tools/x` → `/tools/x`).
+fn path_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.find('/').map_or("/", |i| &rest[i..])
+}
+
+/// A tool over HTTP at `url`, with the caller's identity signed in for
+/// this one call to this one tool, under a fresh nonce.
+async fn call_http(name: &str, url: &str, who: &Principal, args: &str) -> Result<(u16, String), ToolError> {
+    let secret = cairn_guest::variable("identity_secret").ok_or(ToolError::Internal("the identity_secret variable is not set".to_string()))?;
+    let nonce = format!("{:016x}{:016x}", cairn_guest::random_u64(), cairn_guest::random_u64());
+    let call = cairn_auth::identity::Call { tool: name, method: "POST", path: path_of(url), body: args.as_bytes() };
+    let identity = cairn_auth::identity::sign(who, &secret, &call, cairn_guest::notes::now_us() / 1_000_000, &nonce).map_err(|e| ToolError::Internal(e.to_string()))?;
+    let req = Request::builder()
+        .method(Method::Post)
+        .uri(url)
+        .header("content-type", "application/json")
+        .header(cairn_auth::identity::HEADER, identity)
+        .body(args.to_string())
+        .build();
+    let resp: Response = spin_sdk::http::send(req).await.map_err(|e| ToolError::Unavailable(format!("tool {name} is unreachable: {e}")))?;
+    let status = *resp.status();
+    let body = String::from_utf8(resp.into_body()).map_err(|_| ToolError::Internal(format!("tool {name} answered with invalid UTF-8")))?;
+    Ok((status, body))
+}
