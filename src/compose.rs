@@ -70,8 +70,12 @@ pub fn link(
         let linked = Arc::new(Linked { slot, dep: dep.clone(), pre, bare });
         let mut instance = linker.instance(&dep.import)?;
         for (name, item) in import.exports(engine) {
+            // Types (the slot's records and variants) need no definition.
+            if matches!(item.ty, ComponentItem::Type(_)) {
+                continue;
+            }
             if !matches!(item.ty, ComponentItem::ComponentFunc(_)) {
-                bail!("{}: import {:?} holds {name:?}, which is not a function; only functions are composed here", what(), dep.import);
+                bail!("{}: import {:?} holds {name:?}, which is neither a function nor a type; only functions are composed here", what(), dep.import);
             }
             let func = component
                 .get_export_index(Some(&export), name)
@@ -123,13 +127,41 @@ async fn forward(
     if let Some(saved) = saved {
         store.data_mut().leave(saved);
     }
-    // A Cairn tool answers (status, body): counted by tool and outcome.
+    // A Cairn tool answers `result<answer, failure>`: counted by tool and outcome.
     if outcome.is_ok() && linked.dep.export.starts_with("cairn:platform/tool") {
-        if let Some(Val::Tuple(answer)) = results.first() {
-            if let [Val::U16(status), Val::String(body)] = answer.as_slice() {
-                crate::metrics::tool_call(&linked.dep.import.replace('-', "_"), "composed", *status, body);
-            }
+        if let Some((status, refusal)) = results.first().and_then(tool_answer) {
+            crate::metrics::tool_call(&linked.dep.import.replace('-', "_"), "composed", status, refusal);
         }
     }
     outcome
+}
+
+/// What a `cairn:platform/tool` call returned, as the HTTP door would
+/// answer it: the status, and the refusal's code of a refusal.
+fn tool_answer(v: &Val) -> Option<(u16, Option<&str>)> {
+    match v {
+        Val::Result(Ok(Some(answer))) => {
+            let Val::Record(fields) = answer.as_ref() else { return None };
+            let refusal = fields.iter().find(|(name, _)| name == "refusal").and_then(|(_, v)| match v {
+                Val::Option(Some(code)) => match code.as_ref() {
+                    Val::String(s) => Some(s.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            });
+            Some((200, refusal))
+        }
+        Val::Result(Err(Some(failure))) => match failure.as_ref() {
+            Val::Variant(case, _) => Some((
+                match case.as_str() {
+                    "invalid-arguments" => 400,
+                    "unavailable" => 503,
+                    _ => 500,
+                },
+                None,
+            )),
+            _ => None,
+        },
+        _ => None,
+    }
 }

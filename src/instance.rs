@@ -364,7 +364,8 @@ where
     match answer {
         Ok(resp) => {
             if let Some(tool) = tool {
-                crate::metrics::tool_call(tool, "http", resp.status().as_u16(), &String::from_utf8_lossy(resp.body()));
+                let refusal = resp.headers().get("cairn-tool-refusal").and_then(|v| v.to_str().ok());
+                crate::metrics::tool_call(tool, "http", resp.status().as_u16(), refusal);
             }
             Ok(resp)
         }

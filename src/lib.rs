@@ -18,7 +18,9 @@
 //! - [`local`]: the local signing key and identity secret in the state dir.
 //! - [`logs`]: the log subscriber.
 //! - [`metrics`]: Prometheus metrics (`GET /metrics`) and the metered store.
-//! - [`cmd`]: the CLI commands (`up`, `build`, `token`, `compat`), one file each.
+//! - [`wiring`]: every tool's wiring derived from the core's tool table
+//!   (what `cairn generate` writes and checks).
+//! - [`cmd`]: the CLI commands (`up`, `build`, `token`, `generate`, …), one file each.
 //!
 //! Bindings for the WIT contract in `wit/` are generated here, once.
 
@@ -38,6 +40,7 @@ pub mod server;
 pub mod stores;
 pub mod sweep;
 pub mod variables;
+pub mod wiring;
 pub mod variables_host;
 
 /// Host bindings of `cairn:platform/host` (`wit/cairn.wit`).

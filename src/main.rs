@@ -32,6 +32,9 @@ enum Command {
     /// Check every component's imports against Spin's platform world (from the
     /// spin-sdk crate in the cargo registry) and Cairn's contract in wit/.
     Compat(cmd::compat::Args),
+    /// Write every tool's wiring (component packages, spin.toml's generated
+    /// regions, the router's slots) from the core's tool table, or `--check` it.
+    Generate(cmd::generate::Args),
     /// Write deployment manifests.
     Deploy {
         #[command(subcommand)]
@@ -55,6 +58,7 @@ fn main() -> Result<()> {
         Command::Token(a) => cmd::token::run(a),
         Command::Reindex(a) => cmd::reindex::run(a),
         Command::Compat(a) => cmd::compat::run(a),
+        Command::Generate(a) => cmd::generate::run(a),
         Command::Deploy { target: Deploy::Spinkube(a) } => cmd::deploy::run(a),
     }
 }

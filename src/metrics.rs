@@ -37,7 +37,6 @@
 //! scraped grew by ~10 MB per 100,000 requests.)
 
 use cairn_kv::{Observed, Read, Result as KvResult, Store, Swap};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -262,35 +261,27 @@ pub fn request(component: &str, route: &str, status: hyper::StatusCode, took: Du
     HTTP_DURATION.observe(&[component, route], took);
 }
 
-/// What a tool's answer (the status and body of `cairn:platform/tool`'s
-/// `call`, or of `POST /tools/<name>`) says happened.
-pub fn tool_outcome(status: u16, body: &str) -> Cow<'static, str> {
-    match status {
-        200 => {
-            // `isError` closes the result object, so look from the end; only
-            // a refusal (small) is parsed, for its code.
-            let refused = body.rfind("\"isError\":").is_some_and(|i| body[i + 10..].trim_start().starts_with("true"));
-            if !refused {
-                return Cow::Borrowed("ok");
-            }
-            // Only a code from the core's closed set becomes a label.
-            serde_json::from_str::<serde_json::Value>(body)
-                .ok()
-                .and_then(|v| v["structuredContent"]["error"].as_str().and_then(|code| cairn_notes::Code::ALL.into_iter().find(|c| c.as_str() == code)))
-                .map_or(Cow::Borrowed("refused"), |c| Cow::Borrowed(c.as_str()))
-        }
-        503 => Cow::Borrowed("unavailable"),
-        400 => Cow::Borrowed("bad_request"),
-        _ => Cow::Borrowed("failed"),
+/// How a tool call ended, as a label: `ok`, the refusal's code (from the
+/// core's closed set; any other text is `refused`), `unavailable`,
+/// `bad_request` or `failed`. The tool names its refusal beside its result
+/// (`cairn:platform/tool`'s `answer.refusal`, or the `cairn-tool-refusal`
+/// header of `POST /tools/<name>`): nothing searches a body.
+pub fn tool_outcome(status: u16, refusal: Option<&str>) -> &'static str {
+    match (status, refusal) {
+        (200, None) => "ok",
+        (200, Some(code)) => cairn_notes::Code::ALL.into_iter().find(|c| c.as_str() == code).map_or("refused", |c| c.as_str()),
+        (503, _) => "unavailable",
+        (400, _) => "bad_request",
+        _ => "failed",
     }
 }
 
-/// One tool call; `road` is `composed` or `http`. A name the tool table
-/// does not have is counted as `other`, so no caller can make a series.
-pub fn tool_call(tool: &str, road: &'static str, status: u16, body: &str) {
-    let outcome = tool_outcome(status, body);
+/// One tool call; `road` is `composed` or `http`; `status` as the HTTP door
+/// would answer. A name the tool table does not have is counted as
+/// `other`, so no caller can make a series.
+pub fn tool_call(tool: &str, road: &'static str, status: u16, refusal: Option<&str>) {
     let name = cairn_notes::tools::find(tool).map_or("other", |t| t.name);
-    TOOL_CALLS.add(&[name, road, &outcome], 1);
+    TOOL_CALLS.add(&[name, road, tool_outcome(status, refusal)], 1);
 }
 
 /// One round of the search merge: transitions made, notes left dirty.
@@ -457,14 +448,14 @@ mod tests {
         request("alloc-test", "/mcp", hyper::StatusCode::OK, took);
         store_op("alloc-test", "read", true, took);
         swap("alloc-test", "written");
-        tool_call("alloc_test", "composed", 200, r#"{"isError":false}"#);
+        tool_call("alloc_test", "composed", 200, None);
         drop(InUse::start());
         let before = ALLOCATIONS.with(Cell::get);
         for _ in 0..10_000 {
             request("alloc-test", "/mcp", hyper::StatusCode::OK, took);
             store_op("alloc-test", "read", true, took);
             swap("alloc-test", "written");
-            tool_call("alloc_test", "composed", 200, r#"{"isError":false}"#);
+            tool_call("alloc_test", "composed", 200, None);
             drop(InUse::start());
         }
         assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "recording into existing series allocated");
@@ -478,12 +469,12 @@ mod tests {
     fn series_stay_bounded_whatever_labels_callers_send() {
         // Names, outcomes, codes and statuses a caller could choose: none
         // makes a series of its own.
-        tool_call("list_notes", "http", 200, r#"{"isError":false}"#);
+        tool_call("list_notes", "http", 200, None);
         refused("unauthorized");
         request("bound-test", "/mcp", hyper::StatusCode::from_u16(599).unwrap(), Duration::from_micros(1));
         let before = series();
         for i in 0..2_000 {
-            tool_call(&format!("made-up-{i}"), "http", 200, &format!(r#"{{"structuredContent":{{"error":"code-{i}"}},"isError":true}}"#));
+            tool_call(&format!("made-up-{i}"), "http", 200, Some(&format!("code-{i}")));
             refused(&format!("code-{i}"));
             request("bound-test", "/mcp", hyper::StatusCode::from_u16(590 + (i % 9) as u16).unwrap(), Duration::from_micros(1));
         }
@@ -521,12 +512,12 @@ mod tests {
 
     #[test]
     fn a_tool_answer_names_its_outcome() {
-        assert_eq!(tool_outcome(200, r#"{"content":[],"structuredContent":{"x":1},"isError":false}"#), "ok");
-        let refused = r#"{"content":[],"structuredContent":{"error":"version_conflict","isError":true},"isError": true}"#;
-        assert_eq!(tool_outcome(200, refused), "version_conflict");
-        assert_eq!(tool_outcome(503, "{}"), "unavailable");
-        assert_eq!(tool_outcome(400, "{}"), "bad_request");
-        assert_eq!(tool_outcome(500, "{}"), "failed");
+        assert_eq!(tool_outcome(200, None), "ok");
+        assert_eq!(tool_outcome(200, Some("version_conflict")), "version_conflict");
+        assert_eq!(tool_outcome(200, Some("made_up")), "refused");
+        assert_eq!(tool_outcome(503, None), "unavailable");
+        assert_eq!(tool_outcome(400, None), "bad_request");
+        assert_eq!(tool_outcome(500, None), "failed");
     }
 
     #[test]

@@ -10,6 +10,10 @@ use cairn_bench::experiments::{editor, race, sources, tabs, throughput, Sizes};
 use cairn_bench::stack::Stack;
 use std::path::PathBuf;
 
+/// The two tests measure hosts of their own (the attack suite's RSS and
+/// timings among them): one at a time, so neither measures the other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("bench/ sits in the workspace").to_path_buf()
 }
@@ -26,6 +30,7 @@ fn require_built(wasm: &[&str]) {
 /// named after the process, so two in one test binary would collide.
 #[test]
 fn experiments_keep_their_invariants() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     require_built(&["router.wasm", "edit_note_tab.wasm", "create_note_tab.wasm"]);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -160,6 +165,7 @@ mod attacks {
 
     #[test]
     fn every_attack_stays_within_its_stated_bound() {
+        let _alone = super::ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         super::require_built(&["router.wasm", "rest.wasm", "edit_note_tab.wasm", "read_note_tab.wasm", "health.wasm", "ui.wasm"]);
         let sizes = Sizes::short();
         let report = run(&super::root().join("spin.toml"), sizes).unwrap();

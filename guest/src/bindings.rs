@@ -1,7 +1,8 @@
 //! Bindings of Cairn's own WIT (`wit/tools.wit`), generated here once:
 //! [`tool_library`], the `cairn:platform/tool` export every tool component
 //! implements (through [`crate::tool_component!`]), and [`router_slots`],
-//! the router's imports of the tools it is composed with.
+//! the router's imports of the tools it is composed with (called through
+//! [`crate::slots::call_slot`]).
 
 /// The export of a tool component.
 pub mod tool_library {
@@ -22,27 +23,46 @@ pub mod router_slots {
     });
 }
 
-/// Call the tool composed into the router's slot `component` (the tool's
-/// component id): `None` when there is no such slot. The tools' ids match
-/// `cairn_notes::tools::TOOLS` (a test checks the slot list against it).
-pub fn call_slot(component: &str, caller: &str, arguments: &str) -> Option<(u16, String)> {
-    use router_slots as s;
-    Some(match component {
-        "list-notes" => s::list_notes::call(caller, arguments),
-        "search-notes" => s::search_notes::call(caller, arguments),
-        "list-note-tabs" => s::list_note_tabs::call(caller, arguments),
-        "read-note-tab" => s::read_note_tab::call(caller, arguments),
-        "read-sheet-range" => s::read_sheet_range::call(caller, arguments),
-        "list-note-attachments" => s::list_note_attachments::call(caller, arguments),
-        "list-note-history" => s::list_note_history::call(caller, arguments),
-        "edit-note-tab" => s::edit_note_tab::call(caller, arguments),
-        "create-note-tab" => s::create_note_tab::call(caller, arguments),
-        "add-note-source" => s::add_note_source::call(caller, arguments),
-        "claim-note" => s::claim_note::call(caller, arguments),
-        "renew-claim" => s::renew_claim::call(caller, arguments),
-        "release-claim" => s::release_claim::call(caller, arguments),
-        "post-claim-note" => s::post_claim_note::call(caller, arguments),
-        "list-claims" => s::list_claims::call(caller, arguments),
-        _ => return None,
-    })
+/// The types of `cairn:platform/tool`, the one currency of a tool call on
+/// either side of a slot.
+pub use tool_library::exports::cairn::platform::tool::{Actor, Answer, Caller, Failure, Role};
+
+impl Caller {
+    /// The caller a verified principal is.
+    pub fn of(p: &cairn_auth::Principal) -> Caller {
+        Caller {
+            tenant: p.tenant.clone(),
+            subject: p.subject.clone(),
+            name: p.name.clone(),
+            actor: match p.actor {
+                cairn_auth::Actor::Agent => Actor::Agent,
+                cairn_auth::Actor::Human => Actor::Human,
+            },
+            role: match p.role {
+                cairn_auth::Role::Member => Role::Member,
+                cairn_auth::Role::Admin => Role::Admin,
+            },
+            scopes: p.scopes.clone(),
+            expires: p.exp,
+        }
+    }
+
+    /// The principal this caller is.
+    pub fn principal(self) -> cairn_auth::Principal {
+        cairn_auth::Principal {
+            tenant: self.tenant,
+            subject: self.subject,
+            name: self.name,
+            actor: match self.actor {
+                Actor::Agent => cairn_auth::Actor::Agent,
+                Actor::Human => cairn_auth::Actor::Human,
+            },
+            role: match self.role {
+                Role::Member => cairn_auth::Role::Member,
+                Role::Admin => cairn_auth::Role::Admin,
+            },
+            scopes: self.scopes,
+            exp: self.expires,
+        }
+    }
 }

@@ -13,7 +13,9 @@
 //! - [`tool`]: the whole body of a tool component ([`tool_component!`]):
 //!   one answer behind two doors, `POST /tools/<name>` and the
 //!   `cairn:platform/tool` export the router is composed with.
-//! - [`bindings`]: bindings of Cairn's own WIT (the tool export, the router's slots).
+//! - [`bindings`]: bindings of Cairn's own WIT (the tool export, the router's
+//!   slots) and the `cairn:platform/tool` types, the caller and the answer.
+//! - [`slots`]: the router's calls into the tools composed with it.
 //! - [`random_u64`] and [`variable`]: randomness and application variables.
 
 pub mod auth;
@@ -22,6 +24,7 @@ pub mod door;
 pub mod kv;
 pub mod notes;
 pub mod respond;
+pub mod slots;
 pub mod tool;
 
 pub use cairn_door;

@@ -15,35 +15,48 @@
 //!   application composes it. The caller is the router's verified
 //!   principal, unsigned: only the composing component can reach it.
 //!
-//! Both answer the same statuses and bodies: 200 with the MCP
-//! `CallToolResult` (a refusal is a result with `isError: true`), 400 for a
-//! body that is not a JSON object, 503 when the store cannot be reached or
-//! is full (retry later), 500 for a bug or corrupt data.
+//! Both give the same answer: the MCP `CallToolResult` (a refusal is a
+//! result with `isError: true`, its code named beside it: the
+//! `cairn-tool-refusal` header, the `refusal` field), or a failure: bad
+//! arguments (400), the store unreachable or full (503, retry later), a
+//! bug or corrupt data (500), typed on the composed door
+//! (`cairn:platform/tool`'s `failure`).
 
 use crate::kv::GuestStore;
 use crate::notes::{HostEnv, identity};
 use cairn_auth::Principal;
 use cairn_notes::Tool;
+use crate::bindings::{Answer, Caller, Failure};
 use spin_sdk::http::{Method, Request, Response};
 
 fn error_body(code: &str, message: &str) -> String {
     serde_json::json!({ "error": code, "message": message }).to_string()
 }
 
-/// One call of `tool` for `principal` on the JSON `body`: status and body.
+/// Why a call ended without a tool's answer.
+pub enum Ended {
+    /// The arguments are not a JSON object.
+    BadArguments,
+    /// The core failed: the store (unreachable, full) or corrupt data.
+    Failed(cairn_notes::Failure),
+}
+
+const BAD_ARGUMENTS: &str = "the body must be a JSON object of arguments";
+
+/// One call of `tool` for `principal` on the JSON arguments `body`.
 /// The tool is given by its `TOOL`, so the component links that tool alone.
-pub fn answer(tool: &'static Tool, principal: &Principal, body: &[u8]) -> (u16, String) {
+pub fn answer(tool: &'static Tool, principal: &Principal, body: &[u8]) -> Result<cairn_notes::Answer, Ended> {
     let args: serde_json::Value = match serde_json::from_slice(body) {
         Ok(v @ serde_json::Value::Object(_)) => v,
         Ok(serde_json::Value::Null) if body.is_empty() => serde_json::json!({}),
-        _ => return (400, error_body("invalid_body", "the body must be a JSON object of arguments")),
+        _ => return Err(Ended::BadArguments),
     };
     let store = GuestStore::new();
-    match cairn_notes::call(&store, &mut HostEnv, &identity(principal), tool, args) {
-        Ok(result) => (200, result),
-        Err(e) => (e.http_status(), error_body(e.code(), &e.to_string())),
-    }
+    cairn_notes::answer(&store, &mut HostEnv, &identity(principal), tool, args).map_err(Ended::Failed)
 }
+
+/// The header naming the refusal code of a `200` whose result is a refusal.
+pub const REFUSAL_HEADER: &str = "cairn-tool-refusal";
 
 /// The HTTP door: serve one `POST /tools/<tool>`.
 pub fn serve(tool: &'static Tool, req: Request) -> Response {
@@ -57,16 +70,27 @@ pub fn serve(tool: &'static Tool, req: Request) -> Response {
     if let Err(r) = gate.screen(&req) {
         return r;
     }
+    let mut refusal = None;
     let (status, body) = if *req.method() != Method::Post {
         (405, error_body("method_not_allowed", "tools answer POST only"))
     } else {
         match caller(tool, &req, gate.cache()) {
-            Ok(principal) => answer(tool, &principal, req.body()),
+            Ok(principal) => match answer(tool, &principal, req.body()) {
+                Ok(a) => {
+                    refusal = a.refusal;
+                    (200, a.json)
+                }
+                Err(Ended::BadArguments) => (400, error_body("invalid_body", BAD_ARGUMENTS)),
+                Err(Ended::Failed(e)) => (e.http_status(), error_body(e.code(), &e.to_string())),
+            },
             Err(cairn_auth::identity::Refused::WeakSecret) => (500, error_body("misconfigured", &cairn_auth::identity::Refused::WeakSecret.to_string())),
             Err(why) => (401, error_body("unauthenticated", &why.to_string())),
         }
     };
     let mut r = Response::builder().status(status).header("content-type", "application/json").body(body).build();
+    if let Some(code) = refusal {
+        r.set_header(REFUSAL_HEADER, code.as_str());
+    }
     if status == 503 {
         r.set_header("retry-after", "1");
     }
@@ -74,10 +98,12 @@ pub fn serve(tool: &'static Tool, req: Request) -> Response {
 }
 
 /// The composed door: `cairn:platform/tool#call` for `tool`.
-pub fn call(tool: &'static Tool, caller: &str, arguments: &str) -> (u16, String) {
-    match serde_json::from_str::<Principal>(caller) {
-        Ok(principal) => answer(tool, &principal, arguments.as_bytes()),
-        Err(e) => (400, error_body("invalid_caller", &format!("the caller is not a principal: {e}"))),
+pub fn call(tool: &'static Tool, caller: Caller, arguments: &str) -> Result<Answer, Failure> {
+    match answer(tool, &caller.principal(), arguments.as_bytes()) {
+        Ok(a) => Ok(Answer { json: a.json, refusal: a.refusal.map(|c| c.as_str().to_string()) }),
+        Err(Ended::BadArguments) => Err(Failure::InvalidArguments(BAD_ARGUMENTS.to_string())),
+        Err(Ended::Failed(e)) if e.http_status() == 503 => Err(Failure::Unavailable(e.to_string())),
+        Err(Ended::Failed(e)) => Err(Failure::Internal(e.to_string())),
     }
 }
 
@@ -125,8 +151,8 @@ macro_rules! tool_component {
         struct Tool;
 
         impl $crate::bindings::tool_library::exports::cairn::platform::tool::Guest for Tool {
-            fn call(caller: String, arguments: String) -> (u16, String) {
-                $crate::tool::call(&$crate::cairn_notes::tools::$name::TOOL, &caller, &arguments)
+            fn call(caller: $crate::bindings::Caller, arguments: String) -> Result<$crate::bindings::Answer, $crate::bindings::Failure> {
+                $crate::tool::call(&$crate::cairn_notes::tools::$name::TOOL, caller, &arguments)
             }
         }
 

@@ -4,6 +4,7 @@
 pub mod build;
 pub mod compat;
 pub mod deploy;
+pub mod generate;
 pub mod reindex;
 pub mod token;
 pub mod up;

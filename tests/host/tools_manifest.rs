@@ -1,102 +1,134 @@
-//! `spin.toml` and the core's tool table name the same tools: every tool in
-//! `cairn_notes::tools::TOOLS` has its component (route `/tools/<tool>`, the
-//! default store, the identity secret and the commit check, its build), its
-//! `tool_url_<tool>` variable (defaulting to the component in this
-//! application), the router's mapping and outbound host for it, the
-//! router's dependency composing it (Spin's component dependencies, the
-//! same `.wasm`, its `cairn:platform/tool` export) and its slot in
-//! `wit/tools.wit`'s `router-slots` world; and nothing in the manifest or
-//! the slot list names a tool the table does not have. Adding a tool and
-//! forgetting a block fails here, naming what is missing.
+//! Every tool's wiring is generated from the core's tool table
+//! (`cairn generate`, [`cairn::wiring`]): the tree holds exactly what the
+//! table implies, a missing or stale piece is named with the line to
+//! write, and a new tool needs nothing but its file and its table line.
 use crate::harness::root;
 use cairn::manifest::{Manifest, Route};
+use cairn::wiring::{self, TOOL_EXPORT, ToolName};
 use cairn_notes::tools::TOOLS;
+use std::path::{Path, PathBuf};
 
-/// The interface every tool component exports for composition.
-const TOOL_EXPORT: &str = "cairn:platform/tool@0.1.0";
-
-/// The import names of `wit/tools.wit`'s `router-slots` world.
-fn slots() -> Vec<String> {
-    let mut resolve = wit_parser::Resolve::default();
-    let (pkg, _) = resolve.push_dir(root().join("wit")).unwrap();
-    let world = resolve.packages[pkg].worlds["router-slots"];
-    resolve.worlds[world].imports.keys().map(|k| resolve.name_world_key(k)).collect()
+/// The files the generator touches, copied into a scratch root.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cairn-wiring-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for file in ["spin.toml", "guest/src/slots.rs"] {
+        let to = dir.join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(root().join(file), &to).unwrap();
+    }
+    copy_dir(&root().join("wit"), &dir.join("wit"));
+    for t in wiring::table() {
+        for file in ["Cargo.toml", "src/lib.rs"] {
+            let rel = format!("components/{}/{file}", t.component());
+            let to = dir.join(&rel);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(root().join(&rel), &to).unwrap();
+        }
+    }
+    dir
 }
 
-/// The manifest with its variables at their defaults (as a host without
-/// overrides resolves them).
-fn manifest() -> Manifest {
-    let mut m = Manifest::load(&root().join("spin.toml")).unwrap();
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The manifest at `dir` with its variables at their defaults.
+fn manifest(dir: &Path) -> Manifest {
+    let mut m = Manifest::load(&dir.join("spin.toml")).unwrap();
     let defaults = m.variables.iter().map(|(k, v)| (k.clone(), v.default.clone().unwrap_or_default())).collect();
     m.resolve_outbound(&defaults).unwrap();
     m
 }
 
+/// The import names of the `router-slots` world of the WIT at `dir`.
+fn slots(dir: &Path) -> Vec<String> {
+    let mut resolve = wit_parser::Resolve::default();
+    let (pkg, _) = resolve.push_dir(dir.join("wit")).unwrap();
+    let world = resolve.packages[pkg].worlds["router-slots"];
+    resolve.worlds[world].imports.keys().map(|k| resolve.name_world_key(k)).collect()
+}
+
 #[test]
-fn every_tool_in_the_table_has_its_component_variable_route_and_outbound_host() {
-    let m = manifest();
-    let router = m.component("router").expect("the router component");
-    let mut missing = Vec::new();
-    for tool in TOOLS {
-        let id = tool.component();
-        let var = format!("tool_url_{}", tool.name);
-        match m.component(&id) {
-            None => missing.push(format!("{}: no [component.{id}]", tool.name)),
-            Some(c) => {
-                if c.routes != [Route::Exact(format!("/tools/{}", tool.name))] {
-                    missing.push(format!("{}: component {id} needs exactly the route /tools/{}", tool.name, tool.name));
-                }
-                if c.key_value_stores != ["default", "cache"] {
-                    missing.push(format!("{}: component {id} must open the default store and the cache (for identity nonces), only", tool.name));
-                }
-                for var in ["identity_secret", "commit_check"] {
-                    if !c.variables.contains_key(var) {
-                        missing.push(format!("{}: component {id} lacks the variable {var}", tool.name));
-                    }
-                }
-                if !c.source.ends_with(format!("target/wasm32-wasip2/wasm/{}.wasm", tool.name)) {
-                    missing.push(format!("{}: component {id} has source {}", tool.name, c.source.display()));
-                }
-                let builds = c.build.as_ref().is_some_and(|b| b.command.split_whitespace().any(|w| w == id));
-                if !builds {
-                    missing.push(format!("{}: component {id} has no build command building -p {id}", tool.name));
-                }
-            }
-        }
-        match m.variables.get(&var).and_then(|v| v.default.as_deref()) {
-            Some(d) if d == format!("http://{id}.spin.internal") => {}
-            _ => missing.push(format!("{}: no application variable {var} defaulting to http://{id}.spin.internal", tool.name)),
-        }
-        if router.variables.get(&var).map(|t| t.replace(' ', "")) != Some(format!("{{{{{var}}}}}")) {
-            missing.push(format!("{}: the router lacks {var} = \"{{{{ {var} }}}}\"", tool.name));
-        }
-        if !router.allowed_outbound_hosts.iter().any(|r| r.allows("http", &format!("{id}.spin.internal"), 80)) {
-            missing.push(format!("{}: the router may not call http://{id}.spin.internal", tool.name));
-        }
-        match router.dependencies.iter().find(|d| d.import == id) {
-            None => missing.push(format!("{}: [component.router.dependencies] lacks \"{id}\"", tool.name)),
-            Some(d) => {
-                if !d.source.ends_with(format!("target/wasm32-wasip2/wasm/{}.wasm", tool.name)) {
-                    missing.push(format!("{}: the router's dependency {id} is {}", tool.name, d.source.display()));
-                }
-                if d.export != TOOL_EXPORT {
-                    missing.push(format!("{}: the router's dependency {id} must fill it with {TOOL_EXPORT}", tool.name));
-                }
-                if !d.inherit {
-                    missing.push(format!("{}: the router's dependency {id} must inherit its configuration", tool.name));
-                }
-            }
-        }
-        if !slots().contains(&id) {
-            missing.push(format!("{}: wit/tools.wit's router-slots world has no import {id}", tool.name));
-        }
+fn the_tree_holds_exactly_the_wiring_the_tool_table_generates() {
+    let stale = wiring::check(&root(), &wiring::table());
+    assert!(stale.is_empty(), "run `cairn generate`:\n{}", stale.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
+}
+
+#[test]
+fn a_removed_tool_block_or_slot_is_named_with_the_line_to_write() {
+    let dir = scratch("removed");
+    let toml = std::fs::read_to_string(dir.join("spin.toml")).unwrap();
+    let block = "[component.renew-claim.variables]\n";
+    assert!(toml.contains(block));
+    std::fs::write(dir.join("spin.toml"), toml.replace(block, "")).unwrap();
+    let wit = std::fs::read_to_string(dir.join("wit/tools.wit")).unwrap();
+    std::fs::write(dir.join("wit/tools.wit"), wit.replace("    import list-claims: interface {", "    import list-claimz: interface {")).unwrap();
+    std::fs::remove_file(dir.join("components/claim-note/src/lib.rs")).unwrap();
+    let stale: Vec<String> = wiring::check(&dir, &wiring::table()).iter().map(ToString::to_string).collect();
+    let all = stale.join("\n");
+    assert!(
+        stale.iter().any(|s| s.starts_with("spin.toml: region tool-components is stale") && s.contains("expected `[component.renew-claim.variables]`")),
+        "{all}"
+    );
+    assert!(stale.iter().any(|s| s.starts_with("wit/tools.wit: region router-slots") && s.contains("expected `    import list-claims: interface {`")), "{all}");
+    assert!(stale.iter().any(|s| s == "components/claim-note/src/lib.rs: is missing (run `cairn generate`)"), "{all}");
+    assert_eq!(stale.len(), 3, "{all}");
+    // Regenerating mends all three.
+    wiring::write(&dir, &wiring::table()).unwrap();
+    assert_eq!(wiring::check(&dir, &wiring::table()), vec![]);
+    assert_eq!(std::fs::read_to_string(dir.join("spin.toml")).unwrap(), toml);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_new_tool_needs_only_its_table_line_and_the_generator() {
+    let dir = scratch("new-tool");
+    let mut tools = wiring::table();
+    tools.push(ToolName("summarize_note"));
+    let stale = wiring::check(&dir, &tools);
+    assert!(stale.iter().any(|s| s.file == "components/summarize-note/Cargo.toml"), "{stale:#?}");
+    wiring::write(&dir, &tools).unwrap();
+    assert_eq!(wiring::check(&dir, &tools), vec![]);
+
+    let m = manifest(&dir);
+    let c = m.component("summarize-note").expect("the new tool's component");
+    assert_eq!(c.routes, [Route::Exact("/tools/summarize_note".into())]);
+    assert_eq!(c.key_value_stores, ["default", "cache"]);
+    assert!(c.source.ends_with("target/wasm32-wasip2/wasm/summarize_note.wasm"));
+    assert!(c.build.as_ref().unwrap().command.split_whitespace().any(|w| w == "summarize-note"));
+    for var in ["identity_secret", "commit_check", "tool_calls"] {
+        assert!(c.variables.contains_key(var), "{var}");
     }
-    assert!(missing.is_empty(), "spin.toml is missing parts of tools in the table:\n{}", missing.join("\n"));
+    let var = m.variables.get("tool_url_summarize_note").and_then(|v| v.default.clone());
+    assert_eq!(var.as_deref(), Some("http://summarize-note.spin.internal"));
+    let router = m.component("router").unwrap();
+    assert!(router.allowed_outbound_hosts.iter().any(|r| r.allows("http", "summarize-note.spin.internal", 80)));
+    assert!(router.variables.contains_key("tool_url_summarize_note"));
+    let dep = router.dependencies.iter().find(|d| d.import == "summarize-note").expect("the router's dependency");
+    assert!(dep.inherit && dep.export == TOOL_EXPORT && dep.source.ends_with("summarize_note.wasm"));
+    assert!(slots(&dir).contains(&"summarize-note".to_string()));
+    let arms = std::fs::read_to_string(dir.join("guest/src/slots.rs")).unwrap();
+    assert!(arms.contains("\"summarize-note\" => slot!(summarize_note),"));
+    let lib = std::fs::read_to_string(dir.join("components/summarize-note/src/lib.rs")).unwrap();
+    assert!(lib.contains("cairn_guest::tool_component!(summarize_note);"));
+    // Taking it out of the table again names its package as left over.
+    let stale = wiring::check(&dir, &wiring::table());
+    assert!(stale.iter().any(|s| s.file == "components/summarize-note" && s.what.contains("delete it")), "{stale:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn the_manifest_names_no_tool_the_table_lacks() {
-    let m = manifest();
+    let m = manifest(&root());
     let known: Vec<String> = TOOLS.iter().map(|t| t.component()).collect();
     let mut extra = Vec::new();
     for c in &m.components {
@@ -105,25 +137,9 @@ fn the_manifest_names_no_tool_the_table_lacks() {
             extra.push(format!("component {} is routed under /tools but is no tool in the table", c.id));
         }
     }
-    for var in m.variables.keys().filter_map(|v| v.strip_prefix("tool_url_")) {
-        if !TOOLS.iter().any(|t| t.name == var) {
-            extra.push(format!("variable tool_url_{var} names no tool in the table"));
-        }
-    }
-    let router = m.component("router").unwrap();
-    for d in &router.dependencies {
-        if !known.contains(&d.import) {
-            extra.push(format!("router dependency {} names no tool in the table", d.import));
-        }
-    }
-    for slot in slots() {
+    for slot in slots(&root()) {
         if !known.contains(&slot) {
             extra.push(format!("wit/tools.wit's router-slots import {slot} names no tool in the table"));
-        }
-    }
-    for var in router.variables.keys().filter_map(|v| v.strip_prefix("tool_url_")) {
-        if !TOOLS.iter().any(|t| t.name == var) {
-            extra.push(format!("router variable tool_url_{var} names no tool in the table"));
         }
     }
     assert!(extra.is_empty(), "{}", extra.join("\n"));

@@ -1,29 +1,10 @@
 //! `/api/v1`: notes for people, with the same guarantees as the agents'
 //! tools (same core, same bearer tokens, same checks).
 //!
-//! | method and path | scope | what |
-//! |---|---|---|
-//! | `POST /api/v1/notes` | notes:write | create a note (`title`, `approved_for_agents`) |
-//! | `GET /api/v1/notes?cursor=&limit=` | notes:read | the notes you can see (the `list_notes` tool) |
-//! | `GET /api/v1/notes/{note}` | notes:read | the note, its tabs and versions |
-//! | `PATCH /api/v1/notes/{note}` | notes:write | approve for agents (`approved_for_agents`) and/or rename (`title`) with `expected_version` |
-//! | `GET /api/v1/notes/{note}/tabs/{tab}[?at_version=]` | notes:read | a tab's content (the `read_note_tab` tool) |
-//! | `GET /api/v1/notes/{note}/tabs/{tab}/range?range=A1:C3[&sheet_id=]` | notes:read | sheet cells (the `read_sheet_range` tool) |
-//! | `POST /api/v1/notes/{note}/tabs/{tab}/edit` | notes:write | any `edit_note_tab` operation (the tool's arguments, ids from the path) |
-//! | `POST /api/v1/notes/{note}/tabs` | notes:write | a new slides or sheet tab (the `create_note_tab` tool): 201 |
-//! | `POST /api/v1/notes/{note}/sources` | notes:write | cite a page (the `add_note_source` tool): 201 added, 200 already attached |
-//! | `GET /api/v1/notes/{note}/attachments[?kind=&cursor=&limit=]` | notes:read | files and sources, metadata only (the `list_note_attachments` tool) |
-//! | `PUT /api/v1/notes/{note}/tabs/{tab}` | notes:write | write a tab with `expected_version`; a stale save gets 409 with the current version |
-//! | `PATCH /api/v1/notes/{note}/tabs/{tab}` | notes:write | rename a slides/sheet tab (`label`) and/or move a tab (`position`, 0-based) with `expected_version`; the tab keeps its id |
-//! | `DELETE /api/v1/notes/{note}/tabs/{tab}` | notes:delete | delete a slides/sheet tab (`expected_version`) |
-//! | `POST /api/v1/notes/{note}/files` | notes:write | attach file metadata |
-//! | `POST /api/v1/notes/{note}/claims` | notes:write | claim the note or a tab (`tab_id`, `ttl_seconds`): 201 granted, 200 renewed (heartbeat), 409 held by someone else |
-//! | `GET /api/v1/claims[?note_id=…]` | notes:read | presence: the live claims of your tenant |
-//! | `GET /api/v1/search?q=…[&tab_type=&limit=&cursor=]` | notes:read | full-text search (the `search_notes` tool) |
-//! | `POST /api/v1/claims/{claim}/renew` | notes:write | extend a live claim you hold |
-//! | `DELETE /api/v1/claims/{claim}` | notes:write | release (idempotent) |
-//! | `POST /api/v1/claims/{claim}/notes` | notes:write | post an ephemeral claim note (`text` ≤ 2,000) |
-//! | `POST /api/v1/claims/{claim}/force-release` | notes:write | people with role admin only (a role check, not a scope) |
+//! The routes, each with its scope and what it does, are one table in the
+//! core: [`cairn_notes::rest::ROUTES`] (and `docs/rest.md` for readers).
+//! This component is the front door around it: the gate, the route, the
+//! route's scope, the route's answer.
 //!
 //! Operators (not tenants): `POST /api/v1/sweep-claims?tenant=a&tenant=b`
 //! with `Authorization: Bearer <sweep_token>` releases lapsed claims with
@@ -46,9 +27,9 @@ use cairn_guest::door::Gate;
 use cairn_guest::kv::GuestStore;
 use cairn_guest::notes::{HostEnv, identity};
 use cairn_guest::respond;
-use cairn_notes::rest::{self, RestReply};
-use serde_json::{Value, json};
-use spin_sdk::http::{Method, Request, Response};
+use cairn_notes::rest::{self, Incoming, NoRoute, RestReply};
+use serde_json::json;
+use spin_sdk::http::{Request, Response};
 use spin_sdk::http_component;
 
 #[http_component]
@@ -57,7 +38,8 @@ async fn handle(req: Request) -> Response {
         Ok(g) => g,
         Err(r) => return r,
     };
-    if req.path().trim_end_matches('/').starts_with("/api/v1/operator/") || req.path().trim_end_matches('/') == "/api/v1/sweep-claims" {
+    let path = req.path().trim_end_matches('/');
+    if path.starts_with("/api/v1/operator/") || path == "/api/v1/sweep-claims" {
         if let Err(r) = gate.screen(&req) {
             return r;
         }
@@ -69,109 +51,28 @@ async fn handle(req: Request) -> Response {
         Err(r) => return r,
     };
     let principal = &admitted.principal;
-    let path = req.path().trim_end_matches('/').to_string();
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let method = req.method().clone();
-    let scope = match (&method, segments.as_slice()) {
-        (Method::Get, ["api", "v1", "notes"] | ["api", "v1", "notes", _])
-        | (Method::Get, ["api", "v1", "notes", _, "history" | "attachments"])
-        | (Method::Get, ["api", "v1", "notes", _, "tabs", _] | ["api", "v1", "notes", _, "tabs", _, "range" | "diff"])
-        | (Method::Get, ["api", "v1", "notes", _, "tabs", _, "versions", _]) => cairn_notes::scopes::READ,
-        (Method::Post, ["api", "v1", "notes", _, "tabs", _, "restore" | "edit"]) => cairn_notes::scopes::WRITE,
-        (Method::Post, ["api", "v1", "notes", _, "tabs", _, "merge"]) => cairn_notes::scopes::READ,
-        (Method::Post, ["api", "v1", "notes"])
-        | (Method::Patch, ["api", "v1", "notes", _])
-        | (Method::Put | Method::Patch, ["api", "v1", "notes", _, "tabs", _])
-        | (Method::Post, ["api", "v1", "notes", _, "files" | "tabs" | "sources"]) => cairn_notes::scopes::WRITE,
-        (Method::Delete, ["api", "v1", "notes", _, "tabs", _]) => cairn_notes::scopes::DELETE,
-        (Method::Get, ["api", "v1", "claims" | "search"]) => cairn_notes::scopes::READ,
-        (Method::Get, ["api", "v1", "audit"]) => cairn_notes::scopes::AUDIT,
-        (Method::Post, ["api", "v1", "notes", _, "claims"])
-        | (Method::Post, ["api", "v1", "claims", _, "renew" | "notes" | "force-release"])
-        | (Method::Delete, ["api", "v1", "claims", _]) => cairn_notes::scopes::WRITE,
-        (_, ["api", "v1", "claims", ..]) => return respond::error(405, "method_not_allowed", "see the route table in docs/rest.md"),
-        (_, ["api", "v1", "notes", ..]) => return respond::error(405, "method_not_allowed", "see the route table in docs/rest.md"),
-        _ => return respond::error(404, "not_found", "no such route"),
+    let (route, params) = match rest::route(&req.method().to_string(), req.path()) {
+        Ok(found) => found,
+        Err(NoRoute::NotFound) => return respond::error(404, "not_found", "no such route"),
+        Err(NoRoute::MethodNotAllowed { allow }) => {
+            let mut r = respond::error(405, "method_not_allowed", "see the route table in docs/rest.md");
+            r.set_header("allow", allow.join(", "));
+            return r;
+        }
     };
-    // The subject's budget (shared with its MCP messages), then the scope.
+    // The subject's budget (shared with its MCP messages), then the route's scope.
     if let Err(r) = gate.charge(principal, 1, "rest") {
         return r;
     }
-    if let Err(r) = gate.require(&admitted, scope, "rest") {
+    if let Err(r) = gate.require(&admitted, route.scope, "rest") {
         return r;
     }
     let started = std::time::Instant::now();
-    let mut body: Value = if req.body().is_empty() {
-        json!({})
-    } else {
-        match serde_json::from_slice(req.body()) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => return respond::error(400, "invalid_body", "the body must be a JSON object"),
-        }
-    };
-    if let Some(key) = req.header("idempotency-key").and_then(|v| v.as_str()) {
-        if body.get("idempotency_key").is_none() && !matches!(method, Method::Post if segments.len() == 3) {
-            body["idempotency_key"] = json!(key);
-        }
-    }
-    let response = dispatch(&req, principal, &method, &segments, scope, body);
+    let query = query(req.query());
+    let idempotency_key = req.header("idempotency-key").and_then(|v| v.as_str());
+    let incoming = Incoming { params, query: &query, body: req.body(), idempotency_key };
+    let reply = route.serve(&GuestStore::new(), &mut HostEnv, &identity(principal), incoming);
     gate.charge_work(principal, started);
-    response
-}
-
-/// The route's operation, on the body (an object), for `principal`.
-fn dispatch(req: &Request, principal: &cairn_auth::Principal, method: &Method, segments: &[&str], scope: &str, body: Value) -> Response {
-    let kv = GuestStore::new();
-    let who = identity(principal);
-    let env = &mut HostEnv;
-    let q = query(req.query());
-    let get = |k: &str| q.get(k).map(String::as_str);
-    let reply = match (method, segments) {
-        (Method::Post, [_, _, _]) => rest::create_note(&kv, env, &who, body),
-        (Method::Get, [_, _, "notes"]) => rest::list_notes(&kv, env, &who, get("cursor"), get("limit")),
-        (Method::Get, [_, _, _, note]) => rest::get_note(&kv, &who, note),
-        (Method::Patch, [_, _, "notes", note]) => rest::update_note(&kv, env, &who, note, body),
-        (Method::Get, [_, _, "notes", note, "tabs", tab]) => rest::read_tab(&kv, env, &who, note, tab, get("at_version")),
-        (Method::Get, [_, _, "notes", note, "tabs", tab, "range"]) => rest::read_range(&kv, env, &who, note, tab, get("range"), get("sheet_id")),
-        (Method::Post, [_, _, "notes", note, "tabs", tab, "edit"]) => rest::edit_tab(&kv, env, &who, note, tab, body),
-        (Method::Post, [_, _, "notes", note, "tabs"]) => rest::create_tab(&kv, env, &who, note, body),
-        (Method::Post, [_, _, "notes", note, "sources"]) => rest::add_source(&kv, env, &who, note, body),
-        (Method::Get, [_, _, "notes", note, "attachments"]) => rest::list_attachments(&kv, env, &who, note, get("kind"), get("cursor"), get("limit")),
-        (Method::Put, [_, _, _, note, _, tab]) => rest::write_tab(&kv, env, &who, note, tab, body),
-        (Method::Patch, [_, _, _, note, _, tab]) => rest::update_tab(&kv, env, &who, note, tab, body),
-        (Method::Delete, [_, _, _, note, _, tab]) => rest::delete_tab(&kv, env, &who, note, tab, body),
-        (Method::Post, [_, _, "notes", note, "files"]) => rest::attach_file(&kv, env, &who, note, body),
-        (Method::Get, [_, _, "notes", note, "history"]) => rest::note_history(&kv, env, &who, note, get("tab_id"), get("before"), get("limit")),
-        (Method::Get, [_, _, "notes", note, "tabs", tab, "versions", v]) => rest::tab_version(&kv, env, &who, note, tab, v),
-        (Method::Get, [_, _, "notes", note, "tabs", tab, "diff"]) => rest::tab_diff(&kv, env, &who, note, tab, get("from"), get("to")),
-        (Method::Post, [_, _, "notes", note, "tabs", tab, "restore"]) => rest::restore_tab(&kv, env, &who, note, tab, body),
-        (Method::Post, [_, _, "notes", note, "tabs", tab, "merge"]) => rest::merge_draft(&kv, env, &who, note, tab, body),
-        (Method::Post, [_, _, "notes", note, "claims"]) => rest::claim_note(&kv, env, &who, note, body),
-        (Method::Get, [_, _, "audit"]) => rest::audit(&kv, env, &who, get("note_id"), get("since"), get("cursor"), get("limit")),
-        (Method::Get, [_, _, "claims"]) => rest::list_claims(&kv, env, &who, get("note_id")),
-        (Method::Get, [_, _, "search"]) => rest::search(&kv, env, &who, get("q"), get("tab_type"), get("limit"), get("cursor")),
-        (Method::Post, [_, _, "claims", claim, "renew"]) => rest::renew_claim(&kv, env, &who, claim, body),
-        (Method::Post, [_, _, "claims", claim, "notes"]) => rest::post_claim_note(&kv, env, &who, claim, body),
-        (Method::Post, [_, _, "claims", claim, "force-release"]) => rest::force_release_claim(&kv, env, &who, claim),
-        (Method::Delete, [_, _, "claims", claim]) => rest::release_claim(&kv, env, &who, claim),
-        _ => return respond::error(404, "not_found", "no such route"),
-    };
-    // Refused writes go into the audit trail (reads, merge included, write nothing).
-    // The routes served by a write tool (edit, new tab, source) are recorded by the tool
-    // call itself, under the tool's name.
-    let by_tool = matches!((method, segments), (Method::Post, [_, _, "notes", _, "tabs" | "sources"] | [_, _, "notes", _, "tabs", _, "edit"]));
-    if scope != cairn_notes::scopes::READ
-        && scope != cairn_notes::scopes::AUDIT
-        && !by_tool
-        && let Ok(r) = &reply
-    {
-        let note = match segments {
-            [_, _, "notes", note, ..] => Some(*note),
-            _ => None,
-        };
-        let route = format!("{} /{}", method_name(method), route_pattern(segments));
-        rest::record_refusal(&kv, env, &who, &route, note, r);
-    }
     match reply {
         Ok(RestReply { status, body }) => respond::json(status, &body),
         Err(e) => respond::failure(&e),
@@ -224,34 +125,6 @@ fn operator(gate: &Gate, req: &Request) -> Response {
 }
 
 /// The query string's parameters (`a=1&b=2`), percent-decoded (`A1%3AC3` is `A1:C3`).
-fn query(q: &str) -> std::collections::BTreeMap<String, String> {
+fn query(q: &str) -> rest::Query {
     form_urlencoded::parse(q.as_bytes()).into_owned().collect()
-}
-
-fn method_name(m: &Method) -> &'static str {
-    match m {
-        Method::Get => "GET",
-        Method::Post => "POST",
-        Method::Put => "PUT",
-        Method::Patch => "PATCH",
-        Method::Delete => "DELETE",
-        _ => "OTHER",
-    }
-}
-
-/// The route a path matched, with its ids replaced (`api/v1/notes/{note}/tabs/{tab}`),
-/// so the audit trail names routes, not values.
-fn route_pattern(segments: &[&str]) -> String {
-    segments
-        .iter()
-        .enumerate()
-        .map(|(i, s)| match (i, segments.get(i.wrapping_sub(1))) {
-            (_, Some(&"notes")) => "{note}",
-            (_, Some(&"tabs")) => "{tab}",
-            (_, Some(&"claims")) => "{claim}",
-            (_, Some(&"versions")) => "{version}",
-            _ => s,
-        })
-        .collect::<Vec<_>>()
-        .join("/")
 }

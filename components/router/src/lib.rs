@@ -3,31 +3,25 @@
 //! - `POST /mcp`: MCP over Streamable HTTP, stateless, JSON responses.
 //!   In order, before anything runs: the front door (`cairn_door`: limits,
 //!   origin, the client address's budget, the bearer token with its RFC 9728
-//!   challenge), JSON (-32700), batch shape (1–10 messages, else -32600 for
-//!   the whole request), the subject's budget counted per message (429 with
-//!   Retry-After), scopes of every tool called (403 `insufficient_scope`).
-//!   Then each message in order.
+//!   challenge), the body read as MCP (`cairn_mcp`: JSON -32700, batch shape
+//!   1–10 messages else -32600 for the whole request, the MCP headers), the
+//!   subject's budget counted per message (429 with Retry-After), scopes of
+//!   every message (403 `insufficient_scope`). Then each message in order.
 //! - `GET`/`DELETE /mcp`: 405 (no sessions, no server-initiated stream).
 //! - `GET /.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata.
 //!
-//! Modules: `rpc` (JSON-RPC error codes), `road` (a tool call on either
-//! road: the composed slot or HTTP), `resources` (notes and tabs as MCP
-//! resources, read through the same tools, so the same tenants, scopes and
-//! agent visibility hold) and `mcp` (JSON-RPC framing and the MCP methods).
-//!
-//! `tools/call` goes to the tool's own component at
-//! `http://<component-id>.spin.internal/`, or at the URL in the variable
-//! `tool_url_<tool>` when tools are deployed apart, with the caller's
-//! identity signed into `cairn-identity`. The token never leaves the router.
+//! Every protocol rule lives in `cairn_mcp`; this component is its adapter:
+//! HTTP and the front door here, and `road`, how a tool is reached (its
+//! component at `http://<component-id>.spin.internal/`, or at the URL in the
+//! variable `tool_url_<tool>` when tools are deployed apart, with the
+//! caller's identity signed into `cairn-identity`; or the router's composed
+//! slot). The token never leaves the router.
 
-mod mcp;
-mod resources;
 mod road;
-mod rpc;
 
 use cairn_guest::door::Gate;
 use cairn_guest::respond;
-use serde_json::Value;
+use cairn_mcp::Answer;
 use spin_sdk::http::{Method, Request, Response};
 use spin_sdk::http_component;
 
@@ -70,58 +64,35 @@ async fn post_mcp(gate: &Gate, req: Request) -> Response {
         Err(r) => return r,
     };
     let principal = &admitted.principal;
-    // JSON and batch shape. Messages stay borrowed slices of the body, so
-    // a tool's arguments reach it as the caller wrote them.
-    let body = match std::str::from_utf8(req.body()) {
-        Ok(b) => b,
-        Err(e) => return respond::json(400, &rpc::error(Value::Null, rpc::PARSE_ERROR, &format!("parse error: the body is not UTF-8: {e}"))),
-    };
-    let (messages, batch) = match mcp::split(body) {
-        Ok(m) => m,
+    // JSON, batch shape, MCP headers. Messages stay borrowed slices of the
+    // body, so a tool's arguments reach it as the caller wrote them.
+    let header = |name: &str| req.header(name).and_then(|v| v.as_str()).map(str::to_string);
+    let request = match cairn_mcp::Request::read(req.body(), header) {
+        Ok(r) => r,
         Err(reply) => return respond::json(400, &reply),
     };
-    if let Err(r) = mcp::check_headers(&req, &messages) {
-        return respond::json(400, &r);
-    }
     // 5. The subject's budget, every message counted.
-    if let Err(r) = gate.charge(principal, messages.len(), "mcp") {
+    if let Err(r) = gate.charge(principal, request.messages().len(), "mcp") {
         return r;
     }
-    // 6. Scopes of every tool this request calls, before anything runs.
-    for m in &messages {
-        if let Some(scope) = m.needed_scope() {
-            if let Err(r) = gate.require(&admitted, scope, "mcp") {
-                return r;
-            }
+    // 6. Scopes of every message, before anything runs.
+    for scope in request.scopes() {
+        if let Err(r) = gate.require(&admitted, scope, "mcp") {
+            return r;
         }
     }
     // 7. Run, in order; then charge the subject for the time it took.
     let started = std::time::Instant::now();
-    let reply = run(&messages, batch, principal).await;
-    gate.charge_work(principal, started);
-    reply
-}
-
-/// Every message in order: the response (202 when none needs a reply).
-async fn run(messages: &[mcp::Message<'_>], batch: bool, principal: &cairn_auth::Principal) -> Response {
-    let mut replies = Vec::new();
-    for m in messages {
-        match mcp::handle_message(m, principal).await {
-            Ok(Some(reply)) => replies.push(reply),
-            Ok(None) => {}
-            // A tool or the store is out of reach: no result can be trusted
-            // to have happened or not, so the caller retries the request
-            // (with the same idempotency keys) once the store is back.
-            Err(road::Unavailable(why)) => {
-                let mut r = respond::error(503, "unavailable", &format!("{why}; retry the request (same idempotency keys) shortly"));
-                r.set_header("retry-after", "1");
-                return r;
-            }
+    let answer = request.run(&road::Road, principal).await;
+    let response = match answer {
+        Answer::Reply(body) => Response::builder().status(200).header("content-type", "application/json").body(body).build(),
+        Answer::Accepted => Response::builder().status(202).body(Vec::<u8>::new()).build(),
+        Answer::Unavailable(why) => {
+            let mut r = respond::error(503, "unavailable", &why);
+            r.set_header("retry-after", "1");
+            r
         }
-    }
-    if replies.is_empty() {
-        return Response::builder().status(202).body(Vec::<u8>::new()).build();
-    }
-    let body = if batch { format!("[{}]", replies.join(",")) } else { replies.pop().unwrap_or_default() };
-    Response::builder().status(200).header("content-type", "application/json").body(body).build()
+    };
+    gate.charge_work(principal, started);
+    response
 }

@@ -2,23 +2,18 @@
 //! slot for it, or HTTP with the caller's identity signed in for one call.
 
 use cairn_auth::Principal;
+use cairn_mcp::{ToolError, Tools};
 use serde_json::Value;
 use spin_sdk::http::{Method, Request, Response};
 
-/// Why a tool call came back without a result.
-pub(crate) enum ToolError {
-    /// Bad params: a JSON-RPC error (-32602) for this message.
-    Params(String),
-    /// The tool failed (a host bug): a JSON-RPC error (-32603) for this message.
-    Internal(String),
-    /// The tool or its store cannot be reached right now: the whole request
-    /// answers 503 with `Retry-After`.
-    Unavailable(String),
-}
+/// The router's road to its tools, as `cairn_mcp` asks for it.
+pub(crate) struct Road;
 
-/// The request cannot be served right now (a tool or its store is
-/// unreachable): answer 503 with `Retry-After`, never a result.
-pub struct Unavailable(pub String);
+impl Tools for Road {
+    async fn call(&self, tool: &'static cairn_notes::tools::Tool, arguments: &str, who: &Principal) -> Result<String, ToolError> {
+        call(tool, arguments, who).await
+    }
+}
 
 /// Calls `tool` with `args` (a JSON object) as `who`, on whichever road
 /// reaches its component; the CallToolResult as the tool wrote it.
@@ -32,13 +27,16 @@ pub(crate) async fn call(tool: &cairn_notes::tools::Tool, args: &str, who: &Prin
     // it (composed at load time), unless `tool_calls` asks for HTTP; a tool
     // deployed apart is always called at its URL.
     let composed = base == own && cairn_guest::variable("tool_calls").as_deref() != Some("http");
-    let (status, body) = if composed {
-        let caller = serde_json::to_string(who).map_err(|e| ToolError::Internal(format!("cannot encode the caller: {e}")))?;
-        cairn_guest::bindings::call_slot(&component, &caller, args)
-            .ok_or_else(|| ToolError::Internal(format!("the router has no slot for {name}")))?
-    } else {
-        call_http(name, &format!("{base}/tools/{name}"), who, args).await?
-    };
+    if composed {
+        use cairn_guest::bindings::{Caller, Failure};
+        return match cairn_guest::slots::call_slot(&component, &Caller::of(who), args) {
+            None => Err(ToolError::Internal(format!("the router has no slot for {name}"))),
+            Some(Ok(answer)) => Ok(answer.json),
+            Some(Err(Failure::Unavailable(msg))) => Err(ToolError::Unavailable(format!("tool {name}: {msg}"))),
+            Some(Err(Failure::InvalidArguments(msg) | Failure::Internal(msg))) => Err(ToolError::Internal(format!("tool {name} failed: {msg}"))),
+        };
+    }
+    let (status, body) = call_http(name, &format!("{base}/tools/{name}"), who, args).await?;
     if status != 200 {
         let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
         let msg = body.get("message").and_then(Value::as_str).unwrap_or("the tool failed");

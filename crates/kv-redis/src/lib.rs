@@ -14,6 +14,10 @@
 //!   with [`Error::Unavailable`] and nothing blocks forever.
 //! - `scripts`: the Lua scripts; `layout`: the Redis key names ([`Layout`]).
 //! - [`server`]: a real `redis-server` on a free port, for tests and benchmarks.
+//! - [`Redis`] ([`config`]) opens a store for a runtime config table of
+//!   `type = "redis"` ([`RedisConfig`]: `url`, optional `namespace`), and
+//!   puts a label nobody configured on the same server, in a namespace of
+//!   its own.
 //!
 //! # Key layout
 //!
@@ -133,12 +137,14 @@
 //! retried once on a fresh connection when a pooled one turned out dead.
 
 mod address;
+pub mod config;
 mod layout;
 mod pool;
 mod scripts;
 pub mod server;
 
 pub use address::{DEFAULT_PORT, redact};
+pub use config::{Redis, RedisConfig};
 pub use layout::{Layout, MAX_NAMESPACE_BYTES, check_namespace, hash_tag, tag_of};
 
 use cairn_kv::{Error, Observed, Read, Result, Store, Swap, check_key, check_value};
@@ -148,12 +154,15 @@ use scripts::Scripts;
 use std::collections::HashMap;
 use std::time::Duration;
 
+/// The namespace of a store that names none.
+pub const DEFAULT_NAMESPACE: &str = "cairn";
+
 /// How a [`RedisStore`] connects and where its keys go.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Prefix of every Redis key of this store: stores with different
     /// namespaces share a server without seeing each other. 1 to 64 bytes of
-    /// `[A-Za-z0-9._:/-]`. Default `cairn`.
+    /// `[A-Za-z0-9._:/-]`. Default [`DEFAULT_NAMESPACE`].
     pub namespace: String,
     /// Most connections open at once. Default 8.
     pub pool_size: usize,
@@ -167,7 +176,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            namespace: "cairn".into(),
+            namespace: DEFAULT_NAMESPACE.into(),
             pool_size: 8,
             connect_timeout: Duration::from_millis(500),
             io_timeout: Duration::from_secs(2),

@@ -40,15 +40,20 @@
 //! - The host is the only process on the file: an advisory lock on the
 //!   database file gives a second process a clear error instead of a silent
 //!   split-brain.
+//! - [`Sqlite`] ([`config`]) opens a store for a runtime config table of
+//!   `type = "spin"` ([`SqliteConfig`]: its `path`, relative to the config
+//!   file; by default a file in the host's state directory).
 
 mod cache;
 mod checkpoint;
+pub mod config;
 mod group;
 mod readers;
 
 use cairn_kv::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
 use cache::{Seen, Written};
 use checkpoint::Checkpointer;
+pub use config::{Sqlite, SqliteConfig};
 use group::{Done, Group, Op, Writer};
 use readers::Readers;
 use rusqlite::{Connection, OptionalExtension, params};

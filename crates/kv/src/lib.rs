@@ -8,7 +8,11 @@
 //! - [`Waits`]: which of a store's calls may wait on a disk, on other
 //!   writers or on a server ([`Store::waits`]), so a host runs those off the
 //!   threads that serve requests.
-//! - [`memory`]: an in-memory store (tests, benchmarks, `cairn up --store memory`).
+//! - [`backend`]: how a host opens a store from a runtime config table
+//!   ([`Backend`]: the table's `type`, its config, `open`); each backend
+//!   crate exports its maker, and a host only lists them.
+//! - [`memory`]: an in-memory store (tests, benchmarks, `cairn up --store
+//!   memory`), and its maker [`memory::Memory`] (`type = "memory"`).
 //! - [`conformance`]: the named checks every backend must pass, as a
 //!   catalogue (`kv-probe` runs the sequential ones from inside a component)
 //!   and as [`conformance_tests!`] for a backend's test suite.
@@ -17,9 +21,12 @@
 //!
 //! Pure Rust with no platform dependencies: it compiles for `wasm32-wasip2`.
 
+pub mod backend;
 pub mod conformance;
 pub mod faults;
 pub mod memory;
+
+pub use backend::{Backend, OpenContext, OpenError};
 
 use std::fmt;
 

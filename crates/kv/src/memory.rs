@@ -1,8 +1,10 @@
-//! An in-memory [`Store`](crate::Store): the same rules as SQLite, no disk.
+//! An in-memory [`Store`]: the same rules as SQLite, no disk.
+//! [`Memory`] opens one for a runtime config table of `type = "memory"`.
 
-use crate::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
+use crate::{Backend, Error, Observed, OpenContext, OpenError, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
+use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 #[derive(Default)]
@@ -144,6 +146,24 @@ impl Store for MemoryStore {
 
     fn vouched(&self) -> bool {
         true
+    }
+}
+
+/// The in-memory backend: `type = "memory"` (this host's extension of
+/// Spin's types; for tests and benchmarks).
+pub struct Memory;
+
+/// A `type = "memory"` table: no fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {}
+
+impl Backend for Memory {
+    const TYPE: &'static str = "memory";
+    type Config = MemoryConfig;
+
+    fn open(_: &MemoryConfig, _: &OpenContext) -> std::result::Result<Arc<dyn Store>, OpenError> {
+        Ok(Arc::new(MemoryStore::new()))
     }
 }
 

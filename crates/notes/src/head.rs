@@ -55,11 +55,16 @@
 //! Starting over is safe for every operation: a keyed write finds its own
 //! idempotency record if it did land, a claim finds itself held (a
 //! heartbeat), and any other write is conditional on the version it read.
+//!
+//! Asserted before every swap, against the head decided on ([`Base::check`]):
+//! `rev` moves by one, the note version by at most one and then with its
+//! history entry, id counters and the blob generation never go back, the
+//! records the head keeps stay bounded, and the head fits the value limit.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::claim_audit::{drop_lapsed, write_expired};
+use crate::claim_audit::{ENDED_KEPT, drop_lapsed, write_expired};
 use crate::env::Identity;
 use crate::keys;
 use crate::kv::{Held, TenantKv};
@@ -117,7 +122,7 @@ pub(crate) struct Limit {
 /// Decodes a head and applies the visibility rule: a note the reader may not
 /// see is the same `not_found` as a note that does not exist.
 pub(crate) fn visible_head(bytes: &[u8], reader: Reader) -> Out<Head> {
-    let head: Head = decode("note head", bytes)?;
+    let head = Head::decode(bytes)?;
     match reader {
         Reader::Caller(who) if !head.visible_to(who) => Err(Refusal::not_found("note").into()),
         _ => Ok(head),
@@ -158,6 +163,7 @@ pub(crate) fn transact<R>(
             return Err(Refusal::not_found("note").into());
         };
         let mut head = visible_head(raw, reader)?;
+        let base = Base::of(&head);
         let before = dirty::Before::of(&head);
         let expired = drop_lapsed(&mut head, now);
         let (answer, mut writes) = match op(&mut head, &expired)? {
@@ -178,6 +184,7 @@ pub(crate) fn transact<R>(
         if bytes.len() > cairn_kv::MAX_VALUE_BYTES {
             return Err(Refusal::too_large(limit.field, limit.message).into());
         }
+        base.check(&head, bytes.len(), confirm.then_some(marker.as_str()));
         // A change to what a tab says marks the note dirty for the search
         // index before the swap that commits it (see `index`), in the same
         // batch as the records the commit refers to.
@@ -213,6 +220,68 @@ pub(crate) fn transact<R>(
         }
     }
     Err(Refusal::busy(busy).into())
+}
+
+/// What a commit must keep of the head it decided on: the counters that
+/// only grow and the sizes of the records the head keeps.
+struct Base {
+    version: u64,
+    rev: u64,
+    tab_seq: u64,
+    attach_seq: u64,
+    claim_seq: u64,
+    blob_gen: u64,
+    idem: usize,
+    history: usize,
+}
+
+impl Base {
+    fn of(head: &Head) -> Self {
+        Base {
+            version: head.version,
+            rev: head.rev,
+            tab_seq: head.tab_seq,
+            attach_seq: head.attach_seq,
+            claim_seq: head.claim_seq,
+            blob_gen: head.blob_gen,
+            idem: head.idem.len(),
+            history: head.history.len(),
+        }
+    }
+
+    /// Checks `head`, about to be swapped in as `encoded` bytes, against the
+    /// head it was decided on. `marker`: the commit marker this attempt
+    /// wrote, when it confirms its commit.
+    ///
+    /// A broken counter would corrupt the note (two commits with one `rev`
+    /// look alike to a store comparing values; a version that jumps or goes
+    /// back has no history entry; an id or a blob generation handed out
+    /// twice mixes up tabs, claims, attachments or content), so those are
+    /// checked in every build. The bounds are checked in debug builds.
+    fn check(&self, head: &Head, encoded: usize, marker: Option<&str>) {
+        assert_eq!(head.rev, self.rev + 1, "a commit moves the head's rev by exactly one");
+        let moved = head.version != self.version;
+        assert!(!moved || head.version == self.version + 1, "a commit moves the note version by at most one: {} → {}", self.version, head.version);
+        assert!(
+            !moved || head.history.last().is_some_and(|e| e.version == head.version),
+            "a commit that moves the note version to {} records it in the history",
+            head.version
+        );
+        assert!(
+            head.tab_seq >= self.tab_seq && head.attach_seq >= self.attach_seq && head.claim_seq >= self.claim_seq,
+            "id counters only grow"
+        );
+        assert!(head.blob_gen >= self.blob_gen, "the blob generation only grows");
+        // A write adds its own idempotency record and history entry and moves
+        // older ones out of the head (`write::IDEM_IN_HEAD`, `HISTORY_IN_HEAD`);
+        // no other commit adds either.
+        debug_assert!(head.idem.len() <= self.idem + usize::from(moved), "a commit adds at most its own idempotency record");
+        debug_assert!(head.history.len() <= self.history + usize::from(moved), "a commit adds at most its own history entry");
+        debug_assert!(head.ended.len() <= ENDED_KEPT, "at most {ENDED_KEPT} ended claims");
+        debug_assert!(head.commits.len() <= MARKERS_KEPT, "at most {MARKERS_KEPT} commit markers");
+        debug_assert!(marker.is_none_or(|m| head.commits.last().is_some_and(|c| c == m)), "a commit that confirms itself carries its marker");
+        debug_assert!(encoded <= cairn_kv::MAX_VALUE_BYTES, "the head fits the store's value limit");
+    }
 }
 
 /// Whether the swap that wrote `marker` landed: the head read back carries it

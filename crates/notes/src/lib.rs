@@ -31,7 +31,8 @@
 //! - `audit` (the audit trail people read, and refused writes recorded for it).
 //! - [`search`] (queries over the index, [`search::merge`], [`search::reindex`] and [`search::check`]).
 //! - [`tools`](mod@tools): one file per tool and [`tools::TOOLS`], the one table.
-//! - [`rest`]: the people's REST helpers over the same rules.
+//! - [`rest`]: the people's REST API over the same rules: one route table
+//!   ([`rest::ROUTES`]) and one file per operation.
 //!
 //! Entry points: [`call_tool`] (by name) and [`call`] (one tool's
 //! component, with its `TOOL`). It returns an MCP
@@ -83,7 +84,7 @@ mod write;
 use serde_json::Value;
 
 /// The OAuth scopes, and what each one lets a caller do. Which scope a tool
-/// needs is in its [`Tool`] entry; which a REST route needs, in the REST component.
+/// needs is in its [`Tool`] entry; which a REST route needs, in its [`rest::Route`] entry.
 pub mod scopes {
     /// Read notes and tabs (every read tool).
     pub const READ: &str = "notes:read";
@@ -105,7 +106,7 @@ pub use env::{ActorType, Env, Identity, Role, SimEnv};
 pub use kv::TenantKv;
 pub use keys::list_tenants;
 pub use model::hex;
-pub use refusal::{Code, Failure, NEXT_STEP_CLAIM, NEXT_STEP_REREAD, NOTICE};
+pub use refusal::{Answer, Code, Failure, NEXT_STEP_CLAIM, NEXT_STEP_REREAD, NOTICE};
 pub use tools::{Tool, ToolAnnotations, ToolSpec, tools};
 
 use refusal::{Out, Refusal, finish};
@@ -138,7 +139,22 @@ pub fn call_tool(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &st
 
 /// [`call_tool`] of one tool given by its `TOOL` (`tools::read_note_tab::TOOL`):
 /// what a tool's own component calls, so that it links that tool and no other.
-pub fn call(store: &dyn Store, env: &mut dyn Env, who: &Identity, t: &Tool, mut args: Value) -> Result<String, Failure> {
+pub fn call(store: &dyn Store, env: &mut dyn Env, who: &Identity, t: &Tool, args: Value) -> Result<String, Failure> {
+    answer(store, env, who, t, args).map(|a| a.json)
+}
+
+/// [`call`] with the refusal's code beside the result: what a tool's
+/// component answers through `cairn:platform/tool`.
+pub fn answer(store: &dyn Store, env: &mut dyn Env, who: &Identity, t: &Tool, args: Value) -> Result<Answer, Failure> {
+    let (structured, code) = call_structured(store, env, who, t, args)?;
+    Ok(Answer { json: refusal::tool_result(&structured, code.is_some()), refusal: code })
+}
+
+/// [`answer`] before its result is serialized: the structuredContent, and the
+/// refusal's code when it is one (`isError: true`), for callers that answer in
+/// another shape (the REST routes a tool serves). The same rules, the same
+/// audit records.
+pub fn call_structured(store: &dyn Store, env: &mut dyn Env, who: &Identity, t: &Tool, mut args: Value) -> Result<(Value, Option<Code>), Failure> {
     if let Some(obj) = args.as_object_mut() {
         obj.remove("_meta");
     }
@@ -156,7 +172,11 @@ pub fn call(store: &dyn Store, env: &mut dyn Env, who: &Identity, t: &Tool, mut 
         }
         out
     })();
-    finish(out)
+    match out {
+        Ok(v) => Ok((v, None)),
+        Err(refusal::Fail::Refused(r)) => Ok((r.body(), Some(r.code))),
+        Err(refusal::Fail::Failed(e)) => Err(e),
+    }
 }
 
 /// [`call_tool`] with the result parsed, for callers that inspect it.

@@ -1,5 +1,8 @@
 //! Stored records (the note head, its tabs, idempotency and history records, attachment
 //! metadata) and small helpers: hashing, canonical JSON, ids, timestamps.
+//!
+//! [`Head::decode`] asserts (debug builds) the structure every commit keeps: tab ids, claim
+//! ids and idempotency keys unique; history in rising versions up to the note's version.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -240,6 +243,23 @@ pub(crate) struct Head {
 }
 
 impl Head {
+    /// Decodes a stored head. Debug builds also check its structure (see the module docs):
+    /// each rule holds for every head a commit writes, so a violation is a bug in a writer.
+    pub fn decode(bytes: &[u8]) -> Result<Head, Failure> {
+        let head: Head = decode("note head", bytes)?;
+        debug_assert!(unique(head.tabs.iter().map(|t| t.id.as_str())), "tab ids repeat in note {}", head.note_id);
+        debug_assert!(unique(head.claims.iter().map(|c| c.claim_id.as_str())), "claim ids repeat in note {}", head.note_id);
+        debug_assert!(unique(head.idem.iter().map(|r| r.key.as_str())), "idempotency keys repeat in note {}", head.note_id);
+        debug_assert!(
+            head.history.windows(2).all(|w| w[0].version < w[1].version) && head.history.last().is_none_or(|e| e.version <= head.version),
+            "the history of note {} is out of order or past its version {}",
+            head.note_id,
+            head.version
+        );
+        debug_assert!(head.agents_since.is_none_or(|v| v <= head.version), "note {} is visible to agents from a future version", head.note_id);
+        Ok(head)
+    }
+
     pub fn tab_index(&self, tab_id: &str) -> Option<usize> {
         self.tabs.iter().position(|t| t.id == tab_id)
     }
@@ -346,6 +366,12 @@ pub(crate) fn canonical_json(v: &Value) -> String {
     let mut out = String::new();
     walk(v, &mut out);
     out
+}
+
+/// Whether no two of `ids` are equal.
+fn unique<'a>(mut ids: impl Iterator<Item = &'a str>) -> bool {
+    let mut seen = std::collections::BTreeSet::new();
+    ids.all(|id| seen.insert(id))
 }
 
 pub(crate) fn encode<T: Serialize>(v: &T) -> Vec<u8> {

@@ -275,11 +275,27 @@ pub(crate) fn tool_result(structured: &Value, is_error: bool) -> String {
     out
 }
 
-/// Turns an internal outcome into a tool result (as JSON text), keeping failures as `Err`.
-pub(crate) fn finish(out: Out<Value>) -> Result<String, Failure> {
+/// A tool's answer: its `CallToolResult` as JSON text (serialized once,
+/// here), and the refusal's code when it is a refusal (`isError: true`),
+/// so nobody downstream searches the text for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The MCP `CallToolResult`.
+    pub json: String,
+    /// `Some` exactly when the result is a refusal.
+    pub refusal: Option<Code>,
+}
+
+/// Turns an internal outcome into a tool's [`Answer`], keeping failures as `Err`.
+pub(crate) fn finish_answer(out: Out<Value>) -> Result<Answer, Failure> {
     match out {
-        Ok(v) => Ok(tool_result(&v, false)),
-        Err(Fail::Refused(r)) => Ok(tool_result(&r.body(), true)),
+        Ok(v) => Ok(Answer { json: tool_result(&v, false), refusal: None }),
+        Err(Fail::Refused(r)) => Ok(Answer { json: tool_result(&r.body(), true), refusal: Some(r.code) }),
         Err(Fail::Failed(e)) => Err(e),
     }
+}
+
+/// Turns an internal outcome into a tool result (as JSON text), keeping failures as `Err`.
+pub(crate) fn finish(out: Out<Value>) -> Result<String, Failure> {
+    finish_answer(out).map(|a| a.json)
 }

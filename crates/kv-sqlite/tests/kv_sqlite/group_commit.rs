@@ -128,7 +128,7 @@ fn group_durability_child_writers() {
 fn writes_acknowledged_from_shared_transactions_survive_sigkill() {
     let path = scratch("group-durable").join("kv.db");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "group_durability_child_writers", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "group_commit::group_durability_child_writers", "--nocapture", "--test-threads=1"])
         .env("CAIRN_KV_GROUP_CHILD", &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -30,7 +30,7 @@ fn durability_child_writer() {
 fn acknowledged_writes_survive_sigkill() {
     let path = scratch("durable").join("kv.db");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "durability_child_writer", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "sqlite_conformance::durability_child_writer", "--nocapture", "--test-threads=1"])
         .env("CAIRN_KV_DURABILITY_CHILD", &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -39,6 +39,7 @@ mod patches;
 mod provenance;
 mod rest_api;
 mod rest_people_routes;
+mod rest_routes;
 mod retries;
 mod schema_agreement;
 mod search_finds;

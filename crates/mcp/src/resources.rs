@@ -12,22 +12,23 @@
 //! Everything is read through the read tools themselves (`list_notes`,
 //! `list_note_tabs`, `read_note_tab`) on the same road as a `tools/call`, so
 //! tenants, agent visibility and provenance are exactly the tools'; the
-//! router asks for the `notes:read` scope before any of it runs.
+//! `notes:read` scope is asked for before any of it runs
+//! ([`crate::message::Message::needed_scope`]).
 
 use cairn_auth::Principal;
+use cairn_notes::tools::{Tool, list_note_tabs, list_notes, read_note_tab};
 use serde_json::{Value, json};
 
-use crate::road::{ToolError, call};
-use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS};
+use crate::road::{ToolError, Tools};
+use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
 
-/// JSON-RPC code for a resource that does not exist (or that the caller may not see).
-pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// Scheme and authority of every resource URI.
 const PREFIX: &str = "cairn://notes/";
 
 /// Why a resources request has no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failed {
-    /// A JSON-RPC error for this message.
+    /// A JSON-RPC error for this message: its code and message.
     Rpc(i64, String),
     /// A tool or the store is out of reach: the request answers 503.
     Unavailable(String),
@@ -59,12 +60,13 @@ fn tab_uri(note: &str, tab: &str) -> String {
     format!("{PREFIX}{note}/tabs/{tab}")
 }
 
-/// `resources/list`, `resources/templates/list` and `resources/read`.
-pub async fn handle(method: &str, params: &Value, who: &Principal) -> Result<Value, Failed> {
+/// `resources/list`, `resources/templates/list` and `resources/read` (any
+/// other `method` is read as `resources/read`): the result object.
+pub async fn handle(method: &str, params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, Failed> {
     match method {
         "resources/templates/list" => Ok(templates()),
-        "resources/list" => list(params, who).await,
-        _ => read(params, who).await,
+        "resources/list" => list(params, tools, who).await,
+        _ => read(params, tools, who).await,
     }
 }
 
@@ -89,9 +91,8 @@ fn templates() -> Value {
 
 /// Runs a read tool and hands back its structuredContent, or the refusal
 /// turned into a JSON-RPC error about `uri`.
-async fn run(tool: &str, args: Value, who: &Principal, uri: &str) -> Result<Value, Failed> {
-    let tool = cairn_notes::tools::find(tool).ok_or_else(|| Failed::Rpc(INVALID_PARAMS, format!("no tool {tool}")))?;
-    let raw = match call(tool, &args.to_string(), who).await {
+async fn run(tool: &'static Tool, args: Value, tools: &impl Tools, who: &Principal, uri: &str) -> Result<Value, Failed> {
+    let raw = match tools.call(tool, &args.to_string(), who).await {
         Ok(raw) => raw,
         Err(ToolError::Params(m) | ToolError::Internal(m)) => return Err(Failed::Rpc(INTERNAL_ERROR, m)),
         Err(ToolError::Unavailable(m)) => return Err(Failed::Unavailable(m)),
@@ -109,14 +110,14 @@ async fn run(tool: &str, args: Value, who: &Principal, uri: &str) -> Result<Valu
     })
 }
 
-async fn list(params: &Value, who: &Principal) -> Result<Value, Failed> {
+async fn list(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, Failed> {
     let mut args = json!({"limit": 50});
     match params.get("cursor") {
         None | Some(Value::Null) => {}
         Some(Value::String(c)) => args["cursor"] = c.clone().into(),
         Some(_) => return Err(Failed::Rpc(INVALID_PARAMS, "cursor must be a string from a previous nextCursor".into())),
     }
-    let page = run("list_notes", args, who, "cairn://notes").await.map_err(|e| match e {
+    let page = run(&list_notes::TOOL, args, tools, who, "cairn://notes").await.map_err(|e| match e {
         Failed::Rpc(_, m) => Failed::Rpc(INVALID_PARAMS, m),
         other => other,
     })?;
@@ -143,14 +144,14 @@ async fn list(params: &Value, who: &Principal) -> Result<Value, Failed> {
     Ok(out)
 }
 
-async fn read(params: &Value, who: &Principal) -> Result<Value, Failed> {
+async fn read(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, Failed> {
     let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| Failed::Rpc(INVALID_PARAMS, "params.uri must be a resource URI".into()))?;
     let target = parse(uri).ok_or_else(|| {
         Failed::Rpc(INVALID_PARAMS, format!("{uri} is not a Cairn resource: use cairn://notes/{{note_id}} or cairn://notes/{{note_id}}/tabs/{{tab_id}}"))
     })?;
     let contents = match target {
         Target::Note(note) => {
-            let mut listing = run("list_note_tabs", json!({"note_id": note}), who, uri).await?;
+            let mut listing = run(&list_note_tabs::TOOL, json!({"note_id": note}), tools, who, uri).await?;
             if let Some(tabs) = listing["tabs"].as_array_mut() {
                 for t in tabs {
                     let uri = tab_uri(note, t["tab_id"].as_str().unwrap_or_default());
@@ -160,7 +161,7 @@ async fn read(params: &Value, who: &Principal) -> Result<Value, Failed> {
             vec![json!({"uri": uri, "mimeType": "application/json", "text": listing.to_string()})]
         }
         Target::Tab(note, tab) => {
-            let mut read = run("read_note_tab", json!({"note_id": note, "tab_id": tab}), who, uri).await?;
+            let mut read = run(&read_note_tab::TOOL, json!({"note_id": note, "tab_id": tab}), tools, who, uri).await?;
             match read.as_object_mut().and_then(|o| o.remove("text")) {
                 Some(Value::String(text)) => vec![
                     json!({"uri": uri, "mimeType": "application/json", "text": read.to_string()}),

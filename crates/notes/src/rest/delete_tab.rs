@@ -1,0 +1,79 @@
+//! `DELETE /api/v1/notes/{note}/tabs/{tab}`: a slides or sheet tab, gone.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use cairn_kv::Store;
+
+use crate::args::parse;
+use crate::env::{Env, Identity};
+use crate::model::TabKind;
+use crate::refusal::{Failure, Refusal};
+use crate::write::{Change, Plan, Target, commit, note_scope};
+
+use super::{Ctx, RestReply, answer, check_opt_key};
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeleteTab {
+    expected_version: u64,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+}
+
+/// Deletes a slides or sheet tab (the fixed tabs stay). Its id is never handed out again.
+/// 200 with `{note_id, deleted_tab_id, version, replayed}`.
+pub fn delete_tab(
+    kv: &dyn Store,
+    env: &mut dyn Env,
+    who: &Identity,
+    note_id: &str,
+    tab_id: &str,
+    args: Value,
+) -> Result<RestReply, Failure> {
+    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+        let a: DeleteTab = parse(args)?;
+        check_opt_key(&a.idempotency_key)?;
+        let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version});
+        let spec = note_scope("delete_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        commit(
+            kv,
+            env,
+            who,
+            &spec,
+            |head| {
+                let i = head
+                    .tab_index(tab_id)
+                    .ok_or_else(|| Refusal::not_found("tab"))?;
+                if !matches!(head.tabs[i].kind, TabKind::Slides | TabKind::Sheet) {
+                    return Err(Refusal::invalid(
+                        "tab_id",
+                        "the markdown, files and sources tabs cannot be deleted",
+                    )
+                    .into());
+                }
+                Ok(Plan::Write(Target::Tab(i)))
+            },
+            |head, target, _| {
+                let Target::Tab(i) = target else {
+                    unreachable!("a tab target")
+                };
+                let tab = head.tabs.remove(i);
+                let mut result = Map::new();
+                result.insert("deleted_tab_id".into(), tab.id.clone().into());
+                Ok(Change {
+                    action: "delete_tab",
+                    tab: None,
+                    removed_tab: Some(tab),
+                    result,
+                })
+            },
+        )
+    })
+}
+
+/// [`delete_tab`] on a routed request.
+pub(super) fn serve(c: Ctx<'_>) -> Result<RestReply, Failure> {
+    let (note, tab) = (c.param("note"), c.param("tab"));
+    delete_tab(c.kv, c.env, c.who, note, tab, c.body)
+}

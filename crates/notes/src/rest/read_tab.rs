@@ -1,0 +1,33 @@
+//! `GET /api/v1/notes/{note}/tabs/{tab}[?at_version=]`: the `read_note_tab` tool.
+
+use serde_json::Value;
+
+use cairn_kv::Store;
+
+use crate::env::{Env, Identity};
+use crate::refusal::{Failure, Refusal};
+use crate::tools;
+
+use super::{Ctx, RestReply, query_u64, tool_args, via_tool};
+
+/// The tool's arguments: the path's ids, `at_version` from the query.
+fn build(note_id: &str, tab_id: &str, at_version: Option<&str>) -> Result<Value, Refusal> {
+    query_u64("at_version", at_version).map(|v| {
+        tool_args([("note_id", Some(note_id.into())), ("tab_id", Some(tab_id.into())), ("at_version", v.map(Value::from))])
+    })
+}
+
+/// The tool's arguments from a routed request.
+pub(super) fn args(c: Ctx<'_>) -> Result<Value, Refusal> {
+    build(c.param("note"), c.param("tab"), c.query("at_version"))
+}
+
+/// One tab (`GET …/tabs/{tab}[?at_version=N]`): the `read_note_tab` tool's result, 200 with
+/// `{note_id, tab_id, type, label, version, tab_version, provenance, notice, at_version?}`
+/// and, by type, `text` (markdown), `slides: [{index, title, body, notes}]` (slides),
+/// `sheets: [{sheet_id, name, rows, cols}]` and `hint` (sheet: cells via
+/// [`read_range`](super::read_range)), `count` and `hint` (files, sources: items via
+/// [`list_attachments`](super::list_attachments)).
+pub fn read_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, at_version: Option<&str>) -> Result<RestReply, Failure> {
+    via_tool(kv, env, who, &tools::read_note_tab::TOOL, Some(note_id), build(note_id, tab_id, at_version), 200)
+}
