@@ -10,20 +10,15 @@
 //!
 //! Why: on tokio's work-stealing runtime a keep-alive connection's task
 //! wakes on whichever worker polled the socket, so one request hops between
-//! threads, and on a virtual machine waking a halted core costs tens of
-//! microseconds. With lanes the single-client read is 10% faster (p50 0.32 →
-//! 0.29 ms, `cairn-bench perf --only reads`).
+//! threads, and on a virtual machine waking a halted core is costly.
 //!
 //! How many: more than cores. A lane runs its requests' store calls in
 //! place, so while one waits (its write joining a group commit, a read
 //! waiting for a reader connection) the other connections of that lane
-//! wait too. Measured at 32 clients on 2 cores (5 s rows): with 2, 4, 8
-//! and 16 lanes, read_note_tab did 9,346, 10,064, 11,379 and 12,002 calls/s
-//! and the append workload 2,267, 2,357, 2,394 and 2,444 edits/s, while the
-//! host's peak memory under the append load grew 98, 112, 130 and 160 MB
-//! (each lane busy at once holds an instance's memory and its own allocator
-//! pages). Four per core is the default: most of the throughput, inside the
-//! 150 MB budget.
+//! wait too; more lanes keep the cores busy meanwhile, and each lane busy
+//! at once holds an instance's memory and its own allocator pages. Four
+//! per core is the default. The measurements behind both choices are in
+//! `docs/decisions/lanes.md`.
 //!
 //! Shutting down: [`Lanes::close`] ends the lanes once the caller has let
 //! every connection finish (the lane runtimes would drop unfinished ones).

@@ -43,6 +43,7 @@ pub fn call_slot(component: &str, caller: &Caller, arguments: &str) -> Option<Re
         "search-notes" => slot!(search_notes),
         "list-note-tabs" => slot!(list_note_tabs),
         "read-note-tab" => slot!(read_note_tab),
+        "read-note-outline" => slot!(read_note_outline),
         "read-sheet-range" => slot!(read_sheet_range),
         "list-note-attachments" => slot!(list_note_attachments),
         "list-note-history" => slot!(list_note_history),

@@ -86,4 +86,5 @@ fn tools_list_and_every_tool_call_match_the_saved_fixtures() {
     call("list_note_attachments", json!({"note_id": note, "kind": "sources"}), &mut ids);
     call("list_note_history", json!({"note_id": note, "limit": 50}), &mut ids);
     call("search_notes", json!({"query": "brief first"}), &mut ids);
+    call("read_note_outline", json!({"note_id": note}), &mut ids);
 }

@@ -4,9 +4,8 @@
 //! WAL's pages back into the database file and syncs it. Left to SQLite
 //! (`wal_autocheckpoint`), the checkpoint runs inside whichever commit
 //! crosses the threshold, on the writer connection: that writer, and every
-//! writer queued behind it, waits while megabytes are copied and synced: on
-//! the append workload (a note's whole text written on every edit) a
-//! checkpoint of 32 MB held every writer for 100 ms and more.
+//! writer queued behind it, waits while megabytes are copied and synced
+//! (see `docs/decisions/checkpoints.md` for how long, measured).
 //!
 //! Here the writer connection checkpoints only as a backstop, at a WAL far
 //! longer than this thread lets it grow ([`WRITER_CHECKPOINT_FRAMES`]). A
@@ -29,10 +28,8 @@
 //! does: right before taking the writer, this thread flushes the WAL and
 //! the database file itself (`fdatasync`), beside the writers, and the
 //! syncs under the hold then find only what was written in between (the
-//! WAL alone, without the database file, left holds as long as before). On
-//! the append workload at 32 clients, 8 s natively, that and the longer
-//! tail below took the holds from 28 (median ~29 ms) to 16 (median ~17 ms),
-//! and the p99 of an edit from 30 to 18 ms. The database file is synced through the
+//! WAL alone, without the database file, left holds as long as before; the
+//! effect is measured in `docs/decisions/checkpoints.md`). The database file is synced through the
 //! store's own descriptor of it (the one holding the advisory lock), never
 //! a descriptor opened here: closing any descriptor of the database file
 //! drops every POSIX lock SQLite holds on it in this process. The tail also

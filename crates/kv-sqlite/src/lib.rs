@@ -597,9 +597,8 @@ impl Store for SqliteStore {
     /// With `fsync`, a write waits for the disk (`Writes`). Without it a
     /// commit only copies pages into the OS cache: a write that joins a
     /// group commit waits for the CPU work of the writers ahead of it, no
-    /// longer than a hop to another thread and back costs (measured: moving
-    /// writes to a host's blocking pool lost ~10% at one client and gained
-    /// nothing at 32), so every call runs where it is made (`Never`).
+    /// longer than a hop to another thread and back costs (see
+    /// `docs/decisions/lanes.md`), so every call runs where it is made (`Never`).
     fn waits(&self) -> cairn_kv::Waits {
         if self.fsync { cairn_kv::Waits::Writes } else { cairn_kv::Waits::Never }
     }

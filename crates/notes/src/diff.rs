@@ -35,6 +35,8 @@ pub(crate) enum Purpose {
     Merge,
     /// The REST diff of two versions.
     Compare,
+    /// `read_note_tab`'s `since_version`: what changed since a version.
+    CatchUp,
 }
 
 impl Purpose {
@@ -43,6 +45,7 @@ impl Purpose {
             Purpose::Rebase => "read the tab again and write with its current version (no rebase), or send a smaller patch",
             Purpose::Merge => "keep your draft, read the tab again and save over its current version, or merge a smaller part at a time",
             Purpose::Compare => "compare versions closer together, or read both versions whole",
+            Purpose::CatchUp => "read the tab again whole, or in parts (read_note_outline, then a section or a window of lines)",
         }
     }
 }

@@ -11,7 +11,8 @@
 //! - [`kv`]: [`TenantKv`], the tenant's view of a store (the only way in).
 //! - `model` (stored records, ids, time), `args` (the shared argument parser
 //!   and checks), `schema` (shared JSON Schema pieces), [`url`] (source URL
-//!   normalization), `content` (blobs, documents, slides), `sheet` (row blocks).
+//!   normalization), `content` (blobs, documents, slides), `sheet` (row blocks),
+//!   `sections` (a markdown text's outline and line windows).
 //! - `claim_audit`: claim audit records, and what a commit does with lapsed claims.
 //! - `dirty`: the marker a commit writes for the index when it changes what
 //!   a tab says (all the commit path knows of the index).
@@ -77,6 +78,7 @@ mod merge;
 mod model;
 mod note_index;
 mod schema;
+mod sections;
 pub mod search;
 mod sheet;
 mod write;

@@ -5,16 +5,10 @@ use serde_json::Value;
 use cairn_kv::Store;
 
 use crate::env::{Env, Identity};
-use crate::refusal::{Failure, Refusal};
+use crate::refusal::Failure;
 use crate::tools;
 
-use super::{Ctx, RestReply, via_tool, with_path_ids};
-
-/// The tool's arguments from a routed request: the body, the note from the path.
-pub(super) fn args(c: Ctx<'_>) -> Result<Value, Refusal> {
-    let note = c.param("note");
-    with_path_ids(c.body, &[("note_id", note)])
-}
+use super::{RestReply, via_tool, with_path_ids};
 
 /// Cites a page in the note's Sources tab (`POST …/sources`): the body is the
 /// `add_note_source` tool's arguments (`expected_version`, `idempotency_key`, `title`,

@@ -25,13 +25,7 @@ struct ClaimBody {
 /// 201 with `{claim_id, note_id, tab_id, held_by, actor_type, since, expires_at,
 /// ttl_seconds, renewed: false}` when granted; 200 with the same claim and `renewed: true`
 /// when the caller already held it (a heartbeat); 409 `claim_conflict` naming the holder.
-pub fn claim_note(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
+pub fn claim_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, args: Value) -> Result<RestReply, Failure> {
     answer_with(kv, who, &[("note_id", note_id)], |kv| {
         let a: ClaimBody = parse(args)?;
         if let Some(t) = &a.tab_id {

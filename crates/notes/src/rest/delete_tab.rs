@@ -5,13 +5,12 @@ use serde_json::{Map, Value, json};
 
 use cairn_kv::Store;
 
-use crate::args::parse;
 use crate::env::{Env, Identity};
-use crate::model::TabKind;
-use crate::refusal::{Failure, Refusal};
-use crate::write::{Change, Plan, Target, commit, note_scope};
+use crate::model::Head;
+use crate::refusal::{Failure, Out};
+use crate::write::{Change, note_scope};
 
-use super::{Ctx, RestReply, answer, check_opt_key};
+use super::{Ctx, RestReply, answer_tab, check_not_fixed, commit_tab, find_tab_index, parse_keyed};
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,52 +22,22 @@ struct DeleteTab {
 
 /// Deletes a slides or sheet tab (the fixed tabs stay). Its id is never handed out again.
 /// 200 with `{note_id, deleted_tab_id, version, replayed}`.
-pub fn delete_tab(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    tab_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
-    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
-        let a: DeleteTab = parse(args)?;
-        check_opt_key(&a.idempotency_key)?;
+pub fn delete_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
+    answer_tab(kv, who, note_id, tab_id, |kv| {
+        let a: DeleteTab = parse_keyed(args)?;
         let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version});
         let spec = note_scope("delete_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
-        commit(
-            kv,
-            env,
-            who,
-            &spec,
-            |head| {
-                let i = head
-                    .tab_index(tab_id)
-                    .ok_or_else(|| Refusal::not_found("tab"))?;
-                if !matches!(head.tabs[i].kind, TabKind::Slides | TabKind::Sheet) {
-                    return Err(Refusal::invalid(
-                        "tab_id",
-                        "the markdown, files and sources tabs cannot be deleted",
-                    )
-                    .into());
-                }
-                Ok(Plan::Write(Target::Tab(i)))
-            },
-            |head, target, _| {
-                let Target::Tab(i) = target else {
-                    unreachable!("a tab target")
-                };
-                let tab = head.tabs.remove(i);
-                let mut result = Map::new();
-                result.insert("deleted_tab_id".into(), tab.id.clone().into());
-                Ok(Change {
-                    action: "delete_tab",
-                    tab: None,
-                    removed_tab: Some(tab),
-                    result,
-                })
-            },
-        )
+        let resolve = |head: &Head| -> Out<usize> {
+            let i = find_tab_index(head, tab_id)?;
+            check_not_fixed(&head.tabs[i], "tab_id", "the markdown, files and sources tabs cannot be deleted")?;
+            Ok(i)
+        };
+        commit_tab(kv, env, who, &spec, resolve, |head, i, _| {
+            let tab = head.tabs.remove(i);
+            let mut result = Map::new();
+            result.insert("deleted_tab_id".into(), tab.id.clone().into());
+            Ok(Change { action: "delete_tab", tab: None, removed_tab: Some(tab), result })
+        })
     })
 }
 

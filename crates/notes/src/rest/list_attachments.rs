@@ -9,18 +9,12 @@ use crate::env::{Env, Identity};
 use crate::refusal::{Failure, Refusal};
 use crate::tools;
 
-use super::{Ctx, RestReply, query_u64, tool_args, via_tool};
+use super::{Ctx, RestReply, page, tool_args, via_tool};
 
 /// The tool's arguments: the path's note, the kind and the page from the query.
 fn build(note_id: &str, kind: Option<&str>, cursor: Option<&str>, limit: Option<&str>) -> Result<Value, Refusal> {
-    query_u64("limit", limit).map(|limit| {
-        tool_args([
-            ("note_id", Some(note_id.into())),
-            ("kind", kind.map(Value::from)),
-            ("cursor", cursor.map(Value::from)),
-            ("limit", limit.map(Value::from)),
-        ])
-    })
+    let asked = [("note_id", Some(note_id.into())), ("kind", kind.map(Value::from))];
+    Ok(tool_args(asked.into_iter().chain(page(cursor, limit)?)))
 }
 
 /// The tool's arguments from a routed request.

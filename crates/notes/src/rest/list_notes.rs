@@ -8,11 +8,11 @@ use crate::env::{Env, Identity};
 use crate::refusal::{Failure, Refusal};
 use crate::tools;
 
-use super::{Ctx, RestReply, query_u64, tool_args, via_tool};
+use super::{Ctx, RestReply, page, tool_args, via_tool};
 
 /// The tool's arguments: the page from the query.
 fn build(cursor: Option<&str>, limit: Option<&str>) -> Result<Value, Refusal> {
-    query_u64("limit", limit).map(|limit| tool_args([("cursor", cursor.map(Value::from)), ("limit", limit.map(Value::from))]))
+    page(cursor, limit).map(tool_args)
 }
 
 /// The tool's arguments from a routed request.

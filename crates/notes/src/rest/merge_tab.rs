@@ -12,7 +12,7 @@ use crate::head::load_head;
 use crate::model::TabKind;
 use crate::refusal::{Failure, Refusal};
 
-use super::{Ctx, RestReply, answer};
+use super::{Ctx, RestReply, answer_tab};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,7 +29,7 @@ struct MergeDraft {
 /// `version` returned here as `expected_version`.
 pub fn merge_draft(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
     let now = crate::history::Window::of(&*env);
-    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+    answer_tab(kv, who, note_id, tab_id, |kv| {
         let a: MergeDraft = parse(args)?;
         crate::content::check_doc_size(a.text.as_bytes(), "text")?;
         let head = load_head(kv, who, note_id)?;

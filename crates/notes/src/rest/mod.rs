@@ -21,16 +21,19 @@
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use cairn_kv::Store;
 
-use crate::args::{MAX_KEY_CHARS, check_chars, check_id};
+use crate::args::{MAX_KEY_CHARS, check_chars, check_id, parse};
 use crate::env::{Env, Identity};
 use crate::kv::TenantKv;
+use crate::model::{Head, Tab, TabKind};
 use crate::refusal::{Code, Fail, Failure, Out, Refusal};
 use crate::scopes::{AUDIT, DELETE, READ, WRITE};
 use crate::tools::{self, Tool};
+use crate::write::{Change, Ctx as WriteCtx, Plan, Target, WriteSpec, commit};
 
 mod add_source;
 mod attach_file;
@@ -51,6 +54,7 @@ mod patch_note;
 mod patch_tab;
 mod put_tab;
 mod read_range;
+mod read_outline;
 mod read_tab;
 mod restore_tab;
 mod search;
@@ -160,17 +164,22 @@ pub static ROUTES: &[Route] = &[
     Route {
         method: Post, path: "/api/v1/notes/{note}/sources", scope: WRITE, admin_only: false, audited: true, key_header: true,
         doc: "cite a page: 201 added, 200 already attached",
-        handler: ByTool { tool: &tools::add_note_source::TOOL, args: add_source::args, ok: 201 },
+        handler: ByTool { tool: &tools::add_note_source::TOOL, args: body_with_note, ok: 201 },
     },
     Route {
         method: Post, path: "/api/v1/notes/{note}/tabs", scope: WRITE, admin_only: false, audited: true, key_header: true,
         doc: "a new slides or sheet tab: 201",
-        handler: ByTool { tool: &tools::create_note_tab::TOOL, args: create_tab::args, ok: 201 },
+        handler: ByTool { tool: &tools::create_note_tab::TOOL, args: body_with_note, ok: 201 },
     },
     Route {
         method: Get, path: "/api/v1/notes/{note}/tabs/{tab}", scope: READ, admin_only: false, audited: false, key_header: false,
-        doc: "a tab's content (`?at_version=`)",
+        doc: "a tab's content (`?at_version=`), or a part of a markdown tab (`?start_line=&max_lines=`, `?section_id=`, `?since_version=`)",
         handler: ByTool { tool: &tools::read_note_tab::TOOL, args: read_tab::args, ok: 200 },
+    },
+    Route {
+        method: Get, path: "/api/v1/notes/{note}/tabs/{tab}/outline", scope: READ, admin_only: false, audited: false, key_header: false,
+        doc: "a markdown tab's sections: ids, line ranges, sizes and hashes",
+        handler: ByTool { tool: &tools::read_note_outline::TOOL, args: read_outline::args, ok: 200 },
     },
     Route {
         method: Put, path: "/api/v1/notes/{note}/tabs/{tab}", scope: WRITE, admin_only: false, audited: true, key_header: true,
@@ -486,6 +495,34 @@ fn answer(
     answer_with(store, who, ids, |kv| Ok((ok, f(kv)?)))
 }
 
+/// [`answer`] for operations on one tab: the note's and the tab's ids checked, 200 on success.
+fn answer_tab(store: &dyn Store, who: &Identity, note_id: &str, tab_id: &str, f: impl FnOnce(&TenantKv) -> Out<Value>) -> Result<RestReply, Failure> {
+    answer(store, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, f)
+}
+
+/// [`commit`] of a write to one tab: `resolve` finds the tab's index in the head (or
+/// refuses), `apply` changes the head at that index.
+fn commit_tab(kv: &TenantKv, env: &mut dyn Env, who: &Identity, spec: &WriteSpec, resolve: impl Fn(&Head) -> Out<usize>, mut apply: impl FnMut(&mut Head, usize, &mut WriteCtx) -> Out<Change>) -> Out<Value> {
+    commit(kv, env, who, spec, |head| Ok(Plan::Write(Target::Tab(resolve(head)?))), |head, target, ctx| {
+        let Target::Tab(i) = target else { unreachable!("a tab target") };
+        apply(head, i, ctx)
+    })
+}
+
+/// The index of the tab `tab_id` in `head`: 404 `not_found` when the note has none.
+fn find_tab_index(head: &Head, tab_id: &str) -> Result<usize, Refusal> {
+    head.tab_index(tab_id).ok_or_else(|| Refusal::not_found("tab"))
+}
+
+/// Refuses, naming `field`, what only a slides or sheet tab takes when `tab` is one of
+/// the fixed tabs (markdown, files, sources).
+fn check_not_fixed(tab: &Tab, field: &str, message: &str) -> Result<(), Refusal> {
+    match tab.kind {
+        TabKind::Slides | TabKind::Sheet => Ok(()),
+        _ => Err(Refusal::invalid(field, message)),
+    }
+}
+
 /// An agent asking to approve a note (or withdraw an approval).
 fn forbidden_approval() -> Fail {
     Refusal::new(Code::Forbidden, "only a person approves a note for agents or withdraws the approval")
@@ -494,9 +531,13 @@ fn forbidden_approval() -> Fail {
         .into()
 }
 
-/// An optional idempotency key's length.
-fn check_opt_key(k: &Option<String>) -> Result<(), Refusal> {
-    k.as_deref().map_or(Ok(()), |k| check_chars("idempotency_key", k, 1, MAX_KEY_CHARS))
+/// A keyed write's body as `T` ([`parse`]), then the length of the optional
+/// `idempotency_key` it sent.
+fn parse_keyed<T: DeserializeOwned>(args: Value) -> Result<T, Refusal> {
+    let key = args.get("idempotency_key").and_then(Value::as_str).map(str::to_owned);
+    let a = parse(args)?;
+    key.map_or(Ok(()), |k| check_chars("idempotency_key", &k, 1, MAX_KEY_CHARS))?;
+    Ok(a)
 }
 
 /// Parses an optional positive integer query parameter.
@@ -546,8 +587,20 @@ fn via_tool(
 }
 
 /// Tool arguments from a route's parameters, the absent ones left out (tools refuse `null`).
-fn tool_args<const N: usize>(params: [(&str, Option<Value>); N]) -> Value {
+fn tool_args<'k>(params: impl IntoIterator<Item = (&'k str, Option<Value>)>) -> Value {
     Value::Object(params.into_iter().filter_map(|(k, v)| Some((k.to_string(), v?))).collect())
+}
+
+/// The page a listing's query asks for, as tool arguments: `cursor` as sent, `limit` a
+/// positive whole number.
+fn page(cursor: Option<&str>, limit: Option<&str>) -> Result<[(&'static str, Option<Value>); 2], Refusal> {
+    Ok([("cursor", cursor.map(Value::from)), ("limit", query_u64("limit", limit)?.map(Value::from))])
+}
+
+/// A write tool's arguments from a routed request: the body, the note from the path.
+fn body_with_note(c: Ctx<'_>) -> Result<Value, Refusal> {
+    let note = c.param("note");
+    with_path_ids(c.body, &[("note_id", note)])
 }
 
 /// A write tool's arguments: the body with the path's ids put in. A body field that names

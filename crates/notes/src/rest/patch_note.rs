@@ -5,12 +5,12 @@ use serde_json::{Map, Value, json};
 
 use cairn_kv::Store;
 
-use crate::args::{MAX_NOTE_TITLE_CHARS, check_chars, parse};
+use crate::args::{MAX_NOTE_TITLE_CHARS, check_chars};
 use crate::env::{ActorType, Env, Identity};
 use crate::refusal::{Failure, Refusal};
 use crate::write::{Change, Plan, Target, commit, note_scope};
 
-use super::{Ctx, RestReply, answer, check_opt_key, forbidden_approval};
+use super::{Ctx, RestReply, answer, forbidden_approval, parse_keyed};
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,8 +33,7 @@ struct UpdateNote {
 /// 200 with `{note_id, title, approved_for_agents, version, replayed}`.
 pub fn update_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, args: Value) -> Result<RestReply, Failure> {
     answer(kv, who, &[("note_id", note_id)], 200, |kv| {
-        let a: UpdateNote = parse(args)?;
-        check_opt_key(&a.idempotency_key)?;
+        let a: UpdateNote = parse_keyed(args)?;
         if a.approved_for_agents.is_none() && a.title.is_none() {
             return Err(Refusal::invalid("approved_for_agents", "send approved_for_agents, a new title, or both").into());
         }

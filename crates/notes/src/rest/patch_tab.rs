@@ -5,13 +5,13 @@ use serde_json::{Map, Value, json};
 
 use cairn_kv::Store;
 
-use crate::args::{MAX_LABEL_CHARS, check_chars, parse};
+use crate::args::{MAX_LABEL_CHARS, check_chars};
 use crate::env::{Env, Identity};
-use crate::model::TabKind;
-use crate::refusal::{Failure, Refusal};
-use crate::write::{Change, Plan, Target, commit, note_scope};
+use crate::model::Head;
+use crate::refusal::{Failure, Out, Refusal};
+use crate::write::{Change, note_scope};
 
-use super::{Ctx, RestReply, answer, check_opt_key};
+use super::{Ctx, RestReply, answer_tab, check_not_fixed, commit_tab, find_tab_index, parse_keyed};
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,17 +30,9 @@ struct UpdateTab {
 /// its content version: a handle by ID still finds it, and a tab-scope edit of its
 /// content does not conflict with a rename or a move. Claim-aware on that tab.
 /// 200 with `{note_id, tab_id, label, position, version, replayed}`.
-pub fn update_tab(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    tab_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
-    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
-        let a: UpdateTab = parse(args)?;
-        check_opt_key(&a.idempotency_key)?;
+pub fn update_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
+    answer_tab(kv, who, note_id, tab_id, |kv| {
+        let a: UpdateTab = parse_keyed(args)?;
         if a.label.is_none() && a.position.is_none() {
             return Err(Refusal::invalid("label", "send a new label, a new position, or both").into());
         }
@@ -49,46 +41,37 @@ pub fn update_tab(
         }
         let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version, "label": a.label, "position": a.position});
         let spec = note_scope("update_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
-        commit(
-            kv,
-            env,
-            who,
-            &spec,
-            |head| {
-                let i = head.tab_index(tab_id).ok_or_else(|| Refusal::not_found("tab"))?;
-                if a.label.is_some() && !matches!(head.tabs[i].kind, TabKind::Slides | TabKind::Sheet) {
-                    return Err(Refusal::invalid("label", "the markdown, files and sources tabs keep their labels").into());
-                }
-                if let Some(p) = a.position
-                    && p >= head.tabs.len()
-                {
-                    return Err(Refusal::invalid(
-                        "position",
-                        format!("position is 0-based and this note has {} tabs: 0 to {}", head.tabs.len(), head.tabs.len() - 1),
-                    )
-                    .into());
-                }
-                Ok(Plan::Write(Target::Tab(i)))
-            },
-            |head, target, _| {
-                let Target::Tab(mut i) = target else {
-                    unreachable!("a tab target")
-                };
-                if let Some(l) = &a.label {
-                    head.tabs[i].label = l.clone();
-                }
-                if let Some(p) = a.position {
-                    let tab = head.tabs.remove(i);
-                    head.tabs.insert(p, tab);
-                    i = p;
-                }
-                let mut result = Map::new();
-                result.insert("tab_id".into(), head.tabs[i].id.clone().into());
-                result.insert("label".into(), head.tabs[i].label.clone().into());
-                result.insert("position".into(), i.into());
-                Ok(Change { action: "update_tab", tab: None, removed_tab: None, result })
-            },
-        )
+        let resolve = |head: &Head| -> Out<usize> {
+            let i = find_tab_index(head, tab_id)?;
+            if a.label.is_some() {
+                check_not_fixed(&head.tabs[i], "label", "the markdown, files and sources tabs keep their labels")?;
+            }
+            if let Some(p) = a.position
+                && p >= head.tabs.len()
+            {
+                return Err(Refusal::invalid(
+                    "position",
+                    format!("position is 0-based and this note has {} tabs: 0 to {}", head.tabs.len(), head.tabs.len() - 1),
+                )
+                .into());
+            }
+            Ok(i)
+        };
+        commit_tab(kv, env, who, &spec, resolve, |head, mut i, _| {
+            if let Some(l) = &a.label {
+                head.tabs[i].label = l.clone();
+            }
+            if let Some(p) = a.position {
+                let tab = head.tabs.remove(i);
+                head.tabs.insert(p, tab);
+                i = p;
+            }
+            let mut result = Map::new();
+            result.insert("tab_id".into(), head.tabs[i].id.clone().into());
+            result.insert("label".into(), head.tabs[i].label.clone().into());
+            result.insert("position".into(), i.into());
+            Ok(Change { action: "update_tab", tab: None, removed_tab: None, result })
+        })
     })
 }
 

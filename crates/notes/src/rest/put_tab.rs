@@ -5,14 +5,14 @@ use serde_json::{Map, Value, json};
 
 use cairn_kv::Store;
 
-use crate::args::{VersionScope, parse};
+use crate::args::VersionScope;
 use crate::edit::{Edit, edit_tab_with};
 use crate::env::{Env, Identity};
 use crate::model::sha_hex;
 use crate::refusal::{Failure, Refusal};
 use crate::write::{Fingerprint, WriteSpec, fingerprint};
 
-use super::{Ctx, RestReply, answer, check_opt_key};
+use super::{Ctx, RestReply, answer_tab, parse_keyed};
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,17 +33,9 @@ struct WriteTab {
 /// Replaces a tab's whole content: `text` for the markdown tab, `data` for a slides or
 /// sheet tab (the shapes of `edit_note_tab`'s `replace_tab_data`).
 /// 200 with `{note_id, tab_id, version, tab_version, content_hash, replayed}`.
-pub fn write_tab(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    tab_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
-    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
-        let mut a: WriteTab = parse(args)?;
-        check_opt_key(&a.idempotency_key)?;
+pub fn write_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
+    answer_tab(kv, who, note_id, tab_id, |kv| {
+        let mut a: WriteTab = parse_keyed(args)?;
         let edit = match (a.text.take(), a.data.take()) {
             (Some(t), None) => {
                 let hash = sha_hex(t.as_bytes());

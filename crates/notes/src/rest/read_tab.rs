@@ -1,4 +1,5 @@
-//! `GET /api/v1/notes/{note}/tabs/{tab}[?at_version=]`: the `read_note_tab` tool.
+//! `GET /api/v1/notes/{note}/tabs/{tab}[?at_version=][&start_line=&max_lines=|&section_id=|&since_version=]`:
+//! the `read_note_tab` tool, whole or in parts.
 
 use serde_json::Value;
 
@@ -17,9 +18,21 @@ fn build(note_id: &str, tab_id: &str, at_version: Option<&str>) -> Result<Value,
     })
 }
 
-/// The tool's arguments from a routed request.
+/// The tool's arguments from a routed request: the path's ids, then
+/// `at_version` and the part to read (a window, a section, or the changes
+/// since a version) from the query.
 pub(super) fn args(c: Ctx<'_>) -> Result<Value, Refusal> {
-    build(c.param("note"), c.param("tab"), c.query("at_version"))
+    let mut args = build(c.param("note"), c.param("tab"), c.query("at_version"))?;
+    let obj = args.as_object_mut().expect("tool_args is an object");
+    for field in ["start_line", "max_lines", "since_version"] {
+        if let Some(n) = query_u64(field, c.query(field))? {
+            obj.insert(field.into(), n.into());
+        }
+    }
+    if let Some(id) = c.query("section_id") {
+        obj.insert("section_id".into(), id.into());
+    }
+    Ok(args)
 }
 
 /// One tab (`GET …/tabs/{tab}[?at_version=N]`): the `read_note_tab` tool's result, 200 with

@@ -5,12 +5,11 @@ use serde_json::{Map, Value, json};
 
 use cairn_kv::Store;
 
-use crate::args::parse;
 use crate::env::{Env, Identity};
 use crate::refusal::{Failure, Refusal};
 use crate::write::{Change, Plan, Target, commit, note_scope};
 
-use super::{Ctx, RestReply, answer, check_opt_key};
+use super::{Ctx, RestReply, answer_tab, parse_keyed};
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -28,9 +27,8 @@ struct Restore {
 /// tab strip. 200 with `{note_id, tab_id, version, tab_version, content_hash, restored_from, replayed}`.
 pub fn restore_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, args: Value) -> Result<RestReply, Failure> {
     let now = crate::history::Window::of(&*env);
-    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
-        let a: Restore = parse(args)?;
-        check_opt_key(&a.idempotency_key)?;
+    answer_tab(kv, who, note_id, tab_id, |kv| {
+        let a: Restore = parse_keyed(args)?;
         if a.from_version == 0 {
             return Err(Refusal::invalid("from_version", "from_version must be a note version from the history (1 or more)").into());
         }

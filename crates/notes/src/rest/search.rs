@@ -8,21 +8,13 @@ use crate::env::{Env, Identity};
 use crate::refusal::{Failure, Refusal};
 use crate::tools;
 
-use super::{Ctx, RestReply, query_u64, tool_args, via_tool};
+use super::{Ctx, RestReply, page, tool_args, via_tool};
 
 /// The tool's arguments: `q` (required) and the rest from the query.
 fn build(q: Option<&str>, tab_type: Option<&str>, limit: Option<&str>, cursor: Option<&str>) -> Result<Value, Refusal> {
-    match q {
-        None => Err(Refusal::invalid("q", "q (what to search for) is required")),
-        Some(q) => query_u64("limit", limit).map(|limit| {
-            tool_args([
-                ("query", Some(q.into())),
-                ("tab_type", tab_type.map(Value::from)),
-                ("limit", limit.map(Value::from)),
-                ("cursor", cursor.map(Value::from)),
-            ])
-        }),
-    }
+    let q = q.ok_or_else(|| Refusal::invalid("q", "q (what to search for) is required"))?;
+    let asked = [("query", Some(q.into())), ("tab_type", tab_type.map(Value::from))];
+    Ok(tool_args(asked.into_iter().chain(page(cursor, limit)?)))
 }
 
 /// The tool's arguments from a routed request.
@@ -32,14 +24,6 @@ pub(super) fn args(c: Ctx<'_>) -> Result<Value, Refusal> {
 
 /// Full-text search (`GET /api/v1/search?q=…&tab_type=&limit=&cursor=`): the
 /// `search_notes` tool's result, 200 with `{query, hits, next_cursor, notice}`.
-pub fn search(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    q: Option<&str>,
-    tab_type: Option<&str>,
-    limit: Option<&str>,
-    cursor: Option<&str>,
-) -> Result<RestReply, Failure> {
+pub fn search(kv: &dyn Store, env: &mut dyn Env, who: &Identity, q: Option<&str>, tab_type: Option<&str>, limit: Option<&str>, cursor: Option<&str>) -> Result<RestReply, Failure> {
     via_tool(kv, env, who, &tools::search_notes::TOOL, None, build(q, tab_type, limit, cursor), 200)
 }

@@ -10,7 +10,7 @@ use crate::kv::TenantKv;
 use crate::model::TabKind;
 use crate::refusal::{Failure, NOTICE, Out, Refusal};
 
-use super::{Ctx, RestReply, answer, query_u64};
+use super::{Ctx, RestReply, answer_tab, query_u64};
 
 /// A tab's content as lines of text, for diffs: the markdown text itself;
 /// slides, sheets and attachment lists as their stored JSON, one item per line.
@@ -40,7 +40,7 @@ pub fn tab_diff(
     to: Option<&str>,
 ) -> Result<RestReply, Failure> {
     let now = crate::history::Window::of(&*env);
-    answer(kv, who, &[("note_id", note_id), ("tab_id", tab_id)], 200, |kv| {
+    answer_tab(kv, who, note_id, tab_id, |kv| {
         let from = query_u64("from", from)?.ok_or_else(|| Refusal::invalid("from", "from (a note version) is required"))?;
         let head = load_head(kv, who, note_id)?;
         let to = query_u64("to", to)?.unwrap_or(head.version);

@@ -7,10 +7,10 @@
 //! dispatches through it (a tool's own component calls its `TOOL` directly
 //! with [`crate::call`], so it links that tool alone), `tools/list` is drawn from it, the router takes
 //! each tool's scope and component from it, and a test checks `spin.toml`
-//! against it. Adding a tool is one file here, one line in [`TOOLS`], a
-//! three-line component folder, one manifest block, and the router's slot
-//! for it (`wit/tools.wit`, `cairn_guest::bindings::call_slot`); the test
-//! names whatever is missing.
+//! against it. Adding a tool is one file here and one line in [`TOOLS`];
+//! `cairn generate` writes the rest of its wiring (its component package,
+//! its `spin.toml` blocks, the router's slot for it) and a test names
+//! whatever is stale.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -48,6 +48,7 @@ pub mod list_note_history;
 pub mod list_note_tabs;
 pub mod list_notes;
 pub mod post_claim_note;
+pub mod read_note_outline;
 pub mod read_note_tab;
 pub mod read_sheet_range;
 pub mod release_claim;
@@ -64,6 +65,7 @@ pub static TOOLS: &[&Tool] = &[
     &search_notes::TOOL,
     &list_note_tabs::TOOL,
     &read_note_tab::TOOL,
+    &read_note_outline::TOOL,
     &read_sheet_range::TOOL,
     &list_note_attachments::TOOL,
     &list_note_history::TOOL,

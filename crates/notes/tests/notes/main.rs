@@ -35,6 +35,7 @@ mod lying_store;
 mod model_check;
 mod output_schemas;
 mod paging;
+mod parts;
 mod patches;
 mod provenance;
 mod rest_api;

@@ -32,6 +32,9 @@ fn every_tool_answers_within_its_output_schema_when_it_succeeds_and_when_it_refu
     w.ok(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
         "idempotency_key": "k1", "operation": "replace_text", "text": "one\ntwo\n"}));
     w.ok(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": v}));
+    w.ok(&bot, "read_note_outline", json!({"note_id": note}));
+    w.ok(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "start_line": 2, "max_lines": 1}));
+    w.ok(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "since_version": v}));
     let sheet = w.create_tab(&bot, &note, "sheet", "Numbers");
     let slides = w.create_tab(&bot, &note, "slides", "Deck");
     let read = w.tab(&bot, &note, &sheet);

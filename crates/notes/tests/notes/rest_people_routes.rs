@@ -32,17 +32,6 @@ fn newest_entry(w: &mut World, who: &Identity, note: &str) -> Value {
     h.body["entries"][0].clone()
 }
 
-/// The refused-write records of a tenant's audit trail.
-fn refused_writes(w: &World, tenant: &str) -> Vec<Value> {
-    let prefix = format!("t/{tenant}/audit/refused/");
-    w.kv.dump()
-        .into_iter()
-        .filter(|(k, _)| k.starts_with(&prefix))
-        .map(|(_, v)| serde_json::from_slice::<Value>(&v).unwrap())
-        .filter(|r| r["reason"] == "write")
-        .collect()
-}
-
 #[test]
 fn people_list_notes_pages_like_the_tool() {
     let mut w = World::new();
@@ -196,7 +185,7 @@ fn refused_tool_route_writes_are_audited_once_under_the_tool_name() {
     let wrong = edit(&mut w, &ada, &note, "markdown", json!({"tab_id": "sources", "expected_version": 2, "idempotency_key": "t",
         "operation": "append_text", "text": "y"}));
     assert_eq!(wrong.status, 400);
-    let records = refused_writes(&w, "acme");
+    let records = w.refused_writes("acme");
     let seen: Vec<(&str, &str, Option<&str>)> =
         records.iter().map(|r| (r["tool"].as_str().unwrap(), r["error"].as_str().unwrap(), r["field"].as_str())).collect();
     assert_eq!(seen.len(), 2, "{records:?}");
@@ -205,7 +194,7 @@ fn refused_tool_route_writes_are_audited_once_under_the_tool_name() {
     assert!(records.iter().all(|r| r["note_id"] == note.as_str()));
     // Reads record nothing.
     rest::read_tab(&w.kv, &mut w.env, &ada, &note, "nope", None).unwrap();
-    assert_eq!(refused_writes(&w, "acme").len(), 2);
+    assert_eq!(w.refused_writes("acme").len(), 2);
 }
 
 #[test]

@@ -11,13 +11,14 @@ use serde_json::{Value, json};
 
 /// Every route with the scope it needs, as the REST component's scope table
 /// gave them before the route table existed.
-const SCOPES: [(&str, &str, &str); 27] = [
+const SCOPES: [(&str, &str, &str); 28] = [
     ("GET", "/api/v1/notes", READ),
     ("GET", "/api/v1/notes/{note}", READ),
     ("GET", "/api/v1/notes/{note}/history", READ),
     ("GET", "/api/v1/notes/{note}/attachments", READ),
     ("GET", "/api/v1/notes/{note}/tabs/{tab}", READ),
     ("GET", "/api/v1/notes/{note}/tabs/{tab}/range", READ),
+    ("GET", "/api/v1/notes/{note}/tabs/{tab}/outline", READ),
     ("GET", "/api/v1/notes/{note}/tabs/{tab}/diff", READ),
     ("GET", "/api/v1/notes/{note}/tabs/{tab}/versions/{version}", READ),
     ("POST", "/api/v1/notes/{note}/tabs/{tab}/restore", WRITE),
@@ -42,11 +43,12 @@ const SCOPES: [(&str, &str, &str); 27] = [
 ];
 
 /// The routes a tool serves, and the tool.
-const BY_TOOL: [(&str, &str, &str); 8] = [
+const BY_TOOL: [(&str, &str, &str); 9] = [
     ("GET", "/api/v1/notes", "list_notes"),
     ("GET", "/api/v1/search", "search_notes"),
     ("GET", "/api/v1/notes/{note}/tabs/{tab}", "read_note_tab"),
     ("GET", "/api/v1/notes/{note}/tabs/{tab}/range", "read_sheet_range"),
+    ("GET", "/api/v1/notes/{note}/tabs/{tab}/outline", "read_note_outline"),
     ("GET", "/api/v1/notes/{note}/attachments", "list_note_attachments"),
     ("POST", "/api/v1/notes/{note}/tabs/{tab}/edit", "edit_note_tab"),
     ("POST", "/api/v1/notes/{note}/tabs", "create_note_tab"),
@@ -246,17 +248,6 @@ fn serve(w: &mut World, who: &Identity, method: &str, path: &str, query: &[(&str
     route.serve(&w.kv, &mut w.env, who, incoming).unwrap()
 }
 
-/// The refused-write records of a tenant's audit trail.
-fn refused_writes(w: &World, tenant: &str) -> Vec<Value> {
-    let prefix = format!("t/{tenant}/audit/refused/");
-    w.kv.dump()
-        .into_iter()
-        .filter(|(k, _)| k.starts_with(&prefix))
-        .map(|(_, v)| serde_json::from_slice::<Value>(&v).unwrap())
-        .filter(|r| r["reason"] == "write")
-        .collect()
-}
-
 #[test]
 fn a_routed_write_answers_as_its_operation_and_a_refusal_is_audited_under_its_route() {
     let mut w = World::new();
@@ -275,10 +266,10 @@ fn a_routed_write_answers_as_its_operation_and_a_refusal_is_audited_under_its_ro
     assert_eq!(refused.len(), 1, "{}", trail.body);
     assert_eq!(refused[0]["tool"], "PUT /api/v1/notes/{note}/tabs/{tab}");
     // A read refused (the merge writes nothing) is not a refused write.
-    let before = refused_writes(&w, "acme").len();
+    let before = w.refused_writes("acme").len();
     let merge = serve(&mut w, &ada, "POST", &format!("{tab}/merge"), &[], r#"{"base_version": 9, "text": "x"}"#, None);
     assert_eq!(merge.status, 400, "{}", merge.body);
-    assert_eq!(refused_writes(&w, "acme").len(), before);
+    assert_eq!(w.refused_writes("acme").len(), before);
 }
 
 #[test]
@@ -306,7 +297,7 @@ fn a_tool_served_route_answers_the_tools_structured_content_as_is() {
     assert_eq!((again.status, again.body["already_attached"].as_bool()), (200, Some(true)), "{}", again.body);
     let other = serve(&mut w, &ada, "POST", &sources, &[], r#"{"note_id": "another", "expected_version": 3, "title": "T", "url": "https://a.example"}"#, Some("s3"));
     assert_eq!((other.status, other.body["field"].as_str()), (400, Some("note_id")));
-    let recorded = refused_writes(&w, "acme");
+    let recorded = w.refused_writes("acme");
     assert!(recorded.iter().any(|r| r["tool"] == "add_note_source" && r["field"] == "note_id"), "{recorded:?}");
 }
 
@@ -319,7 +310,7 @@ fn a_body_that_is_not_an_object_is_400_invalid_body_and_not_audited() {
         let r = serve(&mut w, &ada, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), &[], body, None);
         assert_eq!(r, RestReply { status: 400, body: json!({"error": "invalid_body", "message": "the body must be a JSON object"}) }, "{body}");
     }
-    assert!(refused_writes(&w, "acme").is_empty());
+    assert!(w.refused_writes("acme").is_empty());
 }
 
 #[test]

@@ -14,6 +14,7 @@ fn tool_names_use_only_lowercase_and_underscores_and_scopes_match_kinds() {
             "search_notes",
             "list_note_tabs",
             "read_note_tab",
+            "read_note_outline",
             "read_sheet_range",
             "list_note_attachments",
             "list_note_history",

@@ -280,15 +280,25 @@ impl World {
         self.env.advance_us(secs * SECOND);
     }
 
-    /// Every claim audit record of a tenant, in key (time) order.
-    pub fn claim_audit(&self, tenant: &str) -> Vec<Value> {
-        let prefix = format!("t/{tenant}/audit/claims/");
+    /// Every audit record of a tenant under `audit/{kind}/`, in key (time) order.
+    fn audit_records(&self, tenant: &str, kind: &str) -> Vec<Value> {
+        let prefix = format!("t/{tenant}/audit/{kind}/");
         self.kv
             .dump()
             .into_iter()
             .filter(|(k, _)| k.starts_with(&prefix))
             .map(|(_, v)| serde_json::from_slice(&v).unwrap())
             .collect()
+    }
+
+    /// Every claim audit record of a tenant, in key (time) order.
+    pub fn claim_audit(&self, tenant: &str) -> Vec<Value> {
+        self.audit_records(tenant, "claims")
+    }
+
+    /// The refused-write records of a tenant's audit trail.
+    pub fn refused_writes(&self, tenant: &str) -> Vec<Value> {
+        self.audit_records(tenant, "refused").into_iter().filter(|r| r["reason"] == "write").collect()
     }
 
     /// The markdown tab edit as a raw call (refused or not).

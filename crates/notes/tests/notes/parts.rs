@@ -1,0 +1,169 @@
+//! Big notes in parts: windows of lines, sections from the outline, and
+//! what changed since a version, each read without the whole tab.
+use crate::common::*;
+use serde_json::{Value, json};
+
+fn big_note(w: &mut World, who: &cairn_notes::Identity) -> (String, String) {
+    let note = w.note(who, "Report", true);
+    let mut text = String::from("Preamble line\n");
+    for s in ["Intro", "Method", "Results"] {
+        text.push_str(&format!("# {s}\n"));
+        for i in 0..50 {
+            text.push_str(&format!("{s} line {i}\n"));
+        }
+    }
+    let r = w.write_text(who, &note, &text, "big-1");
+    assert_eq!(r["isError"], false, "{r}");
+    (note, text)
+}
+
+fn read(w: &mut World, who: &cairn_notes::Identity, note: &str, extra: Value) -> Value {
+    let mut args = json!({"note_id": note, "tab_id": "markdown"});
+    args.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    w.ok(who, "read_note_tab", args)
+}
+
+#[test]
+fn windows_read_every_line_once_and_say_where_the_next_starts() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let (note, text) = big_note(&mut w, &ada);
+    let mut got = String::new();
+    let mut at = 1;
+    let mut reads = 0;
+    loop {
+        let r = read(&mut w, &ada, &note, json!({"start_line": at, "max_lines": 40}));
+        assert_eq!(r["total_lines"], 154);
+        assert_eq!(r["start_line"], at);
+        got.push_str(r["text"].as_str().unwrap());
+        reads += 1;
+        match r["next"].as_u64() {
+            Some(n) => at = n,
+            None => break,
+        }
+    }
+    assert_eq!((got, reads), (text, 4));
+}
+
+#[test]
+fn a_window_beyond_the_end_is_empty_with_total_lines() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let (note, _) = big_note(&mut w, &ada);
+    let r = read(&mut w, &ada, &note, json!({"start_line": 1000}));
+    assert_eq!((r["text"].as_str(), r["total_lines"].as_u64(), r.get("next")), (Some(""), Some(154), None));
+    assert_eq!(r["truncated"], false);
+}
+
+#[test]
+fn a_capped_read_always_says_truncated() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Long", true);
+    let line = "x".repeat(999);
+    let text: String = (0..60).map(|_| format!("{line}\n")).collect();
+    w.write_text(&ada, &note, &text, "long-1");
+    let r = read(&mut w, &ada, &note, json!({"start_line": 1}));
+    assert_eq!(r["truncated"], true);
+    assert_eq!(r["end_line"], 24, "24 lines of 1,000 characters fill the 24,000 cap");
+    assert_eq!(r["next"], 25);
+    assert!(r["text"].as_str().unwrap().chars().count() <= cairn_notes::tools::read_note_tab::WINDOW_MAX_CHARS);
+}
+
+#[test]
+fn the_outline_names_sections_and_a_section_reads_alone() {
+    let mut w = World::new();
+    let ada = agent("acme");
+    let person = human("acme");
+    let (note, _) = big_note(&mut w, &person);
+    let o = w.ok(&ada, "read_note_outline", json!({"note_id": note}));
+    let ids: Vec<&str> = o["sections"].as_array().unwrap().iter().map(|s| s["section_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["intro", "method", "results"]);
+    let method = &o["sections"][1];
+    assert_eq!((method["start_line"].as_u64(), method["end_line"].as_u64(), method["level"].as_u64()), (Some(53), Some(103), Some(1)));
+    let r = read(&mut w, &ada, &note, json!({"section_id": "method"}));
+    assert!(r["text"].as_str().unwrap().starts_with("# Method\nMethod line 0\n"));
+    assert_eq!(r["text"].as_str().unwrap().lines().count(), 51);
+    assert_eq!(r["section_hash"], method["section_hash"]);
+    assert_eq!(r["version"], o["version"]);
+}
+
+#[test]
+fn a_section_id_survives_edits_to_other_sections() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let (note, text) = big_note(&mut w, &ada);
+    let before = w.ok(&ada, "read_note_outline", json!({"note_id": note}));
+    w.write_text(&ada, &note, &text.replace("Intro line 3\n", "Intro line 3\nan added line\n"), "big-2");
+    let after = w.ok(&ada, "read_note_outline", json!({"note_id": note}));
+    assert_eq!(before["sections"][2]["section_id"], after["sections"][2]["section_id"]);
+    assert_eq!(before["sections"][2]["section_hash"], after["sections"][2]["section_hash"]);
+    assert_ne!(before["sections"][0]["section_hash"], after["sections"][0]["section_hash"]);
+    assert_eq!(after["sections"][2]["start_line"], before["sections"][2]["start_line"].as_u64().unwrap() + 1);
+}
+
+#[test]
+fn since_version_returns_only_what_changed() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let (note, text) = big_note(&mut w, &ada);
+    let seen = w.version(&ada, &note);
+    w.write_text(&ada, &note, &text.replace("Method line 7\n", "Method line seven\n"), "big-2");
+    let r = read(&mut w, &ada, &note, json!({"since_version": seen}));
+    assert_eq!(r.get("text"), None, "no whole text");
+    assert_eq!(r["since_version"], seen);
+    assert_eq!(r["version"], seen + 1);
+    assert_eq!(r["hunks"], json!([{"old_start": 61, "old_lines": 1, "new_start": 61, "new_lines": 1, "text": "Method line seven\n"}]));
+}
+
+#[test]
+fn bad_parts_are_refused_naming_the_field() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let (note, _) = big_note(&mut w, &ada);
+    let v = w.version(&ada, &note);
+    let field = |w: &mut World, extra: Value| {
+        let mut args = json!({"note_id": note, "tab_id": "markdown"});
+        args.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let r = w.refused(&ada, "read_note_tab", args);
+        (r["error"].as_str().unwrap().to_string(), r["field"].as_str().unwrap_or("").to_string())
+    };
+    let invalid = |f: &str| ("invalid_argument".to_string(), f.to_string());
+    assert_eq!(field(&mut w, json!({"start_line": 0})), invalid("start_line"));
+    assert_eq!(field(&mut w, json!({"start_line": -3})), invalid("start_line"));
+    assert_eq!(field(&mut w, json!({"max_lines": 0})), invalid("max_lines"));
+    assert_eq!(field(&mut w, json!({"max_lines": 10_000_000})), invalid("max_lines"));
+    assert_eq!(field(&mut w, json!({"section_id": "no-such-section"})), ("not_found".to_string(), "section_id".to_string()));
+    assert_eq!(field(&mut w, json!({"since_version": v + 5})), invalid("since_version"));
+    assert_eq!(field(&mut w, json!({"since_version": 0})), invalid("since_version"));
+    assert_eq!(field(&mut w, json!({"section_id": "intro", "start_line": 3})), invalid("section_id"));
+    let sheet = w.create_tab(&ada, &note, "sheet", "Numbers");
+    let r = w.refused(&ada, "read_note_tab", json!({"note_id": note, "tab_id": sheet, "start_line": 1}));
+    assert_eq!(r["field"], "tab_id");
+    let r = w.refused(&ada, "read_note_outline", json!({"note_id": note, "tab_id": sheet}));
+    assert_eq!(r["field"], "tab_id");
+}
+
+#[test]
+fn people_read_the_same_parts_over_rest() {
+    use cairn_notes::rest::{self, Incoming, Query};
+    let mut w = World::new();
+    let ada = human("acme");
+    let (note, _) = big_note(&mut w, &ada);
+    let get = |w: &mut World, path: String, query: &[(&str, &str)]| {
+        let (route, params) = rest::route("GET", &path).unwrap();
+        let query: Query = query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let incoming = Incoming { params, query: &query, body: b"", idempotency_key: None };
+        route.serve(&w.kv, &mut w.env, &ada, incoming).unwrap()
+    };
+    let tab = format!("/api/v1/notes/{note}/tabs/markdown");
+    let outline = get(&mut w, format!("{tab}/outline"), &[]);
+    assert_eq!((outline.status, outline.body["sections"][2]["section_id"].as_str()), (200, Some("results")));
+    let section = get(&mut w, tab.clone(), &[("section_id", "results")]);
+    assert_eq!(section.body["start_line"], outline.body["sections"][2]["start_line"]);
+    let window = get(&mut w, tab.clone(), &[("start_line", "2"), ("max_lines", "3")]);
+    assert_eq!(window.body["text"], "# Intro\nIntro line 0\nIntro line 1\n");
+    assert_eq!(window.body["next"], 5);
+    let bad = get(&mut w, tab, &[("max_lines", "lots")]);
+    assert_eq!((bad.status, bad.body["field"].as_str()), (400, Some("max_lines")));
+}
