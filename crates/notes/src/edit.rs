@@ -29,6 +29,7 @@ pub(crate) enum Operation {
     SlideAdd,
     SlidesAddOutline,
     SheetSetRange,
+    ReplaceSection,
 }
 
 impl Operation {
@@ -41,6 +42,7 @@ impl Operation {
             Operation::SlideAdd => "slide_add",
             Operation::SlidesAddOutline => "slides_add_outline",
             Operation::SheetSetRange => "sheet_set_range",
+            Operation::ReplaceSection => "replace_section",
         }
     }
 
@@ -54,12 +56,13 @@ impl Operation {
             Operation::SlideAdd => (&["title"], &["body", "notes"]),
             Operation::SlidesAddOutline => (&["slides"], &[]),
             Operation::SheetSetRange => (&["sheet_id", "start_row", "start_col", "values"], &[]),
+            Operation::ReplaceSection => (&["section_id", "expected_section_hash", "text"], &[]),
         }
     }
 }
 
 /// Every operation field of `edit_note_tab`.
-pub(crate) const OPERATION_FIELDS: [&str; 12] = [
+pub(crate) const OPERATION_FIELDS: [&str; 14] = [
     "text",
     "old_text",
     "new_text",
@@ -72,6 +75,8 @@ pub(crate) const OPERATION_FIELDS: [&str; 12] = [
     "start_row",
     "start_col",
     "values",
+    "section_id",
+    "expected_section_hash",
 ];
 
 /// A change to one tab's content.
@@ -98,6 +103,7 @@ impl Edit {
             Edit::Text(..) => Operation::ReplaceText,
             Edit::Patch(Patch::Append(_), _) => Operation::AppendText,
             Edit::Patch(Patch::Replace { .. }, _) => Operation::ReplaceInText,
+            Edit::Patch(Patch::Section { .. }, _) => Operation::ReplaceSection,
             Edit::Data(_) => Operation::ReplaceTabData,
             Edit::SlideAdd(_) => Operation::SlideAdd,
             Edit::Outline(_) => Operation::SlidesAddOutline,
@@ -119,7 +125,7 @@ pub(crate) fn resolve_tab(head: &Head, tab_id: &str, op: Operation) -> Result<Ta
                 "File and Source attachments cannot be edited with this tool",
             ));
         }
-        TabKind::Markdown => matches!(op, Operation::ReplaceText | Operation::AppendText | Operation::ReplaceInText),
+        TabKind::Markdown => matches!(op, Operation::ReplaceText | Operation::AppendText | Operation::ReplaceInText | Operation::ReplaceSection),
         TabKind::Slides => matches!(
             op,
             Operation::ReplaceTabData | Operation::SlideAdd | Operation::SlidesAddOutline
@@ -155,11 +161,21 @@ pub(crate) fn apply_edit(
         }
         (TabKind::Markdown, Edit::Patch(patch, base)) => {
             let current = load_text(kv, tab)?;
-            let rebased = match base {
-                Some(v) if *v != head.version => Some(check_rebase(kv, head, who, tab, patch, *v, &current, crate::history::Window::of(env))?),
+            let rebased = match (base, patch) {
+                // A section edit is guarded by the section's hash, not by the lines around it.
+                (Some(v), Patch::Section { .. }) if *v > head.version => {
+                    return Err(Refusal::new(Code::VersionConflict, format!("version {v} does not exist yet: the note is at version {}", head.version))
+                        .with_version(head.version)
+                        .into());
+                }
+                (Some(v), Patch::Section { .. }) if *v != head.version => Some(((*v + 1)..=head.version).collect::<Vec<u64>>()),
+                (Some(v), _) if *v != head.version => Some(check_rebase(kv, head, who, tab, patch, *v, &current, crate::history::Window::of(env))?),
                 _ => None,
             };
             let text = patch.apply(&current)?;
+            if let Patch::Section { .. } = patch {
+                extra.insert("section_id".into(), patch.section_after(&current, &text).into());
+            }
             check_doc_size(text.as_bytes(), "text")?;
             if let Some(over) = rebased {
                 extra.insert("rebased".into(), true.into());
@@ -281,6 +297,9 @@ pub(crate) enum Patch {
     Append(String),
     /// Replace the one occurrence of `old` with `new`.
     Replace { old: String, new: String },
+    /// Replace the section `id` (heading included) with `text`, if its
+    /// hash is still `hash`.
+    Section { id: String, hash: String, text: String },
 }
 
 impl Patch {
@@ -304,7 +323,48 @@ impl Patch {
                 let at = once(text, old, "")?;
                 Ok(format!("{}{new}{}", &text[..at], &text[at + old.len()..]))
             }
+            Patch::Section { id, hash, text: with } => {
+                let s = section(text, id)?;
+                if &s.hash != hash {
+                    return Err(Refusal::new(
+                        Code::VersionConflict,
+                        format!("section {id} changed since you read it: its hash is now {}, not {hash}", s.hash),
+                    )
+                    .with("field", "expected_section_hash")
+                    .with("section_id", id.clone())
+                    .with("section_hash", s.hash.clone())
+                    .with("chars", s.chars as u64)
+                    .with_next_step("read the section again (read_note_tab with its section_id), redo your change on it, and send it with its new section_hash and a new idempotency key")
+                    .into());
+                }
+                let lines = crate::sections::lines(text);
+                let mut out = String::with_capacity(text.len() + with.len());
+                for l in &lines[..s.start_line - 1] {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+                out.push_str(with);
+                let rest = &lines[s.end_line..];
+                if !rest.is_empty() {
+                    if !with.is_empty() && !with.ends_with('\n') {
+                        out.push('\n');
+                    }
+                    out.push_str(&rest.join("\n"));
+                    if text.ends_with('\n') {
+                        out.push('\n');
+                    }
+                }
+                Ok(out)
+            }
         }
+    }
+
+    /// The id the edited section has in `after` (a new heading renames it):
+    /// the section that starts where it started in `before`.
+    fn section_after(&self, before: &str, after: &str) -> String {
+        let Patch::Section { id, .. } = self else { return String::new() };
+        let start = crate::sections::outline(before).into_iter().find(|s| &s.id == id).map_or(0, |s| s.start_line);
+        crate::sections::outline(after).into_iter().find(|s| s.start_line == start).map_or_else(String::new, |s| s.id)
     }
 
     /// The lines of `base` the patch changes, half-open (`[n, n)` for an
@@ -316,6 +376,10 @@ impl Patch {
                 let n = base.lines().count();
                 (n, n)
             }),
+            Patch::Section { id, .. } => {
+                let s = section(base, id)?;
+                Ok((s.start_line - 1, s.end_line))
+            }
             Patch::Replace { old, .. } => {
                 let at = once(base, old, " in the version you based the patch on")?;
                 let end = at + old.len();
@@ -323,6 +387,16 @@ impl Patch {
             }
         }
     }
+}
+
+/// The section `id` of `text`, or `not_found` naming `section_id`.
+fn section(text: &str, id: &str) -> Out<crate::sections::Section> {
+    crate::sections::outline(text).into_iter().find(|s| s.id == id).ok_or_else(|| {
+        Refusal::new(Code::NotFound, format!("no section {id:?} in the tab"))
+            .with("field", "section_id")
+            .with_next_step("read the outline again (read_note_outline) and use a section_id from it")
+            .into()
+    })
 }
 
 /// The byte offset of the one occurrence of `needle`, or `invalid_argument`

@@ -56,6 +56,10 @@ struct Args {
     start_col: Option<u64>,
     #[serde(default, deserialize_with = "crate::args::present")]
     values: Option<Vec<Vec<Value>>>,
+    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
+    section_id: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
+    expected_section_hash: Option<String>,
 }
 
 impl Args {
@@ -73,6 +77,8 @@ impl Args {
             "start_row" => self.start_row.is_some(),
             "start_col" => self.start_col.is_some(),
             "values" => self.values.is_some(),
+            "section_id" => self.section_id.is_some(),
+            "expected_section_hash" => self.expected_section_hash.is_some(),
             _ => false,
         }
     }
@@ -130,8 +136,24 @@ impl Args {
         {
             return Err(Refusal::too_large("new_text", format!("new_text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", t.len())));
         }
+        if let Some(id) = &self.section_id
+            && (id.is_empty() || id.len() > 200)
+        {
+            return Err(Refusal::invalid("section_id", "section_id must be a section_id from read_note_outline"));
+        }
+        if let Some(h) = &self.expected_section_hash {
+            check_hash("expected_section_hash", h)?;
+        }
+        if self.operation == Operation::ReplaceSection {
+            if self.version_scope == Some(VersionScope::Tab) {
+                return Err(Refusal::invalid("version_scope", "replace_section works on note versions, guarded by the section's hash: leave version_scope out (or note)"));
+            }
+            if self.base_content_hash.is_some() {
+                return Err(Refusal::invalid("base_content_hash", "replace_section is guarded by expected_section_hash, the section's own hash: leave base_content_hash out"));
+            }
+        }
         if self.rebase {
-            if !matches!(self.operation, Operation::AppendText | Operation::ReplaceInText) {
+            if !matches!(self.operation, Operation::AppendText | Operation::ReplaceInText | Operation::ReplaceSection) {
                 return Err(Refusal::invalid("rebase", format!("rebase applies to append_text and replace_in_text, not {op}")));
             }
             if self.version_scope == Some(VersionScope::Tab) {
@@ -179,7 +201,10 @@ fn description() -> String {
     format!("Change one tab, named by its exact tab_id, based on the version from read_note_tab. Operations: \
                  replace_text (text: the whole text), append_text (text: added at the end on its own line) or \
                  replace_in_text (old_text: an exact snippet that occurs exactly once, new_text: what replaces it) \
-                 for the markdown tab; slide_add (title, body, notes) or \
+                 for the markdown tab, or replace_section (section_id and expected_section_hash from \
+                 read_note_outline, text: the whole section, heading included) to change one section whatever \
+                 happened elsewhere in the note since expected_version (refused if that section itself changed; \
+                 the result names the section's section_id, new if the heading changed); slide_add (title, body, notes) or \
                  slides_add_outline (slides: 1-20 items of only title, body, notes) to append slides; \
                  sheet_set_range (sheet_id, start_row, start_col, values) for a sheet; replace_tab_data (data: the \
                  whole content of a slides or sheet tab). File and Source attachments cannot be edited here. \
@@ -193,10 +218,11 @@ fn description() -> String {
 }
 
 /// Every operation, in the order the schemas list them.
-const OPERATIONS: [Operation; 7] = [
+const OPERATIONS: [Operation; 8] = [
     Operation::ReplaceText,
     Operation::AppendText,
     Operation::ReplaceInText,
+    Operation::ReplaceSection,
     Operation::ReplaceTabData,
     Operation::SlideAdd,
     Operation::SlidesAddOutline,
@@ -239,9 +265,11 @@ fn input_schema() -> Value {
                 "description": "note (default): any write in the note is a conflict; tab: only writes to this tab."},
             "base_content_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$",
                 "description": "Optional content_hash of the tab you read; the write is refused if the tab changed."},
-            "text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_text: the whole new text of the markdown tab (at most 1,000,000 bytes); append_text: the text to add at the end."},
+            "text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_text: the whole new text of the markdown tab (at most 1,000,000 bytes); append_text: the text to add at the end; replace_section: the whole new section, heading included."},
             "old_text": {"type": "string", "minLength": 1, "maxLength": MAX_DOC_BYTES, "description": "replace_in_text: the exact text to replace; it must occur exactly once in the tab."},
             "new_text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_in_text: the text that replaces old_text."},
+            "section_id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "replace_section: the section to replace (a section_id from read_note_outline)."},
+            "expected_section_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "replace_section: the section_hash you read; the edit is refused if the section changed since."},
             "rebase": {"type": "boolean", "default": false, "description": "append_text and replace_in_text: apply over later changes that do not touch or border the changed lines (see the description)."},
             "data": {"type": "object", "description": "replace_tab_data: the whole content. Slides: {\"slides\": [{title, body?, notes?}]}. Sheet: {\"sheets\": [{sheet_id? (existing), name?, values: rows of cells}]}; sheets not listed are removed."},
             "title": {"type": "string", "maxLength": MAX_SLIDE_TITLE_CHARS, "description": "slide_add: slide title."},
@@ -272,6 +300,7 @@ fn output_schema() -> Value {
             "operation": {"type": "string", "enum": OPERATIONS.iter().map(|o| o.as_str()).collect::<Vec<_>>()},
             "rebased": flag(),
             "rebased_over": list(count()),
+            "section_id": text(),
         }),
     ))
 }
@@ -288,6 +317,14 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         Operation::ReplaceInText => Edit::Patch(
             Patch::Replace { old: a.old_text.clone().unwrap_or_default(), new: a.new_text.clone().unwrap_or_default() },
             a.rebase.then_some(a.expected_version),
+        ),
+        Operation::ReplaceSection => Edit::Patch(
+            Patch::Section {
+                id: a.section_id.clone().unwrap_or_default(),
+                hash: a.expected_section_hash.clone().unwrap_or_default(),
+                text: text.clone().unwrap_or_default(),
+            },
+            Some(a.expected_version),
         ),
         Operation::ReplaceTabData => Edit::Data(a.data.take().unwrap_or_default()),
         Operation::SlideAdd => Edit::SlideAdd(SlideIn {
@@ -330,7 +367,8 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         expected_version: a.expected_version,
         scope: a.scope(),
         base_content_hash: a.base_content_hash.as_deref(),
-        rebase: a.rebase,
+        // A section edit applies over later changes elsewhere: its guard is the section's hash.
+        rebase: a.rebase || a.operation == Operation::ReplaceSection,
     };
     edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &edit)
 }
