@@ -158,6 +158,9 @@ struct ExperimentArgs {
     /// Milliseconds per point (and side) in throughput.
     #[arg(long)]
     point_ms: Option<u64>,
+    /// Intended edits per agent in parts.
+    #[arg(long)]
+    parts_edits: Option<usize>,
     /// Also write the tables to this markdown file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -174,6 +177,8 @@ impl ExperimentArgs {
             sessions: self.sessions.unwrap_or(base.sessions),
             trials: self.trials.unwrap_or(base.trials),
             point_ms: self.point_ms.unwrap_or(base.point_ms),
+            parts_edits: self.parts_edits.unwrap_or(base.parts_edits),
+            parts_sizes: base.parts_sizes,
         }
     }
 }

@@ -192,3 +192,43 @@ mod attacks {
         assert!(report.honest_alone.2 > 0 && report.honest_attacked.2 > 0);
     }
 }
+
+/// `parts`, quick sizes, natively (no components needed): no strategy loses
+/// or doubles a line, and editing in parts costs a fraction of the whole tab.
+mod parts {
+    use cairn_bench::experiments::parts::{self, Strategy};
+    use cairn_bench::experiments::Sizes;
+
+    #[test]
+    fn experiments_parts_read_and_write_little_and_lose_nothing() {
+        let _alone = super::ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let s = Sizes::quick();
+        let result = parts::parts(s.parts_sizes, s.parts_edits).unwrap();
+        println!("{}", parts::parts_table(&result));
+        assert_eq!(result.rows.len(), Strategy::EACH.len() * s.parts_sizes.len());
+        for r in &result.rows {
+            assert_eq!(r.edits, parts::AGENTS * s.parts_edits, "{r:?}");
+            assert_eq!((r.lost, r.doubled), (0, 0), "{} at {}: {r:?}", r.strategy.label(), r.size.label);
+        }
+        // The whole-tab writers race: the second and third writer of a round are refused.
+        let (small, large) = (s.parts_sizes[0].label, s.parts_sizes[s.parts_sizes.len() - 1].label);
+        assert!(result.row(Strategy::Whole, large).unwrap().retries > 0);
+        // A section edit lands over the others' changes: never refused.
+        for size in s.parts_sizes {
+            for strategy in [Strategy::Parts, Strategy::PartsOutlineOnce] {
+                assert_eq!(result.row(strategy, size.label).unwrap().retries, 0, "{} at {}", strategy.label(), size.label);
+            }
+        }
+        for strategy in [Strategy::Parts, Strategy::PartsOutlineOnce] {
+            let share = result.over_whole(strategy, large).unwrap();
+            assert!(share < 0.10, "{} at {large} costs {:.1}% of whole's bytes per edit", strategy.label(), 100.0 * share);
+        }
+        // Flat in the note's size only when the outline is not read per edit:
+        // the outline lists every section, so `parts` grows with the section count.
+        let per_edit = |strategy, label| result.row(strategy, label).unwrap().bytes_per_edit();
+        let (once_small, once_large) = (per_edit(Strategy::PartsOutlineOnce, small), per_edit(Strategy::PartsOutlineOnce, large));
+        assert!(once_large < 3.0 * once_small, "parts, outline once, per edit: {once_large:.0} bytes at {large}, {once_small:.0} at {small}");
+        let (outline_small, outline_large) = (result.row(Strategy::Parts, small).unwrap(), result.row(Strategy::Parts, large).unwrap());
+        assert!(outline_large.outline_read > outline_small.outline_read, "the outline grows with the sections");
+    }
+}

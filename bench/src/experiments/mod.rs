@@ -10,6 +10,7 @@
 pub mod create;
 pub mod editor;
 pub mod handles;
+pub mod parts;
 pub mod race;
 pub mod sources;
 pub mod tabs;
@@ -39,13 +40,15 @@ pub enum Experiment {
     Handles,
     /// read_note_tab and edit_note_tab at 1, 8 and 32 clients: whole stack against the core natively.
     Throughput,
+    /// Bytes an agent reads and writes per intended edit of a growing note: whole tab, append + rebase, parts (natively).
+    Parts,
     /// Every experiment above, one markdown document.
     All,
 }
 
 impl Experiment {
     /// Every experiment, in report order (throughput runs first, shown last).
-    pub const EACH: [Experiment; 7] = [
+    pub const EACH: [Experiment; 8] = [
         Experiment::Race,
         Experiment::Fast,
         Experiment::Create,
@@ -53,6 +56,7 @@ impl Experiment {
         Experiment::Sources,
         Experiment::Handles,
         Experiment::Throughput,
+        Experiment::Parts,
     ];
 
     /// Its name on the command line.
@@ -65,6 +69,7 @@ impl Experiment {
             Experiment::Sources => "sources",
             Experiment::Handles => "handles",
             Experiment::Throughput => "throughput",
+            Experiment::Parts => "parts",
             Experiment::All => "all",
         }
     }
@@ -91,17 +96,21 @@ pub struct Sizes {
     pub trials: usize,
     /// Milliseconds each point of `throughput` is measured for (per side).
     pub point_ms: u64,
+    /// Intended edits per agent in `parts`.
+    pub parts_edits: usize,
+    /// Note sizes in `parts`.
+    pub parts_sizes: &'static [parts::NoteSize],
 }
 
 impl Sizes {
     /// The seed posts' sizes.
     pub fn full() -> Self {
-        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50, sessions: 300, trials: 2_000, point_ms: 5_000 }
+        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50, sessions: 300, trials: 2_000, point_ms: 5_000, parts_edits: 20, parts_sizes: &parts::FULL_SIZES }
     }
 
     /// A version that runs in seconds.
     pub fn quick() -> Self {
-        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12, sessions: 20, trials: 40, point_ms: 200 }
+        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12, sessions: 20, trials: 40, point_ms: 200, parts_edits: 6, parts_sizes: &parts::QUICK_SIZES }
     }
 }
 
@@ -111,6 +120,12 @@ pub struct Section {
     pub markdown: String,
     /// Charts to draw next to the document.
     pub charts: Vec<Chart>,
+}
+
+/// The `parts` section: natively, without the stack.
+pub fn parts_section(sizes: Sizes) -> Result<Section> {
+    let result = parts::parts(sizes.parts_sizes, sizes.parts_edits)?;
+    Ok(Section { markdown: parts::parts_table(&result), charts: Vec::new() })
 }
 
 /// Runs one experiment (or all) on `stack`; a section per experiment.
@@ -171,6 +186,9 @@ pub async fn run_on(stack: &Stack, which: Experiment, sizes: Sizes) -> Result<Ve
         let rows = handles::handles(stack, sizes.runs, sizes.trials).await?;
         out.push(Section { markdown: handles::handles_table(&rows, sizes.trials), charts: vec![handles::handles_chart(&rows)] });
     }
+    if which.includes(Experiment::Parts) {
+        out.push(parts_section(sizes)?);
+    }
     if let Some(section) = measured {
         out.push(section);
     }
@@ -180,10 +198,15 @@ pub async fn run_on(stack: &Stack, which: Experiment, sizes: Sizes) -> Result<Ve
 /// `cairn-bench <experiment>`: start the application, run, print; with
 /// `out`, also write the document there and its charts in `charts/` beside it.
 pub async fn run(manifest: PathBuf, which: Experiment, sizes: Sizes, out: Option<PathBuf>) -> Result<()> {
-    let stack = Stack::start(manifest).await?;
-    let result = run_on(&stack, which, sizes).await;
-    stack.stop().await;
-    let sections = result?;
+    // `parts` alone needs no application: it drives the core natively.
+    let sections = if which == Experiment::Parts {
+        vec![parts_section(sizes)?]
+    } else {
+        let stack = Stack::start(manifest).await?;
+        let result = run_on(&stack, which, sizes).await;
+        stack.stop().await;
+        result?
+    };
     let dir = out.as_ref().and_then(|p| p.parent()).map(|d| if d.as_os_str().is_empty() { PathBuf::from(".") } else { d.to_path_buf() });
     let mut tables = String::new();
     for section in &sections {
@@ -198,8 +221,8 @@ pub async fn run(manifest: PathBuf, which: Experiment, sizes: Sizes, out: Option
     }
     let doc = format!(
         "# Cairn: the seed posts' experiments\n\nWritten by `cairn-bench {}` ({} runs; {} edits per editor in race/tabs, {} in fast, {} create intents, \
-         {} research sessions per seed in sources, {} trials per seed and K in handles, {:.1} s per point in throughput) on {} cores. \
-         Every run is against the application in-process over HTTP, SQLite store.\n{tables}",
+         {} research sessions per seed in sources, {} trials per seed and K in handles, {:.1} s per point in throughput, {} edits per agent in parts) on {} cores. \
+         Every run is against the application in-process over HTTP, SQLite store, but parts: the core natively, memory store.\n{tables}",
         which.name(),
         sizes.runs,
         sizes.edits,
@@ -208,6 +231,7 @@ pub async fn run(manifest: PathBuf, which: Experiment, sizes: Sizes, out: Option
         sizes.sessions,
         sizes.trials,
         sizes.point_ms as f64 / 1e3,
+        sizes.parts_edits,
         std::thread::available_parallelism().map_or(1, |n| n.get()),
     );
     println!("{doc}");
