@@ -172,10 +172,16 @@ pub(crate) fn apply_edit(
                 (Some(v), _) if *v != head.version => Some(check_rebase(kv, head, who, tab, patch, *v, &current, crate::history::Window::of(env))?),
                 _ => None,
             };
-            let text = patch.apply(&current)?;
-            if let Patch::Section { .. } = patch {
-                extra.insert("section_id".into(), patch.section_after(&current, &text).into());
-            }
+            let text = match patch {
+                Patch::Section { id, hash, text: with } => {
+                    let (text, start) = replace_section(&current, id, hash, with)?;
+                    // A new heading renames the section: name it as it is now.
+                    let now = crate::sections::outline(&text).into_iter().find(|s| s.start_line == start).map_or_else(String::new, |s| s.id);
+                    extra.insert("section_id".into(), now.into());
+                    text
+                }
+                _ => patch.apply(&current)?,
+            };
             check_doc_size(text.as_bytes(), "text")?;
             if let Some(over) = rebased {
                 extra.insert("rebased".into(), true.into());
@@ -323,48 +329,8 @@ impl Patch {
                 let at = once(text, old, "")?;
                 Ok(format!("{}{new}{}", &text[..at], &text[at + old.len()..]))
             }
-            Patch::Section { id, hash, text: with } => {
-                let s = section(text, id)?;
-                if &s.hash != hash {
-                    return Err(Refusal::new(
-                        Code::VersionConflict,
-                        format!("section {id} changed since you read it: its hash is now {}, not {hash}", s.hash),
-                    )
-                    .with("field", "expected_section_hash")
-                    .with("section_id", id.clone())
-                    .with("section_hash", s.hash.clone())
-                    .with("chars", s.chars as u64)
-                    .with_next_step("read the section again (read_note_tab with its section_id), redo your change on it, and send it with its new section_hash and a new idempotency key")
-                    .into());
-                }
-                let lines = crate::sections::lines(text);
-                let mut out = String::with_capacity(text.len() + with.len());
-                for l in &lines[..s.start_line - 1] {
-                    out.push_str(l);
-                    out.push('\n');
-                }
-                out.push_str(with);
-                let rest = &lines[s.end_line..];
-                if !rest.is_empty() {
-                    if !with.is_empty() && !with.ends_with('\n') {
-                        out.push('\n');
-                    }
-                    out.push_str(&rest.join("\n"));
-                    if text.ends_with('\n') {
-                        out.push('\n');
-                    }
-                }
-                Ok(out)
-            }
+            Patch::Section { id, hash, text: with } => replace_section(text, id, hash, with).map(|(t, _)| t),
         }
-    }
-
-    /// The id the edited section has in `after` (a new heading renames it):
-    /// the section that starts where it started in `before`.
-    fn section_after(&self, before: &str, after: &str) -> String {
-        let Patch::Section { id, .. } = self else { return String::new() };
-        let start = crate::sections::outline(before).into_iter().find(|s| &s.id == id).map_or(0, |s| s.start_line);
-        crate::sections::outline(after).into_iter().find(|s| s.start_line == start).map_or_else(String::new, |s| s.id)
     }
 
     /// The lines of `base` the patch changes, half-open (`[n, n)` for an
@@ -387,6 +353,43 @@ impl Patch {
             }
         }
     }
+}
+
+/// `text` with its section `id` replaced by `with`, if the section's hash
+/// is still `hash` (else `version_conflict` naming `expected_section_hash`,
+/// with the section's hash and size now); and the line the section started on.
+fn replace_section(text: &str, id: &str, hash: &str, with: &str) -> Out<(String, usize)> {
+    let s = section(text, id)?;
+    if s.hash != hash {
+        return Err(Refusal::new(
+            Code::VersionConflict,
+            format!("section {id} changed since you read it: its hash is now {}, not {hash}", s.hash),
+        )
+        .with("field", "expected_section_hash")
+        .with("section_id", id)
+        .with("section_hash", s.hash.clone())
+        .with("chars", s.chars as u64)
+        .with_next_step("read the section again (read_note_tab with its section_id), redo your change on it, and send it with its new section_hash and a new idempotency key")
+        .into());
+    }
+    let lines = crate::sections::lines(text);
+    let mut out = String::with_capacity(text.len() + with.len());
+    for l in &lines[..s.start_line - 1] {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out.push_str(with);
+    let rest = &lines[s.end_line..];
+    if !rest.is_empty() {
+        if !with.is_empty() && !with.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&rest.join("\n"));
+        if text.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok((out, s.start_line))
 }
 
 /// The section `id` of `text`, or `not_found` naming `section_id`.

@@ -243,3 +243,43 @@ fn bad_section_edits_are_refused_naming_the_field() {
     assert_eq!(r["structuredContent"]["error"], "version_conflict", "{r}");
     assert_eq!(w.kv.notes_state(), before, "nothing written");
 }
+
+#[test]
+fn an_outline_of_many_headings_is_read_in_pages_that_say_so() {
+    use cairn_notes::tools::read_note_outline::MAX_OUTLINE_SECTIONS;
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Headings", true);
+    // 1,200 one-character headings: a few KB of text, 1,200 sections.
+    let text = "#\n".repeat(1200);
+    w.write_text(&ada, &note, &text, "h-1");
+    let mut seen = 0;
+    let mut at = json!(null);
+    loop {
+        let mut args = json!({"note_id": note});
+        if !at.is_null() {
+            args["start_line"] = at.clone();
+        }
+        let page = w.ok(&ada, "read_note_outline", args);
+        let n = page["sections"].as_array().unwrap().len();
+        assert!(n <= MAX_OUTLINE_SECTIONS);
+        seen += n;
+        assert_eq!(page["truncated"], page.get("next").is_some());
+        match page.get("next") {
+            Some(next) => at = next.clone(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, 1200, "every section once across the pages");
+    let r = w.refused(&ada, "read_note_outline", json!({"note_id": note, "start_line": 0}));
+    assert_eq!(r["field"], "start_line");
+}
+
+#[test]
+fn a_window_starting_past_any_line_is_empty_and_never_overflows() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let (note, _) = big_note(&mut w, &ada);
+    let r = read(&mut w, &ada, &note, json!({"start_line": u64::MAX, "max_lines": 100_000}));
+    assert_eq!((r["text"].as_str(), r["total_lines"].as_u64(), r.get("next")), (Some(""), Some(154), None));
+}
