@@ -145,6 +145,7 @@ fn tool_components(tools: &[ToolName]) -> Vec<String> {
             "history_max_versions = \"{{ history_max_versions }}\"".to_string(),
             "quota_notes = \"{{ quota_notes }}\"".to_string(),
             "quota_bytes = \"{{ quota_bytes }}\"".to_string(),
+            "read_max_chars = \"{{ read_max_chars }}\"".to_string(),
             format!("[component.{id}.build]"),
             format!("command = \"cargo build --quiet --target wasm32-wasip2 --profile wasm -p {id}\""),
             format!("watch = [\"components/{id}/src/**/*.rs\", \"guest/src/**/*.rs\", \"crates/notes/src/**/*.rs\"]"),

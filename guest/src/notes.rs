@@ -29,6 +29,10 @@ impl Env for HostEnv {
     fn quotas(&self) -> cairn_notes::env::Quotas {
         cairn_notes::env::Quotas::from_variables(crate::variable)
     }
+    /// The `read_max_chars` variable.
+    fn read_max_chars(&self) -> usize {
+        cairn_notes::env::read_max_chars_from_variables(crate::variable)
+    }
 }
 
 /// The notes core's view of a verified principal.

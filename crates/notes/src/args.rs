@@ -113,6 +113,20 @@ pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> R
     T::deserialize(d).map(Some)
 }
 
+/// The most bytes of a `section_id`.
+pub(crate) const MAX_SECTION_ID_BYTES: usize = 200;
+
+/// A `section_id`, when sent, has the shape [`crate::sections`] gives ids: 1-200 bytes of
+/// letters, digits and `-`.
+pub(crate) fn check_section_id(v: Option<&str>) -> Result<(), Refusal> {
+    match v {
+        Some(s) if s.is_empty() || s.len() > MAX_SECTION_ID_BYTES || !s.chars().all(|c| c.is_alphanumeric() || c == '-') => Err(
+            Refusal::invalid("section_id", "section_id must be a section_id from read_note_outline (letters, digits and -, at most 200 bytes)"),
+        ),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn check_id(field: &str, v: &str) -> Result<(), Refusal> {
     let ok = (1..=MAX_ID_CHARS).contains(&v.len())
         && v.bytes()

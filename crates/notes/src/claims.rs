@@ -3,10 +3,16 @@
 //! one CAS on the head.
 //!
 //! Rules:
-//! - A target is the whole note (`tab_id` absent) or one tab. A whole-note claim and any
-//!   tab claim in the same note exclude each other; claims on two tabs coexist; two
-//!   claims on one tab conflict. The files and sources tabs cannot be claimed on their
-//!   own (the writes that touch them target the note): claim the note.
+//! - A target is the whole note (`tab_id` absent), one tab, or one section of a markdown
+//!   tab (`section_id`, as `read_note_outline` names it). A whole-note claim excludes
+//!   every other claim in the note; a tab claim excludes claims on its sections; claims on
+//!   two tabs coexist, and so do claims on two sections of a tab whose lines do not meet
+//!   (a section holds its subsections); one holder holds at most one section of a tab.
+//!   The files and sources tabs cannot be claimed on their own (the writes that touch
+//!   them target the note): claim the note.
+//! - A note or tab claim refuses other actors' writes to its target outright; a section
+//!   claim refuses any write that would change its section's lines, and fences its
+//!   holder's writes in them ([`crate::section_claims`]).
 //! - Claiming what you already hold (same subject, same target) is a heartbeat: the same
 //!   claim_id, `renewed: true`, expiry moved to now + ttl.
 //! - Only the holder (same tenant and subject) may renew, release or post on a claim;
@@ -31,6 +37,7 @@ use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{Claim, ClaimNote, Head, TabKind, Who, base36, nonce, rand8, rfc3339, sha_hex};
 use crate::refusal::{Code, NOTICE, Out, Refusal};
+use crate::section_claims;
 
 /// Claim notes kept per claim (older ones are dropped when a new one is posted).
 pub(crate) const NOTES_PER_CLAIM: usize = 10;
@@ -46,13 +53,41 @@ target again with claim_note, and read before you write (someone may have writte
 const NEXT_STEP_OWN: &str = "you already hold an overlapping claim in this note: keep using \
 it, or release_claim it and claim again";
 
-/// Whether two targets overlap (`None` = the whole note).
-fn overlaps(a: Option<&str>, b: Option<&str>) -> bool {
-    a.is_none() || b.is_none() || a == b
+/// What a claim holds: the note (`tab: None`), a tab, or one section of a
+/// markdown tab, with that section's lines in the tab's current text.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    tab: Option<&'a str>,
+    section: Option<(&'a str, Option<(usize, usize)>)>,
+}
+
+impl<'a> Target<'a> {
+    /// What claim `c` holds; its section's lines as `sections` (the outline of
+    /// tab `tab_id`) has them, if it is a section of that tab.
+    fn of(c: &'a Claim, tab_id: Option<&str>, sections: &[crate::sections::Section]) -> Self {
+        let lines = |s: &str| if c.tab_id.as_deref() == tab_id { section_claims::range(sections, s) } else { None };
+        Target { tab: c.tab_id.as_deref(), section: c.section_id.as_deref().map(|s| (s, lines(s))) }
+    }
+
+    /// Whether two targets meet: the note meets everything, a tab meets
+    /// itself and its sections, two sections of a tab meet when their lines
+    /// do (a section no longer in the text holds no lines).
+    fn meets(&self, other: &Target) -> bool {
+        if self.tab.is_none() || other.tab.is_none() || self.tab != other.tab {
+            return self.tab.is_none() || other.tab.is_none();
+        }
+        match (self.section, other.section) {
+            (Some((_, Some((a0, a1)))), Some((_, Some((b0, b1))))) => a0 <= b1 && b0 <= a1,
+            (Some(_), Some(_)) => false,
+            _ => true,
+        }
+    }
 }
 
 /// The live claim that stops `who` from writing `tab_id` (`None`: a write to the note as a
-/// whole, which only a whole-note claim blocks). The holder's own claims never block it.
+/// whole, which only a whole-note claim blocks). The holder's own claims never block it;
+/// section claims never block a write outright: [`crate::section_claims`] checks the
+/// lines it changes.
 pub(crate) fn blocking_claim<'h>(
     head: &'h Head,
     who: &Identity,
@@ -61,6 +96,7 @@ pub(crate) fn blocking_claim<'h>(
 ) -> Option<&'h Claim> {
     head.claims.iter().find(|c| {
         c.live(now)
+            && c.section_id.is_none()
             && c.holder.subject != who.subject
             && match (&c.tab_id, tab_id) {
                 (None, _) => true,
@@ -72,9 +108,10 @@ pub(crate) fn blocking_claim<'h>(
 
 /// The `claim_conflict` refusal naming the claim in the way.
 pub(crate) fn conflict(head: &Head, c: &Claim, what: &str) -> Refusal {
-    let target = match &c.tab_id {
-        Some(t) => format!("tab {t} of note {}", head.note_id),
-        None => format!("note {}", head.note_id),
+    let target = match (&c.tab_id, &c.section_id) {
+        (Some(t), Some(s)) => format!("section {s} of tab {t} of note {}", head.note_id),
+        (Some(t), None) => format!("tab {t} of note {}", head.note_id),
+        (None, _) => format!("note {}", head.note_id),
     };
     Refusal::new(
         Code::ClaimConflict,
@@ -89,6 +126,7 @@ pub(crate) fn conflict(head: &Head, c: &Claim, what: &str) -> Refusal {
     .with("claim_id", c.claim_id.clone())
     .with("note_id", head.note_id.clone())
     .with("tab_id", c.tab_id.clone())
+    .with("section_id", c.section_id.clone())
     .with("held_by", c.holder.name.clone())
     .with("actor_type", actor_str(c.holder.actor_type))
     .with("since", rfc3339(c.since))
@@ -101,6 +139,7 @@ fn view(note_id: &str, c: &Claim, renewed: bool) -> Value {
         "claim_id": c.claim_id,
         "note_id": note_id,
         "tab_id": c.tab_id,
+        "section_id": c.section_id,
         "held_by": c.holder.name,
         "actor_type": actor_str(c.holder.actor_type),
         "since": rfc3339(c.since),
@@ -197,21 +236,28 @@ pub(crate) struct Claimed {
     pub renewed: bool,
 }
 
-/// Claims a note (`tab_id: None`) or one of its tabs for `ttl_seconds`.
+/// Claims a note (`tab_id: None`), one of its tabs, or one section of a markdown tab
+/// (`section_id`, with its `tab_id`) for `ttl_seconds`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn claim(
     kv: &TenantKv,
     env: &mut dyn Env,
     who: &Identity,
     note_id: &str,
     tab_id: Option<&str>,
+    section_id: Option<&str>,
     ttl_seconds: Option<u64>,
     action: &'static str,
 ) -> Out<Claimed> {
     let ttl = ttl_seconds.unwrap_or(DEFAULT_TTL_SECONDS) * US;
     let rand = rand8(env);
     let mut renewed = false;
+    if section_id.is_some() && tab_id.is_none() {
+        return Err(Refusal::invalid("tab_id", "a section_id claims a section of one markdown tab: send its tab_id too").into());
+    }
     let result = claim_txn(kv, env, who, note_id, |head, now| {
         renewed = false;
+        let mut sections = Vec::new();
         if let Some(t) = tab_id {
             let Some(i) = head.tab_index(t) else {
                 return Ok(Step::Refuse {
@@ -228,12 +274,30 @@ pub(crate) fn claim(
                     audit: None,
                 });
             }
+            if let Some(s) = section_id {
+                if head.tabs[i].kind != TabKind::Markdown {
+                    return Ok(Step::Refuse {
+                        refusal: Refusal::invalid("section_id", format!("tab {t} is a {} tab: sections are claimed in markdown tabs", head.tabs[i].kind.as_str())),
+                        audit: None,
+                    });
+                }
+                sections = section_claims::tab_outline(kv, &head.tabs[i])?;
+                if section_claims::range(&sections, s).is_none() {
+                    return Ok(Step::Refuse {
+                        refusal: Refusal::new(Code::NotFound, format!("no section {s:?} in tab {t}"))
+                            .with("field", "section_id")
+                            .with_next_step("read the outline again (read_note_outline) and use a section_id from it"),
+                        audit: None,
+                    });
+                }
+            }
         }
+        let wanted = Target { tab: tab_id, section: section_id.map(|s| (s, section_claims::range(&sections, s))) };
         // A heartbeat: the caller already holds exactly this target.
         if let Some(c) = head
             .claims
             .iter_mut()
-            .find(|c| c.holder.subject == who.subject && c.tab_id.as_deref() == tab_id)
+            .find(|c| c.holder.subject == who.subject && c.tab_id.as_deref() == tab_id && c.section_id.as_deref() == section_id)
         {
             c.expires_at = now + ttl;
             c.ttl_us = ttl;
@@ -246,11 +310,13 @@ pub(crate) fn claim(
                 index_due: None,
             });
         }
-        if let Some(c) = head
-            .claims
-            .iter()
-            .find(|c| overlaps(c.tab_id.as_deref(), tab_id))
-        {
+        let in_the_way = head.claims.iter().find(|c| {
+            let held = Target::of(c, tab_id, &sections);
+            // One holder holds at most one section of a tab (its writes there are fenced in it).
+            let second_section = c.holder.subject == who.subject && held.tab == wanted.tab && held.section.is_some() && wanted.section.is_some();
+            held.meets(&wanted) || second_section
+        });
+        if let Some(c) = in_the_way {
             let mut refusal = conflict(head, c, "not claimed");
             if c.holder.subject == who.subject {
                 refusal = refusal
@@ -258,7 +324,7 @@ pub(crate) fn claim(
                     .with_next_step(NEXT_STEP_OWN);
             }
             let audit = record("refused", action, now, note_id, Some(c), who)
-                .json(json!({"error": "claim_conflict", "requested_tab_id": tab_id}));
+                .json(json!({"error": "claim_conflict", "requested_tab_id": tab_id, "requested_section_id": section_id}));
             return Ok(Step::Refuse {
                 refusal,
                 audit: Some(audit),
@@ -268,6 +334,7 @@ pub(crate) fn claim(
         let c = Claim {
             claim_id: format!("clm-{note_id}-{}-{rand}", base36(head.claim_seq)),
             tab_id: tab_id.map(str::to_string),
+            section_id: section_id.map(str::to_string),
             holder: Who::of(who),
             since: now,
             expires_at: now + ttl,

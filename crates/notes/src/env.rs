@@ -19,6 +19,24 @@ pub trait Env {
     fn quotas(&self) -> Quotas {
         Quotas::default()
     }
+    /// The most characters one read returns when the caller does not ask for
+    /// more (the host's `read_max_chars` variable; by default
+    /// [`DEFAULT_READ_MAX_CHARS`]).
+    fn read_max_chars(&self) -> usize {
+        DEFAULT_READ_MAX_CHARS
+    }
+}
+
+/// The default cap on the text of one read: about 6,000 tokens.
+pub const DEFAULT_READ_MAX_CHARS: usize = 24_000;
+/// The most a caller (or the `read_max_chars` variable) may raise a read's
+/// cap to: a markdown tab's limit, so one read can always hold a whole tab.
+pub const MAX_READ_CHARS: usize = 1_000_000;
+
+/// The read cap the `read_max_chars` variable asks for (absent or not a
+/// number: the default), within 1,000 and [`MAX_READ_CHARS`].
+pub fn read_max_chars_from_variables(variable: impl Fn(&str) -> Option<String>) -> usize {
+    (whole(&variable, "read_max_chars", DEFAULT_READ_MAX_CHARS as u64) as usize).clamp(1_000, MAX_READ_CHARS)
 }
 
 /// A note's history stays readable while a version is among the newest
@@ -134,6 +152,8 @@ pub struct SimEnv {
     pub retention: Retention,
     /// The quotas it reports; tests lower them.
     pub quotas: Quotas,
+    /// What [`Env::read_max_chars`] answers.
+    pub read_max_chars: usize,
     state: u64,
 }
 
@@ -144,6 +164,7 @@ impl SimEnv {
             now_us: 1_767_225_600_000_000,
             retention: Retention::default(),
             quotas: Quotas::default(),
+            read_max_chars: DEFAULT_READ_MAX_CHARS,
             state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
         }
     }
@@ -165,6 +186,10 @@ impl Env for SimEnv {
 
     fn quotas(&self) -> Quotas {
         self.quotas
+    }
+
+    fn read_max_chars(&self) -> usize {
+        self.read_max_chars
     }
 
     fn random_u64(&mut self) -> u64 {

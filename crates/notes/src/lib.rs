@@ -26,9 +26,10 @@
 //!   and time), `merge` (three-way line merge of a stale draft).
 //! - `index`: the full-text index (words, postings, the dictionary, what a
 //!   tab says); its merges bring the postings up to the committed heads.
-//! - `claims` (claim rules and operations), `write` (the write pipeline:
-//!   idempotency → claims → version → apply → history), `edit` (tab edits,
-//!   patches and their rebase check).
+//! - `claims` (claim rules and operations), `section_claims` (the lines a
+//!   section claim holds, enforced on every commit), `write` (the write
+//!   pipeline: idempotency → claims → version → apply → section claims →
+//!   history), `edit` (tab edits, patches and their rebase check).
 //! - `audit` (the audit trail people read, and refused writes recorded for it).
 //! - [`search`] (queries over the index, [`search::merge`], [`search::reindex`] and [`search::check`]).
 //! - [`tools`](mod@tools): one file per tool and [`tools::TOOLS`], the one table.
@@ -47,7 +48,8 @@
 //! head without a scan; `seq` is the note's claim counter, so ids are never reused). A
 //! write refused because another actor holds its target is
 //! `{"error": "claim_conflict", "message", "current_version", "claim_id", "note_id",
-//! "tab_id", "held_by", "actor_type", "since", "expires_at", "next_step"}`; renewing,
+//! "tab_id", "section_id", "held_by", "actor_type", "since", "expires_at", "next_step"}`; a
+//! section claim's holder writing outside its section is `outside_claim`; renewing,
 //! releasing or posting on someone else's claim is `forbidden`; a claim that is not live
 //! (or in another tenant) is `not_found`.
 
@@ -78,6 +80,7 @@ mod merge;
 mod model;
 mod note_index;
 mod schema;
+mod section_claims;
 mod sections;
 pub mod search;
 mod sheet;

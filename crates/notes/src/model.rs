@@ -92,6 +92,11 @@ pub(crate) struct Claim {
     pub claim_id: String,
     /// `None`: the whole note.
     pub tab_id: Option<String>,
+    /// One section of the markdown tab `tab_id` (an id of
+    /// [`crate::sections::outline`]); `None`: the whole target. Its bytes are
+    /// enforced on every commit ([`crate::section_claims`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section_id: Option<String>,
     pub holder: Who,
     pub since: u64,
     pub expires_at: u64,

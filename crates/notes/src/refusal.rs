@@ -44,6 +44,9 @@ pub enum Code {
     IdempotencyKeyReused,
     /// Another actor holds a claim on the target.
     ClaimConflict,
+    /// The caller holds a claim on a section of the tab, and the write would
+    /// change lines outside that section; nothing was written.
+    OutsideClaim,
     /// The caller may not do this (someone else's claim; a role check).
     Forbidden,
     /// The note stayed busy with other writes; nothing was written.
@@ -58,7 +61,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for tests and documentation.
-    pub const ALL: [Code; 11] = [
+    pub const ALL: [Code; 12] = [
         Code::InvalidArgument,
         Code::NotFound,
         Code::TooLarge,
@@ -66,6 +69,7 @@ impl Code {
         Code::ContentHashMismatch,
         Code::IdempotencyKeyReused,
         Code::ClaimConflict,
+        Code::OutsideClaim,
         Code::Forbidden,
         Code::Busy,
         Code::TooComplex,
@@ -82,6 +86,7 @@ impl Code {
             Code::ContentHashMismatch => "content_hash_mismatch",
             Code::IdempotencyKeyReused => "idempotency_key_reused",
             Code::ClaimConflict => "claim_conflict",
+            Code::OutsideClaim => "outside_claim",
             Code::Forbidden => "forbidden",
             Code::Busy => "busy",
             Code::TooComplex => "too_complex",
@@ -99,7 +104,7 @@ impl Code {
             Code::Busy => 503,
             Code::TooComplex => 422,
             Code::QuotaExceeded => 507,
-            Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused | Code::ClaimConflict => 409,
+            Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused | Code::ClaimConflict | Code::OutsideClaim => 409,
         }
     }
 
@@ -113,6 +118,7 @@ impl Code {
             Code::TooComplex => "send a smaller request; nothing was written",
             Code::QuotaExceeded => "free space first (an operator raises the quota, or the tenant deletes tabs or notes); nothing was written",
             Code::ClaimConflict => NEXT_STEP_CLAIM,
+            Code::OutsideClaim => "you hold a claim on one section of this tab: change only its lines (replace_section, or a patch inside it); to write elsewhere, release_claim it, or claim the tab instead",
             Code::Forbidden => "this claim is not yours: leave it alone; wait until it expires or work on another target",
             Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused => NEXT_STEP_REREAD,
         }

@@ -19,6 +19,11 @@ pub(crate) fn id(desc: &str) -> Value {
     json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "description": desc})
 }
 
+/// A `section_id` from `read_note_outline`.
+pub(crate) fn section_id(desc: &str) -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": crate::args::MAX_SECTION_ID_BYTES, "description": desc})
+}
+
 /// `note_id`.
 pub(crate) fn note_id() -> Value {
     id("Exact note ID from list_notes.")
@@ -202,6 +207,7 @@ pub(crate) fn claim_view() -> Value {
             "claim_id": text(),
             "note_id": text(),
             "tab_id": nullable(text()),
+            "section_id": nullable(text()),
             "held_by": text(),
             "actor_type": {"type": "string", "enum": ["agent", "human"]},
             "since": timestamp(),

@@ -109,10 +109,10 @@ pub(crate) fn outline(text: &str) -> Vec<Section> {
             }
             continue;
         }
-        if open_fence.is_none() {
-            if let Some((level, h)) = heading(line) {
-                heads.push((i, level, h));
-            }
+        if open_fence.is_none()
+            && let Some((level, h)) = heading(line)
+        {
+            heads.push((i, level, h));
         }
     }
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();

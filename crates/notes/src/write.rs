@@ -5,7 +5,8 @@
 //! Order inside one attempt (arguments were validated before): the head
 //! (visibility; lapsed claims dropped) → idempotency key (a replay answers
 //! even if a claim appeared since) → resolve the target → claims → version
-//! (and `base_content_hash`) → apply (content blobs written first) → bump the
+//! (and `base_content_hash`) → apply (content blobs written first) → the
+//! lines section claims hold ([`crate::section_claims`]) → bump the
 //! note and tab versions, record the idempotency result, a history entry and
 //! the audit records (spilled history, expired claims) → swap the head. A lost
 //! swap re-runs the whole attempt from a fresh read; the caller's
@@ -16,6 +17,7 @@ use serde_json::{Map, Value, json};
 use crate::args::VersionScope;
 use crate::claim_audit::{Record, note_ended, put_record, write_ended};
 use crate::claims::{blocking_claim, conflict};
+use crate::section_claims::{self, Breach};
 use crate::env::{Env, Identity};
 use crate::head::{Decision, Limit, Reader, transact};
 use crate::keys;
@@ -167,11 +169,17 @@ fn check_claims(
     let Some(c) = blocking_claim(head, who, tab_id, now) else {
         return Ok(());
     };
+    Err(refused_by_claim(kv, env, who, head, spec, c, tab_id, now))
+}
+
+/// The `claim_conflict` of a write stopped by claim `c`, audited best effort.
+#[allow(clippy::too_many_arguments)]
+fn refused_by_claim(kv: &TenantKv, env: &mut dyn Env, who: &Identity, head: &Head, spec: &WriteSpec, c: &Claim, tab_id: Option<&str>, now: u64) -> Refusal {
     let rec = Record { event: "refused", action: spec.tool, at: now, note_id: &head.note_id, claim: Some(c), by: Some(who) }
         .json(json!({"error": "claim_conflict", "write_tab_id": tab_id}));
     let key = keys::claim_audit(&head.note_id, now, &rand8(env));
     let _ = put_record(kv, &key, &rec);
-    Err(conflict(head, c, "nothing was written"))
+    conflict(head, c, "nothing was written")
 }
 
 fn check_version(head: &Head, spec: &WriteSpec, target: Target) -> Result<(), Refusal> {
@@ -267,7 +275,16 @@ pub(crate) fn commit(
         let staged = Staged::default();
         let staging = kv.staging(&staged);
         let blobs = staging.for_note_blobs(&head.note_id, head.blob_gen);
+        let guards = section_claims::guards(head, now);
         let change = apply(head, target, &mut Ctx { kv: &blobs, env, who, now })?;
+        match section_claims::enforce(kv, &blobs, head, &guards, who, now)? {
+            Ok(()) => {}
+            Err(Breach::Outside(refusal)) => return Err(refusal.into()),
+            Err(Breach::Claimed(i)) => {
+                let c = head.claims[i].clone();
+                return Err(refused_by_claim(kv, env, who, head, spec, &c, c.tab_id.as_deref(), now).into());
+            }
+        }
         if let Some(gone) = change.removed_tab.as_ref().map(|t| &t.id) {
             // Claims on a deleted tab end with it (only its holder could delete it).
             let (ended, kept): (Vec<Claim>, Vec<Claim>) =

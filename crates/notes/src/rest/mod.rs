@@ -148,7 +148,7 @@ pub static ROUTES: &[Route] = &[
     },
     Route {
         method: Post, path: "/api/v1/notes/{note}/claims", scope: WRITE, admin_only: false, audited: true, key_header: false,
-        doc: "claim the note or a tab (`tab_id`, `ttl_seconds`): 201 granted, 200 renewed (heartbeat), 409 held by someone else",
+        doc: "claim the note, a tab (`tab_id`) or a section of a markdown tab (`tab_id`, `section_id`), for `ttl_seconds`: 201 granted, 200 renewed (heartbeat), 409 held by someone else",
         handler: Op(claim_note::serve),
     },
     Route {
@@ -173,12 +173,12 @@ pub static ROUTES: &[Route] = &[
     },
     Route {
         method: Get, path: "/api/v1/notes/{note}/tabs/{tab}", scope: READ, admin_only: false, audited: false, key_header: false,
-        doc: "a tab's content (`?at_version=`), or a part of a markdown tab (`?start_line=&max_lines=`, `?section_id=`, `?since_version=`)",
+        doc: "a tab's content (`?at_version=`), or a part of it (`?start_line=&max_lines=`, `?section_id=`, `?since_version=`, slides `?start_index=&max_slides=`; `?max_chars=` caps it)",
         handler: ByTool { tool: &tools::read_note_tab::TOOL, args: read_tab::args, ok: 200 },
     },
     Route {
         method: Get, path: "/api/v1/notes/{note}/tabs/{tab}/outline", scope: READ, admin_only: false, audited: false, key_header: false,
-        doc: "a markdown tab's sections: ids, line ranges, sizes and hashes",
+        doc: "a markdown tab's sections: ids, line ranges, sizes, hashes and claims (`?heading=&max_level=&max_sections=&start_line=`)",
         handler: ByTool { tool: &tools::read_note_outline::TOOL, args: read_outline::args, ok: 200 },
     },
     Route {

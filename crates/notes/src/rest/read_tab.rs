@@ -1,5 +1,6 @@
-//! `GET /api/v1/notes/{note}/tabs/{tab}[?at_version=][&start_line=&max_lines=|&section_id=|&since_version=]`:
-//! the `read_note_tab` tool, whole or in parts.
+//! `GET /api/v1/notes/{note}/tabs/{tab}[?at_version=][&start_line=&max_lines=|&section_id=|&since_version=|&start_index=&max_slides=][&max_chars=]`:
+//! the `read_note_tab` tool, whole or in parts. Unlike an agent's read, a
+//! person's is not capped unless `max_chars` asks (the editor edits whole tabs).
 
 use serde_json::Value;
 
@@ -14,7 +15,9 @@ use super::{Ctx, RestReply, query_u64, tool_args, via_tool};
 /// The tool's arguments: the path's ids, `at_version` from the query.
 fn build(note_id: &str, tab_id: &str, at_version: Option<&str>) -> Result<Value, Refusal> {
     query_u64("at_version", at_version).map(|v| {
-        tool_args([("note_id", Some(note_id.into())), ("tab_id", Some(tab_id.into())), ("at_version", v.map(Value::from))])
+        // People read what they ask for: a whole tab unless `?max_chars=` caps it.
+        let whole = Some(crate::env::MAX_READ_CHARS.into());
+        tool_args([("note_id", Some(note_id.into())), ("tab_id", Some(tab_id.into())), ("at_version", v.map(Value::from)), ("max_chars", whole)])
     })
 }
 
@@ -24,7 +27,7 @@ fn build(note_id: &str, tab_id: &str, at_version: Option<&str>) -> Result<Value,
 pub(super) fn args(c: Ctx<'_>) -> Result<Value, Refusal> {
     let mut args = build(c.param("note"), c.param("tab"), c.query("at_version"))?;
     let obj = args.as_object_mut().expect("tool_args is an object");
-    for field in ["start_line", "max_lines", "since_version"] {
+    for field in ["start_line", "max_lines", "since_version", "start_index", "max_slides", "max_chars"] {
         if let Some(n) = query_u64(field, c.query(field))? {
             obj.insert(field.into(), n.into());
         }

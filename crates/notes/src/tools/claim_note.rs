@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ADDS, Call, ON_CLAIM, WRITE_SCOPE};
-use crate::args::{DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, MIN_TTL_SECONDS, check_id, check_ttl, parse};
+use crate::args::{DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, MIN_TTL_SECONDS, check_id, check_section_id, check_ttl, parse};
 use crate::claims::claim;
 use crate::refusal::{Out, Refusal};
 use crate::schema::{id, note_id, object, ttl};
@@ -18,6 +18,8 @@ struct Args {
     #[serde(default, deserialize_with = "crate::args::present")]
     tab_id: Option<String>,
     #[serde(default, deserialize_with = "crate::args::present")]
+    section_id: Option<String>,
+    #[serde(default, deserialize_with = "crate::args::present")]
     ttl_seconds: Option<u64>,
 }
 
@@ -27,17 +29,21 @@ impl Args {
         if let Some(t) = &self.tab_id {
             check_id("tab_id", t)?;
         }
+        check_section_id(self.section_id.as_deref())?;
         check_ttl(self.ttl_seconds)
     }
 }
 
 fn description() -> String {
     format!(
-        "Announce that you are about to change a note (leave tab_id out: the whole note) or one tab \
-         (tab_id), and hold it for ttl_seconds ({MIN_TTL_SECONDS}-{MAX_TTL_SECONDS}, default \
-         {DEFAULT_TTL_SECONDS}). While you hold it, other actors' writes to it and their claims on it are \
-         refused. A whole-note claim and any tab claim exclude each other; claims on two different tabs \
-         coexist. Claiming what you already hold is a heartbeat: the same claim_id comes back with \
+        "Announce that you are about to change a note (leave tab_id out: the whole note), one tab \
+         (tab_id), or one section of a markdown tab (tab_id and a section_id from read_note_outline), and \
+         hold it for ttl_seconds ({MIN_TTL_SECONDS}-{MAX_TTL_SECONDS}, default {DEFAULT_TTL_SECONDS}). While \
+         you hold it, other actors' writes to it and their claims on it are refused; a section claim \
+         refuses any write that would change the section's lines (people's saves included), and your own \
+         writes to that tab must stay inside the section (outside_claim otherwise). A whole-note claim \
+         excludes every other claim; a tab claim excludes claims on its sections; claims on two tabs, or \
+         on two sections of a tab whose lines do not meet, coexist (one section per tab each). Claiming what you already hold is a heartbeat: the same claim_id comes back with \
          renewed: true and a later expires_at. Returns claim_id, held_by, actor_type, since, expires_at. \
          A claim does not replace versions: your writes still send the expected_version you read. Renew \
          with renew_claim before expires_at while you work, release_claim when done. {ON_CLAIM}"
@@ -50,6 +56,7 @@ fn input_schema() -> Value {
         json!({
             "note_id": note_id(),
             "tab_id": id("Exact tab ID from list_note_tabs; leave it out to claim the whole note. The files and sources tabs are claimed with the whole note."),
+            "section_id": crate::schema::section_id("Optional: claim only this section of the markdown tab tab_id (a section_id from read_note_outline)."),
             "ttl_seconds": ttl("How long to hold the claim, in seconds (default 600)."),
         }),
     )
@@ -63,5 +70,5 @@ fn output_schema() -> Value {
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     a.check()?;
-    Ok(claim(c.kv, c.env, c.who, &a.note_id, a.tab_id.as_deref(), a.ttl_seconds, "claim_note")?.result)
+    Ok(claim(c.kv, c.env, c.who, &a.note_id, a.tab_id.as_deref(), a.section_id.as_deref(), a.ttl_seconds, "claim_note")?.result)
 }

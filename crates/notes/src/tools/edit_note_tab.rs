@@ -136,11 +136,7 @@ impl Args {
         {
             return Err(Refusal::too_large("new_text", format!("new_text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", t.len())));
         }
-        if let Some(id) = &self.section_id
-            && (id.is_empty() || id.len() > 200)
-        {
-            return Err(Refusal::invalid("section_id", "section_id must be a section_id from read_note_outline"));
-        }
+        crate::args::check_section_id(self.section_id.as_deref())?;
         if let Some(h) = &self.expected_section_hash {
             check_hash("expected_section_hash", h)?;
         }
@@ -268,7 +264,7 @@ fn input_schema() -> Value {
             "text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_text: the whole new text of the markdown tab (at most 1,000,000 bytes); append_text: the text to add at the end; replace_section: the whole new section, heading included."},
             "old_text": {"type": "string", "minLength": 1, "maxLength": MAX_DOC_BYTES, "description": "replace_in_text: the exact text to replace; it must occur exactly once in the tab."},
             "new_text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_in_text: the text that replaces old_text."},
-            "section_id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "replace_section: the section to replace (a section_id from read_note_outline)."},
+            "section_id": crate::schema::section_id("replace_section: the section to replace (a section_id from read_note_outline)."),
             "expected_section_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "replace_section: the section_hash you read; the edit is refused if the section changed since."},
             "rebase": {"type": "boolean", "default": false, "description": "append_text and replace_in_text: apply over later changes that do not touch or border the changed lines (see the description)."},
             "data": {"type": "object", "description": "replace_tab_data: the whole content. Slides: {\"slides\": [{title, body?, notes?}]}. Sheet: {\"sheets\": [{sheet_id? (existing), name?, values: rows of cells}]}; sheets not listed are removed."},

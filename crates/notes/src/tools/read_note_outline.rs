@@ -23,7 +23,16 @@ struct Args {
     tab_id: String,
     #[serde(default)]
     start_line: Option<u64>,
+    #[serde(default)]
+    heading: Option<String>,
+    #[serde(default)]
+    max_level: Option<u64>,
+    #[serde(default)]
+    max_sections: Option<u64>,
 }
+
+/// The most characters of a `heading` filter.
+const MAX_FILTER_CHARS: usize = 200;
 
 /// The most sections one outline read lists: a tab of nothing but headings
 /// (up to half a million of them in 1 MB) is read in pages of this many.
@@ -36,10 +45,12 @@ fn markdown() -> String {
 fn description() -> String {
     "The outline of a note's markdown tab: every heading with its level, text, a stable section_id, \
     its line range (start_line..end_line, from 1, inclusive; a section holds its subsections), its size \
-    in characters and its section_hash, with the note and tab versions. Read this first on a big note, \
-    then read only the part you need with read_note_tab (section_id, or start_line and max_lines). \
-    At most 500 sections a read: a longer outline says truncated, and next is the start_line to send for \
-    the rest."
+    in characters, its section_hash, and who holds a claim on it (claimed_by), with the note and tab \
+    versions. Read this first on a big note, then read only the part you need with read_note_tab \
+    (section_id, or start_line and max_lines). Looking for one section? heading (text it contains, any \
+    case) and max_level (1-6) list only the matching sections, which keeps the answer small on a note \
+    of many sections. At most max_sections (default and most 500) sections a read: a longer outline \
+    says truncated, and next is the start_line to send for the rest."
         .into()
 }
 
@@ -50,6 +61,9 @@ fn input_schema() -> Value {
             "note_id": note_id(),
             "tab_id": id("Exact tab ID of a markdown tab (default: markdown)."),
             "start_line": {"type": "integer", "minimum": 1, "description": "Optional: list only the sections that start on this line or later (a next from a truncated outline)."},
+            "heading": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "description": "Optional: list only sections whose heading contains this text (any case)."},
+            "max_level": {"type": "integer", "minimum": 1, "maximum": 6, "description": "Optional: list only headings of this level or higher (1 = # only)."},
+            "max_sections": {"type": "integer", "minimum": 1, "maximum": MAX_OUTLINE_SECTIONS, "description": "Optional: list at most this many sections (default 500)."},
         }),
     )
 }
@@ -57,10 +71,14 @@ fn input_schema() -> Value {
 /// `read_note_outline`: the sections with the versions.
 fn output_schema() -> Value {
     use crate::schema::*;
+    let claimed_by = result(
+        &["claim_id", "held_by", "actor_type", "expires_at"],
+        json!({"claim_id": text(), "held_by": text(), "actor_type": {"type": "string", "enum": ["agent", "human"]}, "expires_at": timestamp()}),
+    );
     let section = result(
         &["section_id", "level", "heading", "start_line", "end_line", "chars", "section_hash"],
         json!({"section_id": text(), "level": count(), "heading": text(), "start_line": count(), "end_line": count(),
-               "chars": count(), "section_hash": hash()}),
+               "chars": count(), "section_hash": hash(), "claimed_by": claimed_by}),
     );
     output(result(
         &["note_id", "tab_id", "version", "tab_version", "total_lines", "sections", "truncated", "notice"],
@@ -83,15 +101,42 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
         None => 1,
     };
+    let level = match a.max_level {
+        None => 6,
+        Some(l @ 1..=6) => l as u8,
+        Some(_) => return Err(Refusal::invalid("max_level", "max_level is a heading level, 1 to 6").into()),
+    };
+    let most = match a.max_sections {
+        None => MAX_OUTLINE_SECTIONS,
+        Some(n) if (1..=MAX_OUTLINE_SECTIONS as u64).contains(&n) => n as usize,
+        Some(_) => return Err(Refusal::invalid("max_sections", format!("max_sections must be between 1 and {MAX_OUTLINE_SECTIONS}")).into()),
+    };
+    let wanted = match a.heading.as_deref() {
+        Some(h) if h.trim().is_empty() || h.chars().count() > MAX_FILTER_CHARS => {
+            return Err(Refusal::invalid("heading", format!("heading must be 1-{MAX_FILTER_CHARS} characters of the heading text to look for")).into());
+        }
+        h => h.map(str::to_lowercase),
+    };
+    let now = c.env.now_us();
     let text = load_text(c.kv, tab)?;
-    let mut rest = outline(&text).into_iter().filter(|s| s.start_line >= from);
-    let page: Vec<_> = rest.by_ref().take(MAX_OUTLINE_SECTIONS).collect();
+    let mut rest = outline(&text).into_iter().filter(|s| {
+        s.start_line >= from && s.level <= level && wanted.as_ref().is_none_or(|w| s.heading.to_lowercase().contains(w.as_str()))
+    });
+    let page: Vec<_> = rest.by_ref().take(most).collect();
     let next = rest.next().map(|s| s.start_line);
     let sections: Vec<Value> = page
         .into_iter()
         .map(|s| {
-            json!({"section_id": s.id, "level": s.level, "heading": s.heading, "start_line": s.start_line,
-                   "end_line": s.end_line, "chars": s.chars, "section_hash": s.hash})
+            let mut v = json!({"section_id": s.id, "level": s.level, "heading": s.heading, "start_line": s.start_line,
+                   "end_line": s.end_line, "chars": s.chars, "section_hash": s.hash});
+            let held = head.claims.iter().find(|c| {
+                c.live(now) && c.tab_id.as_deref() == Some(tab.id.as_str()) && c.section_id.as_deref() == Some(s.id.as_str())
+            });
+            if let Some(c) = held {
+                v["claimed_by"] = json!({"claim_id": c.claim_id, "held_by": c.holder.name, "actor_type": crate::claim_audit::actor_str(c.holder.actor_type),
+                                         "expires_at": crate::model::rfc3339(c.expires_at)});
+            }
+            v
         })
         .collect();
     let mut out = json!({

@@ -46,6 +46,7 @@ mod schema_agreement;
 mod search_finds;
 mod search_index;
 mod search_never_leaks;
+mod section_claims;
 mod sheets;
 mod slides;
 mod sources;

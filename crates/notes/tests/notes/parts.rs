@@ -67,7 +67,87 @@ fn a_capped_read_always_says_truncated() {
     assert_eq!(r["truncated"], true);
     assert_eq!(r["end_line"], 24, "24 lines of 1,000 characters fill the 24,000 cap");
     assert_eq!(r["next"], 25);
-    assert!(r["text"].as_str().unwrap().chars().count() <= cairn_notes::tools::read_note_tab::WINDOW_MAX_CHARS);
+    assert!(r["text"].as_str().unwrap().chars().count() <= cairn_notes::env::DEFAULT_READ_MAX_CHARS);
+    // A read of the whole tab is capped the same way, and says so.
+    let whole = read(&mut w, &ada, &note, json!({}));
+    assert_eq!((whole["truncated"].as_bool(), whole["next"].as_u64(), whole["total_lines"].as_u64()), (Some(true), Some(25), Some(60)));
+    assert!(whole["next_step"].as_str().unwrap().contains("replace_text"), "the cut read warns against writing it back whole");
+    // max_chars lifts the cap for a caller that wants the whole tab.
+    let all = read(&mut w, &ada, &note, json!({"max_chars": 1_000_000}));
+    assert_eq!((all["text"].as_str(), all["truncated"].as_bool()), (Some(text.as_str()), Some(false)));
+    // A deployment's variable sets the default cap.
+    w.env.read_max_chars = 5_000;
+    assert_eq!(read(&mut w, &ada, &note, json!({}))["end_line"], 5);
+}
+
+#[test]
+fn a_read_that_fits_says_it_is_whole() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let (note, text) = big_note(&mut w, &ada);
+    let r = read(&mut w, &ada, &note, json!({}));
+    assert_eq!((r["text"].as_str(), r["truncated"].as_bool(), r["total_lines"].as_u64()), (Some(text.as_str()), Some(false), Some(154)));
+    assert!(r.get("next").is_none());
+}
+
+#[test]
+fn people_read_whole_tabs_unless_they_ask_for_a_cap() {
+    use cairn_notes::rest::{self, Incoming, Query};
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Long", true);
+    let text: String = (0..60).map(|i| format!("{i:04} {}\n", "y".repeat(995))).collect();
+    w.write_text(&ada, &note, &text, "long-1");
+    let path = format!("/api/v1/notes/{note}/tabs/markdown");
+    let mut get = |query: &[(&str, &str)]| {
+        let (route, params) = rest::route("GET", &path).unwrap();
+        let query: Query = query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        route.serve(&w.kv, &mut w.env, &ada, Incoming { params, query: &query, body: b"", idempotency_key: None }).unwrap()
+    };
+    let whole = get(&[]);
+    assert_eq!((whole.body["text"].as_str(), whole.body["truncated"].as_bool()), (Some(text.as_str()), Some(false)));
+    let capped = get(&[("max_chars", "3000")]);
+    assert_eq!((capped.body["truncated"].as_bool(), capped.body["next"].as_u64()), (Some(true), Some(3)));
+}
+
+#[test]
+fn slides_read_by_index_range_and_a_cut_says_where_the_rest_starts() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Deck", true);
+    let deck = w.create_tab(&ada, &note, "slides", "Deck");
+    for i in 0..6 {
+        let v = w.version(&ada, &note);
+        w.ok(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": deck, "expected_version": v, "idempotency_key": format!("s{i}"),
+            "operation": "slide_add", "title": format!("Slide {i}"), "body": "b".repeat(2_000), "notes": ""}));
+    }
+    let r = w.ok(&ada, "read_note_tab", json!({"note_id": note, "tab_id": deck, "start_index": 2, "max_slides": 3}));
+    let idx: Vec<u64> = r["slides"].as_array().unwrap().iter().map(|s| s["index"].as_u64().unwrap()).collect();
+    assert_eq!((idx, r["total_slides"].as_u64(), r["next"].as_u64(), r["truncated"].as_bool()), (vec![2, 3, 4], Some(6), Some(5), Some(false)));
+    let capped = w.ok(&ada, "read_note_tab", json!({"note_id": note, "tab_id": deck, "max_chars": 5_000}));
+    assert_eq!((capped["slides"].as_array().unwrap().len(), capped["truncated"].as_bool(), capped["next"].as_u64()), (2, Some(true), Some(2)));
+    let past = w.ok(&ada, "read_note_tab", json!({"note_id": note, "tab_id": deck, "start_index": 9}));
+    assert_eq!((past["slides"].as_array().unwrap().len(), past["total_slides"].as_u64(), past.get("next")), (0, Some(6), None));
+    let bad = w.refused(&ada, "read_note_tab", json!({"note_id": note, "tab_id": deck, "max_slides": 0}));
+    assert_eq!(bad["field"], "max_slides");
+    let wrong = w.refused(&ada, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "start_index": 0}));
+    assert_eq!(wrong["field"], "tab_id");
+}
+
+#[test]
+fn hunks_past_the_cap_say_truncated_and_where_to_read_instead() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Growing", true);
+    let old: String = (0..80).map(|i| format!("keep {i}\n")).collect();
+    w.write_text(&ada, &note, &old, "g-0");
+    let since = w.version(&ada, &note);
+    let text: String = (0..80).map(|i| format!("keep {i}\n{i:03} {}\n", "z".repeat(500))).collect();
+    w.write_text(&ada, &note, &text, "g-1");
+    let r = read(&mut w, &ada, &note, json!({"since_version": since, "max_chars": 2_000}));
+    assert_eq!(r["truncated"], true, "{r}");
+    let shown: usize = r["hunks"].as_array().unwrap().iter().map(|h| h["text"].as_str().unwrap().chars().count()).sum();
+    assert!(shown <= 2_000 && r["next"].as_u64().unwrap() > 1);
 }
 
 #[test]
@@ -164,8 +244,30 @@ fn people_read_the_same_parts_over_rest() {
     let window = get(&mut w, tab.clone(), &[("start_line", "2"), ("max_lines", "3")]);
     assert_eq!(window.body["text"], "# Intro\nIntro line 0\nIntro line 1\n");
     assert_eq!(window.body["next"], 5);
-    let bad = get(&mut w, tab, &[("max_lines", "lots")]);
+    let bad = get(&mut w, tab.clone(), &[("max_lines", "lots")]);
     assert_eq!((bad.status, bad.body["field"].as_str()), (400, Some("max_lines")));
+    let found = get(&mut w, format!("{tab}/outline"), &[("heading", "METH"), ("max_level", "1")]);
+    assert_eq!(found.body["sections"].as_array().unwrap().len(), 1);
+    assert_eq!(found.body["sections"][0]["section_id"], "method");
+}
+
+#[test]
+fn an_outline_filtered_by_heading_and_level_lists_only_what_matches() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Deep", true);
+    w.write_text(&ada, &note, "# Plan\n## Risks\nr\n## Costs\nc\n# Risks again\nx\n", "deep-1");
+    let ids = |o: &Value| o["sections"].as_array().unwrap().iter().map(|s| s["section_id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    let o = w.ok(&ada, "read_note_outline", json!({"note_id": note, "heading": "risks"}));
+    assert_eq!(ids(&o), vec!["risks", "risks-again"]);
+    let o = w.ok(&ada, "read_note_outline", json!({"note_id": note, "max_level": 1}));
+    assert_eq!(ids(&o), vec!["plan", "risks-again"]);
+    let o = w.ok(&ada, "read_note_outline", json!({"note_id": note, "max_sections": 1}));
+    assert_eq!((ids(&o), o["truncated"].as_bool(), o["next"].as_u64()), (vec!["plan".to_string()], Some(true), Some(2)));
+    for (field, bad) in [("heading", json!("  ")), ("max_level", json!(7)), ("max_sections", json!(501))] {
+        let r = w.refused(&ada, "read_note_outline", json!({"note_id": note, field: bad}));
+        assert_eq!((r["error"].as_str(), r["field"].as_str()), (Some("invalid_argument"), Some(field)));
+    }
 }
 
 fn outline_of(w: &mut World, who: &cairn_notes::Identity, note: &str) -> Value {
