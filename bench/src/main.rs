@@ -161,6 +161,12 @@ struct ExperimentArgs {
     /// Intended edits per agent in parts.
     #[arg(long)]
     parts_edits: Option<usize>,
+    /// Seconds each way of writing runs in sections' side by side.
+    #[arg(long)]
+    side_seconds: Option<f64>,
+    /// Calls per operation in sections' cost table.
+    #[arg(long)]
+    cost_reps: Option<usize>,
     /// Also write the tables to this markdown file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -179,6 +185,8 @@ impl ExperimentArgs {
             point_ms: self.point_ms.unwrap_or(base.point_ms),
             parts_edits: self.parts_edits.unwrap_or(base.parts_edits),
             parts_sizes: base.parts_sizes,
+            side_seconds: self.side_seconds.unwrap_or(base.side_seconds),
+            cost_reps: self.cost_reps.unwrap_or(base.cost_reps).max(1),
         }
     }
 }

@@ -47,7 +47,7 @@ impl Client {
         Ok(Self { tx, addr })
     }
 
-    /// Send JSON, get status and JSON.
+    /// Send JSON (nothing for `Value::Null`), get status and JSON.
     pub async fn send(&mut self, method: &str, path: &str, token: &str, body: &Value) -> Result<(u16, Value)> {
         let req = hyper::Request::builder()
             .method(method)
@@ -57,7 +57,7 @@ impl Client {
             .header("content-type", "application/json")
             // The Python SDK answers 406 without it; Cairn does not need it.
             .header("accept", "application/json, text/event-stream")
-            .body(Full::new(Bytes::from(body.to_string())))?;
+            .body(Full::new(if body.is_null() { Bytes::new() } else { Bytes::from(body.to_string()) }))?;
         // The previous exchange may still be finishing on this connection.
         self.tx.ready().await?;
         let resp = self.tx.send_request(req).await?;
@@ -109,26 +109,30 @@ impl Stack {
             variables,
         };
         let running = server::start(opts).await?;
-        let key = cairn::local::signing_key(&state)?;
-        let audience = cairn::local::audience(running.addr);
-        let token = |actor, sub: &str| {
-            key.sign(
-                &TokenSpec {
-                    issuer: cairn::local::LOCAL_ISSUER.into(),
-                    audience: audience.clone(),
-                    tenant: TENANT.into(),
-                    subject: sub.into(),
-                    name: None,
-                    actor,
-                    role: Role::Member,
-                    scope: "notes:read notes:write".into(),
-                    now: cairn::local::now(),
-                    ttl: 86_400,
-                }
-                .claims(),
-            )
-        };
-        Ok(Self { agent: token(Actor::Agent, "bench-agent"), person: token(Actor::Human, "bench-person"), running, state })
+        let mut stack = Self { agent: String::new(), person: String::new(), running, state };
+        stack.agent = stack.mint(Actor::Agent, "bench-agent")?;
+        stack.person = stack.mint(Actor::Human, "bench-person")?;
+        Ok(stack)
+    }
+
+    /// A day's token (read and write) for `subject` of the bench tenant.
+    pub fn mint(&self, actor: Actor, subject: &str) -> Result<String> {
+        let key = cairn::local::signing_key(&self.state)?;
+        Ok(key.sign(
+            &TokenSpec {
+                issuer: cairn::local::LOCAL_ISSUER.into(),
+                audience: cairn::local::audience(self.running.addr),
+                tenant: TENANT.into(),
+                subject: subject.into(),
+                name: None,
+                actor,
+                role: Role::Member,
+                scope: "notes:read notes:write".into(),
+                now: cairn::local::now(),
+                ttl: 86_400,
+            }
+            .claims(),
+        ))
     }
 
     /// Create `n` approved notes straight in the server's store; their ids.

@@ -12,6 +12,7 @@ pub mod editor;
 pub mod handles;
 pub mod parts;
 pub mod race;
+pub mod sections;
 pub mod sources;
 pub mod tabs;
 pub mod throughput;
@@ -42,13 +43,15 @@ pub enum Experiment {
     Throughput,
     /// Bytes an agent reads and writes per intended edit of a growing note: whole tab, append + rebase, parts (natively).
     Parts,
+    /// Three writers on three sections of one note (claims, replace_section, whole tab), and a part's cost against the whole tab.
+    Sections,
     /// Every experiment above, one markdown document.
     All,
 }
 
 impl Experiment {
     /// Every experiment, in report order (throughput runs first, shown last).
-    pub const EACH: [Experiment; 8] = [
+    pub const EACH: [Experiment; 9] = [
         Experiment::Race,
         Experiment::Fast,
         Experiment::Create,
@@ -57,6 +60,7 @@ impl Experiment {
         Experiment::Handles,
         Experiment::Throughput,
         Experiment::Parts,
+        Experiment::Sections,
     ];
 
     /// Its name on the command line.
@@ -70,6 +74,7 @@ impl Experiment {
             Experiment::Handles => "handles",
             Experiment::Throughput => "throughput",
             Experiment::Parts => "parts",
+            Experiment::Sections => "sections",
             Experiment::All => "all",
         }
     }
@@ -100,17 +105,21 @@ pub struct Sizes {
     pub parts_edits: usize,
     /// Note sizes in `parts`.
     pub parts_sizes: &'static [parts::NoteSize],
+    /// Seconds each mode of `sections`' side by side runs.
+    pub side_seconds: f64,
+    /// Calls per operation in `sections`' cost table.
+    pub cost_reps: usize,
 }
 
 impl Sizes {
     /// The seed posts' sizes.
     pub fn full() -> Self {
-        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50, sessions: 300, trials: 2_000, point_ms: 5_000, parts_edits: 20, parts_sizes: &parts::FULL_SIZES }
+        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50, sessions: 300, trials: 2_000, point_ms: 5_000, parts_edits: 20, parts_sizes: &parts::FULL_SIZES, side_seconds: 60.0, cost_reps: 30 }
     }
 
     /// A version that runs in seconds.
     pub fn quick() -> Self {
-        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12, sessions: 20, trials: 40, point_ms: 200, parts_edits: 6, parts_sizes: &parts::QUICK_SIZES }
+        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12, sessions: 20, trials: 40, point_ms: 200, parts_edits: 6, parts_sizes: &parts::QUICK_SIZES, side_seconds: 1.5, cost_reps: 3 }
     }
 }
 
@@ -125,7 +134,7 @@ pub struct Section {
 /// The `parts` section: natively, without the stack.
 pub fn parts_section(sizes: Sizes) -> Result<Section> {
     let result = parts::parts(sizes.parts_sizes, sizes.parts_edits)?;
-    Ok(Section { markdown: parts::parts_table(&result), charts: Vec::new() })
+    Ok(Section { markdown: parts::parts_table(&result), charts: vec![parts::parts_chart(&result)] })
 }
 
 /// Runs one experiment (or all) on `stack`; a section per experiment.
@@ -188,6 +197,12 @@ pub async fn run_on(stack: &Stack, which: Experiment, sizes: Sizes) -> Result<Ve
     }
     if which.includes(Experiment::Parts) {
         out.push(parts_section(sizes)?);
+    }
+    if which.includes(Experiment::Sections) {
+        let side = sections::side_by_side(stack, sizes.side_seconds).await?;
+        let cost = sections::cost(stack, sizes.cost_reps).await?;
+        let markdown = format!("{}{}", sections::side_table(&side), sections::cost_table(&cost, sizes.cost_reps));
+        out.push(Section { markdown, charts: vec![sections::side_chart(&side), sections::cost_chart(&cost)] });
     }
     if let Some(section) = measured {
         out.push(section);

@@ -17,16 +17,18 @@
 //!   section (its own last added line, or the section's last line, which it
 //!   read once) into that line plus the new one, `rebase: true`, on the
 //!   version its last write returned; on a conflict, re-read its section.
-//! - **parts**: `read_note_outline` once per edit, `read_note_tab` of its
-//!   `section_id`, `replace_section` with the `section_hash` read; on a
-//!   refusal, read both again.
-//! - **parts, outline once**: as parts, but the outline is read only before
-//!   the agent's first edit and after a refusal: a `section_id` stays as it
-//!   is whatever happens elsewhere, so the agent keeps it.
+//! - **parts**: `read_note_outline` filtered by the heading it is after
+//!   (`heading`), once per edit, `read_note_tab` of its `section_id`,
+//!   `replace_section` with the `section_hash` read; on a refusal, read both
+//!   again.
+//! - **parts, whole outline**: as parts, but the outline unfiltered: every
+//!   section of the note, once per edit (what an agent that does not know
+//!   its heading pays).
 //!
 //! Bytes read: the JSON of every tool result's `structuredContent` (writes'
 //! results and refusals included): what an agent's context gets. Bytes
-//! written: the JSON of every call's arguments. At the end every line an
+//! written: the JSON of every call's arguments. A retry's bytes: the refused
+//! write, and the reads and the write that redo it. At the end every line an
 //! agent added must be in the note exactly once, and no other line may have
 //! moved in or out.
 
@@ -75,15 +77,15 @@ pub enum Strategy {
     Whole,
     /// Patch one line with `rebase: true`, reading only after a conflict.
     AppendRebase,
-    /// Outline, one section, `replace_section`.
+    /// The outline found by heading, one section, `replace_section`.
     Parts,
-    /// As `Parts`, the outline read once per agent (and after a refusal).
-    PartsOutlineOnce,
+    /// As `Parts`, the whole outline read per edit.
+    PartsWholeOutline,
 }
 
 impl Strategy {
     /// Every strategy, in table order.
-    pub const EACH: [Strategy; 4] = [Strategy::Whole, Strategy::AppendRebase, Strategy::Parts, Strategy::PartsOutlineOnce];
+    pub const EACH: [Strategy; 4] = [Strategy::Whole, Strategy::AppendRebase, Strategy::Parts, Strategy::PartsWholeOutline];
 
     /// Its name in the table.
     pub fn label(self) -> &'static str {
@@ -91,7 +93,7 @@ impl Strategy {
             Strategy::Whole => "whole",
             Strategy::AppendRebase => "append+rebase",
             Strategy::Parts => "parts",
-            Strategy::PartsOutlineOnce => "parts, outline once",
+            Strategy::PartsWholeOutline => "parts, whole outline",
         }
     }
 }
@@ -117,6 +119,8 @@ pub struct PartsRow {
     pub written: usize,
     /// Writes refused and redone.
     pub retries: usize,
+    /// Bytes read and written by the refused writes and what redid them.
+    pub retry_bytes: usize,
     /// Added lines missing from the final note.
     pub lost: usize,
     /// Added lines found more than once.
@@ -142,6 +146,11 @@ impl PartsRow {
     /// Refused writes per intended edit.
     pub fn retries_per_edit(&self) -> f64 {
         self.retries as f64 / self.edits.max(1) as f64
+    }
+
+    /// Bytes one retry cost (0 without retries).
+    pub fn bytes_per_retry(&self) -> f64 {
+        if self.retries == 0 { 0.0 } else { self.retry_bytes as f64 / self.retries as f64 }
     }
 }
 
@@ -255,8 +264,6 @@ struct Agent {
     section: usize,
     /// append+rebase: what its last write left it (the line it added, the version).
     kept: Option<Seen>,
-    /// parts, outline once: it has read the outline.
-    outlined: bool,
 }
 
 impl Agent {
@@ -272,7 +279,9 @@ impl Agent {
     fn read(&mut self, b: &mut Bench, note: &str, strategy: Strategy, fresh: bool) -> Result<Seen> {
         match strategy {
             Strategy::Whole => {
-                let r = must(b.call(&self.who, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))?, "read_note_tab")?;
+                // The whole tab, past the default read cap.
+                let args = json!({"note_id": note, "tab_id": "markdown", "max_chars": 1_000_000});
+                let r = must(b.call(&self.who, "read_note_tab", args)?, "read_note_tab")?;
                 Ok(Seen { version: r["version"].clone(), text: text(&r)?, hash: Value::Null })
             }
             Strategy::AppendRebase => {
@@ -283,15 +292,16 @@ impl Agent {
                 let last = text(&r)?.lines().last().context("an empty section")?.to_string();
                 Ok(Seen { version: r["version"].clone(), text: format!("{last}\n"), hash: Value::Null })
             }
-            Strategy::Parts | Strategy::PartsOutlineOnce => {
-                if strategy == Strategy::Parts || fresh || !self.outlined {
-                    let o = must(b.call(&self.who, "read_note_outline", json!({"note_id": note}))?, "read_note_outline")?;
-                    let id = self.section_id();
-                    let listed = o["sections"].as_array().context("sections")?.iter().any(|s| s["section_id"] == id.as_str());
-                    if !listed {
-                        bail!("the outline lost {id}");
-                    }
-                    self.outlined = true;
+            Strategy::Parts | Strategy::PartsWholeOutline => {
+                let args = match strategy {
+                    Strategy::Parts => json!({"note_id": note, "heading": format!("Section {:04}", self.section)}),
+                    _ => json!({"note_id": note}),
+                };
+                let o = must(b.call(&self.who, "read_note_outline", args)?, "read_note_outline")?;
+                let id = self.section_id();
+                let listed = o["sections"].as_array().context("sections")?.iter().any(|s| s["section_id"] == id.as_str());
+                if !listed {
+                    bail!("the outline lost {id}");
                 }
                 let r = self.read_section(b, note)?;
                 Ok(Seen { version: r["version"].clone(), text: text(&r)?, hash: r["section_hash"].clone() })
@@ -318,7 +328,7 @@ impl Agent {
                 json!({"operation": "replace_text", "text": next})
             }
             Strategy::AppendRebase => json!({"operation": "replace_in_text", "old_text": seen.text, "new_text": format!("{}{line}", seen.text), "rebase": true}),
-            Strategy::Parts | Strategy::PartsOutlineOnce => json!({"operation": "replace_section", "section_id": self.section_id(), "expected_section_hash": seen.hash,
+            Strategy::Parts | Strategy::PartsWholeOutline => json!({"operation": "replace_section", "section_id": self.section_id(), "expected_section_hash": seen.hash,
                 "text": format!("{}{line}", seen.text)}),
         };
         args.as_object_mut().context("args")?.extend(more.as_object().context("more")?.clone());
@@ -371,10 +381,9 @@ fn run(size: NoteSize, strategy: Strategy, edits: usize, seed: u64) -> Result<Pa
             n,
             section: 1 + n * (sections - 1) / (AGENTS - 1),
             kept: None,
-            outlined: false,
         })
         .collect();
-    let mut retries = 0;
+    let (mut retries, mut retry_bytes) = (0, 0);
     for edit in 0..edits {
         let mut seen = Vec::with_capacity(AGENTS);
         for a in agents.iter_mut() {
@@ -382,6 +391,7 @@ fn run(size: NoteSize, strategy: Strategy, edits: usize, seed: u64) -> Result<Pa
         }
         for (a, mut s) in agents.iter_mut().zip(seen) {
             let mut attempt = 0;
+            let mut spent = b.read + b.written;
             while !a.write(&mut b, &note, strategy, &s, edit, attempt)? {
                 attempt += 1;
                 retries += 1;
@@ -389,10 +399,16 @@ fn run(size: NoteSize, strategy: Strategy, edits: usize, seed: u64) -> Result<Pa
                     bail!("{} at {}: agent {} refused {attempt} times in a row", strategy.label(), size.label, a.n);
                 }
                 s = a.read(&mut b, &note, strategy, true)?;
+                // The refused write, the re-read, and (counted below) the write that redoes it.
+                retry_bytes += b.read + b.written - spent;
+                spent = b.read + b.written;
+            }
+            if attempt > 0 {
+                retry_bytes += b.read + b.written - spent;
             }
         }
     }
-    let last = b.setup(&owner, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))?;
+    let last = b.setup(&owner, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "max_chars": 1_000_000}))?;
     let text = text(&last)?;
     let mut count: HashMap<&str, usize> = HashMap::new();
     for l in text.lines() {
@@ -422,6 +438,7 @@ fn run(size: NoteSize, strategy: Strategy, edits: usize, seed: u64) -> Result<Pa
         outline_read: b.outline_read,
         written: b.written,
         retries,
+        retry_bytes,
         lost,
         doubled,
     })
@@ -434,14 +451,14 @@ pub fn parts_table(result: &PartsResult) -> String {
          Natively (the core in this process, memory store, simulated clock), {AGENTS} agents each adding one line to its own \
          section of one note, {} intended edits each, round-robin (all read, then all write). Bytes read: the JSON of every \
          tool result's structuredContent; written: the JSON of every call's arguments.\n\n\
-         | strategy | note size | note bytes | sections | bytes read/edit | of which outline | bytes written/edit | retries/edit | lost or doubled lines |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+         | strategy | note size | note bytes | sections | bytes read/edit | of which outline | bytes written/edit | retries/edit | bytes/retry | lost or doubled lines |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         result.edits_per_agent
     );
     for r in &result.rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.2} | {} |",
+            "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.2} | {:.0} | {} |",
             r.strategy.label(),
             r.size.label,
             r.note_bytes,
@@ -450,6 +467,7 @@ pub fn parts_table(result: &PartsResult) -> String {
             r.outline_read as f64 / r.edits.max(1) as f64,
             r.written_per_edit(),
             r.retries_per_edit(),
+            r.bytes_per_retry(),
             r.lost + r.doubled,
         );
     }
@@ -476,4 +494,21 @@ pub fn parts_table(result: &PartsResult) -> String {
         }
     }
     out
+}
+
+/// Bytes read + written per intended edit, by strategy, across note sizes (log scale).
+pub fn parts_chart(result: &PartsResult) -> crate::charts::Chart {
+    let sizes = result.sizes();
+    crate::charts::Chart {
+        file: "parts.svg".into(),
+        title: "parts: bytes read + written per intended edit as the note grows".into(),
+        x: "note size".into(),
+        y: "bytes per edit (log)".into(),
+        kind: crate::charts::Kind::LogLines,
+        categories: sizes.iter().map(|s| s.label.to_string()).collect(),
+        series: Strategy::EACH
+            .iter()
+            .map(|st| (st.label().to_string(), sizes.iter().map(|sz| result.row(*st, sz.label).map_or(1.0, |r| r.bytes_per_edit())).collect()))
+            .collect(),
+    }
 }

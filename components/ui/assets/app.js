@@ -76,6 +76,8 @@ function renderMarkdown(el, text) {
 }
 
 const when = (t) => (t ? new Date(t).toLocaleString() : '');
+/** A time of day, local and short (14:05): when a claim runs out. */
+const clock = (t) => (t ? new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '');
 const enc = encodeURIComponent;
 const newKey = () => 'ui-' + Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, '0')).join('');
 
@@ -277,13 +279,14 @@ function keyFor(note, tab, content) {
 
 // --------------------------------------------------------------- route ---
 
-/** What the open note page holds: timers and the person's own claim, undone on leaving. */
-let page = { timers: [], claim: null, leave: [] };
+/** What the open note page holds: timers and the person's own claims (of
+ * the tab, of one section), undone on leaving. */
+let page = { timers: [], claim: null, section: null, leave: [] };
 
 function leave() {
   for (const t of page.timers) clearInterval(t);
   for (const f of page.leave) f();
-  page = { timers: [], claim: null, leave: [] };
+  page = { timers: [], claim: null, section: null, leave: [] };
 }
 
 async function route() {
@@ -376,7 +379,7 @@ async function openNote(noteId, tabId) {
   const tab = note.tabs.find((t) => t.tab_id === tabId) || note.tabs[0];
   const ctx = { note, tab, noteId: note.note_id, tabId: tab.tab_id };
   const body = h('div', { id: 'tab-body' });
-  const side = h('aside', {}, presencePanel(ctx), historyPanel(ctx));
+  const side = h('aside', {}, presencePanel(ctx), tab.type === 'markdown' ? outlinePanel(ctx) : null, historyPanel(ctx));
   main().replaceChildren(
     noteHeader(ctx),
     tabStrip(ctx),
@@ -402,6 +405,7 @@ async function refreshNote(ctx) {
   const v = $('#note-version');
   if (v) v.textContent = 'version ' + ctx.note.version;
   ctx.refreshHistory?.();
+  ctx.refreshOutline?.();
 }
 
 function noteHeader(ctx) {
@@ -459,9 +463,19 @@ function tabStrip(ctx) {
 
 // ------------------------------------------------------ presence, claims -
 
-/** Another actor's live claim on this tab or the whole note, if any. */
+/** Another actor's live claim on this tab or the whole note, if any. A
+ * claim on a section of the tab does not lock the editor: the server refuses
+ * only a save that changes that section's lines. */
 function blockingClaim(ctx) {
-  return (ctx.claims || []).find((c) => !c.yours && (c.tab_id == null || c.tab_id === ctx.tabId));
+  return (ctx.claims || []).find((c) => !c.yours && c.section_id == null && (c.tab_id == null || c.tab_id === ctx.tabId));
+}
+
+/** What a claim on the board holds, in words. */
+function claimTarget(ctx, c) {
+  if (!c.tab_id) return 'whole note';
+  const tab = 'tab ' + (c.tab_label || c.tab_id);
+  if (c.section_id == null) return tab;
+  return 'section ' + (c.tab_id === ctx.tabId ? sectionName(ctx, c.section_id) : '“' + c.section_id + '”') + ' of ' + tab;
 }
 
 function presencePanel(ctx) {
@@ -470,9 +484,9 @@ function presencePanel(ctx) {
   const panel = h('section', { class: 'panel' }, h('h3', {}, 'Who is here'), list, h('div', { class: 'row' }, mine));
   const draw = () => {
     const claims = ctx.claims || [];
-    list.replaceChildren(...(claims.length ? claims.map((c) => h('li', { class: 'claim', 'data-claim-id': c.claim_id, 'data-actor': c.actor_type },
+    list.replaceChildren(...(claims.length ? claims.map((c) => h('li', { class: 'claim', 'data-claim-id': c.claim_id, 'data-actor': c.actor_type, 'data-section-id': c.section_id },
       h('strong', {}, c.held_by), ' (' + c.actor_type + ')' + (c.yours ? ' — you' : ''),
-      h('div', { class: 'muted' }, (c.tab_id ? 'tab ' + (c.tab_label || c.tab_id) : 'whole note') + ' · since ' + when(c.since) + ' · until ' + when(c.expires_at)),
+      h('div', { class: 'muted' }, claimTarget(ctx, c) + ' · since ' + when(c.since) + ' · until ' + when(c.expires_at)),
       (c.notes || []).map((n) => h('div', { class: 'claim-notes' }, '“', n.text, '” ', h('span', {}, when(n.posted_at))))))
       : [h('li', { class: 'muted' }, 'Nobody holds this note.')]));
     mine.textContent = page.claim ? 'Release my claim' : 'Claim this tab while I edit';
@@ -480,18 +494,23 @@ function presencePanel(ctx) {
   };
   const poll = async () => {
     const r = await api('GET', '/api/v1/claims?note_id=' + enc(ctx.noteId));
-    if (r.ok) { ctx.claims = r.body.claims || []; draw(); }
+    if (r.ok) ctx.claims = r.body.claims || [];
+    // The outline shows who holds which section: it is read again with the
+    // board, and first, so that the board names sections by their headings.
+    await ctx.refreshOutline?.();
+    if (r.ok) draw();
   };
   mine.addEventListener('click', async () => {
-    if (page.claim) { await releaseMine(false); return poll(); }
+    if (page.claim) {
+      const id = page.claim;
+      page.claim = null;
+      await releaseClaim(id, false);
+      return poll();
+    }
     const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/claims', { tab_id: ctx.tabId, ttl_seconds: CLAIM_TTL });
     if (!r.ok) return status(refusalText(r.body) + (r.body.held_by ? ' (held by ' + r.body.held_by + ', ' + r.body.actor_type + ', until ' + when(r.body.expires_at) + ')' : ''), true);
     page.claim = r.body.claim_id;
-    const beat = setInterval(async () => {
-      const b = await api('POST', '/api/v1/claims/' + enc(page.claim) + '/renew', { ttl_seconds: CLAIM_TTL });
-      if (!b.ok) { status('Your claim lapsed: ' + refusalText(b.body), true); page.claim = null; clearInterval(beat); }
-    }, HEARTBEAT_MS);
-    page.timers.push(beat);
+    heartbeat(page.claim, () => page.claim, (b) => { page.claim = null; status('Your claim lapsed: ' + refusalText(b), true); });
     poll();
   });
   ctx.pollClaims = poll;
@@ -500,13 +519,170 @@ function presencePanel(ctx) {
   return panel;
 }
 
-/** Release the person's claim; on leaving the page the request outlives it (keepalive). */
-async function releaseMine(leaving) {
-  const id = page.claim;
-  if (!id) return;
-  page.claim = null;
+/** Renews claim `id` every HEARTBEAT_MS while the page still holds it
+ * (`held()` is `id`); a refused renewal stops it and is told (`lapsed`). */
+function heartbeat(id, held, lapsed) {
+  const beat = setInterval(async () => {
+    if (held() !== id) return clearInterval(beat);
+    const b = await api('POST', '/api/v1/claims/' + enc(id) + '/renew', { ttl_seconds: CLAIM_TTL });
+    if (!b.ok && held() === id) { clearInterval(beat); lapsed(b.body); }
+  }, HEARTBEAT_MS);
+  page.timers.push(beat);
+}
+
+/** Release one claim the person holds; on leaving the page the request outlives it (keepalive). */
+async function releaseClaim(id, leaving) {
   const init = { method: 'DELETE', headers: { authorization: 'Bearer ' + token() }, keepalive: leaving };
   await fetch('/api/v1/claims/' + enc(id), init).catch(() => {});
+}
+
+/** Release the person's claims on the open note: the tab's and the section's. */
+async function releaseMine(leaving) {
+  const ids = [page.claim, page.section].filter(Boolean);
+  page.claim = null;
+  page.section = null;
+  await Promise.all(ids.map((id) => releaseClaim(id, leaving)));
+}
+
+// ------------------------------------------------------------- outline ---
+
+/** The most outline reads (of 500 sections each) the panel makes. */
+const OUTLINE_PAGES = 4;
+
+/** Section `id`'s heading as the outline last read has it, quoted (its id when the outline does not have it). */
+function sectionName(ctx, id) {
+  const s = (ctx.sections || []).find((x) => x.section_id === id);
+  return '“' + (s ? s.heading || '(no heading text)' : id) + '”';
+}
+
+/** Who holds a section and until when, in words: “Drafting agent (agent) until 14:05”. */
+const holderWords = (c) => `${c.held_by} (${c.actor_type}) until ${clock(c.expires_at)}`;
+
+/** A refused section claim in words: who is working there and until when. */
+function claimRefusal(ctx, b, s) {
+  const wanted = 'the section “' + (s.heading || '(no heading text)') + '”';
+  if (b.error !== 'claim_conflict') return `Could not claim ${wanted}: ${refusalText(b)}.`;
+  const what = b.section_id ? 'the section ' + sectionName(ctx, b.section_id) : b.tab_id ? 'this tab' : 'this note';
+  if (b.held_by_you) return `You already hold ${what}: release it before you claim ${wanted}.`;
+  return `${b.held_by} (${b.actor_type}) is working on ${what} until ${clock(b.expires_at)}: you can claim ${wanted} after they finish.`;
+}
+
+/** A markdown tab's sections: each heading (a click shows it in the editor),
+ * who holds it, and a button to claim it or release it. */
+function outlinePanel(ctx) {
+  const list = h('ul', { id: 'outline', class: 'outline' });
+  const msg = h('div', { id: 'outline-status', class: 'muted', role: 'status' });
+  const panel = h('section', { class: 'panel', id: 'outline-panel' }, h('h3', {}, 'Sections of this tab'), list, msg);
+  const say = (text, bad = false) => { msg.textContent = text || ''; msg.className = bad ? 'bad' : 'muted'; };
+  const yours = (c) => !!c && (c.claim_id === page.section || (ctx.claims || []).some((b) => b.claim_id === c.claim_id && b.yours));
+  let drawn = null;
+  let reads = 0;
+  const draw = () => {
+    const sections = ctx.sections || [];
+    const tabHeld = blockingClaim(ctx);
+    const ownTab = (ctx.claims || []).some((c) => c.yours && c.section_id == null && (c.tab_id == null || c.tab_id === ctx.tabId));
+    const held = sections.find((s) => yours(s.claimed_by));
+    // Drawn again only when something shown changed: a button is never swapped under the pointer.
+    const key = JSON.stringify([sections, tabHeld?.claim_id, ownTab, held?.section_id, ctx.sectionsCut]);
+    if (key === drawn) return;
+    drawn = key;
+    const others = sections.filter((o) => o.claimed_by && !yours(o.claimed_by));
+    const row = (s) => {
+      const c = s.claimed_by;
+      const mine = yours(c);
+      const overlaps = !c && others.some((o) => o.start_line <= s.end_line && s.start_line <= o.end_line);
+      const free = !c && !overlaps && !tabHeld && !ownTab && !held;
+      return h('li', { class: 'section lvl-' + s.level + (c ? ' held' : ''), 'data-section-id': s.section_id, 'data-level': s.level },
+        h('button', { class: 'section-heading', title: `Show lines ${s.start_line}–${s.end_line} in the editor`, onclick: () => showSection(ctx, s) }, s.heading || '(no heading text)'),
+        c ? h('span', { class: 'section-holder' + (mine ? ' mine' : ''), 'data-actor': c.actor_type },
+          mine ? `held by you until ${clock(c.expires_at)}` : 'held by ' + holderWords(c)) : null,
+        overlaps ? h('span', { class: 'section-holder overlap' }, 'overlaps a held section') : null,
+        mine ? h('button', { class: 'release-section', onclick: () => release(c.claim_id) }, 'Release') : null,
+        free ? h('button', { class: 'claim-section', onclick: () => claim(s) }, 'Claim') : null);
+    };
+    list.replaceChildren(...(sections.length ? sections.map(row) : [h('li', { class: 'muted' }, 'No headings yet: a line starting with # starts a section.')]),
+      ...(ctx.sectionsCut ? [h('li', { class: 'muted' }, `Only the first ${sections.length} sections are listed.`)] : []));
+  };
+  const load = async () => {
+    const read = ++reads;
+    const sections = [];
+    let cut = false;
+    for (let n = 0, from = 1; ; n++) {
+      const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/outline' + (from > 1 ? '?start_line=' + from : ''));
+      if (read !== reads) return; // a later read answers instead
+      if (!r.ok) { drawn = null; list.replaceChildren(h('li', { class: 'muted' }, 'The outline is unavailable: ' + refusalText(r.body))); return; }
+      sections.push(...r.body.sections);
+      if (!r.body.truncated) break;
+      if (n + 1 >= OUTLINE_PAGES) { cut = true; break; }
+      from = r.body.next;
+    }
+    ctx.sections = sections;
+    ctx.sectionsCut = cut;
+    draw();
+  };
+  const claim = async (s) => {
+    say('');
+    const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/claims', { tab_id: ctx.tabId, section_id: s.section_id, ttl_seconds: CLAIM_TTL });
+    if (!r.ok) {
+      say(claimRefusal(ctx, r.body, s), true);
+    } else {
+      page.section = r.body.claim_id;
+      heartbeat(page.section, () => page.section, (b) => {
+        page.section = null;
+        say(`Your claim on the section “${s.heading}” lapsed: ${refusalText(b)}`, true);
+        load();
+      });
+      say(`You hold the section “${s.heading}” until ${clock(r.body.expires_at)} (renewed while this page is open): others cannot change its lines, and you can change only them.`);
+    }
+    await (ctx.pollClaims || load)();
+  };
+  const release = async (id) => {
+    if (page.section === id) page.section = null;
+    await releaseClaim(id, false);
+    say('');
+    await (ctx.pollClaims || load)();
+  };
+  ctx.refreshOutline = load;
+  load();
+  return panel;
+}
+
+/** Selects section `s` in the editor, the caret on its heading, and scrolls
+ * there. The outline reads the stored text: when the person's draft moved
+ * the heading, the nearest line with that heading is taken. */
+function showSection(ctx, s) {
+  const editor = ctx.editor;
+  if (!editor || editor.closest('[hidden]')) return;
+  const lines = editor.value.split('\n');
+  const looks = (i) => {
+    const l = (lines[i] || '').trimStart();
+    return l.startsWith('#'.repeat(s.level)) && l[s.level] !== '#' && l.includes(s.heading);
+  };
+  let first = s.start_line - 1;
+  if (!looks(first)) {
+    const near = lines.map((_, i) => i).filter(looks).sort((a, b) => Math.abs(a - first) - Math.abs(b - first))[0];
+    if (near != null) first = near;
+  }
+  first = Math.max(0, Math.min(first, lines.length - 1));
+  const last = Math.min(first + s.end_line - s.start_line, lines.length - 1);
+  const at = (i) => lines.slice(0, i).reduce((n, l) => n + l.length + 1, 0);
+  const start = at(first);
+  editor.focus({ preventScroll: true });
+  editor.setSelectionRange(start, Math.min(at(last + 1), editor.value.length), 'backward');
+  editor.scrollTop = textTop(editor, start);
+}
+
+/** How far down `editor`'s content the character at `offset` starts, wrapped
+ * as the editor wraps it: the text before it, measured in a hidden twin. */
+function textTop(editor, offset) {
+  const twin = h('textarea', { class: editor.className, 'aria-hidden': 'true', tabindex: -1 });
+  Object.assign(twin.style, { position: 'absolute', visibility: 'hidden', height: '0', minHeight: '0', width: editor.offsetWidth + 'px' });
+  twin.value = editor.value.slice(0, offset);
+  editor.after(twin);
+  const css = getComputedStyle(twin);
+  const top = twin.scrollHeight - parseFloat(css.lineHeight) - parseFloat(css.paddingBottom) - parseFloat(css.paddingTop);
+  twin.remove();
+  return Math.max(0, top) || 0;
 }
 
 // ------------------------------------------------------------- history ---
@@ -578,11 +754,22 @@ function saveBar(ctx) {
   return { save, state, holder, bar: h('div', { class: 'row' }, save, state) };
 }
 
-/** A refused save in words, the draft named as kept. */
-function refusedSave(bar, b) {
+/** A refused save in words, the draft named as kept. A section someone
+ * else holds, or the person's own section they wrote outside of, is named by
+ * its heading (`ctx.sections`, the outline the page last read). */
+function refusedSave(bar, b, ctx) {
+  bar.state.className = 'bad';
+  if (b.error === 'claim_conflict' && b.section_id) {
+    bar.state.textContent = `Not saved. ${b.held_by} (${b.actor_type}) is working on the section ${sectionName(ctx || {}, b.section_id)} until ${clock(b.expires_at)}. `
+      + 'Your text is kept here; save again after they finish, or undo your change in that section.';
+    return;
+  }
+  if (b.error === 'outside_claim') {
+    bar.state.textContent = `Not saved. You hold the section ${sectionName(ctx || {}, b.section_id)}: you can change only its lines while you hold it. Release it to edit elsewhere.`;
+    return;
+  }
   const who = b.held_by ? ` Held by ${b.held_by} (${b.actor_type}) until ${when(b.expires_at)}.` : '';
   bar.state.textContent = 'Not saved: ' + refusalText(b) + '.' + who + ' Your draft is kept.';
-  bar.state.className = 'bad';
 }
 
 // ----------------------------------------------------- markdown editor ---
@@ -597,6 +784,7 @@ async function markdownEditor(ctx, body) {
   const tab = await readTab(ctx);
   const editor = h('textarea', { id: 'editor', class: 'editor', spellcheck: 'true' });
   const preview = h('div', { id: 'preview', class: 'preview' });
+  ctx.editor = editor;
   const bar = saveBar(ctx);
   const draftBanner = h('div', { id: 'draft-banner', class: 'banner info', hidden: true });
   const area = h('div', { id: 'edit-area' }, bar.holder, draftBanner, h('div', { class: 'split' }, editor, preview), bar.bar);
@@ -652,7 +840,12 @@ async function markdownEditor(ctx, body) {
       });
       return false;
     }
-    refusedSave(bar, r.body);
+    if (r.status === 409 && r.body.section_id) {
+      // A section claim refused it: the outline names the section by its heading and shows who holds it now.
+      if (!(ctx.sections || []).some((s) => s.section_id === r.body.section_id)) await ctx.refreshOutline?.();
+      ctx.pollClaims?.();
+    }
+    refusedSave(bar, r.body, ctx);
     return false;
   };
   bar.save.addEventListener('click', () => save(editor.value, base.version));

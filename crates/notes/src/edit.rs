@@ -360,14 +360,15 @@ impl Patch {
 /// with the section's hash and size now); and the line the section started on.
 fn replace_section(text: &str, id: &str, hash: &str, with: &str) -> Out<(String, usize)> {
     let s = section(text, id)?;
-    if s.hash != hash {
+    let now = s.hash(text);
+    if now != hash {
         return Err(Refusal::new(
             Code::VersionConflict,
-            format!("section {id} changed since you read it: its hash is now {}, not {hash}", s.hash),
+            format!("section {id} changed since you read it: its hash is now {now}, not {hash}"),
         )
         .with("field", "expected_section_hash")
         .with("section_id", id)
-        .with("section_hash", s.hash.clone())
+        .with("section_hash", now)
         .with("chars", s.chars as u64)
         .with_next_step("read the section again (read_note_tab with its section_id), redo your change on it, and send it with its new section_hash and a new idempotency key")
         .into());

@@ -8,8 +8,8 @@
 //! commit:
 //!
 //! 1. *Others keep out.* If the writer is not `H`, then after the commit `T`
-//!    exists and its text has a section with `S`'s id and `S`'s hash: every
-//!    line of `S` is as it was, and nothing was added inside it.
+//!    exists and its text has a section with `S`'s id and `S`'s very lines:
+//!    every line of `S` is as it was, and nothing was added inside it.
 //! 2. *The holder keeps in.* If the writer is `H`, every line of `T` outside
 //!    `S` is as it was: the text after the commit is the lines before `S`,
 //!    then any lines, then the lines after `S`.
@@ -101,7 +101,8 @@ pub(crate) fn enforce(
             let c = &head.claims[i];
             let Some(s) = old.iter().find(|s| Some(&s.id) == c.section_id.as_ref()) else { continue };
             if c.holder.subject != who.subject {
-                if !new.iter().any(|n| n.id == s.id && n.hash == s.hash) {
+                let kept = new_text.as_deref().is_some_and(|t| new.iter().any(|n| n.id == s.id && n.body(t) == s.body(&old_text)));
+                if !kept {
                     return Ok(Err(Breach::Claimed(i)));
                 }
                 continue;

@@ -33,8 +33,28 @@ pub(crate) struct Section {
     pub end_line: usize,
     /// Characters in its lines, `\n`s included.
     pub chars: usize,
-    /// SHA-256 (hex) of its lines, each with its `\n`.
-    pub hash: String,
+    /// Where its lines are in the text it was outlined from (the last
+    /// line's `\n` included when the text has one).
+    bytes: std::ops::Range<usize>,
+}
+
+impl Section {
+    /// Its lines as they stand in `text`, the text it was outlined from.
+    pub fn body<'t>(&self, text: &'t str) -> &'t str {
+        &text[self.bytes.clone()]
+    }
+
+    /// SHA-256 (hex) of its lines, each with its `\n` (`text`: the text it
+    /// was outlined from). Computed on demand: a section edit or a section
+    /// read hashes one section, not the note.
+    pub fn hash(&self, text: &str) -> String {
+        let body = self.body(text);
+        if body.ends_with('\n') {
+            sha_hex(body.as_bytes())
+        } else {
+            sha_hex(format!("{body}\n").as_bytes())
+        }
+    }
 }
 
 /// The lines of `text`, without their `\n`s.
@@ -117,34 +137,21 @@ pub(crate) fn outline(text: &str) -> Vec<Section> {
     }
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut out = Vec::with_capacity(heads.len());
+    let offset = |l: &str| l.as_ptr() as usize - text.as_ptr() as usize;
     for (k, (start, level, h)) in heads.iter().enumerate() {
         let end = heads[k + 1..].iter().find(|(_, l, _)| l <= level).map_or(ls.len(), |(i, _, _)| *i);
         let base = slug(h);
         let n = seen.entry(base.clone()).or_insert(0);
         *n += 1;
         let id = if *n == 1 { base } else { format!("{base}-{n}") };
-        let body = section_text(&ls, *start, end);
-        out.push(Section {
-            id,
-            level: *level,
-            heading: h.clone(),
-            start_line: start + 1,
-            end_line: end,
-            chars: body.chars().count(),
-            hash: sha_hex(body.as_bytes()),
-        });
+        let last = ls[end - 1];
+        let to = (offset(last) + last.len() + 1).min(text.len());
+        let bytes = offset(ls[*start])..to;
+        let body = &text[bytes.clone()];
+        let chars = body.chars().count() + usize::from(!body.ends_with('\n'));
+        out.push(Section { id, level: *level, heading: h.clone(), start_line: start + 1, end_line: end, chars, bytes });
     }
     out
-}
-
-/// Lines `from..to` (0-based, exclusive end), each with its `\n`.
-fn section_text(ls: &[&str], from: usize, to: usize) -> String {
-    let mut s = String::new();
-    for l in &ls[from..to] {
-        s.push_str(l);
-        s.push('\n');
-    }
-    s
 }
 
 /// A window of a text's lines.
@@ -209,7 +216,11 @@ mod tests {
         let ids: Vec<_> = o.iter().map(|s| (s.id.as_str(), s.level, s.start_line, s.end_line)).collect();
         assert_eq!(ids, vec![("plan", 1, 2, 8), ("risks", 2, 4, 8), ("plan-2", 1, 9, 10)]);
         assert_eq!(o[1].chars, "## Risks\nnone\n```\n# not a heading\n```\n".chars().count());
-        assert_eq!(o[2].hash, sha_hex(b"# Plan\nagain\n"));
+        assert_eq!(o[2].hash(NOTE), sha_hex(b"# Plan\nagain\n"));
+        // A text without a final newline hashes its last section as if it had one.
+        let open = NOTE.trim_end_matches('\n');
+        let last = &outline(open)[2];
+        assert_eq!((last.hash(open), last.chars), (o[2].hash(NOTE), o[2].chars));
     }
 
     #[test]
@@ -225,11 +236,11 @@ mod tests {
 
     #[test]
     fn an_edit_elsewhere_keeps_a_sections_id_and_hash() {
-        let before = outline(NOTE);
-        let after = outline(&NOTE.replace("steps\n", "steps\nmore steps\n"));
+        let edited = NOTE.replace("steps\n", "steps\nmore steps\n");
+        let (before, after) = (outline(NOTE), outline(&edited));
         assert_eq!(before[2].id, after[2].id);
-        assert_eq!(before[2].hash, after[2].hash);
-        assert_ne!(before[0].hash, after[0].hash);
+        assert_eq!(before[2].hash(NOTE), after[2].hash(&edited));
+        assert_ne!(before[0].hash(NOTE), after[0].hash(&edited));
     }
 
     #[test]

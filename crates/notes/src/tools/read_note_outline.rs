@@ -128,7 +128,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         .into_iter()
         .map(|s| {
             let mut v = json!({"section_id": s.id, "level": s.level, "heading": s.heading, "start_line": s.start_line,
-                   "end_line": s.end_line, "chars": s.chars, "section_hash": s.hash});
+                   "end_line": s.end_line, "chars": s.chars, "section_hash": s.hash(&text)});
             let held = head.claims.iter().find(|c| {
                 c.live(now) && c.tab_id.as_deref() == Some(tab.id.as_str()) && c.section_id.as_deref() == Some(s.id.as_str())
             });

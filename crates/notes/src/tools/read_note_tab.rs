@@ -256,7 +256,7 @@ pub(crate) fn read_part(c: &mut Call, note_id: &str, tab_id: &str, at_version: O
                     let lines = s.end_line + 1 - s.start_line;
                     put_window(&mut out, &window(&text, s.start_line, Some(lines), cap));
                     out["section_id"] = s.id.clone().into();
-                    out["section_hash"] = s.hash.clone().into();
+                    out["section_hash"] = s.hash(&text).into();
                 }
                 Part::Since(v) => {
                     let old = since_text(c, &head, tab_id, *v)?;
