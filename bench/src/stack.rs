@@ -94,7 +94,13 @@ impl Stack {
     pub async fn start(manifest: PathBuf) -> Result<Self> {
         let state = std::env::temp_dir().join(format!("cairn-bench-notes-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&state);
-        let variables = [("rate_limit_per_minute".to_string(), "1000000000".to_string())].into();
+        // The benchmarks write far past a tenant's usual budget and quota: a
+        // minute of three writers on a 200 KB note stores gigabytes of versions.
+        let variables = [
+            ("rate_limit_per_minute".to_string(), "1000000000".to_string()),
+            ("quota_bytes".to_string(), "1000000000000".to_string()),
+        ]
+        .into();
         let opts = server::Options {
             manifest,
             listen: "127.0.0.1:0".parse()?,

@@ -21,9 +21,9 @@
 //!   (`heading`), once per edit, `read_note_tab` of its `section_id`,
 //!   `replace_section` with the `section_hash` read; on a refusal, read both
 //!   again.
-//! - **parts, whole outline**: as parts, but the outline unfiltered: every
-//!   section of the note, once per edit (what an agent that does not know
-//!   its heading pays).
+//! - **parts, whole outline**: as parts, but the outline unfiltered, page
+//!   by page (500 sections a page) until the agent's section shows, once
+//!   per edit (what an agent that does not know its heading pays).
 //!
 //! Bytes read: the JSON of every tool result's `structuredContent` (writes'
 //! results and refusals included): what an agent's context gets. Bytes
@@ -293,15 +293,21 @@ impl Agent {
                 Ok(Seen { version: r["version"].clone(), text: format!("{last}\n"), hash: Value::Null })
             }
             Strategy::Parts | Strategy::PartsWholeOutline => {
-                let args = match strategy {
+                let mut args = match strategy {
                     Strategy::Parts => json!({"note_id": note, "heading": format!("Section {:04}", self.section)}),
                     _ => json!({"note_id": note}),
                 };
-                let o = must(b.call(&self.who, "read_note_outline", args)?, "read_note_outline")?;
+                // Page by page (500 sections a page) until its section shows.
                 let id = self.section_id();
-                let listed = o["sections"].as_array().context("sections")?.iter().any(|s| s["section_id"] == id.as_str());
-                if !listed {
-                    bail!("the outline lost {id}");
+                loop {
+                    let o = must(b.call(&self.who, "read_note_outline", args.clone())?, "read_note_outline")?;
+                    if o["sections"].as_array().context("sections")?.iter().any(|s| s["section_id"] == id.as_str()) {
+                        break;
+                    }
+                    match o["next"].as_u64() {
+                        Some(n) => args["start_line"] = n.into(),
+                        None => bail!("the outline lost {id}"),
+                    }
                 }
                 let r = self.read_section(b, note)?;
                 Ok(Seen { version: r["version"].clone(), text: text(&r)?, hash: r["section_hash"].clone() })

@@ -2,16 +2,18 @@
 //! against the whole tab, through the whole stack (HTTP; MCP for agents,
 //! REST for the person).
 //!
-//! **Side by side.** A note of about 200 KB (`# Part 001`…, 1 KB each). Two
+//! **Side by side.** A note of about 270 KB (`# Part 001`…, 1 KB each). Two
 //! agents and a person each own one section (a quarter, half and three
-//! quarters of the way down) and, until the deadline, each add one line at
-//! the end of it, with no think time, three ways:
+//! quarters of the way down; 24 KB each, just under the read cap) and, until
+//! the deadline, each add one line at the end of it, with no think time,
+//! three ways:
 //!
 //! - **section claims**: each claims its section first (agents with
 //!   `claim_note`, the person over REST), then reads it (`section_id`) and
 //!   writes it with `replace_section` and the `section_hash` read. After the
 //!   deadline, one agent tries to write the person's section with the hash it
-//!   just read: the claim must refuse it.
+//!   just read: the claim must refuse it. A section that grew past the read
+//!   cap is read again whole (a part comes without a hash).
 //! - **replace_section alone**: the same, without claims.
 //! - **note-level replace_text**: each reads the whole tab and writes it
 //!   whole with the version read (the person saves with the people's `PUT`);
@@ -138,9 +140,15 @@ impl Door {
         self.tool(c, "claim_note", args, ("POST", format!("/api/v1/notes/{note}/claims"), body)).await
     }
 
-    async fn read_section(&self, c: &mut Client, note: &str, section: &str) -> Result<Reply> {
-        let args = json!({"note_id": note, "tab_id": "markdown", "section_id": section});
-        self.tool(c, "read_note_tab", args, ("GET", format!("/api/v1/notes/{note}/tabs/markdown?section_id={section}"), Value::Null)).await
+    /// A section, at most `max_chars` characters (else the default cap).
+    async fn read_section(&self, c: &mut Client, note: &str, section: &str, max_chars: Option<u64>) -> Result<Reply> {
+        let mut args = json!({"note_id": note, "tab_id": "markdown", "section_id": section});
+        let mut path = format!("/api/v1/notes/{note}/tabs/markdown?section_id={section}");
+        if let Some(m) = max_chars {
+            args["max_chars"] = m.into();
+            let _ = write!(path, "&max_chars={m}");
+        }
+        self.tool(c, "read_note_tab", args, ("GET", path, Value::Null)).await
     }
 
     async fn read_whole(&self, c: &mut Client, note: &str) -> Result<Reply> {
@@ -181,10 +189,15 @@ fn part(k: usize, bytes: usize) -> String {
     s
 }
 
-/// A note of `sections` parts of `bytes` each, written by the person: its id and text.
-async fn big_note(stack: &Stack, c: &mut Client, sections: usize, bytes: usize) -> Result<(String, String)> {
+/// Bytes of a section a writer owns at the start: just under the default
+/// read cap, so its first lines take it past (and it must be read whole).
+const OWNED_BYTES: usize = 23_900;
+
+/// A note of `sections` parts of `bytes` each (`owned` ones of
+/// [`OWNED_BYTES`]), written by the person: its id and text.
+async fn big_note(stack: &Stack, c: &mut Client, sections: usize, bytes: usize, owned: &[usize]) -> Result<(String, String)> {
     let note = stack.seed_notes(1)?.remove(0);
-    let text: String = (1..=sections).map(|k| part(k, bytes)).collect();
+    let text: String = (1..=sections).map(|k| part(k, if owned.contains(&k) { OWNED_BYTES } else { bytes })).collect();
     let (status, body) = c.send("PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), &stack.person, &json!({"expected_version": 1, "text": text})).await?;
     if status != 200 {
         bail!("filling the note: {status} {body}");
@@ -212,9 +225,14 @@ async fn writer(stack_addr: std::net::SocketAddr, door: Door, note: String, mode
         attempt += 1;
         let reply = match mode {
             Mode::Claims | Mode::Sections => {
-                let s = door.read_section(&mut c, &note, &id).await?;
-                if !s.ok {
-                    bail!("writer {n} could not read {id}: {}", s.body);
+                let mut s = door.read_section(&mut c, &note, &id, None).await?;
+                if s.ok && s.body["truncated"] == true {
+                    // Longer than the read cap: no hash comes with a part, so read it whole.
+                    let chars = s.body["chars"].as_u64().context("section chars")?;
+                    s = door.read_section(&mut c, &note, &id, Some(chars)).await?;
+                }
+                if !s.ok || !s.body["section_hash"].is_string() {
+                    bail!("writer {n} could not read {id} whole: {}", s.body);
                 }
                 let text = s.body["text"].as_str().context("section text")?;
                 let body = json!({"expected_version": s.body["version"], "idempotency_key": key, "operation": "replace_section",
@@ -248,7 +266,7 @@ async fn writer(stack_addr: std::net::SocketAddr, door: Door, note: String, mode
     Ok((run, landed))
 }
 
-/// Every mode for `seconds` each on a fresh note of about 200 KB.
+/// Every mode for `seconds` each on a fresh note of about 270 KB.
 pub async fn side_by_side(stack: &Stack, seconds: f64) -> Result<Vec<SideRow>> {
     let mut rows = Vec::new();
     let doors = [
@@ -259,7 +277,7 @@ pub async fn side_by_side(stack: &Stack, seconds: f64) -> Result<Vec<SideRow>> {
     let owned = [50usize, 100, 150];
     for mode in Mode::EACH {
         let mut c = Client::connect(stack.running.addr).await?;
-        let (note, text) = big_note(stack, &mut c, 200, 1_000).await?;
+        let (note, text) = big_note(stack, &mut c, 200, 1_000, &owned).await?;
         let deadline = Instant::now() + Duration::from_secs_f64(seconds);
         let started = Instant::now();
         let tasks: Vec<_> = doors
@@ -275,10 +293,12 @@ pub async fn side_by_side(stack: &Stack, seconds: f64) -> Result<Vec<SideRow>> {
             landed.extend(lines);
         }
         let seconds = started.elapsed().as_secs_f64();
+        // A fresh connection: the host closes one left idle while the writers ran.
+        let mut c = Client::connect(stack.running.addr).await?;
         let intruder_refused = if mode == Mode::Claims {
             // An agent writes the person's section with the hash it just read.
             let id = format!("part-{:03}", owned[2]);
-            let s = doors[0].read_section(&mut c, &note, &id).await?;
+            let s = doors[0].read_section(&mut c, &note, &id, Some(1_000_000)).await?;
             let body = json!({"expected_version": s.body["version"], "idempotency_key": "intruder", "operation": "replace_section",
                 "section_id": id, "expected_section_hash": s.body["section_hash"], "text": format!("# Part {:03}\ntaken over\n", owned[2])});
             let r = doors[0].edit(&mut c, &note, body).await?;
@@ -320,7 +340,7 @@ pub struct CostRow {
 /// `reps` of each operation on a note of about 1 MB, one agent over MCP.
 pub async fn cost(stack: &Stack, reps: usize) -> Result<Vec<CostRow>> {
     let mut c = Client::connect(stack.running.addr).await?;
-    let (note, _) = big_note(stack, &mut c, 950, 1_000).await?;
+    let (note, _) = big_note(stack, &mut c, 950, 1_000, &[]).await?;
     let token = stack.agent.clone();
     let mut rows = Vec::new();
     let mut key = 0u64;
@@ -376,9 +396,9 @@ pub async fn cost(stack: &Stack, reps: usize) -> Result<Vec<CostRow>> {
 /// The side-by-side table.
 pub fn side_table(rows: &[SideRow]) -> String {
     let mut out = String::from(
-        "\n## sections: two agents and a person editing three sections of one 200 KB note side by side\n\n\
+        "\n## sections: two agents and a person editing three sections of one 270 KB note side by side\n\n\
          Through the whole stack (agents over MCP, the person over REST), no think time; each writer adds one line at the end \
-         of its own section until the deadline. Every refusal is a false conflict: nobody writes another's section.\n\n\
+         of its own section (24 KB at the start) until the deadline. Every refusal is a false conflict: nobody writes another's section.\n\n\
          | mode | seconds | writer | lines landed | false conflicts | busy, resent | lost or doubled (all writers) | intruder refused |\n\
          |---|---:|---|---:|---:|---:|---:|---|\n",
     );
@@ -423,7 +443,7 @@ pub fn side_chart(rows: &[SideRow]) -> crate::charts::Chart {
     let labels: Vec<&str> = rows.iter().map(|r| r.mode.label()).collect();
     super::bars(
         "sections-side.svg",
-        "sections: three writers, three sections of one 200 KB note",
+        "sections: three writers, three sections of one 270 KB note",
         "how they write",
         "count",
         &labels,

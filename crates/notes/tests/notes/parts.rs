@@ -385,3 +385,17 @@ fn a_window_starting_past_any_line_is_empty_and_never_overflows() {
     let r = read(&mut w, &ada, &note, json!({"start_line": u64::MAX, "max_lines": 100_000}));
     assert_eq!((r["text"].as_str(), r["total_lines"].as_u64(), r.get("next")), (Some(""), Some(154), None));
 }
+
+#[test]
+fn a_section_longer_than_the_cap_reads_in_part_without_a_hash_to_replace_it_with() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Long section", true);
+    let body: String = (0..40).map(|i| format!("{i:02} {}\n", "q".repeat(997))).collect();
+    w.write_text(&ada, &note, &format!("# Long\n{body}# Short\nend\n"), "long-1");
+    let cut = read(&mut w, &ada, &note, json!({"section_id": "long"}));
+    assert_eq!((cut["truncated"].as_bool(), cut.get("section_hash"), cut["chars"].as_u64()), (Some(true), None, Some(40_047)));
+    assert!(cut["next_step"].as_str().unwrap().contains("replace_section needs the whole section"));
+    let whole = read(&mut w, &ada, &note, json!({"section_id": "long", "max_chars": 100_000}));
+    assert_eq!((whole["truncated"].as_bool(), whole["section_hash"].is_string()), (Some(false), true));
+}
