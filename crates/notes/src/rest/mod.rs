@@ -44,6 +44,7 @@ mod create_note;
 mod create_tab;
 mod delete_tab;
 mod edit_tab;
+mod changes;
 mod get_note;
 mod list_attachments;
 mod list_claims;
@@ -70,6 +71,7 @@ pub use create_note::create_note;
 pub use create_tab::create_tab;
 pub use delete_tab::delete_tab;
 pub use edit_tab::edit_tab;
+pub use changes::changes;
 pub use get_note::get_note;
 pub use list_attachments::list_attachments;
 pub use list_claims::list_claims;
@@ -135,6 +137,11 @@ pub static ROUTES: &[Route] = &[
         method: Get, path: "/api/v1/notes/{note}", scope: READ, admin_only: false, audited: false, key_header: false,
         doc: "the note, its tabs and versions",
         handler: Op(get_note::serve),
+    },
+    Route {
+        method: Get, path: "/api/v1/notes/{note}/changes", scope: READ, admin_only: false, audited: false, key_header: false,
+        doc: "what an open page polls to stay live (`?since=<etag>`): `changed: false`, or the versions, tabs and live claims",
+        handler: Op(changes::serve),
     },
     Route {
         method: Patch, path: "/api/v1/notes/{note}", scope: WRITE, admin_only: false, audited: true, key_header: true,

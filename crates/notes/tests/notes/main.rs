@@ -29,6 +29,7 @@ mod fuzz_arguments;
 mod fuzz_sheets;
 mod fuzz_urls;
 mod history;
+mod live_changes;
 mod history_sweep;
 mod idempotency;
 mod lying_store;
