@@ -399,3 +399,20 @@ fn a_section_longer_than_the_cap_reads_in_part_without_a_hash_to_replace_it_with
     let whole = read(&mut w, &ada, &note, json!({"section_id": "long", "max_chars": 100_000}));
     assert_eq!((whole["truncated"].as_bool(), whole["section_hash"].is_string()), (Some(false), true));
 }
+
+#[test]
+fn since_version_past_retention_is_not_found_naming_the_field() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Kept briefly", true);
+    w.env.retention = cairn_notes::env::Retention { versions: 2, days: 0, max_versions: 2 };
+    for i in 0..5 {
+        w.write_text(&ada, &note, &format!("text {i}\n"), &format!("k-{i}"));
+    }
+    w.advance_s(86_400);
+    let r = w.refused(&ada, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "since_version": 2}));
+    assert_eq!((r["error"].as_str(), r["field"].as_str()), (Some("not_found"), Some("since_version")), "{r}");
+    let v = w.version(&ada, &note);
+    let recent = read(&mut w, &ada, &note, json!({"since_version": v - 1}));
+    assert_eq!(recent["hunks"].as_array().unwrap().len(), 1);
+}
