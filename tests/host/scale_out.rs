@@ -201,3 +201,41 @@ fn a_sqlite_store_is_held_by_one_host_and_a_second_is_refused_clearly() {
     let err = Cairn::try_start(Start { state_dir: Some(state), ..Start::default() }).err().expect("a second host started on the same SQLite file");
     assert!(err.contains("in use by another process"), "unclear refusal:\n{err}");
 }
+
+#[test]
+fn a_page_polling_one_host_sees_an_agents_write_and_claim_on_another_within_two_seconds() {
+    let redis = redis::start();
+    let hosts = hosts_on(&redis, 2, &[], &[]);
+    let (a, b) = (&hosts[0], &hosts[1]);
+    let note = a.create_note(&person(), "Live across hosts", true);
+    let (person_token, agent_token) = (a.token(&person()), b.token(&agent()));
+    let changes = |since: &str| a.rest(&person_token, "GET", &format!("/api/v1/notes/{note}/changes?since={since}"), None).json();
+    let first = a.rest(&person_token, "GET", &format!("/api/v1/notes/{note}/changes"), None).json();
+    let etag = first["etag"].as_str().unwrap().to_string();
+    assert_eq!(changes(&etag)["changed"], false);
+    // Polls the first host every 100 ms until the state moves, at most 2 s.
+    let wait_for_change = |since: &str| {
+        let start = std::time::Instant::now();
+        loop {
+            let now = changes(since);
+            if now["changed"] == true {
+                return (now, start.elapsed());
+            }
+            assert!(start.elapsed() < Duration::from_secs(2), "no change seen on the other host within 2 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let r = b.call(&agent_token, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": first["version"],
+        "idempotency_key": "live-1", "operation": "append_text", "text": "from the other host\n"}));
+    assert_eq!(r["isError"], false, "{r}");
+    let (seen, _) = wait_for_change(&etag);
+    let tab = &seen["tabs"][0];
+    assert_eq!((tab["updated_by_actor"].as_str(), seen["version"].as_u64()), (Some("agent"), first["version"].as_u64().map(|v| v + 1)));
+    let etag = seen["etag"].as_str().unwrap().to_string();
+    let claim = b.call(&agent_token, "claim_note", json!({"note_id": note, "tab_id": "markdown", "section_id": "section", "ttl_seconds": 60}));
+    assert_eq!(claim["structuredContent"]["error"], "not_found", "no heading yet: {claim}");
+    let claim = b.call(&agent_token, "claim_note", json!({"note_id": note, "tab_id": "markdown", "ttl_seconds": 60}));
+    assert_eq!(claim["isError"], false, "{claim}");
+    let (seen, _) = wait_for_change(&etag);
+    assert_eq!(seen["claims"][0]["actor_type"], "agent");
+}
