@@ -39,6 +39,7 @@ if [ ! -x target/browser-venv/bin/python ]; then
   python3 -m venv target/browser-venv
 fi
 target/browser-venv/bin/pip install --quiet --disable-pip-version-check -r tests/browser/requirements.txt
+(cd tests/browser && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
 
 # One profile, one target dir and one feature resolution for everything:
 # building the tests first also builds the `cairn` binary they use, so

@@ -16,10 +16,13 @@ def test_an_old_version_is_viewed_diffed_and_restored_as_a_new_version(server, c
     w.page.click(f'#history li[data-version="{v1}"] .view-version')
     w.page.wait_for_selector("#version-content")
     assert "the person's paragraph" in w.page.inner_text("#version-content")
+    w.page.keyboard.press("Escape")
+    w.page.wait_for_selector("#history-view", state="hidden")
     w.page.click(f'#history li[data-version="{v1}"] .diff-version')
     w.page.wait_for_selector("#diff-view")
     assert "- the person's paragraph" in w.page.inner_text("#diff-view .del")
     assert "+ the agent replaced it" in w.page.inner_text("#diff-view .ins")
+    w.page.click("#history-view-close")
     now = agent.call("read_note_tab", note_id=note, tab_id="markdown")["version"]
     w.page.click(f'#history li[data-version="{v1}"] .restore-version')
     w.page.wait_for_selector(f'#note-version:has-text("version {now + 1}")')

@@ -44,7 +44,7 @@ def test_a_person_signs_in_with_code_and_pkce_and_writes_as_themselves(issued, b
     w.page.wait_for_selector("#new-note-title")
     assert "?code=" not in w.page.url and "state=" not in w.page.url
     assert "alice" in w.page.inner_text("#who") and "acme" in w.page.inner_text("#who")
-    token = w.page.evaluate("sessionStorage.getItem('cairn.token')")
+    token = w.page.evaluate("localStorage.getItem('cairn.token')")
     assert token and w.page.evaluate("sessionStorage.getItem('cairn.pkce')") is None
     w.page.fill("#new-note-title", "Signed in for real")
     w.page.click("#create-note")
@@ -64,6 +64,6 @@ def test_a_sign_in_answer_with_a_foreign_state_is_refused(issued, browser):
     w.page.goto(server.base + "/?code=stolen&state=not-ours")
     w.page.wait_for_selector("#token-input")
     assert "state mismatch" in w.page.inner_text("#status")
-    assert w.page.evaluate("sessionStorage.getItem('cairn.token')") is None
+    assert w.page.evaluate("localStorage.getItem('cairn.token')") is None
     assert "code=" not in w.page.url
     ctx.close()

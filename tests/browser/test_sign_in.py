@@ -9,10 +9,9 @@ def test_the_sign_in_link_keeps_the_token_out_of_the_address_bar_and_the_server_
     w.page.wait_for_selector("#new-note-title")
     token = server.sign_in_link.split("#token=", 1)[1]
     assert token not in w.page.url
-    assert w.page.evaluate("sessionStorage.getItem('cairn.token')") == token
-    assert w.page.evaluate("localStorage.length") == 0 or all(
-        token not in w.page.evaluate("k => localStorage.getItem(k)", k)
-        for k in w.page.evaluate("Object.keys(localStorage)"))
+    # Kept in localStorage, so that a new browser tab is signed in too (signing out forgets it).
+    assert w.page.evaluate("localStorage.getItem('cairn.token')") == token
+    assert w.page.evaluate("sessionStorage.length") == 0
     assert "Local person" in w.page.inner_text("#who")
     assert not any(token in line for line in server.log[1:] if "People's editor" not in line and "#token=" not in line)
     assert w.errors == []
@@ -42,18 +41,18 @@ def test_a_link_for_someone_else_asks_first_and_staying_keeps_the_person(server,
     w = Watched(context.new_page())
     w.page.goto(server.sign_in_link)
     w.page.wait_for_selector("#new-note-title")
-    mine = w.page.evaluate("sessionStorage.getItem('cairn.token')")
+    mine = w.page.evaluate("localStorage.getItem('cairn.token')")
     theirs = server.token("mallory", "Mallory", actor="human")
     w.page.goto(server.base + "/#token=" + theirs)
     w.page.wait_for_selector("#switch-identity")
     prompt = w.page.inner_text("#switch-identity")
     assert "Local person" in prompt and "Mallory" in prompt
     assert theirs not in w.page.url, "the token left the address bar at once"
-    assert w.page.evaluate("sessionStorage.getItem('cairn.token')") == mine, "nothing switched before the person chose"
+    assert w.page.evaluate("localStorage.getItem('cairn.token')") == mine, "nothing switched before the person chose"
     w.page.click("#switch-stay")
     w.page.wait_for_selector("#new-note-title")
     assert "Local person" in w.page.inner_text("#who")
-    assert w.page.evaluate("sessionStorage.getItem('cairn.token')") == mine
+    assert w.page.evaluate("localStorage.getItem('cairn.token')") == mine
     w.page.go_back()
     assert theirs not in w.page.url, "the token is not in the tab's history either"
     assert w.errors == []
@@ -84,7 +83,7 @@ def test_a_bad_or_expired_link_shows_the_sign_in_page_with_a_plain_message(serve
     w.page.goto(server.base + "/#token=" + old)
     w.page.wait_for_selector("text=has expired")
     assert w.page.locator("#token-input").count() == 1
-    assert w.page.evaluate("sessionStorage.getItem('cairn.token')") is None
+    assert w.page.evaluate("localStorage.getItem('cairn.token')") is None
     assert w.errors == []
 
 

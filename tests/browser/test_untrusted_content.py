@@ -52,6 +52,7 @@ def test_script_in_every_field_others_write_never_runs(server, context, person):
     assert "click" in w.page.inner_text("#preview")
     w.page.click("#history li.version .view-version")
     w.page.wait_for_selector("#version-content")
+    w.page.keyboard.press("Escape")
     w.page.click("#history li.version .diff-version")
     w.page.wait_for_selector("#diff-view")
     no_script_ran(w)

@@ -3,9 +3,15 @@
 // ui component under a CSP that allows scripts from this origin only.
 //
 // Guarantees the page keeps:
-// - every save is a conditional write (expected_version = the version the
-//   page loaded) with an idempotency key that stays the same while the text
-//   does, so a retry never lands twice;
+// - every save is a conditional write (a markdown tab's: expected_version =
+//   the tab's version the draft started from, `version_scope: "tab"`, so
+//   approving or renaming the note does not make it stale) with an
+//   idempotency key that stays the same while the text does, so a retry
+//   never lands twice;
+// - a draft exists only while it differs from the text it started from;
+// - the open note is watched with one cheap read a second (`changes`): a
+//   write by someone else refreshes the text in place, or, over a draft,
+//   is offered as a one-click merge;
 // - what the person typed is kept in localStorage (per person, note and
 //   tab) until a save of exactly that text is acknowledged: a stale save, a
 //   refused one, a reload or a closed tab never loses it;
@@ -22,7 +28,7 @@ const TOKEN = 'cairn.token';
 const PKCE = 'cairn.pkce';
 const CLAIM_TTL = 60;
 const HEARTBEAT_MS = 20000;
-const PRESENCE_MS = 3000;
+const PRESENCE_MS = 1000;
 
 // ---------------------------------------------------------------- DOM ----
 
@@ -67,7 +73,7 @@ function safeLink(url, label) {
 /** Markdown written by anyone, rendered and sanitized. */
 function renderMarkdown(el, text) {
   const html = marked.parse(text || '', { async: false, gfm: true });
-  el.replaceChildren(DOMPurify.sanitize(html, { RETURN_DOM_FRAGMENT: true, FORBID_TAGS: ['style', 'form'] }));
+  el.replaceChildren(DOMPurify.sanitize(html, { RETURN_DOM_FRAGMENT: true, FORBID_TAGS: ['style', 'form', 'input', 'button', 'select', 'textarea', 'option', 'label'] }));
   for (const a of el.querySelectorAll('a[href]')) {
     if (!/^https?:/i.test(a.getAttribute('href'))) a.removeAttribute('href');
     a.setAttribute('rel', 'noopener noreferrer nofollow');
@@ -89,7 +95,7 @@ function b64urlDecode(s) {
 }
 const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 
-const token = () => sessionStorage.getItem(TOKEN);
+const token = () => localStorage.getItem(TOKEN);
 
 /** A token's claims, for display and for naming drafts (never trusted:
  * the server checks), or null when it is not a readable JWT. `tenant` and
@@ -130,7 +136,7 @@ function takeTokenFromFragment() {
   if (expired(claims)) return { refused: 'That sign-in link has expired. Ask for a new link.' };
   const current = token();
   if (!current || current === offered || expired(me())) {
-    sessionStorage.setItem(TOKEN, offered);
+    localStorage.setItem(TOKEN, offered);
     return null;
   }
   pendingLink = { token: offered, claims };
@@ -144,7 +150,7 @@ let pendingLink = null;
 function showSwitchPrompt() {
   const { token: offered, claims } = pendingLink;
   const stay = () => { pendingLink = null; route(); };
-  const go = () => { pendingLink = null; releaseMine(true); sessionStorage.setItem(TOKEN, offered); route(); };
+  const go = () => { pendingLink = null; releaseMine(true); localStorage.setItem(TOKEN, offered); route(); };
   const card = h('section', { class: 'card', id: 'switch-identity', role: 'alertdialog', 'aria-labelledby': 'switch-title' },
     h('h2', { id: 'switch-title' }, 'Switch who you are signed in as?'),
     h('p', {}, 'You are signed in as ', h('strong', {}, named(me())), '. The link you opened signs in as ', h('strong', {}, named(claims)), '.'),
@@ -206,13 +212,13 @@ async function oauthFinish() {
   const r = await fetch(saved.token_endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body }).catch(() => null);
   const t = r ? await r.json().catch(() => ({})) : {};
   if (!r || !r.ok || !t.access_token) return 'Sign-in failed at the token endpoint: ' + (t.error_description || t.error || 'no answer');
-  sessionStorage.setItem(TOKEN, t.access_token);
+  localStorage.setItem(TOKEN, t.access_token);
   return null;
 }
 
 async function showSignIn(why) {
   const cfg = config;
-  const input = h('textarea', { id: 'token-input', rows: 3, placeholder: 'Bearer token', autocomplete: 'off' });
+  const input = h('textarea', { id: 'token-input', rows: 3, placeholder: 'Bearer token', autocomplete: 'off', 'aria-label': 'Sign-in token' });
   main().replaceChildren(
     h('section', { class: 'card' },
       h('h2', {}, 'Sign in'),
@@ -221,7 +227,7 @@ async function showSignIn(why) {
         ? h('p', {}, h('button', { id: 'oauth-signin', class: 'primary', onclick: () => oauthStart(cfg).catch((e) => status(e.message, true)) }, 'Sign in with ' + new URL(cfg.authorization_server).host))
         : h('p', { class: 'muted' }, 'Open the sign-in link that cairn up prints, or paste a token.'),
       input,
-      h('div', { class: 'row' }, h('button', { id: 'token-signin', onclick: () => { sessionStorage.setItem(TOKEN, input.value.trim()); route(); } }, 'Use this token'))));
+      h('div', { class: 'row' }, h('button', { id: 'token-signin', onclick: () => { localStorage.setItem(TOKEN, input.value.trim()); route(); } }, 'Use this token'))));
 }
 
 // ---------------------------------------------------------------- API ----
@@ -249,7 +255,7 @@ async function api(method, path, body) {
   }
   const b = await r.json().catch(() => ({}));
   if (r.status === 401) {
-    sessionStorage.removeItem(TOKEN);
+    localStorage.removeItem(TOKEN);
     showSignIn('Your sign-in has expired or was refused. Your drafts are kept in this browser.');
   }
   return { status: r.status, ok: r.ok, body: b };
@@ -257,6 +263,29 @@ async function api(method, path, body) {
 
 /** A refusal in words: the message and what to do next. */
 const refusalText = (b) => [b.message || b.error || 'refused', b.next_step].filter(Boolean).join(' — ');
+
+/** A refusal for people: what happened and what to do, per code, with
+ * names and local times (the server's message and next step are for agents). */
+function plainRefusal(b) {
+  const who = b.held_by ? `${b.held_by}${b.actor_type ? ' (' + b.actor_type + ')' : ''}` : 'Someone else';
+  const until = b.expires_at ? ' until ' + clock(b.expires_at) : '';
+  const words = {
+    invalid_argument: 'Cairn did not accept this: ' + (b.field ? 'check the ' + b.field.replace(/_/g, ' ') + '.' : 'check what you entered.'),
+    not_found: 'This is no longer there (deleted or moved). Go back to all notes.',
+    too_large: 'This is too large to store. Make it shorter, or split it into another tab.',
+    version_conflict: 'Someone changed this since you opened it. Reload to see their change, then try again.',
+    content_hash_mismatch: 'Someone changed this since you opened it. Reload to see their change, then try again.',
+    idempotency_key_reused: 'This was already sent with different content. Try again.',
+    claim_conflict: `${who} is working on this${until}. Try again after they finish.`,
+    outside_claim: 'You hold only a section of this tab: you can change only its lines. Release it to edit elsewhere.',
+    forbidden: 'You are not allowed to do this here. Ask the note\'s owner.',
+    busy: 'Cairn is busy right now. Wait a moment and try again.',
+    too_complex: 'This is too complex for Cairn to handle in one go. Make a smaller change.',
+    quota_exceeded: 'You have reached your storage or request limit. Wait a minute, or free up space.',
+    unreachable: 'Cairn did not answer. Check your connection and try again.',
+  };
+  return words[b.error] || 'Cairn refused this. Try again, or reload the page.';
+}
 
 // ------------------------------------------------------------- drafts ----
 
@@ -298,7 +327,7 @@ async function route() {
   if (pendingLink) return showSwitchPrompt();
   const t = token();
   if (t && (!claimsOf(t) || expired(claimsOf(t)))) {
-    sessionStorage.removeItem(TOKEN);
+    localStorage.removeItem(TOKEN);
     $('#sign-out').hidden = true;
     return showSignIn('Your sign-in has expired or cannot be read. Sign in again; your drafts are kept in this browser.');
   }
@@ -316,7 +345,7 @@ async function route() {
 
 /** The search box: a query goes to `#/search/<query>`. */
 function searchBox(value) {
-  const q = h('input', { id: 'search-q', type: 'search', placeholder: 'Search notes: words, "a phrase", prefix*', maxlength: 200, value: value || '' });
+  const q = h('input', { id: 'search-q', type: 'search', 'aria-label': 'Search notes', placeholder: 'Search notes: words, "a phrase", prefix*', maxlength: 200, value: value || '' });
   const go = (e) => { e.preventDefault(); if (q.value.trim()) location.hash = '#/search/' + enc(q.value.trim()); };
   return h('form', { id: 'search', class: 'row', onsubmit: go }, q, h('button', { id: 'search-go', type: 'submit' }, 'Search'));
 }
@@ -325,10 +354,11 @@ function searchBox(value) {
 async function showSearch(query, cursor) {
   const r = await api('GET', '/api/v1/search?q=' + enc(query) + '&limit=20' + (cursor ? '&cursor=' + enc(cursor) : ''));
   if (!r.ok) return main().replaceChildren(searchBox(query), h('p', { id: 'search-refused', class: 'banner bad' }, refusalText(r.body)), h('a', { href: '#/' }, 'All notes'));
+  // replaceChildren would show a null as the text "null": an empty list's line is an empty string instead.
   main().replaceChildren(
     searchBox(query),
     h('h2', {}, 'Search'),
-    r.body.hits.length ? null : h('p', { id: 'no-hits', class: 'muted' }, 'Nothing found.'),
+    r.body.hits.length ? '' : h('p', { id: 'no-hits', class: 'muted' }, 'Nothing found.'),
     h('ul', { id: 'hits', class: 'note-list' },
       r.body.hits.map((hit) => h('li', { 'data-note-id': hit.note_id, 'data-tab-id': hit.tab_id },
         h('a', { href: '#/n/' + enc(hit.note_id) + '/' + enc(hit.tab_id) }, hit.note_title, ' · ', hit.label),
@@ -343,19 +373,19 @@ async function showSearch(query, cursor) {
 
 async function showNotes(cursor) {
   const r = await api('GET', '/api/v1/notes?limit=20' + (cursor ? '&cursor=' + enc(cursor) : ''));
-  if (!r.ok) return main().replaceChildren(h('p', { class: 'banner bad' }, refusalText(r.body)));
-  const title = h('input', { id: 'new-note-title', placeholder: 'Title of a new note', maxlength: 200 });
+  if (!r.ok) return main().replaceChildren(h('p', { class: 'banner bad' }, plainRefusal(r.body)));
+  const title = h('input', { id: 'new-note-title', placeholder: 'Title of a new note', 'aria-label': 'Title of a new note', maxlength: 200 });
   const approved = h('input', { id: 'new-note-approved', type: 'checkbox' });
   const create = async () => {
     const c = await api('POST', '/api/v1/notes', { title: title.value, approved_for_agents: approved.checked });
-    if (!c.ok) return status(refusalText(c.body), true);
+    if (!c.ok) return status(plainRefusal(c.body), true);
     location.hash = '#/n/' + enc(c.body.note_id);
   };
   main().replaceChildren(
     searchBox(),
     h('h2', {}, 'Notes'),
     h('div', { class: 'row' }, title, h('label', {}, approved, ' approved for agents'), h('button', { id: 'create-note', class: 'primary', onclick: create }, 'Create')),
-    r.body.notes.length ? null : h('p', { class: 'muted' }, 'No notes yet.'),
+    r.body.notes.length ? '' : h('p', { class: 'muted' }, 'No notes yet: give a new note a title and press Create.'),
     h('ul', { id: 'note-list', class: 'note-list' },
       r.body.notes.map((n) => h('li', {},
         h('a', { href: '#/n/' + enc(n.note_id), 'data-note-id': n.note_id }, n.title),
@@ -374,7 +404,7 @@ const KIND = { markdown: 'markdown', slides: 'slides', sheet: 'sheet', files: 'f
 
 async function openNote(noteId, tabId) {
   const r = await api('GET', '/api/v1/notes/' + enc(noteId));
-  if (!r.ok) return main().replaceChildren(h('p', { class: 'banner bad' }, refusalText(r.body)), h('a', { href: '#/' }, 'All notes'));
+  if (!r.ok) return main().replaceChildren(h('p', { class: 'banner bad' }, plainRefusal(r.body)), h('a', { href: '#/' }, 'All notes'));
   const note = r.body;
   const tab = note.tabs.find((t) => t.tab_id === tabId) || note.tabs[0];
   const ctx = { note, tab, noteId: note.note_id, tabId: tab.tab_id };
@@ -413,17 +443,48 @@ function noteHeader(ctx) {
   const approve = h('input', { id: 'approve-toggle', type: 'checkbox', checked: n.approved_for_agents,
     onchange: async (e) => {
       const r = await api('PATCH', '/api/v1/notes/' + enc(ctx.noteId), { expected_version: ctx.note.version, approved_for_agents: e.target.checked, idempotency_key: newKey() });
-      if (!r.ok) { e.target.checked = !e.target.checked; return status(refusalText(r.body), true); }
+      if (!r.ok) { e.target.checked = !e.target.checked; return status(plainRefusal(r.body), true); }
       status(e.target.checked ? 'Agents may now read this note.' : 'This note is withdrawn from agents.');
       refreshNote(ctx);
     } });
+  const title = h('h2', { id: 'note-title' }, n.title);
+  const renameBtn = h('button', { id: 'rename-note' }, 'Rename note');
+  // Inline rename: Enter (or Save) sends it, Escape puts the title back.
+  renameBtn.addEventListener('click', () => {
+    const was = title.textContent;
+    const input = h('input', { id: 'note-title-input', value: was, maxlength: 200, 'aria-label': 'Title of the note' });
+    const done = () => { title.replaceChildren(was); renameBtn.hidden = false; renameBtn.focus(); };
+    const send = async () => {
+      const want = input.value.trim();
+      if (!want || want === was) return done();
+      // The note's version as it is now: an agent's edit of a tab does not stop a rename.
+      const head = await api('GET', '/api/v1/notes/' + enc(ctx.noteId));
+      const r = head.ok ? await api('PATCH', '/api/v1/notes/' + enc(ctx.noteId), { expected_version: head.body.version, title: want, idempotency_key: newKey() }) : head;
+      if (!r.ok) return status('Not renamed. ' + plainRefusal(r.body), true);
+      ctx.note.title = want;
+      title.replaceChildren(want);
+      renameBtn.hidden = false;
+      status('Renamed to “' + want + '”.');
+      refreshNote(ctx);
+    };
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') { e.preventDefault(); send(); }
+      if (e.key === 'Escape') { e.preventDefault(); done(); }
+    });
+    title.replaceChildren(input, h('button', { id: 'rename-note-save', class: 'primary', onclick: send }, 'Save title'),
+      h('button', { id: 'rename-note-cancel', onclick: done }, 'Cancel'));
+    renameBtn.hidden = true;
+    input.focus();
+    input.select();
+  });
   return h('div', {},
     h('div', { class: 'row' }, h('a', { href: '#/' }, '← All notes')),
-    h('h2', { id: 'note-title' }, n.title),
+    title,
     h('div', { class: 'row muted' },
       h('span', { id: 'note-version' }, 'version ' + n.version),
       h('span', {}, 'by ' + n.provenance.author),
-      h('label', {}, approve, ' approved for agents')));
+      h('label', {}, approve, ' approved for agents'),
+      renameBtn));
 }
 
 function tabStrip(ctx) {
@@ -431,18 +492,18 @@ function tabStrip(ctx) {
   const strip = h('nav', { id: 'tabs', class: 'tabs', role: 'tablist' },
     tabs.map((t) => h('button', { class: 'tab', role: 'tab', 'data-tab-id': t.tab_id, 'data-kind': t.type, 'aria-selected': String(t.tab_id === ctx.tabId),
       onclick: () => { location.hash = '#/n/' + enc(ctx.noteId) + '/' + enc(t.tab_id); } }, t.label, h('span', { class: 'kind' }, KIND[t.type] || t.type))));
-  const kind = h('select', { id: 'new-tab-kind' }, h('option', { value: 'slides' }, 'slides'), h('option', { value: 'sheet' }, 'sheet'));
-  const label = h('input', { id: 'new-tab-label', placeholder: 'New tab label', maxlength: 100 });
+  const kind = h('select', { id: 'new-tab-kind', 'aria-label': 'Kind of the new tab' }, h('option', { value: 'slides' }, 'slides'), h('option', { value: 'sheet' }, 'sheet'));
+  const label = h('input', { id: 'new-tab-label', placeholder: 'New tab label', 'aria-label': 'Label of the new tab', maxlength: 100 });
   const tools = h('div', { class: 'row' }, kind, label, h('button', { id: 'create-tab', onclick: async () => {
     const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs', { tab_type: kind.value, label: label.value, expected_version: ctx.note.version, idempotency_key: newKey() });
-    if (!r.ok) return status(refusalText(r.body), true);
+    if (!r.ok) return status(plainRefusal(r.body), true);
     location.hash = '#/n/' + enc(ctx.noteId) + '/' + enc(r.body.tab_id);
   } }, 'Add tab'));
   const movable = ctx.tab.type === 'slides' || ctx.tab.type === 'sheet';
   const idx = tabs.findIndex((t) => t.tab_id === ctx.tabId);
   const patch = async (change) => {
     const r = await api('PATCH', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId), { expected_version: ctx.note.version, idempotency_key: newKey(), ...change });
-    if (!r.ok) return status(refusalText(r.body), true);
+    if (!r.ok) return status(plainRefusal(r.body), true);
     route();
   };
   tools.append(
@@ -454,7 +515,7 @@ function tabStrip(ctx) {
       h('button', { id: 'delete-tab', onclick: async () => {
         if (!confirm('Delete the tab "' + ctx.tab.label + '"? It stays in the history and can be restored.')) return;
         const r = await api('DELETE', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId), { expected_version: ctx.note.version, idempotency_key: newKey() });
-        if (!r.ok) return status(refusalText(r.body), true);
+        if (!r.ok) return status(plainRefusal(r.body), true);
         location.hash = '#/n/' + enc(ctx.noteId);
       } }, 'Delete tab'));
   }
@@ -492,13 +553,37 @@ function presencePanel(ctx) {
     mine.textContent = page.claim ? 'Release my claim' : 'Claim this tab while I edit';
     ctx.onClaims?.();
   };
-  const poll = async () => {
-    const r = await api('GET', '/api/v1/claims?note_id=' + enc(ctx.noteId));
-    if (r.ok) ctx.claims = r.body.claims || [];
+  // One cheap read a second (`changes`): it answers `changed: false` until
+  // someone writes to the note or a claim moves; then it carries the board,
+  // the title and each tab's version, and the page refreshes what it shows.
+  let etag = null;
+  let seen = {};
+  let idle = 0;
+  const poll = async (e) => {
+    // A page in a background tab asks every 10 seconds only: the person's request budget is shared by all their tabs.
+    if (e === 'timer' && document.hidden && ++idle % 10) return;
+    const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/changes' + (etag ? '?since=' + enc(etag) : ''));
+    if (!r.ok || !r.body.changed) return;
+    etag = r.body.etag;
+    const tab = (r.body.tabs || []).find((t) => t.tab_id === ctx.tabId);
+    const board = JSON.stringify(r.body.claims || []);
+    // The outline is read again only when the tab's text or the claims moved (a rename or an approval moves neither).
+    const moved = board !== seen.board || (tab && tab.tab_version !== seen.tab);
+    seen = { board, tab: tab?.tab_version };
+    ctx.claims = r.body.claims || [];
+    if (r.body.version !== ctx.note.version) {
+      ctx.note.version = r.body.version;
+      const v = $('#note-version');
+      if (v) v.textContent = 'version ' + r.body.version;
+      ctx.refreshHistory?.();
+    }
+    const title = $('#note-title');
+    if (title && r.body.title != null && !title.querySelector('input')) title.textContent = r.body.title;
     // The outline shows who holds which section: it is read again with the
     // board, and first, so that the board names sections by their headings.
-    await ctx.refreshOutline?.();
-    if (r.ok) draw();
+    if (moved) await ctx.refreshOutline?.();
+    draw();
+    ctx.onRemoteChange?.(tab);
   };
   mine.addEventListener('click', async () => {
     if (page.claim) {
@@ -508,14 +593,14 @@ function presencePanel(ctx) {
       return poll();
     }
     const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/claims', { tab_id: ctx.tabId, ttl_seconds: CLAIM_TTL });
-    if (!r.ok) return status(refusalText(r.body) + (r.body.held_by ? ' (held by ' + r.body.held_by + ', ' + r.body.actor_type + ', until ' + when(r.body.expires_at) + ')' : ''), true);
+    if (!r.ok) return status('Not claimed. ' + plainRefusal(r.body), true);
     page.claim = r.body.claim_id;
-    heartbeat(page.claim, () => page.claim, (b) => { page.claim = null; status('Your claim lapsed: ' + refusalText(b), true); });
+    heartbeat(page.claim, () => page.claim, (b) => { page.claim = null; status('Your claim lapsed. ' + plainRefusal(b), true); });
     poll();
   });
   ctx.pollClaims = poll;
   poll();
-  page.timers.push(setInterval(poll, PRESENCE_MS));
+  page.timers.push(setInterval(() => poll('timer'), PRESENCE_MS));
   return panel;
 }
 
@@ -561,7 +646,7 @@ const holderWords = (c) => `${c.held_by} (${c.actor_type}) until ${clock(c.expir
 /** A refused section claim in words: who is working there and until when. */
 function claimRefusal(ctx, b, s) {
   const wanted = 'the section “' + (s.heading || '(no heading text)') + '”';
-  if (b.error !== 'claim_conflict') return `Could not claim ${wanted}: ${refusalText(b)}.`;
+  if (b.error !== 'claim_conflict') return `Could not claim ${wanted}. ${plainRefusal(b)}`;
   const what = b.section_id ? 'the section ' + sectionName(ctx, b.section_id) : b.tab_id ? 'this tab' : 'this note';
   if (b.held_by_you) return `You already hold ${what}: release it before you claim ${wanted}.`;
   return `${b.held_by} (${b.actor_type}) is working on ${what} until ${clock(b.expires_at)}: you can claim ${wanted} after they finish.`;
@@ -610,7 +695,7 @@ function outlinePanel(ctx) {
     for (let n = 0, from = 1; ; n++) {
       const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/outline' + (from > 1 ? '?start_line=' + from : ''));
       if (read !== reads) return; // a later read answers instead
-      if (!r.ok) { drawn = null; list.replaceChildren(h('li', { class: 'muted' }, 'The outline is unavailable: ' + refusalText(r.body))); return; }
+      if (!r.ok) { drawn = null; list.replaceChildren(h('li', { class: 'muted' }, 'The outline is unavailable. ' + plainRefusal(r.body))); return; }
       sections.push(...r.body.sections);
       if (!r.body.truncated) break;
       if (n + 1 >= OUTLINE_PAGES) { cut = true; break; }
@@ -629,7 +714,7 @@ function outlinePanel(ctx) {
       page.section = r.body.claim_id;
       heartbeat(page.section, () => page.section, (b) => {
         page.section = null;
-        say(`Your claim on the section “${s.heading}” lapsed: ${refusalText(b)}`, true);
+        say(`Your claim on the section “${s.heading}” lapsed. ${plainRefusal(b)}`, true);
         load();
       });
       say(`You hold the section “${s.heading}” until ${clock(r.body.expires_at)} (renewed while this page is open): others cannot change its lines, and you can change only them.`);
@@ -687,14 +772,27 @@ function textTop(editor, offset) {
 
 // ------------------------------------------------------------- history ---
 
+/** What a history entry did, in words. */
+const ACTIONS = {
+  replace_text: 'Edited', append_text: 'Appended', replace_section: 'Section replaced', restore: 'Restored',
+  create_note: 'Created', create_tab: 'Tab added', delete_tab: 'Tab deleted', update_tab: 'Tab renamed or moved',
+  update_note: 'Renamed or approval for agents changed', sheet_set_range: 'Cells changed', add_source: 'Source added', attach_file: 'File attached',
+};
+const actionWords = (a) => ACTIONS[a] || (a ? a.charAt(0).toUpperCase() + a.slice(1).replace(/_/g, ' ') : 'Changed');
+
 function historyPanel(ctx) {
   const list = h('ul', { id: 'history', class: 'history' });
-  const view = h('div', { id: 'history-view' });
+  // Versions and diffs open wide, over the page (Escape or Close shuts it).
+  const view = h('dialog', { id: 'history-view', class: 'wide', 'aria-labelledby': 'history-view-title' });
+  view.addEventListener('click', (e) => { if (e.target === view) view.close(); });
   const load = async () => {
-    const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/history?limit=30&tab_id=' + enc(ctx.tabId));
-    if (!r.ok) return list.replaceChildren(h('li', { class: 'muted' }, refusalText(r.body)));
-    list.replaceChildren(...r.body.entries.map((e) => h('li', { class: 'version', 'data-version': e.version },
-      h('strong', {}, 'v' + e.version), ' ' + e.action + ' by ', e.by.name, ' (' + e.by.actor_type + ')',
+    // The note's history, this tab's versions and the note's own (created, renamed, approved): version 1 included.
+    const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/history?limit=50');
+    if (!r.ok) return list.replaceChildren(h('li', { class: 'muted' }, plainRefusal(r.body)));
+    const entries = r.body.entries.filter((e) => e.tab_id == null || e.tab_id === ctx.tabId);
+    if (!entries.length) return list.replaceChildren(h('li', { class: 'muted', id: 'no-history' }, 'No versions of this tab yet: saving it makes the first one.'));
+    list.replaceChildren(...entries.map((e) => h('li', { class: 'version', 'data-version': e.version, 'data-action': e.action },
+      h('strong', {}, 'v' + e.version), ' ' + actionWords(e.action) + ' by ', e.by.name, ' (' + e.by.actor_type + ')',
       h('div', { class: 'muted' }, when(e.at) + (e.size_bytes != null ? ' · ' + e.size_bytes + ' bytes' : '')),
       e.tab_id ? h('div', { class: 'row' },
         h('button', { class: 'view-version', onclick: () => showVersion(ctx, view, e.version) }, 'View'),
@@ -703,39 +801,51 @@ function historyPanel(ctx) {
   };
   ctx.refreshHistory = load;
   load();
-  page.timers.push(setInterval(load, 10000));
   return h('section', { class: 'panel' }, h('h3', {}, 'History of this tab'), list, view);
 }
 
 async function showVersion(ctx, view, v) {
   const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/versions/' + v);
-  if (!r.ok) return view.replaceChildren(h('p', { class: 'banner bad' }, refusalText(r.body)));
+  if (!r.ok) return openView(view, 'Version ' + v + ' unavailable', h('p', { class: 'banner bad' }, plainRefusal(r.body)));
   const b = r.body;
   const shown = h('div', { class: 'preview', id: 'version-content' });
   if (b.text != null) renderMarkdown(shown, b.text);
   else shown.append(h('pre', {}, JSON.stringify(b.slides || b.sheets || b, null, 2)));
-  view.replaceChildren(h('h3', {}, 'As of version ' + v + ' (by ' + b.provenance.updated_by + ', ' + when(b.provenance.updated_at) + ')'), shown);
+  openView(view, 'As of version ' + v + ' (by ' + b.provenance.updated_by + ', ' + when(b.provenance.updated_at) + ')', shown);
+}
+
+/** Shows `content` under `title` in the wide history dialog. */
+function openView(view, title, content) {
+  view.replaceChildren(
+    h('div', { class: 'row dialog-head' }, h('h3', { id: 'history-view-title' }, title),
+      h('button', { id: 'history-view-close', onclick: () => view.close() }, 'Close')),
+    content);
+  if (!view.open) view.showModal();
+  $('#history-view-close').focus();
 }
 
 async function showDiff(ctx, view, v) {
   const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/diff?from=' + v);
-  if (!r.ok) return view.replaceChildren(h('p', { class: 'banner bad' }, refusalText(r.body)));
-  const pre = h('pre', { class: 'diff', id: 'diff-view' });
+  if (!r.ok) return openView(view, 'Diff unavailable', h('p', { class: 'banner bad' }, plainRefusal(r.body)));
+  const pre = h('pre', { class: 'diff', id: 'diff-view', tabindex: 0 });
   for (const hunk of r.body.hunks) {
     pre.append(h('span', { class: 'muted' }, `@@ -${hunk.old_start},${hunk.old_lines} +${hunk.new_start},${hunk.new_lines} @@\n`));
     for (const l of hunk.lines) pre.append(h('span', { class: l.op === 'insert' ? 'ins' : l.op === 'delete' ? 'del' : '' }, (l.op === 'insert' ? '+ ' : l.op === 'delete' ? '- ' : '  ') + l.text + '\n'));
   }
   if (!r.body.hunks.length) pre.append('No change between version ' + r.body.from + ' and ' + r.body.to + '.');
-  view.replaceChildren(h('h3', {}, 'Version ' + r.body.from + ' → ' + r.body.to), pre);
+  openView(view, 'Changes from version ' + r.body.from + ' to ' + r.body.to, pre);
 }
 
 async function restore(ctx, v) {
-  const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/restore', { from_version: v, expected_version: ctx.note.version, idempotency_key: newKey() });
-  if (!r.ok) return status(refusalText(r.body), true);
-  status('Restored the tab as of version ' + v + ' (now version ' + r.body.version + ').');
-  const d = loadDraft(ctx.noteId, ctx.tabId);
-  if (d && d.text != null) storeDraft(ctx.noteId, ctx.tabId, d); // a draft survives a restore
-  route();
+  // The note's version as it is now: someone may have written since the page read it.
+  const head = await api('GET', '/api/v1/notes/' + enc(ctx.noteId));
+  if (!head.ok) return status(plainRefusal(head.body), true);
+  const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/restore', { from_version: v, expected_version: head.body.version, idempotency_key: newKey() });
+  if (!r.ok) return status('Not restored. ' + plainRefusal(r.body), true);
+  // The restored text is what the tab holds now: a draft of the text before would bring it back.
+  dropDraft(ctx.noteId, ctx.tabId);
+  await route();
+  status('Restored the tab as it was at version ' + v + ' (saved as version ' + r.body.version + ').');
 }
 
 // ------------------------------------------------------- save feedback ---
@@ -768,76 +878,141 @@ function refusedSave(bar, b, ctx) {
     bar.state.textContent = `Not saved. You hold the section ${sectionName(ctx || {}, b.section_id)}: you can change only its lines while you hold it. Release it to edit elsewhere.`;
     return;
   }
-  const who = b.held_by ? ` Held by ${b.held_by} (${b.actor_type}) until ${when(b.expires_at)}.` : '';
-  bar.state.textContent = 'Not saved: ' + refusalText(b) + '.' + who + ' Your draft is kept.';
+  bar.state.textContent = 'Not saved. ' + plainRefusal(b) + ' Your draft is kept.';
 }
 
 // ----------------------------------------------------- markdown editor ---
 
 async function readTab(ctx) {
   const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId));
-  if (!r.ok) throw new Error(refusalText(r.body));
+  if (!r.ok) throw new Error(plainRefusal(r.body));
   return r.body;
 }
 
 async function markdownEditor(ctx, body) {
   const tab = await readTab(ctx);
-  const editor = h('textarea', { id: 'editor', class: 'editor', spellcheck: 'true' });
-  const preview = h('div', { id: 'preview', class: 'preview' });
+  const editor = h('textarea', { id: 'editor', class: 'editor', spellcheck: 'true', 'aria-label': 'Text of the tab (markdown)', 'aria-describedby': 'editor-keys',
+    placeholder: 'This tab is empty: write here in markdown (# starts a section), then Save (Ctrl+S).' });
+  const preview = h('div', { id: 'preview', class: 'preview', role: 'region', 'aria-label': 'Preview', tabindex: 0 });
   ctx.editor = editor;
   const bar = saveBar(ctx);
   const draftBanner = h('div', { id: 'draft-banner', class: 'banner info', hidden: true });
-  const area = h('div', { id: 'edit-area' }, bar.holder, draftBanner, h('div', { class: 'split' }, editor, preview), bar.bar);
+  const remoteBanner = h('div', { id: 'remote-banner', class: 'banner warn', role: 'status', hidden: true });
+  const discard = h('button', { id: 'discard-draft', hidden: true }, 'Discard draft');
+  bar.bar.append(discard);
+  const keys = h('p', { id: 'editor-keys', class: 'muted small' }, 'Tab indents, Shift+Tab outdents; press Escape, then Tab, to leave the editor. Ctrl+S saves.');
+  const area = h('div', { id: 'edit-area' }, bar.holder, draftBanner, remoteBanner, h('div', { class: 'split' }, editor, preview), keys, bar.bar);
   body.replaceChildren(area);
-  let base = { version: tab.version, text: tab.text };
+  // `base`: what the draft started from: the note's version (for the merge),
+  // the tab's version (for the save) and its text (a draft equal to it is no draft).
+  const fresh = (t) => ({ version: t.version, tab_version: t.tab_version, text: t.text });
+  let base = fresh(tab);
+  let saving = false;
   const d = loadDraft(ctx.noteId, ctx.tabId);
-  if (d && d.text != null && d.text !== tab.text) {
+  // A draft kept by an earlier page does not know its base text: it is read at the draft's version.
+  if (d && d.text != null && d.base_text == null && d.base_version != null && d.base_version !== tab.version) {
+    const then = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/versions/' + d.base_version);
+    if (then.ok && typeof then.body.text === 'string') d.base_text = then.body.text;
+  }
+  const unchanged = (x) => x.text === tab.text || (x.base_text != null && x.text === x.base_text);
+  const showSaved = (t) => {
+    bar.state.textContent = `Saved · version ${t.version} · last by ${t.provenance.updated_by}`;
+    bar.state.className = 'muted';
+  };
+  if (d && d.text != null && !unchanged(d)) {
     editor.value = d.text;
-    base = { version: d.base_version, text: null };
+    base = { version: d.base_version, tab_version: d.base_tab_version, text: d.base_text ?? null };
     draftBanner.hidden = false;
+    discard.hidden = false;
     draftBanner.textContent = `Your unsaved draft from ${when(d.saved_at)} is back (started from version ${d.base_version}; the note is at version ${tab.version}).`;
     bar.state.textContent = 'Unsaved draft';
   } else {
     if (d) dropDraft(ctx.noteId, ctx.tabId);
     editor.value = tab.text;
-    bar.state.textContent = `Saved · version ${tab.version} · last by ${tab.provenance.updated_by}`;
+    showSaved(tab);
   }
   renderMarkdown(preview, editor.value);
+  const keep = () => storeDraft(ctx.noteId, ctx.tabId, { ...(loadDraft(ctx.noteId, ctx.tabId) || {}), text: editor.value,
+    base_version: base.version, base_tab_version: base.tab_version, base_text: base.text });
   let timer;
   editor.addEventListener('input', () => {
-    storeDraft(ctx.noteId, ctx.tabId, { ...(loadDraft(ctx.noteId, ctx.tabId) || {}), text: editor.value, base_version: base.version });
-    bar.state.textContent = 'Unsaved changes (kept in this browser)';
+    // Back to the text it started from: there is no draft any more.
+    if (base.text != null && editor.value === base.text) {
+      dropDraft(ctx.noteId, ctx.tabId);
+      discard.hidden = true;
+      draftBanner.hidden = true;
+      bar.state.textContent = `No unsaved changes · version ${base.version}`;
+    } else {
+      keep();
+      discard.hidden = false;
+      bar.state.textContent = 'Unsaved changes (kept in this browser)';
+    }
     bar.state.className = 'muted';
     clearTimeout(timer);
     timer = setTimeout(() => renderMarkdown(preview, editor.value), 120);
   });
+  // Tab indents and Shift+Tab outdents the selected lines; Escape first lets Tab leave.
+  let escaped = false;
+  editor.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape') { escaped = true; return; }
+    if (e.key !== 'Tab' || escaped || e.ctrlKey || e.altKey || e.metaKey) { if (e.key !== 'Shift') escaped = false; return; }
+    e.preventDefault();
+    const { selectionStart: from, selectionEnd: to, value } = editor;
+    const first = value.lastIndexOf('\n', from - 1) + 1;
+    if (!e.shiftKey && from === to) {
+      editor.setRangeText('  ', from, to, 'end');
+    } else {
+      // Whole lines: from the start of the first selected one to the end of the last.
+      const stop = to > from && value[to - 1] === '\n' ? to - 1 : to;
+      const next = value.indexOf('\n', stop);
+      const end = next === -1 ? value.length : next;
+      const lines = value.slice(first, end).split('\n');
+      const changed = e.shiftKey ? lines.map((l) => l.replace(/^ {1,2}|^\t/, '')) : lines.map((l) => '  ' + l);
+      const text = changed.join('\n');
+      editor.setRangeText(text, first, end);
+      const moved = changed[0].length - lines[0].length;
+      if (from === to) editor.setSelectionRange(Math.max(first, from + moved), Math.max(first, from + moved));
+      else editor.setSelectionRange(Math.max(first, from + moved), first + text.length);
+    }
+    editor.dispatchEvent(new Event('input'));
+  });
+  editor.addEventListener('blur', () => { escaped = false; });
   // The person's resolution of a merge is their new draft, based on the version merged with.
-  const adopt = (text, v) => {
+  const adopt = (text, m) => {
     editor.value = text;
-    base = { version: v, text: null };
-    storeDraft(ctx.noteId, ctx.tabId, { ...(loadDraft(ctx.noteId, ctx.tabId) || {}), text, base_version: v });
+    base = { version: m.version, tab_version: m.tab_version, text: null };
+    keep();
+    discard.hidden = false;
+    remoteBanner.hidden = true;
     renderMarkdown(preview, text);
     bar.state.textContent = 'Unsaved draft (merged)';
   };
-  const save = async (text, version) => {
+  const merge = (text, baseVersion, live) => openMerge(ctx, body, area, text, baseVersion, {
+    save: (merged, m) => { adopt(merged, m); return save(merged); },
+    edit: adopt,
+  }, live);
+  const save = async (text) => {
     bar.save.disabled = true;
+    saving = true;
+    // The tab's own version: approving or renaming the note does not make the save stale.
+    const expected = base.tab_version != null ? { expected_version: base.tab_version, version_scope: 'tab' } : { expected_version: base.version };
     const r = await api('PUT', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId),
-      { expected_version: version, text, idempotency_key: keyFor(ctx.noteId, ctx.tabId, text) });
+      { ...expected, text, idempotency_key: keyFor(ctx.noteId, ctx.tabId, text) });
+    saving = false;
     bar.save.disabled = false;
     if (r.ok) {
       dropDraft(ctx.noteId, ctx.tabId);
-      base = { version: r.body.version, text };
+      base = { version: r.body.version, tab_version: r.body.tab_version, text };
       draftBanner.hidden = true;
+      remoteBanner.hidden = true;
+      discard.hidden = true;
       bar.state.textContent = `Saved · version ${r.body.version}`;
       bar.state.className = 'muted';
       await refreshNote(ctx);
       return true;
     }
     if (r.status === 409 && r.body.error === 'version_conflict') {
-      await openMerge(ctx, body, area, text, version, {
-        save: (merged, v) => { adopt(merged, v); return save(merged, v); },
-        edit: adopt,
-      });
+      await merge(text, base.version);
       return false;
     }
     if (r.status === 409 && r.body.section_id) {
@@ -848,15 +1023,51 @@ async function markdownEditor(ctx, body) {
     refusedSave(bar, r.body, ctx);
     return false;
   };
-  bar.save.addEventListener('click', () => save(editor.value, base.version));
+  bar.save.addEventListener('click', () => save(editor.value));
+  // The stored text, in place of whatever the editor holds.
+  const reload = async () => {
+    const now = await readTab(ctx).catch(() => null);
+    if (!now) return;
+    dropDraft(ctx.noteId, ctx.tabId);
+    base = fresh(now);
+    editor.value = now.text;
+    renderMarkdown(preview, now.text);
+    draftBanner.hidden = true;
+    remoteBanner.hidden = true;
+    discard.hidden = true;
+    showSaved(now);
+  };
+  discard.addEventListener('click', async () => { await reload(); editor.focus(); });
+  // Someone else wrote this tab: without a draft the text is refreshed in
+  // place; with one, the person is told who, and offered to merge it in.
+  ctx.onRemoteChange = async (t) => {
+    if (!t || saving || base.tab_version == null || t.tab_version <= base.tab_version || $('#merge')) return;
+    const drafted = base.text == null || editor.value !== base.text;
+    if (!drafted) return reload();
+    const mergeIn = h('button', { id: 'merge-theirs', class: 'primary' }, 'Merge into my draft');
+    mergeIn.addEventListener('click', async () => {
+      mergeIn.disabled = true;
+      const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/merge', { base_version: base.version, text: editor.value });
+      mergeIn.disabled = false;
+      if (r.ok && r.body.clean) {
+        adopt(r.body.merged, r.body);
+        bar.state.textContent = `Their change is merged into your draft (now based on version ${r.body.version}); save when ready.`;
+        return;
+      }
+      remoteBanner.hidden = true;
+      merge(editor.value, base.version, true);
+    });
+    remoteBanner.replaceChildren(`${t.updated_by} (${t.updated_by_actor}) changed this note at ${clock(t.updated_at)} while you were editing. Your draft is kept. `, mergeIn);
+    remoteBanner.hidden = false;
+  };
   ctx.onClaims?.();
 }
 
 /** The stale-save screen: the merge of the person's draft with the text now. */
-async function openMerge(ctx, body, area, mine, baseVersion, then) {
+async function openMerge(ctx, body, area, mine, baseVersion, then, live = false) {
   const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/merge', { base_version: baseVersion, text: mine });
   if (!r.ok) {
-    status('Not saved, and the merge is unavailable: ' + refusalText(r.body) + ' Your draft is kept.', true);
+    status('Not saved, and the merge is unavailable: ' + plainRefusal(r.body) + ' Your draft is kept.', true);
     return;
   }
   const m = r.body;
@@ -875,7 +1086,7 @@ async function openMerge(ctx, body, area, mine, baseVersion, then) {
     if (s.source !== 'conflict') {
       return h('pre', { class: 'seg seg-' + s.source, 'data-source': s.source, title: s.source === 'mine' ? 'your change, merged in' : s.source === 'theirs' ? 'their change' : '' }, s.text);
     }
-    const result = h('textarea', { class: 'conflict-result', placeholder: 'Pick a side or write the result' });
+    const result = h('textarea', { class: 'conflict-result', placeholder: 'Pick a side or write the result', 'aria-label': `Result for the conflict at line ${s.base_start}` });
     const box = h('div', { class: 'conflict', 'data-conflict': s.conflict });
     const pick = (text) => { result.value = text; choices.set(s.conflict, text); box.classList.add('resolved'); update(); };
     result.addEventListener('input', () => { choices.set(s.conflict, result.value); box.classList.add('resolved'); update(); });
@@ -891,22 +1102,26 @@ async function openMerge(ctx, body, area, mine, baseVersion, then) {
   const text = () => m.segments.map((s) => (s.source === 'conflict' ? choices.get(s.conflict) ?? s.text : s.text)).join('');
   const screen = h('div', { id: 'merge', class: 'merge' },
     h('div', { class: 'banner warn' },
-      `Your save was stale: the note moved from version ${baseVersion} to ${m.version} (the tab was last written by ${by}). `,
+      live ? `While you were editing, the note moved from version ${baseVersion} to ${m.version} (the tab was last written by ${by}). `
+        : `Your save was stale: the note moved from version ${baseVersion} to ${m.version} (the tab was last written by ${by}). `,
       m.clean ? 'Your changes and theirs do not overlap: they are merged below, yours highlighted in green. Check and save.'
         : 'Changes that do not overlap are merged below (yours in green); the overlapping ones are side by side: pick or edit each. Nothing is saved until you do.'),
     h('div', { id: 'merge-view' }, segs),
     h('div', { class: 'row' }, saveBtn, left,
-      h('button', { id: 'merge-edit', onclick: () => { const t = text(); close(); then.edit(t, m.version); } }, 'Edit this text first'),
+      h('button', { id: 'merge-edit', onclick: () => { const t = text(); close(); then.edit(t, m); } }, 'Edit this text first'),
       h('button', { id: 'merge-cancel', onclick: () => close() }, 'Back to my draft')));
   const close = () => { screen.remove(); area.hidden = false; };
   saveBtn.addEventListener('click', async () => {
     const t = text();
     close();
-    await then.save(t, m.version);
+    await then.save(t, m);
   });
+  // Escape goes back to the draft, as the last button does.
+  screen.addEventListener('keydown', (e) => { if (e.key === 'Escape') { e.preventDefault(); close(); $('#editor')?.focus(); } });
   area.hidden = true;
   body.append(screen);
   update();
+  saveBtn.disabled ? screen.querySelector('button')?.focus() : saveBtn.focus();
 }
 
 // ------------------------------------------------------- slides editor ---
@@ -968,7 +1183,7 @@ async function sheetEditor(ctx, body) {
   const nc = Math.min(26, Math.max(sheet.cols + 2, 6));
   const q = new URLSearchParams({ sheet_id: sheet.sheet_id, range: 'A1:' + colName(nc - 1) + nr });
   const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/range?' + q);
-  if (!r.ok) return body.replaceChildren(h('p', { class: 'banner bad' }, refusalText(r.body)));
+  if (!r.ok) return body.replaceChildren(h('p', { class: 'banner bad' }, plainRefusal(r.body)));
   const d = loadDraft(ctx.noteId, ctx.tabId);
   let version = r.body.version;
   const values = r.body.values.map((row) => row.map((v) => (v == null ? '' : String(v))));
@@ -1013,7 +1228,7 @@ async function attachments(ctx, kind) {
     const q = new URLSearchParams({ kind: kind + 's', limit: 50 });
     if (cursor) q.set('cursor', cursor);
     const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/attachments?' + q);
-    if (!r.ok) throw new Error(refusalText(r.body));
+    if (!r.ok) throw new Error(plainRefusal(r.body));
     out.push(...r.body.attachments.filter((a) => a.kind === kind));
     cursor = r.body.next_cursor;
   } while (cursor);
@@ -1028,14 +1243,14 @@ async function sourcesView(ctx, body) {
   const add = async () => {
     const args = { url: url.value, title: title.value, expected_version: ctx.note.version, idempotency_key: newKey() };
     const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/sources', args);
-    if (!r.ok) { msg.textContent = refusalText(r.body); msg.className = 'bad'; return; }
+    if (!r.ok) { msg.textContent = plainRefusal(r.body); msg.className = 'bad'; return; }
     if (r.body.already_attached) { msg.textContent = 'Already attached as “' + r.body.title + '” (' + r.body.url + ').'; msg.className = 'muted'; return; }
     await refreshNote(ctx);
     sourcesView(ctx, body);
   };
   body.replaceChildren(
     h('h3', {}, 'Sources'),
-    sources.length ? null : h('p', { class: 'muted' }, 'No sources yet.'),
+    sources.length ? '' : h('p', { class: 'muted' }, 'No sources yet: add a link below.'),
     h('ul', { id: 'sources', class: 'note-list' }, sources.map((s) => h('li', {}, safeLink(s.url, s.title || s.url), h('span', { class: 'muted' }, s.url), h('span', { class: 'muted' }, 'added by ' + s.provenance.author)))),
     h('div', { class: 'row' }, url, title, h('button', { id: 'add-source', onclick: add }, 'Add source'), msg));
 }
@@ -1044,15 +1259,32 @@ async function filesView(ctx, body) {
   const files = await attachments(ctx, 'file');
   body.replaceChildren(
     h('h3', {}, 'Files'),
-    files.length ? null : h('p', { class: 'muted' }, 'No files attached.'),
+    files.length ? '' : h('p', { class: 'muted' }, 'No files attached.'),
     h('table', { id: 'files', class: 'grid' }, h('tr', {}, h('th', {}, 'name'), h('th', {}, 'type'), h('th', {}, 'bytes'), h('th', {}, 'attached by')),
       files.map((f) => h('tr', {}, h('td', {}, f.name), h('td', {}, f.media_type), h('td', {}, String(f.size_bytes)), h('td', {}, f.provenance?.author || '')))));
 }
 
 // ----------------------------------------------------------------- boot --
 
-$('#sign-out').addEventListener('click', () => { releaseMine(true); sessionStorage.removeItem(TOKEN); location.hash = '#/'; route(); });
+// Signing out forgets the sign-in and every draft kept in this browser.
+$('#sign-out').addEventListener('click', () => {
+  releaseMine(true);
+  localStorage.removeItem(TOKEN);
+  for (const k of Object.keys(localStorage)) if (k.startsWith('cairn.draft')) localStorage.removeItem(k);
+  location.hash = '#/';
+  route();
+});
 window.addEventListener('hashchange', route);
+// A sign-in or sign-out in another browser tab ends or switches this one's
+// session too (its drafts were cleared there).
+window.addEventListener('storage', (e) => { if (e.key === TOKEN || e.key === null) route(); });
+// Ctrl/Cmd+S saves the open tab (not the browser's "save page" dialog).
+document.addEventListener('keydown', (e) => {
+  if (!(e.ctrlKey || e.metaKey) || e.altKey || e.key.toLowerCase() !== 's') return;
+  e.preventDefault();
+  const save = $('#save');
+  if (save && !save.disabled && !save.closest('[hidden]')) save.click();
+});
 const config = await loadConfig();
 const signInError = await oauthFinish();
 await route();
