@@ -44,13 +44,13 @@ def free_port():
 class Server:
     """A running `cairn up`: its base URL, the sign-in link it printed, its log."""
 
-    def __init__(self, state_dir, port=None, env=None, sign_in=True):
+    def __init__(self, state_dir, port=None, env=None, sign_in=True, args=()):
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.state_dir = state_dir
         self.log = []
         self.proc = subprocess.Popen(
-            [str(CAIRN), "up", "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(state_dir)],
+            [str(CAIRN), "up", "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(state_dir), *args],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "NO_COLOR": "1", **(env or {})},
         )
