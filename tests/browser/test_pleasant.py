@@ -80,6 +80,10 @@ def test_history_speaks_plainly_shows_version_1_and_the_diff_opens_wide(server, 
     text = w.page.inner_text("#history")
     assert "Created" in text and "Edited by Drafting agent (agent)" in text
     assert "replace_text" not in text and "create_note" not in text
+    # Names, never ids: the note's byline and the save bar say who, not their subject id.
+    shown = w.page.inner_text("#main")
+    assert "agent-1" not in shown and "local-person" not in shown, shown
+    assert "Drafting agent (agent)" in w.page.inner_text("#save-status")
     newest = w.page.locator("#history li.version").nth(1)
     newest.locator(".diff-version").click()
     w.page.wait_for_selector("#diff-view")

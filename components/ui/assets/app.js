@@ -82,6 +82,8 @@ function renderMarkdown(el, text) {
 }
 
 const when = (t) => (t ? new Date(t).toLocaleString() : '');
+/** A provenance label ("Pat (pat-42, agent)") as a person reads it: "Pat (agent)". */
+const byName = (label) => String(label ?? '').replace(/^(.*) \(([^(),]+), (agent|human)\)$/, '$1 ($3)');
 /** A time of day, local and short (14:05): when a claim runs out. */
 const clock = (t) => (t ? new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '');
 const enc = encodeURIComponent;
@@ -364,7 +366,7 @@ async function showSearch(query, cursor) {
         h('a', { href: '#/n/' + enc(hit.note_id) + '/' + enc(hit.tab_id) }, hit.note_title, ' · ', hit.label),
         h('span', { class: 'muted' }, hit.field),
         h('span', { class: 'snippet' }, hit.snippet),
-        h('span', { class: 'muted' }, 'v' + hit.version + ' · updated ' + when(hit.provenance.updated_at) + ' by ' + hit.provenance.updated_by)))),
+        h('span', { class: 'muted' }, 'v' + hit.version + ' · updated ' + when(hit.provenance.updated_at) + ' by ' + byName(hit.provenance.updated_by))))),
     h('div', { class: 'row' },
       r.body.next_cursor ? h('a', { id: 'more-hits', href: '#/search/' + enc(query) + '/' + enc(r.body.next_cursor) }, 'More results') : null,
       h('a', { href: '#/' }, 'All notes')));
@@ -391,7 +393,7 @@ async function showNotes(cursor) {
         h('a', { href: '#/n/' + enc(n.note_id), 'data-note-id': n.note_id }, n.title),
         h('span', { class: 'muted' }, 'v' + n.version),
         h('span', { class: 'muted' }, n.approved_for_agents ? 'agents may read' : 'people only'),
-        h('span', { class: 'muted' }, 'updated ' + when(n.provenance.updated_at) + ' by ' + n.provenance.updated_by)))),
+        h('span', { class: 'muted' }, 'updated ' + when(n.provenance.updated_at) + ' by ' + byName(n.provenance.updated_by))))),
     h('div', { class: 'row' },
       cursor ? h('a', { href: '#/' }, 'First page') : null,
       r.body.next_cursor ? h('a', { id: 'more-notes', href: '#/page/' + enc(r.body.next_cursor) }, 'Next page') : null));
@@ -482,7 +484,7 @@ function noteHeader(ctx) {
     title,
     h('div', { class: 'row muted' },
       h('span', { id: 'note-version' }, 'version ' + n.version),
-      h('span', {}, 'by ' + n.provenance.author),
+      h('span', {}, 'by ' + byName(n.provenance.author)),
       h('label', {}, approve, ' approved for agents'),
       renameBtn));
 }
@@ -811,7 +813,7 @@ async function showVersion(ctx, view, v) {
   const shown = h('div', { class: 'preview', id: 'version-content' });
   if (b.text != null) renderMarkdown(shown, b.text);
   else shown.append(h('pre', {}, JSON.stringify(b.slides || b.sheets || b, null, 2)));
-  openView(view, 'As of version ' + v + ' (by ' + b.provenance.updated_by + ', ' + when(b.provenance.updated_at) + ')', shown);
+  openView(view, 'As of version ' + v + ' (by ' + byName(b.provenance.updated_by) + ', ' + when(b.provenance.updated_at) + ')', shown);
 }
 
 /** Shows `content` under `title` in the wide history dialog. */
@@ -916,7 +918,7 @@ async function markdownEditor(ctx, body) {
   }
   const unchanged = (x) => x.text === tab.text || (x.base_text != null && x.text === x.base_text);
   const showSaved = (t) => {
-    bar.state.textContent = `Saved · version ${t.version} · last by ${t.provenance.updated_by}`;
+    bar.state.textContent = `Saved · version ${t.version} · last by ${byName(t.provenance.updated_by)}`;
     bar.state.className = 'muted';
   };
   if (d && d.text != null && !unchanged(d)) {
@@ -1073,7 +1075,7 @@ async function openMerge(ctx, body, area, mine, baseVersion, then, live = false)
   const m = r.body;
   refreshNote(ctx);
   const now = await readTab(ctx).catch(() => null);
-  const by = now ? `${now.provenance.updated_by}, ${when(now.provenance.updated_at)}` : 'someone else';
+  const by = now ? `${byName(now.provenance.updated_by)}, ${when(now.provenance.updated_at)}` : 'someone else';
   const choices = new Map();
   const saveBtn = h('button', { id: 'merge-save', class: 'primary' }, 'Save merged text');
   const left = h('span', { id: 'merge-left', class: 'muted' });
@@ -1251,7 +1253,7 @@ async function sourcesView(ctx, body) {
   body.replaceChildren(
     h('h3', {}, 'Sources'),
     sources.length ? '' : h('p', { class: 'muted' }, 'No sources yet: add a link below.'),
-    h('ul', { id: 'sources', class: 'note-list' }, sources.map((s) => h('li', {}, safeLink(s.url, s.title || s.url), h('span', { class: 'muted' }, s.url), h('span', { class: 'muted' }, 'added by ' + s.provenance.author)))),
+    h('ul', { id: 'sources', class: 'note-list' }, sources.map((s) => h('li', {}, safeLink(s.url, s.title || s.url), h('span', { class: 'muted' }, s.url), h('span', { class: 'muted' }, 'added by ' + byName(s.provenance.author))))),
     h('div', { class: 'row' }, url, title, h('button', { id: 'add-source', onclick: add }, 'Add source'), msg));
 }
 
@@ -1261,7 +1263,7 @@ async function filesView(ctx, body) {
     h('h3', {}, 'Files'),
     files.length ? '' : h('p', { class: 'muted' }, 'No files attached.'),
     h('table', { id: 'files', class: 'grid' }, h('tr', {}, h('th', {}, 'name'), h('th', {}, 'type'), h('th', {}, 'bytes'), h('th', {}, 'attached by')),
-      files.map((f) => h('tr', {}, h('td', {}, f.name), h('td', {}, f.media_type), h('td', {}, String(f.size_bytes)), h('td', {}, f.provenance?.author || '')))));
+      files.map((f) => h('tr', {}, h('td', {}, f.name), h('td', {}, f.media_type), h('td', {}, String(f.size_bytes)), h('td', {}, byName(f.provenance?.author))))));
 }
 
 // ----------------------------------------------------------------- boot --
