@@ -64,7 +64,7 @@ async fn check(stack: &Stack) -> anyhow::Result<()> {
     let bytes = |op: &str| cost.iter().find(|r| r.op == op).map(|r| r.answer_bytes + r.sent_bytes).unwrap();
     assert!(bytes("one section") * 100 < bytes("whole-tab read"), "{cost:?}");
     assert!(bytes("replace_section") * 100 < bytes("whole-tab replace_text"), "{cost:?}");
-    assert!(bytes("outline found by heading") * 100 < bytes("outline (first 500 sections)"), "{cost:?}");
+    assert!(bytes("outline found by heading") * 20 < bytes("outline, first page"), "{cost:?}");
 
     // race: re-read + re-apply loses nothing; every run saw every edit through.
     let rows = race::race(stack, s.runs, s.edits).await?;

@@ -22,8 +22,9 @@
 //!   `replace_section` with the `section_hash` read; on a refusal, read both
 //!   again.
 //! - **parts, whole outline**: as parts, but the outline unfiltered, page
-//!   by page (500 sections a page) until the agent's section shows, once
-//!   per edit (what an agent that does not know its heading pays).
+//!   by page (as many sections as the read cap holds) until the agent's
+//!   section shows, once per edit (what an agent that does not know its
+//!   heading pays).
 //!
 //! Bytes read: the JSON of every tool result's `structuredContent` (writes'
 //! results and refusals included): what an agent's context gets. Bytes
@@ -297,7 +298,7 @@ impl Agent {
                     Strategy::Parts => json!({"note_id": note, "heading": format!("Section {:04}", self.section)}),
                     _ => json!({"note_id": note}),
                 };
-                // Page by page (500 sections a page) until its section shows.
+                // Page by page until its section shows.
                 let id = self.section_id();
                 loop {
                     let o = must(b.call(&self.who, "read_note_outline", args.clone())?, "read_note_outline")?;

@@ -24,7 +24,8 @@
 //! note exactly once.
 //!
 //! **Cost.** On a note of about 1 MB (950 sections), one agent times, one
-//! call at a time: the whole outline (the first 500 sections), the outline
+//! call at a time: the outline's first page (as many sections as the read
+//! cap holds), the outline
 //! found by heading, a window of 40 lines, one section, a `replace_section`,
 //! then a whole-tab read and a whole-tab `replace_text` of the same tab.
 
@@ -347,7 +348,7 @@ pub async fn cost(stack: &Stack, reps: usize) -> Result<Vec<CostRow>> {
     type Build = Box<dyn Fn(&Value, u64) -> (&'static str, Value)>;
     let section = "part-475";
     let ops: Vec<(&'static str, Build)> = vec![
-        ("outline (first 500 sections)", Box::new(|_, _| ("read_note_outline", json!({})))),
+        ("outline, first page", Box::new(|_, _| ("read_note_outline", json!({})))),
         ("outline found by heading", Box::new(|_, _| ("read_note_outline", json!({"heading": "Part 475"})))),
         ("window of 40 lines", Box::new(|_, _| ("read_note_tab", json!({"tab_id": "markdown", "start_line": 9_000, "max_lines": 40})))),
         ("one section", Box::new(move |_, _| ("read_note_tab", json!({"tab_id": "markdown", "section_id": section})))),

@@ -9,6 +9,7 @@ use crate::args::{check_id, parse};
 use crate::content::load_text;
 use crate::head::load_head;
 use crate::model::TabKind;
+use crate::env::MAX_READ_CHARS;
 use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{id, note_id, object};
 use crate::sections::{lines, outline};
@@ -29,6 +30,8 @@ struct Args {
     max_level: Option<u64>,
     #[serde(default)]
     max_sections: Option<u64>,
+    #[serde(default)]
+    max_chars: Option<u64>,
 }
 
 /// The most characters of a `heading` filter.
@@ -49,8 +52,9 @@ fn description() -> String {
     versions. Read this first on a big note, then read only the part you need with read_note_tab \
     (section_id, or start_line and max_lines). Looking for one section? heading (text it contains, any \
     case) and max_level (1-6) list only the matching sections, which keeps the answer small on a note \
-    of many sections. At most max_sections (default and most 500) sections a read: a longer outline \
-    says truncated, and next is the start_line to send for the rest."
+    of many sections. A read lists whole sections up to max_sections (default and most 500) and the \
+    read cap (max_chars, default 24,000 characters, about 120 sections): a longer outline says \
+    truncated, and next is the start_line to send for the rest."
         .into()
 }
 
@@ -64,6 +68,7 @@ fn input_schema() -> Value {
             "heading": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "description": "Optional: list only sections whose heading contains this text (any case)."},
             "max_level": {"type": "integer", "minimum": 1, "maximum": 6, "description": "Optional: list only headings of this level or higher (1 = # only)."},
             "max_sections": {"type": "integer", "minimum": 1, "maximum": MAX_OUTLINE_SECTIONS, "description": "Optional: list at most this many sections (default 500)."},
+            "max_chars": {"type": "integer", "minimum": 1, "maximum": MAX_READ_CHARS, "description": "Optional: the most characters of answer to fill with sections (default 24,000, as every read)."},
         }),
     )
 }
@@ -119,26 +124,35 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     };
     let now = c.env.now_us();
     let text = load_text(c.kv, tab)?;
-    let mut rest = outline(&text).into_iter().filter(|s| {
+    let rest = outline(&text).into_iter().filter(|s| {
         s.start_line >= from && s.level <= level && wanted.as_ref().is_none_or(|w| s.heading.to_lowercase().contains(w.as_str()))
     });
-    let page: Vec<_> = rest.by_ref().take(most).collect();
-    let next = rest.next().map(|s| s.start_line);
-    let sections: Vec<Value> = page
-        .into_iter()
-        .map(|s| {
-            let mut v = json!({"section_id": s.id, "level": s.level, "heading": s.heading, "start_line": s.start_line,
-                   "end_line": s.end_line, "chars": s.chars, "section_hash": s.hash(&text)});
-            let held = head.claims.iter().find(|c| {
-                c.live(now) && c.tab_id.as_deref() == Some(tab.id.as_str()) && c.section_id.as_deref() == Some(s.id.as_str())
-            });
-            if let Some(c) = held {
-                v["claimed_by"] = json!({"claim_id": c.claim_id, "held_by": c.holder.name, "actor_type": crate::claim_audit::actor_str(c.holder.actor_type),
-                                         "expires_at": crate::model::rfc3339(c.expires_at)});
-            }
-            v
-        })
-        .collect();
+    let cap = match a.max_chars {
+        None => c.env.read_max_chars(),
+        Some(n) if (1..=MAX_READ_CHARS as u64).contains(&n) => n as usize,
+        Some(_) => return Err(Refusal::invalid("max_chars", format!("max_chars must be between 1 and {MAX_READ_CHARS}")).into()),
+    };
+    // Whole sections while the page holds at most `most` of them and `cap`
+    // characters of JSON (always at least one).
+    let (mut sections, mut chars, mut next) = (Vec::new(), 0usize, None);
+    for s in rest {
+        let mut v = json!({"section_id": s.id, "level": s.level, "heading": s.heading, "start_line": s.start_line,
+               "end_line": s.end_line, "chars": s.chars, "section_hash": s.hash(&text)});
+        let held = head.claims.iter().find(|c| {
+            c.live(now) && c.tab_id.as_deref() == Some(tab.id.as_str()) && c.section_id.as_deref() == Some(s.id.as_str())
+        });
+        if let Some(c) = held {
+            v["claimed_by"] = json!({"claim_id": c.claim_id, "held_by": c.holder.name, "actor_type": crate::claim_audit::actor_str(c.holder.actor_type),
+                                     "expires_at": crate::model::rfc3339(c.expires_at)});
+        }
+        let size = v.to_string().chars().count() + 1;
+        if sections.len() == most || (!sections.is_empty() && chars + size > cap) {
+            next = Some(s.start_line);
+            break;
+        }
+        chars += size;
+        sections.push(v);
+    }
     let mut out = json!({
         "note_id": head.note_id,
         "tab_id": tab.id,

@@ -416,3 +416,20 @@ fn since_version_past_retention_is_not_found_naming_the_field() {
     let recent = read(&mut w, &ada, &note, json!({"since_version": v - 1}));
     assert_eq!(recent["hunks"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn an_outline_page_stops_at_the_read_cap_and_says_where_the_rest_starts() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Many", true);
+    let text: String = (0..400).map(|i| format!("# Heading number {i:03}\nbody\n")).collect();
+    w.write_text(&ada, &note, &text, "many-1");
+    let first = w.ok(&ada, "read_note_outline", json!({"note_id": note}));
+    let listed = first["sections"].as_array().unwrap().len();
+    assert!(first.to_string().chars().count() < 26_000, "an outline page stays near the 24,000-character cap");
+    assert_eq!((first["truncated"].as_bool(), first["next"].as_u64()), (Some(true), Some(2 * listed as u64 + 1)));
+    let all = w.ok(&ada, "read_note_outline", json!({"note_id": note, "max_chars": 1_000_000}));
+    assert_eq!((all["sections"].as_array().unwrap().len(), all["truncated"].as_bool()), (400, Some(false)));
+    let bad = w.refused(&ada, "read_note_outline", json!({"note_id": note, "max_chars": 0}));
+    assert_eq!(bad["field"], "max_chars");
+}
