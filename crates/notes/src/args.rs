@@ -113,6 +113,17 @@ pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> R
     T::deserialize(d).map(Some)
 }
 
+/// The character cap of one read: the caller's `max_chars` (1 to
+/// [`crate::env::MAX_READ_CHARS`]), else the deployment's default.
+pub(crate) fn read_cap(env: &dyn crate::env::Env, max_chars: Option<u64>) -> Result<usize, Refusal> {
+    use crate::env::MAX_READ_CHARS;
+    match max_chars {
+        None => Ok(env.read_max_chars()),
+        Some(n) if (1..=MAX_READ_CHARS as u64).contains(&n) => Ok(n as usize),
+        Some(_) => Err(Refusal::invalid("max_chars", format!("max_chars must be between 1 and {MAX_READ_CHARS}"))),
+    }
+}
+
 /// The most bytes of a `section_id`.
 pub(crate) const MAX_SECTION_ID_BYTES: usize = 200;
 

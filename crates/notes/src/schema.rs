@@ -19,6 +19,11 @@ pub(crate) fn id(desc: &str) -> Value {
     json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "description": desc})
 }
 
+/// `max_chars`: a read's character cap.
+pub(crate) fn max_chars(desc: &str) -> Value {
+    json!({"type": "integer", "minimum": 1, "maximum": crate::env::MAX_READ_CHARS, "description": desc})
+}
+
 /// A `section_id` from `read_note_outline`.
 pub(crate) fn section_id(desc: &str) -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": crate::args::MAX_SECTION_ID_BYTES, "description": desc})

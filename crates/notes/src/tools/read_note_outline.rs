@@ -9,7 +9,6 @@ use crate::args::{check_id, parse};
 use crate::content::load_text;
 use crate::head::load_head;
 use crate::model::TabKind;
-use crate::env::MAX_READ_CHARS;
 use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{id, note_id, object};
 use crate::sections::{lines, outline};
@@ -68,7 +67,7 @@ fn input_schema() -> Value {
             "heading": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "description": "Optional: list only sections whose heading contains this text (any case)."},
             "max_level": {"type": "integer", "minimum": 1, "maximum": 6, "description": "Optional: list only headings of this level or higher (1 = # only)."},
             "max_sections": {"type": "integer", "minimum": 1, "maximum": MAX_OUTLINE_SECTIONS, "description": "Optional: list at most this many sections (default 500)."},
-            "max_chars": {"type": "integer", "minimum": 1, "maximum": MAX_READ_CHARS, "description": "Optional: the most characters of answer to fill with sections (default 24,000, as every read)."},
+            "max_chars": crate::schema::max_chars("Optional: the most characters of answer to fill with sections (default 24,000, as every read)."),
         }),
     )
 }
@@ -127,11 +126,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let rest = outline(&text).into_iter().filter(|s| {
         s.start_line >= from && s.level <= level && wanted.as_ref().is_none_or(|w| s.heading.to_lowercase().contains(w.as_str()))
     });
-    let cap = match a.max_chars {
-        None => c.env.read_max_chars(),
-        Some(n) if (1..=MAX_READ_CHARS as u64).contains(&n) => n as usize,
-        Some(_) => return Err(Refusal::invalid("max_chars", format!("max_chars must be between 1 and {MAX_READ_CHARS}")).into()),
-    };
+    let cap = crate::args::read_cap(&*c.env, a.max_chars)?;
     // Whole sections while the page holds at most `most` of them and `cap`
     // characters of JSON (always at least one).
     let (mut sections, mut chars, mut next) = (Vec::new(), 0usize, None);

@@ -132,7 +132,7 @@ fn input_schema() -> Value {
             "since_version": version("Optional, markdown: only the changes since this note version (one you read), as line hunks."),
             "start_index": {"type": "integer", "minimum": 0, "description": "Optional, slides: the first slide to read (slides count from 0)."},
             "max_slides": {"type": "integer", "minimum": 1, "maximum": MAX_SLIDES, "description": "Optional, slides: read at most this many slides."},
-            "max_chars": {"type": "integer", "minimum": 1, "maximum": MAX_READ_CHARS, "description": "Optional: the most characters of text to return (default 24,000); a read it cuts says truncated and next."},
+            "max_chars": crate::schema::max_chars("Optional: the most characters of text to return (default 24,000); a read it cuts says truncated and next."),
         }),
     )
 }
@@ -176,11 +176,7 @@ fn output_schema() -> Value {
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     let part = Part::of(&a)?;
-    let cap = match a.max_chars {
-        None => c.env.read_max_chars(),
-        Some(n) if (1..=MAX_READ_CHARS as u64).contains(&n) => n as usize,
-        Some(_) => return Err(Refusal::invalid("max_chars", format!("max_chars must be between 1 and {MAX_READ_CHARS}")).into()),
-    };
+    let cap = crate::args::read_cap(&*c.env, a.max_chars)?;
     read_part(c, &a.note_id, &a.tab_id, a.at_version, &part, cap)
 }
 
