@@ -97,6 +97,11 @@ pub(crate) fn enforce(
             _ => None,
         };
         let new = new_text.as_deref().map(outline).unwrap_or_default();
+        // Others' claims first: a writer who both enters someone's section and
+        // leaves its own is told about the holder, whatever order the claims
+        // were taken in.
+        let mut claims = claims;
+        claims.sort_by_key(|&i| head.claims[i].holder.subject == who.subject);
         for &i in &claims {
             let c = &head.claims[i];
             let Some(s) = old.iter().find(|s| Some(&s.id) == c.section_id.as_ref()) else { continue };

@@ -116,6 +116,21 @@ fn the_holder_cannot_write_outside_its_section() {
 }
 
 #[test]
+fn a_holder_entering_another_holders_section_is_told_about_that_holder_whatever_the_claim_order() {
+    for bot_first in [true, false] {
+        let mut w = World::new();
+        let (note, _ada, bot, other) = setup(&mut w);
+        let (first, second) = if bot_first { (&bot, &other) } else { (&other, &bot) };
+        claim_section(&mut w, first, &note, if bot_first { "intro" } else { "results" });
+        claim_section(&mut w, second, &note, if bot_first { "results" } else { "intro" });
+        let before = text(&mut w, &note);
+        let r = replace_section(&mut w, &bot, &note, "results", "# Results\ntaken over\n", "bot-in-results");
+        assert_eq!((r["error"].as_str(), r["section_id"].as_str()), (Some("claim_conflict"), Some("results")), "bot first {bot_first}: {r}");
+        assert_eq!(text(&mut w, &note), before, "nothing was written");
+    }
+}
+
+#[test]
 fn the_holder_renaming_its_section_keeps_the_claim() {
     let mut w = World::new();
     let (note, _ada, bot, other) = setup(&mut w);
