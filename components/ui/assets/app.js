@@ -26,6 +26,10 @@ import DOMPurify from '/ui/vendor/purify.es.mjs';
 
 const TOKEN = 'cairn.token';
 const PKCE = 'cairn.pkce';
+// The refresh token (Cairn's own server): single-use, rotated by every refresh.
+const REFRESH = 'cairn.refresh';
+// Where to go back to after a sign-in started from a route (a consent request).
+const AFTER = 'cairn.after';
 const CLAIM_TTL = 60;
 const HEARTBEAT_MS = 20000;
 const PRESENCE_MS = 1000;
@@ -138,11 +142,19 @@ function takeTokenFromFragment() {
   if (expired(claims)) return { refused: 'That sign-in link has expired. Ask for a new link.' };
   const current = token();
   if (!current || current === offered || expired(me())) {
+    dropRefresh();
     localStorage.setItem(TOKEN, offered);
     return null;
   }
   pendingLink = { token: offered, claims };
   return null;
+}
+
+/** A token given by hand replaces a sign-in with Cairn's own server: its refresh token is revoked and forgotten. */
+function dropRefresh() {
+  const rt = localStorage.getItem(REFRESH);
+  localStorage.removeItem(REFRESH);
+  if (rt) revokeRefresh(rt);
 }
 
 /** A sign-in link for someone else, waiting for the person to choose. */
@@ -152,7 +164,7 @@ let pendingLink = null;
 function showSwitchPrompt() {
   const { token: offered, claims } = pendingLink;
   const stay = () => { pendingLink = null; route(); };
-  const go = () => { pendingLink = null; releaseMine(true); localStorage.setItem(TOKEN, offered); route(); };
+  const go = () => { pendingLink = null; releaseMine(true); dropRefresh(); localStorage.setItem(TOKEN, offered); route(); };
   const card = h('section', { class: 'card', id: 'switch-identity', role: 'alertdialog', 'aria-labelledby': 'switch-title' },
     h('h2', { id: 'switch-title' }, 'Switch who you are signed in as?'),
     h('p', {}, 'You are signed in as ', h('strong', {}, named(me())), '. The link you opened signs in as ', h('strong', {}, named(claims)), '.'),
@@ -199,14 +211,28 @@ async function oauthStart(cfg) {
   location.assign(u.href);
 }
 
+/** What to tell a person whom Cairn's own server does not know in this browser. */
+const NO_SESSION = 'You are not signed in here. Open the sign-in link your admin gave you (or the one `cairn up` printed).';
+
+/** Set when the authorization server just answered `login_required`: the
+ * page then says so instead of asking it again (no sign-in loop). */
+let loginRefused = false;
+
 /** Back from the authorization server with `?code=&state=`: exchange the
- * code. Returns why a sign-in failed, if it did. */
+ * code. Returns why a sign-in failed, if it did. After a sign-in started
+ * from a route (a consent request), the page goes back to that route. */
 async function oauthFinish() {
   const q = new URLSearchParams(location.search);
   if (!q.has('code') && !q.has('error')) return null;
   const saved = JSON.parse(sessionStorage.getItem(PKCE) || 'null');
   sessionStorage.removeItem(PKCE);
+  const after = sessionStorage.getItem(AFTER);
   history.replaceState(null, '', location.pathname + '#/');
+  if (q.get('error') === 'login_required') {
+    loginRefused = true;
+    return NO_SESSION;
+  }
+  sessionStorage.removeItem(AFTER);
   if (q.has('error')) return 'Sign-in refused: ' + (q.get('error_description') || q.get('error'));
   if (!saved || saved.state !== q.get('state')) return 'Sign-in refused: the answer does not belong to this page (state mismatch)';
   const body = new URLSearchParams({ grant_type: 'authorization_code', code: q.get('code'), redirect_uri: saved.redirect, client_id: saved.client_id, code_verifier: saved.verifier });
@@ -214,29 +240,201 @@ async function oauthFinish() {
   const r = await fetch(saved.token_endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body }).catch(() => null);
   const t = r ? await r.json().catch(() => ({})) : {};
   if (!r || !r.ok || !t.access_token) return 'Sign-in failed at the token endpoint: ' + (t.error_description || t.error || 'no answer');
+  const previous = localStorage.getItem(REFRESH);
+  if (previous && previous !== t.refresh_token) revokeRefresh(previous);
+  if (t.refresh_token) localStorage.setItem(REFRESH, t.refresh_token);
+  else localStorage.removeItem(REFRESH);
   localStorage.setItem(TOKEN, t.access_token);
+  if (after && after.startsWith('#/')) history.replaceState(null, '', location.pathname + after);
   return null;
+}
+
+// ------------------------------------------------------------ refresh ----
+
+/** Seconds before `exp` at which the access token is refreshed: a minute,
+ * or a fifth of a short token's life. */
+function refreshMargin(c) {
+  const life = typeof c.iat === 'number' ? c.exp - c.iat : c.exp - Date.now() / 1000;
+  return Math.min(60, Math.max(1, life / 5));
+}
+const dueForRefresh = (t) => {
+  const c = claimsOf(t || '');
+  return !c || (typeof c.exp === 'number' && c.exp * 1000 - refreshMargin(c) * 1000 <= Date.now());
+};
+
+/** Where the refresh grant goes: the configured authorization server's token endpoint. */
+async function tokenEndpoint() {
+  if (config.own) return location.origin + '/oauth/token';
+  return (await discover(config.authorization_server)).token_endpoint;
+}
+
+/** Serialized across this browser's tabs: a refresh token is single-use,
+ * and presenting one twice revokes the whole sign-in. Without the Web
+ * Locks API (a page not on a secure origin) the refresh runs unguarded. */
+function withRefreshLock(f) {
+  return navigator.locks ? navigator.locks.request('cairn-refresh', f) : f();
+}
+
+/** Trades the refresh token for a new access token (and a new refresh
+ * token). `seen` is the access token the caller found wanting: when another
+ * tab has refreshed meanwhile, its result is used and nothing is sent.
+ * Returns true when the page holds a usable access token afterwards. A
+ * refused refresh (`invalid_grant`) signs the person out in every tab. */
+async function refresh(seen) {
+  return withRefreshLock(async () => {
+    const current = token();
+    if (current && current !== seen && !dueForRefresh(current)) return true;
+    const rt = localStorage.getItem(REFRESH);
+    if (!rt || !config.client_id) return false;
+    const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: rt, client_id: config.client_id });
+    if (config.resource) body.set('resource', config.resource);
+    let r;
+    try {
+      r = await fetch(await tokenEndpoint(), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+    } catch {
+      return false; // unreachable: keep the sign-in, the next call tries again
+    }
+    const t = await r.json().catch(() => ({}));
+    // Signed out (or in again) meanwhile, in this tab or another: that stands.
+    if (localStorage.getItem(REFRESH) !== rt) return !!token() && !dueForRefresh(token());
+    if (r.ok && t.access_token) {
+      if (t.refresh_token) localStorage.setItem(REFRESH, t.refresh_token);
+      localStorage.setItem(TOKEN, t.access_token);
+      scheduleRefresh();
+      return true;
+    }
+    if (r.status === 400 || r.status === 401) {
+      forget();
+      signOutNotice = 'Your sign-in has ended (you signed out elsewhere, or it was revoked). Sign in again; your drafts are kept in this browser.';
+      route();
+    }
+    return false;
+  });
+}
+
+let refreshTimer = null;
+
+/** One timer for the page: refresh shortly before the access token expires. */
+function scheduleRefresh() {
+  clearTimeout(refreshTimer);
+  const c = claimsOf(token() || '');
+  if (!c || typeof c.exp !== 'number' || !localStorage.getItem(REFRESH)) return;
+  // At least a second apart, whatever the clocks say: never a refresh loop.
+  const wait = Math.max(1000, c.exp * 1000 - refreshMargin(c) * 1000 - Date.now());
+  refreshTimer = setTimeout(() => refresh(token()), Math.min(wait, 2 ** 31 - 1));
+}
+
+/** Revokes a refresh token at Cairn's own server (best effort). */
+function revokeRefresh(rt) {
+  if (!config.own || !rt) return Promise.resolve();
+  const body = new URLSearchParams({ token: rt, token_type_hint: 'refresh_token', client_id: config.client_id || 'cairn-editor' });
+  return fetch('/oauth/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body }).catch(() => {});
+}
+
+/** Forgets the sign-in kept in this browser (the access and refresh tokens). */
+function forget() {
+  clearTimeout(refreshTimer);
+  localStorage.removeItem(REFRESH);
+  localStorage.removeItem(TOKEN);
+}
+
+/** Why the person was signed out, shown once on the sign-in card. */
+let signOutNotice = null;
+
+// -------------------------------------------------- one-time sign-in link --
+
+/** A one-time sign-in link's `#/sign-in/<secret>`: the secret leaves the
+ * address bar and the tab's history at once, is used up at
+ * `POST /oauth/session` (which sets the session cookie), and the page then
+ * signs in with code + PKCE as `cairn-editor`. Returns true when it handled
+ * the route (the page then shows what happened or leaves for the sign-in). */
+async function takeSignInLink() {
+  const m = location.hash.match(/^#\/sign-in\/([^/?&]+)/);
+  if (!m) return false;
+  history.replaceState(null, '', location.pathname + '#/');
+  main().replaceChildren(h('p', { class: 'muted' }, 'Signing in…'));
+  let r;
+  try {
+    r = await fetch('/oauth/session', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ link: m[1] }) });
+  } catch {
+    showSignIn('Cairn did not answer. Check your connection, then open the sign-in link again.');
+    return true;
+  }
+  const b = await r.json().catch(() => ({}));
+  if (!r.ok) {
+    showSignIn(b.error === 'invalid_link' || r.status === 400
+      ? 'This sign-in link was used already or has expired. Ask your admin for a new one.'
+      : 'Cairn could not use this sign-in link (' + (b.error_description || b.error || 'status ' + r.status) + '). Ask your admin for a new one.');
+    return true;
+  }
+  const who = me();
+  const same = who.name === b.name && (who.tenant || '') === (b.tenant || '');
+  if (token() && !expired(who) && !same) {
+    showLinkSwitchPrompt(b);
+    return true;
+  }
+  await oauthStart({ ...config, client_id: config.client_id || 'cairn-editor' }).catch((e) => showSignIn(e.message));
+  return true;
+}
+
+/** Signed in already as someone else, the person chooses whether the link's sign-in replaces theirs. */
+function showLinkSwitchPrompt(b) {
+  const stay = async () => {
+    // The link's session is dropped: the person stays who they were.
+    await fetch('/oauth/session', { method: 'DELETE', credentials: 'same-origin' }).catch(() => {});
+    route();
+  };
+  const go = async () => {
+    releaseMine(true);
+    await revokeRefresh(localStorage.getItem(REFRESH));
+    forget();
+    oauthStart({ ...config, client_id: config.client_id || 'cairn-editor' }).catch((e) => showSignIn(e.message));
+  };
+  const card = h('section', { class: 'card', id: 'switch-identity', role: 'alertdialog', 'aria-labelledby': 'switch-title' },
+    h('h2', { id: 'switch-title' }, 'Switch who you are signed in as?'),
+    h('p', {}, 'You are signed in as ', h('strong', {}, named(me())), '. The link you opened signs in as ', h('strong', {}, named(b)), '.'),
+    h('p', { class: 'muted' }, 'If you did not expect this link, stay: someone may be trying to make you work under their name.'),
+    h('div', { class: 'row' },
+      h('button', { id: 'switch-stay', class: 'primary', onclick: stay }, 'Stay as ' + (me().name || me().sub || 'yourself')),
+      h('button', { id: 'switch-go', onclick: go }, 'Switch to ' + (b.name || 'the link\'s person'))));
+  main().replaceChildren(card);
+  card.addEventListener('keydown', (e) => { if (e.key === 'Escape') stay(); });
+  $('#switch-stay').focus();
 }
 
 async function showSignIn(why) {
   const cfg = config;
+  why = why || signOutNotice;
+  signOutNotice = null;
   const input = h('textarea', { id: 'token-input', rows: 3, placeholder: 'Bearer token', autocomplete: 'off', 'aria-label': 'Sign-in token' });
+  const start = () => oauthStart(cfg).catch((e) => status(e.message, true));
+  let offer;
+  if (cfg.own) {
+    offer = [
+      h('p', {}, 'People sign in to Cairn with a one-time sign-in link: the one ', h('code', {}, 'cairn up'), ' printed, or one an admin made for you. Open it in this browser.'),
+      h('p', {}, 'Signed in in this browser before? ', h('button', { id: 'oauth-signin', class: 'primary', onclick: start }, 'Sign in')),
+      h('p', { class: 'muted small' }, 'Operators can also paste a token minted by ', h('code', {}, 'cairn token'), ':'),
+    ];
+  } else if (cfg.client_id && cfg.authorization_server) {
+    offer = h('p', {}, h('button', { id: 'oauth-signin', class: 'primary', onclick: start }, 'Sign in with ' + new URL(cfg.authorization_server).host));
+  } else {
+    offer = h('p', { class: 'muted' }, 'Open the sign-in link that cairn up prints, or paste a token.');
+  }
   main().replaceChildren(
     h('section', { class: 'card' },
       h('h2', {}, 'Sign in'),
-      why ? h('p', { class: 'banner warn' }, why) : null,
-      cfg.client_id && cfg.authorization_server
-        ? h('p', {}, h('button', { id: 'oauth-signin', class: 'primary', onclick: () => oauthStart(cfg).catch((e) => status(e.message, true)) }, 'Sign in with ' + new URL(cfg.authorization_server).host))
-        : h('p', { class: 'muted' }, 'Open the sign-in link that cairn up prints, or paste a token.'),
+      why ? h('p', { id: 'sign-in-why', class: 'banner warn' }, why) : null,
+      offer,
       input,
-      h('div', { class: 'row' }, h('button', { id: 'token-signin', onclick: () => { localStorage.setItem(TOKEN, input.value.trim()); route(); } }, 'Use this token'))));
+      h('div', { class: 'row' }, h('button', { id: 'token-signin', onclick: () => { dropRefresh(); localStorage.setItem(TOKEN, input.value.trim()); route(); } }, 'Use this token'))));
 }
 
 // ---------------------------------------------------------------- API ----
 
 /** One call to the API: `{status, ok, body}`; a network failure is status 0 with a message. */
-async function api(method, path, body) {
-  const init = { method, headers: { authorization: 'Bearer ' + token() } };
+async function api(method, path, body, retried = false) {
+  const used = token();
+  const init = { method, headers: { authorization: 'Bearer ' + used } };
   if (body !== undefined) {
     init.headers['content-type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -257,8 +455,13 @@ async function api(method, path, body) {
   }
   const b = await r.json().catch(() => ({}));
   if (r.status === 401) {
-    localStorage.removeItem(TOKEN);
-    showSignIn('Your sign-in has expired or was refused. Your drafts are kept in this browser.');
+    // An access token refused (expired early, or the clock is off): one
+    // refresh, then the call once more.
+    if (!retried && localStorage.getItem(REFRESH) && await refresh(used)) return api(method, path, body, true);
+    if (token() === used) {
+      forget();
+      showSignIn('Your sign-in has expired or was refused. Your drafts are kept in this browser.');
+    }
   }
   return { status: r.status, ok: r.ok, body: b };
 }
@@ -320,24 +523,49 @@ function leave() {
   page = { timers: [], claim: null, section: null, leave: [] };
 }
 
+/** Counts routes, so a route that waited (on a refresh) knows when a newer one took over. */
+let routeSeq = 0;
+
+/** The header's signed-in parts: who, settings (Cairn's own server), sign out. */
+function signedInChrome(on) {
+  $('#sign-out').hidden = !on;
+  $('#settings-link').hidden = !(on && config.own);
+  if (!on) $('#who').textContent = '';
+}
+
 async function route() {
   leave();
   status('');
   delete main().dataset.loaded;
+  const seq = ++routeSeq;
+  if (await takeSignInLink()) return;
   const link = takeTokenFromFragment();
   if (link && link.refused) return showSignIn(link.refused);
   if (pendingLink) return showSwitchPrompt();
-  const t = token();
+  let t = token();
+  // An access token near its end is refreshed first (when there is a refresh token).
+  if (t && claimsOf(t) && dueForRefresh(t) && localStorage.getItem(REFRESH)) {
+    await refresh(t);
+    if (seq !== routeSeq) return; // a newer route took over meanwhile
+    t = token();
+  }
   if (t && (!claimsOf(t) || expired(claimsOf(t)))) {
-    localStorage.removeItem(TOKEN);
-    $('#sign-out').hidden = true;
+    forget();
+    signedInChrome(false);
     return showSignIn('Your sign-in has expired or cannot be read. Sign in again; your drafts are kept in this browser.');
   }
-  $('#sign-out').hidden = !t;
-  if (!t) return showSignIn();
+  signedInChrome(!!t);
+  const consent = location.hash.match(/^#\/consent\/([^/?&#]+)/);
+  if (!t) {
+    if (consent) return consentSignIn();
+    return showSignIn();
+  }
+  scheduleRefresh();
   const who = me();
   $('#who').textContent = [who.name || who.sub, who.tenant && 'tenant ' + who.tenant].filter(Boolean).join(' · ');
+  if (consent) return showConsent(consent[1]);
   const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'settings') return showSettings();
   if (parts[0] === 'n' && parts[1]) return openNote(parts[1], parts[2]);
   if (parts[0] === 'search' && parts[1]) return showSearch(parts[1], parts[2]);
   return showNotes(parts[0] === 'page' ? parts[1] : undefined);
@@ -1266,20 +1494,207 @@ async function filesView(ctx, body) {
       files.map((f) => h('tr', {}, h('td', {}, f.name), h('td', {}, f.media_type), h('td', {}, String(f.size_bytes)), h('td', {}, byName(f.provenance?.author))))));
 }
 
+// ------------------------------------------------------------- consent ---
+
+/** A consent request (`#/consent/<request>`) reached without a sign-in:
+ * the route is kept for after the sign-in, which starts at once, unless the
+ * authorization server just said this browser has no session. */
+function consentSignIn() {
+  sessionStorage.setItem(AFTER, location.hash);
+  if (loginRefused || !config.client_id || !config.authorization_server) {
+    return showSignIn(loginRefused ? NO_SESSION : 'Sign in first to connect an app.');
+  }
+  main().replaceChildren(h('p', { class: 'muted' }, 'Signing in…'));
+  oauthStart(config).catch((e) => showSignIn(e.message));
+}
+
+const SCOPE_WORDS = {
+  'notes:read': 'read notes approved for agents',
+  'notes:write': 'write to notes approved for agents',
+};
+
+/** Where the authorization server sends the browser: never a script URL. */
+function safeRedirect(url) {
+  try {
+    const u = new URL(url);
+    return !['javascript:', 'data:', 'vbscript:', 'file:', 'blob:'].includes(u.protocol) ? u.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** What an app asks for, and the person's answer. Everything the app said
+ * about itself (name, addresses) is set as text. */
+async function showConsent(request) {
+  main().replaceChildren(h('p', { class: 'muted' }, 'Loading the request…'));
+  const r = await api('GET', '/oauth/consent?request=' + enc(request));
+  if (!r.ok) {
+    if (r.status === 401) return;
+    sessionStorage.removeItem(AFTER);
+    const why = r.status === 403
+      ? 'Only a person can connect an app, and this browser is signed in with a token that is not a person\'s.'
+      : 'This request to connect an app cannot be used: ' + (r.body.error_description || r.body.error || 'status ' + r.status) + '. Start connecting again from the app.';
+    return main().replaceChildren(h('section', { class: 'card' },
+      h('h2', {}, 'Connect an app'),
+      h('p', { id: 'consent-refused', class: 'banner bad' }, why),
+      h('a', { href: '#/' }, 'All notes')));
+  }
+  sessionStorage.removeItem(AFTER);
+  const c = r.body;
+  const answering = h('p', { id: 'consent-status', class: 'muted', role: 'status' });
+  const answer = async (approve) => {
+    for (const b of card.querySelectorAll('button')) b.disabled = true;
+    answering.textContent = approve ? 'Connecting…' : 'Telling the app no…';
+    const a = await api('POST', '/oauth/consent', { request, approve });
+    const to = a.ok && safeRedirect(a.body.redirect_to);
+    if (!to) {
+      answering.textContent = a.ok ? 'Cairn answered with an address it cannot send you to.' : 'Cairn could not take your answer: ' + (a.body.error_description || plainRefusal(a.body));
+      answering.className = 'banner bad';
+      for (const b of card.querySelectorAll('button')) b.disabled = false;
+      return;
+    }
+    location.assign(to);
+  };
+  const how = c.registered_by === 'metadata_document'
+    ? ['identified by its own web address ', h('code', {}, c.client_id)]
+    : ['registered itself just now (its name is what it says it is)'];
+  const card = h('section', { class: 'card consent', id: 'consent', role: 'dialog', 'aria-labelledby': 'consent-title' },
+    h('h2', { id: 'consent-title' }, 'Connect ' + (c.client_name || 'an app') + '?'),
+    h('p', { id: 'consent-app' }, h('strong', {}, c.client_name || 'This app'), ' ', how, '.'),
+    h('p', { id: 'consent-redirect' }, 'It will send you back to ', h('strong', {}, c.redirect_host || ''), h('br', {}), h('span', { class: 'muted small' }, c.redirect_uri || '')),
+    h('p', {}, 'It may:'),
+    h('ul', { id: 'consent-scopes' }, (c.scopes || []).map((s) => h('li', { 'data-scope': s }, SCOPE_WORDS[s] || s))),
+    h('p', { id: 'consent-tenant' }, 'In tenant ', h('strong', {}, c.tenant || ''), '.'),
+    h('p', { id: 'consent-agent' }, 'It will act as an agent named ', h('strong', {}, c.agent_name || ''), ', never as you.'),
+    c.expires_at ? h('p', { class: 'muted small' }, 'Answer before ' + clock(c.expires_at) + '.') : null,
+    h('div', { class: 'row' },
+      h('button', { id: 'consent-approve', class: 'primary', onclick: () => answer(true) }, 'Allow'),
+      h('button', { id: 'consent-deny', onclick: () => answer(false) }, 'Deny')),
+    answering);
+  main().replaceChildren(card);
+  main().dataset.loaded = 'consent';
+  $('#consent-deny').focus();
+}
+
+// ------------------------------------------------------------ settings ---
+
+/** Settings: the apps connected to the person (Cairn's own server), and for admins, invites. */
+async function showSettings() {
+  main().replaceChildren(h('h2', {}, 'Settings'));
+  if (!config.own) {
+    main().append(h('p', { class: 'muted' }, 'Apps and people are managed at your organization\'s sign-in service.'));
+    main().dataset.loaded = 'settings';
+    return;
+  }
+  const apps = h('section', { id: 'apps', class: 'panel', 'aria-labelledby': 'apps-title' }, h('h3', { id: 'apps-title' }, 'Connected apps'));
+  main().append(apps);
+  if (me().role === 'admin') main().append(inviteForm());
+  await listApps(apps);
+  main().dataset.loaded = 'settings';
+}
+
+async function listApps(section, said) {
+  const r = await api('GET', '/oauth/apps');
+  const head = section.querySelector('h3');
+  const msg = said ? h('p', { id: 'apps-status', class: 'banner info', role: 'status' }, said) : null;
+  if (!r.ok) {
+    return section.replaceChildren(head, msg, h('p', { class: 'banner bad' }, 'Cairn could not list your apps: ' + (r.body.error_description || plainRefusal(r.body))));
+  }
+  const list = r.body.apps || [];
+  const disconnect = async (app, button) => {
+    button.disabled = true;
+    const d = await api('POST', '/oauth/apps/revoke', { client_id: app.client_id });
+    if (!d.ok) {
+      button.disabled = false;
+      return status('Cairn could not disconnect ' + (app.client_name || app.client_id) + ': ' + (d.body.error_description || plainRefusal(d.body)), true);
+    }
+    listApps(section, 'Disconnected ' + (app.client_name || app.client_id) + ': it can no longer refresh; its current access lasts at most 10 minutes.');
+  };
+  section.replaceChildren(head, msg,
+    list.length ? null : h('p', { id: 'no-apps', class: 'muted' }, 'No apps are connected to you. An app you allow (an MCP client) shows here.'),
+    h('ul', { id: 'app-list', class: 'note-list' }, list.map((app) => {
+      const button = h('button', { class: 'disconnect' }, 'Disconnect');
+      button.addEventListener('click', () => disconnect(app, button));
+      button.setAttribute('aria-label', 'Disconnect ' + (app.client_name || app.client_id));
+      return h('li', { 'data-client-id': app.client_id },
+        h('span', {}, h('strong', {}, app.client_name || app.client_id), h('br', {}),
+          h('span', { class: 'muted small' }, 'as agent ', app.agent_name || '', ' · may ', (app.scopes || []).map((s) => SCOPE_WORDS[s] || s).join(', '))),
+        h('span', { class: 'muted small' }, 'sends you back to ', app.redirect_uri || '', h('br', {}),
+          app.registered_by === 'metadata_document' ? 'identified by ' + app.client_id : 'registered itself'),
+        h('span', { class: 'muted small' }, 'allowed ' + when(app.approved_at), h('br', {}), app.last_used_at ? 'last used ' + when(app.last_used_at) : 'not used yet'),
+        button);
+    })));
+}
+
+/** An admin's "Invite someone": a one-time sign-in link for a new person of their tenant. */
+function inviteForm() {
+  const name = h('input', { id: 'invite-name', required: true, maxlength: 100, placeholder: 'Their name', 'aria-label': 'Name of the person to invite' });
+  const role = h('select', { id: 'invite-role', 'aria-label': 'Role' }, h('option', { value: 'member' }, 'member'), h('option', { value: 'admin' }, 'admin'));
+  const out = h('div', { id: 'invite-result' });
+  const submit = async (e) => {
+    e.preventDefault();
+    if (!name.value.trim()) return name.focus();
+    const r = await api('POST', '/oauth/invites', { name: name.value.trim(), role: role.value });
+    if (!r.ok) {
+      return out.replaceChildren(h('p', { class: 'banner bad' }, r.status === 403
+        ? 'Only an admin can invite people.'
+        : 'Cairn could not make an invite: ' + (r.body.error_description || plainRefusal(r.body))));
+    }
+    const link = h('input', { id: 'invite-link', readonly: true, value: r.body.link, size: 48, 'aria-label': 'One-time sign-in link for ' + r.body.name });
+    const copied = h('span', { class: 'muted small', role: 'status' });
+    const copy = async () => {
+      link.select();
+      try {
+        await navigator.clipboard.writeText(r.body.link);
+        copied.textContent = 'Copied.';
+      } catch {
+        copied.textContent = 'Select the link and copy it.';
+      }
+    };
+    out.replaceChildren(
+      h('p', {}, 'A sign-in link for ', h('strong', {}, r.body.name), ' (', r.body.role, ' of tenant ', r.body.tenant, '). It works once, until ' + when(r.body.expires_at) + '. Send it to them privately.'),
+      h('div', { class: 'row' }, link, h('button', { id: 'invite-copy', type: 'button', onclick: copy }, 'Copy'), copied));
+    name.value = '';
+  };
+  return h('section', { id: 'invite', class: 'panel', 'aria-labelledby': 'invite-title' },
+    h('h3', { id: 'invite-title' }, 'Invite someone'),
+    h('p', { class: 'muted small' }, 'They get a one-time sign-in link for this tenant. People have no passwords: a new link signs them in again.'),
+    h('form', { class: 'row', onsubmit: submit },
+      h('label', {}, 'Name ', name), h('label', {}, 'Role ', role),
+      h('button', { id: 'invite-create', type: 'submit', class: 'primary' }, 'Make a link')),
+    out);
+}
+
 // ----------------------------------------------------------------- boot --
 
-// Signing out forgets the sign-in and every draft kept in this browser.
-$('#sign-out').addEventListener('click', () => {
+// Signing out forgets the sign-in and every draft kept in this browser;
+// with Cairn's own server it also revokes the refresh token (the whole
+// sign-in: no tab can refresh it again) and ends the session cookie.
+$('#sign-out').addEventListener('click', async () => {
   releaseMine(true);
-  localStorage.removeItem(TOKEN);
+  const rt = localStorage.getItem(REFRESH);
+  forget();
   for (const k of Object.keys(localStorage)) if (k.startsWith('cairn.draft')) localStorage.removeItem(k);
+  if (config.own) {
+    await revokeRefresh(rt);
+    await fetch('/oauth/session', { method: 'DELETE', credentials: 'same-origin' }).catch(() => {});
+  }
   location.hash = '#/';
   route();
 });
 window.addEventListener('hashchange', route);
 // A sign-in or sign-out in another browser tab ends or switches this one's
-// session too (its drafts were cleared there).
-window.addEventListener('storage', (e) => { if (e.key === TOKEN || e.key === null) route(); });
+// session too (its drafts were cleared there). A refresh in another tab
+// (the same person, a new access token) changes nothing on this page but
+// its refresh timer.
+window.addEventListener('storage', (e) => {
+  if (e.key === null) return route();
+  if (e.key !== TOKEN) return;
+  const was = claimsOf(e.oldValue || ''), now = claimsOf(e.newValue || '');
+  const same = was && now && was.iss === now.iss && was.sub === now.sub && was.tenant === now.tenant;
+  if (same) scheduleRefresh();
+  else route();
+});
 // Ctrl/Cmd+S saves the open tab (not the browser's "save page" dialog).
 document.addEventListener('keydown', (e) => {
   if (!(e.ctrlKey || e.metaKey) || e.altKey || e.key.toLowerCase() !== 's') return;
