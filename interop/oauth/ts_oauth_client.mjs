@@ -92,7 +92,11 @@ try {
   if (!unauthorized) fail("connected without authorizing");
   const answer = await within(authTimeout, callback.answer, "the authorization response at the callback");
   callback.close();
-  if (answer.error) fail(`authorization refused: ${JSON.stringify(answer)}`);
+  if (answer.error) {
+    // The person said no: the redirect carries the error, our state and the issuer.
+    say({ result: { client: "typescript-sdk", refused: answer, state_sent: provider.lastState, requests } });
+    process.exit(0);
+  }
   if (answer.state !== provider.lastState) fail(`state ${answer.state} is not the one sent (${provider.lastState})`);
   await transport.finishAuth(answer.code);
   session = await connect();

@@ -209,15 +209,16 @@ class Person:
         assert status == 200, body
         return note
 
-    def approve(self, authorize_url, redirect_prefix):
-        """Opens the app's authorization URL, checks the consent card and approves:
-        (the card's text, the URL the browser was sent back to)."""
+    def approve(self, authorize_url, redirect_prefix, button="#consent-approve"):
+        """Opens the app's authorization URL, waits for the consent card and
+        clicks `button`: (what the card said, the URL the browser was sent back to)."""
         page = self.context.new_page()
         try:
             page.goto(authorize_url)
-            page.wait_for_selector("#consent-approve", timeout=WAIT * 1000)
-            card = page.inner_text("body")
-            page.click("#consent-approve")
+            page.wait_for_selector(button, timeout=WAIT * 1000)
+            card = {"text": page.inner_text("#consent"), "agent": page.inner_text("#consent-agent strong"),
+                    "scopes": page.eval_on_selector_all("#consent-scopes li", "els => els.map(e => e.dataset.scope)")}
+            page.click(button)
             page.wait_for_url(lambda url: url.startswith(redirect_prefix), timeout=WAIT * 1000)
             return card, page.url
         finally:
@@ -307,14 +308,14 @@ class Run:
                 self.proc.wait(timeout=10)
 
 
-def through_consent(person, argv, env, redirect_prefix):
+def through_consent(person, argv, env, redirect_prefix, button="#consent-approve"):
     """Runs a client to its authorization URL, approves it as the person, and
     returns (the authorization URL's parameters, the consent card's text, the
     redirect's parameters, the client's result)."""
     run = Run(argv, env)
     try:
         authorize = run.expect("authorize")
-        card, back = person.approve(authorize, redirect_prefix)
+        card, back = person.approve(authorize, redirect_prefix, button)
         result = run.expect("result")
         assert run.proc.wait(timeout=WAIT) == 0, run.tail()
         params = {k: v[0] for k, v in parse_qs(urlparse(authorize).query).items()}
@@ -352,13 +353,25 @@ def paths(result):
     return [(r["method"], r["path"]) for r in result["requests"]]
 
 
-def written_by_an_agent(person, note, app):
-    """The client's line was written by the app as an agent of the person ("<app> for <person>"), never as the person."""
+def check_card(card, name, document):
+    """What the person was asked: the app's name (from its registration or its
+    document), how it is known, the agent scopes, and the agent it will act as."""
+    assert f"Connect {name}?" in card["text"], card
+    if document:
+        assert "identified by its own web address" in card["text"] and document in card["text"], card
+    else:
+        assert "registered itself just now" in card["text"], card
+    assert sorted(card["scopes"]) == ["notes:read", "notes:write"], card
+    assert card["agent"].startswith(name + " for "), card
+
+
+def written_by_an_agent(person, note, agent):
+    """The client's line was written by the app as the agent the card named ("<app> for <person>"), never as the person."""
     status, history = person.rest("GET", f"/api/v1/notes/{note}/history?limit=5")
     assert status == 200, history
     newest = history["entries"][0]
     assert newest["action"] == "append_text", history
-    assert newest["by"]["actor_type"] == "agent" and app in newest["by"]["name"], newest["by"]
+    assert newest["by"]["actor_type"] == "agent" and newest["by"]["name"] == agent, newest["by"]
 
 
 @pytest.mark.parametrize("registration", ["dynamic", "metadata-document"])
@@ -380,7 +393,7 @@ def test_typescript_sdk_oauth_client_provider(stack, person, registration):
         person, [str(NODE), "oauth/ts_oauth_client.mjs", cairn.mcp], env, redirect)
 
     check_authorization(cairn, params, back, authorize, redirect, client_id=result["client_id"])
-    assert name in card, card
+    check_card(card, name, document)
     seen = paths(result)
     assert ("GET", "/.well-known/oauth-protected-resource/mcp") in seen, seen
     assert ("GET", "/.well-known/oauth-authorization-server") in seen, seen
@@ -398,7 +411,7 @@ def test_typescript_sdk_oauth_client_provider(stack, person, registration):
     assert refresh["spent_refresh_token"] == "invalid_grant", refresh
     assert refresh["newest_refresh_token_after_reuse"] == "invalid_grant", refresh
     assert refresh["access_token_still_valid"], refresh
-    written_by_an_agent(person, note, name)
+    written_by_an_agent(person, note, card["agent"])
 
 
 @pytest.mark.parametrize("registration", ["dynamic", "metadata-document"])
@@ -421,11 +434,11 @@ def test_mcp_remote_stdio_bridge(stack, person, registration):
         person, [str(NODE), "oauth/mcp_remote_client.mjs", cairn.mcp, str(port)], env, redirect)
 
     check_authorization(cairn, params, back, authorize, redirect, client_id=document)
-    assert name in card, card
+    check_card(card, name, document)
     if document:
         assert documents.hits.get("/mcp-remote.json", 0) >= 1
     check_note_steps(result, line)
-    written_by_an_agent(person, note, name)
+    written_by_an_agent(person, note, card["agent"])
 
 
 @pytest.mark.parametrize("registration", ["dynamic", "metadata-document"])
@@ -447,7 +460,7 @@ def test_python_sdk_oauth_client_provider(stack, person, registration):
         person, [str(PYTHON), "oauth/py_oauth_client.py", cairn.mcp], env, redirect)
 
     check_authorization(cairn, params, back, authorize, redirect, client_id=result["client_id"])
-    assert name in card, card
+    check_card(card, name, document)
     seen = paths(result)
     if document:
         assert result["client_id"] == document and ("POST", "/oauth/register") not in seen, seen
@@ -457,4 +470,19 @@ def test_python_sdk_oauth_client_provider(stack, person, registration):
     check_note_steps(result, line)
     refresh = result["refresh"]
     assert refresh["call_after_refresh_ok"] and refresh["new_access_token"] and refresh["rotated_refresh_token"], refresh
-    written_by_an_agent(person, note, name)
+    written_by_an_agent(person, note, card["agent"])
+
+
+def test_a_person_who_denies_sends_the_app_back_with_access_denied(stack, person):
+    cairn, _, _ = stack
+    port = free_port()
+    redirect = f"http://127.0.0.1:{port}/callback"
+    name = "TypeScript SDK interop (denied)"
+    env = {"CAIRN_NOTE": "unused", "CALLBACK_PORT": str(port), "CLIENT_NAME": name, "AUTH_TIMEOUT_MS": str(WAIT * 1000)}
+    params, card, back, result, _ = through_consent(
+        person, [str(NODE), "oauth/ts_oauth_client.mjs", cairn.mcp], env, redirect, button="#consent-deny")
+    check_card(card, name, None)
+    issuer = cairn.get("/.well-known/oauth-authorization-server")["issuer"]
+    assert back.get("error") == "access_denied" and "code" not in back, back
+    assert back.get("state") == params["state"] == result["state_sent"] and back.get("iss") == issuer, back
+    assert ("POST", "/oauth/token") not in paths(result)
