@@ -352,10 +352,12 @@ async function takeSignInLink() {
   const m = location.hash.match(/^#\/sign-in\/([^/?&]+)/);
   if (!m) return false;
   history.replaceState(null, '', location.pathname + '#/');
+  let secret = m[1];
+  try { secret = decodeURIComponent(secret); } catch { /* sent as it came */ }
   main().replaceChildren(h('p', { class: 'muted' }, 'Signing in…'));
   let r;
   try {
-    r = await fetch('/oauth/session', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ link: m[1] }) });
+    r = await fetch('/oauth/session', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ link: secret }) });
   } catch {
     showSignIn('Cairn did not answer. Check your connection, then open the sign-in link again.');
     return true;
@@ -1704,5 +1706,7 @@ document.addEventListener('keydown', (e) => {
 });
 const config = await loadConfig();
 const signInError = await oauthFinish();
+// No session here: the sign-in card says so (once; nothing starts again by itself).
+if (loginRefused) signOutNotice = signInError;
 await route();
-if (signInError) status(signInError, true);
+if (signInError && !loginRefused) status(signInError, true);
