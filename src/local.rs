@@ -11,8 +11,18 @@ use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
 
-/// The issuer of locally minted tokens.
-pub const LOCAL_ISSUER: &str = "cairn-local";
+/// The issuer of tokens signed with the state dir's key: the origin of the
+/// resource they are for (`http://127.0.0.1:3000` for
+/// `http://127.0.0.1:3000/mcp`), where Cairn's own authorization server
+/// publishes its metadata.
+pub fn issuer_of(audience: &str) -> String {
+    cairn_door::origin::origin_of(audience).to_string()
+}
+
+/// 64 bits from the operating system's randomness.
+pub fn random_u64() -> u64 {
+    u64::from_le_bytes(random_bytes::<8>().expect("/dev/urandom is readable"))
+}
 
 fn random_bytes<const N: usize>() -> Result<[u8; N]> {
     let mut buf = [0u8; N];
@@ -88,7 +98,11 @@ pub fn audience(addr: SocketAddr) -> String {
 }
 
 /// Fill empty auth variables with local defaults. Returns the local key
-/// when tokens are to be verified with it.
+/// when tokens are to be verified with it, which is also when Cairn is its
+/// own authorization server (docs/oauth.md): with no keys and no issuer
+/// configured, the state dir's key signs and verifies, the issuer is the
+/// origin of the audience, `signing_key` turns the `authz` component on,
+/// and the editor signs in as `cairn-editor`.
 pub fn fill_defaults(vars: &mut BTreeMap<String, String>, state_dir: &Path, addr: SocketAddr) -> Result<Option<LocalKey>> {
     let mut local = None;
     let empty = |vars: &BTreeMap<String, String>, name: &str| vars.get(name).is_none_or(String::is_empty);
@@ -99,11 +113,20 @@ pub fn fill_defaults(vars: &mut BTreeMap<String, String>, state_dir: &Path, addr
         vars.insert("jwks".into(), key.jwks());
         local = Some(key);
     }
-    if vars.get("issuer").is_some_and(String::is_empty) {
-        vars.insert("issuer".into(), LOCAL_ISSUER.into());
-    }
     if vars.get("audience").is_some_and(String::is_empty) {
         vars.insert("audience".into(), audience(addr));
+    }
+    if vars.get("issuer").is_some_and(String::is_empty) {
+        let a = vars.get("audience").cloned().unwrap_or_else(|| audience(addr));
+        vars.insert("issuer".into(), issuer_of(&a));
+    }
+    if let Some(key) = &local {
+        let issuer = vars.get("issuer").cloned().unwrap_or_default();
+        for (name, value) in [("signing_key", hex(&key.seed())), ("authorization_server", issuer), ("ui_client_id", cairn_oauth::clients::EDITOR.to_string())] {
+            if vars.get(name).is_some_and(String::is_empty) {
+                vars.insert(name.into(), value);
+            }
+        }
     }
     // `cairn token` mints for what this state dir's server serves.
     if let Some(a) = vars.get("audience") {
@@ -175,13 +198,6 @@ pub fn now() -> u64 {
 /// A token for an agent of tenant `local`, valid a day.
 pub fn starter_token(key: &LocalKey, issuer: &str, audience: &str) -> String {
     local_token(key, issuer, audience, ("local-agent", "Local agent"), Actor::Agent, Role::Member, "notes:read notes:write")
-}
-
-/// A token for the local person: a human admin of tenant `local`, valid a
-/// day, for the sign-in link of the people's editor.
-pub fn person_token(key: &LocalKey, issuer: &str, audience: &str) -> String {
-    let scope = "notes:read notes:write notes:delete audit:read";
-    local_token(key, issuer, audience, ("local-person", "Local person"), Actor::Human, Role::Admin, scope)
 }
 
 fn local_token(key: &LocalKey, issuer: &str, audience: &str, (sub, name): (&str, &str), actor: Actor, role: Role, scope: &str) -> String {

@@ -237,6 +237,11 @@ impl OutboundRule {
         Ok(Self { scheme: scheme.to_ascii_lowercase(), host: host.to_ascii_lowercase(), port })
     }
 
+    /// Whether the rule names no host (`*`): it lets the caller go anywhere.
+    pub fn any_host(&self) -> bool {
+        self.host == "*"
+    }
+
     /// Whether a request to `scheme://host:port` is allowed by this rule.
     pub fn allows(&self, scheme: &str, host: &str, port: u16) -> bool {
         let scheme_ok = self.scheme == "*" || self.scheme.eq_ignore_ascii_case(scheme);

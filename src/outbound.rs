@@ -67,6 +67,11 @@ impl WasiHttpHooks for Hooks {
             let host = uri.host().unwrap_or("").to_ascii_lowercase();
             let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
             let allowed = caller.allowed_outbound_hosts.iter().any(|r| r.allows(&scheme, &host, port));
+            // A rule that names no host (`https://*`) lets strangers choose
+            // where the call goes (a client's metadata document): it reaches
+            // public addresses only, so it cannot be aimed at this machine
+            // or its network. A rule naming the host allows it wherever it is.
+            let public_only = !caller.allowed_outbound_hosts.iter().any(|r| !r.any_host() && r.allows(&scheme, &host, port));
             if !allowed {
                 tracing::warn!(component = %caller.id, %uri, "outbound request denied: not in allowed_outbound_hosts");
                 return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
@@ -93,7 +98,7 @@ impl WasiHttpHooks for Hooks {
             // The guest may ask for less time, never for more.
             let connect = options.as_ref().and_then(|o| o.connect_timeout).map_or(CONNECT_TIMEOUT, |t| t.min(CONNECT_TIMEOUT));
             let first_byte = options.as_ref().and_then(|o| o.first_byte_timeout).map_or(RESPONSE_TIMEOUT, |t| t.min(RESPONSE_TIMEOUT));
-            send(request, connect, first_byte).await
+            send(request, connect, first_byte, public_only).await
         })
     }
 }
@@ -133,10 +138,42 @@ fn tls() -> Result<Arc<rustls::ClientConfig>, String> {
 trait Conn: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> Conn for T {}
 
-/// Connects to `host:port`, over TLS when `https`, within `limit`.
-async fn connect(host: &str, port: u16, https: bool, limit: Duration) -> Result<Box<dyn Conn>, Error> {
+/// Whether an address is on the public internet: not this machine, not a
+/// private, shared, link-local, documentation, multicast or unspecified
+/// range (an IPv4-mapped IPv6 address counts as its IPv4 address).
+pub fn public(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast() || v4.is_documentation() || v4.is_multicast()
+                || a == 0 || (a == 100 && (64..128).contains(&b)) || (a == 198 && (b == 18 || b == 19)) || a >= 240)
+        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => public(IpAddr::V4(v4)),
+            None => {
+                let first = v6.segments()[0];
+                !(v6.is_loopback() || v6.is_unspecified() || v6.is_multicast() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80 || first == 0x2001 && v6.segments()[1] == 0x0db8)
+            }
+        },
+    }
+}
+
+/// Connects to `host:port`, over TLS when `https`, within `limit`; with
+/// `public_only`, to a public address of the host only (checked after the
+/// name is resolved, so a name pointed at this machine is refused too).
+async fn connect(host: &str, port: u16, https: bool, limit: Duration, public_only: bool) -> Result<Box<dyn Conn>, Error> {
     let work = async {
-        let stream = tokio::net::TcpStream::connect((host, port)).await.map_err(Error::Connect)?;
+        let stream = if public_only {
+            let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host, port)).await.map_err(Error::Connect)?.filter(|a| public(a.ip())).collect();
+            if addrs.is_empty() {
+                tracing::warn!(%host, "outbound request denied: a wildcard rule reaches public addresses only, and this host has none");
+                return Err(Error::HttpRequestDenied);
+            }
+            tokio::net::TcpStream::connect(&addrs[..]).await.map_err(Error::Connect)?
+        } else {
+            tokio::net::TcpStream::connect((host, port)).await.map_err(Error::Connect)?
+        };
         let _ = stream.set_nodelay(true);
         if !https {
             return Ok(Box::new(stream) as Box<dyn Conn>);
@@ -161,8 +198,9 @@ async fn connect(host: &str, port: u16, https: bool, limit: Duration) -> Result<
 
 /// Send `request` to its host (over TLS for `https`) and return the
 /// response and the connection task; `connect` bounds the connection and
-/// its handshake, `first_byte` the wait for the response's head.
-pub async fn send(request: Request<WasiBody>, connect_limit: Duration, first_byte: Duration) -> Result<(hyper::Response<WasiBody>, Io), Error> {
+/// its handshake, `first_byte` the wait for the response's head;
+/// `public_only` keeps it off private addresses ([`public`]).
+pub async fn send(request: Request<WasiBody>, connect_limit: Duration, first_byte: Duration, public_only: bool) -> Result<(hyper::Response<WasiBody>, Io), Error> {
     let uri = request.uri().clone();
     let https = match uri.scheme_str() {
         Some("https") => true,
@@ -171,7 +209,7 @@ pub async fn send(request: Request<WasiBody>, connect_limit: Duration, first_byt
     };
     let host = uri.host().ok_or(Error::HttpRequestUriInvalid)?.trim_start_matches('[').trim_end_matches(']').to_string();
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-    let stream = connect(&host, port, https, connect_limit).await?;
+    let stream = connect(&host, port, https, connect_limit, public_only).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     // The connection must be driven while the request is sent and the
     // response streams, so it runs in its own task; the I/O future handed

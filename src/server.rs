@@ -51,6 +51,9 @@ pub struct Options {
     /// Application variables set by the caller, over the environment and
     /// the manifest's defaults.
     pub variables: BTreeMap<String, String>,
+    /// Print a new one-time link for the first person even after someone
+    /// signed in with one (an operator who lost their way in).
+    pub sign_in_link: bool,
 }
 
 /// A running server.
@@ -62,9 +65,10 @@ pub struct Running {
     /// The MCP URL and a day-long agent token, when tokens are checked
     /// against the state dir's own key.
     pub starter_token: Option<(String, String)>,
-    /// The people's editor's sign-in link for the local person (the token in
-    /// the URL fragment, which browsers never send), when tokens are checked
-    /// against the state dir's own key and the application has a `ui`.
+    /// A one-time sign-in link for the first person (an admin of tenant
+    /// `local`; the secret in the URL fragment, which browsers never send),
+    /// while Cairn is its own authorization server and nobody has signed in
+    /// with one yet, or when [`Options::sign_in_link`] asked for a new one.
     pub sign_in_link: Option<String>,
     stop: watch::Sender<bool>,
     done: tokio::task::JoinHandle<()>,
@@ -112,7 +116,8 @@ pub async fn start(opts: Options) -> Result<Running> {
         app_vars.insert(COMMIT_CHECK.into(), "off".into());
     }
     app_vars.extend(opts.variables.clone());
-    let stores = opts.stores.open(&opts.state_dir, opts.fsync)?.into_iter().map(|(l, s)| (l.clone(), crate::metrics::Metered::wrap(&l, s))).collect();
+    let stores: BTreeMap<String, Arc<dyn cairn_kv::Store>> =
+        opts.stores.open(&opts.state_dir, opts.fsync)?.into_iter().map(|(l, s)| (l.clone(), crate::metrics::Metered::wrap(&l, s))).collect();
     let listener = TcpListener::bind(opts.listen)
         .await
         .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
@@ -165,10 +170,10 @@ pub async fn start(opts: Options) -> Result<Running> {
         .as_ref()
         .filter(|_| app.manifest.component("router").is_some())
         .map(|key| (audience.clone(), crate::local::starter_token(key, &issuer, &audience)));
-    let sign_in_link = local_key
-        .as_ref()
-        .filter(|_| app.manifest.component("ui").is_some())
-        .map(|key| format!("http://{addr}/#token={}", crate::local::person_token(key, &issuer, &audience)));
+    let sign_in_link = match (&local_key, app.manifest.component("authz"), app.stores.get("default")) {
+        (Some(_), Some(_), Some(store)) => first_person_link(store.as_ref(), &issuer, opts.sign_in_link)?,
+        _ => None,
+    };
     Ok(Running { addr, app, starter_token, sign_in_link, stop, done })
 }
 
@@ -448,6 +453,15 @@ fn metrics_answer(app: &App, req: &Request<Incoming>) -> Response<Body> {
     r
 }
 
+/// A one-time link for the first person, while nobody has used one (or
+/// always, when `force`d).
+fn first_person_link(store: &dyn cairn_kv::Store, issuer: &str, force: bool) -> Result<Option<String>> {
+    use cairn_oauth::people;
+    let now = crate::local::now();
+    let made = if force { Some(people::admin_link(store, now, &crate::local::random_u64)?) } else { people::first_link(store, now, &crate::local::random_u64)? };
+    Ok(made.map(|l| format!("{issuer}/#/sign-in/{}", l.secret)))
+}
+
 /// Run until Ctrl-C or SIGTERM, then shut down gracefully.
 pub async fn run_until_signal(opts: Options) -> Result<()> {
     let running = start(opts).await?;
@@ -461,7 +475,9 @@ pub async fn run_until_signal(opts: Options) -> Result<()> {
         eprintln!("Open http://{}/ in a browser for the people's editor.", running.addr);
     }
     if let Some(link) = &running.sign_in_link {
-        eprintln!("People's editor (sign in as the local person, an admin of tenant \"local\", 24 h):\n{link}\n");
+        eprintln!("People's editor: one-time sign-in link for the first person (an admin of tenant \"local\"; works once, within an hour):\n{link}\n");
+    } else if running.app.manifest.component("authz").is_some() && running.starter_token.is_some() {
+        eprintln!("People sign in with a one-time link from an admin (`cairn up --sign-in-link` prints a new one for the first person).");
     }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {

@@ -286,7 +286,7 @@ impl Target {
     fn token(&self, sub: &str, actor: Actor, scope: &str) -> String {
         self.key.sign(
             &TokenSpec {
-                issuer: cairn::local::LOCAL_ISSUER.into(),
+                issuer: cairn::local::issuer_of(AUDIENCE),
                 audience: AUDIENCE.into(),
                 tenant: "attack".into(),
                 subject: sub.into(),
@@ -409,7 +409,7 @@ fn refused(t: &Target, sizes: Sizes) -> Result<Row> {
 
 /// `n` refused anonymous requests, rotating through their shapes.
 fn flood(t: &Target, n: usize) -> Result<Row> {
-    let stranger = LocalKey::from_seed([42; 32]).sign(&json!({"iss": cairn::local::LOCAL_ISSUER, "aud": AUDIENCE, "sub": "x", "tenant": "attack", "exp": cairn::local::now() + 600}));
+    let stranger = LocalKey::from_seed([42; 32]).sign(&json!({"iss": cairn::local::issuer_of(AUDIENCE), "aud": AUDIENCE, "sub": "x", "tenant": "attack", "exp": cairn::local::now() + 600}));
     let addr = t.host.addr;
     let per = n.div_ceil(8);
     let rows: Vec<Row> = std::thread::scope(|s| {

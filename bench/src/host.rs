@@ -64,6 +64,7 @@ pub async fn host(manifest: PathBuf, seconds: u64, concurrency: Vec<usize>) -> R
         sweep_interval: Duration::from_secs(60),
             merge_interval: Duration::from_millis(250),
         variables: Default::default(),
+        sign_in_link: false,
     };
     let running = server::start(opts).await?;
     let native = native_server().await?;

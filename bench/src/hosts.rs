@@ -117,7 +117,7 @@ pub fn token(state: &Path, sub: &str) -> Result<String> {
     let key = cairn::local::signing_key(state)?;
     Ok(key.sign(
         &TokenSpec {
-            issuer: cairn::local::LOCAL_ISSUER.into(),
+            issuer: cairn::local::issuer_of(AUDIENCE),
             audience: AUDIENCE.into(),
             tenant: "bench".into(),
             subject: sub.into(),

@@ -113,6 +113,7 @@ impl Stack {
         sweep_interval: Duration::from_secs(60),
             merge_interval: Duration::from_millis(250),
             variables,
+            sign_in_link: false,
         };
         let running = server::start(opts).await?;
         let mut stack = Self { agent: String::new(), person: String::new(), running, state };
@@ -126,7 +127,7 @@ impl Stack {
         let key = cairn::local::signing_key(&self.state)?;
         Ok(key.sign(
             &TokenSpec {
-                issuer: cairn::local::LOCAL_ISSUER.into(),
+                issuer: cairn::local::issuer_of(&cairn::local::audience(self.running.addr)),
                 audience: cairn::local::audience(self.running.addr),
                 tenant: TENANT.into(),
                 subject: subject.into(),

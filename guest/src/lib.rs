@@ -4,6 +4,7 @@
 //! so every component keeps to Spin's platform world. This crate wraps them:
 //!
 //! - [`door`]: the front door ([`cairn_door`]) every public entry runs first.
+//! - [`fetch`]: a bounded `GET` of a document a stranger names.
 //! - [`auth`]: bearer tokens for the public components (router, REST).
 //! - [`kv`]: the host's stores (`wasi:keyvalue` store, atomics and batch) as
 //!   a [`cairn_kv::Store`], the contract the core and the conformance checks use.
@@ -21,6 +22,7 @@
 pub mod auth;
 pub mod bindings;
 pub mod door;
+pub mod fetch;
 pub mod kv;
 pub mod notes;
 pub mod respond;

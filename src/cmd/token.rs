@@ -49,9 +49,10 @@ pub struct Args {
     /// `cairn up` with this state dir serves, else http://127.0.0.1:3000/mcp).
     #[arg(long)]
     pub audience: Option<String>,
-    /// The issuer the server expects.
-    #[arg(long, default_value = crate::local::LOCAL_ISSUER)]
-    pub issuer: String,
+    /// The issuer the server expects (default: the origin of the audience,
+    /// as `cairn up` sets it when it uses the state dir's key).
+    #[arg(long)]
+    pub issuer: Option<String>,
     /// State dir holding the signing key.
     #[arg(long, default_value = ".cairn")]
     pub state_dir: PathBuf,
@@ -60,9 +61,10 @@ pub struct Args {
 /// Print a signed token.
 pub fn run(a: Args) -> Result<()> {
     let key = crate::local::signing_key(&a.state_dir)?;
+    let audience = a.audience.unwrap_or_else(|| crate::local::served_audience(&a.state_dir));
     let spec = cairn_auth::mint::TokenSpec {
-        issuer: a.issuer,
-        audience: a.audience.unwrap_or_else(|| crate::local::served_audience(&a.state_dir)),
+        issuer: a.issuer.unwrap_or_else(|| crate::local::issuer_of(&audience)),
+        audience,
         tenant: a.tenant,
         subject: a.sub,
         name: a.name,

@@ -79,6 +79,10 @@ pub struct Args {
     /// `json` (one object a line).
     #[arg(long, value_enum, default_value_t = crate::logs::Format::Text)]
     pub log_format: crate::logs::Format,
+    /// Print a new one-time sign-in link for the first person (an admin of
+    /// tenant `local`), even after someone signed in with one.
+    #[arg(long)]
+    pub sign_in_link: bool,
     /// Threads that serve connections, each connection on one of them from
     /// its first request to its last (default: four per core).
     #[arg(long)]
@@ -119,6 +123,7 @@ pub fn run(a: Args) -> Result<()> {
         sweep_interval: Duration::from_secs(a.sweep_interval_secs.max(1)),
         merge_interval: Duration::from_millis(a.merge_interval_ms.max(10)),
         variables: Default::default(),
+        sign_in_link: a.sign_in_link,
     };
     tokio::runtime::Runtime::new()?.block_on(server::run_until_signal(opts))
 }

@@ -110,7 +110,7 @@ pub use head::DELIVERY_BOUND;
 pub use env::{ActorType, Env, Identity, Role, SimEnv};
 pub use kv::TenantKv;
 pub use keys::list_tenants;
-pub use model::hex;
+pub use model::{hex, rfc3339};
 pub use refusal::{Answer, Code, Failure, NEXT_STEP_CLAIM, NEXT_STEP_REREAD, NOTICE};
 pub use tools::{Tool, ToolAnnotations, ToolSpec, tools};
 

@@ -432,7 +432,7 @@ pub(crate) fn new_note_id(env: &mut dyn Env) -> String {
 }
 
 /// Microseconds since the epoch as RFC 3339 UTC with microseconds.
-pub(crate) fn rfc3339(us: u64) -> String {
+pub fn rfc3339(us: u64) -> String {
     let secs = us / 1_000_000;
     let (days, sod) = ((secs / 86_400) as i64, secs % 86_400);
     // Days since 1970-01-01 to a civil date (proleptic Gregorian), in 400-year eras.

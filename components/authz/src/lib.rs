@@ -1,0 +1,123 @@
+//! Cairn's own OAuth authorization server (`/.well-known/oauth-authorization-server`,
+//! `/oauth/…`): the adapter around [`cairn_oauth`], which holds every rule.
+//!
+//! On only while the `signing_key` variable holds a key (the embedded host
+//! fills it when no issuer is configured); otherwise every route answers
+//! 404 and Cairn is a pure resource server. Each request passes the front
+//! door first; the editor's routes take a person's bearer token; a client
+//! metadata document is fetched here, bounded in size and time, and counted
+//! against the asking address like registrations are. Every refusal counts
+//! against the address's budget of refused requests.
+
+use cairn_door::budget::{self, Rate};
+use cairn_door::{Code, Refusal};
+use cairn_guest::door::{Gate, arrival, respond};
+use cairn_guest::kv::GuestStore;
+use cairn_oauth::clients::MAX_DOCUMENT_BYTES;
+use cairn_oauth::{Reply, Request as OAuthRequest, Route, Server, Settings};
+use spin_sdk::http::{Request, Response};
+use spin_sdk::http_component;
+use std::time::Duration;
+
+/// Registrations, and metadata documents fetched, a minute per client address.
+const REGISTRATIONS_PER_MINUTE: u64 = 20;
+const DOCUMENTS_PER_MINUTE: u64 = 30;
+/// The whole fetch of a metadata document.
+const DOCUMENT_TIME: Duration = Duration::from_secs(5);
+
+fn seed() -> Option<[u8; 32]> {
+    let hex = cairn_guest::variable("signing_key")?;
+    let bytes: Option<Vec<u8>> = (0..hex.len()).step_by(2).map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect();
+    bytes?.try_into().ok()
+}
+
+fn answer(reply: Reply) -> Response {
+    let mut r = Response::builder().status(reply.status).header("content-type", reply.content_type).body(reply.body).build();
+    for (name, value) in reply.headers {
+        r.set_header(name, value);
+    }
+    r
+}
+
+/// Spends one unit of the address's budget of `kind`; the refusal when spent.
+fn spend(gate: &Gate, req: &Request, kind: &str, per_minute: u64) -> Result<(), Response> {
+    let id = format!("oauth-{kind}-{}", budget::address_id(arrival(req).client()));
+    match budget::spend(gate.cache(), &id, Rate::per_minute(per_minute), 1, cairn_guest::notes::now_us() / 1000, true) {
+        Ok(Some(wait_ms)) => {
+            let refusal = Refusal::new(Code::RateLimited, format!("at most {per_minute} {kind} a minute from one address; retry later")).retry_after(wait_ms.div_ceil(1000));
+            Err(respond(&refusal))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[http_component]
+async fn handle(req: Request) -> Response {
+    let off = || cairn_guest::respond::error(404, "not_found", "Cairn's own authorization server is off: this server trusts an external issuer");
+    let Some(seed) = seed() else { return off() };
+    let gate = match Gate::open() {
+        Ok(g) => g,
+        Err(r) => return r,
+    };
+    let route = match Route::of(&req.method().to_string(), req.path()) {
+        Ok(r) => r,
+        Err(true) => return cairn_guest::respond::error(405, "method_not_allowed", "see docs/oauth.md for each route's method"),
+        Err(false) => return cairn_guest::respond::error(404, "not_found", "no such route; see docs/oauth.md"),
+    };
+    if let Err(r) = gate.screen(&req) {
+        return r;
+    }
+    let settings = match Settings::from_variables(cairn_guest::variable) {
+        Ok(s) => s,
+        Err(e) => return respond(&Refusal::new(Code::Misconfigured, e)),
+    };
+    let person = if route.needs_person() {
+        match gate.admit(&req).await {
+            Ok(a) => Some(a.principal),
+            Err(r) => return r,
+        }
+    } else {
+        None
+    };
+    if route == Route::Register {
+        if let Err(r) = spend(&gate, &req, "registrations", REGISTRATIONS_PER_MINUTE) {
+            return r;
+        }
+    }
+    let document = match (route, Server::document_to_fetch(req.query())) {
+        (Route::Authorize, Some(url)) => {
+            if let Err(r) = spend(&gate, &req, "metadata documents", DOCUMENTS_PER_MINUTE) {
+                return r;
+            }
+            Some(fetch_document(&url))
+        }
+        _ => None,
+    };
+    let store = GuestStore::new();
+    let key = cairn_auth::mint::LocalKey::from_seed(seed);
+    let server = Server { store: &store, settings: &settings, key: &key, now: cairn_guest::notes::now_us() / 1_000_000, random: &cairn_guest::random_u64 };
+    let incoming = OAuthRequest {
+        query: req.query(),
+        cookie: req.header("cookie").and_then(|v| v.as_str()),
+        content_type: req.header("content-type").and_then(|v| v.as_str()),
+        body: req.body(),
+    };
+    let reply = server.serve(route, &incoming, person.as_ref(), document);
+    if reply.refused() && person.is_none() {
+        let door = gate.door();
+        let _ = door.refused(&arrival(&req), Refusal::new(Code::Unauthorized, "an OAuth request was refused"));
+    }
+    answer(reply)
+}
+
+/// A client's metadata document: `application/json`, 200, within the limits.
+fn fetch_document(url: &str) -> Result<Vec<u8>, String> {
+    let got = cairn_guest::fetch::get(url, "application/json", MAX_DOCUMENT_BYTES, DOCUMENT_TIME)?;
+    if got.status != 200 {
+        return Err(format!("it answered {} (redirects are not followed)", got.status));
+    }
+    if !got.content_type.as_deref().is_some_and(|t| t.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))) {
+        return Err(format!("it is {}, not application/json", got.content_type.as_deref().unwrap_or("untyped")));
+    }
+    Ok(got.body)
+}

@@ -1,0 +1,360 @@
+//! Grants: what a person allowed a client, the code that hands it over, and
+//! the refresh tokens that keep it going.
+//!
+//! One record per grant (`t/<tenant>/oauth/grant/<id>`), changed only by
+//! compare-and-swap against the read it was checked on, so every rule below
+//! holds across instances and hosts. A code or refresh token is
+//! `<tenant>.<grant id>.<secret>`; the record keeps hashes only.
+//!
+//! **Invariants.**
+//!
+//! 1. *A code is exchanged at most once.* Exchanging moves the code's hash
+//!    from `code` to `spent` in the same swap that stores the first refresh
+//!    token; a second exchange finds it spent. A spent code presented again
+//!    is taken as a stolen code: the grant is revoked (RFC 6749 §4.1.2), so
+//!    what it issued stops refreshing.
+//! 2. *A refresh token is used at most once, and reuse ends the family.*
+//!    Refreshing moves the current hash to `spent` and stores the next in
+//!    one swap; a token found in `spent` revokes the grant (every refresh
+//!    token of it) and is refused.
+//! 3. *A revoked grant issues nothing*: every exchange and refresh checks
+//!    `revoked` on the record it swaps against.
+//! 4. *Bounded*: a person keeps at most [`MAX_GRANTS`] grants (the oldest
+//!    are deleted first) and a grant remembers its last [`MAX_SPENT`] spent
+//!    hashes (older reuse is refused as unknown, still issuing nothing).
+
+use crate::clients::RegisteredBy;
+use crate::error::{Code, Error, Result, fail};
+use crate::people::BUCKET;
+use crate::wire::{b64, hash, same, secret, short_id};
+use cairn_auth::{Actor, Role};
+use cairn_kv::{Store, Swap};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Grants kept per person.
+pub const MAX_GRANTS: usize = 200;
+/// Spent hashes a grant remembers.
+pub const MAX_SPENT: usize = 32;
+/// How long a code works, in seconds.
+pub const CODE_SECONDS: u64 = 60;
+
+/// A code not yet exchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingCode {
+    hash: String,
+    expires: u64,
+    challenge: String,
+    redirect_uri: String,
+}
+
+/// A grant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// Its id.
+    pub id: String,
+    /// The tenant its tokens act in.
+    pub tenant: String,
+    /// The person who allowed it (or signed in, for the editor).
+    pub person: String,
+    /// The client.
+    pub client_id: String,
+    /// The client's name when allowed.
+    pub client_name: String,
+    /// How the client was known.
+    pub registered_by: RegisteredBy,
+    /// Where its code went.
+    pub redirect_uri: String,
+    /// Scopes granted.
+    pub scopes: Vec<String>,
+    /// Whom its tokens name: an agent for apps, the person for the editor.
+    pub actor: Actor,
+    /// Role in the tenant.
+    pub role: Role,
+    /// `sub` of its tokens.
+    pub subject: String,
+    /// `name` of its tokens.
+    pub name: String,
+    /// When allowed (seconds since the epoch).
+    pub created: u64,
+    /// When a token was last issued from it.
+    pub last_used: u64,
+    code: Option<PendingCode>,
+    refresh: Option<String>,
+    spent: Vec<String>,
+    /// When it was revoked.
+    pub revoked: Option<u64>,
+}
+
+/// What a new grant is for.
+#[derive(Debug, Clone)]
+pub struct NewGrant {
+    /// Tenant.
+    pub tenant: String,
+    /// The person allowing it.
+    pub person: String,
+    /// Client id.
+    pub client_id: String,
+    /// Client name.
+    pub client_name: String,
+    /// How the client was known.
+    pub registered_by: RegisteredBy,
+    /// Scopes granted.
+    pub scopes: Vec<String>,
+    /// Agent or human.
+    pub actor: Actor,
+    /// Role.
+    pub role: Role,
+    /// Token subject.
+    pub subject: String,
+    /// Token display name.
+    pub name: String,
+}
+
+fn grant_key(tenant: &str, id: &str) -> String {
+    format!("t/{tenant}/oauth/grant/{id}")
+}
+
+fn index_key(tenant: &str, person: &str) -> String {
+    format!("t/{tenant}/oauth/grants/{person}")
+}
+
+/// `<tenant>.<id>.<secret>` taken apart.
+fn parse(token: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = token.splitn(3, '.');
+    let (tenant, id, secret) = (parts.next()?, parts.next()?, parts.next()?);
+    let tenant_ok = !tenant.is_empty() && tenant.len() <= 64 && tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    let id_ok = id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    (tenant_ok && id_ok && !secret.is_empty() && secret.len() <= 64).then_some((tenant, id, secret))
+}
+
+/// Whether `verifier` is an RFC 7636 verifier whose S256 challenge is `challenge`.
+pub fn pkce_matches(verifier: &str, challenge: &str) -> bool {
+    let well_formed = (43..=128).contains(&verifier.len()) && verifier.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
+    well_formed && same(&b64(&Sha256::digest(verifier.as_bytes())), challenge)
+}
+
+/// What a change to a grant decided.
+enum Step<T> {
+    /// Write the changed record, then answer `T`.
+    Write(T),
+    /// Write the changed record (a revocation), then refuse.
+    WriteThenFail(Error),
+    /// Write nothing and refuse.
+    Fail(Error),
+}
+
+/// Reads the grant, lets `change` decide on a copy, and swaps the result in
+/// against that read; a lost swap reads again and decides again.
+fn update<T>(store: &dyn Store, tenant: &str, id: &str, mut change: impl FnMut(&mut Grant) -> Step<T>) -> Result<T> {
+    let key = grant_key(tenant, id);
+    let unknown = || Error::new(Code::InvalidGrant, "this code or refresh token was never issued, or its grant is gone");
+    for _ in 0..16 {
+        let read = store.read(BUCKET, &key)?;
+        let Some(mut g) = read.value.as_deref().and_then(|v| serde_json::from_slice::<Grant>(v).ok()) else { return Err(unknown()) };
+        let (answer, refusal) = match change(&mut g) {
+            Step::Fail(e) => return Err(e),
+            Step::Write(t) => (Some(t), None),
+            Step::WriteThenFail(e) => (None, Some(e)),
+        };
+        match store.swap(BUCKET, &key, read.observed, &serde_json::to_vec(&g).expect("grants serialize"))? {
+            Swap::Done => return answer.ok_or_else(|| refusal.expect("one of the two")),
+            Swap::Failed(_) => continue,
+        }
+    }
+    fail(Code::TemporarilyUnavailable, "this grant is changing too fast; try again")
+}
+
+fn spend(g: &mut Grant, h: String) {
+    g.spent.push(h);
+    let over = g.spent.len().saturating_sub(MAX_SPENT);
+    g.spent.drain(..over);
+}
+
+fn revoke(g: &mut Grant, now: u64) {
+    g.revoked.get_or_insert(now);
+    g.code = None;
+    g.refresh = None;
+}
+
+/// Records a grant allowed now, with a code for `redirect_uri` bound to the
+/// PKCE `challenge`; answers the code.
+pub fn approve(store: &dyn Store, new: NewGrant, challenge: &str, redirect_uri: &str, now: u64, random: &dyn Fn() -> u64) -> Result<String> {
+    let id = short_id(random);
+    let code_secret = secret(random);
+    let code = format!("{}.{id}.{code_secret}", new.tenant);
+    let g = Grant {
+        id: id.clone(),
+        tenant: new.tenant.clone(),
+        person: new.person.clone(),
+        client_id: new.client_id,
+        client_name: new.client_name,
+        registered_by: new.registered_by,
+        redirect_uri: redirect_uri.to_string(),
+        scopes: new.scopes,
+        actor: new.actor,
+        role: new.role,
+        subject: new.subject,
+        name: new.name,
+        created: now,
+        last_used: now,
+        code: Some(PendingCode { hash: hash(&code_secret), expires: now + CODE_SECONDS, challenge: challenge.into(), redirect_uri: redirect_uri.into() }),
+        refresh: None,
+        spent: Vec::new(),
+        revoked: None,
+    };
+    store.set(BUCKET, &grant_key(&new.tenant, &id), &serde_json::to_vec(&g).expect("grants serialize"))?;
+    // The person's index, bounded: the oldest grants go.
+    let key = index_key(&new.tenant, &new.person);
+    for _ in 0..16 {
+        let read = store.read(BUCKET, &key)?;
+        let mut ids: Vec<String> = read.value.as_deref().and_then(|v| serde_json::from_slice(v).ok()).unwrap_or_default();
+        ids.push(id.clone());
+        let dropped: Vec<String> = ids.drain(..ids.len().saturating_sub(MAX_GRANTS)).collect();
+        if let Swap::Done = store.swap(BUCKET, &key, read.observed, &serde_json::to_vec(&ids).expect("ids serialize"))? {
+            let keys: Vec<String> = dropped.iter().map(|d| grant_key(&new.tenant, d)).collect();
+            store.delete_many(BUCKET, &keys.iter().map(String::as_str).collect::<Vec<_>>())?;
+            return Ok(code);
+        }
+    }
+    fail(Code::TemporarilyUnavailable, "this person's grants are changing too fast; try again")
+}
+
+/// A refresh token issued: its text and the grant as it stands.
+pub struct Issued {
+    /// The grant after the change.
+    pub grant: Grant,
+    /// The new refresh token.
+    pub refresh_token: String,
+    /// Scopes of the access token to issue.
+    pub scopes: Vec<String>,
+}
+
+/// Exchanges a code (invariant 1): the client, redirect URI and PKCE
+/// verifier must be the ones the code was made for.
+pub fn exchange_code(store: &dyn Store, code: &str, client_id: &str, redirect_uri: Option<&str>, verifier: &str, now: u64, random: &dyn Fn() -> u64) -> Result<Issued> {
+    let Some((tenant, id, code_secret)) = parse(code) else { return fail(Code::InvalidGrant, "this code was never issued") };
+    let h = hash(code_secret);
+    let next = secret(random);
+    let refresh_token = format!("{tenant}.{id}.{next}");
+    let grant = update(store, tenant, id, |g| {
+        if g.spent.iter().any(|s| same(s, &h)) {
+            revoke(g, now);
+            return Step::WriteThenFail(Error::new(Code::InvalidGrant, "this code was used already; everything issued with it is revoked"));
+        }
+        if g.revoked.is_some() {
+            return Step::Fail(Error::new(Code::InvalidGrant, "this grant was revoked"));
+        }
+        let Some(c) = g.code.clone().filter(|c| same(&c.hash, &h)) else {
+            return Step::Fail(Error::new(Code::InvalidGrant, "this code was never issued"));
+        };
+        if c.expires <= now {
+            return Step::Fail(Error::new(Code::InvalidGrant, format!("this code expired; a code works for {CODE_SECONDS} seconds")));
+        }
+        if g.client_id != client_id {
+            return Step::Fail(Error::new(Code::InvalidGrant, "this code was issued to another client"));
+        }
+        if redirect_uri.is_some_and(|r| r != c.redirect_uri) {
+            return Step::Fail(Error::new(Code::InvalidGrant, "redirect_uri is not the one the code was sent to"));
+        }
+        if !pkce_matches(verifier, &c.challenge) {
+            return Step::Fail(Error::new(Code::InvalidGrant, "code_verifier does not match the code_challenge (PKCE S256)"));
+        }
+        g.code = None;
+        spend(g, h.clone());
+        g.refresh = Some(hash(&next));
+        g.last_used = now;
+        Step::Write(g.clone())
+    })?;
+    let scopes = grant.scopes.clone();
+    Ok(Issued { grant, refresh_token, scopes })
+}
+
+/// Refreshes (invariant 2): a new refresh token for the current one; a
+/// spent one revokes the grant. `scopes`, when asked, must be within the
+/// grant's; a grant unused for `idle_seconds` has ended.
+pub fn refresh(store: &dyn Store, token: &str, client_id: &str, scopes: Option<Vec<String>>, idle_seconds: u64, now: u64, random: &dyn Fn() -> u64) -> Result<Issued> {
+    let Some((tenant, id, old)) = parse(token) else { return fail(Code::InvalidGrant, "this refresh token was never issued") };
+    let h = hash(old);
+    let next = secret(random);
+    let refresh_token = format!("{tenant}.{id}.{next}");
+    let grant = update(store, tenant, id, |g| {
+        if g.spent.iter().any(|s| same(s, &h)) {
+            revoke(g, now);
+            return Step::WriteThenFail(Error::new(
+                Code::InvalidGrant,
+                "this refresh token was used already, so it may have been stolen: every token of this grant is revoked; ask the person to connect again",
+            ));
+        }
+        if g.revoked.is_some() {
+            return Step::Fail(Error::new(Code::InvalidGrant, "this grant was revoked; ask the person to connect again"));
+        }
+        if !g.refresh.as_deref().is_some_and(|r| same(r, &h)) {
+            return Step::Fail(Error::new(Code::InvalidGrant, "this refresh token was never issued"));
+        }
+        if g.client_id != client_id {
+            return Step::Fail(Error::new(Code::InvalidGrant, "this refresh token was issued to another client"));
+        }
+        if g.last_used + idle_seconds <= now {
+            return Step::Fail(Error::new(Code::InvalidGrant, "this grant went unused too long and has ended; ask the person to connect again"));
+        }
+        if let Some(asked) = &scopes {
+            if let Some(extra) = asked.iter().find(|s| !g.scopes.contains(s)) {
+                return Step::Fail(Error::new(Code::InvalidScope, format!("{extra} was not granted; a refresh may only narrow the scopes")));
+            }
+        }
+        spend(g, h.clone());
+        g.refresh = Some(hash(&next));
+        g.last_used = now;
+        Step::Write(g.clone())
+    })?;
+    let scopes = scopes.unwrap_or_else(|| grant.scopes.clone());
+    Ok(Issued { grant, refresh_token, scopes })
+}
+
+/// RFC 7009 for a code or refresh token: revokes its grant if the token is
+/// one of it (current or spent). Anything else is ignored, as the RFC asks.
+pub fn revoke_token(store: &dyn Store, token: &str, now: u64) -> Result<bool> {
+    let Some((tenant, id, s)) = parse(token) else { return Ok(false) };
+    let h = hash(s);
+    match update(store, tenant, id, |g| {
+        let ours = g.refresh.as_deref().is_some_and(|r| same(r, &h)) || g.code.as_ref().is_some_and(|c| same(&c.hash, &h)) || g.spent.iter().any(|x| same(x, &h));
+        if !ours {
+            return Step::Fail(Error::new(Code::InvalidGrant, "not ours"));
+        }
+        revoke(g, now);
+        Step::Write(())
+    }) {
+        Ok(()) => Ok(true),
+        Err(e) if e.code == Code::InvalidGrant => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Revokes grant `id` of `tenant` (an access token's `grant` claim).
+pub fn revoke_grant(store: &dyn Store, tenant: &str, id: &str, now: u64) -> Result<()> {
+    match update(store, tenant, id, |g| {
+        revoke(g, now);
+        Step::Write(())
+    }) {
+        Err(e) if e.code == Code::InvalidGrant => Ok(()),
+        other => other,
+    }
+}
+
+/// Every grant a person holds, oldest first.
+pub fn of_person(store: &dyn Store, tenant: &str, person: &str) -> Result<Vec<Grant>> {
+    let ids: Vec<String> = store.get(BUCKET, &index_key(tenant, person))?.and_then(|v| serde_json::from_slice(&v).ok()).unwrap_or_default();
+    let keys: Vec<String> = ids.iter().map(|id| grant_key(tenant, id)).collect();
+    let values = store.get_many(BUCKET, &keys.iter().map(String::as_str).collect::<Vec<_>>())?;
+    Ok(values.into_iter().flatten().filter_map(|v| serde_json::from_slice(&v).ok()).collect())
+}
+
+/// Revokes every live grant `person` gave `client_id`; answers how many.
+pub fn revoke_client(store: &dyn Store, tenant: &str, person: &str, client_id: &str, now: u64) -> Result<usize> {
+    let live: Vec<Grant> = of_person(store, tenant, person)?.into_iter().filter(|g| g.client_id == client_id && g.revoked.is_none()).collect();
+    for g in &live {
+        revoke_grant(store, tenant, &g.id, now)?;
+    }
+    Ok(live.len())
+}

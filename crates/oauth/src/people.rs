@@ -1,0 +1,209 @@
+//! People, their one-time sign-in links and their sessions.
+//!
+//! People have no passwords. A person is created by a one-time link: the
+//! first person's link comes from the host at start ([`first_link`]), the
+//! others' from an admin ([`invite`]). A link is a secret the store keeps
+//! only as a hash; [`use_link`] turns it into a session, once.
+//!
+//! **Invariant: a link signs in at most once.** Using a link swaps its
+//! record from live to spent with a compare-and-swap against the read that
+//! found it live; of two uses racing, the store lets exactly one swap land
+//! (its promise 1), and only the winner creates a session. A spent or
+//! expired link is refused `invalid_link` and creates nothing.
+//!
+//! A session is the cookie `cairn_session=<tenant>.<secret>`, read only by
+//! `/oauth/authorize` ([`session`]); it lasts [`SESSION_SECONDS`].
+
+use crate::error::{Code, Result, fail};
+use crate::wire::{hash, secret, short_id};
+use cairn_auth::{Actor, Role};
+use cairn_kv::{Store, Swap};
+use serde::{Deserialize, Serialize};
+
+/// The store bucket of everything here.
+pub const BUCKET: &str = "default";
+/// How long the first person's link works, in seconds.
+pub const FIRST_LINK_SECONDS: u64 = 3600;
+/// How long an invitation works, in seconds.
+pub const INVITE_SECONDS: u64 = 72 * 3600;
+/// How long a session lasts, in seconds.
+pub const SESSION_SECONDS: u64 = 30 * 86_400;
+/// The session cookie's name.
+pub const COOKIE: &str = "cairn_session";
+/// The first person's tenant and subject.
+pub const FIRST_PERSON: (&str, &str, &str) = ("local", "local-person", "Local person");
+/// Longest person name, in characters.
+pub const MAX_NAME_CHARS: usize = 80;
+
+const FIRST_MARKER: &str = "oauth/first-person";
+
+fn person_key(tenant: &str, sub: &str) -> String {
+    format!("t/{tenant}/oauth/person/{sub}")
+}
+
+fn link_key(secret: &str) -> String {
+    format!("oauth/link/{}", hash(secret))
+}
+
+fn session_key(tenant: &str, secret: &str) -> String {
+    format!("t/{tenant}/oauth/session/{}", hash(secret))
+}
+
+/// A person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Person {
+    /// Tenant.
+    pub tenant: String,
+    /// Subject of the person's tokens.
+    pub sub: String,
+    /// Display name.
+    pub name: String,
+    /// Admin or member.
+    pub role: Role,
+}
+
+/// A one-time link's record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Link {
+    person: Person,
+    expires: u64,
+    first: bool,
+    spent: Option<u64>,
+}
+
+/// A session's record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Session {
+    sub: String,
+    expires: u64,
+}
+
+/// A one-time link made: its secret (the part after `#/sign-in/`) and when it ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MadeLink {
+    /// The secret.
+    pub secret: String,
+    /// Seconds since the epoch.
+    pub expires: u64,
+}
+
+fn make_link(store: &dyn Store, person: Person, first: bool, ttl: u64, now: u64, random: &dyn Fn() -> u64) -> Result<MadeLink> {
+    let secret = secret(random);
+    let expires = now + ttl;
+    let record = Link { person, expires, first, spent: None };
+    store.set(BUCKET, &link_key(&secret), &serde_json::to_vec(&record).expect("links serialize"))?;
+    Ok(MadeLink { secret, expires })
+}
+
+/// Whether nobody has signed in with a first-person link yet.
+pub fn first_person_pending(store: &dyn Store) -> Result<bool> {
+    Ok(!store.exists(BUCKET, FIRST_MARKER)?)
+}
+
+/// A link for the first person of a fresh install (an admin of tenant
+/// `local`), valid [`FIRST_LINK_SECONDS`]; `None` once someone has signed in
+/// with one.
+pub fn first_link(store: &dyn Store, now: u64, random: &dyn Fn() -> u64) -> Result<Option<MadeLink>> {
+    if !first_person_pending(store)? {
+        return Ok(None);
+    }
+    admin_link(store, now, random).map(Some)
+}
+
+/// A link for the first person whether or not someone signed in with one
+/// already: the operator's way back in (`cairn up --sign-in-link`).
+pub fn admin_link(store: &dyn Store, now: u64, random: &dyn Fn() -> u64) -> Result<MadeLink> {
+    let (tenant, sub, name) = FIRST_PERSON;
+    let person = Person { tenant: tenant.into(), sub: sub.into(), name: name.into(), role: Role::Admin };
+    make_link(store, person, true, FIRST_LINK_SECONDS, now, random)
+}
+
+/// An admin's invitation of a new person named `name` with `role` into the
+/// admin's tenant, valid [`INVITE_SECONDS`].
+pub fn invite(store: &dyn Store, admin: &cairn_auth::Principal, name: &str, role: Role, now: u64, random: &dyn Fn() -> u64) -> Result<(Person, MadeLink)> {
+    if admin.actor != Actor::Human || admin.role != Role::Admin {
+        return fail(Code::Forbidden, "only an admin (a person) can invite someone");
+    }
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return fail(Code::InvalidRequest, format!("name must be 1 to {MAX_NAME_CHARS} characters"));
+    }
+    let person = Person { tenant: admin.tenant.clone(), sub: format!("p-{}", short_id(random)), name: name.into(), role };
+    let link = make_link(store, person.clone(), false, INVITE_SECONDS, now, random)?;
+    Ok((person, link))
+}
+
+/// A session started: the cookie's value and the person.
+#[derive(Debug, Clone)]
+pub struct Started {
+    /// `<tenant>.<secret>`.
+    pub cookie: String,
+    /// Who.
+    pub person: Person,
+}
+
+/// Uses a one-time link: at most once, before it expires (the module's
+/// invariant). Creates the person on first use of an invitation and starts
+/// a session.
+pub fn use_link(store: &dyn Store, link: &str, now: u64, random: &dyn Fn() -> u64) -> Result<Started> {
+    let refused = || fail(Code::InvalidLink, "this sign-in link was used already, has expired, or was never issued; ask for a new one");
+    if link.is_empty() || link.len() > 128 {
+        return refused();
+    }
+    let key = link_key(link);
+    let read = store.read(BUCKET, &key)?;
+    let Some(mut record) = read.value.as_deref().and_then(|v| serde_json::from_slice::<Link>(v).ok()) else { return refused() };
+    if record.spent.is_some() || record.expires <= now {
+        return refused();
+    }
+    record.spent = Some(now);
+    match store.swap(BUCKET, &key, read.observed, &serde_json::to_vec(&record).expect("links serialize"))? {
+        Swap::Done => {}
+        Swap::Failed(_) => return refused(),
+    }
+    let p = &record.person;
+    let pkey = person_key(&p.tenant, &p.sub);
+    if !store.exists(BUCKET, &pkey)? {
+        store.set(BUCKET, &pkey, &serde_json::to_vec(p).expect("people serialize"))?;
+    }
+    if record.first {
+        store.set(BUCKET, FIRST_MARKER, format!("{}/{}", p.tenant, p.sub).as_bytes())?;
+    }
+    let secret = secret(random);
+    let session = Session { sub: p.sub.clone(), expires: now + SESSION_SECONDS };
+    store.set(BUCKET, &session_key(&p.tenant, &secret), &serde_json::to_vec(&session).expect("sessions serialize"))?;
+    Ok(Started { cookie: format!("{}.{secret}", p.tenant), person: p.clone() })
+}
+
+/// The value of the session cookie in a `Cookie` header.
+pub fn cookie_value(header: Option<&str>) -> Option<&str> {
+    header?.split(';').map(str::trim).find_map(|c| c.strip_prefix(COOKIE)?.strip_prefix('='))
+}
+
+/// The person of a live session cookie.
+pub fn session(store: &dyn Store, cookie: Option<&str>, now: u64) -> Result<Option<Person>> {
+    let Some((tenant, secret)) = cookie.and_then(|c| c.split_once('.')) else { return Ok(None) };
+    if tenant.is_empty() || tenant.len() > 64 || !tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-') || secret.len() > 64 {
+        return Ok(None);
+    }
+    let Some(s) = store.get(BUCKET, &session_key(tenant, secret))?.and_then(|v| serde_json::from_slice::<Session>(&v).ok()) else { return Ok(None) };
+    if s.expires <= now {
+        return Ok(None);
+    }
+    person(store, tenant, &s.sub)
+}
+
+/// A person's record.
+pub fn person(store: &dyn Store, tenant: &str, sub: &str) -> Result<Option<Person>> {
+    Ok(store.get(BUCKET, &person_key(tenant, sub))?.and_then(|v| serde_json::from_slice(&v).ok()))
+}
+
+/// Ends the session of a cookie (nothing to end is fine).
+pub fn end_session(store: &dyn Store, cookie: Option<&str>) -> Result<()> {
+    if let Some((tenant, secret)) = cookie.and_then(|c| c.split_once('.')) {
+        if tenant.len() <= 64 && !tenant.contains('/') && secret.len() <= 64 {
+            store.delete(BUCKET, &session_key(tenant, secret))?;
+        }
+    }
+    Ok(())
+}
