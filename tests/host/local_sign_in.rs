@@ -1,6 +1,7 @@
-//! `cairn up` on its own key: the people's editor at `/`, a sign-in link
-//! whose token works, and `cairn token` minting for the server the state dir
-//! serves (whatever port it listens on).
+//! `cairn up` on its own key: the people's editor at `/`, a one-time
+//! sign-in link for the first person (its whole flow is in `own_oauth.rs`),
+//! and `cairn token` minting for the server the state dir serves (whatever
+//! port it listens on).
 use crate::app::require_app;
 use crate::harness::{Cairn, Start, require_built};
 use serde_json::json;
@@ -16,20 +17,27 @@ fn bearer(token: &str) -> String {
 }
 
 #[test]
-fn cairn_up_prints_the_editor_and_a_sign_in_link_for_a_person() {
+fn cairn_up_prints_a_one_time_link_for_the_first_person_until_someone_uses_it() {
     let cairn = start_local();
-    let log = cairn.wait_for_log("#token=");
+    let log = cairn.wait_for_log("#/sign-in/");
     assert!(log.contains(&format!("Open http://{}/ in a browser", cairn.addr)), "{log}");
-    let link = log.lines().find(|l| l.contains("#token=")).unwrap().trim();
-    assert!(link.starts_with(&format!("http://{}/#token=", cairn.addr)), "{link}");
-    let token = link.split_once("#token=").unwrap().1;
-    // The token is a person's: an admin of tenant local with audit:read, which agents never have.
-    let auth = bearer(token);
-    let r = cairn.request("GET", "/api/v1/audit", &[("authorization", &auth)], b"");
-    assert_eq!(r.status, 200, "{}", r.text());
-    let r = cairn.request("POST", "/api/v1/notes", &[("authorization", &auth)], json!({"title": "from the link"}).to_string().as_bytes());
-    assert_eq!(r.status, 201, "{}", r.text());
-    assert!(r.json()["tabs"].is_array());
+    assert!(!log.contains("#token="), "no token in any URL: {log}");
+    let link = log.lines().find(|l| l.contains("#/sign-in/")).unwrap().trim().to_string();
+    assert!(link.starts_with(&format!("http://{}/#/sign-in/", cairn.addr)), "{link}");
+    let secret = link.split_once("#/sign-in/").unwrap().1;
+    let r = cairn.request("POST", "/oauth/session", &[("content-type", "application/json")], json!({"link": secret}).to_string().as_bytes());
+    assert_eq!((r.status, r.json()["role"].as_str()), (200, Some("admin")), "{}", r.text());
+    let r = cairn.request("POST", "/oauth/session", &[("content-type", "application/json")], json!({"link": secret}).to_string().as_bytes());
+    assert_eq!(r.json()["error"], "invalid_link", "a link works once");
+    let state = cairn.state_dir.clone();
+    drop(cairn);
+    // Someone signed in: the next start prints no link, unless the operator asks for one.
+    let again = Cairn::start(Start { state_dir: Some(state.clone()), ..Start::default() });
+    let log = again.wait_for_log("People sign in");
+    assert!(!log.contains("#/sign-in/") && log.contains("--sign-in-link"), "{log}");
+    drop(again);
+    let forced = Cairn::start(Start { state_dir: Some(state), args: vec!["--sign-in-link"], ..Start::default() });
+    assert!(forced.wait_for_log("#/sign-in/").contains("#/sign-in/"));
 }
 
 #[test]

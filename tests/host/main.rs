@@ -32,6 +32,7 @@ mod notes_e2e;
 mod one_build;
 mod oauth;
 mod outbound;
+mod own_oauth;
 mod real_issuer;
 mod resources;
 mod routing;

@@ -39,7 +39,7 @@ fn a_store_missing_from_key_value_stores_is_access_denied() {
 /// the host trusts (`SSL_CERT_FILE`, as for any rustls-native-certs user):
 /// setting the issuer and `jwks_url` alone works; a certificate from
 /// elsewhere, plain http to another host and a short identity secret do not.
-mod https_keys {
+pub(crate) mod https_keys {
     use crate::app::*;
     use crate::harness::*;
     use serde_json::json;
@@ -49,7 +49,7 @@ mod https_keys {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A CA and a certificate it signed for `localhost` and 127.0.0.1, by openssl.
-    fn certificates(dir: &Path, ca_name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    pub(crate) fn certificates(dir: &Path, ca_name: &str) -> (PathBuf, PathBuf, PathBuf) {
         let run = |args: &[&str]| {
             let out = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl runs");
             assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
