@@ -1559,7 +1559,7 @@ async function showConsent(request) {
   };
   const how = c.registered_by === 'metadata_document'
     ? ['identified by its own web address ', h('code', {}, c.client_id)]
-    : ['registered itself just now (its name is what it says it is)'];
+    : ['registered itself just now (Cairn cannot vouch for its name)'];
   const card = h('section', { class: 'card consent', id: 'consent', role: 'dialog', 'aria-labelledby': 'consent-title' },
     h('h2', { id: 'consent-title' }, 'Connect ' + (c.client_name || 'an app') + '?'),
     h('p', { id: 'consent-app' }, h('strong', {}, c.client_name || 'This app'), ' ', how, '.'),
@@ -1705,6 +1705,15 @@ document.addEventListener('keydown', (e) => {
   if (save && !save.disabled && !save.closest('[hidden]')) save.click();
 });
 const config = await loadConfig();
+// Cairn is its own authorization server: config says `own`, or (a server
+// that does not say) the editor's client id at this very origin.
+if (config.own === undefined) {
+  try {
+    config.own = config.client_id === 'cairn-editor' && new URL(config.authorization_server).origin === location.origin;
+  } catch {
+    config.own = false;
+  }
+}
 const signInError = await oauthFinish();
 // No session here: the sign-in card says so (once; nothing starts again by itself).
 if (loginRefused) signOutNotice = signInError;
