@@ -43,6 +43,7 @@ const child = spawn(process.execPath, args, { env: childEnv, stdio: ["pipe", "pi
 const log = [];
 const stop = (code) => { child.kill("SIGTERM"); process.exit(code); };
 child.on("exit", (code, signal) => { log.push(`[mcp-remote exited ${code ?? signal}]`); });
+for (const signal of ["SIGTERM", "SIGINT"]) process.on(signal, () => stop(1));  // never leave mcp-remote behind
 
 // mcp-remote's stderr: the authorization URL, the callback server listening
 // (in either order: the URL goes to the person once both are there), then

@@ -10,8 +10,12 @@ SDK's `OAuthClientProvider`, both ways. Each discovers the server (401, RFC
 after the person clicks approve on the editor's consent card, exchanges it,
 then lists the tools, appends a line to a note, is refused a stale write
 (`version_conflict`) and reads the line back. The SDK clients then refresh
-their tokens their own way; the TypeScript one also checks that a spent
-refresh token is refused and revokes the grant.
+their tokens their own way: the TypeScript SDK when a call is refused 401
+(its access token is swapped for a bad one: a really expired one would take
+over 30 s, the verifier's leeway), the Python SDK before a call once the
+token's `expires_in` has passed (its expiry is moved back); the TypeScript
+one also checks that a spent refresh token is refused and that this revokes
+the grant. A person who denies sends the app back with `access_denied`.
 
 One `cairn up` for the module, with a test CA it trusts for the metadata
 documents, which this file serves over https on loopback
@@ -308,9 +312,9 @@ class Run:
 
 
 def through_consent(person, argv, env, redirect_prefix, button="#consent-approve"):
-    """Runs a client to its authorization URL, approves it as the person, and
-    returns (the authorization URL's parameters, the consent card's text, the
-    redirect's parameters, the client's result)."""
+    """Runs a client to its authorization URL, answers it as the person, and
+    returns (the authorization URL's parameters, what the consent card said,
+    the redirect's parameters, the client's result, the authorization URL)."""
     run = Run(argv, env)
     try:
         authorize = run.expect("authorize")
