@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 use wasi::http::outgoing_handler;
-use wasi::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, RequestOptions, Scheme};
+use wasi::http::types::{ErrorCode, Fields, Method, OutgoingBody, OutgoingRequest, RequestOptions, Scheme};
 use wasi::io::poll::poll;
 use wasi::io::streams::StreamError;
 
@@ -19,6 +19,18 @@ pub struct Fetched {
     pub content_type: Option<String>,
     /// The body, at most the cap.
     pub body: Vec<u8>,
+}
+
+/// What a person can act on, for the host's error codes.
+fn why(e: &ErrorCode, limit: Duration) -> String {
+    match e {
+        ErrorCode::ConnectionTimeout | ErrorCode::HttpResponseTimeout | ErrorCode::ConnectionReadTimeout => format!("no answer within {} seconds", limit.as_secs()),
+        ErrorCode::HttpRequestDenied => "this address may not be fetched (a private or loopback address, or a host the application does not allow)".into(),
+        ErrorCode::DnsError(_) => "its host name does not resolve".into(),
+        ErrorCode::ConnectionRefused => "the connection was refused".into(),
+        ErrorCode::TlsCertificateError | ErrorCode::TlsAlertReceived(_) | ErrorCode::TlsProtocolError => "its TLS certificate or handshake is not trusted".into(),
+        other => format!("{other:?}"),
+    }
 }
 
 fn ns(d: Duration) -> u64 {
@@ -66,7 +78,7 @@ pub fn get(url: &str, accept: &str, max_bytes: usize, limit: Duration) -> Result
     }
     let response = match pending.get() {
         Some(Ok(Ok(r))) => r,
-        Some(Ok(Err(e))) => return Err(format!("{e:?}")),
+        Some(Ok(Err(e))) => return Err(why(&e, limit)),
         _ => return Err("no answer".into()),
     };
     let status = response.status();

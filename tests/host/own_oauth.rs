@@ -301,7 +301,7 @@ fn a_metadata_document_on_a_private_address_is_refused_unless_its_origin_is_name
     // The manifest's `https://*` rule reaches public addresses only: localhost is not one.
     let r = authorize_document(&cairn, &format!("https://localhost:{port}/ok.json"));
     assert_eq!(r.status, 401, "{}", r.text());
-    assert!(r.text().contains("could not be read"), "{}", r.text());
+    assert!(r.text().contains("could not be read") && r.text().contains("may not be fetched"), "{}", r.text());
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing reached the loopback server");
 }
 

@@ -54,11 +54,15 @@ fn spend(gate: &Gate, req: &Request, kind: &str, per_minute: u64) -> Result<(), 
 #[http_component]
 async fn handle(req: Request) -> Response {
     let off = || cairn_guest::respond::error(404, "not_found", "Cairn's own authorization server is off: this server trusts an external issuer");
-    let Some(seed) = seed() else { return off() };
     let gate = match Gate::open() {
         Ok(g) => g,
         Err(r) => return r,
     };
+    // The door's limits and origin rules hold on every route, on or off.
+    if let Err(r) = gate.screen_limits(&req) {
+        return r;
+    }
+    let Some(seed) = seed() else { return off() };
     let route = match Route::of(&req.method().to_string(), req.path()) {
         Ok(r) => r,
         Err(true) => return cairn_guest::respond::error(405, "method_not_allowed", "see docs/oauth.md for each route's method"),

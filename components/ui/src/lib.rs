@@ -54,6 +54,13 @@ fn authorization_server() -> String {
     if a.is_empty() { variable("issuer") } else { a }
 }
 
+/// Whether the page signs people in with Cairn's own authorization server:
+/// the editor's client id is `cairn-editor` and the server is this origin.
+fn own_authorization_server() -> bool {
+    let server = authorization_server();
+    variable("ui_client_id") == "cairn-editor" && origin(&server).is_some() && origin(&server) == origin(&variable("audience"))
+}
+
 /// The policy: this origin only, plus the authorization server for
 /// discovery, the token exchange and the sign-in redirect.
 fn csp() -> String {
@@ -115,6 +122,9 @@ fn handle(req: Request) -> Response {
             "client_id": variable("ui_client_id"),
             "resource": variable("audience"),
             "scope": "notes:read notes:write notes:delete audit:read",
+            // Cairn is its own authorization server (docs/oauth.md): people
+            // sign in with one-time links, approve apps, and see them here.
+            "own": own_authorization_server(),
             // How the server reads a token's tenant and name, so the page names them as it does.
             "claims": {
                 "tenant": variable_or("tenant_claim", "tenant"),
