@@ -389,3 +389,23 @@ def test_an_admin_invites_a_member_who_signs_in_once(own, browser):
     ctx.close()
     admin_ctx.close()
 
+
+
+def test_the_consent_card_and_settings_pass_the_accessibility_audit(own, browser):
+    from test_accessibility import AXE, serious
+    if not AXE.exists():
+        pytest.fail("axe-core is not installed: (cd tests/browser && npm ci) — scripts/test.sh does")
+    ctx = browser.new_context(viewport=VIEW, bypass_csp=True)  # axe is added by the test, past the CSP
+    w = Watched(ctx.new_page())
+    w.page.goto(own.sign_in_link)  # the local admin, with a minted token
+    w.page.wait_for_selector("#new-note-title")
+    consent_card(w, App(own, name="Audited App"))
+    serious(w.page, "consent card")
+    w.page.goto(own.base + "/#/settings")
+    w.page.wait_for_selector("#invite-name")
+    w.page.fill("#invite-name", "Audited Ada")
+    w.page.click("#invite-create")
+    w.page.wait_for_selector("#invite-link")
+    serious(w.page, "settings with an invite link")
+    assert w.errors == []
+    ctx.close()
