@@ -459,8 +459,10 @@ async function api(method, path, body, retried = false) {
   if (r.status === 401) {
     // An access token refused (expired early, or the clock is off): one
     // refresh, then the call once more.
-    if (!retried && localStorage.getItem(REFRESH) && await refresh(used)) return api(method, path, body, true);
-    if (token() === used) {
+    const refreshable = !!localStorage.getItem(REFRESH);
+    if (!retried && refreshable && await refresh(used)) return api(method, path, body, true);
+    // A refresh that failed on the way (no answer, busy) keeps the sign-in: the next call tries again.
+    if (token() === used && !(refreshable && localStorage.getItem(REFRESH))) {
       forget();
       showSignIn('Your sign-in has expired or was refused. Your drafts are kept in this browser.');
     }
