@@ -122,19 +122,24 @@ try {
     expires_in: second.expires_in,
   };
 
-  // The spent refresh token is refused, and that revokes the grant: the
-  // newest refresh token is refused too; the access token in hand still works.
+  // Once its successor has been used, a spent refresh token is refused, and
+  // that revokes the grant: the newest refresh token is refused too; the
+  // access token in hand still works. (The token rotated last, presented
+  // again at once, is a retry and gets the same successor: see docs/oauth.md.)
   const { authorizationServerUrl, authorizationServerMetadata: metadata, resourceMetadata } = await discoverOAuthServerInfo(new URL(url));
+  let newest = null;
   const refuse = async (refreshToken) => {
     try {
-      await refreshAuthorization(authorizationServerUrl, { metadata, clientInformation: provider.saved.client, refreshToken, resource: new URL(resourceMetadata.resource) });
+      const t = await refreshAuthorization(authorizationServerUrl, { metadata, clientInformation: provider.saved.client, refreshToken, resource: new URL(resourceMetadata.resource) });
+      newest = t.refresh_token;
       return "accepted";
     } catch (e) {
       return e.errorCode || e.constructor?.errorCode || String(e);
     }
   };
+  refreshed.successor_used = await refuse(second.refresh_token);
   refreshed.spent_refresh_token = await refuse(first.refresh_token);
-  refreshed.newest_refresh_token_after_reuse = await refuse(second.refresh_token);
+  refreshed.newest_refresh_token_after_reuse = await refuse(newest);
   const still = await call("read_note_tab", { note_id: note, tab_id: "markdown" });
   refreshed.access_token_still_valid = !still.isError;
 

@@ -411,6 +411,7 @@ def test_typescript_sdk_oauth_client_provider(stack, person, registration):
     check_note_steps(result, line)
     refresh = result["refresh"]
     assert refresh["call_after_refresh_ok"] and refresh["new_access_token"] and refresh["rotated_refresh_token"], refresh
+    assert refresh["successor_used"] == "accepted", refresh
     assert refresh["spent_refresh_token"] == "invalid_grant", refresh
     assert refresh["newest_refresh_token_after_reuse"] == "invalid_grant", refresh
     assert refresh["access_token_still_valid"], refresh

@@ -442,7 +442,7 @@ impl Server<'_> {
             }
             Some("refresh_token") => {
                 let scopes = p.get("scope").map(|s| s.split(' ').filter(|s| !s.is_empty()).map(str::to_string).collect());
-                grants::refresh(self.store, need("refresh_token")?, client_id, scopes, self.settings.idle_seconds, self.now, self.random)?
+                grants::refresh(self.store, &Sealer::new(&self.key.seed(), "refresh"), need("refresh_token")?, client_id, scopes, self.settings.idle_seconds, self.now)?
             }
             Some(other) => return fail(Code::UnsupportedGrantType, format!("grant_type {other} is not offered; use authorization_code or refresh_token")),
             None => return fail(Code::InvalidRequest, "grant_type is missing"),

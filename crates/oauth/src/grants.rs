@@ -16,7 +16,15 @@
 //! 2. *A refresh token is used at most once, and reuse ends the family.*
 //!    Refreshing moves the current hash to `spent` and stores the next in
 //!    one swap; a token found in `spent` revokes the grant (every refresh
-//!    token of it) and is refused.
+//!    token of it) and is refused. One exception keeps honest clients
+//!    whole: the token rotated last, presented again within
+//!    [`REUSE_GRACE_SECONDS`] while its successor is still unused, is a
+//!    retry (a response lost on the way, two tabs of one browser reading
+//!    storage a moment apart). It gets the same successor again, which is
+//!    derived from it under the server's key rather than drawn at random,
+//!    so no second branch of the family is ever made: whoever holds the old
+//!    token learns nothing the holder of the new one does not already have,
+//!    and the first use of either after that revokes the other.
 //! 3. *A revoked grant issues nothing*: every exchange and refresh checks
 //!    `revoked` on the record it swaps against.
 //! 4. *Bounded*: a person keeps at most [`MAX_GRANTS`] grants (the oldest
@@ -25,6 +33,7 @@
 
 use crate::clients::RegisteredBy;
 use crate::error::{Code, Error, Result, fail};
+use crate::seal::Sealer;
 use crate::people::BUCKET;
 use crate::wire::{b64, hash, same, secret, short_id};
 use cairn_auth::{Actor, Role};
@@ -38,6 +47,8 @@ pub const MAX_GRANTS: usize = 200;
 pub const MAX_SPENT: usize = 32;
 /// How long a code works, in seconds.
 pub const CODE_SECONDS: u64 = 60;
+/// How long the token rotated last may be presented again as a retry.
+pub const REUSE_GRACE_SECONDS: u64 = 30;
 
 /// A code not yet exchanged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +93,10 @@ pub struct Grant {
     code: Option<PendingCode>,
     refresh: Option<String>,
     spent: Vec<String>,
+    /// The refresh token rotated last (its hash) and when: a retry within
+    /// [`REUSE_GRACE_SECONDS`] gets the same successor.
+    #[serde(default)]
+    rotated: Option<(String, u64)>,
     /// When it was revoked.
     pub revoked: Option<u64>,
 }
@@ -201,6 +216,7 @@ pub fn approve(store: &dyn Store, new: NewGrant, challenge: &str, redirect_uri: 
         code: Some(PendingCode { hash: hash(&code_secret), expires: now + CODE_SECONDS, challenge: challenge.into(), redirect_uri: redirect_uri.into() }),
         refresh: None,
         spent: Vec::new(),
+        rotated: None,
         revoked: None,
     };
     store.set(BUCKET, &grant_key(&new.tenant, &id), &serde_json::to_vec(&g).expect("grants serialize"))?;
@@ -270,26 +286,30 @@ pub fn exchange_code(store: &dyn Store, code: &str, client_id: &str, redirect_ur
     Ok(Issued { grant, refresh_token, scopes })
 }
 
-/// Refreshes (invariant 2): a new refresh token for the current one; a
-/// spent one revokes the grant. `scopes`, when asked, must be within the
-/// grant's; a grant unused for `idle_seconds` has ended.
-pub fn refresh(store: &dyn Store, token: &str, client_id: &str, scopes: Option<Vec<String>>, idle_seconds: u64, now: u64, random: &dyn Fn() -> u64) -> Result<Issued> {
+/// Refreshes (invariant 2): a new refresh token for the current one,
+/// derived from it with `keys` (so a retry gets the same); a spent one
+/// revokes the grant. `scopes`, when asked, must be within the grant's; a
+/// grant unused for `idle_seconds` has ended.
+pub fn refresh(store: &dyn Store, keys: &Sealer, token: &str, client_id: &str, scopes: Option<Vec<String>>, idle_seconds: u64, now: u64) -> Result<Issued> {
     let Some((tenant, id, old)) = parse(token) else { return fail(Code::InvalidGrant, "this refresh token was never issued") };
     let h = hash(old);
-    let next = secret(random);
+    let next = keys.derive(&format!("{id}/{h}"));
     let refresh_token = format!("{tenant}.{id}.{next}");
     let grant = update(store, tenant, id, |g| {
-        if g.spent.iter().any(|s| same(s, &h)) {
-            revoke(g, now);
-            return Step::WriteThenFail(Error::new(
-                Code::InvalidGrant,
-                "this refresh token was used already, so it may have been stolen: every token of this grant is revoked; ask the person to connect again",
-            ));
-        }
         if g.revoked.is_some() {
             return Step::Fail(Error::new(Code::InvalidGrant, "this grant was revoked; ask the person to connect again"));
         }
-        if !g.refresh.as_deref().is_some_and(|r| same(r, &h)) {
+        let current = g.refresh.as_deref().is_some_and(|r| same(r, &h));
+        let retry = g.rotated.as_ref().is_some_and(|(r, at)| same(r, &h) && now.saturating_sub(*at) <= REUSE_GRACE_SECONDS)
+            && g.refresh.as_deref().is_some_and(|r| same(r, &hash(&next)));
+        if !current && !retry {
+            if g.spent.iter().any(|s| same(s, &h)) {
+                revoke(g, now);
+                return Step::WriteThenFail(Error::new(
+                    Code::InvalidGrant,
+                    "this refresh token was used already, so it may have been stolen: every token of this grant is revoked; ask the person to connect again",
+                ));
+            }
             return Step::Fail(Error::new(Code::InvalidGrant, "this refresh token was never issued"));
         }
         if g.client_id != client_id {
@@ -303,8 +323,11 @@ pub fn refresh(store: &dyn Store, token: &str, client_id: &str, scopes: Option<V
                 return Step::Fail(Error::new(Code::InvalidScope, format!("{extra} was not granted; a refresh may only narrow the scopes")));
             }
         }
-        spend(g, h.clone());
-        g.refresh = Some(hash(&next));
+        if current {
+            spend(g, h.clone());
+            g.refresh = Some(hash(&next));
+            g.rotated = Some((h.clone(), now));
+        }
         g.last_used = now;
         Step::Write(g.clone())
     })?;

@@ -27,6 +27,12 @@ impl Sealer {
         format!("{body}.{}", b64(&mac))
     }
 
+    /// A secret derived from `input` (base64url of its MAC): the same input
+    /// always gives the same secret, which nobody can compute without the key.
+    pub fn derive(&self, input: &str) -> String {
+        b64(&hmac_sha256(&self.key, input.as_bytes()))
+    }
+
     /// The value, if `sealed` is one this key sealed and it parses as `T`.
     pub fn open<T: DeserializeOwned>(&self, sealed: &str) -> Option<T> {
         let (body, mac) = sealed.rsplit_once('.')?;

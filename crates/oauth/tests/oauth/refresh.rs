@@ -28,6 +28,8 @@ fn reusing_a_refresh_token_revokes_the_whole_family() {
     let t = connected(&w, &id);
     let old = t["refresh_token"].as_str().unwrap();
     let newer = body(&w.refresh(&id, old));
+    // Past the grace for retries, the old token again is taken as theft.
+    w.later(cairn_oauth::grants::REUSE_GRACE_SECONDS + 1);
     let reuse = w.refresh(&id, old);
     assert_eq!(body(&reuse)["error"], "invalid_grant");
     assert!(body(&reuse)["error_description"].as_str().unwrap().contains("stolen"));
@@ -36,6 +38,24 @@ fn reusing_a_refresh_token_revokes_the_whole_family() {
     // The person sees nothing connected any more.
     let apps = w.get(Route::Apps, "", Some(&person("Ada", Role::Member)));
     assert_eq!(body(&apps)["apps"], json!([]));
+}
+
+#[test]
+fn a_refresh_retried_at_once_gets_the_same_successor_and_no_second_branch() {
+    let w = World::new();
+    let id = w.register("App");
+    let t = connected(&w, &id);
+    let rt1 = t["refresh_token"].as_str().unwrap();
+    let first = body(&w.refresh(&id, rt1));
+    let retry = body(&w.refresh(&id, rt1));
+    assert_eq!(retry["refresh_token"], first["refresh_token"], "a lost answer, asked again, gets the same successor");
+    assert!(retry["access_token"].is_string());
+    // Once the successor is used, the first token is spent for good: theft.
+    let rt2 = first["refresh_token"].as_str().unwrap();
+    let third = body(&w.refresh(&id, rt2));
+    assert!(third["refresh_token"].is_string(), "{third}");
+    assert_eq!(body(&w.refresh(&id, rt1))["error"], "invalid_grant");
+    assert_eq!(body(&w.refresh(&id, third["refresh_token"].as_str().unwrap()))["error"], "invalid_grant", "and the family ended");
 }
 
 #[test]
