@@ -10,6 +10,8 @@
 //! - [`hosts`]: hosts as separate `cairn up` processes sharing a state dir.
 //! - [`scale`]: the append workload on 1–3 hosts on one Redis against SQLite.
 //! - [`host`]: the trivial component through the host against native hyper.
+//! - [`native`]: the native server: the same core, store, MCP layer and
+//!   front door served natively over HTTP, no components (the baseline).
 //! - [`notes`]: edits and reads through the stack against the core natively.
 //! - [`peer`]: the Python peer (official MCP SDK + SQLite) as a process.
 //! - [`perf`]: the performance report: the append workload, reads, tab and
@@ -25,6 +27,7 @@ pub mod experiments;
 pub mod host;
 pub mod hosts;
 pub mod measure;
+pub mod native;
 pub mod notes;
 pub mod peer;
 pub mod perf;

@@ -33,13 +33,34 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
     let stack_notes = stack.seed_notes(max_clients)?;
     let native_notes = seed(native.as_ref(), max_clients)?;
 
+    // The native server: the same core, MCP layer and front door over HTTP, no components.
+    let server = crate::native::start(native_store(&scratch.join("b"))?).await?;
+    let server_notes = seed(server.store.as_ref(), max_clients)?;
+    const SERVED: &str = "native server: HTTP, front door, MCP, core, SQLite";
     println!("# edit_note_tab: read_note_tab + replace_text of 200 characters, each client on its own note");
     for &c in &clients {
         stack_calls(&stack, &stack_notes, c, Op::ReadEdit(200), Duration::from_millis(300)).await?;
+        mcp_calls(server.addr, &server.token, &server_notes, c, Op::ReadEdit(200), Duration::from_millis(300), SERVED).await?;
         let s = stack_calls(&stack, &stack_notes, c, Op::ReadEdit(200), duration).await?;
+        let v = mcp_calls(server.addr, &server.token, &server_notes, c, Op::ReadEdit(200), duration, SERVED).await?;
         let n = native_calls(native.clone(), &native_notes, c, Op::ReadEdit(200), duration)?;
-        print_table(&format!("{c} concurrent clients, {seconds} s each (edits/s)"), &[n.clone(), s.clone()]);
-        println!("\nratio native/stack: {:.2}x; per edit through the stack {:.0} µs vs {:.0} µs natively (p50)", n.rps / s.rps, s.p50.as_secs_f64() * 1e6, n.p50.as_secs_f64() * 1e6);
+        print_table(&format!("{c} concurrent clients, {seconds} s each (edits/s)"), &[n.clone(), v.clone(), s.clone()]);
+        println!(
+            "\nwhole stack ÷ native server (the component tax): {:.2}x in time per edit (p50 {:.0} µs vs {:.0} µs), {:.2}x in edits/s; core in-process ÷ stack: {:.2}x",
+            s.p50.as_secs_f64() / v.p50.as_secs_f64(),
+            s.p50.as_secs_f64() * 1e6,
+            v.p50.as_secs_f64() * 1e6,
+            v.rps / s.rps,
+            n.rps / s.rps
+        );
+    }
+    println!("\n# read_note_tab, each client on its own note");
+    for &c in &clients {
+        stack_calls(&stack, &stack_notes, c, Op::Read, Duration::from_millis(300)).await?;
+        let s = stack_calls(&stack, &stack_notes, c, Op::Read, duration).await?;
+        let v = mcp_calls(server.addr, &server.token, &server_notes, c, Op::Read, duration, SERVED).await?;
+        print_table(&format!("{c} concurrent clients, {seconds} s each (reads/s)"), &[v.clone(), s.clone()]);
+        println!("\nwhole stack ÷ native server: {:.2}x in time per read (p50 {:.0} µs vs {:.0} µs), {:.2}x in reads/s", s.p50.as_secs_f64() / v.p50.as_secs_f64(), s.p50.as_secs_f64() * 1e6, v.p50.as_secs_f64() * 1e6, v.rps / s.rps);
     }
 
     println!("\n# per-write cost as the tab grows (1 client)\n");

@@ -287,11 +287,17 @@ pub async fn client_loop(mut c: impl Caller, note: String, op: Op, first: u64, d
 /// `clients` MCP clients, each on its own connection and note, through the
 /// whole stack (HTTP, router, tool components, SQLite).
 pub async fn stack_calls(stack: &Stack, notes: &[String], clients: usize, op: Op, duration: Duration) -> Result<Series> {
+    mcp_calls(stack.running.addr, &stack.agent, notes, clients, op, duration, "whole stack: HTTP, router, tool components, SQLite").await
+}
+
+/// `clients` MCP clients of the server at `addr`, each on its own
+/// connection and note, with `token`; the series is called `name`.
+pub async fn mcp_calls(addr: std::net::SocketAddr, token: &str, notes: &[String], clients: usize, op: Op, duration: Duration, name: &str) -> Result<Series> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let (addr, token, note) = (stack.running.addr, stack.agent.clone(), notes[c % notes.len()].clone());
+        let (token, note) = (token.to_string(), notes[c % notes.len()].clone());
         tasks.push(tokio::spawn(async move {
             let caller = McpCaller { client: Client::connect(addr).await?, token };
             client_loop(caller, note, op, first_key(c), deadline).await
@@ -301,7 +307,7 @@ pub async fn stack_calls(stack: &Stack, notes: &[String], clients: usize, op: Op
     for t in tasks {
         all.extend(t.await??);
     }
-    Ok(summarize("whole stack: HTTP, router, tool components, SQLite", all, started.elapsed()))
+    Ok(summarize(name, all, started.elapsed()))
 }
 
 /// The same clients calling the core natively, one thread each.

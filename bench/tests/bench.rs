@@ -252,3 +252,36 @@ mod parts {
         assert!(outline_large.outline_read > 10 * outline_small.outline_read, "the whole outline grows with the sections");
     }
 }
+
+/// The native server (the baseline of the component tax) serves the same
+/// protocol and rules as the stack: every tool listed, edits that land
+/// exactly once, a stale write refused, no token no call.
+mod native_server {
+    use cairn_bench::stack::{self, Client, Op};
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[test]
+    fn the_native_server_answers_the_protocol_and_rules_as_the_stack_does() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let dir = std::env::temp_dir().join(format!("cairn-bench-native-test-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let server = cairn_bench::native::start(stack::native_store(&dir).unwrap()).await.unwrap();
+            let notes = stack::seed(server.store.as_ref(), 2).unwrap();
+            let mut c = Client::connect(server.addr).await.unwrap();
+            let (status, listed) = c.send("POST", "/mcp", &server.token, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await.unwrap();
+            assert_eq!(status, 200, "{listed}");
+            let names: Vec<&str> = listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+            assert_eq!(names.len(), cairn_notes::tools::TOOLS.len(), "{names:?}");
+            // Edits that land exactly once (client_loop checks the version moved by each acknowledged edit).
+            let s = stack::mcp_calls(server.addr, &server.token, &notes, 1, Op::ReadEdit(200), Duration::from_millis(300), "native").await.unwrap();
+            assert!(s.requests > 0);
+            let stale = c.call(&server.token, "edit_note_tab", json!({"note_id": notes[0], "tab_id": "markdown", "expected_version": 1, "idempotency_key": "stale", "operation": "replace_text", "text": "x"})).await.unwrap();
+            assert_eq!(stale["structuredContent"]["error"], "version_conflict", "{stale}");
+            let (status, _) = c.send("POST", "/mcp", "", &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await.unwrap();
+            assert_eq!(status, 401);
+            let _ = std::fs::remove_dir_all(&dir);
+        });
+    }
+}
