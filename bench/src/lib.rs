@@ -13,7 +13,7 @@
 //! - [`native`]: the native server: the same core, store, MCP layer and
 //!   front door served natively over HTTP, no components (the baseline).
 //! - [`notes`]: edits and reads through the stack against the core natively.
-//! - [`peer`]: the Python peer (official MCP SDK + SQLite) as a process.
+//! - [`peer`]: the Python and TypeScript peers (official MCP SDKs + SQLite) as processes.
 //! - [`perf`]: the performance report: the append workload, reads, tab and
 //!   store sizes, where the time goes, memory and start.
 //! - [`search`]: `search_notes` latency at 1,000 and 10,000 notes and the index's cost to an edit.
