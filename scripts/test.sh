@@ -34,6 +34,15 @@ target/interop-venv/bin/pip install --quiet --disable-pip-version-check -r inter
 # The test authorization server (oidc-provider, on the Node 22 it pins).
 (cd tests/oidc && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
 
+# The benchmark peers (bench/peer): the plain MCP servers a user would write
+# instead, on the official Python and TypeScript SDKs with SQLite; the bench
+# tests start both (better-sqlite3 ships its prebuilt binary: nothing compiles).
+if [ ! -x target/peer-venv/bin/python ]; then
+  python3 -m venv target/peer-venv
+fi
+target/peer-venv/bin/pip install --quiet --disable-pip-version-check -r bench/peer/requirements.txt
+(cd bench/peer/ts && npm ci --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error)
+
 # Playwright for Python, for the browser tests (pinned in tests/browser/).
 if [ ! -x target/browser-venv/bin/python ]; then
   python3 -m venv target/browser-venv

@@ -1,8 +1,7 @@
 //! The benchmark peers start from Rust (`cairn_bench::peer`) and answer the
 //! same calls the same way: the Python peer (`bench/peer/server.py`) and the
 //! TypeScript peer (`bench/peer/ts/server.mjs`), each when it is installed
-//! (see `bench/peer/README.md`); a peer that is not installed is skipped
-//! with a note on stderr.
+//! (`scripts/test.sh` installs both; see `bench/peer/README.md`).
 
 use cairn_bench::peer::{Peer, default_node, default_python};
 use serde_json::{Value, json};
@@ -56,8 +55,7 @@ fn peers_start_and_keep_the_edit_rules() {
         ("TypeScript peer", default_node(), Peer::start_ts),
     ] {
         let Some(program) = program else {
-            eprintln!("skipped: the {what} is not installed (bench/peer/README.md)");
-            continue;
+            panic!("the {what} is not installed: scripts/test.sh installs it (bench/peer/README.md says how)");
         };
         let peer = start(&program).unwrap();
         assert_eq!(peer.name, what);
@@ -65,5 +63,5 @@ fn peers_start_and_keep_the_edit_rules() {
         drop(peer);
         ran += 1;
     }
-    eprintln!("{ran} peer(s) checked");
+    assert_eq!(ran, 2, "both peers checked");
 }
