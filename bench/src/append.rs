@@ -28,6 +28,22 @@ pub struct AppendRun {
     pub largest_note: usize,
 }
 
+/// The whole markdown tab, as a careful agent reads it: a read cut by
+/// Cairn's read cap (`truncated`, past 24,000 characters by default) is
+/// asked again with `max_chars` large enough for all of it, since writing
+/// back a cut text with `replace_text` would drop the rest. The peers never
+/// cut a read (and refuse the extra argument), so they are read once.
+async fn read_whole(c: &mut impl Caller, note: &str) -> Result<serde_json::Value> {
+    let mut read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
+    if read["structuredContent"]["truncated"] == true {
+        read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown", "max_chars": 1_000_000})).await?;
+    }
+    if read["isError"] != false || read["structuredContent"]["truncated"] == true {
+        bail!("read refused or cut: {read}");
+    }
+    Ok(read)
+}
+
 /// One client: append lines `{tag}-{i}` until `deadline`; the latency of each
 /// pair, the lines acknowledged, the conflicts.
 pub async fn append_client(c: &mut impl Caller, note: &str, tag: &str, deadline: Instant) -> Result<(Vec<Duration>, Vec<String>, usize)> {
@@ -37,10 +53,7 @@ pub async fn append_client(c: &mut impl Caller, note: &str, tag: &str, deadline:
     let mut i = 0u64;
     while Instant::now() < deadline {
         let t = Instant::now();
-        let read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
-        if read["isError"] != false {
-            bail!("read refused: {read}");
-        }
+        let read = read_whole(c, note).await?;
         let s = &read["structuredContent"];
         let text = s["text"].as_str().unwrap_or_default();
         let line = format!("{tag}-{i}");
@@ -65,7 +78,7 @@ pub async fn append_client(c: &mut impl Caller, note: &str, tag: &str, deadline:
 /// The final check of one note: every acknowledged line exactly once.
 /// Returns the lines missing or doubled, and the note's size.
 pub async fn verify(c: &mut impl Caller, note: &str, acked: &[String]) -> Result<(usize, usize)> {
-    let read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
+    let read = read_whole(c, note).await?;
     let text = read["structuredContent"]["text"].as_str().unwrap_or_default().to_string();
     let mut counts = std::collections::HashMap::new();
     for l in text.lines() {

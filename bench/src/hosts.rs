@@ -114,6 +114,15 @@ pub fn start(manifest: &Path, state: &Path, args: &[String], env: &[(String, Str
 
 /// A token for an agent of tenant `bench`, signed with the state dir's key.
 pub fn token(state: &Path, sub: &str) -> Result<String> {
+    token_of(state, sub, Actor::Agent)
+}
+
+/// A token for a person of tenant `bench` (people create notes and approve them for agents).
+pub fn person_token(state: &Path, sub: &str) -> Result<String> {
+    token_of(state, sub, Actor::Human)
+}
+
+fn token_of(state: &Path, sub: &str, actor: Actor) -> Result<String> {
     let key = cairn::local::signing_key(state)?;
     Ok(key.sign(
         &TokenSpec {
@@ -122,7 +131,7 @@ pub fn token(state: &Path, sub: &str) -> Result<String> {
             tenant: "bench".into(),
             subject: sub.into(),
             name: None,
-            actor: Actor::Agent,
+            actor,
             role: Role::Member,
             scope: "notes:read notes:write".into(),
             now: cairn::local::now(),

