@@ -63,13 +63,7 @@ pub fn signing_key(state_dir: &Path) -> Result<LocalKey> {
     let path = state_dir.join("signing-key");
     create_secret(&path)?;
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let bytes: Vec<u8> = (0..text.trim().len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text.trim()[i..i + 2], 16))
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("{} is not a hex Ed25519 seed", path.display()))?;
-    let seed: [u8; 32] = bytes.try_into().map_err(|_| anyhow::anyhow!("{} must hold 32 bytes", path.display()))?;
-    Ok(LocalKey::from_seed(seed))
+    LocalKey::from_hex(&text).with_context(|| format!("{} must hold a 32-byte Ed25519 seed as 64 hex digits", path.display()))
 }
 
 /// The state dir's identity secret, created on first use.
@@ -122,7 +116,7 @@ pub fn fill_defaults(vars: &mut BTreeMap<String, String>, state_dir: &Path, addr
     }
     if let Some(key) = &local {
         let issuer = vars.get("issuer").cloned().unwrap_or_default();
-        for (name, value) in [("signing_key", hex(&key.seed())), ("authorization_server", issuer), ("ui_client_id", cairn_oauth::clients::EDITOR.to_string())] {
+        for (name, value) in [("signing_key", key.to_hex()), ("authorization_server", issuer), ("ui_client_id", cairn_oauth::clients::EDITOR.to_string())] {
             if vars.get(name).is_some_and(String::is_empty) {
                 vars.insert(name.into(), value);
             }

@@ -25,12 +25,6 @@ const DOCUMENTS_PER_MINUTE: u64 = 30;
 /// The whole fetch of a metadata document.
 const DOCUMENT_TIME: Duration = Duration::from_secs(5);
 
-fn seed() -> Option<[u8; 32]> {
-    let hex = cairn_guest::variable("signing_key")?;
-    let bytes: Option<Vec<u8>> = (0..hex.len()).step_by(2).map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect();
-    bytes?.try_into().ok()
-}
-
 fn answer(reply: Reply) -> Response {
     let mut r = Response::builder().status(reply.status).header("content-type", reply.content_type).body(reply.body).build();
     for (name, value) in reply.headers {
@@ -62,7 +56,7 @@ async fn handle(req: Request) -> Response {
     if let Err(r) = gate.screen_limits(&req) {
         return r;
     }
-    let Some(seed) = seed() else { return off() };
+    let Some(key) = cairn_guest::variable("signing_key").and_then(|k| cairn_auth::mint::LocalKey::from_hex(&k)) else { return off() };
     let route = match Route::of(&req.method().to_string(), req.path()) {
         Ok(r) => r,
         Err(true) => return cairn_guest::respond::error(405, "method_not_allowed", "see docs/oauth.md for each route's method"),
@@ -98,7 +92,6 @@ async fn handle(req: Request) -> Response {
         _ => None,
     };
     let store = GuestStore::new();
-    let key = cairn_auth::mint::LocalKey::from_seed(seed);
     let server = Server { store: &store, settings: &settings, key: &key, now: cairn_guest::notes::now_us() / 1_000_000, random: &cairn_guest::random_u64 };
     let incoming = OAuthRequest {
         query: req.query(),

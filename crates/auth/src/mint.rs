@@ -53,6 +53,19 @@ impl LocalKey {
         self.seed
     }
 
+    /// The secret bytes as 64 hex digits: how the state dir and the
+    /// `signing_key` variable keep them.
+    pub fn to_hex(&self) -> String {
+        self.seed.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// From 64 hex digits (surrounding whitespace ignored); `None` otherwise.
+    pub fn from_hex(text: &str) -> Option<Self> {
+        let t = text.trim();
+        let bytes: Option<Vec<u8>> = (0..t.len()).step_by(2).map(|i| t.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect();
+        bytes?.try_into().ok().map(Self::from_seed)
+    }
+
     /// The public key as a JWK.
     pub fn jwk(&self) -> Value {
         serde_json::to_value(public_jwk(&Self::encoding(&self.seed), Algorithm::EdDSA, "cairn").0).unwrap_or_default()
