@@ -143,9 +143,12 @@ pub struct App {
     pub costly_waiting: Arc<std::sync::atomic::AtomicUsize>,
 }
 
-/// Permits for costly work on this machine (see [`App::costly`]).
+/// Permits for costly work on this machine (see [`App::costly`]). Read
+/// once: `available_parallelism` reads the cgroup files at every call
+/// (a dozen system calls, ~30 µs), and every instance asks.
 pub fn costly_permits() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+    static PERMITS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PERMITS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)))
 }
 
 impl App {
@@ -318,11 +321,31 @@ fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
 
 type ResponseReceiver = tokio::sync::oneshot::Receiver<Result<hyper::Response<HyperOutgoingBody>, ErrorCode>>;
 
-/// Instantiate and call the handler. The store moves in, so it is dropped
-/// (with every body and outparam the guest left open) when the call ends.
-async fn call(mut store: WasmStore<Ctx>, pre: ProxyPre<Ctx>, req: Resource<HostIncomingRequest>, out: Resource<HostResponseOutparam>) -> wasmtime::Result<()> {
-    let proxy = pre.instantiate_async(&mut store).await?;
-    proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await
+/// Instantiate and call the handler. The store comes back with the
+/// outcome, so the caller decides when to drop it (with every body and
+/// outparam the guest left open, and the instance's memory): see
+/// [`run_buffered_holding`].
+async fn call(mut store: WasmStore<Ctx>, pre: ProxyPre<Ctx>, req: Resource<HostIncomingRequest>, out: Resource<HostResponseOutparam>) -> (wasmtime::Result<()>, WasmStore<Ctx>) {
+    let outcome = match pre.instantiate_async(&mut store).await {
+        Ok(proxy) => proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await,
+        Err(e) => Err(e),
+    };
+    (outcome, store)
+}
+
+/// Drop a finished request's store after its answer is on its way: the
+/// lane's next poll frees the instance (its memory reset, ~30 µs), not the
+/// caller waiting for the answer. `held` (the request's instance permit)
+/// is released with it, so freed slots never outnumber permits.
+fn drop_later(store: WasmStore<Ctx>, held: impl Send + 'static) {
+    let later = async move {
+        drop(store);
+        drop(held);
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => drop(rt.spawn(later)),
+        Err(_) => drop(later),
+    }
 }
 
 /// What went wrong when no response came: the guest's trap or error if it
@@ -343,6 +366,29 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
 {
+    run(app, component, req, route, None::<()>).await
+}
+
+/// [`run_buffered`] for a request that holds one of the host's instance
+/// permits: its instance is freed after the answer is returned
+/// ([`drop_later`]), and `permit` with it, so the instances waiting to be
+/// freed are bounded by the permits. (Without a permit, as in
+/// [`run_buffered`], the instance is freed before the answer returns.)
+pub async fn run_buffered_holding<B, H>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo, permit: H) -> Result<hyper::Response<Bytes>>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+    H: Send + 'static,
+{
+    run(app, component, req, route, Some(permit)).await
+}
+
+async fn run<B, H>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo, permit: Option<H>) -> Result<hyper::Response<Bytes>>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+    H: Send + 'static,
+{
     let _in_use = crate::metrics::InUse::start();
     // A tool's answer over HTTP (from this host's router or another's) is counted here, once.
     let tool = req.uri().path().strip_prefix("/tools/").and_then(cairn_notes::tools::find).map(|t| t.name);
@@ -360,7 +406,43 @@ where
             Err(_) => Err(None),
         }
     };
-    let (guest, answer) = tokio::join!(call(store, component.pre.clone(), wasi_req, out), answer);
+    // The guest and the answer run side by side (a body bigger than its
+    // pipe needs both). Whatever the guest left open (an outparam never
+    // set, a body never finished) ends only with its store, so when the
+    // guest ends before the whole answer is here, its store is freed at
+    // once; otherwise it is freed after the answer leaves.
+    let guest = call(store, component.pre.clone(), wasi_req, out);
+    tokio::pin!(guest, answer);
+    let mut ended = None;
+    let mut kept = None;
+    let answer = loop {
+        tokio::select! {
+            biased;
+            r = &mut answer => break r,
+            (outcome, store) = &mut guest, if ended.is_none() => {
+                ended = Some(outcome);
+                match std::future::poll_fn(|cx| std::task::Poll::Ready(answer.as_mut().poll(cx))).await {
+                    std::task::Poll::Ready(r) => {
+                        kept = Some(store);
+                        break r;
+                    }
+                    std::task::Poll::Pending => drop(store),
+                }
+            }
+        }
+    };
+    let guest = match ended {
+        Some(outcome) => outcome,
+        None => {
+            let (outcome, store) = guest.await;
+            kept = Some(store);
+            outcome
+        }
+    };
+    match (kept, permit) {
+        (Some(store), Some(permit)) => drop_later(store, (_in_use, permit)),
+        (store, _) => drop(store),
+    }
     match answer {
         Ok(resp) => {
             if let Some(tool) = tool {

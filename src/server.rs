@@ -395,11 +395,14 @@ async fn handle(
             let response = match read_body(&app, req).await {
                 Err(refused) => refused,
                 Ok((req, _body_bytes)) => {
-                    let _permit = permits.acquire().await;
+                    let Ok(permit) = permits.clone().acquire_owned().await else {
+                        return Ok(json(StatusCode::SERVICE_UNAVAILABLE, r#"{"error":"shutting_down","message":"this host is shutting down"}"#.into()));
+                    };
                     // The instance runs in this connection's task, to the end, with its
                     // response body collected as it is written: no task hop and no
-                    // cross-thread wake-up per request.
-                    match instance::run_buffered(app.clone(), loaded.clone(), req, info).await {
+                    // cross-thread wake-up per request. The permit is held until the
+                    // instance is freed, just after the answer leaves.
+                    match instance::run_buffered_holding(app.clone(), loaded.clone(), req, info, permit).await {
                         Ok(r) => r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync()),
                         Err(e) if e.downcast_ref::<instance::Overloaded>().is_some() => {
                             refusal(&cairn_door::Refusal::new(cairn_door::Code::Busy, e.to_string()).retry_after(1))

@@ -22,7 +22,8 @@ use std::time::Duration;
 /// What the `health` component answers; the native handler answers the same.
 pub const HEALTH_BODY: &str = r#"{"status":"ok","service":"cairn"}"#;
 
-async fn native_server() -> Result<SocketAddr> {
+/// A plain hyper server answering [`HEALTH_BODY`] to every request.
+pub(crate) async fn native_server() -> Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move {

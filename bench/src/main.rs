@@ -62,8 +62,6 @@ enum Command {
         #[arg(long, default_value_t = 100_000)]
         max_notes: usize,
     },
-    /// read_note_tab through the router, against the tool alone and the core.
-    Router(BenchArgs),
     /// The append workload on 1, 2 and 3 hosts sharing one Redis against one
     /// host on SQLite, and the commit check's cost.
     Scale {
@@ -210,7 +208,6 @@ fn main() -> Result<()> {
         }
         Command::Host(a) => rt.block_on(cairn_bench::host::host(a.manifest, a.seconds, a.concurrency)),
         Command::Notes { common: a, max_notes } => rt.block_on(cairn_bench::notes::notes(a.manifest, a.seconds, a.concurrency, max_notes)),
-        Command::Router(a) => rt.block_on(cairn_bench::notes::router(a.manifest, a.seconds, a.concurrency)),
         Command::Scale { manifest, seconds, clients, out } => {
             let table = rt.block_on(cairn_bench::scale::scale(manifest, seconds, clients))?;
             println!("{table}");

@@ -1,26 +1,16 @@
-//! `cairn-bench notes` and `cairn-bench router`: the notes tools through the
-//! whole stack (HTTP → router → tool component → store) against the same
-//! core called natively in this process on the same kind of store, in one run.
-//!
-//! - notes: edits (read_note_tab + edit_note_tab replace_text of 200
-//!   characters) at 1 and 32 clients; per-write cost as the tab grows from
-//!   1 KB to ~1 MB; per-write cost as the store grows from 1,000 to 100,000
-//!   notes.
-//! - router: read_note_tab through the router, against the tool component
-//!   called directly (in-process, no router), against the core natively.
+//! `cairn-bench notes`: the notes tools through the whole stack (HTTP →
+//! router → tool component → store) against the same core served natively
+//! and called natively in this process on the same kind of store, in one
+//! run: edits (read_note_tab + edit_note_tab replace_text of 200
+//! characters) and reads at 1 and 32 clients; per-write cost as the tab
+//! grows from 1 KB to ~1 MB; per-write cost as the store grows from 1,000
+//! to 100,000 notes. (Where a read's time goes layer by layer is `perf`'s.)
 
-use crate::measure::{print_table, summarize};
+use crate::measure::{load, print_table};
 use crate::stack::*;
-use anyhow::{Context, Result, bail};
-use cairn::clock::SystemEnv;
-use cairn_auth::{Actor, Principal, Role};
-use cairn_kv::Store;
-use http_body_util::Full;
-use hyper::body::Bytes;
-use serde_json::json;
+use anyhow::Result;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `cairn bench notes`.
 pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_notes: usize) -> Result<()> {
@@ -37,8 +27,12 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
     let server = crate::native::start(native_store(&scratch.join("b"))?).await?;
     let server_notes = seed(server.store.as_ref(), max_clients)?;
     const SERVED: &str = "native server: HTTP, front door, MCP, core, SQLite";
+    let hyper = crate::host::native_server().await?;
+    let mut floors = std::collections::BTreeMap::new();
     println!("# edit_note_tab: read_note_tab + replace_text of 200 characters, each client on its own note");
     for &c in &clients {
+        let instance = instance_cost(stack.running.addr, hyper, c, duration).await?;
+        floors.insert(c, instance);
         stack_calls(&stack, &stack_notes, c, Op::ReadEdit(200), Duration::from_millis(300)).await?;
         mcp_calls(server.addr, &server.token, &server_notes, c, Op::ReadEdit(200), Duration::from_millis(300), SERVED).await?;
         let s = stack_calls(&stack, &stack_notes, c, Op::ReadEdit(200), duration).await?;
@@ -53,6 +47,8 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
             v.rps / s.rps,
             n.rps / s.rps
         );
+        // An edit is two calls (a read and a write), each with its instance.
+        print_floor(instance, 2, c, v.rps, s.rps);
     }
     println!("\n# read_note_tab, each client on its own note");
     for &c in &clients {
@@ -61,16 +57,19 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
         let v = mcp_calls(server.addr, &server.token, &server_notes, c, Op::Read, duration, SERVED).await?;
         print_table(&format!("{c} concurrent clients, {seconds} s each (reads/s)"), &[v.clone(), s.clone()]);
         println!("\nwhole stack ÷ native server: {:.2}x in time per read (p50 {:.0} µs vs {:.0} µs), {:.2}x in reads/s", s.p50.as_secs_f64() / v.p50.as_secs_f64(), s.p50.as_secs_f64() * 1e6, v.p50.as_secs_f64() * 1e6, v.rps / s.rps);
+        print_floor(floors[&c], 1, c, v.rps, s.rps);
     }
 
     println!("\n# per-write cost as the tab grows (1 client)\n");
-    println!("| tab size | stack µs/edit (p50) | native µs/edit (p50) | ratio |");
-    println!("|---:|---:|---:|---:|");
+    println!("| tab size | stack µs/edit (p50) | native server µs/edit (p50) | core in-process µs/edit (p50) | stack ÷ native server | stack ÷ core in-process |");
+    println!("|---:|---:|---:|---:|---:|---:|");
     for size in [1_000usize, 10_000, 100_000, 900_000] {
         let d = Duration::from_millis((seconds * 1000 / 2).max(500));
         let s = stack_calls(&stack, &stack_notes, 1, Op::ReadEdit(size), d).await?;
+        let v = mcp_calls(server.addr, &server.token, &server_notes, 1, Op::ReadEdit(size), d, SERVED).await?;
         let n = native_calls(native.clone(), &native_notes, 1, Op::ReadEdit(size), d)?;
-        println!("| {} | {:.0} | {:.0} | {:.2} |", human(size), s.p50.as_secs_f64() * 1e6, n.p50.as_secs_f64() * 1e6, s.p50.as_secs_f64() / n.p50.as_secs_f64());
+        let us = |x: &crate::measure::Series| x.p50.as_secs_f64() * 1e6;
+        println!("| {} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} |", human(size), us(&s), us(&v), us(&n), us(&s) / us(&v), us(&s) / us(&n));
     }
 
     println!("\n# per-write cost as the store grows (1 client, 200 characters)\n");
@@ -84,6 +83,14 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
         let added = stack.seed_notes(more)?;
         let native_added = seed(native.as_ref(), more)?;
         have = target;
+        // Index the notes just seeded before measuring, as a host that had
+        // been serving them would have; otherwise the edits race the
+        // background merge of thousands of new notes.
+        for _ in 0..10_000 {
+            if cairn::sweep::merge_search(stack.running.app.store())?.still_dirty == 0 {
+                break;
+            }
+        }
         let pick = |ids: &[String], fallback: &[String]| ids.last().cloned().unwrap_or_else(|| fallback[0].clone());
         let d = Duration::from_millis((seconds * 1000 / 2).max(500));
         let s = stack_calls(&stack, &[pick(&added, &stack_notes)], 1, Op::ReadEdit(200), d).await?;
@@ -95,127 +102,36 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
     Ok(())
 }
 
+/// What one fresh instance adds to a request at `c` clients, in seconds of
+/// a client's time: `GET /healthz` through the host (the trivial component,
+/// a fresh instance per request) less the same answer from bare hyper, in
+/// this run. In a closed loop a request takes `c / rps` of a client's time.
+async fn instance_cost(stack: std::net::SocketAddr, hyper: std::net::SocketAddr, c: usize, duration: Duration) -> Result<f64> {
+    let warm = Duration::from_millis(300);
+    load(hyper, "/healthz", c, warm).await?;
+    load(stack, "/healthz", c, warm).await?;
+    let bare = load(hyper, "/healthz", c, duration).await?;
+    let fresh = load(stack, "/healthz", c, duration).await?;
+    Ok((c as f64 / fresh.rps - c as f64 / bare.rps).max(0.0))
+}
+
+/// The floor of the component tax: a call through the stack needs at least
+/// one fresh instance (the router's; the composed tool is a second), so at
+/// best it takes the native server's time plus `instances` × one trivial
+/// instance's cost. Prints that best ratio beside the measured one.
+fn print_floor(instance: f64, instances: usize, c: usize, native_rps: f64, stack_rps: f64) {
+    let native = c as f64 / native_rps;
+    let floor = (native + instances as f64 * instance) / native;
+    println!(
+        "floor: one fresh trivial instance costs {:.0} µs a request here (GET /healthz through the host less bare hyper, this run); \
+         with {instances} per {} the stack can be no better than {floor:.2}x the native server (measured {:.2}x)",
+        instance * 1e6,
+        if instances == 1 { "read" } else { "edit (read + write)" },
+        native_rps / stack_rps
+    );
+}
+
 fn human(n: usize) -> String {
     if n >= 1_000_000 { format!("{} MB", n / 1_000_000) } else if n >= 1000 { format!("{} KB", n / 1000) } else { format!("{n} B") }
 }
 
-/// `cairn bench router`.
-pub async fn router(manifest: PathBuf, seconds: u64, clients: Vec<usize>) -> Result<()> {
-    let duration = Duration::from_secs(seconds);
-    let stack = Stack::start(manifest).await?;
-    let note = stack.seed_notes(1)?.remove(0);
-    let app = stack.running.app.clone();
-    let tool = app.components.get("read-note-tab").context("no read-note-tab component")?.clone();
-    let secret = cairn::local::identity_secret(&stack.state)?;
-    let principal = Principal {
-        tenant: TENANT.into(),
-        subject: "bench-agent".into(),
-        name: "Bench agent".into(),
-        actor: Actor::Agent,
-        role: Role::Member,
-        scopes: vec!["notes:read".into()],
-        exp: u64::MAX,
-    };
-    let args = json!({"note_id": note, "tab_id": "markdown"});
-    let native: Arc<dyn Store> = app.store().clone();
-    println!("# read_note_tab");
-    for &c in &clients {
-        let deadline = |d| Instant::now() + d;
-        // Through the router.
-        let (addr, token) = (stack.running.addr, stack.agent.clone());
-        let run_stack = |d: Duration| {
-            let (token, args) = (token.clone(), args.clone());
-            async move {
-                let end = deadline(d);
-                let started = Instant::now();
-                let mut tasks = Vec::new();
-                for _ in 0..c {
-                    let (token, args) = (token.clone(), args.clone());
-                    tasks.push(tokio::spawn(async move {
-                        let mut client = Client::connect(addr).await?;
-                        let mut lat = Vec::new();
-                        while Instant::now() < end {
-                            let t = Instant::now();
-                            client.call(&token, "read_note_tab", args.clone()).await?;
-                            lat.push(t.elapsed());
-                        }
-                        anyhow::Ok(lat)
-                    }));
-                }
-                let mut all = Vec::new();
-                for t in tasks {
-                    all.extend(t.await??);
-                }
-                anyhow::Ok(summarize("MCP through the router (HTTP, router + tool instance)", all, started.elapsed()))
-            }
-        };
-        run_stack(Duration::from_millis(300)).await?;
-        let s = run_stack(duration).await?;
-        // The tool component alone, in-process.
-        let end = deadline(duration);
-        let started = Instant::now();
-        let mut tasks = Vec::new();
-        for _ in 0..c {
-            let (app, tool, principal, secret, body) = (app.clone(), tool.clone(), principal.clone(), secret.clone(), args.to_string());
-            tasks.push(tokio::spawn(async move {
-                let mut lat = Vec::new();
-                while Instant::now() < end {
-                    let t = Instant::now();
-                    // Each call signs its own identity, as the router does.
-                    let call = cairn_auth::identity::Call { tool: "read_note_tab", method: "POST", path: "/", body: body.as_bytes() };
-                    let identity = cairn_auth::identity::sign(&principal, &secret, &call, cairn::clock::now_us() / 1_000_000, &crate::nonce())?;
-                    let req = hyper::Request::post("http://read-note-tab.spin.internal/")
-                        .header("host", "read-note-tab.spin.internal")
-                        .header(cairn_auth::identity::HEADER, identity)
-                        .body(Full::new(Bytes::from(body.clone())))?;
-                    let resp = cairn::instance::run_buffered(app.clone(), tool.clone(), req, cairn::instance::RouteInfo::internal()).await?;
-                    let status = resp.status();
-                    if status != 200 {
-                        bail!("tool answered {status}");
-                    }
-                    lat.push(t.elapsed());
-                }
-                anyhow::Ok(lat)
-            }));
-        }
-        let mut all = Vec::new();
-        for t in tasks {
-            all.extend(t.await??);
-        }
-        let d = summarize("tool component called directly (in-process, no HTTP, no router)", all, started.elapsed());
-        // The core natively.
-        let end = deadline(duration);
-        let started = Instant::now();
-        let handles: Vec<_> = (0..c)
-            .map(|i| {
-                let (kv, args) = (native.clone(), args.clone());
-                std::thread::spawn(move || -> Result<Vec<Duration>> {
-                    let mut env = SystemEnv::new(i as u64);
-                    let mut lat = Vec::new();
-                    while Instant::now() < end {
-                        let t = Instant::now();
-                        cairn_notes::call_tool_value(&*kv, &mut env, &agent(), "read_note_tab", args.clone()).map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                        lat.push(t.elapsed());
-                    }
-                    Ok(lat)
-                })
-            })
-            .collect();
-        let mut all = Vec::new();
-        for h in handles {
-            all.extend(h.join().map_err(|_| anyhow::anyhow!("thread panicked"))??);
-        }
-        let n = summarize("core natively in-process", all, started.elapsed());
-        print_table(&format!("{c} concurrent clients, {seconds} s each"), &[n.clone(), d.clone(), s.clone()]);
-        let (per_s, per_d, per_n) = (1.0 / s.rps * c as f64, 1.0 / d.rps * c as f64, 1.0 / n.rps * c as f64);
-        println!(
-            "\ncost per call: router path {:.0} µs, tool alone {:.0} µs, core {:.0} µs; the router's share of the router path: {:.0}%",
-            per_s * 1e6,
-            per_d * 1e6,
-            per_n * 1e6,
-            100.0 * (per_s - per_d).max(0.0) / per_s
-        );
-    }
-    stack.stop().await;
-    Ok(())
-}

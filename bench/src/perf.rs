@@ -784,7 +784,8 @@ pub async fn perf(args: PerfArgs, sections: &[Section]) -> Result<String> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     let run = Run { args, dir: dir.clone(), seq: AtomicU64::new(0) };
-    let stack = Stack::start(run.args.manifest.clone()).await?;
+    // In process, only the tool components are called (on their own HTTP doors).
+    let stack = Stack::start_with(run.args.manifest.clone(), &[("tool_calls", "http")]).await?;
     let mut out = String::new();
     let mut peer = match &run.args.python {
         Some(p) => format!("the Python peer ({})", p.display()),

@@ -92,7 +92,17 @@ pub struct Stack {
 impl Stack {
     /// Start with the SQLite store in a fresh state dir.
     pub async fn start(manifest: PathBuf) -> Result<Self> {
-        let state = std::env::temp_dir().join(format!("cairn-bench-notes-{}", std::process::id()));
+        Self::start_with(manifest, &[]).await
+    }
+
+    /// [`Stack::start`] with these application variables too: the tool
+    /// components' own HTTP doors, which [`ToolCaller`] calls, open only
+    /// with `tool_calls = "http"`.
+    pub async fn start_with(manifest: PathBuf, extra: &[(&str, &str)]) -> Result<Self> {
+        // One directory per stack, so stacks of one process never share one.
+        static STACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STACKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let state = std::env::temp_dir().join(format!("cairn-bench-notes-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&state);
         // The benchmarks write far past a tenant's usual budget and quota: a
         // minute of three writers on a 200 KB note stores gigabytes of versions.
@@ -100,7 +110,9 @@ impl Stack {
             ("rate_limit_per_minute".to_string(), "1000000000".to_string()),
             ("quota_bytes".to_string(), "1000000000000".to_string()),
         ]
-        .into();
+        .into_iter()
+        .chain(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect();
         let opts = server::Options {
             manifest,
             listen: "127.0.0.1:0".parse()?,

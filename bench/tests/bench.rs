@@ -26,8 +26,7 @@ fn require_built(wasm: &[&str]) {
     }
 }
 
-/// One stack for every experiment: `Stack` keeps its state in a directory
-/// named after the process, so two in one test binary would collide.
+/// One stack for every experiment.
 #[test]
 fn experiments_keep_their_invariants() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -282,6 +281,38 @@ mod native_server {
             let (status, _) = c.send("POST", "/mcp", "", &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await.unwrap();
             assert_eq!(status, 401);
             let _ = std::fs::remove_dir_all(&dir);
+        });
+    }
+}
+
+/// The tool components alone (`perf`'s "tools" row and its "where the time
+/// goes") are called on their own HTTP doors, which a stack opens only with
+/// `tool_calls = "http"`; without it those doors answer 404 and the tools
+/// are reached only through the router.
+mod tools_alone {
+    use super::{require_built, root, ONE_AT_A_TIME};
+    use cairn_bench::stack::{Caller, Stack, ToolCaller};
+    use serde_json::json;
+
+    #[test]
+    fn the_tool_components_answer_on_their_own_doors_only_when_the_stack_opens_them() {
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        require_built(&["router.wasm", "read_note_tab.wasm"]);
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let open = Stack::start_with(root().join("spin.toml"), &[("tool_calls", "http")]).await.unwrap();
+            let note = open.seed_notes(1).unwrap().remove(0);
+            let read = ToolCaller::agent(&open).unwrap().call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await;
+            open.stop().await;
+            let read = read.unwrap();
+            assert_eq!(read["structuredContent"]["note_id"], note, "{read}");
+
+            let closed = Stack::start(root().join("spin.toml")).await.unwrap();
+            let note = closed.seed_notes(1).unwrap().remove(0);
+            let refused = ToolCaller::agent(&closed).unwrap().call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await;
+            closed.stop().await;
+            let e = refused.expect_err("a tool door opened without tool_calls = http").to_string();
+            assert!(e.contains("404"), "{e}");
         });
     }
 }
