@@ -471,15 +471,37 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
         drop(kv);
         let _ = std::fs::remove_dir_all(dir);
     }
+    {
+        // The native server: the same core, front door and MCP layer over HTTP, no components.
+        let dir = run.fresh_dir("server-reads")?;
+        let server = crate::native::start(native_store(&dir)?).await?;
+        let notes = seed(server.store.as_ref(), 32)?;
+        let mut c = McpCaller { client: Client::connect(server.addr).await?, token: server.token.clone() };
+        for n in &notes {
+            fill(&mut c, n, 1000).await?;
+        }
+        for &k in &counts {
+            reads_mcp(server.addr, &server.token, &notes, k, Duration::from_millis(300), SERVER).await?;
+            rows.push((k, reads_mcp(server.addr, &server.token, &notes, k, d, SERVER).await?));
+        }
+        drop(server);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let mut peers = Vec::new();
     if let Some(py) = &run.args.python {
-        let peer = Peer::start(py)?;
+        peers.push((PEER, Peer::start(py)?));
+    }
+    if let Some(node) = &run.args.node {
+        peers.push((PEER_TS, Peer::start_ts(node)?));
+    }
+    for (label, peer) in peers {
         let notes = peer.notes(32).await?;
         let mut c = peer.caller().await?;
         for n in &notes {
             fill(&mut c, n, 1000).await?;
         }
         for &k in &counts {
-            rows.push((k, reads_mcp(peer.addr, &peer.token, &notes, k, d, PEER).await?));
+            rows.push((k, reads_mcp(peer.addr, &peer.token, &notes, k, d, label).await?));
         }
     }
     let _ = write!(
@@ -492,6 +514,17 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
         let stack_rps = rows.iter().find(|(c, s)| *c == k && s.name == STACK).map(|(_, s)| s.rps).unwrap_or(0.0);
         for (_, s) in rows.iter().filter(|(c, _)| *c == k) {
             let _ = writeln!(out, "| {k} | {} | {:.0} | {} | {} | {:.2}× |", s.name, s.rps, ms(s.p50), ms(s.p99), stack_rps / s.rps.max(f64::MIN_POSITIVE));
+        }
+    }
+    // Against the best peer: the whole stack, and the native server (what
+    // the same core reaches with no components at all).
+    let best_peer = |k: usize| rows.iter().filter(|(c, s)| *c == k && (s.name == PEER || s.name == PEER_TS)).map(|(_, s)| s.rps).fold(0.0, f64::max);
+    let rps = |k: usize, name: &str| rows.iter().find(|(c, s)| *c == k && s.name == name).map(|(_, s)| s.rps);
+    if counts.iter().any(|&k| best_peer(k) > 0.0) {
+        let _ = write!(out, "\n| clients | whole stack ÷ best peer | native server ÷ best peer | native server ÷ whole stack |\n|---:|---:|---:|---:|\n");
+        for &k in &counts {
+            let (peer, stack, server) = (best_peer(k), rps(k, STACK).unwrap_or(0.0), rps(k, SERVER).unwrap_or(0.0));
+            let _ = writeln!(out, "| {k} | **{:.2}×** | **{:.2}×** | **{:.2}×** |", stack / peer, server / peer, server / stack.max(f64::MIN_POSITIVE));
         }
     }
     Ok(())
