@@ -16,6 +16,7 @@ use hyper::body::Bytes;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime::{Engine, Store as WasmStore, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -337,7 +338,7 @@ async fn call(mut store: WasmStore<Ctx>, pre: ProxyPre<Ctx>, req: Resource<HostI
 /// lane's next poll frees the instance (its memory reset, ~30 µs), not the
 /// caller waiting for the answer. `held` (the request's instance permit)
 /// is released with it, so freed slots never outnumber permits.
-fn drop_later(store: WasmStore<Ctx>, held: impl Send + 'static) {
+fn drop_later(store: WasmStore<Ctx>, held: (crate::metrics::InUse, OwnedSemaphorePermit)) {
     let later = async move {
         drop(store);
         drop(held);
@@ -366,7 +367,7 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
 {
-    run(app, component, req, route, None::<()>).await
+    run(app, component, req, route, None).await
 }
 
 /// [`run_buffered`] for a request that holds one of the host's instance
@@ -374,20 +375,18 @@ where
 /// ([`drop_later`]), and `permit` with it, so the instances waiting to be
 /// freed are bounded by the permits. (Without a permit, as in
 /// [`run_buffered`], the instance is freed before the answer returns.)
-pub async fn run_buffered_holding<B, H>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo, permit: H) -> Result<hyper::Response<Bytes>>
+pub async fn run_buffered_holding<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo, permit: Option<OwnedSemaphorePermit>) -> Result<hyper::Response<Bytes>>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
-    H: Send + 'static,
 {
-    run(app, component, req, route, Some(permit)).await
+    run(app, component, req, route, permit).await
 }
 
-async fn run<B, H>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo, permit: Option<H>) -> Result<hyper::Response<Bytes>>
+async fn run<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo, permit: Option<OwnedSemaphorePermit>) -> Result<hyper::Response<Bytes>>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
-    H: Send + 'static,
 {
     let _in_use = crate::metrics::InUse::start();
     // A tool's answer over HTTP (from this host's router or another's) is counted here, once.

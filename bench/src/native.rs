@@ -35,7 +35,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 const AUDIENCE: &str = "http://native.bench/mcp";
 
-/// A running native server.
+/// A running native server; dropping it stops accepting (connections
+/// already open end with their clients).
 pub struct NativeServer {
     /// Where it listens.
     pub addr: SocketAddr,
@@ -43,6 +44,13 @@ pub struct NativeServer {
     pub token: String,
     /// Its store.
     pub store: Arc<dyn Store>,
+    accepting: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for NativeServer {
+    fn drop(&mut self) {
+        self.accepting.abort();
+    }
 }
 
 /// What every request shares.
@@ -106,7 +114,7 @@ pub async fn start(store: Arc<dyn Store>) -> Result<NativeServer> {
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    tokio::spawn(async move {
+    let accepting = tokio::spawn(async move {
         while let Ok((stream, peer)) = listener.accept().await {
             let _ = stream.set_nodelay(true);
             let shared = shared.clone();
@@ -125,7 +133,7 @@ pub async fn start(store: Arc<dyn Store>) -> Result<NativeServer> {
             });
         }
     });
-    Ok(NativeServer { addr, token, store })
+    Ok(NativeServer { addr, token, store, accepting })
 }
 
 fn rand_seed() -> [u8; 32] {

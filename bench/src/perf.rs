@@ -304,6 +304,8 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
             append_mcp(server.addr, &server.token, seed(server.store.as_ref(), c)?, warm, SERVER).await?;
             let r = append_mcp(server.addr, &server.token, seed(server.store.as_ref(), c)?, d, SERVER).await?;
             rows.push(AppendRow { clients: c, path: SERVER, run: r });
+            drop(server);
+            let _ = std::fs::remove_dir_all(dir);
         }
         if let Some(py) = run.args.python.as_ref().filter(|_| wanted(AppendPath::Peer)) {
             let peer = Peer::start(py)?;
@@ -487,14 +489,12 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
         drop(server);
         let _ = std::fs::remove_dir_all(dir);
     }
-    let mut peers = Vec::new();
-    if let Some(py) = &run.args.python {
-        peers.push((PEER, Peer::start(py)?));
-    }
-    if let Some(node) = &run.args.node {
-        peers.push((PEER_TS, Peer::start_ts(node)?));
-    }
-    for (label, peer) in peers {
+    // One peer at a time, each stopped before the next starts.
+    let peers: [(&str, Option<&PathBuf>, fn(&Path) -> Result<Peer>); 2] =
+        [(PEER, run.args.python.as_ref(), |p| Peer::start(p)), (PEER_TS, run.args.node.as_ref(), |p| Peer::start_ts(p))];
+    for (label, program, start) in peers {
+        let Some(program) = program else { continue };
+        let peer = start(program)?;
         let notes = peer.notes(32).await?;
         let mut c = peer.caller().await?;
         for n in &notes {
@@ -518,12 +518,12 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
     }
     // Against the best peer: the whole stack, and the native server (what
     // the same core reaches with no components at all).
-    let best_peer = |k: usize| rows.iter().filter(|(c, s)| *c == k && (s.name == PEER || s.name == PEER_TS)).map(|(_, s)| s.rps).fold(0.0, f64::max);
     let rps = |k: usize, name: &str| rows.iter().find(|(c, s)| *c == k && s.name == name).map(|(_, s)| s.rps);
-    if counts.iter().any(|&k| best_peer(k) > 0.0) {
+    let best_peer = |k: usize| [rps(k, PEER), rps(k, PEER_TS)].into_iter().flatten().reduce(f64::max);
+    if counts.iter().any(|&k| best_peer(k).is_some()) {
         let _ = write!(out, "\n| clients | whole stack ÷ best peer | native server ÷ best peer | native server ÷ whole stack |\n|---:|---:|---:|---:|\n");
         for &k in &counts {
-            let (peer, stack, server) = (best_peer(k), rps(k, STACK).unwrap_or(0.0), rps(k, SERVER).unwrap_or(0.0));
+            let (peer, stack, server) = (best_peer(k).unwrap_or(f64::NAN), rps(k, STACK).unwrap_or(0.0), rps(k, SERVER).unwrap_or(0.0));
             let _ = writeln!(out, "| {k} | **{:.2}×** | **{:.2}×** | **{:.2}×** |", stack / peer, server / peer, server / stack.max(f64::MIN_POSITIVE));
         }
     }
