@@ -13,6 +13,8 @@
 //! | `cairn_instances_in_use` | — | component instances running now |
 //! | `cairn_refusals_total` | code | requests the front door refused (`cairn_door::Code`), in a component or in the host |
 //! | `cairn_stored_bytes`, `cairn_tenants` | — | content stored (every retained version) and tenants, as of the last sweep; a quota refusal is a tool outcome `quota_exceeded` |
+//! | `cairn_redis_node_calls_total` | namespace, node, outcome | calls to each Redis node (a cluster's primaries, or the one server): `ok`, `error`, `redirected` (`MOVED`/`ASK`), `refused` (`TRYAGAIN`, `CLUSTERDOWN`…: nothing ran) or `unconfirmed` (written, not confirmed by enough replicas: refused) |
+//! | `cairn_redis_node_slots`, `cairn_redis_node_replicas` | namespace, node | hash slots each primary serves and replicas that follow it |
 //!
 //! A swap a store acknowledges without applying it ("lost") cannot be seen
 //! from here: the components' commit check catches those (see docs/key-value.md on
@@ -252,7 +254,33 @@ pub fn render() -> String {
     for f in ALL {
         f.render(&mut out);
     }
+    render_redis_nodes(&mut out, &cairn_kv_redis::all_nodes());
     out
+}
+
+/// Each Redis node of the open stores (a cluster's primaries, or the one
+/// server): its calls by outcome, the slots it serves and its replicas.
+/// The series follow the cluster's nodes, a set the operator controls;
+/// namespaces and addresses hold no quote or backslash (both are checked
+/// when the store opens).
+fn render_redis_nodes(out: &mut String, nodes: &[cairn_kv_redis::NodeReport]) {
+    if nodes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "# HELP cairn_redis_node_calls_total Calls to each Redis node, by outcome.\n# TYPE cairn_redis_node_calls_total counter");
+    for n in nodes {
+        for (outcome, v) in [("ok", n.ok), ("error", n.errors), ("redirected", n.redirects), ("refused", n.refusals), ("unconfirmed", n.unconfirmed)] {
+            let _ = writeln!(out, "cairn_redis_node_calls_total{{namespace=\"{}\",node=\"{}\",outcome=\"{outcome}\"}} {v}", n.namespace, n.addr);
+        }
+    }
+    let _ = writeln!(out, "# HELP cairn_redis_node_slots Hash slots each Redis primary serves.\n# TYPE cairn_redis_node_slots gauge");
+    for n in nodes {
+        let _ = writeln!(out, "cairn_redis_node_slots{{namespace=\"{}\",node=\"{}\"}} {}", n.namespace, n.addr, n.slots);
+    }
+    let _ = writeln!(out, "# HELP cairn_redis_node_replicas Replicas that follow each Redis primary (as the cluster reports them).\n# TYPE cairn_redis_node_replicas gauge");
+    for n in nodes {
+        let _ = writeln!(out, "cairn_redis_node_replicas{{namespace=\"{}\",node=\"{}\"}} {}", n.namespace, n.addr, n.replicas);
+    }
 }
 
 /// One request the host answered.
@@ -383,6 +411,9 @@ impl Store for Metered {
     }
     fn waits(&self) -> cairn_kv::Waits {
         self.inner.waits()
+    }
+    fn describe(&self) -> Option<String> {
+        self.inner.describe()
     }
     fn get(&self, bucket: &str, key: &str) -> KvResult<Option<Vec<u8>>> {
         self.timed("get", || self.inner.get(bucket, key))

@@ -118,6 +118,11 @@ pub async fn start(opts: Options) -> Result<Running> {
     app_vars.extend(opts.variables.clone());
     let stores: BTreeMap<String, Arc<dyn cairn_kv::Store>> =
         opts.stores.open(&opts.state_dir, opts.fsync)?.into_iter().map(|(l, s)| (l.clone(), crate::metrics::Metered::wrap(&l, s))).collect();
+    for (label, store) in &stores {
+        if let Some(shape) = store.describe() {
+            tracing::info!(store = %label, "{shape}");
+        }
+    }
     let listener = TcpListener::bind(opts.listen)
         .await
         .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;

@@ -132,7 +132,7 @@ impl StoreKind {
         match self {
             StoreKind::Sqlite => StoreConfig::Sqlite(SqliteConfig::default()),
             StoreKind::Memory => StoreConfig::Memory(MemoryConfig::default()),
-            StoreKind::Redis(url) => StoreConfig::Redis(RedisConfig { url: url.clone(), namespace: None }),
+            StoreKind::Redis(url) => StoreConfig::Redis(RedisConfig::server(url.clone())),
         }
     }
 }
@@ -244,7 +244,7 @@ mod tests {
     }
 
     fn redis(url: &str, namespace: Option<&str>) -> StoreConfig {
-        StoreConfig::Redis(RedisConfig { url: url.into(), namespace: namespace.map(Into::into) })
+        StoreConfig::Redis(RedisConfig { namespace: namespace.map(Into::into), ..RedisConfig::server(url) })
     }
 
     #[test]

@@ -137,21 +137,28 @@
 //! retried once on a fresh connection when a pooled one turned out dead.
 
 mod address;
+pub mod cluster;
 pub mod config;
 mod layout;
 mod pool;
 mod scripts;
 pub mod server;
+pub mod slot;
 
 pub use address::{DEFAULT_PORT, redact};
+pub use cluster::{NodeCounters, Shape};
 pub use config::{Redis, RedisConfig};
 pub use layout::{Layout, MAX_NAMESPACE_BYTES, check_namespace, hash_tag, tag_of};
 
 use cairn_kv::{Error, Observed, Read, Result, Store, Swap, check_key, check_value};
+use cluster::{Cluster, Dial};
 use pool::{Conn, Pool};
 use redis::{Client, ErrorKind, RedisError, RedisResult, Value};
 use scripts::Scripts;
+use slot::slot_of;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 /// The namespace of a store that names none.
@@ -169,8 +176,16 @@ pub struct Options {
     /// Limit on TCP connect plus handshake (`AUTH`, `SELECT`). Default 500 ms.
     pub connect_timeout: Duration,
     /// Limit on every read and write on a connection, and on waiting for a
-    /// free connection. Default 2 s.
+    /// free connection; on a cluster, also on following redirections and
+    /// waiting out a failover. Default 2 s.
     pub io_timeout: Duration,
+    /// Replicas that must confirm a write (`WAIT`) before it is
+    /// acknowledged; 0 acknowledges on the primary alone. Default 0 here;
+    /// [`Redis`] makes it 1 on a cluster.
+    pub wait_for_replicas: u32,
+    /// How long a write waits for those confirmations before it is refused
+    /// as [`Error::Unavailable`]. Default 1 s.
+    pub wait_timeout: Duration,
 }
 
 impl Default for Options {
@@ -180,6 +195,8 @@ impl Default for Options {
             pool_size: 8,
             connect_timeout: Duration::from_millis(500),
             io_timeout: Duration::from_secs(2),
+            wait_for_replicas: 0,
+            wait_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -191,13 +208,24 @@ impl Options {
     }
 }
 
-/// A store on one Redis or Valkey server. Cheap to share between threads.
+/// A store on one Redis or Valkey server, or on a Redis Cluster. Cheap to
+/// share between threads.
 pub struct RedisStore {
     layout: Layout,
-    pool: Pool,
+    nodes: Arc<Nodes>,
     scripts: Scripts,
     connect_timeout: Duration,
     io_timeout: Duration,
+    /// `(replicas, timeout in ms)` a write waits for, if any.
+    confirm: Option<(u32, u64)>,
+    /// Scripts refused before sending because their keys span slots.
+    cross_slot: AtomicU64,
+}
+
+/// Where the calls go: one server, or the primaries of a cluster.
+enum Nodes {
+    One(Pool, Arc<NodeCounters>),
+    Cluster(Cluster),
 }
 
 /// Tags read per registry page while listing.
@@ -207,7 +235,7 @@ const SWEEP_TAG_CHUNK: usize = 256;
 /// Markers dropped per sweep script call.
 const SWEEP_BATCH: usize = 1000;
 
-fn closed() -> Error {
+fn closed_error() -> Error {
     Error::Backend("store is closed".into())
 }
 
@@ -266,6 +294,85 @@ impl RedisStore {
     /// the address; a server that is a replica, a cluster node, or older than
     /// Redis 7.0 is an [`Error::Backend`] saying so.
     pub fn open(url: &str, options: Options) -> Result<Self> {
+        let layout = Self::check_options(&options)?;
+        let target = address::parse(url)?;
+        let shown = target.shown.clone();
+        let client = Client::open(target.info)
+            .map_err(|e| Error::Backend(format!("Redis URL `{}`: {e}", redact(url))))?;
+        let pool = Pool::new(client, target.shown, options.pool_size, options.connect_timeout, options.io_timeout);
+        let store = Self::assemble(layout, Nodes::One(pool, Arc::default()), &options);
+        store.check_server(&shown, false)?;
+        if options.wait_for_replicas > 0 {
+            let replicas = store.connected_replicas(&shown)?;
+            if replicas < options.wait_for_replicas as usize {
+                return Err(Self::too_few_replicas(&shown, replicas, options.wait_for_replicas));
+            }
+        }
+        store.load_scripts(0)?;
+        store.register_nodes();
+        Ok(store)
+    }
+
+    /// Connect to the Redis Cluster that `urls` lead to (any of its nodes;
+    /// the first that answers gives the shape).
+    ///
+    /// Besides what [`RedisStore::open`] refuses: a URL with a database
+    /// other than 0 (a cluster has only db 0), a node that is not in
+    /// cluster mode, a cluster with slots no primary serves (naming them),
+    /// and a primary with fewer replicas than [`Options::wait_for_replicas`].
+    pub fn open_cluster(urls: &[&str], options: Options) -> Result<Self> {
+        let layout = Self::check_options(&options)?;
+        if urls.is_empty() {
+            return Err(Error::Backend("a Redis Cluster store needs at least one node URL".into()));
+        }
+        let mut seeds = Vec::with_capacity(urls.len());
+        for url in urls {
+            let target = address::parse(url)?;
+            if target.info.redis_settings().db() != 0 {
+                return Err(Error::Backend(format!(
+                    "Redis URL `{}` names database {}; a Redis Cluster has only database 0 (use a namespace to share it)",
+                    redact(url),
+                    target.info.redis_settings().db()
+                )));
+            }
+            seeds.push(target);
+        }
+        let first = seeds[0].shown.clone();
+        let dial = Dial { pool_size: options.pool_size, connect_timeout: options.connect_timeout, io_timeout: options.io_timeout };
+        // The seed's own INFO first: a standalone server is named as such.
+        let client = Client::open(seeds[0].info.clone()).map_err(|e| Error::Backend(format!("Redis URL `{}`: {e}", redact(urls[0]))))?;
+        let probe = Self::assemble(
+            layout.clone(),
+            Nodes::One(Pool::new(client, first.clone(), 1, options.connect_timeout, options.io_timeout), Arc::default()),
+            &options,
+        );
+        probe.check_server(&first, true)?;
+        probe.close()?;
+        let cluster = Cluster::open(seeds, dial)?;
+        let shape = cluster.shape();
+        let uncovered = shape.uncovered();
+        if !uncovered.is_empty() {
+            return Err(Error::Backend(format!(
+                "the Redis Cluster at {first} serves only {} of {} slots (no primary for slots {}): \
+                 fix the cluster (redis-cli --cluster fix) before starting",
+                shape.covered(),
+                slot::SLOTS,
+                cluster::ranges(&uncovered)
+            )));
+        }
+        if let Some(p) = shape.primaries.iter().find(|p| p.replicas.len() < options.wait_for_replicas as usize) {
+            return Err(Self::too_few_replicas(&p.addr, p.replicas.len(), options.wait_for_replicas));
+        }
+        let store = Self::assemble(layout, Nodes::Cluster(cluster), &options);
+        for p in &shape.primaries {
+            let slot = p.ranges[0].0;
+            store.load_scripts(slot)?;
+        }
+        store.register_nodes();
+        Ok(store)
+    }
+
+    fn check_options(options: &Options) -> Result<Layout> {
         let layout = Layout::new(&options.namespace)?;
         if options.pool_size == 0 {
             return Err(Error::Backend("the Redis connection pool needs at least 1 connection".into()));
@@ -273,26 +380,40 @@ impl RedisStore {
         if options.connect_timeout.is_zero() || options.io_timeout.is_zero() {
             return Err(Error::Backend("Redis timeouts must be longer than zero".into()));
         }
-        let target = address::parse(url)?;
-        let shown = target.shown.clone();
-        let client = Client::open(target.info)
-            .map_err(|e| Error::Backend(format!("Redis URL `{}`: {e}", redact(url))))?;
-        let pool = Pool::new(client, target.shown, options.pool_size, options.connect_timeout, options.io_timeout);
-        let store = Self {
+        if options.wait_for_replicas > 0 && options.wait_timeout.is_zero() {
+            return Err(Error::Backend("waiting for replicas needs a wait timeout longer than zero".into()));
+        }
+        Ok(layout)
+    }
+
+    fn assemble(layout: Layout, nodes: Nodes, options: &Options) -> Self {
+        let confirm = (options.wait_for_replicas > 0)
+            .then(|| (options.wait_for_replicas, options.wait_timeout.as_millis().max(1) as u64));
+        Self {
             layout,
-            pool,
+            nodes: Arc::new(nodes),
             scripts: Scripts::new(),
             connect_timeout: options.connect_timeout,
             io_timeout: options.io_timeout,
-        };
-        store.check_server(&shown)?;
-        Ok(store)
+            confirm,
+            cross_slot: AtomicU64::new(0),
+        }
     }
 
-    fn check_server(&self, shown: &str) -> Result<()> {
+    fn too_few_replicas(primary: &str, has: usize, wants: u32) -> Error {
+        Error::Backend(format!(
+            "Redis primary {primary} has {has} connected replica(s), and writes wait for {wants}: every write \
+             would be refused; add replicas, or set wait_for_replicas = 0 (acknowledged on the primary alone, \
+             a failover can then lose the last writes)"
+        ))
+    }
+
+    /// Checks the version and the role; `cluster` says which mode the
+    /// configuration expects the server to be in.
+    fn check_server(&self, shown: &str, cluster: bool) -> Result<()> {
         // The first answer is awaited only as long as a connect: a peer that
         // accepts but never answers fails open as fast as one that refuses.
-        let info = self.pool.with(false, |c| {
+        let info = self.run(0, false, |c| {
             c.redis.set_read_timeout(Some(self.connect_timeout))?;
             let info = redis::cmd("INFO").arg("server").arg("replication").arg("cluster").query::<String>(&mut c.redis);
             c.redis.set_read_timeout(Some(self.io_timeout))?;
@@ -308,37 +429,63 @@ impl RedisStore {
                          (or Valkey 7.2+) for script flags"
                     )));
                 }
-                if let Some(role) = info_field(&info, "role").filter(|r| *r != "master") {
+                let in_cluster = info_field(&info, "cluster_enabled") == Some("1");
+                if in_cluster && !cluster {
+                    return Err(Error::Backend(format!(
+                        "Redis at {shown} is a cluster node: set `cluster = true` (or list several `urls`) \
+                         in the store's runtime config"
+                    )));
+                }
+                if cluster && !in_cluster {
+                    return Err(Error::Backend(format!(
+                        "Redis at {shown} is not in cluster mode (cluster_enabled:0): drop `cluster = true` \
+                         and give its `url`"
+                    )));
+                }
+                if !cluster && let Some(role) = info_field(&info, "role").filter(|r| *r != "master") {
                     return Err(Error::Backend(format!(
                         "Redis at {shown} is a read-only replica (role {role}); point the URL at the primary"
                     )));
                 }
-                if info_field(&info, "cluster_enabled") == Some("1") {
-                    return Err(Error::Backend(format!(
-                        "Redis at {shown} is a cluster node; this client talks to one standalone primary \
-                         (the key layout is cluster-ready, the client is not)"
-                    )));
-                }
-            }
-            // INFO renamed or not permitted: loading the scripts below still
-            // fails on a server without script flags.
-            Err(Error::Backend(_)) => {}
-            Err(e) => return Err(e),
-        }
-        self.pool
-            .with(false, |c| {
-                for (_, script) in self.scripts.all() {
-                    script.load(&mut c.redis)?;
-                }
                 Ok(())
-            })
-            .map_err(|e| match e {
-                Error::Backend(m) => Error::Backend(format!(
-                    "loading cairn-kv-redis' scripts failed ({m}); it needs Redis 7.0+ or Valkey 7.2+ \
-                     with EVALSHA and SCRIPT allowed"
-                )),
-                e => e,
-            })
+            }
+            // INFO renamed or not permitted: loading the scripts still
+            // fails on a server without script flags.
+            Err(Error::Backend(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Replicas connected to a standalone primary (`INFO replication`).
+    fn connected_replicas(&self, shown: &str) -> Result<usize> {
+        let info: String = self.run(0, true, |c| redis::cmd("INFO").arg("replication").query(&mut c.redis))?;
+        info_field(&info, "connected_slaves")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| Error::Backend(format!("Redis at {shown} did not say how many replicas it has")))
+    }
+
+    /// Load the scripts on the primary of `slot` (they are loaded again on
+    /// `NOSCRIPT` anyway; this finds a server that refuses scripts at open).
+    fn load_scripts(&self, slot: u16) -> Result<()> {
+        self.run(slot, false, |c| {
+            for (_, script) in self.scripts.all() {
+                script.load(&mut c.redis)?;
+            }
+            Ok(())
+        })
+        .map_err(|e| match e {
+            Error::Backend(m) => Error::Backend(format!(
+                "loading cairn-kv-redis' scripts failed ({m}); it needs Redis 7.0+ or Valkey 7.2+ \
+                 with EVALSHA and SCRIPT allowed"
+            )),
+            e => e,
+        })
+    }
+
+    fn register_nodes(&self) {
+        let mut all = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+        all.retain(|(_, w)| w.strong_count() > 0);
+        all.push((self.layout.namespace().to_string(), Arc::downgrade(&self.nodes)));
     }
 
     /// The Redis key names this store uses.
@@ -346,45 +493,168 @@ impl RedisStore {
         &self.layout
     }
 
-    /// The server's address (`host:port[/db]`, no credentials).
-    pub fn address(&self) -> &str {
-        &self.pool.shown
+    /// The server's address (`host:port[/db]`, no credentials); on a
+    /// cluster, the primaries' addresses.
+    pub fn address(&self) -> String {
+        match &*self.nodes {
+            Nodes::One(pool, _) => pool.shown.clone(),
+            Nodes::Cluster(c) => c.shape().primaries.iter().map(|p| p.addr.as_str()).collect::<Vec<_>>().join(","),
+        }
+    }
+
+    /// The cluster's shape, when the store is on one.
+    pub fn shape(&self) -> Option<Arc<Shape>> {
+        match &*self.nodes {
+            Nodes::One(..) => None,
+            Nodes::Cluster(c) => Some(c.shape()),
+        }
+    }
+
+    /// Each node's counters (a cluster's primaries, or the one server).
+    pub fn nodes(&self) -> Vec<NodeReport> {
+        reports(self.layout.namespace(), &self.nodes)
+    }
+
+    /// Scripts refused before sending because their keys were in different
+    /// slots of a cluster (a caller's bug; Cairn makes none).
+    pub fn cross_slot_refusals(&self) -> u64 {
+        self.cross_slot.load(Relaxed)
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.pool.is_closed() { Err(closed()) } else { Ok(()) }
+        let closed = match &*self.nodes {
+            Nodes::One(pool, _) => pool.is_closed(),
+            Nodes::Cluster(c) => c.is_closed(),
+        };
+        if closed { Err(closed_error()) } else { Ok(()) }
     }
 
-    /// Run a write script on one connection, after registering the tags it
-    /// writes under (see [`RedisStore::register`]).
-    fn write_script(&self, bucket: &str, tags: &[&str], call: &redis::ScriptInvocation<'_>) -> Result<Value> {
-        self.pool.with(false, |c| {
-            self.register(c, bucket, tags)?;
-            call.invoke(&mut c.redis)
+    /// Run `f` where `slot` lives: the one server, or its cluster primary.
+    fn run<T>(&self, slot: u16, idempotent: bool, mut f: impl FnMut(&mut Conn) -> RedisResult<T>) -> Result<T> {
+        match &*self.nodes {
+            Nodes::One(pool, counters) => {
+                let r = pool.with(idempotent, &mut f);
+                let c = if r.is_ok() { &counters.ok } else { &counters.errors };
+                c.fetch_add(1, Relaxed);
+                r
+            }
+            Nodes::Cluster(c) => c.run(slot, idempotent, f),
+        }
+    }
+
+    /// Run `f` once per slot of `slots` (`f` gets the index): on one server
+    /// in one lease, on a cluster each where its slot lives.
+    fn run_each<T>(&self, slots: &[u16], idempotent: bool, mut f: impl FnMut(usize, &mut Conn) -> RedisResult<T>) -> Result<Vec<T>> {
+        match &*self.nodes {
+            Nodes::One(..) => self.run(0, idempotent, |c| (0..slots.len()).map(|i| f(i, c)).collect()),
+            Nodes::Cluster(_) => slots.iter().enumerate().map(|(i, &s)| self.run(s, idempotent, |c| f(i, c))).collect(),
+        }
+    }
+
+    /// The slot all of a script's `keys` are in. On a cluster, keys in two
+    /// slots are refused here, before anything is sent: a cluster would
+    /// refuse the script whole (`CROSSSLOT`), and Cairn never sends one. On
+    /// one server such a batch runs, atomically.
+    fn script_slot(&self, keys: &[String]) -> Result<u16> {
+        match slot::one_slot(keys.iter().map(|k| k.as_bytes())) {
+            Ok(s) => Ok(s.unwrap_or(0)),
+            Err(_) if matches!(*self.nodes, Nodes::One(..)) => Ok(0),
+            Err((a, b)) => {
+                self.cross_slot.fetch_add(1, Relaxed);
+                Err(Error::Backend(format!(
+                    "refused before sending: this batch names keys in hash slots {a} and {b}, and a script on a \
+                     Redis Cluster must stay in one slot (keep a batch within one tenant or one top-level key \
+                     segment); nothing was written"
+                )))
+            }
+        }
+    }
+
+    /// Run a write on the primary of `slot` and, when writes wait for
+    /// replicas, `WAIT` on the same connection: a write the replicas did not
+    /// confirm in time is [`Error::Unavailable`], never acknowledged.
+    fn write<T>(&self, slot: u16, mut f: impl FnMut(&mut Conn) -> RedisResult<T>) -> Result<T> {
+        let Some((replicas, timeout_ms)) = self.confirm else { return self.run(slot, false, f) };
+        let (value, acks) = self.run(slot, false, |c| {
+            let v = f(c)?;
+            let acks = match redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query::<i64>(&mut c.redis) {
+                Ok(n) => n,
+                // An error reply: the write ran, its copy is not confirmed.
+                Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => -1,
+                Err(e) => return Err(e),
+            };
+            Ok((v, acks))
+        })?;
+        if acks < i64::from(replicas) {
+            self.count_unconfirmed(slot);
+            return Err(Error::Unavailable(format!(
+                "the write reached the Redis primary but {} of {replicas} replica(s) confirmed it within {timeout_ms} ms, \
+                 so it is not acknowledged: a failover now could lose it; resend it (with the same idempotency key) \
+                 once the replicas are back",
+                acks.max(0)
+            )));
+        }
+        Ok(value)
+    }
+
+    fn count_unconfirmed(&self, slot: u16) {
+        match &*self.nodes {
+            Nodes::One(_, counters) => {
+                counters.unconfirmed.fetch_add(1, Relaxed);
+            }
+            Nodes::Cluster(c) => {
+                if let Some(p) = c.shape().owner(slot) {
+                    for (addr, n) in c.counters() {
+                        if addr == p.addr {
+                            n.unconfirmed.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Run a write script after registering the tags it writes under (see
+    /// [`RedisStore::register`]).
+    fn write_script(&self, bucket: &str, tags: &[&str], keys: &[String], call: &redis::ScriptInvocation<'_>) -> Result<Value> {
+        let slot = self.script_slot(keys)?;
+        self.register(bucket, tags)?;
+        self.write(slot, |c| call.invoke(&mut c.redis))
+    }
+
+    /// Add the tags of a write to the registries, unless the connection
+    /// that serves each registry already did: before the write, so a
+    /// listing never misses a key. The two registries are in slots of their
+    /// own, so on a cluster they are two calls, each confirmed like a write.
+    fn register(&self, bucket: &str, tags: &[&str]) -> Result<()> {
+        let registry = self.layout.tags(bucket);
+        self.write(slot_of(registry.as_bytes()), |c| {
+            let mut missing: Vec<&str> = tags.iter().copied().filter(|t| !c.is_registered(bucket, t)).collect();
+            if missing.is_empty() {
+                return Ok(());
+            }
+            missing.sort_unstable();
+            missing.dedup();
+            let mut cmd = redis::cmd("ZADD");
+            cmd.arg(&registry);
+            for t in &missing {
+                cmd.arg(0).arg(*t);
+            }
+            cmd.query::<()>(&mut c.redis)?;
+            for t in missing {
+                c.mark_registered(bucket, t);
+            }
+            Ok(())
+        })?;
+        let buckets = self.layout.buckets();
+        self.write(slot_of(buckets.as_bytes()), |c| {
+            if c.is_bucket_registered(bucket) {
+                return Ok(());
+            }
+            redis::cmd("SADD").arg(&buckets).arg(bucket).query::<()>(&mut c.redis)?;
+            c.mark_bucket_registered(bucket);
+            Ok(())
         })
-    }
-
-    /// Add the tags of a write to the registries, unless this connection
-    /// already did: before the write, so a listing never misses a key.
-    fn register(&self, c: &mut Conn, bucket: &str, tags: &[&str]) -> RedisResult<()> {
-        let mut missing: Vec<&str> = tags.iter().copied().filter(|t| !c.is_registered(bucket, t)).collect();
-        if missing.is_empty() {
-            return Ok(());
-        }
-        missing.sort_unstable();
-        missing.dedup();
-        let mut p = redis::pipe();
-        p.cmd("SADD").arg(self.layout.buckets()).arg(bucket).ignore();
-        p.cmd("ZADD").arg(self.layout.tags(bucket));
-        for t in &missing {
-            p.arg(0).arg(*t);
-        }
-        p.ignore();
-        p.query::<()>(&mut c.redis)?;
-        for t in missing {
-            c.mark_registered(bucket, t);
-        }
-        Ok(())
     }
 
     fn distinct_tags<'k>(keys: impl Iterator<Item = &'k str>) -> Vec<&'k str> {
@@ -395,6 +665,74 @@ impl RedisStore {
     }
 }
 
+/// One node's counters, for metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeReport {
+    /// The store's namespace.
+    pub namespace: String,
+    /// `host:port`.
+    pub addr: String,
+    /// Slots it serves now (16384 for one server; 0 for a node that no
+    /// longer serves any).
+    pub slots: usize,
+    /// Replicas that follow it (a cluster's view; 0 for one server, where
+    /// the store does not track them).
+    pub replicas: usize,
+    /// Calls answered, failed, redirected, refused before running, and
+    /// writes not confirmed by enough replicas.
+    pub ok: u64,
+    pub errors: u64,
+    pub redirects: u64,
+    pub refusals: u64,
+    pub unconfirmed: u64,
+}
+
+static REGISTRY: Mutex<Vec<(String, Weak<Nodes>)>> = Mutex::new(Vec::new());
+
+fn report(namespace: &str, addr: &str, slots: usize, replicas: usize, n: &NodeCounters) -> NodeReport {
+    NodeReport {
+        namespace: namespace.to_string(),
+        addr: addr.to_string(),
+        slots,
+        replicas,
+        ok: n.ok.load(Relaxed),
+        errors: n.errors.load(Relaxed),
+        redirects: n.redirects.load(Relaxed),
+        refusals: n.refusals.load(Relaxed),
+        unconfirmed: n.unconfirmed.load(Relaxed),
+    }
+}
+
+fn reports(namespace: &str, nodes: &Nodes) -> Vec<NodeReport> {
+    match nodes {
+        Nodes::One(pool, n) => vec![report(namespace, &pool.shown, slot::SLOTS, 0, n)],
+        Nodes::Cluster(c) => {
+            let shape = c.shape();
+            let mut out: Vec<NodeReport> = c
+                .counters()
+                .iter()
+                .map(|(addr, n)| {
+                    let p = shape.primaries.iter().find(|p| &p.addr == addr);
+                    report(namespace, addr, p.map_or(0, |p| p.slots), p.map_or(0, |p| p.replicas.len()), n)
+                })
+                .collect();
+            for p in &shape.primaries {
+                if !out.iter().any(|r| r.addr == p.addr) {
+                    out.push(report(namespace, &p.addr, p.slots, p.replicas.len(), &NodeCounters::default()));
+                }
+            }
+            out.sort_by(|a, b| a.addr.cmp(&b.addr));
+            out
+        }
+    }
+}
+
+/// The nodes of every Redis store open in this process, for metrics.
+pub fn all_nodes() -> Vec<NodeReport> {
+    let all = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+    all.iter().filter_map(|(ns, w)| w.upgrade().map(|n| reports(ns, &n))).flatten().collect()
+}
+
 impl Store for RedisStore {
     fn read(&self, bucket: &str, key: &str) -> Result<Read> {
         check_key(key)?;
@@ -402,7 +740,7 @@ impl Store for RedisStore {
         let (rec, seq) = (self.layout.record(bucket, key), self.layout.sequence(key));
         let mut call = self.scripts.read.key(&rec);
         call.key(&seq);
-        let reply: Value = self.pool.with(true, |c| call.invoke(&mut c.redis))?;
+        let reply: Value = self.run(slot_of(rec.as_bytes()), true, |c| call.invoke(&mut c.redis))?;
         match &reply {
             Value::Array(parts) => observed_from("read", parts, &reply),
             _ => Err(odd("read", &reply)),
@@ -417,16 +755,14 @@ impl Store for RedisStore {
             Observed::Present(s) => ("P", s),
             Observed::Absent(s) => ("A", s),
         };
-        let mut call = self.scripts.swap.key(self.layout.record(bucket, key));
-        call.key(self.layout.sequence(key))
-            .key(self.layout.purge_floor(key))
-            .key(self.layout.index(bucket, key))
-            .key(self.layout.markers(bucket, key))
-            .arg(mode)
-            .arg(n.to_string())
-            .arg(value)
-            .arg(key);
-        let reply: Value = self.write_script(bucket, &[tag_of(key)], &call)?;
+        let l = &self.layout;
+        let keys = [l.record(bucket, key), l.sequence(key), l.purge_floor(key), l.index(bucket, key), l.markers(bucket, key)];
+        let mut call = self.scripts.swap.prepare_invoke();
+        for k in &keys {
+            call.key(k);
+        }
+        call.arg(mode).arg(n.to_string()).arg(value).arg(key);
+        let reply: Value = self.write_script(bucket, &[tag_of(key)], &keys, &call)?;
         match &reply {
             Value::Array(parts) => match parts.first() {
                 Some(Value::Int(1)) => Ok(Swap::Done),
@@ -446,17 +782,19 @@ impl Store for RedisStore {
         if pairs.is_empty() {
             return Ok(());
         }
+        let l = &self.layout;
+        let mut keys = Vec::with_capacity(pairs.len() * 4);
         let mut call = self.scripts.set_many.prepare_invoke();
         for (k, v) in pairs {
-            call.key(self.layout.record(bucket, k))
-                .key(self.layout.sequence(k))
-                .key(self.layout.index(bucket, k))
-                .key(self.layout.markers(bucket, k))
-                .arg(*k)
-                .arg(*v);
+            let four = [l.record(bucket, k), l.sequence(k), l.index(bucket, k), l.markers(bucket, k)];
+            for name in &four {
+                call.key(name);
+            }
+            call.arg(*k).arg(*v);
+            keys.extend(four);
         }
         let tags = Self::distinct_tags(pairs.iter().map(|(k, _)| *k));
-        let _: Value = self.write_script(bucket, &tags, &call)?;
+        let _: Value = self.write_script(bucket, &tags, &keys, &call)?;
         Ok(())
     }
 
@@ -468,24 +806,26 @@ impl Store for RedisStore {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        // One read-only script per tag, in one lease.
+        // One read-only script per tag: in one lease on one server, each
+        // where its slot lives on a cluster.
         let mut groups: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, k) in keys.iter().enumerate() {
             groups.entry(tag_of(k)).or_default().push(i);
         }
+        let mut slots = Vec::with_capacity(groups.len());
         let calls: Vec<(Vec<usize>, redis::ScriptInvocation<'_>)> = groups
             .into_values()
             .map(|idx| {
                 let mut call = self.scripts.get_many.prepare_invoke();
+                let first = self.layout.record(bucket, keys[idx[0]]);
+                slots.push(slot_of(first.as_bytes()));
                 for &i in &idx {
                     call.key(self.layout.record(bucket, keys[i]));
                 }
                 (idx, call)
             })
             .collect();
-        let replies: Vec<Value> = self.pool.with(true, |c| {
-            calls.iter().map(|(_, call)| call.invoke::<Value>(&mut c.redis)).collect()
-        })?;
+        let replies: Vec<Value> = self.run_each(&slots, true, |i, c| calls[i].1.invoke::<Value>(&mut c.redis))?;
         let mut out = vec![None; keys.len()];
         for ((idx, _), reply) in calls.iter().zip(&replies) {
             let Value::Array(values) = reply else { return Err(odd("get_many", reply)) };
@@ -513,15 +853,19 @@ impl Store for RedisStore {
         if distinct.is_empty() {
             return Ok(());
         }
+        let l = &self.layout;
+        let mut names = Vec::with_capacity(distinct.len() * 4);
         let mut call = self.scripts.delete_many.prepare_invoke();
         for k in &distinct {
-            call.key(self.layout.record(bucket, k))
-                .key(self.layout.sequence(k))
-                .key(self.layout.index(bucket, k))
-                .key(self.layout.markers(bucket, k))
-                .arg(*k);
+            let four = [l.record(bucket, k), l.sequence(k), l.index(bucket, k), l.markers(bucket, k)];
+            for name in &four {
+                call.key(name);
+            }
+            call.arg(*k);
+            names.extend(four);
         }
-        let _: Value = self.pool.with(false, |c| call.invoke(&mut c.redis))?;
+        let slot = self.script_slot(&names)?;
+        let _: Value = self.write(slot, |c| call.invoke(&mut c.redis))?;
         Ok(())
     }
 
@@ -529,14 +873,14 @@ impl Store for RedisStore {
         check_key(key)?;
         self.check_open()?;
         let bits = delta as u64;
-        let mut call = self.scripts.increment.key(self.layout.record(bucket, key));
-        call.key(self.layout.sequence(key))
-            .key(self.layout.index(bucket, key))
-            .key(self.layout.markers(bucket, key))
-            .arg(key)
-            .arg((bits & 0xffff_ffff).to_string())
-            .arg((bits >> 32).to_string());
-        let reply: Value = self.write_script(bucket, &[tag_of(key)], &call)?;
+        let l = &self.layout;
+        let keys = [l.record(bucket, key), l.sequence(key), l.index(bucket, key), l.markers(bucket, key)];
+        let mut call = self.scripts.increment.prepare_invoke();
+        for k in &keys {
+            call.key(k);
+        }
+        call.arg(key).arg((bits & 0xffff_ffff).to_string()).arg((bits >> 32).to_string());
+        let reply: Value = self.write_script(bucket, &[tag_of(key)], &keys, &call)?;
         match &reply {
             Value::Array(parts) => match parts.as_slice() {
                 [Value::Int(1), Value::BulkString(b)] => {
@@ -556,16 +900,17 @@ impl Store for RedisStore {
             return Ok(Vec::new());
         }
         let registry = self.layout.tags(bucket);
+        let registry_slot = slot_of(registry.as_bytes());
         // Lexicographic bounds: strictly after `after`, or from the start.
         let lower: Vec<u8> = match after {
             Some(a) => [b"(".as_slice(), a.as_bytes()].concat(),
             None => b"-".to_vec(),
         };
         let per_tag = limit.min(i64::MAX as usize);
-        let found = self.pool.with(true, |c| {
-            let mut found: Vec<Vec<u8>> = Vec::new();
-            // First round trip: which prefixes of `after` are registered tags
-            // (their keys can sort after `after`), and the first tags after it.
+        let mut found: Vec<Vec<u8>> = Vec::new();
+        // First round trip: which prefixes of `after` are registered tags
+        // (their keys can sort after `after`), and the first tags after it.
+        let (mut queue, mut tags) = self.run(registry_slot, true, |c| {
             let mut p = redis::pipe();
             if let Some(a) = after {
                 p.cmd("ZMSCORE").arg(&registry);
@@ -584,57 +929,60 @@ impl Store for RedisStore {
                     }
                 }
             }
-            let mut tags: Vec<Vec<u8>> = redis::from_redis_value(chunk_reply)?;
-            loop {
-                let full_chunk = tags.len() == LIST_TAG_CHUNK;
-                let last = tags.last().cloned();
-                let mut stop = false;
-                for t in tags {
-                    // Keys of a tag sort at or after the tag: once `limit`
-                    // keys were found before it, it and later tags are out.
-                    if found.len() >= limit && found[limit - 1] < t {
-                        stop = true;
-                        break;
-                    }
-                    queue.push(t);
-                }
-                if !queue.is_empty() {
-                    let mut p = redis::pipe();
-                    for t in &queue {
-                        let tag = String::from_utf8_lossy(t);
-                        p.cmd("ZRANGEBYLEX")
-                            .arg(self.layout.index_of_tag(bucket, &tag))
-                            .arg(&lower)
-                            .arg("+")
-                            .arg("LIMIT")
-                            .arg(0)
-                            .arg(per_tag);
-                    }
-                    let pages: Vec<Vec<Vec<u8>>> = p.query(&mut c.redis)?;
-                    for page in pages {
-                        found.extend(page);
-                    }
-                    found.sort_unstable();
-                    found.dedup();
-                    found.truncate(limit);
-                    queue.clear();
-                }
-                let Some(last) = last else { break };
-                if stop || !full_chunk || (found.len() >= limit && found[limit - 1] <= last) {
+            let tags: Vec<Vec<u8>> = redis::from_redis_value(chunk_reply)?;
+            Ok((queue, tags))
+        })?;
+        loop {
+            let full_chunk = tags.len() == LIST_TAG_CHUNK;
+            let last = tags.last().cloned();
+            let mut stop = false;
+            for t in tags {
+                // Keys of a tag sort at or after the tag: once `limit`
+                // keys were found before it, it and later tags are out.
+                if found.len() >= limit && found[limit - 1] < t {
+                    stop = true;
                     break;
                 }
-                let next = [b"(".as_slice(), &last].concat();
-                tags = redis::cmd("ZRANGEBYLEX")
+                queue.push(t);
+            }
+            if !queue.is_empty() {
+                let indexes: Vec<String> =
+                    queue.iter().map(|t| self.layout.index_of_tag(bucket, &String::from_utf8_lossy(t))).collect();
+                let slots: Vec<u16> = indexes.iter().map(|k| slot_of(k.as_bytes())).collect();
+                let pages: Vec<Vec<Vec<u8>>> = self.run_each(&slots, true, |i, c| {
+                    redis::cmd("ZRANGEBYLEX")
+                        .arg(&indexes[i])
+                        .arg(&lower)
+                        .arg("+")
+                        .arg("LIMIT")
+                        .arg(0)
+                        .arg(per_tag)
+                        .query(&mut c.redis)
+                })?;
+                for page in pages {
+                    found.extend(page);
+                }
+                found.sort_unstable();
+                found.dedup();
+                found.truncate(limit);
+                queue.clear();
+            }
+            let Some(last) = last else { break };
+            if stop || !full_chunk || (found.len() >= limit && found[limit - 1] <= last) {
+                break;
+            }
+            let next = [b"(".as_slice(), &last].concat();
+            tags = self.run(registry_slot, true, |c| {
+                redis::cmd("ZRANGEBYLEX")
                     .arg(&registry)
-                    .arg(next)
+                    .arg(&next)
                     .arg("+")
                     .arg("LIMIT")
                     .arg(0)
                     .arg(LIST_TAG_CHUNK)
-                    .query(&mut c.redis)?;
-            }
-            Ok(found)
-        })?;
+                    .query(&mut c.redis)
+            })?;
+        }
         found
             .into_iter()
             .map(|k| String::from_utf8(k).map_err(|_| Error::Backend("a listed key is not UTF-8".into())))
@@ -644,43 +992,47 @@ impl Store for RedisStore {
     fn sweep(&self, older_than_ms: u64) -> Result<usize> {
         self.check_open()?;
         let older = older_than_ms.to_string();
-        self.pool.with(false, |c| {
-            let buckets: Vec<String> = redis::cmd("SMEMBERS").arg(self.layout.buckets()).query(&mut c.redis)?;
-            let mut dropped = 0usize;
-            for bucket in &buckets {
-                let registry = self.layout.tags(bucket);
-                let mut lower = b"-".to_vec();
-                loop {
-                    let tags: Vec<String> = redis::cmd("ZRANGEBYLEX")
+        let buckets_key = self.layout.buckets();
+        let buckets: Vec<String> =
+            self.run(slot_of(buckets_key.as_bytes()), true, |c| redis::cmd("SMEMBERS").arg(&buckets_key).query(&mut c.redis))?;
+        let mut dropped = 0usize;
+        for bucket in &buckets {
+            let registry = self.layout.tags(bucket);
+            let mut lower = b"-".to_vec();
+            loop {
+                let tags: Vec<String> = self.run(slot_of(registry.as_bytes()), true, |c| {
+                    redis::cmd("ZRANGEBYLEX")
                         .arg(&registry)
                         .arg(&lower)
                         .arg("+")
                         .arg("LIMIT")
                         .arg(0)
                         .arg(SWEEP_TAG_CHUNK)
-                        .query(&mut c.redis)?;
-                    for tag in &tags {
-                        let mut call = self.scripts.sweep.key(self.layout.markers_of_tag(bucket, tag));
-                        call.key(self.layout.purge_floor_of_tag(tag))
-                            .arg(&older)
-                            .arg(self.layout.record_prefix(bucket, tag))
-                            .arg(SWEEP_BATCH);
-                        loop {
-                            let (n, looked): (usize, usize) = call.invoke(&mut c.redis)?;
-                            dropped += n;
-                            if looked < SWEEP_BATCH {
-                                break;
-                            }
+                        .query(&mut c.redis)
+                })?;
+                for tag in &tags {
+                    let markers = self.layout.markers_of_tag(bucket, tag);
+                    let mut call = self.scripts.sweep.key(&markers);
+                    call.key(self.layout.purge_floor_of_tag(tag))
+                        .arg(&older)
+                        .arg(self.layout.record_prefix(bucket, tag))
+                        .arg(SWEEP_BATCH);
+                    loop {
+                        let (n, looked): (usize, usize) =
+                            self.write(slot_of(markers.as_bytes()), |c| call.invoke(&mut c.redis))?;
+                        dropped += n;
+                        if looked < SWEEP_BATCH {
+                            break;
                         }
                     }
-                    match tags.last() {
-                        Some(last) if tags.len() == SWEEP_TAG_CHUNK => lower = format!("({last}").into_bytes(),
-                        _ => break,
-                    }
+                }
+                match tags.last() {
+                    Some(last) if tags.len() == SWEEP_TAG_CHUNK => lower = format!("({last}").into_bytes(),
+                    _ => break,
                 }
             }
-            Ok(dropped)
-        })
+        }
+        Ok(dropped)
     }
 
     /// The scripts keep every rule (the conformance suite runs against a
@@ -694,10 +1046,24 @@ impl Store for RedisStore {
         cairn_kv::Waits::Always
     }
 
+    fn describe(&self) -> Option<String> {
+        let confirm = match self.confirm {
+            Some((n, ms)) => format!("writes acknowledged after {n} replica(s) confirm them (WAIT, {ms} ms)"),
+            None => "writes acknowledged on the primary alone".to_string(),
+        };
+        Some(match &*self.nodes {
+            Nodes::One(pool, _) => format!("Redis at {}, namespace {}; {confirm}", pool.shown, self.layout.namespace()),
+            Nodes::Cluster(c) => format!("{}; namespace {}; {confirm}", c.shape().summary(), self.layout.namespace()),
+        })
+    }
+
     fn close(&self) -> Result<()> {
         // Nothing is buffered on this side: every acknowledged write is on
         // the server already.
-        self.pool.close();
+        match &*self.nodes {
+            Nodes::One(pool, _) => pool.close(),
+            Nodes::Cluster(c) => c.close(),
+        }
         Ok(())
     }
 }

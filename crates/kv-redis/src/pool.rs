@@ -25,12 +25,22 @@ pub(crate) struct Conn {
     /// registered is there (unless someone flushes the database).
     registered: HashMap<String, HashSet<String>>,
     registered_count: usize,
+    /// Buckets this connection has added to the buckets set.
+    buckets: HashSet<String>,
 }
 
 /// Forget the registrations of a connection past this many (memory bound).
 const MAX_REGISTERED_PER_CONNECTION: usize = 100_000;
 
 impl Conn {
+    pub fn is_bucket_registered(&self, bucket: &str) -> bool {
+        self.buckets.contains(bucket)
+    }
+
+    pub fn mark_bucket_registered(&mut self, bucket: &str) {
+        self.buckets.insert(bucket.to_owned());
+    }
+
     pub fn is_registered(&self, bucket: &str, tag: &str) -> bool {
         self.registered.get(bucket).is_some_and(|tags| tags.contains(tag))
     }
@@ -39,11 +49,23 @@ impl Conn {
         if self.registered_count >= MAX_REGISTERED_PER_CONNECTION {
             self.registered.clear();
             self.registered_count = 0;
+            self.buckets.clear();
         }
         if self.registered.entry(bucket.to_owned()).or_default().insert(tag.to_owned()) {
             self.registered_count += 1;
         }
     }
+}
+
+/// Why [`Pool::try_with`] failed.
+pub(crate) enum Failure {
+    /// No connection could be had (the server refused or did not answer
+    /// the connect, the pool stayed busy, the store is closed): nothing
+    /// was sent.
+    NotSent(Error),
+    /// The server answered with an error, or the connection failed after
+    /// the call was (or may have been) sent.
+    Sent(RedisError),
 }
 
 struct State {
@@ -162,7 +184,7 @@ impl Pool {
         let redis = self.client.get_connection_with_timeout(self.connect_timeout)?;
         redis.set_read_timeout(Some(self.io_timeout))?;
         redis.set_write_timeout(Some(self.io_timeout))?;
-        Ok(Conn { redis, registered: HashMap::new(), registered_count: 0 })
+        Ok(Conn { redis, registered: HashMap::new(), registered_count: 0, buckets: HashSet::new() })
     }
 
     /// One open connection fewer (dropped or never made).
@@ -201,17 +223,26 @@ impl Pool {
         self.freed.notify_all();
     }
 
+    /// Run `f` on a connection, classifying what went wrong for a caller
+    /// that names the server ([`Failure`] says which).
+    pub fn with<T>(&self, idempotent: bool, f: impl FnMut(&mut Conn) -> redis::RedisResult<T>) -> Result<T, Error> {
+        self.try_with(idempotent, f).map_err(|e| match e {
+            Failure::NotSent(e) => e,
+            Failure::Sent(e) => classify(&e, &self.shown),
+        })
+    }
+
     /// Run `f` on a connection. `idempotent`: `f` only reads, so it is run
     /// once more on a fresh connection if an idle one turned out dead (a
     /// server restart leaves the pool full of those). Writes are never
     /// resent: after a lost reply their outcome is unknown, and the caller
     /// gets [`Error::Unavailable`].
-    pub fn with<T>(
+    pub fn try_with<T>(
         &self,
         idempotent: bool,
         mut f: impl FnMut(&mut Conn) -> redis::RedisResult<T>,
-    ) -> Result<T, Error> {
-        let (mut conn, reused) = self.acquire()?;
+    ) -> Result<T, Failure> {
+        let (mut conn, reused) = self.acquire().map_err(Failure::NotSent)?;
         let first = match f(&mut conn) {
             Ok(v) => {
                 self.give_back(conn);
@@ -221,15 +252,15 @@ impl Pool {
         };
         if still_in_step(&first) && conn.redis.is_open() {
             self.give_back(conn);
-            return Err(classify(&first, &self.shown));
+            return Err(Failure::Sent(first));
         }
         drop(conn);
         self.forget_one();
         self.drop_idle();
         if !(idempotent && reused && !first.is_timeout() && first.is_connection_dropped()) {
-            return Err(classify(&first, &self.shown));
+            return Err(Failure::Sent(first));
         }
-        let (mut conn, _) = self.acquire()?;
+        let (mut conn, _) = self.acquire().map_err(Failure::NotSent)?;
         match f(&mut conn) {
             Ok(v) => {
                 self.give_back(conn);
@@ -243,7 +274,7 @@ impl Pool {
                     self.forget_one();
                     self.drop_idle();
                 }
-                Err(classify(&e, &self.shown))
+                Err(Failure::Sent(e))
             }
         }
     }

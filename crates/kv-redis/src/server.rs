@@ -141,6 +141,11 @@ impl Server {
         }
     }
 
+    /// Whether the server process is running (not killed).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// Start the server again on the same port and directory (with what its
     /// append-only file holds, if it writes one).
     pub fn restart(&mut self) {
@@ -156,3 +161,165 @@ impl Drop for Server {
     }
 }
 
+
+/// A real Redis Cluster on loopback: `primaries` primaries with `replicas`
+/// replicas each, every node a [`Server`] started with `--cluster-enabled
+/// yes`, joined by `redis-cli --cluster create`. Dropping it kills every
+/// node. Needs `redis-cli` beside `redis-server`.
+pub struct Cluster {
+    /// The nodes, primaries first (as `redis-cli --cluster create` assigns
+    /// them: the first `primaries` nodes are the primaries).
+    pub nodes: Vec<Server>,
+    primaries: usize,
+}
+
+/// Run `redis-cli` with `args`; panics with its output if it fails.
+pub fn redis_cli(args: &[&str]) -> String {
+    let out = Command::new("redis-cli").args(args).stdin(Stdio::null()).output().expect("redis-cli could not be started (install redis-tools)");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "redis-cli {args:?} failed:\n{text}");
+    text
+}
+
+impl Cluster {
+    /// A cluster of `primaries` primaries and `replicas` replicas per
+    /// primary, every slot covered, every replica in sync. A short node
+    /// timeout (1 s) makes a failover take a few seconds.
+    pub fn start(primaries: usize, replicas: usize) -> Cluster {
+        Self::start_with(primaries, replicas, &[])
+    }
+
+    /// [`Cluster::start`] with more `redis-server` arguments for every node.
+    pub fn start_with(primaries: usize, replicas: usize, extra: &[&str]) -> Cluster {
+        assert!(primaries >= 1);
+        let mut args = vec!["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000"];
+        args.extend_from_slice(extra);
+        let nodes: Vec<Server> = (0..primaries * (1 + replicas)).map(|_| Server::start_with(&args)).collect();
+        let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let mut create: Vec<&str> = vec!["--cluster", "create"];
+        create.extend(addrs.iter().map(String::as_str));
+        let r = replicas.to_string();
+        create.extend(["--cluster-replicas", &r, "--cluster-yes"]);
+        if primaries < 3 {
+            // redis-cli wants three primaries; fewer are made by hand below.
+            return Self::assemble_small(nodes, primaries, replicas);
+        }
+        redis_cli(&create);
+        let c = Cluster { nodes, primaries };
+        c.wait_until_settled();
+        c
+    }
+
+    /// One or two primaries (which `redis-cli --cluster create` refuses):
+    /// slots assigned with `CLUSTER ADDSLOTSRANGE`, nodes joined with
+    /// `CLUSTER MEET`, replicas attached with `CLUSTER REPLICATE`.
+    fn assemble_small(nodes: Vec<Server>, primaries: usize, replicas: usize) -> Cluster {
+        let per = crate::slot::SLOTS / primaries;
+        for (i, n) in nodes.iter().take(primaries).enumerate() {
+            let start = i * per;
+            let end = if i + 1 == primaries { crate::slot::SLOTS - 1 } else { start + per - 1 };
+            let _: () = redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(start).arg(end).query(&mut n.admin()).unwrap();
+        }
+        let first = nodes[0].port;
+        for n in &nodes[1..] {
+            let _: () = redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(first).query(&mut n.admin()).unwrap();
+        }
+        let c = Cluster { nodes, primaries };
+        c.wait_for(|c| c.all_nodes_know(c.nodes.len()), "every node to know every other");
+        for p in 0..primaries {
+            let id = c.id(p);
+            for r in 0..replicas {
+                let n = &c.nodes[primaries + p * replicas + r];
+                let _: () = redis::cmd("CLUSTER").arg("REPLICATE").arg(&id).query(&mut n.admin()).unwrap();
+            }
+        }
+        c.wait_until_settled();
+        c
+    }
+
+    fn wait_for(&self, mut ok: impl FnMut(&Self) -> bool, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ok(self) {
+            assert!(Instant::now() < deadline, "the cluster did not settle within 30 s: waiting for {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn all_nodes_know(&self, n: usize) -> bool {
+        self.nodes.iter().filter(|s| s.is_running()).all(|s| {
+            redis::cmd("CLUSTER").arg("NODES").query::<String>(&mut s.admin()).map(|t| t.lines().filter(|l| !l.contains("handshake")).count() >= n).unwrap_or(false)
+        })
+    }
+
+    /// Wait until every running node reports `cluster_state:ok` and sees
+    /// every slot served, and every running replica's link to its primary is up.
+    pub fn wait_until_settled(&self) {
+        self.wait_for(
+            |c| {
+                c.nodes.iter().filter(|s| s.is_running()).all(|s| {
+                    let mut a = s.admin();
+                    let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut a).unwrap_or_default();
+                    let repl: String = redis::cmd("INFO").arg("replication").query(&mut a).unwrap_or_default();
+                    let shape = redis::cmd("CLUSTER").arg("NODES").query::<String>(&mut a).ok().and_then(|t| crate::Shape::parse(&t).ok());
+                    info.contains("cluster_state:ok")
+                        && shape.is_some_and(|s| s.covered() == crate::slot::SLOTS)
+                        && (repl.contains("role:master") || repl.contains("master_link_status:up"))
+                })
+            },
+            "cluster_state:ok on every node and every replica in sync",
+        );
+    }
+
+    /// The node id of node `i`.
+    pub fn id(&self, i: usize) -> String {
+        redis::cmd("CLUSTER").arg("MYID").query(&mut self.nodes[i].admin()).unwrap()
+    }
+
+    /// How many primaries the cluster was made with.
+    pub fn primaries(&self) -> usize {
+        self.primaries
+    }
+
+    /// `redis://127.0.0.1:<port>` of every node.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(Server::url).collect()
+    }
+
+    /// The shape as node `i` sees it.
+    pub fn shape(&self, i: usize) -> crate::Shape {
+        let text: String = redis::cmd("CLUSTER").arg("NODES").query(&mut self.nodes[i].admin()).unwrap();
+        crate::Shape::parse(&text).unwrap()
+    }
+
+    /// A store on this cluster with its own namespace, writes confirmed by
+    /// `wait_for_replicas` replicas.
+    pub fn store(&self, namespace: &str, wait_for_replicas: u32) -> RedisStore {
+        let urls = self.urls();
+        let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let options = Options { wait_for_replicas, ..Options::with_namespace(namespace) };
+        RedisStore::open_cluster(&seeds, options).expect("a store on the test cluster")
+    }
+
+    /// Move `slots` slots from the primary at node `from` to the one at
+    /// node `to` with `redis-cli --cluster reshard` (live: keys move with
+    /// `MIGRATE` while clients keep working). Returns how long it took.
+    pub fn reshard(&self, from: usize, to: usize, slots: usize) -> Duration {
+        let started = Instant::now();
+        let at = format!("127.0.0.1:{}", self.nodes[from].port);
+        let (f, t, n) = (self.id(from), self.id(to), slots.to_string());
+        redis_cli(&["--cluster", "reshard", &at, "--cluster-from", &f, "--cluster-to", &t, "--cluster-slots", &n, "--cluster-yes"]);
+        started.elapsed()
+    }
+
+    /// The index of the node that is a replica of node `primary` now.
+    pub fn replica_of(&self, primary: usize) -> Option<usize> {
+        let id = self.id(primary);
+        (0..self.nodes.len()).find(|&i| {
+            i != primary
+                && self.nodes[i].is_running()
+                && redis::cmd("CLUSTER").arg("NODES").query::<String>(&mut self.nodes[i].admin()).is_ok_and(|t| {
+                    t.lines().any(|l| l.contains("myself") && l.split_whitespace().nth(3) == Some(id.as_str()))
+                })
+        })
+    }
+}

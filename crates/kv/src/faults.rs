@@ -362,6 +362,9 @@ impl Store for Faulty {
     fn waits(&self) -> crate::Waits {
         self.inner.waits()
     }
+    fn describe(&self) -> Option<String> {
+        self.inner.describe()
+    }
 
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.ctl.reading(key)?;

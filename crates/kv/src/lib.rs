@@ -235,6 +235,14 @@ pub trait Store: Send + Sync {
         Waits::Never
     }
 
+    /// One line an operator reads at start: where the store is and what it
+    /// promises beyond the trait (a cluster's shape, when a write is
+    /// acknowledged). `None` (the default) for a store with nothing to say.
+    /// Wrappers answer what the store they wrap answers.
+    fn describe(&self) -> Option<String> {
+        None
+    }
+
     /// The value under `key`, `None` when absent.
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.read(bucket, key)?.value)

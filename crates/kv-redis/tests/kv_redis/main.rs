@@ -1,6 +1,7 @@
 //! The Redis/Valkey backend's guarantees against a real `redis-server` on
 //! loopback: the whole conformance suite, and one module per failure or
-//! property the backend must get right.
+//! property the backend must get right; `on_a_cluster` does the same on a
+//! real 3-primary, 3-replica Redis Cluster.
 
 mod common;
 
@@ -11,6 +12,7 @@ mod a_write_whose_reply_is_lost_is_unavailable_never_success_or_conflict;
 mod an_unreachable_server_at_open_is_unavailable_naming_the_address;
 mod batches_across_tenants_run_as_one_script_and_get_many_keeps_order;
 mod conformance;
+mod on_a_cluster;
 mod every_call_waits_for_the_server;
 mod increment_is_exact_across_the_whole_i64_range;
 mod keys_of_one_tenant_share_a_hash_slot;
