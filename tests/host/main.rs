@@ -11,6 +11,7 @@ mod redis;
 
 mod cache;
 mod claims;
+mod cluster;
 mod compat;
 mod composition;
 mod concurrency;

@@ -15,9 +15,14 @@ pub const AUDIENCE: &str = "http://cairn.test/mcp";
 
 /// `n` hosts on `redis` (default on db 0, cache on db 1), one shared state dir.
 pub fn hosts_on(redis: &Redis, n: usize, env: &[(&'static str, &'static str)], args: &[&'static str]) -> Vec<Cairn> {
+    hosts_with(&redis::runtime_config(redis), n, env, args)
+}
+
+/// `n` hosts started at once with the runtime config at `rc`, one shared state dir.
+pub fn hosts_with(rc: &std::path::Path, n: usize, env: &[(&'static str, &'static str)], args: &[&'static str]) -> Vec<Cairn> {
     require_app();
     let state = scratch("shared-state");
-    let rc: &'static str = Box::leak(redis::runtime_config(redis).display().to_string().into_boxed_str());
+    let rc: &'static str = Box::leak(rc.display().to_string().into_boxed_str());
     let jwks: &'static str = Box::leak(key().jwks().into_boxed_str());
     let handles: Vec<_> = (0..n)
         .map(|_| {

@@ -20,13 +20,22 @@ pub struct Seen {
     pub errors: Vec<String>,
     pub unavailable: usize,
     pub dead_connections: usize,
+    /// When each answered call was sent, and how long it took.
+    pub timings: Vec<(Instant, Duration)>,
 }
 
 /// One tools/call; `Err` for a dead connection or a 503, the result otherwise.
 fn call(addr: SocketAddr, token: &str, tool: &str, args: &Value, seen: &mut Seen) -> Option<Value> {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}}).to_string();
     let auth = format!("Bearer {token}");
-    match try_request(addr, "POST", "/mcp", &[("authorization", &auth), ("content-type", "application/json")], body.as_bytes()) {
+    let sent = Instant::now();
+    let reply = try_request(addr, "POST", "/mcp", &[("authorization", &auth), ("content-type", "application/json")], body.as_bytes());
+    if let Ok(r) = &reply
+        && r.status == 200
+    {
+        seen.timings.push((sent, sent.elapsed()));
+    }
+    match reply {
         Err(_) => {
             seen.dead_connections += 1;
             None
@@ -117,16 +126,42 @@ pub fn clients_on(
     token: &str,
     notes: &[(String, String)],
 ) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<Seen>>) {
+    let work: Vec<(String, String, String)> = notes.iter().map(|(n, t)| (token.to_string(), n.clone(), t.clone())).collect();
+    clients_each(addrs, &work)
+}
+
+/// One client per `(token, note, tag)`: each with its own token (so of its own tenant).
+pub fn clients_each(addrs: Arc<Mutex<Vec<SocketAddr>>>, work: &[(String, String, String)]) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<Seen>>) {
     let stop = Arc::new(AtomicBool::new(false));
-    let workers = notes
+    let workers = work
         .iter()
         .enumerate()
-        .map(|(c, (note, tag))| {
-            let (addrs, token, note, tag, stop) = (addrs.clone(), token.to_string(), note.clone(), tag.clone(), stop.clone());
+        .map(|(c, (token, note, tag))| {
+            let (addrs, token, note, tag, stop) = (addrs.clone(), token.clone(), note.clone(), tag.clone(), stop.clone());
             std::thread::spawn(move || client(addrs, c, token, note, tag, stop))
         })
         .collect();
     (stop, workers)
+}
+
+/// Each client's note against what it saw: (acknowledged lines, acknowledged
+/// lines missing, lines present more than once).
+pub fn count_lines(host: &Cairn, work: &[(String, String, String)], seen: &[Seen]) -> (usize, usize, usize) {
+    let (mut acked, mut lost, mut twice) = (0, 0, 0);
+    for ((token, note, _), s) in work.iter().zip(seen) {
+        let r = host.call(token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
+        let text = r["structuredContent"]["text"].as_str().unwrap().to_string();
+        let mut lines: Vec<&str> = text.lines().collect();
+        for line in &s.acked {
+            lost += !lines.contains(&line.as_str()) as usize;
+        }
+        let n = lines.len();
+        lines.sort();
+        lines.dedup();
+        twice += n - lines.len();
+        acked += s.acked.len();
+    }
+    (acked, lost, twice)
 }
 
 /// Checks every client's note: each acknowledged line once, nothing else twice.

@@ -300,14 +300,43 @@ impl Cluster {
         RedisStore::open_cluster(&seeds, options).expect("a store on the test cluster")
     }
 
-    /// Move `slots` slots from the primary at node `from` to the one at
+    /// Move `slots` slots from the primaries at nodes `from` to the one at
     /// node `to` with `redis-cli --cluster reshard` (live: keys move with
     /// `MIGRATE` while clients keep working). Returns how long it took.
-    pub fn reshard(&self, from: usize, to: usize, slots: usize) -> Duration {
+    pub fn reshard(&self, from: &[usize], to: usize, slots: usize) -> Duration {
         let started = Instant::now();
-        let at = format!("127.0.0.1:{}", self.nodes[from].port);
-        let (f, t, n) = (self.id(from), self.id(to), slots.to_string());
+        let at = format!("127.0.0.1:{}", self.nodes[to].port);
+        let f = from.iter().map(|&i| self.id(i)).collect::<Vec<_>>().join(",");
+        let (t, n) = (self.id(to), slots.to_string());
         redis_cli(&["--cluster", "reshard", &at, "--cluster-from", &f, "--cluster-to", &t, "--cluster-slots", &n, "--cluster-yes"]);
+        started.elapsed()
+    }
+
+    /// Make the replica of node `primary` lag for certain, for `seconds`:
+    /// it is held in `DEBUG SLEEP`, and the primary drops its replication
+    /// link (`CLIENT KILL TYPE replica`), so what the primary runs from now
+    /// reaches no replica until the sleep ends (what it sent before waits in
+    /// the sleeping replica's socket). Returns the replica's index and the
+    /// sleeper, which ends with the sleep.
+    pub fn stall_replication(&self, primary: usize, seconds: f64) -> (usize, std::thread::JoinHandle<()>) {
+        let replica = self.replica_of(primary).expect("a replica of that primary");
+        let mut lagging = self.nodes[replica].admin();
+        let sleeper = std::thread::spawn(move || {
+            let _ = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query::<()>(&mut lagging);
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica").query(&mut self.nodes[primary].admin()).unwrap();
+        (replica, sleeper)
+    }
+
+    /// Wait until node `node` is a primary (after a failover).
+    pub fn wait_until_primary(&self, node: usize) -> Duration {
+        let started = Instant::now();
+        let port = self.nodes[node].port;
+        while !self.shape(node).primaries.iter().any(|p| p.addr.ends_with(&format!(":{port}"))) {
+            assert!(started.elapsed() < Duration::from_secs(30), "node {node} was not promoted within 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
         started.elapsed()
     }
 

@@ -29,7 +29,6 @@ fn fail_over_under_writes(wait: u32) -> (usize, usize, usize) {
         .filter(|t| shape.owner(cairn_kv_redis::slot::slot_of(t.as_bytes())).is_some_and(|p| p.addr == victim_addr))
         .take(8)
         .collect();
-    let replica = cluster.replica_of(0).expect("a replica of the first primary");
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = tenants
         .iter()
@@ -55,19 +54,12 @@ fn fail_over_under_writes(wait: u32) -> (usize, usize, usize) {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(300));
-    let mut lagging = cluster.nodes[replica].admin();
-    let sleeper = std::thread::spawn(move || redis::cmd("DEBUG").arg("SLEEP").arg("1.5").query::<()>(&mut lagging));
-    std::thread::sleep(Duration::from_millis(100));
-    let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica").query(&mut cluster.nodes[0].admin()).unwrap();
+    let (replica, sleeper) = cluster.stall_replication(0, 1.5);
     std::thread::sleep(Duration::from_millis(500));
     let mut cluster = cluster;
     cluster.nodes[0].kill();
     let _ = sleeper.join();
-    let promoted = Instant::now();
-    while !cluster.shape(replica).primaries.iter().any(|p| p.addr.ends_with(&format!(":{}", cluster.nodes[replica].port))) {
-        assert!(promoted.elapsed() < Duration::from_secs(30), "the replica was not promoted");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    cluster.wait_until_primary(replica);
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::SeqCst);
     let results: Vec<(Vec<String>, usize)> = writers.into_iter().map(|h| h.join().unwrap()).collect();
