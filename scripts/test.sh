@@ -9,12 +9,14 @@ if command -v rustup >/dev/null 2>&1; then
   rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 fi
 
-# Debian packages the tests start: redis-server (the Redis/Valkey backend's
-# tests and the many-hosts tests run their own on free loopback ports) and
+# Debian packages the tests start: redis-server and redis-cli (the
+# Redis/Valkey backend's tests and the many-hosts tests run their own servers
+# and 3-primary, 3-replica clusters on free loopback ports) and
 # chromium (the people's editor's tests drive it headless; Playwright never
 # downloads a browser here).
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # openssl makes the test CA and certificates of the https tests.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
