@@ -123,12 +123,17 @@ pub fn person_token(state: &Path, sub: &str) -> Result<String> {
 }
 
 fn token_of(state: &Path, sub: &str, actor: Actor) -> Result<String> {
+    tenant_token(state, "bench", sub, actor)
+}
+
+/// A token for `sub` of `tenant`, signed with the shared state dir's key.
+pub fn tenant_token(state: &Path, tenant: &str, sub: &str, actor: Actor) -> Result<String> {
     let key = cairn::local::signing_key(state)?;
     Ok(key.sign(
         &TokenSpec {
             issuer: cairn::local::issuer_of(AUDIENCE),
             audience: AUDIENCE.into(),
-            tenant: "bench".into(),
+            tenant: tenant.into(),
             subject: sub.into(),
             name: None,
             actor,

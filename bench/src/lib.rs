@@ -9,6 +9,7 @@
 //! - [`attack`]: the attack suite: what each attack costs a real host, and an honest agent beside it.
 //! - [`hosts`]: hosts as separate `cairn up` processes sharing a state dir.
 //! - [`scale`]: the append workload on 1–3 hosts on one Redis against SQLite.
+//! - [`cluster`]: the same on three hosts on Redis Clusters of 1–3 primaries.
 //! - [`host`]: the trivial component through the host against native hyper.
 //! - [`native`]: the native server: the same core, store, MCP layer and
 //!   front door served natively over HTTP, no components (the baseline).
@@ -23,6 +24,7 @@
 pub mod append;
 pub mod attack;
 pub mod charts;
+pub mod cluster;
 pub mod experiments;
 pub mod host;
 pub mod hosts;

@@ -62,6 +62,19 @@ enum Command {
         #[arg(long, default_value_t = 100_000)]
         max_notes: usize,
     },
+    /// The append workload on three hosts on Redis Clusters of 1, 2 and 3
+    /// primaries (one replica each), and without replica confirmation.
+    Cluster {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+        /// Seconds per row.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 32)]
+        clients: usize,
+    },
     /// The append workload on 1, 2 and 3 hosts sharing one Redis against one
     /// host on SQLite, and the commit check's cost.
     Scale {
@@ -208,6 +221,11 @@ fn main() -> Result<()> {
         }
         Command::Host(a) => rt.block_on(cairn_bench::host::host(a.manifest, a.seconds, a.concurrency)),
         Command::Notes { common: a, max_notes } => rt.block_on(cairn_bench::notes::notes(a.manifest, a.seconds, a.concurrency, max_notes)),
+        Command::Cluster { manifest, seconds, clients } => {
+            let rows = rt.block_on(cairn_bench::cluster::cluster(manifest, seconds, clients))?;
+            println!("{}", cairn_bench::cluster::table(&rows, seconds, clients));
+            Ok(())
+        }
         Command::Scale { manifest, seconds, clients, out } => {
             let table = rt.block_on(cairn_bench::scale::scale(manifest, seconds, clients))?;
             println!("{table}");

@@ -29,11 +29,13 @@ pub struct ScaleRow {
     pub run: AppendRun,
 }
 
-/// Notes for `n` clients, created through a host.
-async fn notes(addr: SocketAddr, token: &str, n: usize) -> Result<Vec<String>> {
+/// Notes for `n` clients, created (and approved for agents) through a host
+/// by people, client `i`'s by `people[i % len]`.
+async fn notes(addr: SocketAddr, people: &[String], n: usize) -> Result<Vec<String>> {
     let mut c = Client::connect(addr).await?;
     let mut out = Vec::new();
     for i in 0..n {
+        let token = &people[i % people.len()];
         let (status, v) = c.send("POST", "/api/v1/notes", token, &json!({"title": format!("append {i}"), "approved_for_agents": true})).await?;
         if status != 201 {
             bail!("creating a note: HTTP {status}: {v}");
@@ -43,14 +45,22 @@ async fn notes(addr: SocketAddr, token: &str, n: usize) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// The append workload against `hosts` (clients round-robin) for `seconds`.
-pub async fn drive(hosts: &[SocketAddr], token: &str, clients: usize, duration: Duration, label: &str) -> Result<AppendRun> {
-    let notes = notes(hosts[0], token, clients).await?;
+/// The append workload against `hosts` (clients round-robin) for
+/// `seconds`: a person of the agent's tenant makes the notes.
+pub async fn drive(hosts: &[SocketAddr], person: &str, token: &str, clients: usize, duration: Duration, label: &str) -> Result<AppendRun> {
+    drive_as(hosts, &[person.to_string()], &[token.to_string()], clients, duration, label).await
+}
+
+/// [`drive`] with client `i`'s note made by `people[i % len]` and its
+/// calls made with `tokens[i % len]` (several tenants spread the clients
+/// over them; `people[j]` and `tokens[j]` are of one tenant).
+pub async fn drive_as(hosts: &[SocketAddr], people: &[String], tokens: &[String], clients: usize, duration: Duration, label: &str) -> Result<AppendRun> {
+    let notes = notes(hosts[0], people, clients).await?;
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for (c, note) in notes.into_iter().enumerate() {
-        let (addr, token) = (hosts[c % hosts.len()], token.to_string());
+        let (addr, token) = (hosts[c % hosts.len()], tokens[c % tokens.len()].clone());
         tasks.push(tokio::spawn(async move {
             let mut caller = McpCaller { client: Client::connect(addr).await?, token };
             let (lat, acked, conflicts) = append_client(&mut caller, &note, &format!("c{c}"), deadline).await?;
@@ -86,17 +96,18 @@ pub async fn scale(manifest: PathBuf, seconds: u64, clients: usize) -> Result<St
     std::fs::create_dir_all(&dir)?;
     let state = dir.join("state");
     let token = hosts::token(&state, "bench-agent")?;
+    let person = hosts::person_token(&state, "bench-person")?;
     let duration = Duration::from_secs(seconds);
     let redis = Server::start_with(&["--appendonly", "yes", "--appendfsync", "everysec"]);
     let mut rows = Vec::new();
     let run = |label: String, n: usize, args: Vec<String>, env: Vec<(String, String)>| {
-        let (manifest, state, token) = (manifest.clone(), state.clone(), token.clone());
+        let (manifest, state, token, person) = (manifest.clone(), state.clone(), token.clone(), person.clone());
         async move {
             let group: Vec<Host> = (0..n).map(|_| hosts::start(&manifest, &state, &args, &env)).collect::<Result<_>>()?;
             let addrs: Vec<SocketAddr> = group.iter().map(|h| h.addr).collect();
             // Warm instances, connections and caches first.
-            drive(&addrs, &token, clients, Duration::from_millis(500), &label).await?;
-            let r = drive(&addrs, &token, clients, duration, &label).await?;
+            drive(&addrs, &person, &token, clients, Duration::from_millis(500), &label).await?;
+            let r = drive(&addrs, &person, &token, clients, duration, &label).await?;
             drop(group);
             anyhow::Ok(ScaleRow { label, hosts: n, run: r })
         }

@@ -316,3 +316,25 @@ mod tools_alone {
         });
     }
 }
+
+/// `cairn-bench cluster` in short: three hosts on one standalone Redis,
+/// then on clusters of 1, 2 and 3 primaries (with and without replica
+/// confirmation); every row acknowledges lines and loses none.
+mod cluster {
+    use super::{root, ONE_AT_A_TIME};
+
+    #[test]
+    fn every_row_of_the_cluster_benchmark_acknowledges_lines_and_loses_none() {
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let rows = rt.block_on(cairn_bench::cluster::cluster(root().join("spin.toml"), 1, 8)).unwrap();
+        let shape: Vec<(usize, u32)> = rows.iter().map(|r| (r.primaries, r.wait_for_replicas)).collect();
+        assert_eq!(shape, [(0, 0), (1, 1), (2, 1), (3, 1), (3, 0)]);
+        for r in &rows {
+            assert!(r.run.acked > 0, "{} primaries: nothing acknowledged", r.primaries);
+            assert_eq!((r.run.lost, r.run.conflicts), (0, 0), "{} primaries", r.primaries);
+        }
+        let table = cairn_bench::cluster::table(&rows, 1, 8);
+        assert_eq!(table.lines().filter(|l| l.starts_with("| ")).count(), 6, "{table}");
+    }
+}

@@ -574,9 +574,18 @@ impl RedisStore {
     /// replicas, `WAIT` on the same connection: a write the replicas did not
     /// confirm in time is [`Error::Unavailable`], never acknowledged.
     fn write<T>(&self, slot: u16, mut f: impl FnMut(&mut Conn) -> RedisResult<T>) -> Result<T> {
-        let Some((replicas, timeout_ms)) = self.confirm else { return self.run(slot, false, f) };
+        self.write_if(slot, |c| Ok((f(c)?, true)))
+    }
+
+    /// [`RedisStore::write`] for `f` that may have nothing to write: it
+    /// says whether it sent a write, and only then is it confirmed.
+    fn write_if<T>(&self, slot: u16, mut f: impl FnMut(&mut Conn) -> RedisResult<(T, bool)>) -> Result<T> {
+        let Some((replicas, timeout_ms)) = self.confirm else { return self.run(slot, false, |c| Ok(f(c)?.0)) };
         let (value, acks) = self.run(slot, false, |c| {
-            let v = f(c)?;
+            let (v, wrote) = f(c)?;
+            if !wrote {
+                return Ok((v, i64::from(replicas)));
+            }
             let acks = match redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query::<i64>(&mut c.redis) {
                 Ok(n) => n,
                 // An error reply: the write ran, its copy is not confirmed.
@@ -628,10 +637,10 @@ impl RedisStore {
     /// own, so on a cluster they are two calls, each confirmed like a write.
     fn register(&self, bucket: &str, tags: &[&str]) -> Result<()> {
         let registry = self.layout.tags(bucket);
-        self.write(slot_of(registry.as_bytes()), |c| {
+        self.write_if(slot_of(registry.as_bytes()), |c| {
             let mut missing: Vec<&str> = tags.iter().copied().filter(|t| !c.is_registered(bucket, t)).collect();
             if missing.is_empty() {
-                return Ok(());
+                return Ok(((), false));
             }
             missing.sort_unstable();
             missing.dedup();
@@ -644,16 +653,16 @@ impl RedisStore {
             for t in missing {
                 c.mark_registered(bucket, t);
             }
-            Ok(())
+            Ok(((), true))
         })?;
         let buckets = self.layout.buckets();
-        self.write(slot_of(buckets.as_bytes()), |c| {
+        self.write_if(slot_of(buckets.as_bytes()), |c| {
             if c.is_bucket_registered(bucket) {
-                return Ok(());
+                return Ok(((), false));
             }
             redis::cmd("SADD").arg(&buckets).arg(bucket).query::<()>(&mut c.redis)?;
             c.mark_bucket_registered(bucket);
-            Ok(())
+            Ok(((), true))
         })
     }
 
