@@ -15,6 +15,7 @@
 //! | `cairn_stored_bytes`, `cairn_tenants` | — | content stored (every retained version) and tenants, as of the last sweep; a quota refusal is a tool outcome `quota_exceeded` |
 //! | `cairn_redis_node_calls_total` | namespace, node, outcome | calls to each Redis node (a cluster's primaries, or the one server): `ok`, `error`, `redirected` (`MOVED`/`ASK`), `refused` (`TRYAGAIN`, `CLUSTERDOWN`…: nothing ran) or `unconfirmed` (written, not confirmed by enough replicas: refused) |
 //! | `cairn_redis_node_slots`, `cairn_redis_node_replicas` | namespace, node | hash slots each primary serves and replicas that follow it |
+//! | `cairn_redis_cross_slot_refusals_total` | namespace | batches refused before sending because their keys spanned cluster slots (0: Cairn keeps each batch in one slot) |
 //!
 //! A swap a store acknowledges without applying it ("lost") cannot be seen
 //! from here: the components' commit check catches those (see docs/key-value.md on
@@ -254,7 +255,7 @@ pub fn render() -> String {
     for f in ALL {
         f.render(&mut out);
     }
-    render_redis_nodes(&mut out, &cairn_kv_redis::all_nodes());
+    render_redis_nodes(&mut out, &cairn_kv_redis::all_nodes(), &cairn_kv_redis::all_cross_slot_refusals());
     out
 }
 
@@ -263,9 +264,13 @@ pub fn render() -> String {
 /// The series follow the cluster's nodes, a set the operator controls;
 /// namespaces and addresses hold no quote or backslash (both are checked
 /// when the store opens).
-fn render_redis_nodes(out: &mut String, nodes: &[cairn_kv_redis::NodeReport]) {
+fn render_redis_nodes(out: &mut String, nodes: &[cairn_kv_redis::NodeReport], cross_slot: &[(String, u64)]) {
     if nodes.is_empty() {
         return;
+    }
+    let _ = writeln!(out, "# HELP cairn_redis_cross_slot_refusals_total Batches refused before sending because their keys spanned Redis Cluster slots (a bug: Cairn keeps every batch in one slot).\n# TYPE cairn_redis_cross_slot_refusals_total counter");
+    for (ns, n) in cross_slot {
+        let _ = writeln!(out, "cairn_redis_cross_slot_refusals_total{{namespace=\"{ns}\"}} {n}");
     }
     let _ = writeln!(out, "# HELP cairn_redis_node_calls_total Calls to each Redis node, by outcome.\n# TYPE cairn_redis_node_calls_total counter");
     for n in nodes {

@@ -158,3 +158,36 @@ fn acknowledged_on_the_primary_alone_a_failover_loses_the_lines_the_replica_neve
     assert_eq!(twice, 0, "a line landed twice");
     assert!(lost > 0, "nothing was lost: the replica did not lag, so the loss bound was not measured");
 }
+
+/// Every tool, for two tenants, and the host's sweeps (every second: lapsed
+/// claims, history, delete markers, the door's budgets and nonces) run on a
+/// cluster without one batch refused for spanning slots, and without one
+/// store error: every batch Cairn sends stays within one slot.
+#[test]
+fn every_tool_and_every_sweep_run_on_a_cluster_and_no_batch_spans_two_slots() {
+    let cluster = Cluster::start(3, 1);
+    let rc = runtime_config(&cluster, None);
+    let host = hosts_with(&rc, 1, &[("SPIN_VARIABLE_METRICS_TOKEN", "scrape-me")], &["--sweep-interval-secs", "1"]).remove(0);
+    for tenant in ["north", "south"] {
+        let (person, agent) = (Who { tenant, ..person() }, Who { tenant, ..agent() });
+        crate::wire::every_tool_once(&host, &person, &agent, |tool, _, response, _| {
+            assert!(response.get("error").is_none() && response["result"]["isError"] == false, "{tool} on tenant {tenant}: {response}");
+        });
+        let token = host.token(&agent);
+        let note = host.create_note(&person, "claims", true);
+        let claim = host.call(&token, "claim_note", serde_json::json!({"note_id": note, "tab_id": "markdown", "ttl_seconds": 1}));
+        assert_eq!(claim["isError"], false, "{claim}");
+        let board = host.call(&token, "list_claims", serde_json::json!({"note_id": note}));
+        assert_eq!(board["structuredContent"]["claims"].as_array().unwrap().len(), 1, "{board}");
+    }
+    // Two sweeps: the claims lapse and are swept, markers and budgets too.
+    std::thread::sleep(Duration::from_millis(2500));
+    let m = metrics(&host);
+    let refusals: Vec<&str> = m.lines().filter(|l| l.starts_with("cairn_redis_cross_slot_refusals_total{")).collect();
+    assert_eq!(refusals.len(), 2, "both stores on the cluster report: {m}");
+    assert!(refusals.iter().all(|l| l.ends_with(" 0")), "{refusals:?}");
+    assert!(!m.lines().any(|l| l.starts_with("cairn_store_operations_total") && l.contains("outcome=\"error\"")), "{m}");
+    let log = host.log();
+    assert!(!log.contains("sweep failed") && !log.contains("panicked"), "{log}");
+    assert!(m.contains("cairn_redis_node_slots{namespace=\"cairn-cache\""), "{m}");
+}

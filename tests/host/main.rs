@@ -49,4 +49,4 @@ mod tools_apart;
 mod tools_manifest;
 mod variables;
 mod waiting_store;
-mod wire;
+pub mod wire;

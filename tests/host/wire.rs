@@ -2,7 +2,7 @@
 //! tool, compared with the saved JSON in tests/fixtures/wire. Regenerate with
 //! `CAIRN_REGENERATE_FIXTURES=1 cargo test --release --test host wire`.
 use crate::app::*;
-use crate::harness::root;
+use crate::harness::{Cairn, root};
 use serde_json::{Value, json};
 
 /// Replace what differs between runs (ids, times, hashes) with placeholders.
@@ -50,16 +50,15 @@ fn compare(name: &str, actual: Value) {
     assert_eq!(saved, actual, "{name}: the wire format changed; if on purpose, regenerate with CAIRN_REGENERATE_FIXTURES=1");
 }
 
-#[test]
-fn tools_list_and_every_tool_call_match_the_saved_fixtures() {
-    let cairn = start();
-    let note = cairn.create_note(&person(), "Wire brief", true);
-    let t = cairn.token(&agent());
+/// One request and response per tool, in an order where each finds what it
+/// needs (a note of `who`'s tenant made by a person of it, its version
+/// counted from 1): `seen(tool, request, response, ids)` gets each, with the
+/// ids made so far (real id → placeholder).
+pub fn every_tool_once(cairn: &Cairn, person: &Who, agent: &Who, mut seen: impl FnMut(&str, &Value, &Value, &[(String, String)])) {
+    let note = cairn.create_note(person, "Wire brief", true);
+    let t = cairn.token(agent);
     let mut ids = vec![(note.clone(), "<note_id>".to_string())];
-    let list = cairn.mcp(&t, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).json();
-    compare("tools_list", list);
-
-    let call = |tool: &str, args: Value, ids: &mut Vec<(String, String)>| -> Value {
+    let mut call = |tool: &str, args: Value| -> Value {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
         let response = cairn.mcp(&t, &request).json();
         for (key, label) in [("tab_id", "<new_tab_id>"), ("source_id", "<source_id>")] {
@@ -69,22 +68,33 @@ fn tools_list_and_every_tool_call_match_the_saved_fixtures() {
                 }
             }
         }
-        compare(tool, json!({"request": scrub(&request, ids), "response": scrub(&response, ids)}));
+        seen(tool, &request, &response, &ids);
         response
     };
-    call("list_notes", json!({}), &mut ids);
-    call("list_note_tabs", json!({"note_id": note}), &mut ids);
-    call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"}), &mut ids);
+    call("list_notes", json!({}));
+    call("list_note_tabs", json!({"note_id": note}));
+    call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
     call("edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "wire-edit",
-        "operation": "replace_text", "text": "# Brief\n\nFirst line."}), &mut ids);
+        "operation": "replace_text", "text": "# Brief\n\nFirst line."}));
     let sheet = call("create_note_tab", json!({"note_id": note, "expected_version": 2, "idempotency_key": "wire-sheet",
-        "tab_type": "sheet", "label": "Numbers"}), &mut ids);
+        "tab_type": "sheet", "label": "Numbers"}));
     let tab = sheet["result"]["structuredContent"]["tab_id"].as_str().unwrap().to_string();
-    call("read_sheet_range", json!({"note_id": note, "tab_id": tab, "start_row": 0, "start_col": 0, "num_rows": 2, "num_cols": 2}), &mut ids);
+    call("read_sheet_range", json!({"note_id": note, "tab_id": tab, "start_row": 0, "start_col": 0, "num_rows": 2, "num_cols": 2}));
     call("add_note_source", json!({"note_id": note, "expected_version": 3, "idempotency_key": "wire-source",
-        "title": "Spec", "url": "https://www.example.org/spec/?utm_source=wire"}), &mut ids);
-    call("list_note_attachments", json!({"note_id": note, "kind": "sources"}), &mut ids);
-    call("list_note_history", json!({"note_id": note, "limit": 50}), &mut ids);
-    call("search_notes", json!({"query": "brief first"}), &mut ids);
-    call("read_note_outline", json!({"note_id": note}), &mut ids);
+        "title": "Spec", "url": "https://www.example.org/spec/?utm_source=wire"}));
+    call("list_note_attachments", json!({"note_id": note, "kind": "sources"}));
+    call("list_note_history", json!({"note_id": note, "limit": 50}));
+    call("search_notes", json!({"query": "brief first"}));
+    call("read_note_outline", json!({"note_id": note}));
+}
+
+#[test]
+fn tools_list_and_every_tool_call_match_the_saved_fixtures() {
+    let cairn = start();
+    let t = cairn.token(&agent());
+    let list = cairn.mcp(&t, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).json();
+    compare("tools_list", list);
+    every_tool_once(&cairn, &person(), &agent(), |tool, request, response, ids| {
+        compare(tool, json!({"request": scrub(request, ids), "response": scrub(response, ids)}));
+    });
 }

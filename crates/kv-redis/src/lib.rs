@@ -219,7 +219,7 @@ pub struct RedisStore {
     /// `(replicas, timeout in ms)` a write waits for, if any.
     confirm: Option<(u32, u64)>,
     /// Scripts refused before sending because their keys span slots.
-    cross_slot: AtomicU64,
+    cross_slot: Arc<AtomicU64>,
 }
 
 /// Where the calls go: one server, or the primaries of a cluster.
@@ -396,7 +396,7 @@ impl RedisStore {
             connect_timeout: options.connect_timeout,
             io_timeout: options.io_timeout,
             confirm,
-            cross_slot: AtomicU64::new(0),
+            cross_slot: Arc::default(),
         }
     }
 
@@ -484,8 +484,8 @@ impl RedisStore {
 
     fn register_nodes(&self) {
         let mut all = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-        all.retain(|(_, w)| w.strong_count() > 0);
-        all.push((self.layout.namespace().to_string(), Arc::downgrade(&self.nodes)));
+        all.retain(|(_, w, _)| w.strong_count() > 0);
+        all.push((self.layout.namespace().to_string(), Arc::downgrade(&self.nodes), self.cross_slot.clone()));
     }
 
     /// The Redis key names this store uses.
@@ -696,7 +696,9 @@ pub struct NodeReport {
     pub unconfirmed: u64,
 }
 
-static REGISTRY: Mutex<Vec<(String, Weak<Nodes>)>> = Mutex::new(Vec::new());
+/// Every open store: its namespace, its nodes, its cross-slot refusals.
+#[allow(clippy::type_complexity)]
+static REGISTRY: Mutex<Vec<(String, Weak<Nodes>, Arc<AtomicU64>)>> = Mutex::new(Vec::new());
 
 fn report(namespace: &str, addr: &str, slots: usize, replicas: usize, n: &NodeCounters) -> NodeReport {
     NodeReport {
@@ -739,7 +741,15 @@ fn reports(namespace: &str, nodes: &Nodes) -> Vec<NodeReport> {
 /// The nodes of every Redis store open in this process, for metrics.
 pub fn all_nodes() -> Vec<NodeReport> {
     let all = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-    all.iter().filter_map(|(ns, w)| w.upgrade().map(|n| reports(ns, &n))).flatten().collect()
+    all.iter().filter_map(|(ns, w, _)| w.upgrade().map(|n| reports(ns, &n))).flatten().collect()
+}
+
+/// Per namespace of every Redis store open in this process: scripts it
+/// refused before sending because their keys spanned cluster slots
+/// ([`RedisStore::cross_slot_refusals`]).
+pub fn all_cross_slot_refusals() -> Vec<(String, u64)> {
+    let all = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+    all.iter().filter(|(_, w, _)| w.strong_count() > 0).map(|(ns, _, n)| (ns.clone(), n.load(Relaxed))).collect()
 }
 
 impl Store for RedisStore {
