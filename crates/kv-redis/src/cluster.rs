@@ -6,7 +6,7 @@
 //! [`Shape::parse`] reads `CLUSTER NODES` (the same text on Redis 7 and
 //! Valkey): every node's address, role and slot ranges. The store opens only
 //! on a cluster whose 16384 slots all have a primary, and prints that shape
-//! ([`Shape::summary`]) through [`crate::RedisStore::describe`].
+//! ([`Shape::summary`]) through the store's `describe`, which the host logs at start.
 //!
 //! # Routing, and what is never sent twice
 //!

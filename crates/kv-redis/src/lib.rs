@@ -1,6 +1,6 @@
 //! `cairn-kv-redis`: Cairn's store on a Redis (7.0+) or Valkey (7.2+)
-//! server, keeping the promise of [`cairn_kv::Store`] with one server-side
-//! Lua script per operation.
+//! server or Redis Cluster, keeping the promise of [`cairn_kv::Store`] with
+//! one server-side Lua script per operation.
 //!
 //! # Map
 //!
@@ -8,6 +8,13 @@
 //!   `rediss://` is refused: TLS would need a TLS stack this crate does not
 //!   bring), connects, checks that the server is a standalone primary of a
 //!   version with script flags, and loads the scripts.
+//! - [`RedisStore::open_cluster`] does the same on a Redis Cluster: it reads
+//!   the cluster's shape from the first node that answers, refuses a cluster
+//!   with slots no primary serves, and loads the scripts on every primary.
+//! - [`cluster`]: the shape (`CLUSTER NODES`) and the router that sends each
+//!   call to the primary of its slot, following `MOVED`/`ASK` and waiting
+//!   out a failover, never resending a call whose reply was lost.
+//! - [`slot`]: the hash slot of a key (CRC16 of its hash tag).
 //! - `pool`: a few synchronous connections of our own (the trait is
 //!   synchronous; the host calls it from its worker threads), with a connect
 //!   timeout and a read/write timeout, so a stopped or hung server fails fast
@@ -15,9 +22,12 @@
 //! - `scripts`: the Lua scripts; `layout`: the Redis key names ([`Layout`]).
 //! - [`server`]: a real `redis-server` on a free port, for tests and benchmarks.
 //! - [`Redis`] ([`config`]) opens a store for a runtime config table of
-//!   `type = "redis"` ([`RedisConfig`]: `url`, optional `namespace`), and
-//!   puts a label nobody configured on the same server, in a namespace of
-//!   its own.
+//!   `type = "redis"` ([`RedisConfig`]: `url`, or `urls` / `cluster = true`
+//!   for a cluster, optional `namespace`, `wait_for_replicas`,
+//!   `wait_timeout_ms`), and puts a label nobody configured on the same
+//!   server or cluster, in a namespace of its own.
+//! - [`all_nodes`] and [`all_cross_slot_refusals`]: each open store's
+//!   per-node counters, for the host's metrics.
 //!
 //! # Key layout
 //!
@@ -101,30 +111,39 @@
 //!
 //! # Batches across tags, and Redis Cluster
 //!
-//! The layout is ready for a cluster: every script names its keys, and all
-//! keys of one Cairn key's tag, its sequence and floor included, are in one
-//! slot. This client itself talks to one standalone primary and refuses a
-//! cluster node at open. A `set_many`/`delete_many` whose keys have
-//! different tags is sent as one script anyway: on a standalone server it
-//! is atomic; on a cluster the server would refuse it whole with
-//! `CROSSSLOT` ([`Error::Backend`], nothing written), never split it. Cairn
-//! keeps its batches within one tenant. The tag registries (`N:tags:B`,
-//! `N:buckets`) are in slots of their own; that is why they are written by
-//! separate commands before the data, and only ever grow.
+//! Every script names its keys, and all keys of one Cairn key's tag, its
+//! sequence and floor included, are in one slot; Cairn's batches stay within
+//! one tenant (the notes core's view of the store prefixes every key with
+//! the tenant) or one top-level key segment (the door's and the sweep's
+//! pages of one prefix). On one server a `set_many`/`delete_many` whose keys
+//! have different tags still runs as one script, atomically. On a cluster
+//! the store refuses it before sending ([`Error::Backend`], nothing written,
+//! counted in [`RedisStore::cross_slot_refusals`]): the cluster would refuse
+//! it whole with `CROSSSLOT` anyway, and it is a caller's bug. `get_many`
+//! reads one tag at a time, so it spans tags on a cluster too. The tag
+//! registries (`N:tags:B`, `N:buckets`) are in slots of their own; that is
+//! why they are written by separate calls before the data, and only ever
+//! grow.
 //!
 //! # Durability, replication and failover
 //!
-//! A write is acknowledged when the primary ran its script. With Redis'
-//! usual asynchronous replication, a failover to a replica loses the
-//! acknowledged writes the replica had not received yet: a note saved a
-//! moment before the primary died can be gone. On a single primary,
-//! `appendonly yes` with `appendfsync always` makes an acknowledged write
-//! survive a crash; with replicas, `WAIT` (or `WAITAOF`) after the write
-//! bounds the loss to writes not yet on the replicas. This crate does
-//! neither by itself: durability is the server's configuration. What it
-//! does guarantee is that a lost write never turns into a false success
-//! later: stamps follow the server clock, so a new primary does not reuse
-//! the stamps of writes it never saw.
+//! Redis replicates asynchronously: a write the primary ran may not have
+//! reached any replica when the primary dies, and a failover to that
+//! replica loses it. [`Options::wait_for_replicas`] closes that window:
+//! after each write the store sends `WAIT n timeout` on the connection that
+//! wrote, and acknowledges the write only when `n` replicas have it; when
+//! they do not confirm within [`Options::wait_timeout`], the write is
+//! refused as [`Error::Unavailable`] (it is on the primary, its fate is
+//! unknown; a keyed resend settles it). It is the default on a cluster (1
+//! replica): a failover of one primary then loses no acknowledged write, as
+//! the tests show on a real cluster. With 0, a write is acknowledged when
+//! the primary ran it, and a failover loses what the replica had not copied
+//! (the tests count it: everything acknowledged in the window the replica
+//! lagged). On a single primary without replicas, `appendonly yes` with
+//! `appendfsync always` makes an acknowledged write survive a crash. In
+//! every mode, a lost write never turns into a false success later: stamps
+//! follow the server clock, so a new primary does not reuse the stamps of
+//! writes it never saw.
 //!
 //! # Errors
 //!
