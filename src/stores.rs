@@ -289,6 +289,21 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_is_named_by_several_urls_or_cluster_true_and_cache_goes_beside_it() {
+        let s = parse("[key_value_store.default]\ntype = \"redis\"\nurls = [\"redis://a:1\", \"redis://b:2\"]\nwait_for_replicas = 1\n").unwrap();
+        let StoreConfig::Redis(c) = &s.labels["default"] else { panic!("{:?}", s.labels) };
+        assert!(c.is_cluster());
+        assert_eq!(c.urls, ["redis://a:1", "redis://b:2"]);
+        let StoreConfig::Redis(cache) = s.config("cache") else { panic!("cache is not beside default") };
+        assert_eq!((cache.urls.clone(), cache.namespace.as_deref()), (c.urls.clone(), Some("cairn-cache")));
+        let s = parse("[key_value_store.default]\ntype = \"redis\"\nurl = \"redis://a:1\"\ncluster = true\n").unwrap();
+        let StoreConfig::Redis(c) = &s.labels["default"] else { panic!() };
+        assert!(c.is_cluster() && c.options().wait_for_replicas == 1);
+        let e = parse("[key_value_store.default]\ntype = \"redis\"\nurls = [\"redis://a:1\"]\nwait_for_replica = 1\n").unwrap_err().to_string();
+        assert!(e.contains("wait_for_replica"), "{e}");
+    }
+
+    #[test]
     fn the_store_shortcut_overrides_the_default_label() {
         assert_eq!("redis://h:1".parse::<StoreKind>(), Ok(StoreKind::Redis("redis://h:1".into())));
         assert!("postgres://h".parse::<StoreKind>().unwrap_err().contains("redis://"));

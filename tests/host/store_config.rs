@@ -1,7 +1,7 @@
 //! Choosing the stores: `--runtime-config-file` and `--store redis://…` put
-//! the default and cache stores on Redis; a bad runtime config or an
-//! unreachable server is a startup error naming the field, and the host
-//! never starts listening.
+//! the default and cache stores on Redis; a bad runtime config, an
+//! unreachable server or a Redis Cluster missing slots or replicas is a
+//! startup error naming what is wrong, and the host never starts listening.
 use crate::app::*;
 use crate::harness::*;
 use crate::redis;
@@ -55,4 +55,18 @@ fn an_unreachable_redis_at_start_is_a_startup_error_naming_the_address() {
     let url: &'static str = Box::leak(format!("redis://127.0.0.1:{port}").into_boxed_str());
     let err = start_fails(vec!["--store", url]);
     assert!(err.contains(&format!("127.0.0.1:{port}")) && err.contains("unavailable"), "{err}");
+}
+
+#[test]
+fn a_cluster_with_slots_no_primary_serves_is_a_startup_error_naming_them() {
+    let cluster = cairn_kv_redis::server::Cluster::start(1, 0);
+    cluster.drop_slots(0, 8000, 8191);
+    let rc = runtime_config(&format!("[key_value_store.default]\ntype = \"redis\"\nurls = [{:?}]\nwait_for_replicas = 0\n", cluster.urls()[0]));
+    let err = start_fails(vec!["--runtime-config-file", rc]);
+    assert!(err.contains("store \"default\"") && err.contains("16192 of 16384 slots") && err.contains("8000-8191"), "{err}");
+    // And a cluster whose primary has no replica, with the cluster default of waiting for one.
+    let whole = cairn_kv_redis::server::Cluster::start(1, 0);
+    let rc = runtime_config(&format!("[key_value_store.default]\ntype = \"redis\"\nurls = [{:?}]\n", whole.urls()[0]));
+    let err = start_fails(vec!["--runtime-config-file", rc]);
+    assert!(err.contains("has 0 connected replica(s)"), "{err}");
 }

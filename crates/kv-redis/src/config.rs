@@ -25,9 +25,10 @@ use std::time::Duration;
 /// The Redis backend's maker.
 pub struct Redis;
 
-/// A `type = "redis"` table.
+/// A `type = "redis"` table. Reading it checks that it names exactly one
+/// of `url` and `urls` (the error names what is missing or doubled).
 #[derive(Clone, PartialEq, Eq, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "Table")]
 pub struct RedisConfig {
     /// `redis://[user:password@]host:port[/db]`: the server, or with
     /// `cluster = true` one node of the cluster.
@@ -56,6 +57,40 @@ pub struct RedisConfig {
     pub wait_timeout_ms: Option<u64>,
 }
 
+/// The table as written, before [`RedisConfig::seeds`] checks it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    urls: Vec<String>,
+    #[serde(default)]
+    cluster: bool,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    wait_for_replicas: Option<u32>,
+    #[serde(default)]
+    wait_timeout_ms: Option<u64>,
+}
+
+impl TryFrom<Table> for RedisConfig {
+    type Error = String;
+    fn try_from(t: Table) -> Result<Self, String> {
+        let c = RedisConfig {
+            url: t.url,
+            urls: t.urls,
+            cluster: t.cluster,
+            namespace: t.namespace,
+            wait_for_replicas: t.wait_for_replicas,
+            wait_timeout_ms: t.wait_timeout_ms,
+        };
+        c.seeds()?;
+        Ok(c)
+    }
+}
+
 impl RedisConfig {
     /// One server at `url`, with the defaults.
     pub fn server(url: impl Into<String>) -> Self {
@@ -72,7 +107,7 @@ impl RedisConfig {
     pub fn seeds(&self) -> Result<Vec<&str>, String> {
         match (&self.url, self.urls.as_slice()) {
             (Some(_), [_, ..]) => Err("give either `url` or `urls`, not both".into()),
-            (None, []) => Err("`url` is missing (or `urls` for a Redis Cluster)".into()),
+            (None, []) => Err("missing field `url` (or `urls` for a Redis Cluster)".into()),
             (Some(u), []) => Ok(vec![u.as_str()]),
             (None, many) if !self.cluster && many.len() == 1 => Ok(vec![many[0].as_str()]),
             (None, many) => Ok(many.iter().map(String::as_str).collect()),
@@ -153,10 +188,13 @@ mod tests {
     }
 
     #[test]
-    fn url_and_urls_together_or_neither_are_refused() {
-        assert!(table("url = \"redis://a:1\"\nurls = [\"redis://b:2\"]").seeds().unwrap_err().contains("not both"));
-        assert!(table("namespace = \"x\"").seeds().unwrap_err().contains("`url` is missing"));
-        assert!(toml::from_str::<RedisConfig>("urls = []\nclustr = true").is_err());
+    fn url_and_urls_together_or_neither_are_refused_when_read() {
+        let e = toml::from_str::<RedisConfig>("url = \"redis://a:1\"\nurls = [\"redis://b:2\"]").unwrap_err();
+        assert!(e.to_string().contains("not both"), "{e}");
+        let e = toml::from_str::<RedisConfig>("namespace = \"x\"").unwrap_err();
+        assert!(e.to_string().contains("missing field `url`"), "{e}");
+        let e = toml::from_str::<RedisConfig>("urls = [\"redis://a:1\"]\nclustr = true").unwrap_err();
+        assert!(e.to_string().contains("clustr"), "{e}");
     }
 
     #[test]

@@ -340,6 +340,12 @@ impl Cluster {
         started.elapsed()
     }
 
+    /// Take slots `first..=last` away from node `node` (`CLUSTER
+    /// DELSLOTSRANGE`): no primary serves them afterwards.
+    pub fn drop_slots(&self, node: usize, first: u16, last: u16) {
+        let _: () = redis::cmd("CLUSTER").arg("DELSLOTSRANGE").arg(first).arg(last).query(&mut self.nodes[node].admin()).unwrap();
+    }
+
     /// The index of the node that is a replica of node `primary` now.
     pub fn replica_of(&self, primary: usize) -> Option<usize> {
         let id = self.id(primary);
