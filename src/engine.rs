@@ -25,23 +25,31 @@ use wasmtime_wasi_http::p2::bindings::ProxyPre;
 /// request pays page faults past it instead (docs/decisions/instance-memory.md).
 pub const KEEP_RESIDENT: usize = 1 << 20;
 
+/// Most linear memories, tables and core instances one component may use.
+const MAX_MEMORIES: u32 = 4;
+const MAX_TABLES: u32 = 8;
+const MAX_CORE_INSTANCES: u32 = 16;
+
 /// Build the engine: pooling allocator with a little resident memory kept
 /// warm, epoch interruption for timeouts.
 pub fn engine(limits: &crate::instance::Limits) -> Result<Engine> {
     let mut pool = wasmtime::PoolingAllocationConfig::default();
     let n = limits.max_instances;
+    // Every instance slot can hold a component using all a component may:
+    // the pool runs out of instance slots (and requests wait for a permit)
+    // before it runs out of memories, tables or core instances.
     pool.total_component_instances(n)
-        .total_core_instances(n * 4)
-        .total_memories(n * 2)
-        .total_tables(n * 4)
+        .total_core_instances(n * MAX_CORE_INSTANCES)
+        .total_memories(n * MAX_MEMORIES)
+        .total_tables(n * MAX_TABLES)
         .total_stacks(n)
         .max_memory_size(limits.max_memory)
-        .max_memories_per_component(4)
-        .max_tables_per_component(8)
-        .max_core_instances_per_component(16)
+        .max_memories_per_component(MAX_MEMORIES)
+        .max_tables_per_component(MAX_TABLES)
+        .max_core_instances_per_component(MAX_CORE_INSTANCES)
         .linear_memory_keep_resident(KEEP_RESIDENT)
         .table_keep_resident(1 << 20)
-        .decommit_batch_size(64)
+        .decommit_batch_size(1)
         .pagemap_scan(wasmtime::Enabled::Auto);
     let mut config = wasmtime::Config::new();
     config

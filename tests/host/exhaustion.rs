@@ -117,3 +117,39 @@ fn ten_one_megabyte_edits_in_one_batch_are_refused_whole_and_nothing_is_written(
     assert_eq!((tab["structuredContent"]["version"].as_u64(), tab["structuredContent"]["text"].as_str()), (Some(1), Some("")), "nothing was written");
     assert_eq!(cairn.get("/healthz").status, 200);
 }
+
+/// A small instance pool under many concurrent reads: requests wait for an
+/// instance, none fails because the pool's tables, memories or core
+/// instances ran out before its instance slots did (they are sized for
+/// every request the permits let in at once, each using all a component
+/// may).
+#[test]
+fn a_small_pool_under_many_concurrent_reads_answers_every_one() {
+    let cairn = start_with(vec![("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "100000")], vec!["--max-instances", "4"]);
+    let note = cairn.create_note(&person(), "pool", true);
+    let token = cairn.token(&agent());
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..12)
+            .map(|_| {
+                let (cairn, token, note) = (&cairn, &token, &note);
+                s.spawn(move || {
+                    let mut bad = Vec::new();
+                    for _ in 0..40 {
+                        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": "read_note_tab", "arguments": {"note_id": note, "tab_id": "markdown"}}});
+                        let r = cairn.mcp(token, &body);
+                        if r.status != 200 {
+                            bad.push(format!("{} {}", r.status, r.text()));
+                        }
+                    }
+                    bad
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    let log = cairn.log();
+    let why: Vec<&str> = log.lines().filter(|l| l.contains("ERROR") || l.contains("WARN")).take(3).collect();
+    assert!(failures.is_empty(), "{} of 480 reads failed, first: {:?}; the host said: {why:?}", failures.len(), failures.first());
+    assert!(!cairn.log().contains("concurrent limit"), "{}", cairn.log());
+}
