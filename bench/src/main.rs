@@ -64,33 +64,10 @@ enum Command {
     },
     /// The append workload on three hosts on Redis Clusters of 1, 2 and 3
     /// primaries (one replica each), and without replica confirmation.
-    Cluster {
-        /// The application manifest.
-        #[arg(long, short = 'f', default_value = "spin.toml")]
-        manifest: PathBuf,
-        /// Seconds per row.
-        #[arg(long, default_value_t = 10)]
-        seconds: u64,
-        /// Concurrent clients.
-        #[arg(long, default_value_t = 32)]
-        clients: usize,
-    },
+    Cluster(HostsArgs),
     /// The append workload on 1, 2 and 3 hosts sharing one Redis against one
     /// host on SQLite, and the commit check's cost.
-    Scale {
-        /// The application manifest.
-        #[arg(long, short = 'f', default_value = "spin.toml")]
-        manifest: PathBuf,
-        /// Seconds per row.
-        #[arg(long, default_value_t = 10)]
-        seconds: u64,
-        /// Concurrent clients.
-        #[arg(long, default_value_t = 32)]
-        clients: usize,
-        /// Also append the table to this markdown file.
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Scale(HostsArgs),
     /// The performance report: the append workload (whole stack, tools
     /// alone, core natively, Python peer), reads, tab and store sizes, where
     /// the time goes, memory and start.
@@ -205,6 +182,35 @@ impl ExperimentArgs {
     }
 }
 
+/// The arguments of the benchmarks that start hosts as processes (`scale`, `cluster`).
+#[derive(clap::Args)]
+struct HostsArgs {
+    /// The application manifest.
+    #[arg(long, short = 'f', default_value = "spin.toml")]
+    manifest: PathBuf,
+    /// Seconds per row.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// Also append the table to this markdown file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+impl HostsArgs {
+    /// Print `table`, and append it to `--out` if given.
+    fn print(&self, table: &str) -> Result<()> {
+        println!("{table}");
+        if let Some(path) = &self.out {
+            use std::io::Write as _;
+            std::fs::OpenOptions::new().create(true).append(true).open(path)?.write_all(table.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
 fn main() -> Result<()> {
     if std::env::var("CAIRN_LOG").is_ok() {
         cairn::logs::init(cairn::logs::Format::Text);
@@ -221,19 +227,13 @@ fn main() -> Result<()> {
         }
         Command::Host(a) => rt.block_on(cairn_bench::host::host(a.manifest, a.seconds, a.concurrency)),
         Command::Notes { common: a, max_notes } => rt.block_on(cairn_bench::notes::notes(a.manifest, a.seconds, a.concurrency, max_notes)),
-        Command::Cluster { manifest, seconds, clients } => {
-            let rows = rt.block_on(cairn_bench::cluster::cluster(manifest, seconds, clients))?;
-            println!("{}", cairn_bench::cluster::table(&rows, seconds, clients));
-            Ok(())
+        Command::Cluster(a) => {
+            let rows = rt.block_on(cairn_bench::cluster::cluster(a.manifest.clone(), a.seconds, a.clients))?;
+            a.print(&cairn_bench::cluster::table(&rows, a.seconds, a.clients))
         }
-        Command::Scale { manifest, seconds, clients, out } => {
-            let table = rt.block_on(cairn_bench::scale::scale(manifest, seconds, clients))?;
-            println!("{table}");
-            if let Some(path) = out {
-                use std::io::Write as _;
-                std::fs::OpenOptions::new().create(true).append(true).open(&path)?.write_all(table.as_bytes())?;
-            }
-            Ok(())
+        Command::Scale(a) => {
+            let table = rt.block_on(cairn_bench::scale::scale(a.manifest.clone(), a.seconds, a.clients))?;
+            a.print(&table)
         }
         Command::Perf { manifest, seconds, clients, python, node, no_peer, max_notes, search_notes, search_queries, only, paths, out } => {
             let python = if no_peer { None } else { python.or_else(cairn_bench::peer::default_python) };

@@ -41,7 +41,7 @@ use crate::pool::{Conn, Failure, Pool, classify};
 use crate::slot::SLOTS;
 use cairn_kv::Error;
 use redis::{ConnectionAddr, RedisError, RedisResult};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -233,6 +233,12 @@ pub(crate) struct Dial {
     pub io_timeout: Duration,
 }
 
+/// One node's pool and counters.
+struct Node {
+    pool: Pool,
+    counters: Arc<NodeCounters>,
+}
+
 /// The router of one store on a cluster.
 pub(crate) struct Cluster {
     seeds: Vec<Target>,
@@ -240,8 +246,8 @@ pub(crate) struct Cluster {
     shape: RwLock<Arc<Shape>>,
     /// Bumped by every refresh; a caller refreshes only if nobody did since it read the shape.
     generation: AtomicU64,
-    pools: Mutex<HashMap<String, Arc<Pool>>>,
-    counters: Mutex<BTreeMap<String, Arc<NodeCounters>>>,
+    /// Every node a call went to: its pool and its counters, by `host:port`.
+    nodes: Mutex<BTreeMap<String, Arc<Node>>>,
     refreshing: Mutex<Instant>,
     closed: AtomicBool,
 }
@@ -263,8 +269,7 @@ impl Cluster {
             dial,
             shape: RwLock::new(Arc::new(Shape { primaries: Vec::new(), owner: vec![NO_OWNER; SLOTS] })),
             generation: AtomicU64::new(0),
-            pools: Mutex::new(HashMap::new()),
-            counters: Mutex::new(BTreeMap::new()),
+            nodes: Mutex::new(BTreeMap::new()),
             refreshing: Mutex::new(Instant::now() - Duration::from_secs(1)),
             closed: AtomicBool::new(false),
         };
@@ -278,13 +283,14 @@ impl Cluster {
         self.shape.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The counters of every node that served a call.
+    /// The counters of every node a call went to.
     pub fn counters(&self) -> Vec<(String, Arc<NodeCounters>)> {
-        self.counters.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, n)| (k.clone(), n.counters.clone())).collect()
     }
 
-    fn counter(&self, addr: &str) -> Arc<NodeCounters> {
-        self.counters.lock().unwrap_or_else(|p| p.into_inner()).entry(addr.to_string()).or_default().clone()
+    /// The counters of the node at `addr`, if a call went there.
+    pub fn counters_of(&self, addr: &str) -> Option<Arc<NodeCounters>> {
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner()).get(addr).map(|n| n.counters.clone())
     }
 
     /// The target for `addr` (`host:port`): the first seed's credentials, that address.
@@ -297,20 +303,22 @@ impl Cluster {
         Ok(Target { info: seed.info.clone().set_addr(ConnectionAddr::Tcp(host, port)), shown: addr.to_string() })
     }
 
-    fn pool(&self, addr: &str) -> Result<Arc<Pool>, Error> {
+    /// The node at `addr`, made (pool and counters) the first time a call goes there.
+    fn node(&self, addr: &str) -> Result<Arc<Node>, Error> {
         if self.is_closed() {
             return Err(Error::Backend("store is closed".into()));
         }
-        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = pools.get(addr) {
-            return Ok(p.clone());
+        let mut nodes = self.nodes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = nodes.get(addr) {
+            return Ok(n.clone());
         }
         let target = self.target(addr)?;
         let client = redis::Client::open(target.info).map_err(|e| Error::Backend(format!("Redis node {addr}: {e}")))?;
         let d = &self.dial;
-        let pool = Arc::new(Pool::new(client, target.shown, d.pool_size, d.connect_timeout, d.io_timeout));
-        pools.insert(addr.to_string(), pool.clone());
-        Ok(pool)
+        let pool = Pool::new(client, target.shown, d.pool_size, d.connect_timeout, d.io_timeout);
+        let node = Arc::new(Node { pool, counters: Arc::default() });
+        nodes.insert(addr.to_string(), node.clone());
+        Ok(node)
     }
 
     /// Ask the known nodes (the primaries, their replicas, then the seeds)
@@ -323,18 +331,20 @@ impl Cluster {
             addrs.extend(p.replicas.iter().cloned());
         }
         addrs.extend(self.seeds.iter().map(|s| s.shown.clone()));
-        addrs.dedup();
+        // Each node once, in that order.
+        let mut seen = std::collections::HashSet::new();
+        addrs.retain(|a| seen.insert(a.clone()));
         let mut last = None;
         let mut partial = None;
         for addr in &addrs {
-            let pool = match self.pool(addr) {
-                Ok(p) => p,
+            let node = match self.node(addr) {
+                Ok(n) => n,
                 Err(e) => {
                     last = Some(e);
                     continue;
                 }
             };
-            let text = pool.with(true, |c| {
+            let text = node.pool.with(true, |c| {
                 c.redis.set_read_timeout(Some(self.dial.connect_timeout))?;
                 let r = redis::cmd("CLUSTER").arg("NODES").query::<String>(&mut c.redis);
                 c.redis.set_read_timeout(Some(self.dial.io_timeout))?;
@@ -393,9 +403,9 @@ impl Cluster {
                     }
                 },
             };
-            let pool = self.pool(&addr)?;
-            let counter = self.counter(&addr);
-            let result = pool.try_with(idempotent, |c| {
+            let node = self.node(&addr)?;
+            let counter = &node.counters;
+            let result = node.pool.try_with(idempotent, |c| {
                 if asking {
                     redis::cmd("ASKING").query::<()>(&mut c.redis)?;
                 }
@@ -456,7 +466,9 @@ impl Cluster {
         }
         let why = last.map(|e| e.to_string()).unwrap_or_default();
         if let Some(p) = self.shape().owner(slot) {
-            self.counter(&p.addr).errors.fetch_add(1, Relaxed);
+            if let Ok(n) = self.node(&p.addr) {
+                n.counters.errors.fetch_add(1, Relaxed);
+            }
         }
         Err(Error::Unavailable(format!(
             "Redis Cluster did not serve slot {slot} within {:?} (nothing was written by the attempts refused): {why}",
@@ -483,8 +495,8 @@ impl Cluster {
     /// Drop every idle connection and refuse new work.
     pub fn close(&self) {
         self.closed.store(true, Relaxed);
-        for p in self.pools.lock().unwrap_or_else(|p| p.into_inner()).values() {
-            p.close();
+        for n in self.nodes.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            n.pool.close();
         }
     }
 

@@ -575,9 +575,11 @@ impl RedisStore {
     /// refuse the script whole (`CROSSSLOT`), and Cairn never sends one. On
     /// one server such a batch runs, atomically.
     fn script_slot(&self, keys: &[String]) -> Result<u16> {
+        if matches!(*self.nodes, Nodes::One(..)) {
+            return Ok(0);
+        }
         match slot::one_slot(keys.iter().map(|k| k.as_bytes())) {
             Ok(s) => Ok(s.unwrap_or(0)),
-            Err(_) if matches!(*self.nodes, Nodes::One(..)) => Ok(0),
             Err((a, b)) => {
                 self.cross_slot.fetch_add(1, Relaxed);
                 Err(Error::Backend(format!(
@@ -631,12 +633,8 @@ impl RedisStore {
                 counters.unconfirmed.fetch_add(1, Relaxed);
             }
             Nodes::Cluster(c) => {
-                if let Some(p) = c.shape().owner(slot) {
-                    for (addr, n) in c.counters() {
-                        if addr == p.addr {
-                            n.unconfirmed.fetch_add(1, Relaxed);
-                        }
-                    }
+                if let Some(n) = c.shape().owner(slot).and_then(|p| c.counters_of(&p.addr)) {
+                    n.unconfirmed.fetch_add(1, Relaxed);
                 }
             }
         }
