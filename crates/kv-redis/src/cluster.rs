@@ -465,10 +465,10 @@ impl Cluster {
             }
         }
         let why = last.map(|e| e.to_string()).unwrap_or_default();
-        if let Some(p) = self.shape().owner(slot) {
-            if let Ok(n) = self.node(&p.addr) {
-                n.counters.errors.fetch_add(1, Relaxed);
-            }
+        if let Some(p) = self.shape().owner(slot)
+            && let Ok(n) = self.node(&p.addr)
+        {
+            n.counters.errors.fetch_add(1, Relaxed);
         }
         Err(Error::Unavailable(format!(
             "Redis Cluster did not serve slot {slot} within {:?} (nothing was written by the attempts refused): {why}",
