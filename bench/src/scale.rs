@@ -8,7 +8,7 @@
 //! the hosts round-robin, one keep-alive connection each. Redis runs with an
 //! append-only file synced every second (its usual durable setting).
 
-use crate::append::{AppendRun, append_client, combine, verify};
+use crate::append::{AppendRun, append_one, combine};
 use crate::hosts::{self, Host};
 use crate::stack::{Client, McpCaller};
 use anyhow::{Context, Result, bail};
@@ -63,9 +63,7 @@ pub async fn drive_as(hosts: &[SocketAddr], people: &[String], tokens: &[String]
         let (addr, token) = (hosts[c % hosts.len()], tokens[c % tokens.len()].clone());
         tasks.push(tokio::spawn(async move {
             let mut caller = McpCaller { client: Client::connect(addr).await?, token };
-            let (lat, acked, conflicts) = append_client(&mut caller, &note, &format!("c{c}"), deadline).await?;
-            let (bad, size) = verify(&mut caller, &note, &acked).await?;
-            anyhow::Ok((lat, acked.len(), bad, conflicts, size))
+            append_one(&mut caller, &note, &format!("c{c}"), deadline).await
         }));
     }
     let mut outcomes = Vec::new();

@@ -245,8 +245,15 @@ pub fn text_of(size: usize, i: u64) -> String {
     t
 }
 
+/// The version of a whole read of the note's markdown tab: what a
+/// whole-tab write may be based on. A read the cap cut hands out a part
+/// token, which `replace_text` refuses, so a cut read is asked again whole
+/// (the peers never cut a read, and refuse `max_chars`).
 pub async fn read_version(c: &mut impl Caller, note: &str) -> Result<Value> {
-    let read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
+    let mut read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await?;
+    if read["structuredContent"]["extent"] == "part" {
+        read = c.call("read_note_tab", json!({"note_id": note, "tab_id": "markdown", "max_chars": 1_000_000})).await?;
+    }
     if read["isError"] != false {
         bail!("read refused: {read}");
     }

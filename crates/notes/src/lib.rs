@@ -32,6 +32,8 @@
 //!   history), `edit` (tab edits, patches and their rebase check).
 //! - `audit` (the audit trail people read, and refused writes recorded for it).
 //! - [`search`] (queries over the index, [`search::merge`], [`search::reindex`] and [`search::check`]).
+//! - [`version`]: version tokens: what a read hands back to write against,
+//!   marked `part` when the read returned part of the tab.
 //! - [`tools`](mod@tools): one file per tool and [`tools::TOOLS`], the one table.
 //! - [`rest`]: the people's REST API over the same rules: one route table
 //!   ([`rest::ROUTES`]) and one file per operation.
@@ -62,6 +64,7 @@ pub mod refusal;
 pub mod rest;
 pub mod tools;
 pub mod url;
+pub mod version;
 
 mod args;
 mod audit;

@@ -21,6 +21,16 @@ pub const NEXT_STEP_REREAD: &str = "read the tab again, redo your change on what
 then write with the new version and a new idempotency key (on a big markdown tab, read_note_tab with \
 since_version set to the version you read returns only what changed)";
 
+/// The next step of a `partial_base` refusal (the refusal also names the
+/// tab's size as `read_max_chars`, the `max_chars` a whole read needs).
+pub const NEXT_STEP_PARTIAL_BASE: &str = "nothing was written: your version came from a read that \
+returned part of the tab (a read the character cap cut, a window, a section, an outline, a past \
+version), and a whole-tab write would delete what you did not read. To change part of the tab, send \
+the same version with append_text (add at the end), replace_in_text (old_text that occurs once, and \
+new_text) or replace_section (section_id and expected_section_hash from read_note_outline). To replace \
+the whole tab, read it whole first (read_note_tab with max_chars at least read_max_chars), redo your \
+change on that text, and write with the version that read returns";
+
 /// The next step of a `claim_conflict` refusal.
 pub const NEXT_STEP_CLAIM: &str = "wait until expires_at or work on another target; \
 do not write around the claim";
@@ -40,6 +50,10 @@ pub enum Code {
     VersionConflict,
     /// `base_content_hash` is not the tab's current content hash.
     ContentHashMismatch,
+    /// A whole-tab write (`replace_text`, `replace_tab_data`) based on a
+    /// version from a read that returned part of the tab (a `"<n>:part"`
+    /// token): it would delete what the writer did not read.
+    PartialBase,
     /// The idempotency key already names a different write.
     IdempotencyKeyReused,
     /// Another actor holds a claim on the target.
@@ -61,12 +75,13 @@ pub enum Code {
 
 impl Code {
     /// Every code, for tests and documentation.
-    pub const ALL: [Code; 12] = [
+    pub const ALL: [Code; 13] = [
         Code::InvalidArgument,
         Code::NotFound,
         Code::TooLarge,
         Code::VersionConflict,
         Code::ContentHashMismatch,
+        Code::PartialBase,
         Code::IdempotencyKeyReused,
         Code::ClaimConflict,
         Code::OutsideClaim,
@@ -84,6 +99,7 @@ impl Code {
             Code::TooLarge => "too_large",
             Code::VersionConflict => "version_conflict",
             Code::ContentHashMismatch => "content_hash_mismatch",
+            Code::PartialBase => "partial_base",
             Code::IdempotencyKeyReused => "idempotency_key_reused",
             Code::ClaimConflict => "claim_conflict",
             Code::OutsideClaim => "outside_claim",
@@ -104,7 +120,12 @@ impl Code {
             Code::Busy => 503,
             Code::TooComplex => 422,
             Code::QuotaExceeded => 507,
-            Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused | Code::ClaimConflict | Code::OutsideClaim => 409,
+            Code::VersionConflict
+            | Code::ContentHashMismatch
+            | Code::PartialBase
+            | Code::IdempotencyKeyReused
+            | Code::ClaimConflict
+            | Code::OutsideClaim => 409,
         }
     }
 
@@ -118,6 +139,7 @@ impl Code {
             Code::TooComplex => "send a smaller request; nothing was written",
             Code::QuotaExceeded => "free space first (an operator raises the quota, or the tenant deletes tabs or notes); nothing was written",
             Code::ClaimConflict => NEXT_STEP_CLAIM,
+            Code::PartialBase => NEXT_STEP_PARTIAL_BASE,
             Code::OutsideClaim => "you hold a claim on one section of this tab: change only its lines (replace_section, or a patch inside it); to write elsewhere, release_claim it, or claim the tab instead",
             Code::Forbidden => "this claim is not yours: leave it alone; wait until it expires or work on another target",
             Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused => NEXT_STEP_REREAD,

@@ -41,7 +41,7 @@ pub(crate) fn key(desc: &str) -> Value {
 
 /// A version read earlier.
 pub(crate) fn version(desc: &str) -> Value {
-    json!({"type": "integer", "minimum": 0, "description": desc})
+    crate::version::schema(desc)
 }
 
 /// Page size of a listing.
@@ -190,9 +190,9 @@ pub(crate) fn list(items: Value) -> Value {
 pub(crate) fn write_result(required: &[&str], extra: Value) -> Value {
     let mut props = json!({
         "note_id": text(),
-        "version": count(),
+        "version": crate::version::out_schema(),
         "tab_id": text(),
-        "tab_version": count(),
+        "tab_version": crate::version::out_schema(),
         "content_hash": hash(),
         "replayed": flag(),
     });

@@ -24,6 +24,7 @@ use crate::keys;
 use crate::kv::{Staged, TenantKv};
 use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Tab, Who, canonical_json, decode, encode, nonce, rand8, sha_hex};
 use crate::refusal::{Code, Out, Refusal};
+use crate::version::{Extent, Version};
 
 /// Idempotency records kept in the head; older ones move to their own keys.
 /// One: the record of the write being committed must be in the head (it
@@ -53,6 +54,13 @@ pub(crate) struct WriteSpec<'a> {
     /// The idempotency key and the fingerprint of the payload it names.
     pub idem: Option<(&'a str, Fingerprint<'a>)>,
     pub expected_version: u64,
+    /// What the read `expected_version` came from returned of the tab
+    /// ([`crate::version`]): a part token refuses a whole-tab write, and
+    /// marks the result.
+    pub base: Extent,
+    /// The write replaces a whole tab (`replace_text`, `replace_tab_data`,
+    /// the people's whole-tab write, restore, delete): refused on a part base.
+    pub whole_tab: bool,
     pub scope: VersionScope,
     pub base_content_hash: Option<&'a str>,
     /// A patch that may be rebased: an older `expected_version` passes the
@@ -134,7 +142,7 @@ pub(crate) fn note_scope<'a>(
     note_level: bool,
     note_id: &'a str,
     key: Option<&'a str>,
-    expected_version: u64,
+    expected: Version,
     payload: &Value,
 ) -> WriteSpec<'a> {
     WriteSpec {
@@ -142,7 +150,9 @@ pub(crate) fn note_scope<'a>(
         note_level,
         note_id,
         idem: key.map(|k| (k, Fingerprint::of(tool, payload))),
-        expected_version,
+        expected_version: expected.number,
+        base: expected.extent,
+        whole_tab: false,
         scope: VersionScope::Note,
         base_content_hash: None,
         rebase: false,
@@ -180,6 +190,31 @@ fn refused_by_claim(kv: &TenantKv, env: &mut dyn Env, who: &Identity, head: &Hea
     let key = keys::claim_audit(&head.note_id, now, &rand8(env));
     let _ = put_record(kv, &key, &rec);
     conflict(head, c, "nothing was written")
+}
+
+/// Refuses a whole-tab write based on a part token (see [`crate::version`]):
+/// nothing is written, and the refusal names the `max_chars` a whole read
+/// of the tab needs.
+fn check_base(head: &Head, spec: &WriteSpec, target: Target) -> Result<(), Refusal> {
+    if !(spec.whole_tab && spec.base == Extent::Part) {
+        return Ok(());
+    }
+    let tab = match target {
+        Target::Tab(i) => &head.tabs[i],
+        Target::Note => return Ok(()),
+    };
+    let read_max_chars = tab.size.clamp(1, crate::env::MAX_READ_CHARS as u64);
+    Err(Refusal::new(
+        Code::PartialBase,
+        format!(
+            "expected_version {}:part comes from a read that returned part of tab {}: a whole-tab write on it would delete what you did not read",
+            spec.expected_version, tab.id
+        ),
+    )
+    .with_version(head.version)
+    .with("field", "expected_version")
+    .with("tab_id", tab.id.clone())
+    .with("read_max_chars", read_max_chars))
 }
 
 fn check_version(head: &Head, spec: &WriteSpec, target: Target) -> Result<(), Refusal> {
@@ -266,6 +301,7 @@ pub(crate) fn commit(
                 return Ok(Decision::Leave(v));
             }
         };
+        check_base(head, spec, target)?;
         check_claims(kv, env, who, head, spec, target, now)?;
         check_version(head, spec, target)?;
 
@@ -329,6 +365,21 @@ fn check_bytes_quota(kv: &TenantKv, quota: crate::env::Quotas, adding: u64, vers
     Ok(())
 }
 
+/// Marks a write's result as a part token when the writer cannot know the
+/// whole tab it leaves: its base was a part token, or it was rebased over
+/// changes the writer never read (the mark's rule 3 in [`crate::version`]).
+fn mark_result(result: &mut Map<String, Value>, spec: &WriteSpec) {
+    let rebased = result.get("rebased").and_then(Value::as_bool) == Some(true);
+    if !(spec.base == Extent::Part || rebased) {
+        return;
+    }
+    for field in ["version", "tab_version"] {
+        if let Some(n) = result.get(field).and_then(Value::as_u64) {
+            result.insert(field.into(), Version::of(n, Extent::Part).to_json());
+        }
+    }
+}
+
 /// Bumps the versions and records the write in the head: the result, the history
 /// entry and the idempotency record. Records leaving the head go to their own
 /// immutable keys, in one batch, before the swap that drops them from the head.
@@ -356,6 +407,7 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
         result.insert("content_hash".into(), t.content_hash.clone().into());
     }
     result.insert("replayed".into(), false.into());
+    mark_result(&mut result, spec);
     let result = Value::Object(result);
 
     let deleted = change.removed_tab.is_some();

@@ -17,7 +17,7 @@ use super::{Ctx, RestReply, answer, commit_tab, parse_keyed};
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AttachFile {
-    expected_version: u64,
+    expected_version: crate::version::Version,
     #[serde(default)]
     idempotency_key: Option<String>,
     name: String,

@@ -15,7 +15,7 @@ use super::{Ctx, RestReply, answer_tab, check_not_fixed, commit_tab, find_tab_in
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DeleteTab {
-    expected_version: u64,
+    expected_version: crate::version::Version,
     #[serde(default)]
     idempotency_key: Option<String>,
 }
@@ -26,7 +26,9 @@ pub fn delete_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &s
     answer_tab(kv, who, note_id, tab_id, |kv| {
         let a: DeleteTab = parse_keyed(args)?;
         let payload = json!({"tab_id": tab_id, "expected_version": a.expected_version});
-        let spec = note_scope("delete_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        let mut spec = note_scope("delete_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        // It replaces the whole tab: a part token is refused.
+        spec.whole_tab = true;
         let resolve = |head: &Head| -> Out<usize> {
             let i = find_tab_index(head, tab_id)?;
             check_not_fixed(&head.tabs[i], "tab_id", "the markdown, files and sources tabs cannot be deleted")?;

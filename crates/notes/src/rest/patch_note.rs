@@ -15,7 +15,7 @@ use super::{Ctx, RestReply, answer, forbidden_approval, parse_keyed};
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UpdateNote {
-    expected_version: u64,
+    expected_version: crate::version::Version,
     #[serde(default)]
     idempotency_key: Option<String>,
     #[serde(default)]

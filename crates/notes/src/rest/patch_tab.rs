@@ -16,7 +16,7 @@ use super::{Ctx, RestReply, answer_tab, check_not_fixed, commit_tab, find_tab_in
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UpdateTab {
-    expected_version: u64,
+    expected_version: crate::version::Version,
     #[serde(default)]
     idempotency_key: Option<String>,
     #[serde(default)]

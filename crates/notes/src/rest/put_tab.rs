@@ -17,7 +17,7 @@ use super::{Ctx, RestReply, answer_tab, parse_keyed};
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WriteTab {
-    expected_version: u64,
+    expected_version: crate::version::Version,
     #[serde(default)]
     idempotency_key: Option<String>,
     #[serde(default)]
@@ -65,7 +65,9 @@ pub fn write_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &st
             note_level: false,
             note_id,
             idem: a.idempotency_key.as_deref().map(|k| (k, fp)),
-            expected_version: a.expected_version,
+            expected_version: a.expected_version.number,
+            base: a.expected_version.extent,
+            whole_tab: true,
             scope: a.version_scope.unwrap_or_default(),
             base_content_hash: a.base_content_hash.as_deref(),
             rebase: false,

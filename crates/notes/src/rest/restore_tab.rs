@@ -15,7 +15,7 @@ use super::{Ctx, RestReply, answer_tab, parse_keyed};
 #[serde(deny_unknown_fields)]
 struct Restore {
     from_version: u64,
-    expected_version: u64,
+    expected_version: crate::version::Version,
     #[serde(default)]
     idempotency_key: Option<String>,
 }
@@ -33,7 +33,9 @@ pub fn restore_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &
             return Err(Refusal::invalid("from_version", "from_version must be a note version from the history (1 or more)").into());
         }
         let payload = json!({"tab_id": tab_id, "from_version": a.from_version, "expected_version": a.expected_version});
-        let spec = note_scope("restore_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        let mut spec = note_scope("restore_tab", false, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
+        // It replaces the whole tab: a part token is refused.
+        spec.whole_tab = true;
         commit(
             kv,
             env,

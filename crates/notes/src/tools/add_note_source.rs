@@ -19,7 +19,7 @@ tool!("add_note_source", "Add a note source", WRITE_SCOPE, ADDS);
 #[serde(deny_unknown_fields)]
 struct Args {
     note_id: String,
-    expected_version: u64,
+    expected_version: crate::version::Version,
     idempotency_key: String,
     title: String,
     url: String,

@@ -27,7 +27,7 @@ enum NewTabType {
 #[serde(deny_unknown_fields)]
 struct Args {
     note_id: String,
-    expected_version: u64,
+    expected_version: crate::version::Version,
     idempotency_key: String,
     tab_type: NewTabType,
     #[serde(default, deserialize_with = "crate::args::present")]

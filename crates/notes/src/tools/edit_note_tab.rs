@@ -12,7 +12,7 @@ use crate::args::{
 use crate::content::MAX_DOC_BYTES;
 use crate::edit::{Edit, OPERATION_FIELDS, Operation, Patch, edit_tab_with};
 use crate::refusal::{Out, Refusal};
-use crate::schema::{id, key, note_id, object, outline, version};
+use crate::schema::{id, key, note_id, object, outline};
 use crate::model::sha_hex;
 use crate::write::{Fingerprint, WriteSpec, fingerprint};
 
@@ -23,7 +23,7 @@ tool!("edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
 struct Args {
     note_id: String,
     tab_id: String,
-    expected_version: u64,
+    expected_version: crate::version::Version,
     idempotency_key: String,
     operation: Operation,
     #[serde(default, deserialize_with = "crate::args::present")]
@@ -254,7 +254,7 @@ fn input_schema() -> Value {
         json!({
             "note_id": note_id(),
             "tab_id": id("Exact tab ID from list_note_tabs or read_note_tab (never a type or a label)."),
-            "expected_version": version("The version you read: the note's version, or the tab's with version_scope tab."),
+            "expected_version": crate::version::schema("The version you read, as the read gave it (a number, or a \"<n>:part\" token from a read that returned part of the tab): the note's version, or the tab's with version_scope tab. replace_text and replace_tab_data need a version from a read of the whole tab."),
             "idempotency_key": key("Names this one change on this one base version; a new key for every new attempt after a conflict."),
             "operation": {"type": "string", "enum": ops.iter().map(|o| o.as_str()).collect::<Vec<_>>()},
             "version_scope": {"type": "string", "enum": ["note", "tab"],
@@ -309,10 +309,10 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let text_hash = text.as_deref().map(|t| sha_hex(t.as_bytes()));
     let edit = match a.operation {
         Operation::ReplaceText => Edit::Text(text.unwrap_or_default(), text_hash.clone().unwrap_or_else(|| sha_hex(b""))),
-        Operation::AppendText => Edit::Patch(Patch::Append(text.clone().unwrap_or_default()), a.rebase.then_some(a.expected_version)),
+        Operation::AppendText => Edit::Patch(Patch::Append(text.clone().unwrap_or_default()), a.rebase.then_some(a.expected_version.number)),
         Operation::ReplaceInText => Edit::Patch(
             Patch::Replace { old: a.old_text.clone().unwrap_or_default(), new: a.new_text.clone().unwrap_or_default() },
-            a.rebase.then_some(a.expected_version),
+            a.rebase.then_some(a.expected_version.number),
         ),
         Operation::ReplaceSection => Edit::Patch(
             Patch::Section {
@@ -320,7 +320,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
                 hash: a.expected_section_hash.clone().unwrap_or_default(),
                 text: text.clone().unwrap_or_default(),
             },
-            Some(a.expected_version),
+            Some(a.expected_version.number),
         ),
         Operation::ReplaceTabData => Edit::Data(a.data.take().unwrap_or_default()),
         Operation::SlideAdd => Edit::SlideAdd(SlideIn {
@@ -360,7 +360,9 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         note_level: false,
         note_id: &a.note_id,
         idem: Some((&a.idempotency_key, fp)),
-        expected_version: a.expected_version,
+        expected_version: a.expected_version.number,
+        base: a.expected_version.extent,
+        whole_tab: matches!(a.operation, Operation::ReplaceText | Operation::ReplaceTabData),
         scope: a.scope(),
         base_content_hash: a.base_content_hash.as_deref(),
         // A section edit applies over later changes elsewhere: its guard is the section's hash.

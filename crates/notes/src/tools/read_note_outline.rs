@@ -9,6 +9,7 @@ use crate::args::{check_id, parse};
 use crate::content::load_text;
 use crate::head::load_head;
 use crate::model::TabKind;
+use crate::version::{Extent, Version};
 use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{id, note_id, object};
 use crate::sections::{lines, outline};
@@ -86,7 +87,7 @@ fn output_schema() -> Value {
     );
     output(result(
         &["note_id", "tab_id", "version", "tab_version", "total_lines", "sections", "truncated", "notice"],
-        json!({"note_id": text(), "tab_id": text(), "version": count(), "tab_version": count(), "total_lines": count(),
+        json!({"note_id": text(), "tab_id": text(), "version": crate::version::out_schema(), "tab_version": crate::version::out_schema(), "total_lines": count(),
                "sections": list(section), "truncated": flag(), "next": count(), "notice": notice()}),
     ))
 }
@@ -151,8 +152,9 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let mut out = json!({
         "note_id": head.note_id,
         "tab_id": tab.id,
-        "version": head.version,
-        "tab_version": tab.version,
+        // An outline holds no text: a whole-tab write on it is refused.
+        "version": Version::of(head.version, Extent::Part),
+        "tab_version": Version::of(tab.version, Extent::Part),
         "total_lines": lines(&text).len(),
         "sections": sections,
         "truncated": next.is_some(),

@@ -8,6 +8,7 @@ use super::{Call, READ, READ_SCOPE};
 use crate::args::{MAX_COLS, MAX_RANGE, MAX_ROWS, check_id, check_range, parse};
 use crate::head::load_head;
 use crate::model::{TabKind, tab_provenance};
+use crate::version::{Extent, Version};
 use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{id, note_id, object};
 use crate::sheet::{load_manifest, read_range};
@@ -71,7 +72,7 @@ fn output_schema() -> Value {
         json!({
             "note_id": text(), "tab_id": text(), "sheet_id": text(), "start_row": count(), "start_col": count(),
             "num_rows": count(), "num_cols": count(), "values": list(list(cell)), "sheet_rows": count(),
-            "sheet_cols": count(), "version": count(), "tab_version": count(), "provenance": provenance(), "notice": notice(),
+            "sheet_cols": count(), "version": crate::version::out_schema(), "tab_version": crate::version::out_schema(), "provenance": provenance(), "notice": notice(),
         }),
     ))
 }
@@ -94,6 +95,13 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         None => m.sheets.first().ok_or_else(|| Refusal::not_found("sheet"))?,
     };
     let values = read_range(c.kv, sheet, a.start_row, a.start_col, a.num_rows, a.num_cols)?;
+    // Whole only when these cells are every cell of the tab.
+    let every_cell = m.sheets.len() == 1
+        && a.start_row == 0
+        && a.start_col == 0
+        && values.len() as u64 >= sheet.rows
+        && values.first().map_or(0, Vec::len) as u64 >= sheet.cols;
+    let extent = if every_cell { Extent::Whole } else { Extent::Part };
     Ok(json!({
         "note_id": head.note_id,
         "tab_id": tab.id,
@@ -105,8 +113,8 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         "values": values,
         "sheet_rows": sheet.rows,
         "sheet_cols": sheet.cols,
-        "version": head.version,
-        "tab_version": tab.version,
+        "version": Version::of(head.version, extent),
+        "tab_version": Version::of(tab.version, extent),
         "provenance": tab_provenance(tab),
         "notice": NOTICE,
     }))

@@ -36,6 +36,7 @@ mod lying_store;
 mod model_check;
 mod output_schemas;
 mod paging;
+mod partial_base;
 mod parts;
 mod patches;
 mod provenance;

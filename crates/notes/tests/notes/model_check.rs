@@ -208,12 +208,12 @@ impl Model {
             None => {
                 assert!(blocker.is_none(), "{tool} by actor {actor} went through a live claim {blocker:?}: {r}");
                 if r["already_attached"] == true {
-                    assert_eq!(r["version"], self.version[note], "an already attached source moves no version");
+                    assert_eq!(num(&r["version"]), self.version[note], "an already attached source moves no version");
                     self.seen_kinds.add("already attached");
                     return Some(r);
                 }
                 assert!(expected == self.version[note] || may_rebase, "{tool} on stale version {expected} (now {}) was acknowledged: {r}", self.version[note]);
-                assert_eq!(r["version"], self.version[note] + 1, "an acknowledged write moves the version by one: {r}");
+                assert_eq!(num(&r["version"]), self.version[note] + 1, "an acknowledged write moves the version by one: {r}");
                 assert_eq!(r["replayed"], false);
                 self.version[note] += 1;
                 self.seen_kinds.add(if r["rebased"] == true { "rebased append" } else { "acknowledged write" });

@@ -192,7 +192,7 @@ fn since_version_returns_only_what_changed() {
     let r = read(&mut w, &ada, &note, json!({"since_version": seen}));
     assert_eq!(r.get("text"), None, "no whole text");
     assert_eq!(r["since_version"], seen);
-    assert_eq!(r["version"], seen + 1);
+    assert_eq!(r["version"], format!("{}:part", seen + 1), "hunks are part of the tab: a part token");
     assert_eq!(r["hunks"], json!([{"old_start": 61, "old_lines": 1, "new_start": 61, "new_lines": 1, "text": "Method line seven\n"}]));
 }
 
@@ -285,7 +285,7 @@ fn a_section_edit_lands_over_changes_elsewhere_and_keeps_them() {
     let (ada, bot) = (human("acme"), agent("acme"));
     let (note, text) = big_note(&mut w, &ada);
     let o = outline_of(&mut w, &bot, &note);
-    let read_at = o["version"].as_u64().unwrap();
+    let read_at = num(&o["version"]);
     // A person changes the intro after the agent read the outline.
     w.write_text(&ada, &note, &text.replace("Intro line 1\n", "Intro line one\n"), "person-1");
     let r = replace_section(&mut w, &bot, &note, read_at, "method", &o["sections"][1]["section_hash"], "# Method\nrewritten\n", "bot-1");
@@ -307,7 +307,7 @@ fn a_section_edit_over_a_changed_section_is_refused_and_nothing_is_written() {
     let o = outline_of(&mut w, &bot, &note);
     w.write_text(&ada, &note, &text.replace("Method line 9\n", "Method line nine\n"), "person-1");
     let before = w.kv.notes_state();
-    let r = replace_section(&mut w, &bot, &note, o["version"].as_u64().unwrap(), "method", &o["sections"][1]["section_hash"], "# Method\nmine\n", "bot-1");
+    let r = replace_section(&mut w, &bot, &note, num(&o["version"]), "method", &o["sections"][1]["section_hash"], "# Method\nmine\n", "bot-1");
     let refused = &r["structuredContent"];
     assert_eq!((refused["error"].as_str(), refused["field"].as_str()), (Some("version_conflict"), Some("expected_section_hash")), "{refused}");
     let now = outline_of(&mut w, &bot, &note);
@@ -322,7 +322,7 @@ fn a_new_heading_renames_the_section_and_the_result_says_so() {
     let ada = human("acme");
     let (note, _) = big_note(&mut w, &ada);
     let o = outline_of(&mut w, &ada, &note);
-    let v = o["version"].as_u64().unwrap();
+    let v = num(&o["version"]);
     let r = replace_section(&mut w, &ada, &note, v, "results", &o["sections"][2]["section_hash"], "# Findings\nall good\n", "k-1");
     assert_eq!(r["structuredContent"]["section_id"], "findings", "{r}");
     let ids: Vec<Value> = outline_of(&mut w, &ada, &note)["sections"].as_array().unwrap().iter().map(|s| s["section_id"].clone()).collect();
@@ -335,7 +335,7 @@ fn bad_section_edits_are_refused_naming_the_field() {
     let ada = human("acme");
     let (note, _) = big_note(&mut w, &ada);
     let o = outline_of(&mut w, &ada, &note);
-    let v = o["version"].as_u64().unwrap();
+    let v = num(&o["version"]);
     let before = w.kv.notes_state();
     let r = replace_section(&mut w, &ada, &note, v, "method", &json!("not-a-hash"), "# Method\n", "k-1");
     assert_eq!(r["structuredContent"]["field"], "expected_section_hash", "{r}");

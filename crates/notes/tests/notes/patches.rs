@@ -73,7 +73,7 @@ fn a_rebased_patch_applies_over_changes_elsewhere_and_says_so() {
     let r = patch(&mut w, &bot, &note, 2, "a", json!({"operation": "append_text", "text": "- agent risk", "rebase": true}));
     assert_eq!(r["rebased"], true, "{r}");
     assert_eq!(r["rebased_over"], json!([3]));
-    assert_eq!(r["version"], 4);
+    assert_eq!(r["version"], "4:part", "rebased over a change the agent never read: a part token");
     let r = patch(&mut w, &bot, &note, 2, "b", json!({"operation": "replace_in_text", "old_text": "step two", "new_text": "step 2", "rebase": true}));
     assert_eq!(r["rebased"], true, "{r}");
     assert_eq!(text(&mut w, &ada, &note), DOC.replace("intro", "A better intro.").replace("step two", "step 2") + "- agent risk\n");

@@ -101,7 +101,7 @@ fn reading_a_tab_at_a_version_returns_it_as_it_was() {
     assert_eq!(w.write_text(&ada, &note, "second", "again")["isError"], false);
     let r = rest::read_tab(&w.kv, &mut w.env, &ada, &note, "markdown", Some("2")).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!((r.body["text"].as_str(), r.body["at_version"].as_u64(), r.body["version"].as_u64()), (Some("first"), Some(2), Some(3)));
+    assert_eq!((r.body["text"].as_str(), r.body["at_version"].as_u64(), r.body["version"].as_str()), (Some("first"), Some(2), Some("3:part")));
     let bad = rest::read_tab(&w.kv, &mut w.env, &ada, &note, "markdown", Some("two")).unwrap();
     assert_eq!((bad.status, bad.body["field"].as_str()), (400, Some("at_version")));
 }

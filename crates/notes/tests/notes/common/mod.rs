@@ -306,3 +306,11 @@ impl World {
         self.write_text(who, note, text, key)["structuredContent"].clone()
     }
 }
+
+/// The number of a version as a read or a write hands it out: a plain
+/// number, or the number of a `"<n>:part"` token.
+pub fn num(v: &Value) -> u64 {
+    v.as_u64()
+        .or_else(|| v.as_str().and_then(|s| s.strip_suffix(":part")).and_then(|n| n.parse().ok()))
+        .unwrap_or_else(|| panic!("not a version: {v}"))
+}
