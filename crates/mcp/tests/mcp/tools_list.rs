@@ -24,7 +24,10 @@ fn every_tool_of_the_table_is_listed_in_order_with_its_security_scheme() {
 fn tools_list_matches_the_saved_wire_fixture() {
     let core = Core::new();
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/wire/tools_list.json");
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let r = reply(&core, &agent(), &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    if std::env::var_os("CAIRN_REGENERATE_FIXTURES").is_some() {
+        std::fs::write(&path, serde_json::to_string_pretty(&r).unwrap() + "\n").unwrap();
+    }
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(r, saved, "tools/list differs from {}", path.display());
 }
