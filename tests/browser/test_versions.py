@@ -59,10 +59,11 @@ def test_approving_the_note_then_editing_saves_without_a_merge(server, context, 
 def test_restore_after_an_agent_wrote_succeeds_shows_the_text_and_says_so(server, context, person, agent):
     note, v1, w = opened(context, server, person, "Restore after", "the person's text\n")
     w.page.wait_for_selector(f'#history li[data-version="{v1}"]')
-    # A draft the restore must not bring back, and a write the page has not seen.
+    # A draft the restore must not bring back once the person discards it, and a write the page has not seen.
     w.page.fill("#editor", "a draft before the restore\n")
     agent_rewrite(agent, note, lambda t: "the agent's text\n")
     w.page.click(f'#history li[data-version="{v1}"] .restore-version')
+    w.page.click("#restore-discard")
     w.page.wait_for_selector('#status:has-text("Restored")')
     w.page.wait_for_selector('#main[data-loaded="markdown"]', state="attached")
     assert w.page.input_value("#editor") == "the person's text\n"

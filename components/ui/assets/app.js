@@ -1031,7 +1031,7 @@ function historyPanel(ctx) {
       e.tab_id ? h('div', { class: 'row' },
         h('button', { class: 'view-version', onclick: () => showVersion(ctx, view, e.version) }, 'View'),
         h('button', { class: 'diff-version', onclick: () => showDiff(ctx, view, e.version) }, 'Diff to now'),
-        h('button', { class: 'restore-version', onclick: () => restore(ctx, e.version) }, 'Restore')) : null)));
+        h('button', { class: 'restore-version', onclick: () => restore(ctx, view, e.version) }, 'Restore')) : null)));
   };
   ctx.refreshHistory = load;
   load();
@@ -1070,16 +1070,41 @@ async function showDiff(ctx, view, v) {
   openView(view, 'Changes from version ' + r.body.from + ' to ' + r.body.to, pre);
 }
 
-async function restore(ctx, v) {
+/** Whether the person has an unsaved draft of the open tab in this browser (markdown, slides or cells). */
+function hasDraft(ctx) {
+  const d = loadDraft(ctx.noteId, ctx.tabId);
+  return !!d && (d.text != null || d.slides != null || d.cells != null);
+}
+
+/** Restores version `v` of the open tab. Over an unsaved draft, the person
+ * is asked first: keep editing (nothing restored), restore and keep the
+ * draft (still on the version it started from, so its save is stale and
+ * meets the restored text: the merge, for markdown), or restore and discard
+ * it. A draft is never dropped without that answer. */
+function restore(ctx, view, v) {
+  if (!hasDraft(ctx)) return restoreNow(ctx, v, false);
+  const choose = (f) => () => { view.close(); f(); };
+  openView(view, 'Restore version ' + v + ' over your draft?', h('div', { id: 'restore-ask' },
+    h('p', {}, 'You have an unsaved draft of this tab, kept in this browser. Restoring saves version ' + v + ' as the tab\'s text.'),
+    h('p', {}, 'Keep your draft, and saving it later shows it against the restored text (for markdown, as a merge); or discard it.'),
+    h('div', { class: 'row' },
+      h('button', { id: 'restore-cancel', class: 'primary', onclick: choose(() => {}) }, 'Do not restore'),
+      h('button', { id: 'restore-keep', onclick: choose(() => restoreNow(ctx, v, true)) }, 'Restore and keep my draft'),
+      h('button', { id: 'restore-discard', onclick: choose(() => restoreNow(ctx, v, false)) }, 'Restore and discard my draft'))));
+  $('#restore-cancel').focus();
+}
+
+async function restoreNow(ctx, v, keepDraft) {
   // The note's version as it is now: someone may have written since the page read it.
   const head = await api('GET', '/api/v1/notes/' + enc(ctx.noteId));
   if (!head.ok) return status(plainRefusal(head.body), true);
   const r = await api('POST', '/api/v1/notes/' + enc(ctx.noteId) + '/tabs/' + enc(ctx.tabId) + '/restore', { from_version: v, expected_version: head.body.version, idempotency_key: newKey() });
   if (!r.ok) return status('Not restored. ' + plainRefusal(r.body), true);
-  // The restored text is what the tab holds now: a draft of the text before would bring it back.
-  dropDraft(ctx.noteId, ctx.tabId);
+  // Discarding was the person's choice; a kept draft stays on the version it started from.
+  if (!keepDraft) dropDraft(ctx.noteId, ctx.tabId);
   await route();
-  status('Restored the tab as it was at version ' + v + ' (saved as version ' + r.body.version + ').');
+  status('Restored the tab as it was at version ' + v + ' (saved as version ' + r.body.version + ').'
+    + (keepDraft ? ' Your draft is kept, on the version it started from: saving it shows it against the restored text.' : ''));
 }
 
 // ------------------------------------------------------- save feedback ---
