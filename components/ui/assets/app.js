@@ -119,14 +119,33 @@ function claimsOf(t) {
 
 const me = () => claimsOf(token() || '') || {};
 const expired = (c) => typeof c.exp === 'number' && c.exp * 1000 <= Date.now();
-const named = (c) => [c.name || c.sub || 'someone', c.tenant && 'tenant ' + c.tenant].filter(Boolean).join(', ');
+
+/** Whether this browser holds a sign-in of any kind: an access token
+ * (valid, expired or unreadable) or a refresh token. Such a sign-in is the
+ * person's own: no link replaces it without asking. */
+const signedInHere = () => !!(localStorage.getItem(TOKEN) || localStorage.getItem(REFRESH));
+
+/** Whether two sign-ins are one account: the same tenant and subject
+ * (display names are not accounts: two people may share one). */
+const sameAccount = (a, b) => !!a && !!b && a.sub != null && a.sub === b.sub && (a.tenant || '') === (b.tenant || '');
+
+/** A sign-in in words: name, role and tenant; when `other` has the same
+ * name, the account too, so that two people of one name are told apart. */
+function described(c, other) {
+  if (!c) return 'someone whose sign-in this browser cannot read';
+  const bits = [c.role, c.tenant && 'tenant ' + c.tenant];
+  if (other && c.name && c.name === other.name) bits.push('account ' + c.sub);
+  const more = bits.filter(Boolean).join(', ');
+  return (c.name || c.sub || 'someone') + (more ? ' (' + more + ')' : '');
+}
 
 /** A sign-in link's `#token=…`. The token leaves the address bar and the
  * tab's history at once (the entry is replaced, so Back does not bring it
  * back). A token that cannot be read or has expired is refused with a plain
- * message. Signed in as someone else already, the person is asked first
- * (`pendingLink`): a link never switches a session silently. Returns what
- * to tell the person, if anything. */
+ * message. When this browser holds a sign-in of another account (or one it
+ * cannot read), in whatever state, the person is asked first
+ * (`pendingLink`): nothing is replaced or revoked until they say so.
+ * Returns what to tell the person, if anything. */
 function takeTokenFromFragment() {
   const m = location.hash.match(/^#token=([^&]*)/);
   if (!m) return null;
@@ -140,13 +159,12 @@ function takeTokenFromFragment() {
   const claims = claimsOf(offered);
   if (!claims) return { refused: 'That sign-in link does not hold a sign-in we can read. Ask for a new link.' };
   if (expired(claims)) return { refused: 'That sign-in link has expired. Ask for a new link.' };
-  const current = token();
-  if (!current || current === offered || expired(me())) {
-    dropRefresh();
+  // The same account (or nobody here): a newer token of it, the refresh token kept.
+  if (!signedInHere() || sameAccount(claimsOf(token() || ''), claims)) {
     localStorage.setItem(TOKEN, offered);
     return null;
   }
-  pendingLink = { token: offered, claims };
+  pendingLink = { claims, accept: () => { localStorage.setItem(TOKEN, offered); return dropRefresh(); }, decline: () => {} };
   return null;
 }
 
@@ -154,27 +172,42 @@ function takeTokenFromFragment() {
 function dropRefresh() {
   const rt = localStorage.getItem(REFRESH);
   localStorage.removeItem(REFRESH);
-  if (rt) revokeRefresh(rt);
+  return revokeRefresh(rt);
 }
 
-/** A sign-in link for someone else, waiting for the person to choose. */
+/** A sign-in of another account, waiting for the person to choose:
+ * `claims` (whom it signs in), `accept()` (replace the person's sign-in with
+ * it) and `decline()` (undo what the link did; the person's sign-in stays). */
 let pendingLink = null;
 
-/** Asks whether to switch to the identity a link carries. */
-function showSwitchPrompt() {
-  const { token: offered, claims } = pendingLink;
-  const stay = () => { pendingLink = null; route(); };
-  const go = () => { pendingLink = null; releaseMine(true); dropRefresh(); localStorage.setItem(TOKEN, offered); route(); };
-  const card = h('section', { class: 'card', id: 'switch-identity', role: 'alertdialog', 'aria-labelledby': 'switch-title' },
-    h('h2', { id: 'switch-title' }, 'Switch who you are signed in as?'),
-    h('p', {}, 'You are signed in as ', h('strong', {}, named(me())), '. The link you opened signs in as ', h('strong', {}, named(claims)), '.'),
-    h('p', { class: 'muted' }, 'If you did not expect this link, stay: someone may be trying to make you work under their name.'),
+/** A question card: `stay` (focused, also Escape) and `go` are
+ * `[id, label, action]`; `lines` are its paragraphs. */
+function askCard(id, title, lines, stay, go) {
+  const card = h('section', { class: 'card', id, role: 'alertdialog', 'aria-labelledby': id + '-title' },
+    h('h2', { id: id + '-title' }, title),
+    lines.map((l) => h('p', {}, l)),
     h('div', { class: 'row' },
-      h('button', { id: 'switch-stay', class: 'primary', onclick: stay }, 'Stay as ' + (me().name || me().sub || 'yourself')),
-      h('button', { id: 'switch-go', onclick: go }, 'Switch to ' + (claims.name || claims.sub || 'the link\'s identity'))));
+      h('button', { id: stay[0], class: 'primary', onclick: stay[2] }, stay[1]),
+      h('button', { id: go[0], onclick: go[2] }, go[1])));
   main().replaceChildren(card);
-  card.addEventListener('keydown', (e) => { if (e.key === 'Escape') stay(); });
-  $('#switch-stay').focus();
+  card.addEventListener('keydown', (e) => { if (e.key === 'Escape') stay[2](); });
+  $('#' + stay[0]).focus();
+}
+
+/** The warning every link question carries. */
+const unexpected = () => h('span', { class: 'muted' }, 'If you did not expect this link, stay: someone may be trying to make you work under their name.');
+
+/** Asks whether to switch to the account a link signs in as. */
+function showSwitchPrompt() {
+  const { claims, accept, decline } = pendingLink;
+  const now = claimsOf(token() || '');
+  const stay = async () => { pendingLink = null; await decline(); route(); };
+  const go = async () => { pendingLink = null; await accept(); route(); };
+  askCard('switch-identity', 'Switch who you are signed in as?', [
+    ['You are signed in as ', h('strong', {}, described(now, claims)), '. The link you opened signs in as ', h('strong', {}, described(claims, now)), '.'],
+    [unexpected()],
+  ], ['switch-stay', 'Stay as ' + ((now && (now.name || now.sub)) || 'yourself'), stay],
+  ['switch-go', 'Switch to ' + (claims.name || claims.sub || 'the link\'s account'), go]);
 }
 
 async function loadConfig() {
@@ -240,13 +273,33 @@ async function oauthFinish() {
   const r = await fetch(saved.token_endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body }).catch(() => null);
   const t = r ? await r.json().catch(() => ({})) : {};
   if (!r || !r.ok || !t.access_token) return 'Sign-in failed at the token endpoint: ' + (t.error_description || t.error || 'no answer');
-  const previous = localStorage.getItem(REFRESH);
-  if (previous && previous !== t.refresh_token) revokeRefresh(previous);
-  if (t.refresh_token) localStorage.setItem(REFRESH, t.refresh_token);
-  else localStorage.removeItem(REFRESH);
-  localStorage.setItem(TOKEN, t.access_token);
+  const adopt = () => {
+    const previous = localStorage.getItem(REFRESH);
+    if (t.refresh_token) localStorage.setItem(REFRESH, t.refresh_token);
+    else localStorage.removeItem(REFRESH);
+    localStorage.setItem(TOKEN, t.access_token);
+    return previous !== t.refresh_token ? revokeRefresh(previous) : null;
+  };
+  // Another account than the one signed in here (a one-time link made for
+  // someone else): the person chooses; declining gives back what the link
+  // started (its refresh token, its session cookie).
+  const fresh = claimsOf(t.access_token);
+  if (signedInHere() && !sameAccount(claimsOf(token() || ''), fresh)) {
+    const decline = (leaving) => Promise.all([revokeRefresh(t.refresh_token, leaving), endSession(leaving)]);
+    const pending = { claims: fresh || {}, accept: adopt, decline };
+    pendingLink = pending;
+    // Leaving the page without an answer declines.
+    window.addEventListener('pagehide', () => { if (pendingLink === pending) decline(true); }, { once: true });
+  } else {
+    adopt();
+  }
   if (after && after.startsWith('#/')) history.replaceState(null, '', location.pathname + after);
   return null;
+}
+
+/** Ends the session cookie of Cairn's own server in this browser (best effort). */
+function endSession(keepalive = false) {
+  return fetch('/oauth/session', { method: 'DELETE', credentials: 'same-origin', keepalive }).catch(() => {});
 }
 
 // ------------------------------------------------------------ refresh ----
@@ -325,10 +378,10 @@ function scheduleRefresh() {
 }
 
 /** Revokes a refresh token at Cairn's own server (best effort). */
-function revokeRefresh(rt) {
+function revokeRefresh(rt, keepalive = false) {
   if (!config.own || !rt) return Promise.resolve();
   const body = new URLSearchParams({ token: rt, token_type_hint: 'refresh_token', client_id: config.client_id || 'cairn-editor' });
-  return fetch('/oauth/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body }).catch(() => {});
+  return fetch('/oauth/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body, keepalive }).catch(() => {});
 }
 
 /** Forgets the sign-in kept in this browser (the access and refresh tokens). */
@@ -346,62 +399,58 @@ let signOutNotice = null;
 /** A one-time sign-in link's `#/sign-in/<secret>`: the secret leaves the
  * address bar and the tab's history at once, is used up at
  * `POST /oauth/session` (which sets the session cookie), and the page then
- * signs in with code + PKCE as `cairn-editor`. Returns true when it handled
- * the route (the page then shows what happened or leaves for the sign-in). */
+ * signs in with code + PKCE as `cairn-editor`. Whom a link signs in is
+ * known only once it is used: with a sign-in already here, the person is
+ * asked before the link is used at all, and once more (by account, in
+ * `oauthFinish`) before another account replaces theirs. Returns true when
+ * it handled the route. */
 async function takeSignInLink() {
   const m = location.hash.match(/^#\/sign-in\/([^/?&]+)/);
   if (!m) return false;
   history.replaceState(null, '', location.pathname + '#/');
   let secret = m[1];
   try { secret = decodeURIComponent(secret); } catch { /* sent as it came */ }
+  if (!signedInHere()) {
+    await useSignInLink(secret);
+    return true;
+  }
+  const now = claimsOf(token() || '');
+  askCard('link-confirm', 'Use this sign-in link?', [
+    ['You are signed in as ', h('strong', {}, described(now)), '. This one-time link signs in the person it was made for, and works once.'],
+    ['If it was made for another account, Cairn asks again before switching. ', unexpected()],
+  ], ['link-stay', 'Stay as ' + ((now && (now.name || now.sub)) || 'yourself') + ', do not use the link', () => route()],
+  ['link-use', 'Use the link', () => useSignInLink(secret)]);
+  return true;
+}
+
+/** Uses up a one-time link's secret (the session cookie becomes its
+ * person's), then signs in with code + PKCE. */
+async function useSignInLink(secret) {
   main().replaceChildren(h('p', { class: 'muted' }, 'Signing in…'));
   let r;
   try {
     r = await fetch('/oauth/session', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ link: secret }) });
   } catch {
-    showSignIn('Cairn did not answer. Check your connection, then open the sign-in link again.');
-    return true;
+    return linkRefused('Cairn did not answer. Check your connection, then open the sign-in link again.');
   }
   const b = await r.json().catch(() => ({}));
   if (!r.ok) {
-    showSignIn(b.error === 'invalid_link' || r.status === 400
+    return linkRefused(b.error === 'invalid_link' || r.status === 400
       ? 'This sign-in link was used already or has expired. Ask your admin for a new one.'
       : 'Cairn could not use this sign-in link (' + (b.error_description || b.error || 'status ' + r.status) + '). Ask your admin for a new one.');
-    return true;
   }
-  const who = me();
-  const same = who.name === b.name && (who.tenant || '') === (b.tenant || '');
-  if (token() && !expired(who) && !same) {
-    showLinkSwitchPrompt(b);
-    return true;
-  }
-  await oauthStart({ ...config, client_id: config.client_id || 'cairn-editor' }).catch((e) => showSignIn(e.message));
-  return true;
+  await oauthStart({ ...config, client_id: config.client_id || 'cairn-editor' }).catch((e) => linkRefused(e.message));
 }
 
-/** Signed in already as someone else, the person chooses whether the link's sign-in replaces theirs. */
-function showLinkSwitchPrompt(b) {
-  const stay = async () => {
-    // The link's session is dropped: the person stays who they were.
-    await fetch('/oauth/session', { method: 'DELETE', credentials: 'same-origin' }).catch(() => {});
-    route();
-  };
-  const go = async () => {
-    releaseMine(true);
-    await revokeRefresh(localStorage.getItem(REFRESH));
-    forget();
-    oauthStart({ ...config, client_id: config.client_id || 'cairn-editor' }).catch((e) => showSignIn(e.message));
-  };
-  const card = h('section', { class: 'card', id: 'switch-identity', role: 'alertdialog', 'aria-labelledby': 'switch-title' },
-    h('h2', { id: 'switch-title' }, 'Switch who you are signed in as?'),
-    h('p', {}, 'You are signed in as ', h('strong', {}, named(me())), '. The link you opened signs in as ', h('strong', {}, named(b)), '.'),
-    h('p', { class: 'muted' }, 'If you did not expect this link, stay: someone may be trying to make you work under their name.'),
-    h('div', { class: 'row' },
-      h('button', { id: 'switch-stay', class: 'primary', onclick: stay }, 'Stay as ' + (me().name || me().sub || 'yourself')),
-      h('button', { id: 'switch-go', onclick: go }, 'Switch to ' + (b.name || 'the link\'s person'))));
-  main().replaceChildren(card);
-  card.addEventListener('keydown', (e) => { if (e.key === 'Escape') stay(); });
-  $('#switch-stay').focus();
+/** A link that did not sign in: said on the sign-in card, or, to a person
+ * still signed in here, above the way back to their notes. */
+function linkRefused(why) {
+  if (!signedInHere()) return showSignIn(why);
+  main().replaceChildren(h('section', { class: 'card' },
+    h('h2', {}, 'Sign-in link not used'),
+    h('p', { id: 'sign-in-why', class: 'banner warn' }, why),
+    h('p', {}, 'You are still signed in as ', h('strong', {}, described(claimsOf(token() || ''))), '.'),
+    h('button', { id: 'link-back', class: 'primary', onclick: () => route() }, 'Back to your notes')));
 }
 
 async function showSignIn(why) {
@@ -544,11 +593,11 @@ async function route() {
   const seq = ++routeSeq;
   if (await takeSignInLink()) return;
   const link = takeTokenFromFragment();
-  if (link && link.refused) return showSignIn(link.refused);
+  if (link && link.refused) return linkRefused(link.refused);
   if (pendingLink) return showSwitchPrompt();
   let t = token();
-  // An access token near its end is refreshed first (when there is a refresh token).
-  if (t && claimsOf(t) && dueForRefresh(t) && localStorage.getItem(REFRESH)) {
+  // An access token near its end (or one that cannot be read) is refreshed first, when there is a refresh token.
+  if ((!t || dueForRefresh(t)) && localStorage.getItem(REFRESH)) {
     await refresh(t);
     if (seq !== routeSeq) return; // a newer route took over meanwhile
     t = token();
@@ -1706,7 +1755,7 @@ $('#sign-out').addEventListener('click', async () => {
   for (const k of Object.keys(localStorage)) if (k.startsWith('cairn.draft')) localStorage.removeItem(k);
   if (config.own) {
     await revokeRefresh(rt);
-    await fetch('/oauth/session', { method: 'DELETE', credentials: 'same-origin' }).catch(() => {});
+    await endSession();
   }
   location.hash = '#/';
   route();
