@@ -1674,7 +1674,8 @@ async function showSettings() {
 async function listApps(section, said) {
   const r = await api('GET', '/oauth/apps');
   const head = section.querySelector('h3');
-  const msg = said ? h('p', { id: 'apps-status', class: 'banner info', role: 'status' }, said) : null;
+  // replaceChildren shows a null as the text "null": nothing to say is an empty string.
+  const msg = said ? h('p', { id: 'apps-status', class: 'banner info', role: 'status' }, said) : '';
   if (!r.ok) {
     return section.replaceChildren(head, msg, h('p', { class: 'banner bad' }, 'Cairn could not list your apps: ' + (r.body.error_description || plainRefusal(r.body))));
   }
@@ -1689,7 +1690,7 @@ async function listApps(section, said) {
     listApps(section, 'Disconnected ' + (app.client_name || app.client_id) + ': it can no longer refresh; its current access lasts at most 10 minutes.');
   };
   section.replaceChildren(head, msg,
-    list.length ? null : h('p', { id: 'no-apps', class: 'muted' }, 'No apps are connected to you. An app you allow (an MCP client) shows here.'),
+    list.length ? '' : h('p', { id: 'no-apps', class: 'muted' }, 'No apps are connected to you. An app you allow (an MCP client) shows here.'),
     h('ul', { id: 'app-list', class: 'note-list' }, list.map((app) => {
       const button = h('button', { class: 'disconnect' }, 'Disconnect');
       button.addEventListener('click', () => disconnect(app, button));
