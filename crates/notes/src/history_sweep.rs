@@ -269,10 +269,14 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
         if !spill.is_empty() {
             kv.set_many(&spill)?;
         }
-        Ok(Decision::Commit(Some(head.clone())))
+        Ok(Decision::Commit(Some((head.clone(), dropped))))
     });
     let head = match committed {
-        Ok(Some(h)) => h,
+        Ok(Some((h, dropped))) => {
+            // Committed: the tenant's counter lets go of what left the note's count.
+            crate::quota::release(kv, dropped)?;
+            h
+        }
         Ok(None) => return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() }),
         Err(Fail::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() }),
         Err(Fail::Refused(r)) => return Err(Failure::Corrupt(format!("history sweep of {note_id}: {}", r.message))),

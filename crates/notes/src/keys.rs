@@ -130,6 +130,9 @@ pub(crate) fn search_dict(start: &str) -> String {
 pub(crate) const NOTE_INDEX: &str = "idx/notes";
 /// The tenant's usage as of its last history sweep.
 pub(crate) const USAGE: &str = "usage";
+/// The tenant's stored bytes, exact: a counter moved only by `increment`
+/// ([`crate::quota`]).
+pub(crate) const USAGE_BYTES: &str = "usage-bytes";
 /// The prefix of every content blob of the tenant.
 pub(crate) const BLOBS: &str = "blob/";
 /// The tenant's claim index.

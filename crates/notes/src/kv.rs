@@ -117,6 +117,11 @@ impl<'a> TenantKv<'a> {
         Ok(self.store.get_many(BUCKET, &refs)?)
     }
 
+    /// Adds `delta` to the counter under `key` (absent = 0), atomically; the new value.
+    pub(crate) fn increment(&self, key: &str, delta: i64) -> Result<i64, Failure> {
+        Ok(self.store.increment(BUCKET, &self.key(key), delta)?)
+    }
+
     pub(crate) fn read(&self, key: &str) -> Result<Held, Failure> {
         Ok(self.store.read(BUCKET, &self.key(key))?.into())
     }

@@ -26,6 +26,8 @@
 //!   and time), `merge` (three-way line merge of a stale draft).
 //! - `index`: the full-text index (words, postings, the dictionary, what a
 //!   tab says); its merges bring the postings up to the committed heads.
+//! - [`quota`]: the tenant's stored bytes, exact at write time (a counter
+//!   charged before each commit, refunded where a commit did not land).
 //! - `claims` (claim rules and operations), `section_claims` (the lines a
 //!   section claim holds, enforced on every commit), `write` (the write
 //!   pipeline: idempotency → claims → version → apply → section claims →
@@ -82,6 +84,7 @@ mod history;
 mod merge;
 mod model;
 mod note_index;
+pub mod quota;
 mod schema;
 mod section_claims;
 mod sections;

@@ -12,7 +12,7 @@ use crate::head::update;
 use crate::keys::NOTE_INDEX;
 use crate::kv::TenantKv;
 use crate::model::{decode, encode};
-use crate::refusal::{Failure, Out};
+use crate::refusal::{Code, Failure, Out, Refusal};
 
 /// Note ids per frozen index page.
 const INDEX_PAGE: usize = 256;
@@ -24,9 +24,20 @@ struct NoteIndex {
     tail: Vec<String>,
 }
 
-/// Appends a note id to the tenant's list.
-pub(crate) fn index_add(kv: &TenantKv, note_id: &str) -> Out<()> {
+/// Appends a note id to the tenant's list, refused `quota_exceeded` when
+/// the list holds `quota` notes already.
+pub(crate) fn index_add(kv: &TenantKv, note_id: &str, quota: u64) -> Out<()> {
     update(kv, NOTE_INDEX, "note index", "the note list is busy; nothing was written", |idx: &mut NoteIndex| {
+        // Checked on the list this swap replaces: two creators racing for the
+        // last note cannot both pass.
+        let notes = idx.pages.len() * INDEX_PAGE + idx.tail.len();
+        if notes as u64 >= quota {
+            return Err(Refusal::new(Code::QuotaExceeded, format!("the tenant has {notes} notes, its quota (quota_notes)"))
+                .with("quota", "quota_notes")
+                .with("limit", quota)
+                .with("used", notes as u64)
+                .into());
+        }
         idx.tail.push(note_id.to_string());
         if idx.tail.len() >= INDEX_PAGE {
             let page = put_tenant_blob(kv, &encode(&idx.tail))?;

@@ -23,7 +23,8 @@ use crate::head::{Decision, Limit, Reader, transact};
 use crate::keys;
 use crate::kv::{Staged, TenantKv};
 use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Tab, Who, canonical_json, decode, encode, nonce, rand8, sha_hex};
-use crate::refusal::{Code, Out, Refusal};
+use crate::quota::Charge;
+use crate::refusal::{Code, Fail, Out, Refusal};
 use crate::version::{Extent, Version};
 
 /// Idempotency records kept in the head; older ones move to their own keys.
@@ -276,7 +277,12 @@ pub(crate) fn commit(
     let now = env.now_us();
     let busy = "the note is busy with other writes; nothing was written";
     let nonce = nonce(env);
-    transact(kv, spec.note_id, Reader::Caller(who), now, &nonce, &NOTE_LIMIT, busy, |head, _expired| {
+    // What the attempt in flight charged to the tenant's stored bytes: taken
+    // back when the attempt runs again (its swap did not land) or the write
+    // ends refused; kept after a store failure, whose outcome is unknown.
+    let charge = Charge::default();
+    let out = transact(kv, spec.note_id, Reader::Caller(who), now, &nonce, &NOTE_LIMIT, busy, |head, _expired| {
+        charge.refund(kv)?;
         if let Some((k, fp)) = &spec.idem
             && let Some(rec) = find_idem(kv, head, k)?
         {
@@ -336,33 +342,18 @@ pub(crate) fn commit(
         let staged = staged.into_inner();
         let stored: u64 = staged.iter().filter(|(k, _)| k.starts_with(keys::BLOBS)).map(|(_, v)| v.len() as u64).sum();
         if stored > 0 {
-            check_bytes_quota(kv, env.quotas(), stored, head.version)?;
+            charge.take(kv, env.quotas().bytes, stored, head.version - 1)?;
             head.stored_bytes = head.stored_bytes.saturating_add(stored);
             if let Some(e) = head.history.last_mut() {
                 e.bytes = stored;
             }
         }
         Ok(Decision::CommitWith(result, staged))
-    })
-}
-
-/// Refuses a write that would store `adding` bytes past the tenant's
-/// `quota.bytes`, counted from its usage as of the last history sweep
-/// ([`crate::history_sweep::usage`]).
-fn check_bytes_quota(kv: &TenantKv, quota: crate::env::Quotas, adding: u64, version: u64) -> Out<()> {
-    let used = crate::history_sweep::usage(kv)?.bytes;
-    if used.saturating_add(adding) > quota.bytes {
-        return Err(Refusal::new(
-            Code::QuotaExceeded,
-            format!("the tenant stores {used} bytes of content; this write would add {adding}, past its quota of {} bytes", quota.bytes),
-        )
-        .with_version(version - 1)
-        .with("quota", "quota_bytes")
-        .with("limit", quota.bytes)
-        .with("used", used)
-        .into());
+    });
+    if matches!(out, Err(Fail::Refused(_))) {
+        charge.refund(kv)?;
     }
-    Ok(())
+    out
 }
 
 /// Marks a write's result as a part token when the writer cannot know the

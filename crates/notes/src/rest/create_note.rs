@@ -12,7 +12,7 @@ use crate::env::{ActorType, Env, Identity};
 use crate::keys;
 use crate::model::{Head, HistoryEntry, TabKind, Who, encode, new_note_id, tab_summary};
 use crate::note_index::index_add;
-use crate::refusal::{Code, Failure, Refusal};
+use crate::refusal::Failure;
 
 use super::{Ctx, RestReply, answer, forbidden_approval};
 
@@ -40,15 +40,6 @@ pub fn create_note(
         check_chars("title", &a.title, 1, MAX_NOTE_TITLE_CHARS)?;
         if a.approved_for_agents && who.actor_type != ActorType::Human {
             return Err(forbidden_approval());
-        }
-        let quota = env.quotas().notes;
-        let (_, notes) = crate::note_index::index_slice(kv, 0, 0)?;
-        if notes as u64 >= quota {
-            return Err(Refusal::new(Code::QuotaExceeded, format!("the tenant has {notes} notes, its quota (quota_notes)"))
-                .with("quota", "quota_notes")
-                .with("limit", quota)
-                .with("used", notes as u64)
-                .into());
         }
         let now = env.now_us();
         let note_id = new_note_id(env);
@@ -104,7 +95,7 @@ pub fn create_note(
         };
         // The id is unique, so no other writer creates this key; the index entry goes
         // first, and listings skip an entry whose head is not there (yet).
-        index_add(kv, &note_id)?;
+        index_add(kv, &note_id, env.quotas().notes)?;
         if let Some((marker_key, at)) = dirty::marker(&dirty::Before::nothing(), &head, now) {
             kv.set(&marker_key, &at)?;
         }

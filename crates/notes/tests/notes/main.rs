@@ -40,6 +40,7 @@ mod partial_base;
 mod parts;
 mod patches;
 mod provenance;
+mod quotas;
 mod rest_api;
 mod rest_people_routes;
 mod rest_routes;
