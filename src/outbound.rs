@@ -3,7 +3,9 @@
 //! Every outbound request passes through [`Hooks`]: the host must be in the
 //! caller's `allowed_outbound_hosts` (else it is denied and logged);
 //! `http://<id>.spin.internal` runs component `<id>` in-process, in the
-//! calling task, with both bodies buffered; any other allowed host is called
+//! calling task, with both bodies buffered, when a rule names it (a
+//! wildcard rule, `https://*`, reaches public addresses only, never a
+//! component); any other allowed host is called
 //! over HTTP, or over TLS for `https://` ([`send`]): rustls with the
 //! operating system's root certificates (`rustls-native-certs`, which also
 //! reads `SSL_CERT_FILE` and `SSL_CERT_DIR`), nothing hand-rolled.
@@ -21,6 +23,12 @@ use hyper_util::rt::TokioIo;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use wasmtime_wasi_http::{Error, WasiBody, WasiHttpHooks};
+
+/// Whether an address is on the public internet: the one rule, shared with
+/// the authorization server's check before it fetches
+/// ([`cairn_oauth::wire::public_ip`]; an IPv6 address carrying an IPv4 one
+/// is judged as that IPv4 address).
+pub use cairn_oauth::wire::public_ip as public;
 
 /// Longest time to connect to a host (and to finish a TLS handshake).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -77,6 +85,12 @@ impl WasiHttpHooks for Hooks {
                 return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
             }
             if let Some(id) = host.strip_suffix(".spin.internal") {
+                // A component of this application is never a public address:
+                // only a rule that names it (or `*.spin.internal`) reaches it.
+                if public_only {
+                    tracing::warn!(component = %caller.id, %uri, "outbound request denied: a wildcard rule never reaches a component in-process");
+                    return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
+                }
                 let Some(target) = app.components.get(id).cloned() else {
                     return Err(wasmtime_wasi_http::Error::DestinationNotFound);
                 };
@@ -137,27 +151,6 @@ fn tls() -> Result<Arc<rustls::ClientConfig>, String> {
 /// A connection to a host, plain or TLS.
 trait Conn: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> Conn for T {}
-
-/// Whether an address is on the public internet: not this machine, not a
-/// private, shared, link-local, documentation, multicast or unspecified
-/// range (an IPv4-mapped IPv6 address counts as its IPv4 address).
-pub fn public(ip: std::net::IpAddr) -> bool {
-    use std::net::IpAddr;
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast() || v4.is_documentation() || v4.is_multicast()
-                || a == 0 || (a == 100 && (64..128).contains(&b)) || (a == 198 && (b == 18 || b == 19)) || a >= 240)
-        }
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => public(IpAddr::V4(v4)),
-            None => {
-                let first = v6.segments()[0];
-                !(v6.is_loopback() || v6.is_unspecified() || v6.is_multicast() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80 || first == 0x2001 && v6.segments()[1] == 0x0db8)
-            }
-        },
-    }
-}
 
 /// Connects to `host:port`, over TLS when `https`, within `limit`; with
 /// `public_only`, to a public address of the host only (checked after the

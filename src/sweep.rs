@@ -1,7 +1,9 @@
 //! The embedded host's periodic work: the sweep (old delete markers in the
 //! store, lapsed claims of every tenant, released with reason `expired`, the
-//! history past retention, [`cairn_notes::sweep_history`], and the `cache`
-//! store's expired records, [`cairn_door::cache::sweep`]) and, far more
+//! history past retention, [`cairn_notes::sweep_history`], the `cache`
+//! store's expired records, [`cairn_door::cache::sweep`], and the
+//! authorization server's spent or expired links, sessions and grants,
+//! [`cairn_oauth::sweep`]) and, far more
 //! often, the search merge ([`merge_search`]: the notes commits marked dirty
 //! brought into the postings). On Spin, an external scheduler calls the REST
 //! component's sweep route instead, and queries merge what they find.
@@ -27,13 +29,15 @@ pub struct Swept {
     pub tenants: usize,
     /// Refusal records of an earlier layout (`sys/audit/refused/`) deleted.
     pub legacy: usize,
+    /// The authorization server's records that can never be used again.
+    pub oauth: cairn_oauth::sweep::Swept,
 }
 
 impl Swept {
     /// Whether anything was deleted or released (what is worth a log line).
     pub fn did_work(&self) -> bool {
         let h = &self.history;
-        self.markers + self.claims + h.notes + h.entries + h.blobs + h.idempotency + h.audit + self.cache.counters + self.cache.tokens + self.cache.other + self.legacy > 0
+        self.markers + self.claims + h.notes + h.entries + h.blobs + h.idempotency + h.audit + self.cache.counters + self.cache.tokens + self.cache.other + self.legacy + self.oauth.total() > 0
     }
 }
 
@@ -49,10 +53,12 @@ pub fn sweep_once(store: &Arc<dyn Store>, cache: &Arc<dyn Store>, retention: Ret
     let legacy = store.list_prefix("default", LEGACY_REFUSALS, None, 10_000)?;
     store.delete_many("default", &legacy.iter().map(String::as_str).collect::<Vec<_>>())?;
     out.legacy = legacy.len();
+    out.oauth.links = cairn_oauth::sweep::links(store.as_ref(), now_s, cairn_oauth::sweep::BUDGET)?;
     let mut env = SystemEnv::with_retention(0, retention);
     for tenant in cairn_notes::list_tenants(store.as_ref())? {
         out.claims += cairn_notes::sweep_expired_claims(store.as_ref(), &mut env, &tenant)?;
         out.history += cairn_notes::sweep_history(store.as_ref(), &mut env, &tenant)?;
+        out.oauth += cairn_oauth::sweep::tenant(store.as_ref(), &tenant, now_s, cairn_oauth::sweep::BUDGET)?;
         out.tenants += 1;
     }
     Ok(out)

@@ -39,10 +39,13 @@ use cairn_door::{Code, Refusal};
 use cairn_kv::{Observed, Store, Swap};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::Request;
 
-/// The largest issuer document (metadata, JWKS) read, in bytes.
+/// The largest issuer document (metadata, JWKS) read, in bytes: reading
+/// stops there.
 const MAX_ISSUER_DOCUMENT: usize = 256 * 1024;
+/// The whole fetch of an issuer document.
+const ISSUER_FETCH_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Where the trusted keys come from.
 enum KeySource {
@@ -360,15 +363,12 @@ pub fn audit_refusal(tenant: &str, record: serde_json::Value) {
     let _ = b.set(&key, record.to_string().as_bytes());
 }
 
-/// GET a JSON document over outbound HTTP (the host allow-lists the issuer's origin).
+/// GET a JSON document over outbound HTTP (the host allow-lists the
+/// issuer's origin), reading no more than [`MAX_ISSUER_DOCUMENT`] of it.
 async fn get_json(url: &str) -> Result<Value, String> {
-    let req = Request::builder().method(Method::Get).uri(url).header("accept", "application/json").build();
-    let resp: Response = spin_sdk::http::send(req).await.map_err(|e| format!("{url} did not answer: {e}"))?;
-    if *resp.status() != 200 {
-        return Err(format!("{url} answered {}", resp.status()));
+    let got = crate::fetch::get(url, "application/json", MAX_ISSUER_DOCUMENT, ISSUER_FETCH_TIME).map_err(|e| format!("{url}: {e}"))?;
+    if got.status != 200 {
+        return Err(format!("{url} answered {}", got.status));
     }
-    if resp.body().len() > MAX_ISSUER_DOCUMENT {
-        return Err(format!("{url} answered {} bytes, more than the {MAX_ISSUER_DOCUMENT} an issuer document may have", resp.body().len()));
-    }
-    serde_json::from_slice(resp.body()).map_err(|e| format!("{url} is not JSON: {e}"))
+    serde_json::from_slice(&got.body).map_err(|e| format!("{url} is not JSON: {e}"))
 }

@@ -1,5 +1,6 @@
 //! A bounded `GET` over outbound HTTP, for documents a stranger names (a
-//! client's metadata document): one deadline for the whole exchange
+//! client's metadata document) or an issuer serves (its metadata and
+//! JWKS): one deadline for the whole exchange
 //! (connecting, the head, every byte of the body), a cap on the body, no
 //! redirects followed, and the host's own rules on where it may go
 //! (`allowed_outbound_hosts`; the embedded host also keeps wildcard rules
@@ -10,6 +11,9 @@ use wasi::http::outgoing_handler;
 use wasi::http::types::{ErrorCode, Fields, Method, OutgoingBody, OutgoingRequest, RequestOptions, Scheme};
 use wasi::io::poll::poll;
 use wasi::io::streams::StreamError;
+
+/// The most read from the body at once, in bytes.
+const READ_CHUNK: usize = 16 * 1024;
 
 /// What came back.
 pub struct Fetched {
@@ -46,7 +50,8 @@ fn wait(ready: &wasi::io::poll::Pollable, deadline: Instant) -> bool {
 }
 
 /// `GET url` (`https://host[:port]/path`) with `accept`, within `limit` in
-/// all, reading at most `max_bytes` of body. A larger body, a late answer
+/// all, reading at most `max_bytes` of body (and one byte more, to tell a
+/// larger body, which is then left unread). A larger body, a late answer
 /// or a refused connection is an error saying which.
 pub fn get(url: &str, accept: &str, max_bytes: usize, limit: Duration) -> Result<Fetched, String> {
     let deadline = Instant::now() + limit;
@@ -90,7 +95,9 @@ pub fn get(url: &str, accept: &str, max_bytes: usize, limit: Duration) -> Result
         if !wait(&stream.subscribe(), deadline) {
             return Err(format!("the body did not arrive within {} seconds", limit.as_secs()));
         }
-        match stream.read(4096) {
+        // Never more than one byte past the cap: enough to know it is too big.
+        let room = (max_bytes + 1 - out.len()).min(READ_CHUNK) as u64;
+        match stream.read(room) {
             Ok(chunk) => {
                 out.extend_from_slice(&chunk);
                 if out.len() > max_bytes {

@@ -1,8 +1,11 @@
 //! Cairn as its own authorization server (no issuer configured), over real
 //! HTTP: discovery from a 401, registration, a person's consent, codes and
 //! refresh tokens, client metadata documents fetched over real TLS within
-//! their limits and never from a private address unless its origin is
-//! named, revocation, and the whole server off with an external issuer.
+//! their limits and never from a private address (or a component of this
+//! application) unless its origin is named, the editor's code only at the
+//! issuer's own page, revocation, spent and dead records swept by the host
+//! and by the operators' route, and the whole server off with an external
+//! issuer.
 //! The rules one by one are in `crates/oauth/tests`; real MCP clients and
 //! the editor's consent in Chromium in `tests/browser/test_oauth_clients.py`.
 use crate::app::require_app;
@@ -53,20 +56,30 @@ fn pkce() -> (String, String) {
     (verifier.clone(), B64.encode(Sha256::digest(verifier.as_bytes())))
 }
 
-/// The first person signed in to the editor as the page does: the one-time
-/// link `cairn up` printed, the session cookie, code + PKCE as
-/// `cairn-editor`. Answers the person's token answer.
-fn sign_in_first_person(cairn: &Cairn) -> Value {
+/// The first person's session: the one-time link `cairn up` printed, used
+/// as the editor does. Answers the session cookie.
+fn first_person_session(cairn: &Cairn) -> String {
     let log = cairn.wait_for_log("#/sign-in/");
     let link = log.lines().find_map(|l| l.trim().split_once("/#/sign-in/").map(|(_, s)| s.to_string())).unwrap_or_else(|| panic!("no link:\n{log}"));
     let r = post_json(cairn, "/oauth/session", &json!({"link": link}), None);
     assert_eq!(r.status, 200, "{}", r.text());
-    let cookie = r.header("set-cookie").unwrap().split(';').next().unwrap().to_string();
-    let issuer = format!("http://{}", cairn.addr);
+    r.header("set-cookie").unwrap().split(';').next().unwrap().to_string()
+}
+
+/// `authorize` for `cairn-editor` with the session `cookie`, sending the code
+/// to `redirect`: the answer and the PKCE verifier.
+fn editor_authorize(cairn: &Cairn, cookie: &str, redirect: &str) -> (Reply, String) {
     let (verifier, challenge) = pkce();
-    let redirect = format!("{issuer}/");
-    let q = query(&[("response_type", "code"), ("client_id", "cairn-editor"), ("redirect_uri", &redirect), ("code_challenge", &challenge), ("code_challenge_method", "S256"), ("state", "e")]);
-    let r = cairn.request("GET", &format!("/oauth/authorize?{q}"), &[("cookie", &cookie)], b"");
+    let q = query(&[("response_type", "code"), ("client_id", "cairn-editor"), ("redirect_uri", redirect), ("code_challenge", &challenge), ("code_challenge_method", "S256"), ("state", "e")]);
+    (cairn.request("GET", &format!("/oauth/authorize?{q}"), &[("cookie", cookie)], b""), verifier)
+}
+
+/// The first person signed in to the editor as the page does: the session,
+/// then code + PKCE as `cairn-editor`. Answers the person's token answer.
+fn sign_in_first_person(cairn: &Cairn) -> Value {
+    let cookie = first_person_session(cairn);
+    let redirect = format!("http://{}/", cairn.addr);
+    let (r, verifier) = editor_authorize(cairn, &cookie, &redirect);
     assert_eq!(r.status, 302, "{}", r.text());
     let code = params_of(r.header("location").unwrap())["code"].clone();
     let t = form(cairn, "/oauth/token", &[("grant_type", "authorization_code"), ("code", &code), ("client_id", "cairn-editor"), ("redirect_uri", &redirect), ("code_verifier", &verifier)]);
@@ -149,10 +162,12 @@ fn refused_requests_get_oauth_errors_and_issue_nothing() {
     let r = cairn.get(&format!("/oauth/authorize?{q}"));
     assert_eq!(r.status, 400);
     assert!(r.header("location").is_none() && r.text().contains("not one this client registered"), "{}", r.text());
-    // A token for another resource.
+    // A token for another resource. Anyone can register any redirect URI, so
+    // an error before the person saw the app is a page there too, never a redirect.
     let q = query(&[("response_type", "code"), ("client_id", &client), ("redirect_uri", CALLBACK), ("code_challenge", &challenge), ("code_challenge_method", "S256"), ("resource", "https://other.example/mcp")]);
     let r = cairn.get(&format!("/oauth/authorize?{q}"));
-    assert_eq!(params_of(r.header("location").unwrap())["error"], "invalid_target");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.header("location").is_none() && r.text().contains("invalid_target"), "{}", r.text());
     // A code used twice, a refresh token reused: the family is revoked.
     let app = connect(&cairn, person_token, &client, CALLBACK);
     let refresh = |t: &str| form(&cairn, "/oauth/token", &[("grant_type", "refresh_token"), ("refresh_token", t), ("client_id", &client)]);
@@ -177,6 +192,84 @@ fn refused_requests_get_oauth_errors_and_issue_nothing() {
     // Registrations are bounded per address (10 at once, then one every 3 s).
     let over = (0..15).map(|_| post_json(&cairn, "/oauth/register", &json!({"redirect_uris": [CALLBACK]}), None).status).filter(|s| *s == 429).count();
     assert!(over >= 3, "{over} of 15 registrations refused");
+}
+
+#[test]
+fn a_local_program_listening_on_a_port_never_gets_the_editors_code() {
+    let cairn = start(vec![]);
+    let cookie = first_person_session(&cairn);
+    // The attack: the person's browser sent to authorize as the editor, with
+    // the session cookie a top-level GET carries, and the code asked for at
+    // a port some local program listens on.
+    let port9 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    port9.set_nonblocking(true).unwrap();
+    let elsewhere = format!("http://127.0.0.1:{}/", port9.local_addr().unwrap().port());
+    for redirect in [elsewhere.as_str(), "http://127.0.0.1:9/", "http://localhost:9/", &format!("http://{}/elsewhere", cairn.addr)] {
+        let (r, _) = editor_authorize(&cairn, &cookie, redirect);
+        assert_eq!(r.status, 400, "{redirect}: {}", r.text());
+        assert!(r.header("location").is_none(), "{redirect}: sent to {:?}", r.header("location"));
+        assert!(r.text().contains("not one this client registered") && !r.text().contains("code="), "{}", r.text());
+    }
+    assert!(port9.accept().is_err(), "nothing reached the listening port");
+    // The token endpoint refuses the editor's code anywhere but the issuer's own page.
+    let own = format!("http://{}/", cairn.addr);
+    let (r, verifier) = editor_authorize(&cairn, &cookie, &own);
+    let code = params_of(r.header("location").unwrap())["code"].clone();
+    let exchange = |redirect: &str| form(&cairn, "/oauth/token", &[("grant_type", "authorization_code"), ("code", &code), ("client_id", "cairn-editor"), ("redirect_uri", redirect), ("code_verifier", &verifier)]);
+    let refused = exchange("http://127.0.0.1:9/");
+    assert_eq!((refused.status, refused.json()["error"].as_str()), (400, Some("invalid_grant")), "{}", refused.text());
+    assert_eq!(exchange(&own).status, 200, "the issuer's own page still signs in");
+}
+
+#[test]
+fn a_metadata_document_on_a_component_of_this_app_is_refused_before_any_fetch() {
+    let cairn = start(vec![]);
+    for id in ["https://rest.spin.internal/api/v1/notes", "https://ui.spin.internal/index.html", "https://[::ffff:127.0.0.1]/c.json", "https://[64:ff9b::7f00:1]/c.json"] {
+        let r = authorize_document(&cairn, id);
+        assert_eq!(r.status, 401, "{id}: {}", r.text());
+        assert!(r.text().contains("is not fetched") && r.text().contains("public host"), "{id}: {}", r.text());
+    }
+}
+
+/// Records of the store under `prefix`, read after the host stopped.
+fn stored_under(state: &Path, prefix: &str) -> Vec<String> {
+    use cairn_kv::Store;
+    let store = cairn_kv_sqlite::SqliteStore::open(&state.join("kv.db"), false).unwrap();
+    store.list_prefix("default", prefix, None, 10_000).unwrap()
+}
+
+/// A spent link, a revoked grant and a live session: what a sweep must
+/// delete and keep.
+fn spent_link_and_revoked_grant(cairn: &Cairn) {
+    let person = sign_in_first_person(cairn);
+    let r = form(cairn, "/oauth/revoke", &[("token", person["refresh_token"].as_str().unwrap())]);
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn the_hosts_sweep_deletes_spent_links_and_revoked_grants_and_keeps_live_sessions() {
+    require_app();
+    let cairn = Cairn::start(Start { args: vec!["--sweep-interval-secs", "1"], ..Start::default() });
+    spent_link_and_revoked_grant(&cairn);
+    std::thread::sleep(Duration::from_millis(3_500));
+    let state = cairn.state_dir.clone();
+    let (status, log) = cairn.terminate();
+    assert!(status.success(), "{log}");
+    assert_eq!(stored_under(&state, "oauth/link/"), Vec::<String>::new(), "the spent link is swept");
+    assert_eq!(stored_under(&state, "t/local/oauth/grant/"), Vec::<String>::new(), "the revoked grant is swept");
+    assert_eq!(stored_under(&state, "t/local/oauth/session/").len(), 1, "the live session is kept");
+}
+
+#[test]
+fn the_operators_sweep_route_deletes_them_on_hosts_without_a_timer() {
+    let cairn = start(vec![("SPIN_VARIABLE_SWEEP_TOKEN", "operator-sweep-secret")]);
+    spent_link_and_revoked_grant(&cairn);
+    let r = cairn.request("POST", "/api/v1/sweep-claims?tenant=local", &[("authorization", "Bearer operator-sweep-secret")], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let oauth = &r.json()["oauth"];
+    assert_eq!((oauth["links"].as_u64(), oauth["local"]["grants"].as_u64(), oauth["local"]["sessions"].as_u64()), (Some(1), Some(1), Some(0)), "{oauth}");
+    let again = cairn.request("POST", "/api/v1/sweep-claims?tenant=local", &[("authorization", "Bearer operator-sweep-secret")], b"").json();
+    assert_eq!((again["oauth"]["links"].as_u64(), again["oauth"]["local"]["grants"].as_u64()), (Some(0), Some(0)), "{again}");
 }
 
 #[test]
@@ -296,14 +389,18 @@ fn metadata_documents_are_fetched_over_tls_within_their_limits() {
 }
 
 #[test]
-fn a_metadata_document_on_a_private_address_is_refused_unless_its_origin_is_named() {
+fn a_metadata_document_on_a_private_host_is_refused_unless_its_origin_is_named() {
     let dir = scratch("cimd-private");
     let (port, hits, ca) = document_server(&dir);
     let cairn = start(vec![("SSL_CERT_FILE", Box::leak(ca.display().to_string().into_boxed_str()))]);
-    // The manifest's `https://*` rule reaches public addresses only: localhost is not one.
-    let r = authorize_document(&cairn, &format!("https://localhost:{port}/ok.json"));
-    assert_eq!(r.status, 401, "{}", r.text());
-    assert!(r.text().contains("could not be read") && r.text().contains("may not be fetched"), "{}", r.text());
+    // Documents live on public hosts: localhost and 127.0.0.1 are refused
+    // before anything is fetched (and the manifest's `https://*` rule would
+    // reach public addresses only, checked again once a name is resolved).
+    for host in ["localhost", "127.0.0.1"] {
+        let r = authorize_document(&cairn, &format!("https://{host}:{port}/ok.json"));
+        assert_eq!(r.status, 401, "{}", r.text());
+        assert!(r.text().contains("is not fetched") && r.text().contains("public host"), "{}", r.text());
+    }
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing reached the loopback server");
 }
 

@@ -8,6 +8,13 @@
 //! metadata document is fetched here, bounded in size and time, and counted
 //! against the asking address like registrations are. Every refusal counts
 //! against the address's budget of refused requests.
+//!
+//! Every route that can write is charged before it runs: the editor's
+//! routes (consent, connected apps, invitations) to the person's subject
+//! budget, shared with their REST and MCP calls; the token endpoint,
+//! revocation and the editor's sign-in (`authorize` for `cairn-editor`) to
+//! the address, [`WRITES_PER_MINUTE`]. What each may leave behind is
+//! bounded in `cairn_oauth` (see `docs/oauth.md`, Limits).
 
 use cairn_door::budget::{self, Rate};
 use cairn_door::{Code, Refusal};
@@ -22,6 +29,9 @@ use std::time::Duration;
 /// Registrations, and metadata documents fetched, a minute per client address.
 const REGISTRATIONS_PER_MINUTE: u64 = 20;
 const DOCUMENTS_PER_MINUTE: u64 = 30;
+/// Token requests, revocations and editor sign-ins a minute per client
+/// address (a burst of 20, then one every half second).
+const WRITES_PER_MINUTE: u64 = 120;
 /// The whole fetch of a metadata document.
 const DOCUMENT_TIME: Duration = Duration::from_secs(5);
 
@@ -77,12 +87,23 @@ async fn handle(req: Request) -> Response {
     } else {
         None
     };
-    if route == Route::Register {
-        if let Err(r) = spend(&gate, &req, "registrations", REGISTRATIONS_PER_MINUTE) {
+    if let Some(p) = &person {
+        if let Err(r) = gate.charge(p, 1, "oauth") {
             return r;
         }
     }
-    let document = match (route, Server::document_to_fetch(req.query())) {
+    let charged = match route {
+        Route::Register => Some(("registrations", REGISTRATIONS_PER_MINUTE)),
+        Route::Token | Route::Revoke => Some(("token requests and sign-ins", WRITES_PER_MINUTE)),
+        Route::Authorize if Server::is_editor_sign_in(req.query()) => Some(("token requests and sign-ins", WRITES_PER_MINUTE)),
+        _ => None,
+    };
+    if let Some((kind, per_minute)) = charged {
+        if let Err(r) = spend(&gate, &req, kind, per_minute) {
+            return r;
+        }
+    }
+    let document = match (route, Server::document_to_fetch(&settings, req.query())) {
         (Route::Authorize, Some(url)) => {
             if let Err(r) = spend(&gate, &req, "metadata documents", DOCUMENTS_PER_MINUTE) {
                 return r;

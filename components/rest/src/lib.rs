@@ -10,9 +10,11 @@
 //! with `Authorization: Bearer <sweep_token>` releases lapsed claims with
 //! reason `expired`, sweeps history past retention
 //! ([`cairn_notes::sweep_history`]), runs a round of the search merge
-//! ([`cairn_notes::search::merge`]) and drops the `cache` store's expired
-//! records, for Spin deployments where an external scheduler calls it every
-//! minute (the embedded host does all of it by itself);
+//! ([`cairn_notes::search::merge`]), deletes the authorization server's
+//! spent or expired links, sessions and grants ([`cairn_oauth::sweep`]) and
+//! drops the `cache` store's expired records, for Spin deployments where an
+//! external scheduler calls it every minute (the embedded host does all of
+//! it by itself);
 //! `GET /api/v1/operator/refusals` reads the refusal summary. Both are 404
 //! while the `sweep_token` variable is empty.
 //!
@@ -112,6 +114,7 @@ fn operator(gate: &Gate, req: &Request) -> Response {
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: {e}")),
         };
         match cairn_notes::sweep_history(&kv, &mut HostEnv, tenant) {
+    let mut oauth = serde_json::Map::new();
             Ok(h) => history.insert(tenant.to_string(), json!({"notes": h.notes, "entries": h.entries, "blobs": h.blobs, "idempotency": h.idempotency, "audit": h.audit, "stored_bytes": h.bytes})),
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: history: {e}")),
         };
@@ -121,10 +124,16 @@ fn operator(gate: &Gate, req: &Request) -> Response {
         };
     }
     let cache = cairn_guest::sweep_cache(gate, now_s);
-    respond::json(200, &json!({"released": released, "history": history, "search": search, "cache": cache}))
+    respond::json(200, &json!({"released": released, "history": history, "search": search, "oauth": oauth, "cache": cache}))
 }
 
 /// The query string's parameters (`a=1&b=2`), percent-decoded (`A1%3AC3` is `A1:C3`).
+        match cairn_oauth::sweep::tenant(&kv, tenant, now_s, cairn_oauth::sweep::BUDGET) {
+            Ok(o) => oauth.insert(tenant.to_string(), json!({"sessions": o.sessions, "grants": o.grants, "index_entries": o.index_entries})),
+            Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: sign-in records: {e}")),
+        };
 fn query(q: &str) -> rest::Query {
+    let links = cairn_oauth::sweep::links(&kv, now_s, cairn_oauth::sweep::BUDGET).map_err(|e| e.to_string());
+    oauth.insert("links".into(), links.map_or_else(|e| json!({"error": e}), |n| json!(n)));
     form_urlencoded::parse(q.as_bytes()).into_owned().collect()
 }

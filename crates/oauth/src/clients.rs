@@ -4,7 +4,8 @@
 //! one of three ways ([`RegisteredBy`]):
 //!
 //! - a **Client ID Metadata Document**: the `client_id` is an `https` URL
-//!   whose JSON names that same `client_id`, a `client_name` and
+//!   on a public host ([`check_document_url`], checked before anything is
+//!   fetched) whose JSON names that same `client_id`, a `client_name` and
 //!   `redirect_uris` ([`from_metadata_document`]; the component fetches it
 //!   within [`MAX_DOCUMENT_BYTES`]);
 //! - **dynamic registration** (RFC 7591, [`register`]): the `client_id` is
@@ -16,11 +17,12 @@
 //! Redirect URIs ([`check_redirect_uri`]): `https`, `http` on loopback, or
 //! an app's own scheme; never a fragment, user info, or a scheme that runs
 //! or reads something where it lands. A redirect matches a registered one
-//! exactly, except a loopback `http` port (RFC 8252 §7.3).
+//! exactly, except a loopback `http` port (RFC 8252 §7.3) of a URI the
+//! client registered; the editor's matches exactly, always.
 
 use crate::error::{Code, Error, Result, fail};
 use crate::seal::Sealer;
-use crate::wire::{loopback, url};
+use crate::wire::{loopback, public_host, url};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -65,12 +67,34 @@ pub struct Client {
 impl Client {
     /// The redirect URI a request names (or the only one registered, when
     /// it names none), if it matches a registered one.
+    /// The editor's one redirect URI matches exactly: the loopback-port
+    /// exception is for apps that registered a loopback URI, never for the
+    /// issuer's own page (else any local program listening on a port would
+    /// receive a person's code).
     pub fn redirect(&self, asked: Option<&str>) -> Result<String> {
+        let matches = |r: &String, a: &str| if self.registered_by == RegisteredBy::Editor { r == a } else { redirect_matches(r, a) };
         match asked {
             None if self.redirect_uris.len() == 1 => Ok(self.redirect_uris[0].clone()),
             None => fail(Code::InvalidRequest, "redirect_uri is missing, and the client registered more than one"),
-            Some(a) if self.redirect_uris.iter().any(|r| redirect_matches(r, a)) => Ok(a.to_string()),
+            Some(a) if self.redirect_uris.iter().any(|r| matches(r, a)) => Ok(a.to_string()),
             Some(a) => fail(Code::InvalidRequest, format!("redirect_uri {a} is not one this client registered")),
+        }
+    }
+
+    /// Whether an error may be sent to `redirect` before a person has seen
+    /// it: only where someone answerable vouches for it. The editor's is the
+    /// issuer's own page; a metadata document's, on the document's own host,
+    /// is vouched for by that host. Anyone can register any URI, and a
+    /// document may name any host, so those get a page instead of an open
+    /// redirect.
+    pub fn redirect_verified(&self, redirect: &str) -> bool {
+        match self.registered_by {
+            RegisteredBy::Editor => true,
+            RegisteredBy::Registration => false,
+            RegisteredBy::MetadataDocument => match (url(&self.id), url(redirect)) {
+                (Some(d), Some(r)) => r.scheme == "https" && r.host == d.host && r.port == d.port,
+                _ => false,
+            },
         }
     }
 }
@@ -185,13 +209,22 @@ pub fn is_document_url(client_id: &str) -> bool {
     client_id.starts_with("https://")
 }
 
-/// Refuses a document URL that cannot be one: `https`, a host, a path, no
-/// fragment, no user info, at most [`MAX_URI_BYTES`].
-pub fn check_document_url(client_id: &str) -> Result<()> {
+/// Refuses a document URL that cannot be one, before anything is fetched:
+/// `https`, a host, a path, no fragment, no user info, at most
+/// [`MAX_URI_BYTES`], and a public DNS name or public address
+/// ([`public_host`]: never this machine, its network or one of this
+/// application's own components, `*.spin.internal`). `named_origin` (the
+/// operator's `client_metadata_origin`) is the one origin exempt from the
+/// public rule.
+pub fn check_document_url(client_id: &str, named_origin: Option<&str>) -> Result<()> {
     let u = url(client_id).filter(|u| u.scheme == "https" && !u.host.is_empty());
     let Some(u) = u else { return fail(Code::InvalidClient, format!("client_id {client_id} is not an https URL")) };
     if client_id.len() > MAX_URI_BYTES || u.fragment || u.userinfo || u.rest.len() < 2 {
         return fail(Code::InvalidClient, format!("client_id {client_id} cannot name a metadata document (it needs a path, and no fragment or user info)"));
+    }
+    let named = named_origin.and_then(url).is_some_and(|o| o.scheme == u.scheme && o.host == u.host && o.port.unwrap_or(443) == u.port.unwrap_or(443));
+    if !named {
+        public_host(&u.host).or_else(|why| fail(Code::InvalidClient, format!("client_id {client_id} is not fetched: {why}; a metadata document must live on a public host")))?;
     }
     Ok(())
 }

@@ -4,10 +4,20 @@
 //! [`Server::document_to_fetch`] names one, and hands the rest to
 //! [`Server::serve`].
 //!
-//! `authorize` stores nothing for anyone: until a person approves, the
+//! `authorize` stores nothing for an app: until a person approves, the
 //! request travels sealed (to the editor and back); registration is sealed
-//! too ([`crate::clients`]). Only a person's approval, a code's exchange, a
-//! refresh and a one-time link write to the store.
+//! too ([`crate::clients`]). Only a person's approval, the editor's sign-in
+//! through a session (onto that session's one grant), a code's exchange, a
+//! refresh, a revocation that changes something, an invitation and a
+//! one-time link write to the store; each is bounded (see the modules).
+//!
+//! **Only the editor gets a code without the consent screen**, and only at
+//! its one redirect URI, the issuer's `/`, matched exactly: every other
+//! client's code is made by [`Server::serve`] for `POST /oauth/consent`,
+//! which takes a person's bearer token (never a cookie), and grants at most
+//! the scopes that person's token holds. Until a redirect URI is known
+//! good *and* vouched for ([`Client::redirect_verified`]), an error is a
+//! page, never a redirect.
 
 use crate::clients::{self, Client, EDITOR, RegisteredBy};
 use crate::error::{Code, Error, Result, fail};
@@ -211,12 +221,19 @@ impl Server<'_> {
     }
 
     /// The metadata document `authorize` needs fetched, if its `client_id`
-    /// is one (a well-formed `https` URL); the caller fetches it within the
-    /// limits of [`clients`] and hands it to [`serve`](Server::serve).
-    pub fn document_to_fetch(query: &str) -> Option<String> {
+    /// is one (a well-formed `https` URL on a public host, or on the
+    /// operator's named origin); the caller fetches it within the limits of
+    /// [`clients`] and hands it to [`serve`](Server::serve).
+    pub fn document_to_fetch(settings: &Settings, query: &str) -> Option<String> {
         let p = params(query).ok()?;
         let id = p.get("client_id")?;
-        (clients::is_document_url(id) && clients::check_document_url(id).is_ok()).then(|| id.clone())
+        (clients::is_document_url(id) && clients::check_document_url(id, settings.metadata_origin.as_deref()).is_ok()).then(|| id.clone())
+    }
+
+    /// Whether an `authorize` query is the editor's (its sign-in writes to
+    /// the store, so the component charges it).
+    pub fn is_editor_sign_in(query: &str) -> bool {
+        params(query).is_ok_and(|p| p.get("client_id").is_some_and(|c| c == EDITOR))
     }
 
     /// Answers `route`. `person` is the verified bearer of routes that
@@ -277,7 +294,7 @@ impl Server<'_> {
 
     fn client(&self, client_id: &str, document: Option<std::result::Result<Vec<u8>, String>>) -> Result<Client> {
         if clients::is_document_url(client_id) {
-            clients::check_document_url(client_id)?;
+            clients::check_document_url(client_id, self.settings.metadata_origin.as_deref())?;
             return match document {
                 Some(Ok(bytes)) => clients::from_metadata_document(client_id, &bytes),
                 Some(Err(why)) => fail(Code::InvalidClient, format!("the metadata document at {client_id} could not be read: {why}")),
@@ -314,7 +331,8 @@ impl Server<'_> {
         let state = p.get("state").map(String::as_str);
         match self.authorize_known(&p, &client, &redirect, state, people::cookie_value(req.cookie)) {
             Ok(reply) => reply,
-            Err(e) => Reply::redirect(&self.back(&redirect, state, &[("error", e.code.as_str()), ("error_description", &e.description)])),
+            Err(e) if client.redirect_verified(&redirect) => Reply::redirect(&self.back(&redirect, state, &[("error", e.code.as_str()), ("error_description", &e.description)])),
+            Err(e) => Reply::page(&e),
         }
     }
 
@@ -335,7 +353,7 @@ impl Server<'_> {
         self.resource_ok(p.get("resource"))?;
         let asked: Vec<&str> = p.get("scope").map(|s| s.split(' ').filter(|s| !s.is_empty()).collect()).unwrap_or_default();
         if client.registered_by == RegisteredBy::Editor {
-            let Some(person) = people::session(self.store, cookie, self.now)? else {
+            let Some(people::SignedIn { person, session }) = people::session(self.store, cookie, self.now)? else {
                 return fail(Code::LoginRequired, "nobody is signed in here: open a one-time sign-in link first");
             };
             let new = NewGrant {
@@ -350,7 +368,7 @@ impl Server<'_> {
                 subject: person.sub.clone(),
                 name: person.name.clone(),
             };
-            let code = grants::approve(self.store, new, challenge, redirect, self.now, self.random)?;
+            let code = grants::approve_editor(self.store, new, &session, challenge, redirect, self.now, self.settings.idle_seconds, self.random)?;
             return Ok(Reply::redirect(&self.back(redirect, state, &[("code", &code)])));
         }
         let scopes: Vec<String> = if asked.is_empty() {
@@ -388,13 +406,16 @@ impl Server<'_> {
         let p = params(req.query)?;
         let c = self.open_consent(p.get("request").map(String::as_str))?;
         let host = wire::url(&c.r).map(|u| if u.host.is_empty() { u.scheme.clone() } else { u.host }).unwrap_or_default();
-        Ok(Reply::json(
-            200,
-            &json!({
-                "client_id": c.c, "client_name": c.n, "registered_by": c.b, "redirect_uri": c.r, "redirect_host": host,
-                "scopes": c.sc, "tenant": person.tenant, "agent_name": agent_name(&c.n, &person.name), "expires_at": iso(c.e),
-            }),
-        ))
+        let (granted, withheld) = grantable(&c.sc, person);
+        let mut view = json!({
+            "client_id": c.c, "client_name": c.n, "registered_by": c.b, "redirect_uri": c.r, "redirect_host": host,
+            "scopes": granted, "tenant": person.tenant, "agent_name": agent_name(&c.n, &person.name), "expires_at": iso(c.e),
+        });
+        if !withheld.is_empty() {
+            view["withheld"] = json!(withheld);
+            view["withheld_reason"] = json!(format!("you do not hold {}, so you cannot grant it to an app", withheld.join(" or ")));
+        }
+        Ok(Reply::json(200, &view))
     }
 
     fn consent_answer(&self, req: &Request, person: &Principal) -> Result<Reply> {
@@ -403,19 +424,23 @@ impl Server<'_> {
         let approve = body.get("approve").and_then(Value::as_bool).ok_or_else(|| Error::new(Code::InvalidRequest, "approve must be true or false"))?;
         let c = self.open_consent(body.get("request").and_then(Value::as_str))?;
         let to = if approve {
+            let (scopes, withheld) = grantable(&c.sc, person);
+            if scopes.is_empty() {
+                return fail(Code::InvalidScope, format!("you hold none of the scopes this app asks for ({}), so you cannot grant them; nothing was granted", withheld.join(" ")));
+            }
             let new = NewGrant {
                 tenant: person.tenant.clone(),
                 person: person.subject.clone(),
                 client_id: c.c.clone(),
                 client_name: c.n.clone(),
                 registered_by: c.b,
-                scopes: c.sc.clone(),
+                scopes,
                 actor: Actor::Agent,
                 role: Role::Member,
                 subject: agent_subject(&person.tenant, &person.subject, &c.c),
                 name: agent_name(&c.n, &person.name),
             };
-            let code = grants::approve(self.store, new, &c.ch, &c.r, self.now, self.random)?;
+            let code = grants::approve(self.store, new, &c.ch, &c.r, self.now, self.settings.idle_seconds, self.random)?;
             self.back(&c.r, c.s.as_deref(), &[("code", &code)])
         } else {
             self.back(&c.r, c.s.as_deref(), &[("error", "access_denied"), ("error_description", "the person did not allow this app")])
@@ -496,7 +521,7 @@ impl Server<'_> {
         let link = body.get("link").and_then(Value::as_str).ok_or_else(|| Error::new(Code::InvalidRequest, "link is missing"))?;
         let started = people::use_link(self.store, link, self.now, self.random)?;
         let p = &started.person;
-        let mut r = Reply::json(200, &json!({"tenant": p.tenant, "name": p.name, "role": p.role}));
+        let mut r = Reply::json(200, &json!({"tenant": p.tenant, "sub": p.sub, "name": p.name, "role": p.role}));
         r.headers.push(self.cookie(&started.cookie, SESSION_SECONDS));
         Ok(r)
     }
@@ -505,7 +530,7 @@ impl Server<'_> {
         Ok(Reply::json(
             200,
             &match people::session(self.store, people::cookie_value(req.cookie), self.now)? {
-                Some(p) => json!({"signed_in": true, "tenant": p.tenant, "name": p.name, "role": p.role}),
+                Some(people::SignedIn { person: p, .. }) => json!({"signed_in": true, "tenant": p.tenant, "sub": p.sub, "name": p.name, "role": p.role}),
                 None => json!({"signed_in": false}),
             },
         ))
@@ -572,6 +597,12 @@ impl Server<'_> {
     pub fn link_url(&self, secret: &str) -> String {
         format!("{}/#/sign-in/{}", self.settings.issuer, encode(secret))
     }
+}
+
+/// The scopes of `asked` that `person`'s token holds (what they may grant),
+/// and those it does not.
+fn grantable(asked: &[String], person: &Principal) -> (Vec<String>, Vec<String>) {
+    asked.iter().cloned().partition(|s| person.scopes.contains(s))
 }
 
 fn only_people(who: &Principal) -> Result<()> {

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 /// The error codes of RFC 6749 §4.1.2.1 and §5.2, RFC 7591 §3.2.2, RFC 8707
-/// §2, and Cairn's own two (`invalid_link`, `forbidden`).
+/// §2, and Cairn's own (`invalid_link`, `forbidden`, `limit_reached`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
     /// A parameter is missing, repeated or malformed.
@@ -36,6 +36,9 @@ pub enum Code {
     Forbidden,
     /// Too many requests from one address.
     SlowDown,
+    /// A stated bound on stored records is reached (open invitations,
+    /// people of a tenant): nothing was written.
+    LimitReached,
     /// The store failed: nothing was issued.
     TemporarilyUnavailable,
 }
@@ -58,6 +61,7 @@ impl Code {
             Code::InvalidLink => "invalid_link",
             Code::Forbidden => "forbidden",
             Code::SlowDown => "slow_down",
+            Code::LimitReached => "limit_reached",
             Code::TemporarilyUnavailable => "temporarily_unavailable",
         }
     }
@@ -67,6 +71,7 @@ impl Code {
         match self {
             Code::InvalidClient => 401,
             Code::AccessDenied | Code::Forbidden => 403,
+            Code::LimitReached => 409,
             Code::SlowDown => 429,
             Code::TemporarilyUnavailable => 503,
             _ => 400,

@@ -27,9 +27,18 @@
 //!    and the first use of either after that revokes the other.
 //! 3. *A revoked grant issues nothing*: every exchange and refresh checks
 //!    `revoked` on the record it swaps against.
-//! 4. *Bounded*: a person keeps at most [`MAX_GRANTS`] grants (the oldest
-//!    are deleted first) and a grant remembers its last [`MAX_SPENT`] spent
-//!    hashes (older reuse is refused as unknown, still issuing nothing).
+//! 4. *Bounded*: a person keeps at most [`MAX_GRANTS`] grants to apps (the
+//!    oldest are deleted first), and the editor one grant per sign-in
+//!    session ([`approve_editor`]: every sign-in through that session reuses
+//!    it, so the editor never multiplies grants or evicts an app's); a grant
+//!    remembers its last [`MAX_SPENT`] spent hashes (older reuse is refused
+//!    as unknown, still issuing nothing) and at most [`MAX_PENDING_CODES`]
+//!    codes not yet exchanged. A grant revoked, never exchanged before its
+//!    codes expired, or unused past its lifetime is deleted by the sweep
+//!    ([`Grant::dead`], [`crate::sweep`]).
+//! 5. *Nothing changed, nothing written*: a change that leaves the record as
+//!    it was (revoking a revoked grant, a spent code presented again) writes
+//!    nothing, so no caller can make a grant be rewritten at will.
 
 use crate::clients::RegisteredBy;
 use crate::error::{Code, Error, Result, fail};
@@ -41,8 +50,11 @@ use cairn_kv::{Store, Swap};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// Grants kept per person.
+/// Grants to apps kept per person (the editor's are one per session, apart).
 pub const MAX_GRANTS: usize = 200;
+/// Codes not yet exchanged that one grant holds (the editor's, when a
+/// person's tabs sign in at once); the oldest goes first.
+pub const MAX_PENDING_CODES: usize = 4;
 /// Spent hashes a grant remembers.
 pub const MAX_SPENT: usize = 32;
 /// How long a code works, in seconds.
@@ -90,7 +102,8 @@ pub struct Grant {
     pub created: u64,
     /// When a token was last issued from it.
     pub last_used: u64,
-    code: Option<PendingCode>,
+    #[serde(default, deserialize_with = "one_or_many")]
+    code: Vec<PendingCode>,
     refresh: Option<String>,
     spent: Vec<String>,
     /// The refresh token rotated last (its hash) and when: a retry within
@@ -99,6 +112,35 @@ pub struct Grant {
     rotated: Option<(String, u64)>,
     /// When it was revoked.
     pub revoked: Option<u64>,
+    /// How long it may go unused, in seconds, as set when it was last used
+    /// (0 in records from before: [`crate::REFRESH_DAYS`]).
+    #[serde(default)]
+    pub idle: u64,
+}
+
+impl Grant {
+    /// Whether nothing can ever be issued from it again, so the sweep may
+    /// delete it: revoked, never exchanged and its codes expired, or unused
+    /// past its lifetime.
+    pub fn dead(&self, now: u64) -> bool {
+        let idle = if self.idle == 0 { crate::REFRESH_DAYS * 86_400 } else { self.idle };
+        self.revoked.is_some() || (self.refresh.is_none() && self.code.iter().all(|c| c.expires <= now)) || self.last_used.saturating_add(idle) <= now
+    }
+}
+
+/// Pending codes as stored: a list, or one code (records from before).
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<PendingCode>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Codes {
+        Many(Vec<PendingCode>),
+        One(PendingCode),
+    }
+    Ok(match Option::<Codes>::deserialize(d)? {
+        None => Vec::new(),
+        Some(Codes::One(c)) => vec![c],
+        Some(Codes::Many(v)) => v,
+    })
 }
 
 /// What a new grant is for.
@@ -130,8 +172,26 @@ fn grant_key(tenant: &str, id: &str) -> String {
     format!("t/{tenant}/oauth/grant/{id}")
 }
 
-fn index_key(tenant: &str, person: &str) -> String {
+/// The index of a person's grants to apps.
+pub(crate) fn index_key(tenant: &str, person: &str) -> String {
     format!("t/{tenant}/oauth/grants/{person}")
+}
+
+/// The prefix of a tenant's grant records.
+pub(crate) fn grants_prefix(tenant: &str) -> String {
+    format!("t/{tenant}/oauth/grant/")
+}
+
+/// The prefix of a tenant's indexes of people's grants.
+pub(crate) fn indexes_prefix(tenant: &str) -> String {
+    format!("t/{tenant}/oauth/grants/")
+}
+
+/// The id of the editor's grant for one sign-in session (`session`: the
+/// hash the session is stored under): the same for every sign-in through
+/// that session, and telling nothing of the session's secret.
+fn editor_grant_id(session: &str) -> String {
+    cairn_notes::hex(&Sha256::digest(format!("cairn-editor\n{session}").as_bytes())[..8])
 }
 
 /// `<tenant>.<id>.<secret>` taken apart.
@@ -167,13 +227,19 @@ fn update<T>(store: &dyn Store, tenant: &str, id: &str, mut change: impl FnMut(&
     for _ in 0..16 {
         let read = store.read(BUCKET, &key)?;
         let Some(mut g) = read.value.as_deref().and_then(|v| serde_json::from_slice::<Grant>(v).ok()) else { return Err(unknown()) };
+        let before = g.clone();
         let (answer, refusal) = match change(&mut g) {
             Step::Fail(e) => return Err(e),
             Step::Write(t) => (Some(t), None),
             Step::WriteThenFail(e) => (None, Some(e)),
         };
+        let done = || answer.ok_or_else(|| refusal.expect("one of the two"));
+        // Invariant 5: a change that changed nothing writes nothing.
+        if g == before {
+            return done();
+        }
         match store.swap(BUCKET, &key, read.observed, &serde_json::to_vec(&g).expect("grants serialize"))? {
-            Swap::Done => return answer.ok_or_else(|| refusal.expect("one of the two")),
+            Swap::Done => return done(),
             Swap::Failed(_) => continue,
         }
     }
@@ -188,37 +254,51 @@ fn spend(g: &mut Grant, h: String) {
 
 fn revoke(g: &mut Grant, now: u64) {
     g.revoked.get_or_insert(now);
-    g.code = None;
+    g.code.clear();
     g.refresh = None;
 }
 
-/// Records a grant allowed now, with a code for `redirect_uri` bound to the
-/// PKCE `challenge`; answers the code.
-pub fn approve(store: &dyn Store, new: NewGrant, challenge: &str, redirect_uri: &str, now: u64, random: &dyn Fn() -> u64) -> Result<String> {
-    let id = short_id(random);
+/// A code for `redirect_uri` bound to the PKCE `challenge`: its text and what the grant keeps of it.
+fn new_code(tenant: &str, id: &str, challenge: &str, redirect_uri: &str, now: u64, random: &dyn Fn() -> u64) -> (String, PendingCode) {
     let code_secret = secret(random);
-    let code = format!("{}.{id}.{code_secret}", new.tenant);
-    let g = Grant {
-        id: id.clone(),
+    let pending = PendingCode { hash: hash(&code_secret), expires: now + CODE_SECONDS, challenge: challenge.into(), redirect_uri: redirect_uri.into() };
+    (format!("{tenant}.{id}.{code_secret}"), pending)
+}
+
+/// A grant allowed now, holding nothing yet.
+fn fresh(new: &NewGrant, id: &str, redirect_uri: &str, now: u64, idle: u64) -> Grant {
+    Grant {
+        id: id.to_string(),
         tenant: new.tenant.clone(),
         person: new.person.clone(),
-        client_id: new.client_id,
-        client_name: new.client_name,
+        client_id: new.client_id.clone(),
+        client_name: new.client_name.clone(),
         registered_by: new.registered_by,
         redirect_uri: redirect_uri.to_string(),
-        scopes: new.scopes,
+        scopes: new.scopes.clone(),
         actor: new.actor,
         role: new.role,
-        subject: new.subject,
-        name: new.name,
+        subject: new.subject.clone(),
+        name: new.name.clone(),
         created: now,
         last_used: now,
-        code: Some(PendingCode { hash: hash(&code_secret), expires: now + CODE_SECONDS, challenge: challenge.into(), redirect_uri: redirect_uri.into() }),
+        code: Vec::new(),
         refresh: None,
         spent: Vec::new(),
         rotated: None,
         revoked: None,
-    };
+        idle,
+    }
+}
+
+/// Records a grant to an app allowed now, with a code for `redirect_uri`
+/// bound to the PKCE `challenge`; answers the code. `idle`: how long it may
+/// go unused (`refresh_token_days`).
+pub fn approve(store: &dyn Store, new: NewGrant, challenge: &str, redirect_uri: &str, now: u64, idle: u64, random: &dyn Fn() -> u64) -> Result<String> {
+    let id = short_id(random);
+    let (code, pending) = new_code(&new.tenant, &id, challenge, redirect_uri, now, random);
+    let mut g = fresh(&new, &id, redirect_uri, now, idle);
+    g.code.push(pending);
     store.set(BUCKET, &grant_key(&new.tenant, &id), &serde_json::to_vec(&g).expect("grants serialize"))?;
     // The person's index, bounded: the oldest grants go.
     let key = index_key(&new.tenant, &new.person);
@@ -234,6 +314,33 @@ pub fn approve(store: &dyn Store, new: NewGrant, challenge: &str, redirect_uri: 
         }
     }
     fail(Code::TemporarilyUnavailable, "this person's grants are changing too fast; try again")
+}
+
+/// The editor's sign-in through the session stored under `session`: a code
+/// on the one grant of that session (invariant 4), made when there is none
+/// or it was revoked, else reused with the person's current name and role.
+/// Its refresh token lives on until the code is exchanged; the exchange
+/// replaces it.
+#[allow(clippy::too_many_arguments)]
+pub fn approve_editor(store: &dyn Store, new: NewGrant, session: &str, challenge: &str, redirect_uri: &str, now: u64, idle: u64, random: &dyn Fn() -> u64) -> Result<String> {
+    let id = editor_grant_id(session);
+    let (code, pending) = new_code(&new.tenant, &id, challenge, redirect_uri, now, random);
+    let key = grant_key(&new.tenant, &id);
+    for _ in 0..16 {
+        let read = store.read(BUCKET, &key)?;
+        let live = read.value.as_deref().and_then(|v| serde_json::from_slice::<Grant>(v).ok()).filter(|g| g.revoked.is_none());
+        let mut g = live.unwrap_or_else(|| fresh(&new, &id, redirect_uri, now, idle));
+        (g.name, g.role, g.scopes) = (new.name.clone(), new.role, new.scopes.clone());
+        g.code.retain(|c| c.expires > now);
+        g.code.push(pending.clone());
+        let over = g.code.len().saturating_sub(MAX_PENDING_CODES);
+        g.code.drain(..over);
+        (g.last_used, g.idle) = (now, idle);
+        if let Swap::Done = store.swap(BUCKET, &key, read.observed, &serde_json::to_vec(&g).expect("grants serialize"))? {
+            return Ok(code);
+        }
+    }
+    fail(Code::TemporarilyUnavailable, "this sign-in is changing too fast; try again")
 }
 
 /// A refresh token issued: its text and the grant as it stands.
@@ -261,9 +368,10 @@ pub fn exchange_code(store: &dyn Store, code: &str, client_id: &str, redirect_ur
         if g.revoked.is_some() {
             return Step::Fail(Error::new(Code::InvalidGrant, "this grant was revoked"));
         }
-        let Some(c) = g.code.clone().filter(|c| same(&c.hash, &h)) else {
+        let Some(at) = g.code.iter().position(|c| same(&c.hash, &h)) else {
             return Step::Fail(Error::new(Code::InvalidGrant, "this code was never issued"));
         };
+        let c = g.code[at].clone();
         if c.expires <= now {
             return Step::Fail(Error::new(Code::InvalidGrant, format!("this code expired; a code works for {CODE_SECONDS} seconds")));
         }
@@ -276,9 +384,11 @@ pub fn exchange_code(store: &dyn Store, code: &str, client_id: &str, redirect_ur
         if !pkce_matches(verifier, &c.challenge) {
             return Step::Fail(Error::new(Code::InvalidGrant, "code_verifier does not match the code_challenge (PKCE S256)"));
         }
-        g.code = None;
+        g.code.remove(at);
         spend(g, h.clone());
+        // The editor's grant may hold an earlier refresh token: the new one replaces it.
         g.refresh = Some(hash(&next));
+        g.rotated = None;
         g.last_used = now;
         Step::Write(g.clone())
     })?;
@@ -328,7 +438,7 @@ pub fn refresh(store: &dyn Store, keys: &Sealer, token: &str, client_id: &str, s
             g.refresh = Some(hash(&next));
             g.rotated = Some((h.clone(), now));
         }
-        g.last_used = now;
+        (g.last_used, g.idle) = (now, idle_seconds);
         Step::Write(g.clone())
     })?;
     let scopes = scopes.unwrap_or_else(|| grant.scopes.clone());
@@ -336,12 +446,13 @@ pub fn refresh(store: &dyn Store, keys: &Sealer, token: &str, client_id: &str, s
 }
 
 /// RFC 7009 for a code or refresh token: revokes its grant if the token is
-/// one of it (current or spent). Anything else is ignored, as the RFC asks.
+/// one of it (current or spent). Anything else is ignored, as the RFC asks;
+/// a grant revoked already is not written again (invariant 5).
 pub fn revoke_token(store: &dyn Store, token: &str, now: u64) -> Result<bool> {
     let Some((tenant, id, s)) = parse(token) else { return Ok(false) };
     let h = hash(s);
     match update(store, tenant, id, |g| {
-        let ours = g.refresh.as_deref().is_some_and(|r| same(r, &h)) || g.code.as_ref().is_some_and(|c| same(&c.hash, &h)) || g.spent.iter().any(|x| same(x, &h));
+        let ours = g.refresh.as_deref().is_some_and(|r| same(r, &h)) || g.code.iter().any(|c| same(&c.hash, &h)) || g.spent.iter().any(|x| same(x, &h));
         if !ours {
             return Step::Fail(Error::new(Code::InvalidGrant, "not ours"));
         }

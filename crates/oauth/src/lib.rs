@@ -12,6 +12,7 @@
 //!   reuse revokes the family), with their invariants.
 //! - [`people`]: people, one-time sign-in links and sessions.
 //! - [`seal`]: values sealed with a key derived from the signing key.
+//! - [`sweep`]: spent and expired links, sessions and grants deleted.
 //! - [`wire`]: forms, URLs, secrets and their hashes.
 //! - [`error`]: OAuth error codes, one enum.
 
@@ -21,6 +22,7 @@ pub mod error;
 pub mod grants;
 pub mod people;
 pub mod seal;
+pub mod sweep;
 pub mod wire;
 
 pub use endpoints::{Reply, Request, Route, Server};
@@ -43,6 +45,9 @@ pub struct Settings {
     pub access_seconds: u64,
     /// How long a grant may go unused, in seconds (`refresh_token_days`).
     pub idle_seconds: u64,
+    /// The one origin whose metadata documents may live on a private or
+    /// loopback host (`client_metadata_origin`), if the operator named one.
+    pub metadata_origin: Option<String>,
 }
 
 /// Default of `access_token_seconds`.
@@ -53,8 +58,8 @@ pub const REFRESH_DAYS: u64 = 30;
 impl Settings {
     /// From variables (`get` answers `None` for unset or empty): `issuer`
     /// (an `http(s)` origin; else the origin of `audience`), `audience`,
-    /// `access_token_seconds`, `refresh_token_days`. An unusable value is an
-    /// error naming its variable.
+    /// `access_token_seconds`, `refresh_token_days`, `client_metadata_origin`.
+    /// An unusable value is an error naming its variable.
     pub fn from_variables(get: impl Fn(&str) -> Option<String>) -> Result<Settings, String> {
         let resource = get("audience").ok_or("the audience variable is not set")?;
         let origin_of = |u: &str| -> Option<String> {
@@ -70,6 +75,7 @@ impl Settings {
         let number = |name: &str, default: u64| -> Result<u64, String> {
             get(name).map_or(Ok(default), |v| v.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| format!("the {name} variable must be a positive whole number, not {v:?}")))
         };
-        Ok(Settings { issuer, resource, access_seconds: number("access_token_seconds", ACCESS_SECONDS)?, idle_seconds: number("refresh_token_days", REFRESH_DAYS)? * 86_400 })
+        let metadata_origin = get("client_metadata_origin");
+        Ok(Settings { issuer, resource, access_seconds: number("access_token_seconds", ACCESS_SECONDS)?, idle_seconds: number("refresh_token_days", REFRESH_DAYS)? * 86_400, metadata_origin })
     }
 }

@@ -13,6 +13,14 @@
 //!
 //! A session is the cookie `cairn_session=<tenant>.<secret>`, read only by
 //! `/oauth/authorize` ([`session`]); it lasts [`SESSION_SECONDS`].
+//!
+//! **Bounded.** A tenant holds at most [`MAX_OPEN_INVITES`] invitations not
+//! yet used and not expired (an index per tenant, reserved before the link
+//! is written, so a crash between the two can only overcount) and at most
+//! [`MAX_PEOPLE`] people an invitation made. Each invitation makes one
+//! person, and a link starts at most one session, so sessions are bounded
+//! by the links used. Spent and expired links and expired sessions are
+//! deleted by the sweep ([`crate::sweep`]).
 
 use crate::error::{Code, Result, fail};
 use crate::wire::{hash, secret, short_id};
@@ -34,6 +42,10 @@ pub const COOKIE: &str = "cairn_session";
 pub const FIRST_PERSON: (&str, &str, &str) = ("local", "local-person", "Local person");
 /// Longest person name, in characters.
 pub const MAX_NAME_CHARS: usize = 80;
+/// Invitations a tenant may have open (made, not used, not expired).
+pub const MAX_OPEN_INVITES: usize = 50;
+/// People a tenant may have (each invitation used makes one).
+pub const MAX_PEOPLE: usize = 1_000;
 
 const FIRST_MARKER: &str = "oauth/first-person";
 
@@ -41,12 +53,29 @@ fn person_key(tenant: &str, sub: &str) -> String {
     format!("t/{tenant}/oauth/person/{sub}")
 }
 
+/// The prefix of every one-time link's record.
+pub(crate) const LINKS: &str = "oauth/link/";
+
 fn link_key(secret: &str) -> String {
-    format!("oauth/link/{}", hash(secret))
+    format!("{LINKS}{}", hash(secret))
 }
 
 fn session_key(tenant: &str, secret: &str) -> String {
-    format!("t/{tenant}/oauth/session/{}", hash(secret))
+    format!("{}{}", sessions_prefix(tenant), hash(secret))
+}
+
+/// The prefix of a tenant's sessions.
+pub(crate) fn sessions_prefix(tenant: &str) -> String {
+    format!("t/{tenant}/oauth/session/")
+}
+
+fn people_prefix(tenant: &str) -> String {
+    format!("t/{tenant}/oauth/person/")
+}
+
+/// The index of a tenant's open invitations: `[link hash, expires]` pairs.
+fn invites_key(tenant: &str) -> String {
+    format!("t/{tenant}/oauth/invites")
 }
 
 /// A person.
@@ -64,18 +93,18 @@ pub struct Person {
 
 /// A one-time link's record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Link {
+pub(crate) struct Link {
     person: Person,
-    expires: u64,
+    pub(crate) expires: u64,
     first: bool,
-    spent: Option<u64>,
+    pub(crate) spent: Option<u64>,
 }
 
 /// A session's record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Session {
+pub(crate) struct Session {
     sub: String,
-    expires: u64,
+    pub(crate) expires: u64,
 }
 
 /// A one-time link made: its secret (the part after `#/sign-in/`) and when it ends.
@@ -119,7 +148,9 @@ pub fn admin_link(store: &dyn Store, now: u64, random: &dyn Fn() -> u64) -> Resu
 }
 
 /// An admin's invitation of a new person named `name` with `role` into the
-/// admin's tenant, valid [`INVITE_SECONDS`].
+/// admin's tenant, valid [`INVITE_SECONDS`]. Refused `limit_reached`, with
+/// nothing written, when the tenant has [`MAX_OPEN_INVITES`] open or
+/// [`MAX_PEOPLE`] people.
 pub fn invite(store: &dyn Store, admin: &cairn_auth::Principal, name: &str, role: Role, now: u64, random: &dyn Fn() -> u64) -> Result<(Person, MadeLink)> {
     if admin.actor != Actor::Human || admin.role != Role::Admin {
         return fail(Code::Forbidden, "only an admin (a person) can invite someone");
@@ -128,9 +159,43 @@ pub fn invite(store: &dyn Store, admin: &cairn_auth::Principal, name: &str, role
     if name.is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
         return fail(Code::InvalidRequest, format!("name must be 1 to {MAX_NAME_CHARS} characters"));
     }
+    if store.list_prefix(BUCKET, &people_prefix(&admin.tenant), None, MAX_PEOPLE)?.len() >= MAX_PEOPLE {
+        return fail(Code::LimitReached, format!("tenant {} has {MAX_PEOPLE} people, the most it may have; nobody more can be invited", admin.tenant));
+    }
     let person = Person { tenant: admin.tenant.clone(), sub: format!("p-{}", short_id(random)), name: name.into(), role };
-    let link = make_link(store, person.clone(), false, INVITE_SECONDS, now, random)?;
-    Ok((person, link))
+    let secret = secret(random);
+    let expires = now + INVITE_SECONDS;
+    reserve_invite(store, &admin.tenant, &hash(&secret), expires, now)?;
+    let record = Link { person: person.clone(), expires, first: false, spent: None };
+    store.set(BUCKET, &link_key(&secret), &serde_json::to_vec(&record).expect("links serialize"))?;
+    Ok((person, MadeLink { secret, expires }))
+}
+
+/// Changes the tenant's index of open invitations with `change` (on the
+/// entries still open at `now`), swapped against the read it changed.
+fn change_invites(store: &dyn Store, tenant: &str, now: u64, mut change: impl FnMut(&mut Vec<(String, u64)>) -> Result<()>) -> Result<()> {
+    let key = invites_key(tenant);
+    for _ in 0..16 {
+        let read = store.read(BUCKET, &key)?;
+        let mut open: Vec<(String, u64)> = read.value.as_deref().and_then(|v| serde_json::from_slice(v).ok()).unwrap_or_default();
+        open.retain(|(_, expires)| *expires > now);
+        change(&mut open)?;
+        if let Swap::Done = store.swap(BUCKET, &key, read.observed, &serde_json::to_vec(&open).expect("invites serialize"))? {
+            return Ok(());
+        }
+    }
+    fail(Code::TemporarilyUnavailable, "this tenant's invitations are changing too fast; try again")
+}
+
+/// Counts an invitation as open, unless [`MAX_OPEN_INVITES`] are.
+fn reserve_invite(store: &dyn Store, tenant: &str, link: &str, expires: u64, now: u64) -> Result<()> {
+    change_invites(store, tenant, now, |open| {
+        if open.len() >= MAX_OPEN_INVITES {
+            return fail(Code::LimitReached, format!("tenant {tenant} has {MAX_OPEN_INVITES} invitations open (not used, within their {} hours); wait until one is used or expires", INVITE_SECONDS / 3600));
+        }
+        open.push((link.to_string(), expires));
+        Ok(())
+    })
 }
 
 /// A session started: the cookie's value and the person.
@@ -162,6 +227,14 @@ pub fn use_link(store: &dyn Store, link: &str, now: u64, random: &dyn Fn() -> u6
         Swap::Failed(_) => return refused(),
     }
     let p = &record.person;
+    if !record.first {
+        // Used: no longer open (best effort; an entry left over only overcounts until it expires).
+        let used = key.trim_start_matches(LINKS);
+        let _ = change_invites(store, &p.tenant, now, |open| {
+            open.retain(|(h, _)| h != used);
+            Ok(())
+        });
+    }
     let pkey = person_key(&p.tenant, &p.sub);
     if !store.exists(BUCKET, &pkey)? {
         store.set(BUCKET, &pkey, &serde_json::to_vec(p).expect("people serialize"))?;
@@ -180,8 +253,18 @@ pub fn cookie_value(header: Option<&str>) -> Option<&str> {
     header?.split(';').map(str::trim).find_map(|c| c.strip_prefix(COOKIE)?.strip_prefix('='))
 }
 
+/// A live session: who, and the hash it is stored under (what names it
+/// without its secret).
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    /// Who.
+    pub person: Person,
+    /// The hash of the session's secret.
+    pub session: String,
+}
+
 /// The person of a live session cookie.
-pub fn session(store: &dyn Store, cookie: Option<&str>, now: u64) -> Result<Option<Person>> {
+pub fn session(store: &dyn Store, cookie: Option<&str>, now: u64) -> Result<Option<SignedIn>> {
     let Some((tenant, secret)) = cookie.and_then(|c| c.split_once('.')) else { return Ok(None) };
     if tenant.is_empty() || tenant.len() > 64 || !tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-') || secret.len() > 64 {
         return Ok(None);
@@ -190,7 +273,7 @@ pub fn session(store: &dyn Store, cookie: Option<&str>, now: u64) -> Result<Opti
     if s.expires <= now {
         return Ok(None);
     }
-    person(store, tenant, &s.sub)
+    Ok(person(store, tenant, &s.sub)?.map(|person| SignedIn { person, session: hash(secret) }))
 }
 
 /// A person's record.

@@ -1,5 +1,6 @@
 //! What travels: form and query decoding, URLs taken apart, secrets and
-//! their hashes. Small and strict: a repeated parameter is an error, as
+//! their hashes, and which hosts and addresses are public ([`public_ip`],
+//! [`public_host`]). Small and strict: a repeated parameter is an error, as
 //! RFC 6749 §3.1 asks.
 
 use crate::error::{Code, Result, fail};
@@ -7,6 +8,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Parameters of a query string or an `application/x-www-form-urlencoded`
 /// body; a name sent twice is refused naming it, an empty value counts as absent.
@@ -125,7 +127,90 @@ pub fn url(s: &str) -> Option<Url<'_>> {
 
 /// Whether `host` names this machine: `localhost`, `127.0.0.0/8` or `::1`.
 pub fn loopback(host: &str) -> bool {
-    host == "localhost" || host == "::1" || host.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+    host == "localhost" || host == "::1" || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether an address is on the public internet: not this machine, not a
+/// private, shared, link-local, site-local, documentation, benchmarking,
+/// discard, multicast, reserved or unspecified range. An IPv6 address that
+/// carries an IPv4 one (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`,
+/// NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) is judged as that IPv4 address.
+/// The one rule for every fetch a stranger aims: the server's before a
+/// metadata document is fetched ([`public_host`]), the embedded host's
+/// after a name is resolved.
+pub fn public_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => public_v4(v4),
+        IpAddr::V6(v6) => embedded_v4(v6).map_or_else(|| public_v6(v6), public_v4),
+    }
+}
+
+fn public_v4(v4: Ipv4Addr) -> bool {
+    let [a, b, c, _] = v4.octets();
+    let special = v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast() || v4.is_documentation() || v4.is_multicast();
+    let reserved = a == 0 // this network
+        || (a == 100 && (64..128).contains(&b)) // shared address space (carrier NAT)
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 192 && b == 88 && c == 99) // 6to4 relay anycast
+        || (a == 198 && (b == 18 || b == 19)) // benchmarking
+        || a >= 240; // reserved
+    !(special || reserved)
+}
+
+/// The IPv4 address an IPv6 address carries, where it carries one.
+fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    match v6.segments() {
+        // IPv4-mapped, IPv4-compatible (and `::`, `::1`), NAT64 well-known prefix.
+        [0, 0, 0, 0, 0, 0xffff, hi, lo] | [0, 0, 0, 0, 0, 0, hi, lo] | [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => Some(v4(hi, lo)),
+        // 6to4: the IPv4 address follows the prefix.
+        [0x2002, hi, lo, ..] => Some(v4(hi, lo)),
+        _ => None,
+    }
+}
+
+fn public_v6(v6: Ipv6Addr) -> bool {
+    let s = v6.segments();
+    let special = v6.is_loopback() || v6.is_unspecified() || v6.is_multicast();
+    let reserved = (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+        || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+        || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
+        || (s[0] == 0x64 && s[1] == 0xff9b) // NAT64 64:ff9b::/32 beyond the /96 (local use)
+        || (s[0] == 0x100 && s[1..4] == [0, 0, 0]) // discard 100::/64
+        || (s[0] == 0x2001 && s[1] < 0x200) // IETF protocol assignments 2001::/23 (Teredo, benchmarking)
+        || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation 2001:db8::/32
+        || (s[0] == 0x3fff && s[1] < 0x1000); // documentation 3fff::/20
+    !(special || reserved)
+}
+
+/// Names under which no public document lives: special-use (RFC 6761,
+/// RFC 8375), and private suffixes in common use (`*.spin.internal` is a
+/// component of this very application).
+const PRIVATE_SUFFIXES: &[&str] = &["localhost", "local", "internal", "invalid", "test", "example", "localdomain", "home.arpa", "lan", "intranet", "corp", "private", "onion"];
+
+/// Whether `host` (as [`url`] gives it: lower-case, no brackets) is a
+/// public DNS name or a public address; `Err` says why not. A public DNS
+/// name has two or more labels of letters, digits and inner hyphens, a last
+/// label that is not a number (`2130706433` or `127.1` are addresses in
+/// disguise), no trailing dot, and no private suffix. A name may still
+/// resolve to a private address: the embedded host checks the resolved
+/// address too.
+pub fn public_host(host: &str) -> std::result::Result<(), String> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return if public_ip(ip) { Ok(()) } else { Err(format!("{host} is not a public address")) };
+    }
+    if host.is_empty() || host.len() > 253 || host.ends_with('.') {
+        return Err(format!("{host:?} is not a DNS name (empty, too long, or ending in a dot)"));
+    }
+    let labels: Vec<&str> = host.split('.').collect();
+    let ldh = |l: &str| (1..=63).contains(&l.len()) && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') && !l.starts_with('-') && !l.ends_with('-');
+    if labels.len() < 2 || !labels.iter().all(|l| ldh(l)) || !labels[labels.len() - 1].bytes().any(|b| b.is_ascii_alphabetic()) {
+        return Err(format!("{host} is not a public DNS name (it needs two or more labels of letters, digits and hyphens, ending in a name)"));
+    }
+    match PRIVATE_SUFFIXES.iter().find(|s| host == **s || host.ends_with(&format!(".{s}"))) {
+        Some(s) => Err(format!("{host} is a private name (.{s}), not a public one")),
+        None => Ok(()),
+    }
 }
 
 /// Base64url without padding.

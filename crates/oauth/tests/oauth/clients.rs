@@ -80,8 +80,8 @@ fn document(id: &str) -> Vec<u8> {
 #[test]
 fn a_metadata_document_names_its_client_and_the_person_sees_how_it_was_known() {
     let w = World::new();
-    let id = "https://app.example/oauth/client.json";
-    assert_eq!(cairn_oauth::Server::document_to_fetch(&query(&[("client_id", id)])).as_deref(), Some(id));
+    let id = "https://app.example.com/oauth/client.json";
+    assert_eq!(cairn_oauth::Server::document_to_fetch(&w.settings, &query(&[("client_id", id)])).as_deref(), Some(id));
     let (r, _) = w.authorize(id, &[("redirect_uri", CALLBACK)], None, Some(Ok(document(id))));
     let request = consent_request(&r);
     let v = w.get(Route::ConsentView, &query(&[("request", &request)]), Some(&person("Ada", Role::Member)));
@@ -91,7 +91,7 @@ fn a_metadata_document_names_its_client_and_the_person_sees_how_it_was_known() {
 #[test]
 fn a_metadata_document_that_is_too_big_slow_foreign_or_secret_is_refused_and_nothing_issued() {
     let w = World::new();
-    let id = "https://app.example/oauth/client.json";
+    let id = "https://app.example.com/oauth/client.json";
     let big = {
         let mut d = json!({"client_id": id, "redirect_uris": [CALLBACK]});
         d["padding"] = json!("x".repeat(6000));
@@ -111,12 +111,72 @@ fn a_metadata_document_that_is_too_big_slow_foreign_or_secret_is_refused_and_not
         assert!(header(&r, "location").is_none() && text(&r).contains(why), "{why}: {}", text(&r));
     }
     // Not https: not a document URL, and not a client anyone registered.
-    assert_eq!(cairn_oauth::Server::document_to_fetch(&query(&[("client_id", "http://app.example/client.json")])), None);
+    assert_eq!(cairn_oauth::Server::document_to_fetch(&w.settings, &query(&[("client_id", "http://app.example/client.json")])), None);
     let (r, _) = w.authorize("http://app.example/client.json", &[("redirect_uri", CALLBACK)], None, None);
     assert_eq!(r.status, 401);
     // A document URL with no path, or a fragment, is never fetched.
     for bad in ["https://app.example", "https://app.example/c.json#x"] {
-        assert_eq!(cairn_oauth::Server::document_to_fetch(&query(&[("client_id", bad)])), None, "{bad}");
+        assert_eq!(cairn_oauth::Server::document_to_fetch(&w.settings, &query(&[("client_id", bad)])), None, "{bad}");
     }
     assert!(w.store.list_keys("default", None, 10).unwrap().is_empty(), "a refused authorization wrote to the store");
+}
+
+#[test]
+fn a_document_url_on_a_private_name_or_address_is_refused_before_anything_is_fetched() {
+    let w = World::new();
+    for id in [
+        "https://rest.spin.internal/client.json",
+        "https://router.spin.internal./client.json",
+        "https://localhost/client.json",
+        "https://app.localhost/client.json",
+        "https://printer.local/client.json",
+        "https://127.0.0.1/client.json",
+        "https://127.1/client.json",
+        "https://2130706433/client.json",
+        "https://10.1.2.3/client.json",
+        "https://[::1]/client.json",
+        "https://[::ffff:127.0.0.1]/client.json",
+        "https://[64:ff9b::a00:1]/client.json",
+        "https://[fec0::1]/client.json",
+        "https://router/client.json",
+        "https://app.example/client.json",
+    ] {
+        assert_eq!(cairn_oauth::Server::document_to_fetch(&w.settings, &query(&[("client_id", id)])), None, "{id} would be fetched");
+        // Even handed a document, the server refuses the client id itself.
+        let (r, _) = w.authorize(id, &[("redirect_uri", CALLBACK)], None, Some(Ok(document(id))));
+        assert_eq!(r.status, 401, "{id}: {}", text(&r));
+        let page = error_page(&r);
+        assert!(page.contains("invalid_client") && page.contains("is not fetched") && page.contains("public host"), "{id}: {page}");
+    }
+    // A public name is fetched; the operator's named origin is, wherever it is.
+    let public = "https://app.example.com/client.json";
+    assert_eq!(cairn_oauth::Server::document_to_fetch(&w.settings, &query(&[("client_id", public)])).as_deref(), Some(public));
+    let mut named = World::new();
+    named.settings.metadata_origin = Some("https://localhost:8443".into());
+    let local = "https://localhost:8443/client.json";
+    assert_eq!(cairn_oauth::Server::document_to_fetch(&named.settings, &query(&[("client_id", local)])).as_deref(), Some(local));
+    assert_eq!(cairn_oauth::Server::document_to_fetch(&named.settings, &query(&[("client_id", "https://localhost:9443/client.json")])), None, "another port is another origin");
+    assert!(w.store.list_keys("default", None, 10).unwrap().is_empty());
+}
+
+#[test]
+fn an_error_before_the_person_saw_the_app_is_a_page_unless_the_redirect_is_vouched_for() {
+    let w = World::new();
+    // Anyone can register any redirect URI: an error there would be an open redirect.
+    let r = w.json(Route::Register, &json!({"redirect_uris": ["https://evil.example.com/landing"]}), None);
+    let id = body(&r)["client_id"].as_str().unwrap().to_string();
+    let q = query(&[("response_type", "code"), ("client_id", &id), ("redirect_uri", "https://evil.example.com/landing"), ("state", "s-1")]);
+    let page = error_page(&w.get(Route::Authorize, &q, None));
+    assert!(page.contains("invalid_request") && page.contains("code_challenge"), "{page}");
+    // A document naming a redirect on another host: the same.
+    let doc_id = "https://app.example.com/oauth/client.json";
+    let (r, _) = w.authorize(doc_id, &[("redirect_uri", CALLBACK), ("resource", "https://other.example.com/mcp")], None, Some(Ok(document(doc_id))));
+    assert!(error_page(&r).contains("invalid_target"));
+    // A document's redirect on the document's own host is vouched for by that host.
+    let own = "https://app.example.com/oauth/callback";
+    let doc = json!({"client_id": doc_id, "redirect_uris": [own]}).to_string().into_bytes();
+    let (r, _) = w.authorize(doc_id, &[("redirect_uri", own), ("resource", "https://other.example.com/mcp")], None, Some(Ok(doc)));
+    let to = header(&r, "location").unwrap_or_else(|| panic!("{}", text(&r)));
+    assert!(to.starts_with(own) && params_of(to)["error"] == "invalid_target", "{to}");
+    assert!(w.store.list_keys("default", None, 10).unwrap().is_empty());
 }

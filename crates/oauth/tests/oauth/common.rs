@@ -97,8 +97,10 @@ impl World {
     }
 }
 
+/// A person as the editor's token names them: every scope a person holds.
 pub fn person(name: &str, role: Role) -> Principal {
-    Principal { tenant: "acme".into(), subject: name.to_lowercase(), name: name.into(), actor: Actor::Human, role, scopes: vec![], exp: u64::MAX }
+    let scopes = cairn_oauth::PERSON_SCOPES.iter().map(|s| s.to_string()).collect();
+    Principal { tenant: "acme".into(), subject: name.to_lowercase(), name: name.into(), actor: Actor::Human, role, scopes, exp: u64::MAX }
 }
 
 pub fn agent() -> Principal {
@@ -130,6 +132,19 @@ pub fn header<'a>(r: &'a Reply, name: &str) -> Option<&'a str> {
 /// The query parameters of a URL.
 pub fn params_of(url: &str) -> BTreeMap<String, String> {
     cairn_oauth::wire::params(url.split_once('?').map_or("", |(_, q)| q)).unwrap()
+}
+
+/// The error page of a refused authorization (never a redirect): its text.
+pub fn error_page(r: &Reply) -> String {
+    assert!((400..500).contains(&r.status), "{}: {}", r.status, text(r));
+    assert!(r.content_type.starts_with("text/html") && header(r, "location").is_none(), "a refusal was sent away: {:?}", header(r, "location"));
+    text(r)
+}
+
+/// Every key of the `default` store under `prefix`.
+pub fn keys_under(w: &World, prefix: &str) -> Vec<String> {
+    use cairn_kv::Store;
+    w.store.list_prefix("default", prefix, None, 100_000).unwrap()
 }
 
 /// The sealed consent request an authorize answer sends the editor.

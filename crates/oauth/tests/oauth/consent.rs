@@ -75,6 +75,32 @@ fn an_app_asking_only_for_scopes_it_cannot_have_gets_invalid_scope() {
     let w = World::new();
     let id = w.register("App");
     let (r, _) = w.authorize(&id, &[("redirect_uri", CALLBACK), ("scope", "audit:read")], None, None);
-    let to = header(&r, "location").unwrap();
-    assert_eq!(params_of(to)["error"], "invalid_scope");
+    assert!(error_page(&r).contains("invalid_scope"), "{}", text(&r));
+}
+
+#[test]
+fn a_person_grants_an_app_only_the_scopes_their_own_token_holds() {
+    let w = World::new();
+    let id = w.register("App");
+    let (r, verifier) = w.authorize(&id, &[("redirect_uri", CALLBACK), ("scope", "notes:read notes:write")], None, None);
+    let request = consent_request(&r);
+    let mut reader = person("Rea", Role::Member);
+    reader.scopes = vec!["notes:read".into()];
+    let v = body(&w.get(Route::ConsentView, &query(&[("request", &request)]), Some(&reader)));
+    assert_eq!((v["scopes"].clone(), v["withheld"].clone()), (json!(["notes:read"]), json!(["notes:write"])), "{v}");
+    assert!(v["withheld_reason"].as_str().unwrap().contains("you do not hold notes:write"), "{v}");
+    let a = w.json(Route::ConsentAnswer, &json!({"request": request, "approve": true}), Some(&reader));
+    let code = params_of(body(&a)["redirect_to"].as_str().unwrap())["code"].clone();
+    let t = body(&w.exchange(&id, &code, &verifier));
+    assert_eq!(t["scope"], "notes:read", "{t}");
+    assert_eq!(claims(t["access_token"].as_str().unwrap())["scope"], "notes:read");
+    // Holding none of what the app asks for: refused, nothing granted.
+    let (r, _) = w.authorize(&id, &[("redirect_uri", CALLBACK), ("scope", "notes:write")], None, None);
+    let mut auditor = person("Aud", Role::Member);
+    auditor.scopes = vec!["audit:read".into()];
+    let keys = w.store.list_keys("default", None, 100).unwrap().len();
+    let a = w.json(Route::ConsentAnswer, &json!({"request": consent_request(&r), "approve": true}), Some(&auditor));
+    assert_eq!((a.status, body(&a)["error"].as_str()), (400, Some("invalid_scope")), "{}", text(&a));
+    assert!(body(&a)["error_description"].as_str().unwrap().contains("you hold none of the scopes"), "{}", text(&a));
+    assert_eq!(w.store.list_keys("default", None, 100).unwrap().len(), keys, "a refused approval wrote something");
 }

@@ -4,8 +4,11 @@
 
 mod common;
 
+mod addresses;
+mod bounds;
 mod clients;
 mod codes;
 mod consent;
+mod editor;
 mod people;
 mod refresh;
