@@ -11,6 +11,9 @@
 //!   hand-written and stays valid Spin): its `tool_url_<tool>` variable, the
 //!   router's outbound hosts, the router's variables and dependencies, and
 //!   the tool's own component block;
+//! - and, from `cairn-config`'s table of variables, the application's
+//!   `[variables]` and each component's variables: exactly those its code
+//!   reads (the router's include its composed tools');
 //! - the router's slot for it in `wit/tools.wit` (`router-slots`) and its
 //!   arm in `guest/src/slots.rs`'s `call_slot`.
 //!
@@ -21,6 +24,7 @@
 //! overwritten by the next `cairn generate`.
 
 use anyhow::{Context, Result, bail};
+use cairn_config::{Reader, VARIABLES};
 use std::path::{Path, PathBuf};
 
 /// The one interface every tool component exports for composition.
@@ -70,12 +74,18 @@ pub enum Piece {
     },
 }
 
-/// Everything the table implies, in a fixed order.
+/// Everything the tables imply (the tool table, and the variables table of
+/// `cairn-config`), in a fixed order.
 pub fn pieces(tools: &[ToolName]) -> Vec<Piece> {
     let mut out = vec![
+        region("spin.toml", "app-variables", "#", app_variables()),
         region("spin.toml", "tool-urls", "#", tool_url_variables(tools)),
         region("spin.toml", "router-outbound", "#", vec![router_outbound(tools)]),
-        region("spin.toml", "router-tool-urls", "#", tools.iter().map(|t| format!("tool_url_{0} = \"{{{{ tool_url_{0} }}}}\"", t.0)).collect()),
+        region("spin.toml", "router-variables", "#", router_variables(tools)),
+        region("spin.toml", "ui-variables", "#", component_variables(Reader::Ui)),
+        region("spin.toml", "authz-variables", "#", component_variables(Reader::Authz)),
+        region("spin.toml", "rest-variables", "#", component_variables(Reader::Rest)),
+        region("spin.toml", "kv-probe-variables", "#", component_variables(Reader::KvProbe)),
         region("spin.toml", "router-dependencies", "#", router_dependencies(tools)),
         region("spin.toml", "tool-components", "#", tool_components(tools)),
         region("wit/tools.wit", "router-slots", "//", tools.iter().flat_map(slot).collect()),
@@ -90,6 +100,51 @@ pub fn pieces(tools: &[ToolName]) -> Vec<Piece> {
 
 fn region(file: &'static str, name: &'static str, comment: &'static str, lines: Vec<String>) -> Piece {
     Piece::Region { file, name, comment, lines }
+}
+
+/// The application's `[variables]`: every variable of `cairn-config`'s
+/// table, its doc as a comment, its default, and `secret` where it is one.
+fn app_variables() -> Vec<String> {
+    let mut lines = Vec::new();
+    for v in VARIABLES {
+        lines.extend(comment_lines(v.doc));
+        let secret = if v.secret { ", secret = true" } else { "" };
+        lines.push(format!("{} = {{ default = \"{}\"{secret} }}", v.name, v.default));
+    }
+    lines
+}
+
+/// `doc` as `#` comment lines of at most 80 columns.
+fn comment_lines(doc: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::from("#");
+    for word in doc.split_whitespace() {
+        if line.len() + 1 + word.len() > 80 && line.len() > 1 {
+            lines.push(std::mem::replace(&mut line, String::from("#")));
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines
+}
+
+/// A component's variables: each variable `reader` reads, from the
+/// application variable of the same name.
+fn component_variables(reader: Reader) -> Vec<String> {
+    VARIABLES.iter().filter(|v| v.read_by(reader)).map(|v| format!("{0} = \"{{{{ {0} }}}}\"", v.name)).collect()
+}
+
+/// The router's variables: its own, its composed tools' (they run with the
+/// router's variables), and where each tool is served.
+fn router_variables(tools: &[ToolName]) -> Vec<String> {
+    let mut lines: Vec<String> = VARIABLES
+        .iter()
+        .filter(|v| v.read_by(Reader::Router) || v.read_by(Reader::Tools))
+        .map(|v| format!("{0} = \"{{{{ {0} }}}}\"", v.name))
+        .collect();
+    lines.extend(tools.iter().map(|t| format!("tool_url_{0} = \"{{{{ tool_url_{0} }}}}\"", t.0)));
+    lines
 }
 
 fn tool_url_variables(tools: &[ToolName]) -> Vec<String> {
@@ -137,15 +192,9 @@ fn tool_components(tools: &[ToolName]) -> Vec<String> {
             format!("description = \"The {name} tool\""),
             "key_value_stores = [\"default\", \"cache\"]".to_string(),
             format!("[component.{id}.variables]"),
-            "identity_secret = \"{{ identity_secret }}\"".to_string(),
-            "commit_check = \"{{ commit_check }}\"".to_string(),
-            "tool_calls = \"{{ tool_calls }}\"".to_string(),
-            "history_keep_versions = \"{{ history_keep_versions }}\"".to_string(),
-            "history_keep_days = \"{{ history_keep_days }}\"".to_string(),
-            "history_max_versions = \"{{ history_max_versions }}\"".to_string(),
-            "quota_notes = \"{{ quota_notes }}\"".to_string(),
-            "quota_bytes = \"{{ quota_bytes }}\"".to_string(),
-            "read_max_chars = \"{{ read_max_chars }}\"".to_string(),
+        ]);
+        lines.extend(component_variables(Reader::Tools));
+        lines.extend([
             format!("[component.{id}.build]"),
             format!("command = \"cargo build --quiet --target wasm32-wasip2 --profile wasm -p {id}\""),
             format!("watch = [\"components/{id}/src/**/*.rs\", \"guest/src/**/*.rs\", \"crates/notes/src/**/*.rs\"]"),
