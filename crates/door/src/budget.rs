@@ -108,24 +108,18 @@ pub fn subject_id(tenant: &str, subject: &str) -> String {
 
 /// The budget key of a client address: an IPv4 address as it is, an IPv6
 /// address by its /64 (what one client is usually given), anything else
-/// `other`. `addr` is `ip:port`, `[ip]:port` or a bare address.
+/// `other` (the address the host's own caps count, [`crate::peers::Address`]).
+/// `addr` is `ip:port`, `[ip]:port` or a bare address.
 pub fn address_id(addr: &str) -> String {
     let bare = match addr.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or(""),
         None if addr.matches(':').count() == 1 => addr.split(':').next().unwrap_or(""),
         None => addr,
     };
-    if let Ok(ip) = bare.parse::<std::net::Ipv4Addr>() {
-        return ip.to_string();
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => crate::peers::Address::of(ip).to_string(),
+        Err(_) => "other".into(),
     }
-    if let Ok(ip) = bare.parse::<std::net::Ipv6Addr>() {
-        if let Some(v4) = ip.to_ipv4_mapped() {
-            return v4.to_string();
-        }
-        let s = ip.segments();
-        return format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3]);
-    }
-    "other".into()
 }
 
 /// Deletes the door's counters that are past use: subjects' refusal marks

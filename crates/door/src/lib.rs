@@ -4,8 +4,9 @@
 //!
 //! 1. the size of the header section, of each header and of the path, and
 //!    the declared body size ([`limits`]), before a byte of the body is
-//!    read; the host adds its budget of body bytes in flight
-//!    ([`limits::BodyBudget`]);
+//!    read; the host adds its budget of body bytes in flight, taken as the
+//!    bytes arrive ([`limits::BodyBudget`]), and each client address's caps
+//!    on connections and on bodies it is waiting for ([`peers`]);
 //! 2. browser origin and DNS rebinding ([`origin`]);
 //! 3. the client address's budget of refused requests ([`budget`]): an
 //!    address past it is answered 429 before its token is verified (a token
@@ -35,6 +36,7 @@ pub mod budget;
 pub mod cache;
 pub mod limits;
 pub mod origin;
+pub mod peers;
 pub mod refusal;
 pub mod summary;
 
@@ -208,11 +210,16 @@ impl<'a> Door<'a> {
     /// still has to be passed to [`Door::refused`] to be counted.
     pub fn screen(&self, req: &Arrival) -> Result<Screened, Refusal> {
         self.screen_limits(req)?;
-        let throttled = self.cache.is_some_and(|c| {
+        Ok(Screened { throttled: self.address_throttled(req) })
+    }
+
+    /// Step 3 alone: whether the client address is past its budget of
+    /// refusals this minute (for an entry whose other checks the host made).
+    pub fn address_throttled(&self, req: &Arrival) -> bool {
+        self.cache.is_some_and(|c| {
             summary::refusals_of(c, self.minute(), &budget::address_id(req.client()), self.settings.addresses_per_minute)
                 >= self.settings.refused_per_minute as i64
-        });
-        Ok(Screened { throttled })
+        })
     }
 
     /// The answer to a throttled address whose token was not verified before.

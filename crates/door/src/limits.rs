@@ -8,11 +8,14 @@
 //! HTTP parser refuses a larger header section before it reaches a
 //! component; the door checks each value again). Its body is read only when
 //! its declared size fits [`Limits::body_bytes`], and only while the host's
-//! [`BodyBudget`] can hold it: a body without a declared size takes from the
-//! budget chunk by chunk as it arrives and is refused the moment it would
-//! pass either bound. So the bytes of bodies buffered at once never exceed
-//! the budget, whatever the number of connections, and no request is read
-//! past its own limit.
+//! [`BodyBudget`] can hold it: every body, declared or not, takes from the
+//! budget chunk by chunk as the bytes arrive, and is refused the moment it
+//! would pass either bound. So the bytes of bodies buffered at once never
+//! exceed the budget, whatever the number of connections, and no request is
+//! read past its own limit. A declared size reserves nothing: a connection
+//! that declares a large body and sends nothing holds none of the budget
+//! (the host cuts it off by its address's cap on bodies and the minimum
+//! rate a body must keep, see [`crate::peers`]).
 
 use crate::refusal::{Code, Refusal};
 use std::sync::Arc;
@@ -101,8 +104,9 @@ fn too_large(n: usize, max: usize) -> Refusal {
 
 /// The host-wide budget of request-body bytes held in memory at once.
 ///
-/// A request takes its bytes before they are read and gives them back when
-/// its [`Taken`] is dropped (when the request is done with its body). The
+/// A request takes its bytes as they arrive ([`BodyBudget::take`] of what
+/// arrived, then [`Taken::grow`] per chunk) and gives them back when its
+/// [`Taken`] is dropped (when the request is done with its body). The
 /// sum of everything taken never exceeds the total: [`BodyBudget::take`]
 /// only ever moves the count with a compare-and-swap that keeps it at or
 /// under the total.

@@ -14,6 +14,18 @@ pub enum Code {
     BodyTooLarge,
     /// The host's in-flight body budget is spent: 503, retry shortly.
     Busy,
+    /// The host has as many connections open as it allows: 503, and closed.
+    TooManyConnections,
+    /// The client address has as many connections open as one may: 429, and closed.
+    TooManyConnectionsFromAddress,
+    /// The client address is sending as many bodies as one may: 429.
+    TooManyBodiesFromAddress,
+    /// The header section did not arrive within the header timeout: 408.
+    HeaderTimeout,
+    /// The body did not arrive within the body timeout: 408.
+    BodyTimeout,
+    /// The body stopped arriving at the minimum rate: 408.
+    BodyTooSlow,
     /// A browser origin that is not allowed, or a foreign `Host` on a local server: 403.
     ForbiddenOrigin,
     /// No bearer token, or one that does not verify: 401 with a challenge.
@@ -32,11 +44,17 @@ pub enum Code {
 
 impl Code {
     /// Every code, for closed metric label sets and documentation.
-    pub const ALL: [Code; 11] = [
+    pub const ALL: [Code; 17] = [
         Code::HeaderTooLarge,
         Code::UriTooLong,
         Code::BodyTooLarge,
         Code::Busy,
+        Code::TooManyConnections,
+        Code::TooManyConnectionsFromAddress,
+        Code::TooManyBodiesFromAddress,
+        Code::HeaderTimeout,
+        Code::BodyTimeout,
+        Code::BodyTooSlow,
         Code::ForbiddenOrigin,
         Code::Unauthorized,
         Code::InsufficientScope,
@@ -53,6 +71,12 @@ impl Code {
             Code::UriTooLong => "uri_too_long",
             Code::BodyTooLarge => "body_too_large",
             Code::Busy => "busy",
+            Code::TooManyConnections => "too_many_connections",
+            Code::TooManyConnectionsFromAddress => "too_many_connections_from_address",
+            Code::TooManyBodiesFromAddress => "too_many_bodies_from_address",
+            Code::HeaderTimeout => "header_timeout",
+            Code::BodyTimeout => "body_timeout",
+            Code::BodyTooSlow => "body_too_slow",
             Code::ForbiddenOrigin => "forbidden_origin",
             Code::Unauthorized => "unauthorized",
             Code::InsufficientScope => "insufficient_scope",
@@ -74,10 +98,11 @@ impl Code {
             Code::HeaderTooLarge => 431,
             Code::UriTooLong => 414,
             Code::BodyTooLarge => 413,
-            Code::Busy | Code::IssuerUnavailable => 503,
+            Code::Busy | Code::TooManyConnections | Code::IssuerUnavailable => 503,
+            Code::HeaderTimeout | Code::BodyTimeout | Code::BodyTooSlow => 408,
             Code::ForbiddenOrigin | Code::InsufficientScope => 403,
             Code::Unauthorized => 401,
-            Code::RateLimited | Code::TooManyRefusals => 429,
+            Code::RateLimited | Code::TooManyRefusals | Code::TooManyConnectionsFromAddress | Code::TooManyBodiesFromAddress => 429,
             Code::Misconfigured => 500,
         }
     }

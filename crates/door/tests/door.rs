@@ -205,3 +205,97 @@ mod sweeping {
         assert_eq!(budget::sweep(&store, 19 * 60, 5, 10_000).unwrap(), 0, "a second sweep finds nothing");
     }
 }
+
+mod peers {
+    use cairn_door::peers::{Caps, Peers};
+    use cairn_door::Code;
+    use std::net::IpAddr;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn peers() -> Peers {
+        Peers::new(Caps { connections: 3, bodies: 2 })
+    }
+
+    #[test]
+    fn an_address_past_its_connection_cap_is_refused_and_other_addresses_are_not() {
+        let p = peers();
+        let held: Vec<_> = (0..3).map(|_| p.connect(ip("127.0.0.2")).unwrap()).collect();
+        let r = p.connect(ip("127.0.0.2")).unwrap_err();
+        assert_eq!((r.code, r.status()), (Code::TooManyConnectionsFromAddress, 429));
+        assert!(r.message.contains("max_connections_per_address") && r.message.contains('3'), "{}", r.message);
+        assert!(r.retry_after.is_some());
+        // Another loopback address, and the IPv6 loopback, are other addresses.
+        let _other = p.connect(ip("127.0.0.1")).unwrap();
+        let _v6 = p.connect(ip("::1")).unwrap();
+        drop(held);
+        assert!(p.connect(ip("127.0.0.2")).is_ok(), "a connection given back is free again");
+    }
+
+    #[test]
+    fn one_ipv6_64_is_one_address_and_a_mapped_ipv4_is_its_ipv4() {
+        let p = peers();
+        let _held: Vec<_> = (1..=3).map(|i| p.connect(ip(&format!("2001:db8:7:9::{i}"))).unwrap()).collect();
+        assert_eq!(p.connect(ip("2001:db8:7:9:ffff::1")).unwrap_err().code, Code::TooManyConnectionsFromAddress, "the same /64");
+        assert!(p.connect(ip("2001:db8:7:a::1")).is_ok(), "the next /64 is another client");
+        let _v4: Vec<_> = (0..3).map(|_| p.connect(ip("10.0.0.1")).unwrap()).collect();
+        assert!(p.connect(ip("::ffff:10.0.0.1")).is_err(), "an IPv4-mapped address is the IPv4 address");
+    }
+
+    #[test]
+    fn bodies_waited_for_are_capped_per_address_and_come_back_on_drop() {
+        let p = peers();
+        let a = p.connect(ip("192.0.2.1")).unwrap();
+        let b = p.connect(ip("192.0.2.1")).unwrap();
+        let first = a.body().unwrap();
+        let _second = b.body().unwrap();
+        let r = a.body().unwrap_err();
+        assert_eq!((r.code, r.status()), (Code::TooManyBodiesFromAddress, 429));
+        assert!(r.message.contains("max_bodies_per_address"), "{}", r.message);
+        assert!(p.connect(ip("192.0.2.2")).unwrap().body().is_ok(), "another address has its own slots");
+        drop(first);
+        assert!(a.body().is_ok());
+        assert_eq!(p.held(ip("192.0.2.1")).connections, 2);
+    }
+
+    #[test]
+    fn the_table_holds_only_addresses_that_hold_something() {
+        let p = Peers::new(Caps { connections: 2, bodies: 1 });
+        for i in 0..10_000u32 {
+            let c = p.connect(IpAddr::from(i.to_be_bytes())).unwrap();
+            let _slot = c.body().unwrap();
+            // A refused attempt leaves nothing either.
+            let _ = p.connect(IpAddr::from((i + 1_000_000).to_be_bytes())).map(|c| c.body());
+        }
+        assert_eq!(p.addresses(), 0, "ten thousand addresses came and went; none is kept");
+        let open: Vec<_> = (0..50u32).map(|i| p.connect(IpAddr::from((i << 8).to_be_bytes())).unwrap()).collect();
+        assert_eq!(p.addresses(), open.len(), "one entry per address with a connection open");
+        drop(open);
+        assert_eq!(p.addresses(), 0);
+    }
+
+    #[test]
+    fn many_threads_never_pass_an_address_cap() {
+        let p = Peers::new(Caps { connections: 4, bodies: 2 });
+        let peak = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                let (p, peak) = (&p, &peak);
+                s.spawn(move || {
+                    for _ in 0..2000 {
+                        if let Ok(c) = p.connect(ip("198.51.100.9")) {
+                            let _slot = c.body();
+                            let h = p.held(ip("198.51.100.9"));
+                            assert!(h.connections <= 4 && h.bodies <= 2, "{h:?}");
+                            peak.fetch_max(h.connections, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(p.addresses(), 0);
+        assert!(peak.into_inner() <= 4);
+    }
+}
