@@ -80,6 +80,19 @@ pub struct Limits {
     pub body_budget: usize,
     /// Client connections open at once; one more is answered 503 and closed.
     pub max_connections: usize,
+    /// Connections one client address may have open at once (an IPv6
+    /// address counts by its /64); one more is answered 429 and closed.
+    pub max_connections_per_address: usize,
+    /// Request bodies the host waits for at once from one client address
+    /// (a body that came with its head is not waited for); one more is
+    /// answered 429 before a byte of it is read.
+    pub max_bodies_per_address: usize,
+    /// Bytes a second a body must keep arriving at, measured over each
+    /// [`Limits::body_rate_window`] (the first one is its grace); slower is
+    /// answered 408 `body_too_slow`. 0: no minimum.
+    pub min_body_rate: usize,
+    /// The window [`Limits::min_body_rate`] is measured over.
+    pub body_rate_window: Duration,
     /// Threads serving connections ([`crate::lanes`]).
     pub lanes: usize,
 }
@@ -95,6 +108,10 @@ impl Default for Limits {
             max_body_bytes: 32 << 20,
             body_budget: 64 << 20,
             max_connections: 1024,
+            max_connections_per_address: 64,
+            max_bodies_per_address: 8,
+            min_body_rate: 1024,
+            body_rate_window: Duration::from_secs(5),
             lanes: crate::lanes::default_count(),
         }
     }

@@ -186,6 +186,11 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new((app.limits.max_instances / 2).max(1) as usize));
     let connections = Arc::new(Semaphore::new(app.limits.max_connections));
+    // What each client address holds open (connections, bodies waited for).
+    let peers = cairn_door::peers::Peers::new(cairn_door::peers::Caps {
+        connections: app.limits.max_connections_per_address,
+        bodies: app.limits.max_bodies_per_address,
+    });
     let sweeper = tokio::spawn(sweep(app.clone(), sweep_interval));
     let merger = tokio::spawn(merge_search(app.clone(), merge_interval));
     let lanes = match crate::lanes::Lanes::start(app.limits.lanes) {
@@ -199,35 +204,8 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, peer)) = accepted else { continue };
-                let _ = stream.set_nodelay(true);
-                // One connection over the cap is told so and closed; the others go on.
-                let Ok(open) = connections.clone().try_acquire_owned() else {
-                    tokio::spawn(refuse_connection(stream));
-                    continue;
-                };
-                let header_timeout = app.limits.header_timeout;
-                let (app, permits, watcher) = (app.clone(), permits.clone(), graceful.watcher());
-                let Ok(stream) = stream.into_std() else { continue };
-                // Built inside the lane, so the socket and the timer belong to
-                // the runtime that serves this connection to its end.
-                let job: crate::lanes::Job = Box::new(move || {
-                    Box::pin(async move {
-                        let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
-                        let service = service_fn(move |req| handle(app.clone(), permits.clone(), req, peer));
-                        // The header section is bounded before any component
-                        // sees it (431 past it); the door checks each value again.
-                        let conn = hyper::server::conn::http1::Builder::new()
-                            .timer(hyper_util::rt::TokioTimer::new())
-                            .header_read_timeout(header_timeout)
-                            .max_headers(HEADERS_MAX)
-                            .max_buf_size(HEADER_BYTES_MAX)
-                            .serve_connection(TokioIo::new(stream), service);
-                        if let Err(e) = watcher.watch(conn).await {
-                            tracing::debug!(error = %e, "connection ended with an error");
-                        }
-                        drop(open);
-                    })
-                });
+                let Some((stream, held)) = admit(&app, &peers, &connections, stream, peer) else { continue };
+                let job = connection_job(app.clone(), permits.clone(), graceful.watcher(), stream, peer, held);
                 if lanes.spawn(job).is_err() {
                     tracing::error!("no lane is running: connection dropped");
                 }
@@ -249,6 +227,59 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
             Err(e) => tracing::error!(store = %label, error = %e, "store did not close cleanly"),
         }
     }
+}
+
+/// What an open connection holds, given back when it closes: a slot of
+/// its client address's and one of the host's.
+struct Held {
+    address: Arc<cairn_door::peers::Connection>,
+    _host: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// A new connection within its address's cap and the host's, or `None`
+/// when it is over one: it is then told so (429 or 503) and closed, and
+/// the others go on.
+fn admit(app: &App, peers: &cairn_door::peers::Peers, connections: &Arc<Semaphore>, stream: tokio::net::TcpStream, peer: SocketAddr) -> Option<(std::net::TcpStream, Held)> {
+    let _ = stream.set_nodelay(true);
+    let address = match peers.connect(peer.ip()) {
+        Ok(address) => Arc::new(address),
+        Err(r) => {
+            tokio::spawn(refuse_connection(stream, r));
+            return None;
+        }
+    };
+    let Ok(host) = connections.clone().try_acquire_owned() else {
+        tracing::warn!("connection refused: max_connections reached");
+        tokio::spawn(refuse_connection(stream, host_full(app.limits.max_connections)));
+        return None;
+    };
+    Some((stream.into_std().ok()?, Held { address, _host: host }))
+}
+
+/// Serving one admitted connection, from its first request to its last,
+/// built inside the lane that runs it (so the socket and the timer belong
+/// to that lane's runtime).
+fn connection_job(app: Arc<App>, permits: Arc<Semaphore>, watcher: hyper_util::server::graceful::Watcher, stream: std::net::TcpStream, peer: SocketAddr, held: Held) -> crate::lanes::Job {
+    Box::new(move || {
+        Box::pin(async move {
+            let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
+            let header_timeout = app.limits.header_timeout;
+            let address = held.address.clone();
+            let service = service_fn(move |req| handle(app.clone(), permits.clone(), req, peer, address.clone()));
+            // The header section is bounded before any component sees it
+            // (431 past it); the door checks each value again.
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .max_headers(HEADERS_MAX)
+                .max_buf_size(HEADER_BYTES_MAX)
+                .serve_connection(TokioIo::new(Socket::new(stream, header_timeout)), service);
+            if let Err(e) = watcher.watch(conn).await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+            drop(held);
+        })
+    })
 }
 
 async fn sweep(app: Arc<App>, every: Duration) {
@@ -298,16 +329,124 @@ async fn merge_search(app: Arc<App>, every: Duration) {
     }
 }
 
-/// The answer to a connection over `max_connections`: 503 with
+/// A connection's socket as hyper reads and writes it, which answers a
+/// header section hyper gave up on. Hyper closes a connection whose header
+/// section did not arrive within the header timeout without a word; this
+/// socket, dropped while bytes of a request are in and unanswered and the
+/// header timeout has passed since it last answered (or was opened), first
+/// writes 408 `header_timeout` naming the limit. An idle keep-alive
+/// connection closed by the same timeout is closed silently, as a client
+/// expects.
+struct Socket {
+    stream: tokio::net::TcpStream,
+    header_timeout: Duration,
+    /// Bytes arrived since the last answer.
+    unanswered: bool,
+    /// When the socket last wrote (or was opened).
+    answered_at: Instant,
+}
+
+impl Socket {
+    fn new(stream: tokio::net::TcpStream, header_timeout: Duration) -> Self {
+        Socket { stream, header_timeout, unanswered: false, answered_at: Instant::now() }
+    }
+
+    fn wrote(&mut self, n: usize) {
+        if n > 0 {
+            self.unanswered = false;
+            self.answered_at = Instant::now();
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for Socket {
+    fn poll_read(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.unanswered = true;
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Socket {
+    fn poll_write(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.stream).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = polled {
+            self.wrote(n);
+        }
+        polled
+    }
+
+    fn poll_write_vectored(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        if let std::task::Poll::Ready(Ok(n)) = polled {
+            self.wrote(n);
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        if !self.unanswered || self.answered_at.elapsed() < self.header_timeout {
+            return;
+        }
+        let r = cairn_door::Refusal::new(
+            cairn_door::Code::HeaderTimeout,
+            format!("the request's header section did not arrive within {} ms (header_timeout_ms); send it whole, at once", self.header_timeout.as_millis()),
+        );
+        let body = r.body();
+        let answer = format!(
+            "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n{}: {}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            cairn_door::refusal::REFUSED_HEADER,
+            r.code.as_str(),
+            body.len()
+        );
+        // Best effort and never waiting: the socket buffer of a connection
+        // that sent only part of a head has room for a few hundred bytes.
+        if self.stream.try_write(answer.as_bytes()).is_ok() {
+            crate::metrics::refused(r.code.as_str());
+        }
+    }
+}
+
+/// The refusal of a connection over the host's `max_connections`.
+fn host_full(max: usize) -> cairn_door::Refusal {
+    cairn_door::Refusal::new(
+        cairn_door::Code::TooManyConnections,
+        format!("this host has {max} connections open, as many as max_connections allows; retry shortly"),
+    )
+    .retry_after(1)
+}
+
+/// The answer to a connection refused before it is served (over its
+/// address's connections or the host's): the refusal with its status and
 /// `Retry-After`, then the connection is closed.
-async fn refuse_connection(mut stream: tokio::net::TcpStream) {
+async fn refuse_connection(mut stream: tokio::net::TcpStream, r: cairn_door::Refusal) {
     use tokio::io::AsyncWriteExt;
-    tracing::warn!("connection refused: max_connections reached");
-    let body = r#"{"error":"too_many_connections","message":"this host has as many connections open as it allows; retry shortly"}"#;
-    let answer = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    crate::metrics::refused(r.code.as_str());
+    let body = r.body();
+    let status = StatusCode::from_u16(r.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    let mut answer = format!("HTTP/1.1 {status}\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
+    for (name, value) in r.headers() {
+        answer.push_str(&format!("{name}: {value}\r\n"));
+    }
+    answer.push_str("\r\n");
+    answer.push_str(&body);
     let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(answer.as_bytes())).await;
     let _ = stream.shutdown().await;
 }
@@ -331,52 +470,130 @@ fn refusal(r: &cairn_door::Refusal) -> Response<Body> {
     resp
 }
 
+/// The minimum rate a body must keep: at least `need` bytes in every
+/// window since it began (the first window is its grace), so a body that
+/// stalls or trickles is cut off within a window or two, however large it
+/// declared itself.
+struct Pace {
+    window: Duration,
+    need: usize,
+    /// When the current window ends.
+    ends: tokio::time::Instant,
+    /// Bytes that arrived in it.
+    got: usize,
+}
+
+impl Pace {
+    fn new(limits: &Limits, started: tokio::time::Instant, deadline: tokio::time::Instant) -> Pace {
+        let window = limits.body_rate_window;
+        let need = (limits.min_body_rate as u128 * window.as_millis() / 1000) as usize;
+        // No minimum: no window ends before the body's deadline.
+        let ends = if need == 0 { deadline } else { started + window };
+        Pace { window, need, ends, got: 0 }
+    }
+
+    /// Closes every window that ended by `now`; `Err` names the one that
+    /// brought less than its share.
+    fn roll(&mut self, now: tokio::time::Instant, limits: &Limits) -> Result<(), cairn_door::Refusal> {
+        while now >= self.ends && self.need > 0 {
+            if self.got < self.need {
+                return Err(cairn_door::Refusal::new(
+                    cairn_door::Code::BodyTooSlow,
+                    format!(
+                        "the request body brought {} bytes in {} ms, below the minimum of {} bytes a second (min_body_rate); send the body with the request, at a steady pace",
+                        self.got,
+                        self.window.as_millis(),
+                        limits.min_body_rate
+                    ),
+                ));
+            }
+            self.got = 0;
+            self.ends += self.window;
+        }
+        Ok(())
+    }
+}
+
+/// The next frame of a body if it is there now (`None`: it has to be waited for).
+async fn frame_now(body: &mut Incoming) -> Option<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
+    use hyper::body::Body as _;
+    std::future::poll_fn(|cx| std::task::Poll::Ready(match std::pin::Pin::new(&mut *body).poll_frame(cx) {
+        std::task::Poll::Ready(f) => Some(f),
+        std::task::Poll::Pending => None,
+    }))
+    .await
+}
+
 /// Reads a request's whole body, before the request may take an instance
 /// (a client trickling its body holds a connection, never an instance):
 /// the declared size is checked before a byte is read, and every byte
 /// read is first taken from the host's budget of body bytes in flight
-/// ([`cairn_door::BodyBudget`]), so a body is refused the moment it would
-/// pass its limit or the budget. The bytes stay taken until the request is
-/// answered (the returned [`cairn_door::limits::Taken`]). `Err`: the answer that refuses it.
-async fn read_body(app: &App, req: Request<Incoming>) -> Result<(Request<Full<Bytes>>, cairn_door::limits::Taken), Response<Body>> {
-    use hyper::body::Body as _;
+/// ([`cairn_door::BodyBudget`]) as it arrives, so a body is refused the
+/// moment it would pass its limit or the budget, and a body declared but
+/// not sent holds none of it. A body that has to be waited for takes one
+/// of its address's body slots ([`cairn_door::peers`]) until it is in, and
+/// must keep arriving at the minimum rate ([`Pace`]) and be in within the
+/// body timeout. The bytes stay taken until the request is answered (the
+/// returned [`cairn_door::limits::Taken`]). `Err`: the answer that refuses it.
+async fn read_body(app: &App, held: &cairn_door::peers::Connection, req: Request<Incoming>) -> Result<(Request<Full<Bytes>>, cairn_door::limits::Taken), Response<Body>> {
     let limits = cairn_door::Limits { body_bytes: app.limits.max_body_bytes.min(app.door.limits.body_bytes), ..app.door.limits };
-    let declared = limits.check_declared(req.headers().get(hyper::header::CONTENT_LENGTH).map(|v| v.as_bytes())).map_err(|r| refusal(&r))?;
-    let mut taken = app.bodies.take(declared.unwrap_or(0)).map_err(|r| refusal(&r))?;
+    limits.check_declared(req.headers().get(hyper::header::CONTENT_LENGTH).map(|v| v.as_bytes())).map_err(|r| refusal(&r))?;
+    let mut taken = app.bodies.take(0).map_err(|r| refusal(&r))?;
     let (parts, mut body) = req.into_parts();
+    let started = tokio::time::Instant::now();
+    let deadline = started + app.limits.body_timeout;
+    let mut pace = Pace::new(&app.limits, started, deadline);
+    let mut slot = None;
     // Chunks as they came (usually one): joined only when there are several.
     let mut chunks: Vec<Bytes> = Vec::new();
     let mut total = 0usize;
-    let read = async {
-        while let Some(frame) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
-            let Ok(data) = frame.map(|f| f.into_data()) else {
-                return Err(json(StatusCode::BAD_REQUEST, r#"{"error":"bad_body","message":"the request body could not be read"}"#.into()));
-            };
-            let Ok(data) = data else { continue };
-            total += data.len();
-            limits.check_body(total).map_err(|r| refusal(&r))?;
-            if total > taken.bytes() {
-                taken.grow(total - taken.bytes()).map_err(|r| refusal(&r))?;
+    loop {
+        let frame = match frame_now(&mut body).await {
+            Some(frame) => frame,
+            None => {
+                if slot.is_none() {
+                    slot = Some(held.body().map_err(|r| refusal(&r))?);
+                }
+                match tokio::time::timeout_at(pace.ends.min(deadline), body.frame()).await {
+                    Ok(frame) => frame,
+                    Err(_) if tokio::time::Instant::now() >= deadline => return Err(refusal(&body_timeout(app))),
+                    Err(_) => {
+                        pace.roll(tokio::time::Instant::now(), &app.limits).map_err(|r| refusal(&r))?;
+                        continue;
+                    }
+                }
             }
-            chunks.push(data);
+        };
+        let Some(frame) = frame else { break };
+        let Ok(data) = frame.map(|f| f.into_data()) else {
+            return Err(json(StatusCode::BAD_REQUEST, r#"{"error":"bad_body","message":"the request body could not be read"}"#.into()));
+        };
+        let Ok(data) = data else { continue };
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Err(refusal(&body_timeout(app)));
         }
-        Ok(())
-    };
-    match tokio::time::timeout(app.limits.body_timeout, read).await {
-        Ok(Ok(())) => {
-            let body = match chunks.len() {
-                0 => Bytes::new(),
-                1 => chunks.pop().unwrap_or_default(),
-                _ => Bytes::from(chunks.concat()),
-            };
-            Ok((Request::from_parts(parts, Full::new(body)), taken))
-        }
-        Ok(Err(answer)) => Err(answer),
-        Err(_) => Err(json(
-            StatusCode::REQUEST_TIMEOUT,
-            format!(r#"{{"error":"body_timeout","message":"the request body did not arrive within {} ms"}}"#, app.limits.body_timeout.as_millis()),
-        )),
+        pace.roll(now, &app.limits).map_err(|r| refusal(&r))?;
+        pace.got += data.len();
+        total += data.len();
+        limits.check_body(total).map_err(|r| refusal(&r))?;
+        taken.grow(data.len()).map_err(|r| refusal(&r))?;
+        chunks.push(data);
     }
+    let body = match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().unwrap_or_default(),
+        _ => Bytes::from(chunks.concat()),
+    };
+    Ok((Request::from_parts(parts, Full::new(body)), taken))
+}
+
+/// The refusal of a body not in within the body timeout.
+fn body_timeout(app: &App) -> cairn_door::Refusal {
+    cairn_door::Refusal::new(
+        cairn_door::Code::BodyTimeout,
+        format!("the request body did not arrive within {} ms (body_timeout_ms); send it with the request", app.limits.body_timeout.as_millis()),
+    )
 }
 
 async fn handle(
@@ -384,12 +601,14 @@ async fn handle(
     permits: Arc<Semaphore>,
     req: Request<Incoming>,
     peer: SocketAddr,
+    held: Arc<cairn_door::peers::Connection>,
 ) -> Result<Response<Body>, std::convert::Infallible> {
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     if path == "/metrics" {
-        return Ok(metrics_answer(&app, &req));
+        let response = metrics_answer(&app, &req, peer);
+        return Ok(slow_if_refused(response).await);
     }
     let (id, route, response) = match instance::route(&app, &path) {
         None => ("-".to_string(), "-".to_string(), json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into())),
@@ -397,7 +616,7 @@ async fn handle(
             info.client = peer.to_string();
             let id = loaded.spec.id.clone();
             let route = info.matched.clone();
-            let response = match read_body(&app, req).await {
+            let response = match read_body(&app, &held, req).await {
                 Err(refused) => refused,
                 Ok((req, _body_bytes)) => {
                     // (The semaphore is never closed, so a permit always comes.)
@@ -425,15 +644,7 @@ async fn handle(
         }
     };
     crate::metrics::request(&id, &route, response.status(), started.elapsed());
-    if let Some(code) = response.headers().get(cairn_door::refusal::REFUSED_HEADER).and_then(|v| v.to_str().ok()).and_then(cairn_door::Code::parse) {
-        crate::metrics::refused(code.as_str());
-        // A caller already over its budget is answered slowly: its
-        // connection carries no more than a few calls a second, holding
-        // neither an instance nor a permit meanwhile.
-        if matches!(code, cairn_door::Code::RateLimited | cairn_door::Code::TooManyRefusals) {
-            tokio::time::sleep(OVER_BUDGET_DELAY).await;
-        }
-    }
+    let response = slow_if_refused(response).await;
     tracing::info!(
         component = %id,
         method = %method,
@@ -445,15 +656,40 @@ async fn handle(
     Ok(response)
 }
 
+/// Counts a refusal the door named (`cairn-refused`) in the metrics, and
+/// answers a caller already over a budget slowly: its connection carries
+/// no more than a few calls a second, holding neither an instance nor a
+/// permit meanwhile.
+async fn slow_if_refused(response: Response<Body>) -> Response<Body> {
+    use cairn_door::Code;
+    if let Some(code) = response.headers().get(cairn_door::refusal::REFUSED_HEADER).and_then(|v| v.to_str().ok()).and_then(Code::parse) {
+        crate::metrics::refused(code.as_str());
+        if matches!(code, Code::RateLimited | Code::TooManyRefusals | Code::TooManyBodiesFromAddress) {
+            tokio::time::sleep(OVER_BUDGET_DELAY).await;
+        }
+    }
+    response
+}
+
 /// `GET /metrics`: the Prometheus text exposition, for the bearer of the
-/// `metrics_token` variable; 404 while it is unset.
-fn metrics_answer(app: &App, req: &Request<Incoming>) -> Response<Body> {
+/// `metrics_token` variable; 404 while it is unset. A wrong token is a
+/// refusal counted against the client address's budget, as at every door:
+/// an address past it is refused (429) whatever token it sends, so a token
+/// cannot be guessed faster than the budget allows.
+fn metrics_answer(app: &App, req: &Request<Incoming>, peer: SocketAddr) -> Response<Body> {
     let Some(expected) = &app.metrics_token else {
         return json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into());
     };
+    let client = peer.to_string();
+    let arrival = cairn_door::Arrival { path_and_query: "/metrics", headers: vec![("spin-client-addr", client.as_bytes())] };
+    let door = cairn_door::Door::new(&app.door, app.stores.get("cache").map(|s| s.as_ref()), crate::clock::now_us() / 1000);
+    if door.address_throttled(&arrival) {
+        return refusal(&door.refused(&arrival, door.throttled()));
+    }
     let given = req.headers().get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     if !given.is_some_and(|g| cairn_auth::constant_time_eq(g.as_bytes(), expected.as_bytes())) {
-        return json(StatusCode::UNAUTHORIZED, r#"{"error":"unauthorized","message":"the metrics need the operator's metrics_token as a bearer token"}"#.into());
+        let r = cairn_door::Refusal::new(cairn_door::Code::Unauthorized, "the metrics need the operator's metrics_token as a bearer token").challenge("Bearer");
+        return refusal(&door.refused(&arrival, r));
     }
     let mut r = Response::new(Full::new(Bytes::from(crate::metrics::render())).map_err(|never| match never {}).boxed_unsync());
     r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"));

@@ -6,7 +6,9 @@
 //!   arguments as the JSON body. The front door screens it first; 401
 //!   without a valid identity (signed for this tool and this call, not
 //!   expired, not seen before: each identity is single-use, its nonce kept
-//!   in the `cache` store until it expires), 405 for another method. The
+//!   in the `cache` store until it expires), counted against the client
+//!   address's budget of refusals (so identities cannot be guessed faster
+//!   than it allows), 405 for another method. The
 //!   route answers only where tools are called over HTTP (the `tool_calls`
 //!   variable is `http`); where the router is composed with its tools, it
 //!   is 404.
@@ -84,7 +86,13 @@ pub fn serve(tool: &'static Tool, req: Request) -> Response {
                 Err(Ended::Failed(e)) => (e.http_status(), error_body(e.code(), &e.to_string())),
             },
             Err(cairn_auth::identity::Refused::WeakSecret) => (500, error_body("misconfigured", &cairn_auth::identity::Refused::WeakSecret.to_string())),
-            Err(why) => (401, error_body("unauthenticated", &why.to_string())),
+            // A forged or replayed identity counts against the address's
+            // budget, as every refusal before anyone is known does.
+            Err(why) => {
+                let a = crate::door::arrival(&req);
+                let door = gate.door();
+                return crate::door::respond(&door.refused(&a, cairn_door::Refusal::new(cairn_door::Code::Unauthorized, why.to_string())));
+            }
         }
     };
     let mut r = Response::builder().status(status).header("content-type", "application/json").body(body).build();

@@ -75,6 +75,23 @@ pub struct Args {
     /// Client connections open at once; one more is answered 503 and closed.
     #[arg(long, default_value_t = 1024)]
     pub max_connections: usize,
+    /// Connections one client address may have open at once (an IPv6
+    /// address counts by its /64); one more is answered 429 and closed.
+    #[arg(long, default_value_t = 64)]
+    pub max_connections_per_address: usize,
+    /// Request bodies the host waits for at once from one client address
+    /// (a body sent with its request is not waited for); one more is
+    /// answered 429 before a byte of it is read.
+    #[arg(long, default_value_t = 8)]
+    pub max_bodies_per_address: usize,
+    /// Bytes a second a request body must keep arriving at, over every
+    /// window of --body-rate-window-ms (the first one is its grace); slower
+    /// is answered 408 `body_too_slow`. 0: no minimum.
+    #[arg(long, default_value_t = 1024)]
+    pub min_body_rate: usize,
+    /// The window --min-body-rate is measured over, in milliseconds.
+    #[arg(long, default_value_t = 5_000)]
+    pub body_rate_window_ms: u64,
     /// How log lines are written: `text` (coloured only on a terminal) or
     /// `json` (one object a line).
     #[arg(long, value_enum, default_value_t = crate::logs::Format::Text)]
@@ -103,6 +120,10 @@ pub fn run(a: Args) -> Result<()> {
         max_body_bytes: a.max_body_mb.max(1) << 20,
         body_budget: a.body_budget_mb.max(1) << 20,
         max_connections: a.max_connections.max(1),
+        max_connections_per_address: a.max_connections_per_address.max(1),
+        max_bodies_per_address: a.max_bodies_per_address.max(1),
+        min_body_rate: a.min_body_rate,
+        body_rate_window: Duration::from_millis(a.body_rate_window_ms.max(1)),
         lanes: a.lanes.unwrap_or_else(crate::lanes::default_count).max(1),
     };
     let cache_dir = a.cache_dir.unwrap_or_else(|| a.state_dir.join("cache"));

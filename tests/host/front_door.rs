@@ -59,7 +59,8 @@ fn an_over_budget_subject_and_a_throttled_address_are_counted_by_code_in_the_met
     for _ in 0..6 {
         cairn.request("POST", "/mcp", &[("authorization", "Bearer nope")], b"{}");
     }
-    let text = cairn.request("GET", "/metrics", &[("authorization", "Bearer door-metrics")], b"").text();
+    // Scraped from another address: this one is throttled, and refused unheard at every door.
+    let text = crate::sources::request_from("127.0.0.2", cairn.addr, "GET", "/metrics", &[("authorization", "Bearer door-metrics")], b"").text();
     let count = |code: &str| -> f64 {
         text.lines().find(|l| l.starts_with(&format!("cairn_refusals_total{{code=\"{code}\"}}"))).and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0.0)
     };

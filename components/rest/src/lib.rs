@@ -16,7 +16,8 @@
 //! external scheduler calls it every minute (the embedded host does all of
 //! it by itself);
 //! `GET /api/v1/operator/refusals` reads the refusal summary. Both are 404
-//! while the `sweep_token` variable is empty.
+//! while the `sweep_token` variable is empty; a wrong token is a refusal
+//! counted against the client address's budget, as at every door.
 //!
 //! Every call passes the front door first ([`cairn_guest::door`]) and
 //! counts against its subject's budget, shared with the subject's MCP
@@ -25,6 +26,7 @@
 //! An `Idempotency-Key` header is used when the body carries no
 //! `idempotency_key`. Browser origins are refused unless allow-listed.
 
+use cairn_guest::cairn_door::{Code, Refusal};
 use cairn_guest::door::Gate;
 use cairn_guest::kv::GuestStore;
 use cairn_guest::notes::{HostEnv, identity};
@@ -94,7 +96,11 @@ fn operator(gate: &Gate, req: &Request) -> Response {
     };
     match respond::bearer(req) {
         Some(t) if cairn_guest::constant_time_eq(t.as_bytes(), token.as_bytes()) => {}
-        _ => return respond::error(401, "unauthorized", "operator routes need the operator's sweep_token"),
+        // Counted against the address's budget: a token is not guessed faster than it allows.
+        _ => {
+            let refusal = Refusal::new(Code::Unauthorized, "operator routes need the operator's sweep_token");
+            return cairn_guest::door::respond(&gate.door().refused(&cairn_guest::door::arrival(req), refusal));
+        }
     }
     let now_s = cairn_guest::notes::now_us() / 1_000_000;
     if req.path().trim_end_matches('/') == "/api/v1/operator/refusals" {
@@ -108,13 +114,13 @@ fn operator(gate: &Gate, req: &Request) -> Response {
     let mut released = serde_json::Map::new();
     let mut history = serde_json::Map::new();
     let mut search = serde_json::Map::new();
+    let mut oauth = serde_json::Map::new();
     for tenant in req.query().split('&').filter_map(|p| p.strip_prefix("tenant=")) {
         match cairn_notes::sweep_expired_claims(&kv, &mut HostEnv, tenant) {
             Ok(n) => released.insert(tenant.to_string(), json!(n)),
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: {e}")),
         };
         match cairn_notes::sweep_history(&kv, &mut HostEnv, tenant) {
-    let mut oauth = serde_json::Map::new();
             Ok(h) => history.insert(tenant.to_string(), json!({"notes": h.notes, "entries": h.entries, "blobs": h.blobs, "idempotency": h.idempotency, "audit": h.audit, "stored_bytes": h.bytes})),
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: history: {e}")),
         };
@@ -122,18 +128,18 @@ fn operator(gate: &Gate, req: &Request) -> Response {
             Ok(m) => search.insert(tenant.to_string(), json!({"merged": m.transitions, "still_dirty": m.still_dirty})),
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: search merge: {e}")),
         };
+        match cairn_oauth::sweep::tenant(&kv, tenant, now_s, cairn_oauth::sweep::BUDGET) {
+            Ok(o) => oauth.insert(tenant.to_string(), json!({"sessions": o.sessions, "grants": o.grants, "index_entries": o.index_entries})),
+            Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: sign-in records: {e}")),
+        };
     }
+    let links = cairn_oauth::sweep::links(&kv, now_s, cairn_oauth::sweep::BUDGET).map_err(|e| e.to_string());
+    oauth.insert("links".into(), links.map_or_else(|e| json!({"error": e}), |n| json!(n)));
     let cache = cairn_guest::sweep_cache(gate, now_s);
     respond::json(200, &json!({"released": released, "history": history, "search": search, "oauth": oauth, "cache": cache}))
 }
 
 /// The query string's parameters (`a=1&b=2`), percent-decoded (`A1%3AC3` is `A1:C3`).
-        match cairn_oauth::sweep::tenant(&kv, tenant, now_s, cairn_oauth::sweep::BUDGET) {
-            Ok(o) => oauth.insert(tenant.to_string(), json!({"sessions": o.sessions, "grants": o.grants, "index_entries": o.index_entries})),
-            Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: sign-in records: {e}")),
-        };
 fn query(q: &str) -> rest::Query {
-    let links = cairn_oauth::sweep::links(&kv, now_s, cairn_oauth::sweep::BUDGET).map_err(|e| e.to_string());
-    oauth.insert("links".into(), links.map_or_else(|e| json!({"error": e}), |n| json!(n)));
     form_urlencoded::parse(q.as_bytes()).into_owned().collect()
 }
