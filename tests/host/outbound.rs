@@ -249,6 +249,7 @@ pub(crate) mod https_keys {
         // the sockets and the host's buffers hold, never the whole 64 MiB.
         std::thread::sleep(Duration::from_secs(1));
         let sent = written.load(Ordering::SeqCst);
+        eprintln!("{sent} bytes of a {total}-byte JWKS sent before reading stopped (cap 262,144)");
         assert!(sent < 16 << 20, "{sent} bytes of a {total}-byte JWKS were read");
     }
 
