@@ -93,6 +93,18 @@ fn json(status: StatusCode, text: String) -> Response<Body> {
     r
 }
 
+/// Stops the start when a variable of Cairn's configuration
+/// ([`cairn_config::VARIABLES`]) does not parse, naming each one and what it
+/// expected.
+fn check_variables(app_vars: &BTreeMap<String, String>) -> Result<()> {
+    let errors = cairn_config::Config::check_all(app_vars);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
+    anyhow::bail!("{} application variable(s) cannot be used:\n{}", errors.len(), lines.join("\n"))
+}
+
 /// The variable that tells components whether to confirm their commits.
 const COMMIT_CHECK: &str = "commit_check";
 
@@ -116,6 +128,9 @@ pub async fn start(opts: Options) -> Result<Running> {
         app_vars.insert(COMMIT_CHECK.into(), "off".into());
     }
     app_vars.extend(opts.variables.clone());
+    // Cairn's configuration, checked before anything opens: every variable
+    // that does not parse stops the start, named with what it expected.
+    check_variables(&app_vars)?;
     let stores: BTreeMap<String, Arc<dyn cairn_kv::Store>> =
         opts.stores.open(&opts.state_dir, opts.fsync)?.into_iter().map(|(l, s)| (l.clone(), crate::metrics::Metered::wrap(&l, s))).collect();
     for (label, store) in &stores {
@@ -140,9 +155,10 @@ pub async fn start(opts: Options) -> Result<Running> {
         })?;
     }
     let components = engine::load_all(&engine, &manifest, &app_vars, &opts.cache_dir)?;
-    // The front door's settings, checked now: a variable it cannot use stops
-    // the start, naming it, rather than failing every request.
-    let door = cairn_door::Settings::from_variables(|name| app_vars.get(name).filter(|v| !v.is_empty()).cloned())
+    // The configuration with the values this host filled in (the local key,
+    // the audience of its address), read as the components read it.
+    let tools: Vec<&str> = cairn_notes::tools::TOOLS.iter().map(|t| t.name).collect();
+    let config = cairn_config::Config::read(&|name| app_vars.get(name).filter(|v| !v.is_empty()).cloned(), &tools)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let app = Arc::new(App {
         engine,
@@ -151,9 +167,9 @@ pub async fn start(opts: Options) -> Result<Running> {
         stores,
         limits: opts.limits.clone(),
         outbound: crate::outbound::hooks,
-        metrics_token: app_vars.get("metrics_token").filter(|t| !t.is_empty()).cloned(),
-        retention: cairn_notes::env::Retention::from_variables(|name| app_vars.get(name).cloned()),
-        door,
+        metrics_token: config.operators.metrics_token.clone(),
+        retention: cairn_notes::env::Retention::of(&config.notes),
+        door: cairn_door::Settings::of(&config.door),
         bodies: cairn_door::BodyBudget::new(opts.limits.body_budget),
         costly: Arc::new(tokio::sync::Semaphore::new(instance::costly_permits())),
         costly_waiting: Arc::default(),
@@ -544,9 +560,7 @@ async fn read_body(app: &App, held: &cairn_door::peers::Connection, req: Request
     let deadline = started + app.limits.body_timeout;
     let mut pace = Pace::new(&app.limits, started, deadline);
     let mut slot = None;
-    // Chunks as they came (usually one): joined only when there are several.
-    let mut chunks: Vec<Bytes> = Vec::new();
-    let mut total = 0usize;
+    let mut gathered = Gathered::default();
     loop {
         let frame = match frame_now(&mut body).await {
             Some(frame) => frame,
@@ -575,17 +589,46 @@ async fn read_body(app: &App, held: &cairn_door::peers::Connection, req: Request
         }
         pace.roll(now, &app.limits).map_err(|r| refusal(&r))?;
         pace.got += data.len();
-        total += data.len();
-        limits.check_body(total).map_err(|r| refusal(&r))?;
-        taken.grow(data.len()).map_err(|r| refusal(&r))?;
-        chunks.push(data);
+        limits.check_body(gathered.len + data.len()).map_err(|r| refusal(&r))?;
+        gathered.push(data);
+        taken.grow(gathered.held().saturating_sub(taken.bytes())).map_err(|r| refusal(&r))?;
     }
-    let body = match chunks.len() {
-        0 => Bytes::new(),
-        1 => chunks.pop().unwrap_or_default(),
-        _ => Bytes::from(chunks.concat()),
-    };
-    Ok((Request::from_parts(parts, Full::new(body)), taken))
+    Ok((Request::from_parts(parts, Full::new(gathered.into_bytes())), taken))
+}
+
+/// A body's bytes as they arrive. One chunk (the usual case) is kept as it
+/// came; from a second on they are copied into one buffer, so a body that
+/// trickles in small pieces holds what it sent, not a connection read
+/// buffer per piece (each piece of `Bytes` pins the whole buffer it was read
+/// into). [`Gathered::held`] is the memory it holds, which the body budget counts.
+#[derive(Default)]
+struct Gathered {
+    one: Option<Bytes>,
+    many: Vec<u8>,
+    len: usize,
+}
+
+impl Gathered {
+    fn push(&mut self, data: Bytes) {
+        self.len += data.len();
+        match self.one.take() {
+            None if self.many.is_empty() => self.one = Some(data),
+            first => {
+                if let Some(first) = first {
+                    self.many.extend_from_slice(&first);
+                }
+                self.many.extend_from_slice(&data);
+            }
+        }
+    }
+
+    fn held(&self) -> usize {
+        self.one.as_ref().map_or(self.many.capacity(), Bytes::len)
+    }
+
+    fn into_bytes(self) -> Bytes {
+        self.one.unwrap_or_else(|| Bytes::from(self.many))
+    }
 }
 
 /// The refusal of a body not in within the body timeout.

@@ -78,40 +78,36 @@ struct Fetched {
     tried_at: u64,
 }
 
-fn seconds(name: &str, default: u64) -> u64 {
-    crate::variable(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
-}
-
 impl Config {
-    /// Read `jwks` (or `jwks_url`, or discovery), `issuer`, `audience`,
-    /// `authorization_server` and the claims mapping (`tenant_claim`,
-    /// `fixed_tenant`, `actor_claim`, `name_claim`, `role_claim`).
-    pub fn load() -> Result<Self, String> {
-        let issuer = crate::variable("issuer").ok_or("the issuer variable is not set")?;
-        let keys = match (crate::variable("jwks"), crate::variable("jwks_url")) {
-            (Some(j), _) => KeySource::Pasted(j),
-            (None, Some(url)) => KeySource::Fetched(Some(url)),
+    /// The token settings of this component's configuration: `jwks` (or
+    /// `jwks_url`, or discovery from the issuer), `issuer`, `audience`,
+    /// `authorization_server` and the claims mapping. Made once per instance.
+    pub fn load() -> Result<&'static Self, String> {
+        static LOADED: std::sync::OnceLock<Result<Config, String>> = std::sync::OnceLock::new();
+        LOADED.get_or_init(|| Config::of(&crate::config::config().map_err(|e| e.to_string())?.auth)).as_ref().map_err(Clone::clone)
+    }
+
+    /// The token settings of `auth`.
+    fn of(auth: &cairn_config::Auth) -> Result<Self, String> {
+        let issuer = auth.issuer.clone().ok_or("the issuer variable is not set")?;
+        let keys = match (&auth.jwks, &auth.jwks_url) {
+            (Some(j), _) => KeySource::Pasted(j.clone()),
+            (None, Some(url)) => KeySource::Fetched(Some(url.clone())),
             (None, None) if issuer.starts_with("https://") || issuer.starts_with("http://") => KeySource::Fetched(None),
             (None, None) => return Err("no trusted keys: set jwks (a JWKS document), jwks_url, or an http(s) issuer to discover them from".into()),
         };
-        let resource = crate::variable("audience").ok_or("the audience variable is not set")?;
-        let authorization_server = crate::variable("authorization_server").unwrap_or_else(|| issuer.clone());
-        let d = ClaimMap::default();
-        let claims = ClaimMap {
-            tenant: crate::variable("tenant_claim").unwrap_or(d.tenant),
-            fixed_tenant: crate::variable("fixed_tenant"),
-            actor: crate::variable("actor_claim").unwrap_or(d.actor),
-            name: crate::variable("name_claim").unwrap_or(d.name),
-            role: crate::variable("role_claim").unwrap_or(d.role),
-        };
+        let resource = auth.audience.clone().ok_or("the audience variable is not set")?;
+        let authorization_server = auth.authorization_server.clone().unwrap_or_else(|| issuer.clone());
+        let c = &auth.claims;
+        let claims = ClaimMap { tenant: c.tenant.clone(), fixed_tenant: c.fixed_tenant.clone(), actor: c.actor.clone(), name: c.name.clone(), role: c.role.clone() };
         Ok(Self {
             keys,
             issuer,
             resource,
             authorization_server,
             claims,
-            cache_seconds: seconds("jwks_cache_seconds", 300),
-            refetch_seconds: seconds("jwks_refetch_seconds", 30),
+            cache_seconds: auth.jwks_cache_seconds,
+            refetch_seconds: auth.jwks_refetch_seconds,
         })
     }
 

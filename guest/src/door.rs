@@ -31,7 +31,7 @@ pub fn respond(r: &Refusal) -> Response {
 
 /// The door's state for one request.
 pub struct Gate {
-    settings: Settings,
+    settings: &'static Settings,
     cache: GuestStore,
     now_ms: u64,
 }
@@ -41,20 +41,23 @@ pub struct Admitted {
     /// Who.
     pub principal: Principal,
     /// The token configuration (challenges, metadata).
-    pub config: Config,
+    pub config: &'static Config,
 }
 
 impl Gate {
-    /// The door's settings from the application variables; a variable that
-    /// cannot be used is answered 500 `misconfigured`, naming it.
+    /// The door of this component's configuration (made once per
+    /// instance); a variable that cannot be used is answered 500
+    /// `misconfigured`, naming it.
     pub fn open() -> Result<Gate, Response> {
-        let settings = Settings::from_variables(crate::variable).map_err(|e| respond(&Refusal::new(Code::Misconfigured, e)))?;
+        static SETTINGS: std::sync::OnceLock<Settings> = std::sync::OnceLock::new();
+        let config = crate::config::config().map_err(crate::config::misconfigured)?;
+        let settings = SETTINGS.get_or_init(|| Settings::of(&config.door));
         Ok(Gate { settings, cache: GuestStore::cache(), now_ms: crate::notes::now_us() / 1000 })
     }
 
     /// The door itself.
     pub fn door(&self) -> Door<'_> {
-        Door::new(&self.settings, Some(&self.cache), self.now_ms)
+        Door::new(self.settings, Some(&self.cache), self.now_ms)
     }
 
     /// The `cache` store (verified tokens, counters).
@@ -64,7 +67,7 @@ impl Gate {
 
     /// The door's settings.
     pub fn settings(&self) -> &Settings {
-        &self.settings
+        self.settings
     }
 
     /// Steps 1–2 only (limits, origin), with no store call: for operators'

@@ -66,7 +66,7 @@ impl GuestStore {
     /// `off` vouches for it (Cairn's embedded host sets it for its own
     /// stores); anything else, and writers confirm each commit.
     pub fn new() -> Self {
-        Self { vouched: crate::variable("commit_check").as_deref() == Some("off"), ..Self::default() }
+        Self { vouched: crate::config::config().is_ok_and(|c| !c.notes.commit_check), ..Self::default() }
     }
 
     /// A store for what may be lost (the front door's counters, verified

@@ -3,6 +3,7 @@
 //! Bindings come from `spin-sdk` (the same ones Spin's own components use),
 //! so every component keeps to Spin's platform world. This crate wraps them:
 //!
+//! - [`config`]: Cairn's configuration, read once per instance.
 //! - [`door`]: the front door ([`cairn_door`]) every public entry runs first.
 //! - [`fetch`]: a bounded `GET` of a document a stranger names.
 //! - [`auth`]: bearer tokens for the public components (router, REST).
@@ -21,6 +22,7 @@
 
 pub mod auth;
 pub mod bindings;
+pub mod config;
 pub mod door;
 pub mod fetch;
 pub mod kv;
@@ -29,6 +31,7 @@ pub mod respond;
 pub mod slots;
 pub mod tool;
 
+pub use cairn_config;
 pub use cairn_door;
 pub use cairn_notes;
 pub use spin_sdk;

@@ -23,16 +23,23 @@ impl Env for HostEnv {
     /// The `history_keep_versions`, `history_keep_days` and
     /// `history_max_versions` variables.
     fn retention(&self) -> cairn_notes::env::Retention {
-        cairn_notes::env::Retention::from_variables(crate::variable)
+        notes().map_or_else(Default::default, cairn_notes::env::Retention::of)
     }
     /// The `quota_notes` and `quota_bytes` variables.
     fn quotas(&self) -> cairn_notes::env::Quotas {
-        cairn_notes::env::Quotas::from_variables(crate::variable)
+        notes().map_or_else(Default::default, cairn_notes::env::Quotas::of)
     }
     /// The `read_max_chars` variable.
     fn read_max_chars(&self) -> usize {
-        cairn_notes::env::read_max_chars_from_variables(crate::variable)
+        notes().map_or(cairn_notes::env::DEFAULT_READ_MAX_CHARS, cairn_notes::env::read_max_chars_of)
     }
+}
+
+/// The notes core's settings of this component's configuration. A
+/// component whose configuration does not parse answers `misconfigured` at
+/// its front door, before the core runs; here it keeps the defaults.
+fn notes() -> Option<&'static cairn_config::Notes> {
+    crate::config::config().ok().map(|c| &c.notes)
 }
 
 /// The notes core's view of a verified principal.

@@ -62,7 +62,8 @@ pub const REFUSAL_HEADER: &str = "cairn-tool-refusal";
 
 /// The HTTP door: serve one `POST /tools/<tool>`.
 pub fn serve(tool: &'static Tool, req: Request) -> Response {
-    if crate::variable("tool_calls").as_deref() != Some("http") {
+    crate::config::run_as(cairn_config::Reader::Tools);
+    if !crate::config::config().is_ok_and(|c| c.tools.calls == cairn_config::ToolCalls::Http) {
         return crate::respond::error(404, "not_found", "no such route");
     }
     let gate = match crate::door::Gate::open() {
@@ -107,6 +108,7 @@ pub fn serve(tool: &'static Tool, req: Request) -> Response {
 
 /// The composed door: `cairn:platform/tool#call` for `tool`.
 pub fn call(tool: &'static Tool, caller: Caller, arguments: &str) -> Result<Answer, Failure> {
+    crate::config::run_as(cairn_config::Reader::Tools);
     match answer(tool, &caller.principal(), arguments.as_bytes()) {
         Ok(a) => Ok(Answer { json: a.json, refusal: a.refusal.map(|c| c.as_str().to_string()) }),
         Err(Ended::BadArguments) => Err(Failure::InvalidArguments(BAD_ARGUMENTS.to_string())),
@@ -123,7 +125,7 @@ pub fn call(tool: &'static Tool, caller: Caller, arguments: &str) -> Result<Answ
 pub fn caller(tool: &'static Tool, req: &Request, cache: &GuestStore) -> Result<Principal, cairn_auth::identity::Refused> {
     use cairn_auth::identity::{Call, Refused};
     use cairn_kv::{Observed, Store, Swap};
-    let secret = crate::variable("identity_secret").unwrap_or_default();
+    let secret = crate::config::config().ok().and_then(|c| c.tools.identity_secret.clone()).unwrap_or_default();
     let value = req.header(cairn_auth::identity::HEADER).and_then(|v| v.as_str()).ok_or(Refused::Invalid)?;
     let method = if *req.method() == Method::Post { "POST" } else { "OTHER" };
     let call = Call { tool: tool.name, method, path: req.path(), body: req.body() };

@@ -15,6 +15,7 @@ mod claims;
 mod cluster;
 mod compat;
 mod composition;
+mod configuration;
 mod concurrency;
 mod crash;
 mod deploy;

@@ -57,6 +57,7 @@ fn spend(gate: &Gate, req: &Request, kind: &str, per_minute: u64) -> Result<(), 
 
 #[http_component]
 async fn handle(req: Request) -> Response {
+    cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::Authz);
     let off = || cairn_guest::respond::error(404, "not_found", "Cairn's own authorization server is off: this server trusts an external issuer");
     let gate = match Gate::open() {
         Ok(g) => g,
@@ -66,7 +67,8 @@ async fn handle(req: Request) -> Response {
     if let Err(r) = gate.screen_limits(&req) {
         return r;
     }
-    let Some(key) = cairn_guest::variable("signing_key").and_then(|k| cairn_auth::mint::LocalKey::from_hex(&k)) else { return off() };
+    let signing_key = cairn_guest::config::config().ok().and_then(|c| c.oauth.signing_key.as_deref());
+    let Some(key) = signing_key.and_then(cairn_auth::mint::LocalKey::from_hex) else { return off() };
     let route = match Route::of(&req.method().to_string(), req.path()) {
         Ok(r) => r,
         Err(true) => return cairn_guest::respond::error(405, "method_not_allowed", "see docs/oauth.md for each route's method"),
@@ -75,7 +77,7 @@ async fn handle(req: Request) -> Response {
     if let Err(r) = gate.screen(&req) {
         return r;
     }
-    let settings = match Settings::from_variables(cairn_guest::variable) {
+    let settings = match cairn_guest::config::config().map_err(ToString::to_string).and_then(Settings::of) {
         Ok(s) => s,
         Err(e) => return respond(&Refusal::new(Code::Misconfigured, e)),
     };

@@ -22,16 +22,24 @@ use spin_sdk::http_component;
 
 #[http_component]
 fn handle(req: Request) -> Response {
-    let screened = cairn_guest::door::Gate::open().and_then(|g| g.screen_limits(&req));
-    if let Err(r) = screened {
+    cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::KvProbe);
+    let gate = match cairn_guest::door::Gate::open() {
+        Ok(g) => g,
+        Err(r) => return r,
+    };
+    if let Err(r) = gate.screen_limits(&req) {
         return r;
     }
-    let Some(expected) = cairn_guest::variable("kv_probe_token") else {
+    let Some(expected) = cairn_guest::config::config().ok().and_then(|c| c.operators.kv_probe_token.as_deref()) else {
         return respond::error(404, "not_found", "no such route");
     };
     match respond::bearer(&req) {
         Some(t) if cairn_guest::constant_time_eq(t.as_bytes(), expected.as_bytes()) => {}
-        _ => return respond::error(401, "unauthorized", "the probe needs the operator's kv_probe_token"),
+        // Counted against the address's budget: a token is not guessed faster than it allows.
+        _ => {
+            let refusal = cairn_guest::cairn_door::Refusal::new(cairn_guest::cairn_door::Code::Unauthorized, "the probe needs the operator's kv_probe_token");
+            return cairn_guest::door::respond(&gate.door().refused(&cairn_guest::door::arrival(&req), refusal));
+        }
     }
     let label = req.query().strip_prefix("store=").unwrap_or("default").to_string();
     let store = match GuestStore::open(&label) {

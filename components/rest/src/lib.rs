@@ -38,6 +38,7 @@ use spin_sdk::http_component;
 
 #[http_component]
 async fn handle(req: Request) -> Response {
+    cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::Rest);
     let gate = match Gate::open() {
         Ok(g) => g,
         Err(r) => return r,
@@ -91,7 +92,7 @@ async fn handle(req: Request) -> Response {
 /// - `GET /api/v1/operator/refusals[?minutes=]`: the summary of refusals
 ///   before authentication (per code, the busiest addresses).
 fn operator(gate: &Gate, req: &Request) -> Response {
-    let Some(token) = cairn_guest::variable("sweep_token") else {
+    let Some(token) = cairn_guest::config::config().ok().and_then(|c| c.operators.sweep_token.as_deref()) else {
         return respond::error(404, "not_found", "no such route");
     };
     match respond::bearer(req) {

@@ -27,6 +27,7 @@ use spin_sdk::http_component;
 
 #[http_component]
 async fn handle(req: Request) -> Response {
+    cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::Router);
     let gate = match Gate::open() {
         Ok(g) => g,
         Err(r) => return r,

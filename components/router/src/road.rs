@@ -21,12 +21,12 @@ pub(crate) async fn call(tool: &cairn_notes::tools::Tool, args: &str, who: &Prin
     let name = tool.name;
     let component = tool.component();
     let own = format!("http://{component}.spin.internal");
-    let base = cairn_guest::variable(&format!("tool_url_{name}")).unwrap_or_else(|| own.clone());
-    let base = base.trim_end_matches('/');
+    let config = cairn_guest::config::config().map_err(|e| ToolError::Internal(e.to_string()))?;
+    let base = config.tools.urls.get(name).map_or(own.as_str(), String::as_str).trim_end_matches('/');
     // A tool of this application is called through the router's slot for
     // it (composed at load time), unless `tool_calls` asks for HTTP; a tool
     // deployed apart is always called at its URL.
-    let composed = base == own && cairn_guest::variable("tool_calls").as_deref() != Some("http");
+    let composed = base == own && config.tools.calls != cairn_guest::cairn_config::ToolCalls::Http;
     if composed {
         use cairn_guest::bindings::{Caller, Failure};
         return match cairn_guest::slots::call_slot(&component, &Caller::of(who), args) {
@@ -61,7 +61,8 @@ fn path_of(url: &str) -> &str {
 /// A tool over HTTP at `url`, with the caller's identity signed in for
 /// this one call to this one tool, under a fresh nonce.
 async fn call_http(name: &str, url: &str, who: &Principal, args: &str) -> Result<(u16, String), ToolError> {
-    let secret = cairn_guest::variable("identity_secret").ok_or(ToolError::Internal("the identity_secret variable is not set".to_string()))?;
+    let secret = cairn_guest::config::config().ok().and_then(|c| c.tools.identity_secret.clone());
+    let secret = secret.ok_or(ToolError::Internal("the identity_secret variable is not set".to_string()))?;
     let nonce = format!("{:016x}{:016x}", cairn_guest::random_u64(), cairn_guest::random_u64());
     let call = cairn_auth::identity::Call { tool: name, method: "POST", path: path_of(url), body: args.as_bytes() };
     let identity = cairn_auth::identity::sign(who, &secret, &call, cairn_guest::notes::now_us() / 1_000_000, &nonce).map_err(|e| ToolError::Internal(e.to_string()))?;

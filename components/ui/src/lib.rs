@@ -33,12 +33,12 @@ const ASSETS: &[Asset] = &[
     Asset { path: "/ui/vendor/purify.es.mjs", content_type: JS, body: include_bytes!("../node_modules/dompurify/dist/purify.es.mjs") },
 ];
 
-fn variable(name: &str) -> String {
-    spin_sdk::variables::get(name).unwrap_or_default()
-}
-
-fn variable_or(name: &str, default: &str) -> String {
-    Some(variable(name)).filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
+/// The editor's configuration, read once per instance; `None` when a
+/// variable does not parse (the page then answers 500, naming it).
+fn config() -> Result<&'static cairn_config::Config, &'static cairn_config::Error> {
+    static CONFIG: std::sync::OnceLock<Result<cairn_config::Config, cairn_config::Error>> = std::sync::OnceLock::new();
+    let host = |name: &str| spin_sdk::variables::get(name).ok().filter(|v| !v.is_empty());
+    CONFIG.get_or_init(|| cairn_config::Config::read_as(cairn_config::Reader::Ui, &host, &[])).as_ref()
 }
 
 /// The origin (`scheme://host[:port]`) of a URL, if it has one.
@@ -50,15 +50,25 @@ fn origin(url: &str) -> Option<&str> {
 
 /// The authorization server the page signs people in with, when configured.
 fn authorization_server() -> String {
-    let a = variable("authorization_server");
-    if a.is_empty() { variable("issuer") } else { a }
+    let Ok(c) = config() else { return String::new() };
+    c.auth.authorization_server.clone().or_else(|| c.auth.issuer.clone()).unwrap_or_default()
+}
+
+/// This resource's URL (`audience`), empty when unset.
+fn audience() -> String {
+    config().ok().and_then(|c| c.auth.audience.clone()).unwrap_or_default()
+}
+
+/// The editor's OAuth client id, empty when unset.
+fn client_id() -> String {
+    config().ok().and_then(|c| c.oauth.ui_client_id.clone()).unwrap_or_default()
 }
 
 /// Whether the page signs people in with Cairn's own authorization server:
 /// the editor's client id is `cairn-editor` and the server is this origin.
 fn own_authorization_server() -> bool {
     let server = authorization_server();
-    variable("ui_client_id") == "cairn-editor" && origin(&server).is_some() && origin(&server) == origin(&variable("audience"))
+    client_id() == "cairn-editor" && origin(&server).is_some() && origin(&server) == origin(&audience())
 }
 
 /// The policy: this origin only, plus the authorization server for
@@ -91,10 +101,14 @@ fn not_found() -> Response {
 /// The front door's limits and origin rules (`cairn_door`), with no store
 /// call: the page is the same few files for everyone.
 fn screened(req: &Request) -> Option<Response> {
-    let settings = cairn_door::Settings {
-        origins: cairn_door::origin::Origins::new(Some(variable("audience")).filter(|a| !a.is_empty()), &variable("allowed_origins")),
-        ..cairn_door::Settings::default()
+    let c = match config() {
+        Ok(c) => c,
+        Err(e) => {
+            let body = json!({"error": "misconfigured", "message": e.to_string()});
+            return Some(answer(500, "application/json", body.to_string().into_bytes()));
+        }
     };
+    let settings = cairn_door::Settings::of(&c.door);
     let arrival = cairn_door::Arrival::new(req.uri(), req.headers().map(|(n, v)| (n, v.as_bytes())));
     let refusal = cairn_door::Door::new(&settings, None, 0).screen_limits(&arrival).err()?;
     let mut resp = answer(refusal.status(), "application/json", refusal.body().into_bytes());
@@ -119,17 +133,17 @@ fn handle(req: Request) -> Response {
         // Public settings only: where to sign in and for which resource.
         let body = json!({
             "authorization_server": authorization_server(),
-            "client_id": variable("ui_client_id"),
-            "resource": variable("audience"),
+            "client_id": client_id(),
+            "resource": audience(),
             "scope": "notes:read notes:write notes:delete audit:read",
             // Cairn is its own authorization server (docs/oauth.md): people
             // sign in with one-time links, approve apps, and see them here.
             "own": own_authorization_server(),
             // How the server reads a token's tenant and name, so the page names them as it does.
             "claims": {
-                "tenant": variable_or("tenant_claim", "tenant"),
-                "fixed_tenant": variable("fixed_tenant"),
-                "name": variable_or("name_claim", "name"),
+                "tenant": config().map(|c| c.auth.claims.tenant.as_str()).unwrap_or("tenant"),
+                "fixed_tenant": config().ok().and_then(|c| c.auth.claims.fixed_tenant.as_deref()).unwrap_or(""),
+                "name": config().map(|c| c.auth.claims.name.as_str()).unwrap_or("name"),
             },
         });
         answer(200, "application/json", body.to_string().into_bytes())

@@ -221,6 +221,19 @@ impl Config {
         })
     }
 
+    /// [`Config::read`] as the component `reader` reads it: `host` is asked
+    /// only for the variables `reader` reads (a component is given no
+    /// others); the rest keep the table's default.
+    pub fn read_as(reader: crate::Reader, host: &dyn Fn(&str) -> Option<String>, tools: &[&str]) -> Result<Config, Error> {
+        let get = |name: &str| -> Option<String> { variable(name).is_some_and(|v| v.read_by(reader)).then(|| host(name)).flatten() };
+        Config::read(&get, tools)
+    }
+
+    /// The configuration with every variable at the table's default.
+    pub fn defaults() -> Config {
+        Config::read(&|_| None, &[]).expect("every default passes its own check (a test holds the table to it)")
+    }
+
     /// Every error among `values` (a name → value map, as a host holds the
     /// application's variables), checked against the table: each name the
     /// table does not know is skipped (it is the application's, not Cairn's).
@@ -298,6 +311,7 @@ fn tools_of(v: &Values, tools: &[&str]) -> Result<Tools, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::VARIABLES;
 
     fn with(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();

@@ -89,25 +89,17 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// From application variables (`get` answers `None` for an unset or
-    /// empty one): `max_body_bytes`, `rate_limit_per_minute`,
-    /// `refused_per_minute`, `audience`, `allowed_origins`. A value that is
-    /// not a positive number is an error naming the variable.
-    pub fn from_variables(get: impl Fn(&str) -> Option<String>) -> Result<Settings, String> {
-        let number = |name: &str, default: u64| -> Result<u64, String> {
-            match get(name) {
-                None => Ok(default),
-                Some(v) => v.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| format!("the {name} variable must be a positive whole number, not {v:?}")),
-            }
-        };
+    /// The door of Cairn's configuration ([`cairn_config::Door`], read and
+    /// checked once by [`cairn_config::Config::read`]).
+    pub fn of(door: &cairn_config::Door) -> Settings {
         let d = Settings::default();
-        Ok(Settings {
-            limits: Limits { body_bytes: number("max_body_bytes", d.limits.body_bytes as u64)? as usize, ..d.limits },
-            origins: origin::Origins::new(get("audience"), &get("allowed_origins").unwrap_or_default()),
-            subject_per_minute: number("rate_limit_per_minute", d.subject_per_minute)?,
-            refused_per_minute: number("refused_per_minute", d.refused_per_minute)?,
+        Settings {
+            limits: Limits { body_bytes: usize::try_from(door.max_body_bytes).unwrap_or(usize::MAX), ..d.limits },
+            origins: origin::Origins::new(door.audience.clone(), &door.allowed_origins.join(",")),
+            subject_per_minute: door.rate_limit_per_minute,
+            refused_per_minute: door.refused_per_minute,
             ..d
-        })
+        }
     }
 }
 

@@ -11,13 +11,13 @@ fn arrival<'a>(client: &'a str, headers: &[(&'a str, &'a [u8])]) -> Arrival<'a> 
 }
 
 fn settings() -> Settings {
-    Settings::from_variables(|n| match n {
+    let get = |n: &str| match n {
         "audience" => Some("http://127.0.0.1:3000/mcp".into()),
         "rate_limit_per_minute" => Some("60".into()),
         "refused_per_minute" => Some("3".into()),
         _ => None,
-    })
-    .unwrap()
+    };
+    Settings::of(&cairn_config::Config::read(&get, &[]).unwrap().door)
 }
 
 fn keys(store: &MemoryStore) -> Vec<String> {
@@ -43,10 +43,14 @@ mod order {
 
     #[test]
     fn a_bad_variable_is_refused_naming_it() {
-        let e = Settings::from_variables(|n| (n == "rate_limit_per_minute").then(|| "lots".to_string())).unwrap_err();
-        assert!(e.contains("rate_limit_per_minute"), "{e}");
-        let e = Settings::from_variables(|n| (n == "max_body_bytes").then(|| "0".to_string())).unwrap_err();
-        assert!(e.contains("max_body_bytes"), "{e}");
+        let read = |name: &'static str, value: &'static str| cairn_config::Config::read(&move |n| (n == name).then(|| value.to_string()), &[]);
+        assert_eq!(read("rate_limit_per_minute", "lots").unwrap_err().variable, "rate_limit_per_minute");
+        assert_eq!(read("max_body_bytes", "0").unwrap_err().variable, "max_body_bytes");
+    }
+
+    #[test]
+    fn the_doors_defaults_are_the_tables() {
+        assert_eq!(Settings::of(&cairn_config::Config::defaults().door), Settings::default());
     }
 }
 

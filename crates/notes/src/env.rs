@@ -33,10 +33,10 @@ pub const DEFAULT_READ_MAX_CHARS: usize = 24_000;
 /// cap to: a markdown tab's limit, so one read can always hold a whole tab.
 pub const MAX_READ_CHARS: usize = 1_000_000;
 
-/// The read cap the `read_max_chars` variable asks for (absent or not a
-/// number: the default), within 1,000 and [`MAX_READ_CHARS`].
-pub fn read_max_chars_from_variables(variable: impl Fn(&str) -> Option<String>) -> usize {
-    (whole(&variable, "read_max_chars", DEFAULT_READ_MAX_CHARS as u64) as usize).clamp(1_000, MAX_READ_CHARS)
+/// The read cap of Cairn's configuration (`read_max_chars`, checked to be
+/// within 1,000 and [`MAX_READ_CHARS`] when it was read).
+pub fn read_max_chars_of(notes: &cairn_config::Notes) -> usize {
+    usize::try_from(notes.read_max_chars).unwrap_or(MAX_READ_CHARS).clamp(1_000, MAX_READ_CHARS)
 }
 
 /// A note's history stays readable while a version is among the newest
@@ -59,24 +59,13 @@ impl Default for Retention {
     }
 }
 
-/// Reads a whole-number variable (absent or not a number: the default).
-fn whole(variable: &impl Fn(&str) -> Option<String>, name: &str, default: u64) -> u64 {
-    variable(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
-}
-
 impl Retention {
-    /// The retention the `history_keep_versions`, `history_keep_days` and
-    /// `history_max_versions` variables ask for, read through `variable`
-    /// (whole numbers; absent or not a number: the default). Components and
-    /// the host read it the same way.
-    pub fn from_variables(variable: impl Fn(&str) -> Option<String>) -> Self {
-        let d = Retention::default();
-        let max_versions = whole(&variable, "history_max_versions", d.max_versions).max(1);
-        Retention {
-            versions: whole(&variable, "history_keep_versions", d.versions).min(max_versions),
-            days: whole(&variable, "history_keep_days", d.days),
-            max_versions,
-        }
+    /// The retention of Cairn's configuration (`history_keep_versions`,
+    /// `history_keep_days`, `history_max_versions`): components and the host
+    /// read it the same way.
+    pub fn of(notes: &cairn_config::Notes) -> Self {
+        let max_versions = notes.history_max_versions.max(1);
+        Retention { versions: notes.history_keep_versions.min(max_versions), days: notes.history_keep_days, max_versions }
     }
 }
 
@@ -100,10 +89,9 @@ impl Default for Quotas {
 }
 
 impl Quotas {
-    /// The quotas the `quota_notes` and `quota_bytes` variables ask for.
-    pub fn from_variables(variable: impl Fn(&str) -> Option<String>) -> Self {
-        let d = Quotas::default();
-        Quotas { notes: whole(&variable, "quota_notes", d.notes), bytes: whole(&variable, "quota_bytes", d.bytes) }
+    /// The quotas of Cairn's configuration (`quota_notes`, `quota_bytes`).
+    pub fn of(notes: &cairn_config::Notes) -> Self {
+        Quotas { notes: notes.quota_notes, bytes: notes.quota_bytes }
     }
 }
 
@@ -199,5 +187,18 @@ impl Env for SimEnv {
         x ^= x << 17;
         self.state = x;
         x
+    }
+}
+
+#[cfg(test)]
+mod defaults {
+    use super::*;
+
+    #[test]
+    fn the_cores_defaults_are_the_variables_tables() {
+        let notes = cairn_config::Config::defaults().notes;
+        assert_eq!(Retention::of(&notes), Retention::default());
+        assert_eq!(Quotas::of(&notes), Quotas::default());
+        assert_eq!(read_max_chars_of(&notes), DEFAULT_READ_MAX_CHARS);
     }
 }

@@ -56,26 +56,30 @@ pub const ACCESS_SECONDS: u64 = 600;
 pub const REFRESH_DAYS: u64 = 30;
 
 impl Settings {
-    /// From variables (`get` answers `None` for unset or empty): `issuer`
-    /// (an `http(s)` origin; else the origin of `audience`), `audience`,
-    /// `access_token_seconds`, `refresh_token_days`, `client_metadata_origin`.
-    /// An unusable value is an error naming its variable.
-    pub fn from_variables(get: impl Fn(&str) -> Option<String>) -> Result<Settings, String> {
-        let resource = get("audience").ok_or("the audience variable is not set")?;
+    /// The own authorization server's settings of Cairn's configuration:
+    /// `issuer` (an `http(s)` origin; else the origin of `audience`),
+    /// `audience`, `access_token_seconds`, `refresh_token_days`,
+    /// `client_metadata_origin` (each checked when the configuration was
+    /// read). An issuer that is not an origin is an error naming it.
+    pub fn of(config: &cairn_config::Config) -> Result<Settings, String> {
+        let resource = config.auth.audience.clone().ok_or("the audience variable is not set")?;
         let origin_of = |u: &str| -> Option<String> {
             let w = wire::url(u).filter(|w| (w.scheme == "http" || w.scheme == "https") && !w.host.is_empty())?;
             let scheme_len = w.scheme.len() + 3;
             let end = u[scheme_len..].find(['/', '?', '#']).map_or(u.len(), |i| scheme_len + i);
             Some(u[..end].to_string())
         };
-        let issuer = match get("issuer") {
-            Some(i) => origin_of(&i).filter(|o| *o == i.trim_end_matches('/')).ok_or_else(|| format!("the issuer variable ({i}) must be an http(s) origin for Cairn's own authorization server"))?,
+        let issuer = match &config.auth.issuer {
+            Some(i) => origin_of(i).filter(|o| *o == i.trim_end_matches('/')).ok_or_else(|| format!("the issuer variable ({i}) must be an http(s) origin for Cairn's own authorization server"))?,
             None => origin_of(&resource).ok_or_else(|| format!("the audience variable ({resource}) is not an http(s) URL"))?,
         };
-        let number = |name: &str, default: u64| -> Result<u64, String> {
-            get(name).map_or(Ok(default), |v| v.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| format!("the {name} variable must be a positive whole number, not {v:?}")))
-        };
-        let metadata_origin = get("client_metadata_origin");
-        Ok(Settings { issuer, resource, access_seconds: number("access_token_seconds", ACCESS_SECONDS)?, idle_seconds: number("refresh_token_days", REFRESH_DAYS)? * 86_400, metadata_origin })
+        let o = &config.oauth;
+        Ok(Settings {
+            issuer,
+            resource,
+            access_seconds: o.access_token_seconds,
+            idle_seconds: o.refresh_token_days.saturating_mul(86_400),
+            metadata_origin: Some(o.client_metadata_origin.clone()),
+        })
     }
 }

@@ -25,11 +25,8 @@ pub struct World {
 
 impl World {
     pub fn new() -> Self {
-        let settings = Settings::from_variables(|n| match n {
-            "audience" => Some(RESOURCE.into()),
-            _ => None,
-        })
-        .unwrap();
+        let get = |n: &str| (n == "audience").then(|| RESOURCE.to_string());
+        let settings = Settings::of(&cairn_config::Config::read(&get, &[]).unwrap()).unwrap();
         World { store: MemoryStore::new(), settings, key: LocalKey::from_seed([7; 32]), now: Cell::new(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()), counter: Cell::new(1) }
     }
 

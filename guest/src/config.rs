@@ -1,0 +1,37 @@
+//! Cairn's configuration inside a component ([`cairn_config::Config`]):
+//! read once per instance, the first time a request asks for it, from the
+//! variables this component is given; every later request of the instance
+//! uses what was read. A variable that does not parse is answered 500
+//! `misconfigured`, naming the variable and what it expected (the embedded
+//! host refuses to start with one; another host lets the component say so).
+
+use cairn_config::{Config, Error, Reader};
+use std::sync::OnceLock;
+
+static CONFIG: OnceLock<Result<Config, Error>> = OnceLock::new();
+static READER: OnceLock<Reader> = OnceLock::new();
+
+/// Names the component this code runs as (its entry point does, before
+/// anything reads the configuration): which variables it is given.
+pub fn run_as(reader: Reader) {
+    let _ = READER.set(reader);
+}
+
+/// The configuration of this component: the variables its reader reads
+/// come from the host, the others keep the table's default (a component is
+/// given only the variables it reads, so asking for the rest would be a
+/// wasted host call). Read on the first call of the instance.
+pub fn config() -> Result<&'static Config, &'static Error> {
+    let reader = *READER.get_or_init(|| Reader::Router);
+    CONFIG
+        .get_or_init(|| {
+            let tools: Vec<&str> = if reader == Reader::Router { cairn_notes::tools::TOOLS.iter().map(|t| t.name).collect() } else { Vec::new() };
+            Config::read_as(reader, &crate::variable, &tools)
+        })
+        .as_ref()
+}
+
+/// The answer of a component whose configuration cannot be read.
+pub fn misconfigured(e: &Error) -> spin_sdk::http::Response {
+    crate::door::respond(&cairn_door::Refusal::new(cairn_door::Code::Misconfigured, e.to_string()))
+}
