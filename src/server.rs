@@ -318,6 +318,7 @@ async fn sweep(app: Arc<App>, every: Duration) {
                         audit_records = s.history.audit,
                         cache_counters = s.cache.counters,
                         cache_tokens = s.cache.tokens,
+                        oauth_records = s.oauth.total(),
                         legacy_refusals = s.legacy,
                         "swept"
                     );
