@@ -33,5 +33,5 @@ pub fn config() -> Result<&'static Config, &'static Error> {
 
 /// The answer of a component whose configuration cannot be read.
 pub fn misconfigured(e: &Error) -> spin_sdk::http::Response {
-    crate::door::respond(&cairn_door::Refusal::new(cairn_door::Code::Misconfigured, e.to_string()))
+    crate::respond::error(500, "misconfigured", &e.to_string())
 }

@@ -184,7 +184,7 @@ pub const VARIABLES: &[Var] = &[
     secret("metrics_token", Kind::Text, "Operator secret for the embedded host's GET /metrics (Prometheus text); empty keeps it hidden (404).", &[Host]),
     var("jwks", "", Kind::Jwks, true, "The trusted keys of bearer tokens, a JWKS document. Left empty with issuer and audience, the embedded host fills all three with its own local key (.cairn/signing-key), its issuer and http://<listen>/mcp.", &[Router, Rest, Authz]),
     var("issuer", "", Kind::Text, true, "The issuer (iss) bearer tokens must carry.", &[Router, Rest, Authz, Ui]),
-    var("audience", "", Kind::Url, true, "The audience (aud) bearer tokens must carry: this MCP resource's URL.", &[Router, Tools, Rest, Authz, Ui]),
+    var("audience", "", Kind::Url, true, "The audience (aud) bearer tokens must carry: this MCP resource's URL.", &[Router, Rest, Authz, Ui]),
     var("authorization_server", "", Kind::Url, true, "Advertised in /.well-known/oauth-protected-resource (defaults to the issuer).", TOKENS),
     var("jwks_url", "", Kind::Url, true, "Keys by URL instead of a pasted JWKS: with jwks empty, fetched from here, or discovered from the issuer's metadata when this is empty too.", &[Router, Rest, Authz]),
     var("jwks_cache_seconds", "300", POSITIVE, false, "How long fetched keys are kept.", &[Router, Rest]),
