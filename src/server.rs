@@ -598,37 +598,59 @@ async fn read_body(app: &App, held: &cairn_door::peers::Connection, req: Request
 }
 
 /// A body's bytes as they arrive. One chunk (the usual case) is kept as it
-/// came; from a second on they are copied into one buffer, so a body that
-/// trickles in small pieces holds what it sent, not a connection read
-/// buffer per piece (each piece of `Bytes` pins the whole buffer it was read
-/// into). [`Gathered::held`] is the memory it holds, which the body budget counts.
+/// came. From a second on they are copied into segments (4 KiB, then as
+/// large as the body so far, at most 64 KiB each), so a body that trickles
+/// in small pieces holds about what it sent: not a connection read buffer
+/// per piece (a piece of `Bytes` pins the whole buffer it was read into),
+/// nor the copies a growing buffer leaves behind. [`Gathered::held`] is the
+/// memory it holds, which the body budget counts.
 #[derive(Default)]
 struct Gathered {
     one: Option<Bytes>,
-    many: Vec<u8>,
+    segments: Vec<Vec<u8>>,
     len: usize,
 }
 
 impl Gathered {
+    const SEGMENT_MIN: usize = 4 << 10;
+    const SEGMENT_MAX: usize = 64 << 10;
+
     fn push(&mut self, data: Bytes) {
+        if self.one.is_none() && self.segments.is_empty() {
+            self.len = data.len();
+            self.one = Some(data);
+            return;
+        }
+        if let Some(first) = self.one.take() {
+            self.len = 0;
+            self.copy(&first);
+        }
+        self.copy(&data);
+    }
+
+    fn copy(&mut self, mut data: &[u8]) {
         self.len += data.len();
-        match self.one.take() {
-            None if self.many.is_empty() => self.one = Some(data),
-            first => {
-                if let Some(first) = first {
-                    self.many.extend_from_slice(&first);
-                }
-                self.many.extend_from_slice(&data);
+        while !data.is_empty() {
+            if self.segments.last().is_none_or(|s| s.len() == s.capacity()) {
+                let size = (self.len - data.len()).clamp(Self::SEGMENT_MIN, Self::SEGMENT_MAX);
+                self.segments.push(Vec::with_capacity(size));
             }
+            let Some(segment) = self.segments.last_mut() else { return };
+            let n = data.len().min(segment.capacity() - segment.len());
+            segment.extend_from_slice(&data[..n]);
+            data = &data[n..];
         }
     }
 
     fn held(&self) -> usize {
-        self.one.as_ref().map_or(self.many.capacity(), Bytes::len)
+        self.one.as_ref().map_or_else(|| self.segments.iter().map(Vec::capacity).sum(), Bytes::len)
     }
 
     fn into_bytes(self) -> Bytes {
-        self.one.unwrap_or_else(|| Bytes::from(self.many))
+        match self.one {
+            Some(one) => one,
+            None => Bytes::from(self.segments.concat()),
+        }
     }
 }
 
@@ -773,4 +795,28 @@ pub async fn run_until_signal(opts: Options) -> Result<()> {
     }
     running.shutdown().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_in_small_pieces_holds_about_what_it_sent_and_reads_back_whole() {
+        let mut g = Gathered::default();
+        let mut sent = Vec::new();
+        for i in 0..1000u32 {
+            // Each piece a slice of a 64 KiB read buffer, as hyper hands them over.
+            let buffer = Bytes::from(vec![(i % 251) as u8; 64 << 10]);
+            let piece = buffer.slice(..512);
+            sent.extend_from_slice(&piece);
+            g.push(piece);
+            assert!(g.held() <= 2 * g.len + Gathered::SEGMENT_MIN, "{} held for {} sent", g.held(), g.len);
+        }
+        assert_eq!(g.len, sent.len());
+        assert_eq!(g.into_bytes(), Bytes::from(sent));
+        let mut one = Gathered::default();
+        one.push(Bytes::from_static(b"whole"));
+        assert_eq!((one.held(), one.into_bytes()), (5, Bytes::from_static(b"whole")), "one piece is kept as it came");
+    }
 }

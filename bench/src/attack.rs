@@ -13,6 +13,7 @@
 //! | bodies | 100 parallel 30 MB anonymous bodies, declared and chunked | peak RSS growth < 100 MB |
 //! | costly | a read-only token's merge and diff of unrelated 33,000-line texts, wide searches | < 1 s of CPU each, refused `too_complex` |
 //! | honest | an agent appending at 4 edits/s alone, then beside 4 attackers sending the costly requests | p99 with attackers within 3× of without |
+//! | slow uploads ([`slow`]) | stalled declared bodies, trickling bodies, trickling headers: 1,000 at once from one address, then from 50 (`127.0.0.2`…`127.0.0.51`), an honest agent pinging and editing beside them | every honest call answered; its edit p99 within 3× of alone |
 //!
 //! Nothing here leaves loopback, and every attack stops by itself.
 
@@ -26,6 +27,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+pub mod slow;
 
 /// How big a run is.
 #[derive(Debug, Clone, Copy)]
@@ -42,17 +45,23 @@ pub struct Sizes {
     pub honest_seconds: u64,
     /// Attackers beside the honest agent.
     pub attackers: usize,
+    /// Slow uploads held up at once in each of their rows.
+    pub uploads: usize,
+    /// Client addresses the spread-out slow uploads come from.
+    pub upload_addresses: usize,
+    /// Seconds of honest calls in each slow-upload row (and alone).
+    pub upload_seconds: u64,
 }
 
 impl Sizes {
     /// The sizes the issue states.
     pub fn full() -> Self {
-        Sizes { refused: 10_000, bodies: 100, body_bytes: 30 << 20, lines: 33_000, honest_seconds: 20, attackers: 4 }
+        Sizes { refused: 10_000, bodies: 100, body_bytes: 30 << 20, lines: 33_000, honest_seconds: 20, attackers: 4, uploads: 1_000, upload_addresses: 50, upload_seconds: 20 }
     }
 
     /// A quick run for the tests.
     pub fn short() -> Self {
-        Sizes { refused: 2_000, bodies: 24, body_bytes: 30 << 20, lines: 33_000, honest_seconds: 4, attackers: 4 }
+        Sizes { refused: 2_000, bodies: 24, body_bytes: 30 << 20, lines: 33_000, honest_seconds: 4, attackers: 4, uploads: 150, upload_addresses: 50, upload_seconds: 6 }
     }
 }
 
@@ -93,12 +102,21 @@ pub struct Report {
     pub honest_alone: (Duration, Duration, usize),
     /// Honest edits under attack: p50 and p99.
     pub honest_attacked: (Duration, Duration, usize),
+    /// The honest agent of the slow-upload rows, alone.
+    pub slow_alone: slow::Honest,
+    /// One row per kind of slow upload, from one address and from many.
+    pub slow: Vec<slow::Row>,
 }
 
 impl Report {
     /// The row of an attack.
     pub fn row(&self, attack: &str) -> Option<&Row> {
         self.rows.iter().find(|r| r.attack == attack)
+    }
+
+    /// The slow-upload row of `kind` from `addresses` addresses.
+    pub fn slow_row(&self, kind: slow::Kind, addresses: usize) -> Option<&slow::Row> {
+        self.slow.iter().find(|r| r.attack == kind.label() && r.addresses == addresses)
     }
 
     /// The ratio of honest p99 under attack to alone.
@@ -133,6 +151,10 @@ impl Report {
         println!("| alone | {} | {:.2} ms | {:.2} ms |", self.honest_alone.2, ms(self.honest_alone.0), ms(self.honest_alone.1));
         println!("| beside attackers | {} | {:.2} ms | {:.2} ms |", self.honest_attacked.2, ms(self.honest_attacked.0), ms(self.honest_attacked.1));
         println!("\np99 under attack ÷ alone: {:.2}×", self.honest_ratio());
+        if !self.slow.is_empty() {
+            println!();
+            slow::print(&self.slow_alone, &self.slow);
+        }
     }
 }
 
@@ -161,7 +183,31 @@ fn store_size(state: &Path) -> i64 {
 /// `None` when the connection ended first. `body` is sent after the head;
 /// `chunked` sends it without a declared size.
 fn exchange(addr: SocketAddr, head: &str, body: &[u8], chunked: bool) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(addr).ok()?;
+    exchange_on(TcpStream::connect(addr).ok()?, head, body, chunked)
+}
+
+/// The operator's own address, apart from the attackers' (`127.0.0.1`, and
+/// `127.0.0.2`… of the slow uploads): the refused flood throttles theirs,
+/// and a throttled address is refused at every door, `/metrics` included.
+const OPERATOR: [u8; 4] = [127, 0, 0, 250];
+
+/// A blocking connection to `addr` from the loopback address `source`
+/// (bound before it connects).
+fn connect_from(source: [u8; 4], addr: SocketAddr) -> Option<TcpStream> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().ok()?;
+    let s = rt
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::from((source, 0)))?;
+            socket.connect(addr).await?.into_std()
+        })
+        .ok()?;
+    s.set_nonblocking(false).ok()?;
+    Some(s)
+}
+
+/// [`exchange`] on a connection already open.
+fn exchange_on(mut s: TcpStream, head: &str, body: &[u8], chunked: bool) -> Option<(u16, String)> {
     s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
     s.set_write_timeout(Some(Duration::from_secs(30))).ok()?;
     s.write_all(head.as_bytes()).ok()?;
@@ -307,7 +353,8 @@ impl Target {
 
     fn metrics(&self) -> Result<String> {
         let head = format!("GET /metrics HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {METRICS_TOKEN}\r\nconnection: close\r\n\r\n", self.host.addr);
-        let (status, body) = exchange(self.host.addr, &head, b"", false).context("no answer from /metrics")?;
+        let conn = connect_from(OPERATOR, self.host.addr).context("cannot connect to /metrics")?;
+        let (status, body) = exchange_on(conn, &head, b"", false).context("no answer from /metrics")?;
         if status != 200 {
             bail!("/metrics answered {status}");
         }
@@ -354,7 +401,9 @@ pub fn run(manifest: &Path, sizes: Sizes) -> Result<Report> {
         honest: t.token("honest", Actor::Agent, "notes:read notes:write"),
         attackers: (0..sizes.attackers).map(|a| t.token(&format!("attacker-{a}"), Actor::Human, "notes:read notes:write")).collect(),
     };
-    for token in [&callers.person, &callers.reader, &callers.honest].into_iter().chain(&callers.attackers) {
+    // The slow uploads' honest agent is a subject of its own.
+    let slow_agent = t.token("honest-slow", Actor::Agent, "notes:read notes:write");
+    for token in [&callers.person, &callers.reader, &callers.honest, &slow_agent].into_iter().chain(&callers.attackers) {
         let (status, answer) = t.call("GET", "/api/v1/notes", token, &json!({}))?;
         if status != 200 {
             bail!("a caller's first call: {status} {answer}");
@@ -377,6 +426,11 @@ pub fn run(manifest: &Path, sizes: Sizes) -> Result<Report> {
     }
     report.rows.extend(costly(&t, &callers, &note, sizes)?);
     honest(&t, &callers, &note, sizes, &mut report)?;
+    let (_, made) = t.call("POST", "/api/v1/notes", person, &json!({"title": "Honest beside slow uploads", "approved_for_agents": true}))?;
+    let slow_note = made["note_id"].as_str().context("no note id")?.to_string();
+    let (alone, rows) = slow::rows(&t, &slow_agent, &slow_note, sizes.uploads, sizes.upload_addresses, sizes.upload_seconds)?;
+    report.slow_alone = alone;
+    report.slow = rows;
     Ok(report)
 }
 
@@ -631,9 +685,13 @@ impl Soak {
     }
 }
 
+/// Slow uploads held up at once during a soak.
+const SOAK_UPLOADS: usize = 300;
+
 /// Two honest agents editing at 4 a second beside every attack at once for
-/// `seconds`: refused floods, waves of large bodies, and four attackers
-/// sending the costliest requests.
+/// `seconds`: refused floods, waves of large bodies, slow uploads (stalled,
+/// trickling bodies, trickling headers in turn, from 50 addresses), and
+/// four attackers sending the costliest requests.
 pub fn soak(manifest: &Path, seconds: u64) -> Result<Soak> {
     let sizes = Sizes::full();
     let t = Target::start(manifest)?;
@@ -694,6 +752,15 @@ pub fn soak(manifest: &Path, seconds: u64) -> Result<Soak> {
                 });
                 bump("large bodies", 10);
                 std::thread::sleep(Duration::from_secs(5));
+            }
+        });
+        s.spawn(move || {
+            // Each kind of slow upload in turn, 20 s each, from 50 addresses.
+            for kind in slow::Kind::ALL.into_iter().cycle() {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                bump("slow uploads", slow::hold(kind, t.host.addr, SOAK_UPLOADS, 50, Duration::from_secs(20)));
             }
         });
         for (a, token) in callers.attackers.iter().enumerate() {

@@ -179,10 +179,12 @@ fn charts_draw(charts: Vec<cairn_bench::charts::Chart>) {
 }
 
 /// The attack suite in its short mode, against a real `cairn up`: each
-/// attack costs no more than the bounds `docs/security.md` states. (The
-/// honest agent's p99 under attack is a timing: printed, not asserted.)
+/// attack costs no more than the bounds `docs/security.md` states, and no
+/// slow upload makes an honest call fail. (The honest agent's p99 under
+/// attack is a timing: printed, not asserted.)
 mod attacks {
-    use cairn_bench::attack::{Sizes, run};
+    use cairn_bench::attack::slow::Kind;
+    use cairn_bench::attack::{Report, Sizes, run};
 
     #[test]
     fn every_attack_stays_within_its_stated_bound() {
@@ -202,7 +204,8 @@ mod attacks {
         assert!(refused.series < 500, "{} metric lines were added: more than the closed label sets hold", refused.series);
         let bodies = report.row("bodies").unwrap();
         assert!(bodies.peak_rss_bytes < (100 << 20), "peak RSS grew {} bytes", bodies.peak_rss_bytes);
-        assert!(bodies.answers.keys().all(|s| [413, 503, 0].contains(s)), "{:?}", bodies.answers);
+        // 429: one address's bodies past the ones the host waits for at once.
+        assert!(bodies.answers.keys().all(|s| [413, 429, 503, 0].contains(s)), "{:?}", bodies.answers);
         assert!(bodies.answers.get(&413).copied().unwrap_or(0) >= sizes.bodies / 2, "{:?}", bodies.answers);
         for attack in ["costly: merge", "costly: diff"] {
             let row = report.row(attack).unwrap();
@@ -211,6 +214,34 @@ mod attacks {
         }
         assert!(report.row("costly: search").unwrap().cpu_seconds < 1.0);
         assert!(report.honest_alone.2 > 0 && report.honest_attacked.2 > 0);
+        slow_uploads_fail_no_honest_call(&report, sizes);
+    }
+
+    /// Stalled and trickling uploads (bodies and headers), from one address
+    /// and from many: every honest call beside them answered, the attackers
+    /// refused only with the limits they hit (never `busy`: they hold none of
+    /// the body budget), within a bounded memory.
+    fn slow_uploads_fail_no_honest_call(report: &Report, sizes: Sizes) {
+        assert!(report.slow_alone.failed.is_empty() && !report.slow_alone.edits.is_empty(), "{:?}", report.slow_alone.failed);
+        assert_eq!(report.slow.len(), 6);
+        let limits = ["body_too_slow", "body_timeout", "header_timeout", "too_many_connections_from_address", "too_many_bodies_from_address", "too_many_connections"];
+        for kind in Kind::ALL {
+            for addresses in [1, sizes.upload_addresses] {
+                let row = report.slow_row(kind, addresses).unwrap_or_else(|| panic!("no row for {} from {addresses}", kind.label()));
+                let name = format!("{} from {addresses} address(es)", row.attack);
+                assert!(row.honest.failed.is_empty(), "{name}: honest calls failed: {:?}", row.honest.failed);
+                assert!(!row.honest.edits.is_empty(), "{name}: no honest edit");
+                assert!(row.codes.keys().all(|c| limits.contains(&c.as_str())), "{name}: {:?}", row.codes);
+                assert!(row.answers.keys().all(|s| [0, 408, 429, 503].contains(s)), "{name}: {:?}", row.answers);
+                assert!(row.peak_rss_bytes < (64 << 20), "{name}: peak RSS grew {} bytes", row.peak_rss_bytes);
+                if addresses == 1 {
+                    assert!(row.codes.get("too_many_connections_from_address").copied().unwrap_or(0) > 0, "{name}: {:?}", row.codes);
+                }
+                if kind == Kind::Stalled {
+                    assert!(row.codes.get("body_too_slow").copied().unwrap_or(0) > 0, "{name}: stalled bodies were not cut off: {:?}", row.codes);
+                }
+            }
+        }
     }
 }
 
