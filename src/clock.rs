@@ -25,7 +25,12 @@ impl SystemEnv {
 
 
 
-/// Microseconds since the epoch.
+/// Seconds since the Unix epoch, from the system clock.
+pub fn now_s() -> u64 {
+    now_us() / 1_000_000
+}
+
+/// Microseconds since the Unix epoch, from the system clock.
 pub fn now_us() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(1)
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
-use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::handler::ProxyPre;
 
 /// Bytes of an instance's linear memory kept mapped when its slot is freed
 /// (the rest is given back to the kernel). Every later instance of that
@@ -54,6 +54,8 @@ pub fn engine(limits: &crate::instance::Limits) -> Result<Engine> {
     let mut config = wasmtime::Config::new();
     config
         .wasm_component_model(true)
+        // WASI 0.3: the async component ABI (`wasi:http@0.3.0` services).
+        .wasm_component_model_async(true)
         .epoch_interruption(true)
         .allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
     // `CAIRN_PROFILER=perfmap` writes /tmp/perf-<pid>.map, so `perf report`
@@ -110,9 +112,20 @@ fn hex(bytes: &[u8]) -> String {
 pub fn linker(engine: &Engine) -> Result<Linker<Ctx>> {
     let mut linker = Linker::<Ctx>::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wasmtime_wasi::p3::add_to_linker(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    wasmtime_wasi_http::p3::add_to_linker(&mut linker)?;
     crate::bindings::Host_::add_to_linker::<_, wasmtime::component::HasSelf<Ctx>>(&mut linker, |c| c)?;
     Ok(linker)
+}
+
+/// The HTTP entry of a component: `wasi:http/handler@0.3.0` (a WASI 0.3
+/// service, whose instances are reused), else `wasi:http/incoming-handler@0.2.x`.
+fn proxy_pre(pre: wasmtime::component::InstancePre<Ctx>) -> Result<ProxyPre<Ctx>> {
+    if let Ok(p3) = wasmtime_wasi_http::p3::bindings::ServicePre::new(pre.clone()) {
+        return Ok(ProxyPre::P3(p3));
+    }
+    Ok(ProxyPre::P2(wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre).map_err(anyhow::Error::from)?))
 }
 
 /// Load every component of the manifest, and compose each one's
@@ -154,9 +167,7 @@ pub fn load_all(
         }
         .map_err(anyhow::Error::from)
         .with_context(|| format!("component {:?} imports something this host does not provide (a dependency missing from spin.toml?)", spec.id))?;
-        let pre = ProxyPre::new(pre)
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("component {:?} does not export wasi:http/incoming-handler@0.2.x", spec.id))?;
+        let pre = proxy_pre(pre).with_context(|| format!("component {:?} exports neither wasi:http/handler@0.3.0 nor wasi:http/incoming-handler@0.2.x", spec.id))?;
         let variables = crate::variables::resolve_component(spec, app_vars)?;
         out.insert(spec.id.clone(), Arc::new(Loaded { spec: Arc::new(spec.clone()), pre, variables: Arc::new(variables) }));
     }

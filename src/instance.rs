@@ -1,13 +1,16 @@
-//! One request's instance: the application every request shares ([`App`]),
-//! each instance's host state ([`Ctx`]) and limits, and running a request
-//! through a fresh instance ([`run_buffered`]).
+//! The application every request shares ([`App`]), each instance's host
+//! state ([`Ctx`]) and limits, a new instance's store ([`new_store`]), and
+//! serving one request ([`serve`], [`run_buffered`]) on an instance of its
+//! partition ([`crate::pool`]).
 //!
-//! Every request gets a fresh instance from the pooling allocator (no state
-//! survives between requests, so tenants cannot see each other's memory). A
-//! trap, a request past its timeout (epoch interruption) or past its memory
-//! limit ends that request only, as an error the server answers with 500.
+//! A WASI 0.3 component's instance is reused for many requests of one
+//! partition (one tenant, or anonymous traffic), never of two; a WASI 0.2
+//! component's instance serves one request. A trap, a request past its
+//! timeout or past its memory limit ends that instance only (its requests
+//! in flight are answered 500), and the next request gets a new one.
 
 use crate::manifest::{Component as Spec, Manifest, Route};
+use crate::pool::Partition;
 use anyhow::Result;
 use cairn_kv::Store;
 use http_body_util::BodyExt;
@@ -15,25 +18,22 @@ use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Bytes;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::OwnedSemaphorePermit;
-use wasmtime::component::{Resource, ResourceTable};
+use std::time::{Duration, Instant};
+use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store as WasmStore, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::p2::bindings::ProxyPre;
-use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
-use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
-use wasmtime_wasi_http::p2::types::{HostIncomingRequest, HostResponseOutparam};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+use wasmtime_wasi_http::handler::ProxyPre;
+use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
 /// How long one epoch tick is (the granularity of request timeouts).
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Ticks a guest runs before it yields its thread to the other requests of
 /// its lane (a request that takes longer is served in slices).
 const YIELD_TICKS: u64 = 1;
-/// Time a request computes (epoch ticks seen while its wasm runs, not
-/// time waiting for the store) after which it counts as costly and needs a
-/// permit to go on (a cheap request computes a few milliseconds).
+/// Time an instance computes without a pause (epoch ticks seen while its
+/// wasm runs back to back, not time waiting for the store) after which its
+/// work counts as costly and needs a permit to go on (a cheap request
+/// computes a few milliseconds).
 pub const COSTLY_AFTER: Duration = Duration::from_millis(200);
 /// The pause a costly request takes after each tick it ran.
 const COSTLY_PAUSE: Duration = Duration::from_millis(5);
@@ -95,6 +95,8 @@ pub struct Limits {
     pub body_rate_window: Duration,
     /// Threads serving connections ([`crate::lanes`]).
     pub lanes: usize,
+    /// How WASI 0.3 instances are reused (Spin's knobs).
+    pub reuse: crate::pool::Reuse,
 }
 
 impl Default for Limits {
@@ -113,6 +115,7 @@ impl Default for Limits {
             min_body_rate: 1024,
             body_rate_window: Duration::from_secs(5),
             lanes: crate::lanes::default_count(),
+            reuse: crate::pool::Reuse::default(),
         }
     }
 }
@@ -121,7 +124,7 @@ impl Default for Limits {
 pub struct Loaded {
     /// Its manifest entry.
     pub spec: Arc<Spec>,
-    /// Pre-linked instance template.
+    /// Pre-linked instance template: a WASI 0.3 service or a WASI 0.2 proxy.
     pub pre: ProxyPre<Ctx>,
     /// Its variables, resolved at startup.
     pub variables: Arc<BTreeMap<String, String>>,
@@ -141,7 +144,7 @@ pub struct App {
     /// Instance limits.
     pub limits: Limits,
     /// Makes each instance's outbound HTTP policy.
-    pub outbound: fn(&Arc<App>, Arc<Spec>) -> OutboundHooks,
+    pub outbound: fn(&Arc<App>, Arc<Spec>, Partition) -> OutboundHooks,
     /// The bearer token of `GET /metrics` (the `metrics_token` variable);
     /// `None` keeps the route hidden.
     pub metrics_token: Option<String>,
@@ -159,6 +162,12 @@ pub struct App {
     pub costly: Arc<tokio::sync::Semaphore>,
     /// Costly requests waiting for a permit now.
     pub costly_waiting: Arc<std::sync::atomic::AtomicUsize>,
+    /// Permits for instances alive at once ([`Limits::max_instances`]).
+    pub instances: Arc<tokio::sync::Semaphore>,
+    /// The pools of reused instances, by component and partition.
+    pub pools: crate::pool::Pools<Pool>,
+    /// Picks each request's partition (the application's hook).
+    pub partitioner: Box<dyn crate::pool::Partitioner>,
 }
 
 /// Permits for costly work on this machine (see [`App::costly`]). Read
@@ -193,6 +202,9 @@ pub struct Ctx {
     pub(crate) variables: Arc<BTreeMap<String, String>>,
     /// The instances of the component's composed dependencies.
     pub(crate) deps: DependencyInstances,
+    /// The partition this instance serves: its calls to other components
+    /// (`*.spin.internal`) run in that partition too.
+    pub(crate) partition: Partition,
 }
 
 /// A component's configuration, set aside while a dependency that does not
@@ -203,7 +215,7 @@ impl Ctx {
     /// Run with `spec`'s configuration (stores, outbound hosts) and no
     /// variables until [`Ctx::leave`].
     pub fn enter(&mut self, spec: Arc<Spec>) -> Saved {
-        let hooks = (self.app.outbound)(&self.app, spec.clone());
+        let hooks = (self.app.outbound)(&self.app, spec.clone(), self.partition.clone());
         Saved(
             std::mem::replace(&mut self.component, spec),
             std::mem::take(&mut self.variables),
@@ -249,67 +261,55 @@ impl RouteInfo {
     }
 }
 
-/// Result of running one request through one component.
-pub type Response = hyper::Response<HyperOutgoingBody>;
-
-/// A fresh store for one request to `component`, the request and the
-/// response outparam pushed into it, and the receiver of the response.
-fn prepare<B>(
-    app: &Arc<App>,
-    component: &Loaded,
-    mut req: hyper::Request<B>,
-    route: &RouteInfo,
-) -> Result<(WasmStore<Ctx>, Resource<HostIncomingRequest>, Resource<HostResponseOutparam>, ResponseReceiver)>
-where
-    B: hyper::body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<wasmtime_wasi_http::Error>,
-{
-    add_spin_headers(&mut req, &component.spec, route);
-    let mut store = new_store(app, component);
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let wasi_req = store.data_mut().http().new_incoming_request(Scheme::Http, req)?;
-    let out = store.data_mut().http().new_response_outparam(tx)?;
-    Ok((store, wasi_req, out, rx))
-}
-
-/// A fresh store for one instance of `component`, with its limits and
-/// deadline (what every request gets).
-fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
+/// A new store for one instance of `component` in `partition`, with its
+/// limits and the host's rules for costly work.
+pub(crate) fn new_store(app: &Arc<App>, component: &Loaded, partition: Partition) -> WasmStore<Ctx> {
     let ctx = Ctx {
         wasi: WasiCtx::builder().inherit_stderr().build(),
         http: WasiHttpCtx::new(),
         table: ResourceTable::new(),
         limits: StoreLimitsBuilder::new().memory_size(app.limits.max_memory).trap_on_grow_failure(true).build(),
-        hooks: (app.outbound)(app, component.spec.clone()),
+        hooks: (app.outbound)(app, component.spec.clone(), partition.clone()),
         component: component.spec.clone(),
         variables: component.variables.clone(),
         deps: Default::default(),
+        partition,
         app: app.clone(),
     };
     let mut store = WasmStore::new(&app.engine, ctx);
     store.limiter(|c| &mut c.limits);
-    // A guest that computes for long is a costly request: it yields its
-    // thread every few ticks, so the other connections of its lane are
-    // served in between, and runs on only while it holds one of the host's
-    // few permits for costly work (see `App::costly`), so cheap requests
-    // always keep the rest of the machine; it is interrupted once its
-    // request timeout has passed, waiting included.
-    let started = std::time::Instant::now();
+    store.set_epoch_deadline(YIELD_TICKS);
+    store.epoch_deadline_callback(costly_work(app));
+    store
+}
+
+/// The epoch callback of an instance: wasm that computes for long is costly
+/// work. It yields its thread every tick, so the other connections of its
+/// lane are served in between, and runs on only while it holds one of the
+/// host's few permits for costly work (see `App::costly`), so cheap requests
+/// always keep the rest of the machine; a burst past the request timeout
+/// ends the instance. A burst is ticks seen back to back: a gap (the
+/// instance waited for the store, or for its next request) ends it, and the
+/// permit with it.
+fn costly_work(app: &Arc<App>) -> impl FnMut(wasmtime::StoreContextMut<'_, Ctx>) -> wasmtime::Result<wasmtime::UpdateDeadline> + Send + Sync + 'static {
     let timeout = app.limits.request_timeout;
     let costly = app.costly.clone();
     let waiting = app.costly_waiting.clone();
     let costly_waiting_max = COSTLY_WAITING_PER_PERMIT * costly_permits();
     let held: Arc<std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>> = Arc::default();
-    // Ticks the guest was seen computing: the callback runs only while wasm
-    // runs, so time spent waiting for the store or a tool is not counted.
-    let mut computed = Duration::ZERO;
-    store.set_epoch_deadline(YIELD_TICKS);
-    store.epoch_deadline_callback(move |_| {
-        if started.elapsed() >= timeout {
+    let (mut burst, mut last) = (Duration::ZERO, Instant::now());
+    move |_| {
+        let now = Instant::now();
+        if now.duration_since(last) > EPOCH_TICK * 3 {
+            burst = Duration::ZERO;
+            *held.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        last = now;
+        burst += EPOCH_TICK * YIELD_TICKS as u32;
+        if burst >= timeout {
             return Ok(wasmtime::UpdateDeadline::Interrupt);
         }
-        computed += EPOCH_TICK * YIELD_TICKS as u32;
-        if computed < COSTLY_AFTER {
+        if burst < COSTLY_AFTER {
             return Ok(wasmtime::UpdateDeadline::Yield(YIELD_TICKS));
         }
         if held.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
@@ -317,8 +317,8 @@ fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
             // so a cheap request that wakes on that core waits little.
             return Ok(wasmtime::UpdateDeadline::YieldCustom(YIELD_TICKS, Box::pin(tokio::time::sleep(COSTLY_PAUSE))));
         }
-        // As many costly requests wait as may: this one ends now, its
-        // memory with it, and is answered 503 (retry shortly).
+        // As many costly requests wait as may: this instance ends now, its
+        // memory with it, and its requests are answered 503 (retry shortly).
         if waiting.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= costly_waiting_max {
             waiting.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             return Err(Overloaded.into());
@@ -333,151 +333,118 @@ fn new_store(app: &Arc<App>, component: &Loaded) -> WasmStore<Ctx> {
                 waiting.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             }),
         ))
-    });
-    store
-}
-
-type ResponseReceiver = tokio::sync::oneshot::Receiver<Result<hyper::Response<HyperOutgoingBody>, ErrorCode>>;
-
-/// Instantiate and call the handler. The store comes back with the
-/// outcome, so the caller decides when to drop it (with every body and
-/// outparam the guest left open, and the instance's memory): see
-/// [`run_buffered_holding`].
-async fn call(mut store: WasmStore<Ctx>, pre: ProxyPre<Ctx>, req: Resource<HostIncomingRequest>, out: Resource<HostResponseOutparam>) -> (wasmtime::Result<()>, WasmStore<Ctx>) {
-    let outcome = match pre.instantiate_async(&mut store).await {
-        Ok(proxy) => proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await,
-        Err(e) => Err(e),
-    };
-    (outcome, store)
-}
-
-/// Drop a finished request's store after its answer is on its way: the
-/// lane's next poll frees the instance (its memory reset, ~30 µs), not the
-/// caller waiting for the answer. `held` (the request's instance permit)
-/// is released with it, so freed slots never outnumber permits.
-fn drop_later(store: WasmStore<Ctx>, held: (crate::metrics::InUse, OwnedSemaphorePermit)) {
-    let later = async move {
-        drop(store);
-        drop(held);
-    };
-    match tokio::runtime::Handle::try_current() {
-        Ok(rt) => drop(rt.spawn(later)),
-        Err(_) => drop(later),
     }
 }
 
-/// What went wrong when no response came: the guest's trap or error if it
-/// had one, else that it returned without answering.
-fn no_response(id: &str, guest: Option<wasmtime::Result<()>>, code: Option<ErrorCode>) -> anyhow::Error {
-    match (code, guest) {
-        (Some(code), _) => anyhow::anyhow!("component {id:?} answered with an error: {code:?}"),
-        (None, Some(Err(e))) => describe_trap(e, id),
-        (None, _) => anyhow::anyhow!("component {id:?} returned without sending a response"),
-    }
-}
-
-/// Run `req` through a fresh instance of `component` in the calling task and
-/// return the response with its whole body: what one component calling
-/// another needs, without a task hop per call.
-pub async fn run_buffered<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo) -> Result<hyper::Response<Bytes>>
+/// Serves `req` with `component` on an instance of `partition`: the
+/// response with its body as the guest streams it. A tool's answer over
+/// HTTP is counted in the metrics here, once.
+pub async fn serve<B>(app: &Arc<App>, component: &Arc<Loaded>, mut req: hyper::Request<B>, route: &RouteInfo, partition: &Partition) -> Result<hyper::Response<WasiBody>>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
 {
-    run(app, component, req, route, None).await
-}
-
-/// [`run_buffered`] for a request that holds one of the host's instance
-/// permits: its instance is freed after the answer is returned
-/// ([`drop_later`]), and `permit` with it, so the instances waiting to be
-/// freed are bounded by the permits. (Without a permit, as in
-/// [`run_buffered`], the instance is freed before the answer returns.)
-pub async fn run_buffered_holding<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo, permit: Option<OwnedSemaphorePermit>) -> Result<hyper::Response<Bytes>>
-where
-    B: hyper::body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<wasmtime_wasi_http::Error>,
-{
-    run(app, component, req, route, permit).await
-}
-
-async fn run<B>(app: Arc<App>, component: Arc<Loaded>, req: hyper::Request<B>, route: RouteInfo, permit: Option<OwnedSemaphorePermit>) -> Result<hyper::Response<Bytes>>
-where
-    B: hyper::body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<wasmtime_wasi_http::Error>,
-{
-    let _in_use = crate::metrics::InUse::start();
-    // A tool's answer over HTTP (from this host's router or another's) is counted here, once.
     let tool = req.uri().path().strip_prefix("/tools/").and_then(cairn_notes::tools::find).map(|t| t.name);
-    let (store, wasi_req, out, rx) = prepare(&app, &component, req, &route)?;
-    let answer = async {
-        match rx.await {
-            Ok(Ok(resp)) => {
-                let (parts, body) = resp.into_parts();
-                match body.collect().await {
-                    Ok(b) => Ok(hyper::Response::from_parts(parts, b.to_bytes())),
-                    Err(e) => Err(Some(anyhow::anyhow!("component {:?} failed while writing its body: {e}", component.spec.id))),
-                }
-            }
-            Ok(Err(code)) => Err(Some(no_response(&component.spec.id, None, Some(code)))),
-            Err(_) => Err(None),
-        }
-    };
-    // The guest and the answer run side by side (a body bigger than its
-    // pipe needs both). Whatever the guest left open (an outparam never
-    // set, a body never finished) ends only with its store, so when the
-    // guest ends before the whole answer is here, its store is freed at
-    // once; otherwise it is freed after the answer leaves.
-    let guest = call(store, component.pre.clone(), wasi_req, out);
-    tokio::pin!(guest, answer);
-    let mut ended = None;
-    let mut kept = None;
-    let answer = loop {
-        tokio::select! {
-            biased;
-            r = &mut answer => break r,
-            (outcome, store) = &mut guest, if ended.is_none() => {
-                ended = Some(outcome);
-                match std::future::poll_fn(|cx| std::task::Poll::Ready(answer.as_mut().poll(cx))).await {
-                    std::task::Poll::Ready(r) => {
-                        kept = Some(store);
-                        break r;
-                    }
-                    std::task::Poll::Pending => drop(store),
-                }
-            }
-        }
-    };
-    let guest = match ended {
-        Some(outcome) => outcome,
-        None => {
-            let (outcome, store) = guest.await;
-            kept = Some(store);
-            outcome
-        }
-    };
-    match (kept, permit) {
-        (Some(store), Some(permit)) => drop_later(store, (_in_use, permit)),
-        (store, _) => drop(store),
+    add_spin_headers(&mut req, &component.spec, route);
+    let resp = handle(app, component, partition, req.map(boxed)).await?;
+    if let Some(tool) = tool {
+        let refusal = resp.headers().get("cairn-tool-refusal").and_then(|v| v.to_str().ok());
+        crate::metrics::tool_call(tool, "http", resp.status().as_u16(), refusal);
     }
-    match answer {
-        Ok(resp) => {
-            if let Some(tool) = tool {
-                let refusal = resp.headers().get("cairn-tool-refusal").and_then(|v| v.to_str().ok());
-                crate::metrics::tool_call(tool, "http", resp.status().as_u16(), refusal);
-            }
-            Ok(resp)
-        }
-        Err(Some(e)) => Err(match guest {
-            Err(trap) => describe_trap(trap, &component.spec.id),
-            Ok(()) => e,
-        }),
-        Err(None) => Err(no_response(&component.spec.id, Some(guest), None)),
+    Ok(resp)
+}
+
+/// The instances of one component in one partition ([`crate::pool`]): how
+/// the host makes them, with their store, limits and permits.
+pub struct Pool {
+    app: std::sync::Weak<App>,
+    component: Arc<Loaded>,
+    partition: Partition,
+    /// Instances alive now.
+    live: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl crate::pool::Counted for Pool {
+    fn live(&self) -> usize {
+        self.live.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
-fn describe_trap(e: wasmtime::Error, id: &str) -> anyhow::Error {
+impl Pool {
+    /// The reuse this pool's instances get: none for WASI 0.2 components,
+    /// whose handler keeps no instance, and for [`Partition::Alone`].
+    fn reuse(&self, app: &App) -> crate::pool::Reuse {
+        let p2 = matches!(self.component.pre, ProxyPre::P2(_));
+        let alone = self.partition == Partition::Alone;
+        if p2 || alone { crate::pool::Reuse { count: 1, concurrent: 1, ..app.limits.reuse } } else { app.limits.reuse }
+    }
+}
+
+impl wasmtime_wasi_http::handler::HandlerState for Pool {
+    type StoreData = Ctx;
+    type WorkerExpiration = crate::pool::Expiry;
+    type WorkerState = crate::pool::Worker<Ctx>;
+
+    /// A new instance, once permits for it (and for each of its
+    /// dependencies, instances of the pooling allocator too) are free,
+    /// waiting at most the request timeout for them.
+    async fn instantiate(&self) -> wasmtime::Result<wasmtime_wasi_http::handler::Instance<Ctx, Self::WorkerExpiration, Self::WorkerState>> {
+        let app = self.app.upgrade().ok_or_else(|| wasmtime::format_err!("the host is shutting down"))?;
+        // An instance and each dependency it may instantiate are instances of
+        // the pooling allocator; never more than the host has permits for.
+        let weight = (1 + self.component.spec.dependencies.len() as u32).min(app.limits.max_instances.max(1));
+        let wait = app.instances.clone().acquire_many_owned(weight);
+        let permit = match tokio::time::timeout(app.limits.request_timeout, wait).await {
+            Ok(Ok(p)) => p,
+            _ => return Err(Overloaded.into()),
+        };
+        let mut store = new_store(&app, &self.component, self.partition.clone());
+        let proxy = self.component.pre.instantiate_async(&mut store).await?;
+        let reuse = self.reuse(&app);
+        let held = (permit, crate::metrics::InUse::start(), crate::pool::Live::start(&self.live));
+        let worker = crate::pool::Worker {
+            reuse,
+            request_timeout: app.limits.request_timeout,
+            held: Box::new(held),
+            id: self.component.spec.id.clone(),
+            _data: std::marker::PhantomData,
+        };
+        let expiration = crate::pool::Expiry::new(reuse.idle, app.limits.request_timeout);
+        Ok(wasmtime_wasi_http::handler::Instance { store, proxy, view: |c: &mut Ctx| c.http(), expiration, state: worker })
+    }
+}
+
+/// Serves `req` on an instance of `component` in `partition`.
+async fn handle(app: &Arc<App>, component: &Arc<Loaded>, partition: &Partition, req: wasmtime_wasi_http::handler::Request) -> Result<wasmtime_wasi_http::handler::Response> {
+    let make = || Pool { app: Arc::downgrade(app), component: component.clone(), partition: partition.clone(), live: Arc::default() };
+    let pool = app.pools.get(&component.spec.id, partition, app.limits.max_instances as usize, make);
+    pool.handle((), req).await.map_err(|e| {
+        let instantiation = e.downcast_ref::<wasmtime_wasi_http::handler::InstantiationError<()>>();
+        let overloaded = e.downcast_ref::<Overloaded>().is_some() || instantiation.is_some_and(|i| i.error.downcast_ref::<Overloaded>().is_some());
+        if overloaded { anyhow::Error::new(Overloaded) } else { describe_trap(e, &component.spec.id) }
+    })
+}
+
+/// [`serve`] with the whole response body: what one component calling
+/// another needs.
+pub async fn run_buffered<B>(app: &Arc<App>, component: &Arc<Loaded>, req: hyper::Request<B>, route: &RouteInfo, partition: &Partition) -> Result<hyper::Response<Bytes>>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    let (parts, body) = serve(app, component, req, route, partition).await?.into_parts();
+    let body = body.collect().await.map_err(|e| anyhow::anyhow!("component {:?} failed while writing its body: {e}", component.spec.id))?;
+    Ok(hyper::Response::from_parts(parts, body.to_bytes()))
+}
+
+/// What ended an instance, for the log and the 500 it answers.
+pub(crate) fn describe_trap(e: wasmtime::Error, id: &str) -> anyhow::Error {
     if e.downcast_ref::<Overloaded>().is_some() {
         return anyhow::Error::new(Overloaded);
+    }
+    // What `ProxyHandler` says of an instance whose request expired.
+    if e.downcast_ref::<wasmtime_wasi_http::handler::ExpirationError>().is_some() || e.to_string() == "guest timed out" {
+        return anyhow::anyhow!("component {id:?} ran past the request timeout");
     }
     match e.downcast_ref::<wasmtime::Trap>() {
         Some(wasmtime::Trap::Interrupt) => anyhow::anyhow!("component {id:?} ran past the request timeout"),
@@ -508,6 +475,12 @@ fn add_spin_headers<B>(req: &mut hyper::Request<B>, spec: &Spec, route: &RouteIn
     put("spin-base-path", "/");
     put("spin-client-addr", &route.client);
     put("spin-component-id", &spec.id);
+    // A WASI 0.3 request carries its scheme and authority in its URI.
+    if req.uri().authority().is_none() {
+        if let Ok(uri) = full.parse() {
+            *req.uri_mut() = uri;
+        }
+    }
 }
 
 /// The public component for a path, with its route facts.

@@ -4,7 +4,9 @@
 //! - [`manifest`]: reads and validates `spin.toml` (manifest version 2).
 //! - [`variables`]: application and component variables, `SPIN_VARIABLE_*`.
 //! - [`engine`]: the wasmtime engine, the precompile cache, the linker.
-//! - [`instance`]: the shared application, one request's instance and its limits.
+//! - [`instance`]: the shared application, an instance's host state and limits, serving a request.
+//! - [`pool`]: instances reused as Spin reuses them, each serving one partition (tenant).
+//! - [`tenancy`]: Cairn's partitioner: the tenant of a verified credential.
 //! - [`compose`]: component dependencies, composed into the dependent at load.
 //! - [`outbound`]: outbound HTTP from guests: the allow-list, `*.spin.internal`
 //!   chaining in-process, plain HTTP elsewhere.
@@ -36,9 +38,11 @@ pub mod logs;
 pub mod manifest;
 pub mod metrics;
 pub mod outbound;
+pub mod pool;
 pub mod server;
 pub mod stores;
 pub mod sweep;
+pub mod tenancy;
 pub mod variables;
 pub mod wiring;
 pub mod variables_host;

@@ -10,7 +10,7 @@
 //! | `cairn_store_operations_total` | store, op, outcome | key-value operations components made (`ok` or `error`) |
 //! | `cairn_store_operation_duration_seconds` | store, op | their latency (histogram) |
 //! | `cairn_cas_swaps_total` | store, outcome | compare-and-swaps: `written`, `conflict` (the writer re-reads and retries) or `error` (refused: nothing written) |
-//! | `cairn_instances_in_use` | — | component instances running now |
+//! | `cairn_instances_in_use` | — | component instances alive now (serving, or idle until their next request or their idle timeout) |
 //! | `cairn_refusals_total` | code | requests the front door refused (`cairn_door::Code`), in a component or in the host |
 //! | `cairn_stored_bytes`, `cairn_tenants` | — | content stored (every retained version) and tenants, as of the last sweep; a quota refusal is a tool outcome `quota_exceeded` |
 //! | `cairn_redis_node_calls_total` | namespace, node, outcome | calls to each Redis node (a cluster's primaries, or the one server): `ok`, `error`, `redirected` (`MOVED`/`ASK`), `refused` (`TRYAGAIN`, `CLUSTERDOWN`…: nothing ran) or `unconfirmed` (written, not confirmed by enough replicas: refused) |
@@ -211,7 +211,7 @@ static TOOL_CALLS: Family = Family::new("cairn_tool_calls_total", "Tool calls, b
 static STORE_OPS: Family = Family::new("cairn_store_operations_total", "Key-value operations components made.", Kind::Counter, &["store", "op", "outcome"]);
 static STORE_DURATION: Family = Family::new("cairn_store_operation_duration_seconds", "Time of a key-value operation.", Kind::Histogram, &["store", "op"]);
 static CAS_SWAPS: Family = Family::new("cairn_cas_swaps_total", "Compare-and-swaps, by outcome.", Kind::Counter, &["store", "outcome"]);
-static INSTANCES: Family = Family::new("cairn_instances_in_use", "Component instances running now.", Kind::Gauge, &[]);
+static INSTANCES: Family = Family::new("cairn_instances_in_use", "Component instances alive now (serving, or idle until reused or past their idle timeout).", Kind::Gauge, &[]);
 static MERGE_TRANSITIONS: Family = Family::new("cairn_search_merge_transitions_total", "Notes the search merge brought up to date.", Kind::Counter, &[]);
 static MARKERS_CLEARED: Family = Family::new("cairn_search_markers_cleared_total", "Dirty markers the search merge cleared.", Kind::Counter, &[]);
 static FENCES: Family = Family::new("cairn_search_fences_total", "Notes the search merge fenced.", Kind::Counter, &[]);

@@ -16,6 +16,7 @@
 //! bounded by the calling instance's request timeout.
 
 use crate::instance::{App, RouteInfo, boxed, run_buffered};
+use crate::pool::Partition;
 use crate::manifest::Component as Spec;
 use http_body_util::BodyExt;
 use hyper::Request;
@@ -39,11 +40,14 @@ pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Hooks {
     app: std::sync::Weak<App>,
     caller: Arc<Spec>,
+    /// The caller's partition: a component it calls in-process serves the
+    /// call on an instance of the same partition.
+    partition: Partition,
 }
 
-/// The policy of an instance of `caller`: what [`App::outbound`] holds.
-pub fn hooks(app: &Arc<App>, caller: Arc<Spec>) -> crate::instance::OutboundHooks {
-    Box::new(Hooks { app: Arc::downgrade(app), caller })
+/// The policy of an instance of `caller` in `partition`: what [`App::outbound`] holds.
+pub fn hooks(app: &Arc<App>, caller: Arc<Spec>, partition: Partition) -> crate::instance::OutboundHooks {
+    Box::new(Hooks { app: Arc::downgrade(app), caller, partition })
 }
 
 type SendFuture = Box<
@@ -68,6 +72,7 @@ impl WasiHttpHooks for Hooks {
     ) -> SendFuture {
         let app = self.app.upgrade();
         let caller = self.caller.clone();
+        let partition = self.partition.clone();
         Box::new(async move {
             let app = app.ok_or(wasmtime_wasi_http::Error::InternalError(Some("host is shutting down".into())))?;
             let uri = request.uri().clone();
@@ -101,7 +106,7 @@ impl WasiHttpHooks for Hooks {
                 let (parts, body) = request.into_parts();
                 let body = body.collect().await?.to_bytes();
                 let request = hyper::Request::from_parts(parts, http_body_util::Full::new(body));
-                let response = run_buffered(app, target, request, RouteInfo::internal())
+                let response = run_buffered(&app, &target, request, &RouteInfo::internal(), &partition)
                     .await
                     .map_err(|e| wasmtime_wasi_http::Error::InternalError(Some(format!("{e:#}"))))?;
                 let response = response.map(|body| boxed(http_body_util::Full::new(body)));

@@ -173,6 +173,9 @@ pub async fn start(opts: Options) -> Result<Running> {
         bodies: cairn_door::BodyBudget::new(opts.limits.body_budget),
         costly: Arc::new(tokio::sync::Semaphore::new(instance::costly_permits())),
         costly_waiting: Arc::default(),
+        instances: Arc::new(Semaphore::new(opts.limits.max_instances as usize)),
+        pools: Default::default(),
+        partitioner: Box::new(crate::tenancy::Tenants::of(&config)),
     });
     for c in &app.manifest.components {
         tracing::info!(component = %c.id, routes = ?c.routes, "component ready");
@@ -200,7 +203,6 @@ pub async fn start(opts: Options) -> Result<Running> {
 
 async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_interval): (Duration, Duration), mut stop: watch::Receiver<bool>) {
     let graceful = GracefulShutdown::new();
-    let permits = Arc::new(Semaphore::new((app.limits.max_instances / 2).max(1) as usize));
     let connections = Arc::new(Semaphore::new(app.limits.max_connections));
     // What each client address holds open (connections, bodies waited for).
     let peers = cairn_door::peers::Peers::new(cairn_door::peers::Caps {
@@ -221,7 +223,7 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
             accepted = listener.accept() => {
                 let Ok((stream, peer)) = accepted else { continue };
                 let Some((stream, held)) = admit(&app, &peers, &connections, stream, peer) else { continue };
-                let job = connection_job(app.clone(), permits.clone(), graceful.watcher(), stream, peer, held);
+                let job = connection_job(app.clone(), graceful.watcher(), stream, peer, held);
                 if lanes.spawn(job).is_err() {
                     tracing::error!("no lane is running: connection dropped");
                 }
@@ -275,13 +277,13 @@ fn admit(app: &App, peers: &cairn_door::peers::Peers, connections: &Arc<Semaphor
 /// Serving one admitted connection, from its first request to its last,
 /// built inside the lane that runs it (so the socket and the timer belong
 /// to that lane's runtime).
-fn connection_job(app: Arc<App>, permits: Arc<Semaphore>, watcher: hyper_util::server::graceful::Watcher, stream: std::net::TcpStream, peer: SocketAddr, held: Held) -> crate::lanes::Job {
+fn connection_job(app: Arc<App>, watcher: hyper_util::server::graceful::Watcher, stream: std::net::TcpStream, peer: SocketAddr, held: Held) -> crate::lanes::Job {
     Box::new(move || {
         Box::pin(async move {
             let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
             let header_timeout = app.limits.header_timeout;
             let address = held.address.clone();
-            let service = service_fn(move |req| handle(app.clone(), permits.clone(), req, peer, address.clone()));
+            let service = service_fn(move |req| handle(app.clone(), req, peer, address.clone()));
             // The header section is bounded before any component sees it
             // (431 past it); the door checks each value again.
             let conn = hyper::server::conn::http1::Builder::new()
@@ -552,7 +554,7 @@ async fn frame_now(body: &mut Incoming) -> Option<Option<Result<hyper::body::Fra
 /// must keep arriving at the minimum rate ([`Pace`]) and be in within the
 /// body timeout. The bytes stay taken until the request is answered (the
 /// returned [`cairn_door::limits::Taken`]). `Err`: the answer that refuses it.
-async fn read_body(app: &App, held: &cairn_door::peers::Connection, req: Request<Incoming>) -> Result<(Request<Full<Bytes>>, cairn_door::limits::Taken), Response<Body>> {
+async fn read_body(app: &App, held: &cairn_door::peers::Connection, req: Request<Incoming>) -> Result<(Request<Bytes>, cairn_door::limits::Taken), Response<Body>> {
     let limits = cairn_door::Limits { body_bytes: app.limits.max_body_bytes.min(app.door.limits.body_bytes), ..app.door.limits };
     limits.check_declared(req.headers().get(hyper::header::CONTENT_LENGTH).map(|v| v.as_bytes())).map_err(|r| refusal(&r))?;
     let mut taken = app.bodies.take(0).map_err(|r| refusal(&r))?;
@@ -594,7 +596,7 @@ async fn read_body(app: &App, held: &cairn_door::peers::Connection, req: Request
         gathered.push(data);
         taken.grow(gathered.held().saturating_sub(taken.bytes())).map_err(|r| refusal(&r))?;
     }
-    Ok((Request::from_parts(parts, Full::new(gathered.into_bytes())), taken))
+    Ok((Request::from_parts(parts, gathered.into_bytes()), taken))
 }
 
 /// A body's bytes as they arrive. One chunk (the usual case) is kept as it
@@ -664,7 +666,6 @@ fn body_timeout(app: &App) -> cairn_door::Refusal {
 
 async fn handle(
     app: Arc<App>,
-    permits: Arc<Semaphore>,
     req: Request<Incoming>,
     peer: SocketAddr,
     held: Arc<cairn_door::peers::Connection>,
@@ -680,31 +681,10 @@ async fn handle(
         None => ("-".to_string(), "-".to_string(), json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into())),
         Some((loaded, mut info)) => {
             info.client = peer.to_string();
-            let id = loaded.spec.id.clone();
-            let route = info.matched.clone();
+            let (id, route) = (loaded.spec.id.clone(), info.matched.clone());
             let response = match read_body(&app, &held, req).await {
                 Err(refused) => refused,
-                Ok((req, _body_bytes)) => {
-                    // (The semaphore is never closed, so a permit always comes.)
-                    let permit = permits.clone().acquire_owned().await.ok();
-                    // The instance runs in this connection's task, to the end, with its
-                    // response body collected as it is written: no task hop and no
-                    // cross-thread wake-up per request. The permit is held until the
-                    // instance is freed, just after the answer leaves.
-                    match instance::run_buffered_holding(app.clone(), loaded.clone(), req, info, permit).await {
-                        Ok(r) => r.map(|body| Full::new(body).map_err(|never| match never {}).boxed_unsync()),
-                        Err(e) if e.downcast_ref::<instance::Overloaded>().is_some() => {
-                            refusal(&cairn_door::Refusal::new(cairn_door::Code::Busy, e.to_string()).retry_after(1))
-                        }
-                        Err(e) => {
-                            tracing::error!(component = %id, error = %e, "request failed");
-                            json(
-                                StatusCode::INTERNAL_SERVER_ERROR,
-                                r#"{"error":"component_failed","message":"the component failed while handling this request; see the host log"}"#.into(),
-                            )
-                        }
-                    }
-                }
+                Ok((req, _body_bytes)) => serve_request(&app, loaded, req, &info).await,
             };
             (id, route, response)
         }
@@ -720,6 +700,27 @@ async fn handle(
         "request"
     );
     Ok(response)
+}
+
+/// One request on an instance of its partition (the application's
+/// partitioner picks it from the request's head, before any guest code
+/// runs); the answer as the guest streams it, or the host's refusal.
+async fn serve_request(app: &Arc<App>, loaded: &Arc<instance::Loaded>, req: Request<Bytes>, info: &instance::RouteInfo) -> Response<Body> {
+    let (head, body) = req.into_parts();
+    let partition = app.partitioner.partition(&loaded.spec.id, &head, &body);
+    match instance::serve(app, loaded, Request::from_parts(head, Full::new(body)), info, &partition).await {
+        Ok(r) => r,
+        Err(e) if e.downcast_ref::<instance::Overloaded>().is_some() => {
+            refusal(&cairn_door::Refusal::new(cairn_door::Code::Busy, e.to_string()).retry_after(1))
+        }
+        Err(e) => {
+            tracing::error!(component = %loaded.spec.id, error = %e, "request failed");
+            json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                r#"{"error":"component_failed","message":"the component failed while handling this request; see the host log"}"#.into(),
+            )
+        }
+    }
 }
 
 /// Counts a refusal the door named (`cairn-refused`) in the metrics, and

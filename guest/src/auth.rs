@@ -39,7 +39,7 @@ use cairn_door::{Code, Refusal};
 use cairn_kv::{Observed, Store, Swap};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use spin_sdk::http::Request;
+use crate::http::Request;
 
 /// The largest issuer document (metadata, JWKS) read, in bytes: reading
 /// stops there.
@@ -362,7 +362,7 @@ pub fn audit_refusal(tenant: &str, record: serde_json::Value) {
 /// GET a JSON document over outbound HTTP (the host allow-lists the
 /// issuer's origin), reading no more than [`MAX_ISSUER_DOCUMENT`] of it.
 async fn get_json(url: &str) -> Result<Value, String> {
-    let got = crate::fetch::get(url, "application/json", MAX_ISSUER_DOCUMENT, ISSUER_FETCH_TIME).map_err(|e| format!("{url}: {e}"))?;
+    let got = crate::fetch::get(url, "application/json", MAX_ISSUER_DOCUMENT, ISSUER_FETCH_TIME).await.map_err(|e| format!("{url}: {e}"))?;
     if got.status != 200 {
         return Err(format!("{url} answered {}", got.status));
     }

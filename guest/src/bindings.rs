@@ -1,12 +1,28 @@
-//! Bindings of Cairn's own WIT (`wit/tools.wit`), generated here once:
-//! [`tool_library`], the `cairn:platform/tool` export every tool component
-//! implements (through [`crate::tool_component!`]), and [`router_slots`],
-//! the router's imports of the tools it is composed with (called through
-//! [`crate::slots::call_slot`]).
+//! Bindings of Cairn's own WIT (`wit/`), generated here once, with the
+//! `wit-bindgen` `spin-sdk` uses:
+//!
+//! - [`imports`]: what a component imports beyond WASI (world
+//!   `cairn:platform/guest`): `wasi:keyvalue` (store, atomics, batch) and
+//!   Spin's variables;
+//! - [`tool_library`]: the `cairn:platform/tool` export every tool component
+//!   implements (through [`crate::tool_component!`]);
+//! - [`router_slots`]: the router's imports of the tools it is composed with
+//!   (called through [`crate::slots::call_slot`]).
+
+/// The host's interfaces: `wasi:keyvalue` and Spin's variables.
+pub mod imports {
+    spin_sdk::wit_bindgen::generate!({
+        runtime_path: "spin_sdk::wit_bindgen::rt",
+        path: "../wit",
+        world: "cairn:platform/guest",
+        generate_all,
+    });
+}
 
 /// The export of a tool component.
 pub mod tool_library {
-    wit_bindgen::generate!({
+    spin_sdk::wit_bindgen::generate!({
+        runtime_path: "spin_sdk::wit_bindgen::rt",
         path: "../wit",
         world: "cairn:platform/tool-library",
         pub_export_macro: true,
@@ -17,7 +33,8 @@ pub mod tool_library {
 
 /// The router's slots: one import per tool component.
 pub mod router_slots {
-    wit_bindgen::generate!({
+    spin_sdk::wit_bindgen::generate!({
+        runtime_path: "spin_sdk::wit_bindgen::rt",
         path: "../wit",
         world: "cairn:platform/router-slots",
     });

@@ -32,6 +32,6 @@ pub fn config() -> Result<&'static Config, &'static Error> {
 }
 
 /// The answer of a component whose configuration cannot be read.
-pub fn misconfigured(e: &Error) -> spin_sdk::http::Response {
+pub fn misconfigured(e: &Error) -> crate::http::Response {
     crate::respond::error(500, "misconfigured", &e.to_string())
 }

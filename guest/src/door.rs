@@ -13,18 +13,18 @@ use crate::auth::{Config, Refused, audit_refusal};
 use crate::kv::GuestStore;
 use cairn_auth::Principal;
 use cairn_door::{Arrival, Code, Door, Refusal, Settings};
-use spin_sdk::http::{Request, Response};
+use crate::http::{Request, Response};
 
 /// What the door reads of a request: path and headers, borrowed.
 pub fn arrival(req: &Request) -> Arrival<'_> {
-    Arrival::new(req.uri(), req.headers().map(|(n, v)| (n, v.as_bytes())))
+    Arrival::new(req.uri(), req.headers())
 }
 
 /// The response of a refusal: its status, JSON body and headers.
 pub fn respond(r: &Refusal) -> Response {
-    let mut resp = Response::builder().status(r.status()).header("content-type", "application/json").body(r.body()).build();
+    let mut resp = Response::new(r.status(), r.body()).with_header("content-type", "application/json");
     for (name, value) in r.headers() {
-        resp.set_header(name, value);
+        resp.set_header(name, &value);
     }
     resp
 }
@@ -53,6 +53,16 @@ impl Gate {
         let config = crate::config::config().map_err(crate::config::misconfigured)?;
         let settings = SETTINGS.get_or_init(|| Settings::of(&config.door));
         Ok(Gate { settings, cache: GuestStore::cache(), now_ms: crate::notes::now_us() / 1000 })
+    }
+
+    /// Reads `req` whole, its body within the door's `max_body_bytes`
+    /// (413 past it: the host's own cap may be larger, or absent).
+    pub async fn read(&self, req: spin_sdk::http::Request) -> Result<Request, Response> {
+        let max = self.settings.limits.body_bytes;
+        Request::read(req, max).await.map_err(|why| match why {
+            crate::http::Unread::TooLarge => respond(&Refusal::new(Code::BodyTooLarge, format!("the body passed {max} bytes"))),
+            crate::http::Unread::Broken => crate::respond::error(400, "bad_body", "the request body could not be read"),
+        })
     }
 
     /// The door itself.

@@ -16,7 +16,7 @@
 //! filtered here, which is correct but costs the whole listing.
 
 use cairn_kv::{Error, Observed, Read, Result, Store, Swap};
-use spin_sdk::wit::wasi::keyvalue::{atomics, batch, store};
+use crate::bindings::imports::wasi::keyvalue::{atomics, batch, store};
 use std::cell::RefCell;
 use std::collections::HashMap;
 

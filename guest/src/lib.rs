@@ -1,8 +1,11 @@
 //! The one place Cairn components reach the host.
 //!
-//! Bindings come from `spin-sdk` (the same ones Spin's own components use),
-//! so every component keeps to Spin's platform world. This crate wraps them:
+//! A component is a WASI 0.3 component: its HTTP handler and outbound HTTP
+//! come from `spin-sdk` 7 (`wasi:http@0.3.0`), its store and variables from
+//! Cairn's own bindings of Spin's interfaces ([`bindings`]), so every
+//! component keeps to Spin's platform world. This crate wraps them:
 //!
+//! - [`http`]: a request read whole (within a cap) and a response.
 //! - [`config`]: Cairn's configuration, read once per instance.
 //! - [`door`]: the front door ([`cairn_door`]) every public entry runs first.
 //! - [`fetch`]: a bounded `GET` of a document a stranger names.
@@ -25,6 +28,7 @@ pub mod bindings;
 pub mod config;
 pub mod door;
 pub mod fetch;
+pub mod http;
 pub mod kv;
 pub mod notes;
 pub mod respond;
@@ -36,15 +40,15 @@ pub use cairn_door;
 pub use cairn_notes;
 pub use spin_sdk;
 
-/// 64 random bits from the host (`wasi:random`), without pulling `getrandom`
-/// (whose newer WASI imports Spin does not offer).
+/// 64 random bits from the host (`wasi:random@0.3.0`), without pulling
+/// `getrandom` (whose WASI imports Spin need not offer).
 pub fn random_u64() -> u64 {
-    wasi::random::random::get_random_u64()
+    spin_sdk::wasip3::random::random::get_random_u64()
 }
 
 /// An application variable, `None` when it is undefined or empty.
 pub fn variable(name: &str) -> Option<String> {
-    spin_sdk::variables::get(name).ok().filter(|v| !v.is_empty())
+    bindings::imports::fermyon::spin::variables::get(name).ok().filter(|v| !v.is_empty())
 }
 
 pub use cairn_auth::constant_time_eq;

@@ -7,10 +7,10 @@ use cairn_notes::Env;
 /// The host's clock and randomness.
 pub struct HostEnv;
 
-/// Microseconds since the epoch, from the host's wall clock.
+/// Microseconds since the epoch, from the host's system clock.
 pub fn now_us() -> u64 {
-    let now = wasi::clocks::wall_clock::now();
-    now.seconds * 1_000_000 + u64::from(now.nanoseconds / 1_000)
+    let now = spin_sdk::wasip3::clocks::system_clock::now();
+    u64::try_from(now.seconds).unwrap_or(0) * 1_000_000 + u64::from(now.nanoseconds / 1_000)
 }
 
 impl Env for HostEnv {

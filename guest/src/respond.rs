@@ -1,14 +1,10 @@
 //! Responses.
 
-use spin_sdk::http::Response;
+use crate::http::{Request, Response};
 
 /// A JSON response with this status.
 pub fn json(status: u16, body: &serde_json::Value) -> Response {
-    Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .build()
+    Response::new(status, body.to_string()).with_header("content-type", "application/json")
 }
 
 /// A JSON error body `{"error": code, "message": message}`.
@@ -17,8 +13,8 @@ pub fn error(status: u16, code: &str, message: &str) -> Response {
 }
 
 /// The bearer token of a request, if it has one.
-pub fn bearer(req: &spin_sdk::http::Request) -> Option<&str> {
-    let value = req.header("authorization")?.as_str()?;
+pub fn bearer(req: &Request) -> Option<&str> {
+    let value = req.header("authorization")?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }

@@ -29,7 +29,8 @@ use crate::notes::{HostEnv, identity};
 use cairn_auth::Principal;
 use cairn_notes::Tool;
 use crate::bindings::{Answer, Caller, Failure};
-use spin_sdk::http::{Method, Request, Response};
+use crate::http::{Request, Response};
+use spin_sdk::http::Method;
 
 fn error_body(code: &str, message: &str) -> String {
     serde_json::json!({ "error": code, "message": message }).to_string()
@@ -61,7 +62,7 @@ pub fn answer(tool: &'static Tool, principal: &Principal, body: &[u8]) -> Result
 pub const REFUSAL_HEADER: &str = "cairn-tool-refusal";
 
 /// The HTTP door: serve one `POST /tools/<tool>`.
-pub fn serve(tool: &'static Tool, req: Request) -> Response {
+pub async fn serve(tool: &'static Tool, req: spin_sdk::http::Request) -> Response {
     crate::config::run_as(cairn_config::Reader::Tools);
     if !crate::config::config().is_ok_and(|c| c.tools.calls == cairn_config::ToolCalls::Http) {
         return crate::respond::error(404, "not_found", "no such route");
@@ -70,11 +71,15 @@ pub fn serve(tool: &'static Tool, req: Request) -> Response {
         Ok(g) => g,
         Err(r) => return r,
     };
+    let req = match gate.read(req).await {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
     if let Err(r) = gate.screen(&req) {
         return r;
     }
     let mut refusal = None;
-    let (status, body) = if *req.method() != Method::Post {
+    let (status, body) = if *req.method() != Method::POST {
         (405, error_body("method_not_allowed", "tools answer POST only"))
     } else {
         match caller(tool, &req, gate.cache()) {
@@ -96,7 +101,7 @@ pub fn serve(tool: &'static Tool, req: Request) -> Response {
             }
         }
     };
-    let mut r = Response::builder().status(status).header("content-type", "application/json").body(body).build();
+    let mut r = Response::new(status, body).with_header("content-type", "application/json");
     if let Some(code) = refusal {
         r.set_header(REFUSAL_HEADER, code.as_str());
     }
@@ -126,8 +131,8 @@ pub fn caller(tool: &'static Tool, req: &Request, cache: &GuestStore) -> Result<
     use cairn_auth::identity::{Call, Refused};
     use cairn_kv::{Observed, Store, Swap};
     let secret = crate::config::config().ok().and_then(|c| c.tools.identity_secret.clone()).unwrap_or_default();
-    let value = req.header(cairn_auth::identity::HEADER).and_then(|v| v.as_str()).ok_or(Refused::Invalid)?;
-    let method = if *req.method() == Method::Post { "POST" } else { "OTHER" };
+    let value = req.header(cairn_auth::identity::HEADER).ok_or(Refused::Invalid)?;
+    let method = if *req.method() == Method::POST { "POST" } else { "OTHER" };
     let call = Call { tool: tool.name, method, path: req.path(), body: req.body() };
     let v = cairn_auth::identity::verify(value, &secret, &call, crate::notes::now_us() / 1_000_000)?;
     if v.nonce.is_empty() || v.nonce.len() > 64 {
@@ -153,9 +158,9 @@ pub fn caller(tool: &'static Tool, req: &Request, cache: &GuestStore) -> Result<
 #[macro_export]
 macro_rules! tool_component {
     ($name:ident) => {
-        #[$crate::spin_sdk::http_component]
-        fn handle(req: $crate::spin_sdk::http::Request) -> $crate::spin_sdk::http::Response {
-            $crate::tool::serve(&$crate::cairn_notes::tools::$name::TOOL, req)
+        #[$crate::spin_sdk::http_service]
+        async fn handle(req: $crate::spin_sdk::http::Request) -> $crate::http::Response {
+            $crate::tool::serve(&$crate::cairn_notes::tools::$name::TOOL, req).await
         }
 
         struct Tool;

@@ -1,9 +1,13 @@
 //! Spin compatibility: is every import of a component offered by Spin's
 //! platform world, and by Cairn's own contract in `wit/`?
 //!
-//! Spin's world is read from the `spin-sdk` crate the components are built
-//! with (its `wit/` directory in the cargo registry, found through `cargo
-//! metadata`), never from a copy. Versions compare the way hosts link them:
+//! Spin's world (`spin:up`'s `platform`, in Spin's `wit/world.wit`) is read
+//! from Spin's own source, never from a copy in this repository: a directory
+//! given with `--spin-wit`, else the source tarball beside the project
+//! (`../shared/spin/spin-src-*.tar.xz`, Spin's main at the commit the `spin`
+//! binary there was built from), unpacked once into `target/spin-wit`.
+//! (spin-sdk 7, the SDK the components are built with, no longer ships
+//! Spin's platform world.) Versions compare the way hosts link them:
 //! an import is satisfied by an offered interface of the same name whose
 //! version is semver-compatible and not older (`0.2.0` by `0.2.6`, never
 //! `0.2.12` by `0.2.6`); pre-release versions must match exactly.
@@ -99,28 +103,31 @@ pub fn component_interfaces(engine: &wasmtime::Engine, wasm: &Path) -> Result<(V
     Ok((imports, exports))
 }
 
-/// The `wit/` directory of the spin-sdk crate in the cargo registry, found
-/// with `cargo metadata` on the workspace at `root`.
-pub fn spin_sdk_wit(root: &Path) -> Result<PathBuf> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--manifest-path"])
-        .arg(root.join("Cargo.toml"))
-        .output()
-        .context("cannot run cargo metadata")?;
-    if !out.status.success() {
-        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+/// Spin's `wit/` directory: `given`, else the one in Spin's source tarball
+/// beside the project (`../shared/spin/spin-src-*.tar.xz`), unpacked once
+/// into `target/spin-wit` under `root`.
+pub fn spin_wit(root: &Path, given: Option<&Path>) -> Result<PathBuf> {
+    if let Some(dir) = given {
+        return Ok(dir.to_path_buf());
     }
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let pkg = meta["packages"]
-        .as_array()
-        .and_then(|p| p.iter().find(|p| p["name"] == "spin-sdk"))
-        .context("spin-sdk is not in the workspace's dependency graph")?;
-    let manifest = pkg["manifest_path"].as_str().context("spin-sdk has no manifest_path")?;
-    let dir = Path::new(manifest).parent().context("bad manifest_path")?.join("wit");
-    if !dir.join("world.wit").exists() {
-        bail!("{} has no world.wit", dir.display());
+    let unpacked = root.join("target/spin-wit/spin-src/wit");
+    if unpacked.join("world.wit").exists() {
+        return Ok(unpacked);
     }
-    Ok(dir)
+    let shared = root.join("../shared/spin");
+    let tarball = std::fs::read_dir(&shared)
+        .with_context(|| format!("no Spin source at {} (give --spin-wit <Spin's wit/ directory>)", shared.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("spin-src-") && n.to_string_lossy().ends_with(".tar.xz")))
+        .with_context(|| format!("no spin-src-*.tar.xz in {}", shared.display()))?;
+    let dest = root.join("target/spin-wit");
+    std::fs::create_dir_all(&dest)?;
+    let status = Command::new("tar").arg("-xJf").arg(&tarball).arg("-C").arg(&dest).arg("spin-src/wit").status().context("cannot run tar")?;
+    if !status.success() || !unpacked.join("world.wit").exists() {
+        bail!("cannot unpack spin-src/wit from {}", tarball.display());
+    }
+    Ok(unpacked)
 }
 
 /// The workspace holding `start`: the nearest ancestor with `wit/cairn.wit`.
@@ -136,10 +143,10 @@ pub fn workspace_root(start: &Path) -> Result<PathBuf> {
 /// Check every component of a manifest against Spin's platform world and
 /// Cairn's `host` world. Returns one line per problem (empty: compatible)
 /// and prints a line per component.
-pub fn check_manifest(manifest_path: &Path, workspace_root: &Path) -> Result<Vec<String>> {
+pub fn check_manifest(manifest_path: &Path, workspace_root: &Path, spin_wit_dir: Option<&Path>) -> Result<Vec<String>> {
     let manifest = crate::manifest::Manifest::load(manifest_path)?;
-    let spin = Offered::from_wit_dir(&spin_sdk_wit(workspace_root)?, "spin:up", "platform")?;
-    let ours = Offered::from_wit_dir(&workspace_root.join("wit"), "cairn:platform", "host")?;
+    let spin = Offered::from_wit_dir(&spin_wit(workspace_root, spin_wit_dir)?, "spin:up", "platform")?;
+    let ours = Offered::from_wit_dir(&workspace_root.join("wit"), "cairn:platform", "guest")?;
     let engine = wasmtime::Engine::default();
     let mut problems = Vec::new();
     for c in &manifest.components {
@@ -163,10 +170,10 @@ pub fn check_manifest(manifest_path: &Path, workspace_root: &Path) -> Result<Vec
         let composed: Vec<&str> = c.dependencies.iter().map(|d| d.import.as_str()).collect();
         mine.extend(refuse_imports(&imports, &composed, &spin, &ours));
         let exports_handler = exports.iter().map(|e| split(e)).any(|(n, v)| {
-            n == "wasi:http/incoming-handler" && v.is_some_and(|v| v.major == 0 && v.minor == 2 && v.pre.is_empty())
+            n == "wasi:http/handler" && v.is_some_and(|v| v.major == 0 && v.minor == 3 && v.pre.is_empty())
         });
         if !exports_handler {
-            mine.push("does not export wasi:http/incoming-handler@0.2.x".to_string());
+            mine.push("does not export wasi:http/handler@0.3.x (a WASI 0.3 service)".to_string());
         }
         println!("{:<20} {} imports, {}", c.id, imports.len(), if mine.is_empty() { "compatible" } else { "NOT compatible" });
         problems.extend(mine.into_iter().map(|p| format!("{}: {p}", c.id)));
@@ -175,7 +182,7 @@ pub fn check_manifest(manifest_path: &Path, workspace_root: &Path) -> Result<Vec
 }
 
 /// Why each of `imports` (except the `composed` ones) is not offered by
-/// Spin's world, or beyond the standard WASI 0.2 set by our contract.
+/// Spin's world, or beyond the standard WASI sets by our contract.
 fn refuse_imports(imports: &[String], composed: &[&str], spin: &Offered, ours: &Offered) -> Vec<String> {
     let mut out = Vec::new();
     for import in imports.iter().filter(|i| !composed.contains(&i.as_str())) {
@@ -196,13 +203,17 @@ pub struct Args {
     /// The application manifest.
     #[arg(long, short = 'f', default_value = "spin.toml")]
     pub manifest: PathBuf,
+    /// Spin's `wit/` directory (default: from Spin's source tarball in
+    /// `../shared/spin`).
+    #[arg(long)]
+    pub spin_wit: Option<PathBuf>,
 }
 
 /// Check every component and print the verdict; an error lists the problems.
 pub fn run(a: Args) -> Result<()> {
     let dir = a.manifest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let root = workspace_root(dir)?;
-    let problems = check_manifest(&a.manifest, &root)?;
+    let problems = check_manifest(&a.manifest, &root, a.spin_wit.as_deref())?;
     if problems.is_empty() {
         println!("every component keeps to Spin's platform world and Cairn's contract");
         return Ok(());

@@ -104,6 +104,19 @@ pub struct Args {
     /// its first request to its last (default: four per core).
     #[arg(long)]
     pub lanes: Option<usize>,
+    /// Requests one instance of a WASI 0.3 component serves in its life
+    /// before a new one replaces it (1: a fresh instance per request), as
+    /// Spin's `--max-instance-reuse-count`. An instance serves one tenant only.
+    #[arg(long, env = "CAIRN_MAX_INSTANCE_REUSE_COUNT", default_value_t = 128)]
+    pub max_instance_reuse_count: usize,
+    /// Requests one instance serves at once, as Spin's
+    /// `--max-instance-concurrent-reuse-count`.
+    #[arg(long, env = "CAIRN_MAX_INSTANCE_CONCURRENT_REUSE_COUNT", default_value_t = 16)]
+    pub max_instance_concurrent_reuse_count: usize,
+    /// How long an instance waits for its next request before it ends, as
+    /// Spin's `--idle-instance-timeout`.
+    #[arg(long, env = "CAIRN_IDLE_INSTANCE_TIMEOUT_MS", default_value_t = 1_000)]
+    pub idle_instance_timeout_ms: u64,
 }
 
 /// Build first if asked, then serve until a signal.
@@ -125,6 +138,11 @@ pub fn run(a: Args) -> Result<()> {
         min_body_rate: a.min_body_rate,
         body_rate_window: Duration::from_millis(a.body_rate_window_ms.max(1)),
         lanes: a.lanes.unwrap_or_else(crate::lanes::default_count).max(1),
+        reuse: crate::pool::Reuse {
+            count: a.max_instance_reuse_count.max(1),
+            concurrent: a.max_instance_concurrent_reuse_count.max(1),
+            idle: Duration::from_millis(a.idle_instance_timeout_ms),
+        },
     };
     let cache_dir = a.cache_dir.unwrap_or_else(|| a.state_dir.join("cache"));
     let stores = match &a.runtime_config_file {

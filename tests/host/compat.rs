@@ -1,17 +1,18 @@
 //! Every built component imports only what Spin's platform world offers
-//! (read from the spin-sdk crate in the cargo registry) and what Cairn's
-//! contract in wit/ names; the check itself refuses what it must.
-use cairn::cmd::compat::{Offered, check_manifest, satisfies, spin_sdk_wit, split};
+//! (read from Spin's own source, `../shared/spin`) and what Cairn's
+//! contract in wit/ names, and is a WASI 0.3 service; the check itself
+//! refuses what it must.
+use cairn::cmd::compat::{Offered, check_manifest, satisfies, spin_wit, split};
 use crate::harness::*;
 
 fn spin_world() -> Offered {
-    Offered::from_wit_dir(&spin_sdk_wit(&root()).unwrap(), "spin:up", "platform").unwrap()
+    Offered::from_wit_dir(&spin_wit(&root(), None).unwrap(), "spin:up", "platform").unwrap()
 }
 
 #[test]
 fn every_component_in_spin_toml_is_spin_compatible() {
     require_built(&["health.wasm", "kv_probe.wasm"]);
-    let problems = check_manifest(&root().join("spin.toml"), &root()).unwrap();
+    let problems = check_manifest(&root().join("spin.toml"), &root(), None).unwrap();
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
@@ -22,7 +23,7 @@ fn the_check_sees_key_value_imports_of_the_probe() {
     let (imports, exports) =
         cairn::cmd::compat::component_interfaces(&engine, &root().join("target/wasm32-wasip2/wasm/kv_probe.wasm")).unwrap();
     assert!(imports.iter().any(|i| i == "wasi:keyvalue/atomics@0.2.0-draft2"), "{imports:?}");
-    assert!(exports.iter().any(|e| e.starts_with("wasi:http/incoming-handler@0.2.")), "{exports:?}");
+    assert!(exports.iter().any(|e| e == "wasi:http/handler@0.3.0"), "a WASI 0.3 service: {exports:?}");
 }
 
 #[test]
@@ -32,6 +33,8 @@ fn imports_spin_does_not_offer_are_refused() {
     assert!(spin.refuse("wasi:http/types@0.2.0").is_none());
     assert!(spin.refuse("wasi:http/types@0.2.6").is_none());
     assert!(spin.refuse("fermyon:spin/variables@2.0.0").is_none());
+    assert!(spin.refuse("wasi:http/handler@0.3.0").is_none() || spin.refuse("wasi:http/client@0.3.0").is_none());
+    assert!(spin.refuse("wasi:http/client@0.3.0").is_none(), "Spin 4.1 offers the final WASI 0.3 client");
     // Newer than Spin's 0.2.6, as a newer `wasi` crate would import.
     let newer = spin.refuse("wasi:http/types@0.2.12").expect("0.2.12 must be refused");
     assert!(newer.contains("0.2.6"), "{newer}");
@@ -41,9 +44,11 @@ fn imports_spin_does_not_offer_are_refused() {
 
 #[test]
 fn imports_outside_our_contract_are_refused() {
-    let ours = Offered::from_wit_dir(&root().join("wit"), "cairn:platform", "host").unwrap();
+    let ours = Offered::from_wit_dir(&root().join("wit"), "cairn:platform", "guest").unwrap();
     assert!(ours.refuse("wasi:keyvalue/atomics@0.2.0-draft2").is_none());
-    assert!(ours.refuse("fermyon:spin/key-value@2.0.0").is_none());
+    assert!(ours.refuse("fermyon:spin/variables@2.0.0").is_none());
+    // The host offers Spin's older key-value interface; the contract does not use it.
+    assert!(ours.refuse("fermyon:spin/key-value@2.0.0").is_some());
     // Spin offers these, our contract does not.
     assert!(ours.refuse("fermyon:spin/llm@2.0.0").is_some());
     assert!(ours.refuse("spin:postgres/postgres@4.0.0").is_some());
@@ -78,7 +83,7 @@ fn a_dependency_must_export_what_the_manifest_says_and_fill_a_real_import() {
         ),
     )
     .unwrap();
-    let problems = check_manifest(&manifest, &root()).unwrap();
+    let problems = check_manifest(&manifest, &root(), None).unwrap();
     // kv_probe exports no tool interface; read_note_tab does.
     assert!(problems.iter().any(|p| p.contains("\"not-imported\"") && p.contains("does not export cairn:platform/tool@0.1.0")), "{problems:#?}");
     assert!(!problems.iter().any(|p| p.contains("\"also-not-imported\"") && p.contains("does not export")), "{problems:#?}");

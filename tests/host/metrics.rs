@@ -71,7 +71,11 @@ fn after_a_small_load_the_counts_add_up() {
     for op in ["get", "read", "get_many"] {
         assert_eq!(ops("cairn_store_operation_duration_seconds_count", op), ops("cairn_store_operations_total", op), "{op}");
     }
-    assert_eq!(sample(&text, "cairn_instances_in_use", &[]), 0.0, "nothing runs between requests");
+    // Instances are reused, then end after their idle timeout (1 s).
+    let live = sample(&text, "cairn_instances_in_use", &[]);
+    assert!((1.0..=4.0).contains(&live), "the few instances that served stay for their next request: {live}");
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    assert_eq!(sample(&scrape(&cairn), "cairn_instances_in_use", &[]), 0.0, "idle instances end after their idle timeout");
 }
 
 #[test]

@@ -58,7 +58,7 @@ fn a_store_missing_from_key_value_stores_is_access_denied() {
     let cairn = fixture();
     let r = cairn.get("/misbehave/kv");
     assert_eq!(r.status, 403, "{}", r.text());
-    assert!(r.text().contains("AccessDenied"), "{}", r.text());
+    assert!(r.text().contains("access to the store denied"), "{}", r.text());
 }
 
 /// Keys fetched over https from an issuer whose certificate chains to a CA

@@ -22,8 +22,7 @@ use cairn_guest::door::{Gate, arrival, respond};
 use cairn_guest::kv::GuestStore;
 use cairn_oauth::clients::MAX_DOCUMENT_BYTES;
 use cairn_oauth::{Reply, Request as OAuthRequest, Route, Server, Settings};
-use spin_sdk::http::{Request, Response};
-use spin_sdk::http_component;
+use cairn_guest::http::{Request, Response};
 use std::time::Duration;
 
 /// Registrations, and metadata documents fetched, a minute per client address.
@@ -36,8 +35,8 @@ const WRITES_PER_MINUTE: u64 = 120;
 const DOCUMENT_TIME: Duration = Duration::from_secs(5);
 
 fn answer(reply: Reply) -> Response {
-    let mut r = Response::builder().status(reply.status).header("content-type", reply.content_type).body(reply.body).build();
-    for (name, value) in reply.headers {
+    let mut r = Response::new(reply.status, reply.body).with_header("content-type", reply.content_type);
+    for (name, value) in &reply.headers {
         r.set_header(name, value);
     }
     r
@@ -55,12 +54,16 @@ fn spend(gate: &Gate, req: &Request, kind: &str, per_minute: u64) -> Result<(), 
     }
 }
 
-#[http_component]
-async fn handle(req: Request) -> Response {
+#[spin_sdk::http_service]
+async fn handle(req: spin_sdk::http::Request) -> Response {
     cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::Authz);
     let off = || cairn_guest::respond::error(404, "not_found", "Cairn's own authorization server is off: this server trusts an external issuer");
     let gate = match Gate::open() {
         Ok(g) => g,
+        Err(r) => return r,
+    };
+    let req = match gate.read(req).await {
+        Ok(r) => r,
         Err(r) => return r,
     };
     // The door's limits and origin rules hold on every route, on or off.
@@ -110,7 +113,7 @@ async fn handle(req: Request) -> Response {
             if let Err(r) = spend(&gate, &req, "metadata documents", DOCUMENTS_PER_MINUTE) {
                 return r;
             }
-            Some(fetch_document(&url))
+            Some(fetch_document(&url).await)
         }
         _ => None,
     };
@@ -118,8 +121,8 @@ async fn handle(req: Request) -> Response {
     let server = Server { store: &store, settings: &settings, key: &key, now: cairn_guest::notes::now_us() / 1_000_000, random: &cairn_guest::random_u64 };
     let incoming = OAuthRequest {
         query: req.query(),
-        cookie: req.header("cookie").and_then(|v| v.as_str()),
-        content_type: req.header("content-type").and_then(|v| v.as_str()),
+        cookie: req.header("cookie"),
+        content_type: req.header("content-type"),
         body: req.body(),
     };
     let reply = server.serve(route, &incoming, person.as_ref(), document);
@@ -131,8 +134,8 @@ async fn handle(req: Request) -> Response {
 }
 
 /// A client's metadata document: `application/json`, 200, within the limits.
-fn fetch_document(url: &str) -> Result<Vec<u8>, String> {
-    let got = cairn_guest::fetch::get(url, "application/json", MAX_DOCUMENT_BYTES, DOCUMENT_TIME)?;
+async fn fetch_document(url: &str) -> Result<Vec<u8>, String> {
+    let got = cairn_guest::fetch::get(url, "application/json", MAX_DOCUMENT_BYTES, DOCUMENT_TIME).await?;
     if got.status != 200 {
         return Err(format!("it answered {} (redirects are not followed)", got.status));
     }

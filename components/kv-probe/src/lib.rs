@@ -17,14 +17,17 @@ use cairn_guest::respond;
 use cairn_kv::Store;
 use cairn_kv::conformance::{SEQUENTIAL, Scope};
 use serde_json::json;
-use spin_sdk::http::{Request, Response};
-use spin_sdk::http_component;
+use cairn_guest::http::Response;
 
-#[http_component]
-fn handle(req: Request) -> Response {
+#[spin_sdk::http_service]
+async fn handle(req: spin_sdk::http::Request) -> Response {
     cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::KvProbe);
     let gate = match cairn_guest::door::Gate::open() {
         Ok(g) => g,
+        Err(r) => return r,
+    };
+    let req = match gate.read(req).await {
+        Ok(r) => r,
         Err(r) => return r,
     };
     if let Err(r) = gate.screen_limits(&req) {

@@ -33,14 +33,17 @@ use cairn_guest::notes::{HostEnv, identity};
 use cairn_guest::respond;
 use cairn_notes::rest::{self, Incoming, NoRoute, RestReply};
 use serde_json::json;
-use spin_sdk::http::{Request, Response};
-use spin_sdk::http_component;
+use cairn_guest::http::{Request, Response};
 
-#[http_component]
-async fn handle(req: Request) -> Response {
+#[spin_sdk::http_service]
+async fn handle(req: spin_sdk::http::Request) -> Response {
     cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::Rest);
     let gate = match Gate::open() {
         Ok(g) => g,
+        Err(r) => return r,
+    };
+    let req = match gate.read(req).await {
+        Ok(r) => r,
         Err(r) => return r,
     };
     let path = req.path().trim_end_matches('/');
@@ -61,7 +64,7 @@ async fn handle(req: Request) -> Response {
         Err(NoRoute::NotFound) => return respond::error(404, "not_found", "no such route"),
         Err(NoRoute::MethodNotAllowed { allow }) => {
             let mut r = respond::error(405, "method_not_allowed", "see the route table in docs/rest.md");
-            r.set_header("allow", allow.join(", "));
+            r.set_header("allow", &allow.join(", "));
             return r;
         }
     };
@@ -74,7 +77,7 @@ async fn handle(req: Request) -> Response {
     }
     let started = std::time::Instant::now();
     let query = query(req.query());
-    let idempotency_key = req.header("idempotency-key").and_then(|v| v.as_str());
+    let idempotency_key = req.header("idempotency-key");
     let incoming = Incoming { params, query: &query, body: req.body(), idempotency_key };
     let reply = route.serve(&GuestStore::new(), &mut HostEnv, &identity(principal), incoming);
     gate.charge_work(principal, started);

@@ -22,26 +22,30 @@ mod road;
 use cairn_guest::door::Gate;
 use cairn_guest::respond;
 use cairn_mcp::Answer;
-use spin_sdk::http::{Method, Request, Response};
-use spin_sdk::http_component;
+use cairn_guest::http::{Request, Response};
+use spin_sdk::http::Method;
 
-#[http_component]
-async fn handle(req: Request) -> Response {
+#[spin_sdk::http_service]
+async fn handle(req: spin_sdk::http::Request) -> Response {
     cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::Router);
     let gate = match Gate::open() {
         Ok(g) => g,
         Err(r) => return r,
     };
+    let req = match gate.read(req).await {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
     let path = req.path().trim_end_matches('/').to_string();
     match (req.method().clone(), path.as_str()) {
-        (Method::Post, "/mcp") => post_mcp(&gate, req).await,
+        (Method::POST, "/mcp") => post_mcp(&gate, req).await,
         _ => {
             // Public metadata and method refusals: limits and origin, no store call.
             if let Err(r) = gate.screen_limits(&req) {
                 return r;
             }
             match (req.method(), path.as_str()) {
-                (Method::Get, "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp") => {
+                (&Method::GET, "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp") => {
                     match cairn_guest::auth::Config::load() {
                         Ok(cfg) => respond::json(200, &cfg.metadata()),
                         Err(e) => respond::error(500, "misconfigured", &e),
@@ -67,7 +71,7 @@ async fn post_mcp(gate: &Gate, req: Request) -> Response {
     let principal = &admitted.principal;
     // JSON, batch shape, MCP headers. Messages stay borrowed slices of the
     // body, so a tool's arguments reach it as the caller wrote them.
-    let header = |name: &str| req.header(name).and_then(|v| v.as_str()).map(str::to_string);
+    let header = |name: &str| req.header(name).map(str::to_string);
     let request = match cairn_mcp::Request::read(req.body(), header) {
         Ok(r) => r,
         Err(reply) => return respond::json(400, &reply),
@@ -86,8 +90,8 @@ async fn post_mcp(gate: &Gate, req: Request) -> Response {
     let started = std::time::Instant::now();
     let answer = request.run(&road::Road, principal).await;
     let response = match answer {
-        Answer::Reply(body) => Response::builder().status(200).header("content-type", "application/json").body(body).build(),
-        Answer::Accepted => Response::builder().status(202).body(Vec::<u8>::new()).build(),
+        Answer::Reply(body) => Response::new(200, body).with_header("content-type", "application/json"),
+        Answer::Accepted => Response::new(202, Vec::new()),
         Answer::Unavailable(why) => {
             let mut r = respond::error(503, "unavailable", &why);
             r.set_header("retry-after", "1");

@@ -3,8 +3,8 @@
 
 use cairn_auth::Principal;
 use cairn_mcp::{ToolError, Tools};
+use http_body_util::BodyExt;
 use serde_json::Value;
-use spin_sdk::http::{Method, Request, Response};
 
 /// The router's road to its tools, as `cairn_mcp` asks for it.
 pub(crate) struct Road;
@@ -66,15 +66,16 @@ async fn call_http(name: &str, url: &str, who: &Principal, args: &str) -> Result
     let nonce = format!("{:016x}{:016x}", cairn_guest::random_u64(), cairn_guest::random_u64());
     let call = cairn_auth::identity::Call { tool: name, method: "POST", path: path_of(url), body: args.as_bytes() };
     let identity = cairn_auth::identity::sign(who, &secret, &call, cairn_guest::notes::now_us() / 1_000_000, &nonce).map_err(|e| ToolError::Internal(e.to_string()))?;
-    let req = Request::builder()
-        .method(Method::Post)
+    let req = spin_sdk::http::Request::builder()
+        .method(spin_sdk::http::Method::POST)
         .uri(url)
         .header("content-type", "application/json")
         .header(cairn_auth::identity::HEADER, identity)
-        .body(args.to_string())
-        .build();
-    let resp: Response = spin_sdk::http::send(req).await.map_err(|e| ToolError::Unavailable(format!("tool {name} is unreachable: {e}")))?;
-    let status = *resp.status();
-    let body = String::from_utf8(resp.into_body()).map_err(|_| ToolError::Internal(format!("tool {name} answered with invalid UTF-8")))?;
+        .body(http_body_util::Full::new(bytes::Bytes::from(args.to_string())))
+        .map_err(|e| ToolError::Internal(format!("tool {name}: {e}")))?;
+    let resp = spin_sdk::http::send(req).await.map_err(|e| ToolError::Unavailable(format!("tool {name} is unreachable: {e:?}")))?;
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.map_err(|e| ToolError::Unavailable(format!("tool {name}'s answer broke off: {e}")))?.to_bytes();
+    let body = String::from_utf8(bytes.to_vec()).map_err(|_| ToolError::Internal(format!("tool {name} answered with invalid UTF-8")))?;
     Ok((status, body))
 }

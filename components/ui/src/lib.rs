@@ -11,9 +11,13 @@
 //!
 //! Any other path answers a JSON 404, as the API does.
 
+use bytes::Bytes;
+use http_body_util::Full;
 use serde_json::json;
-use spin_sdk::http::{Method, Request, Response};
-use spin_sdk::http_component;
+use spin_sdk::http::{HeaderValue, Method, Request, StatusCode};
+
+/// A whole answer: the page's files are a few kilobytes each.
+type Response = spin_sdk::http::Response<Full<Bytes>>;
 
 /// A file of the page: its path, content type and bytes.
 struct Asset {
@@ -37,7 +41,7 @@ const ASSETS: &[Asset] = &[
 /// variable does not parse (the page then answers 500, naming it).
 fn config() -> Result<&'static cairn_config::Config, &'static cairn_config::Error> {
     static CONFIG: std::sync::OnceLock<Result<cairn_config::Config, cairn_config::Error>> = std::sync::OnceLock::new();
-    let host = |name: &str| spin_sdk::variables::get(name).ok().filter(|v| !v.is_empty());
+    let host = |name: &str| cairn_guest::variable(name);
     CONFIG.get_or_init(|| cairn_config::Config::read_as(cairn_config::Reader::Ui, &host, &[])).as_ref()
 }
 
@@ -82,15 +86,21 @@ fn csp() -> String {
 }
 
 fn answer(status: u16, content_type: &str, body: Vec<u8>) -> Response {
-    Response::builder()
-        .status(status)
-        .header("content-type", content_type)
-        .header("content-security-policy", csp())
-        .header("x-content-type-options", "nosniff")
-        .header("referrer-policy", "no-referrer")
-        .header("cache-control", "no-cache")
-        .body(body)
-        .build()
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let csp = csp();
+    for (name, value) in [
+        ("content-type", content_type),
+        ("content-security-policy", csp.as_str()),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-cache"),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            r.headers_mut().insert(name, v);
+        }
+    }
+    r
 }
 
 fn not_found() -> Response {
@@ -109,26 +119,29 @@ fn screened(req: &Request) -> Option<Response> {
         }
     };
     let settings = cairn_door::Settings::of(&c.door);
-    let arrival = cairn_door::Arrival::new(req.uri(), req.headers().map(|(n, v)| (n, v.as_bytes())));
+    let uri = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let arrival = cairn_door::Arrival::new(uri, req.headers().iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
     let refusal = cairn_door::Door::new(&settings, None, 0).screen_limits(&arrival).err()?;
     let mut resp = answer(refusal.status(), "application/json", refusal.body().into_bytes());
     for (name, value) in refusal.headers() {
-        resp.set_header(name, value);
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            resp.headers_mut().insert(name, v);
+        }
     }
     Some(resp)
 }
 
-#[http_component]
-fn handle(req: Request) -> Response {
+#[spin_sdk::http_service]
+async fn handle(req: Request) -> Response {
     if let Some(refused) = screened(&req) {
         return refused;
     }
-    let head = matches!(req.method(), Method::Head);
-    if !head && !matches!(req.method(), Method::Get) {
+    let head = req.method() == Method::HEAD;
+    if !head && req.method() != Method::GET {
         let body = json!({"error": "method_not_allowed", "message": "the page's files are read with GET"});
         return answer(405, "application/json", body.to_string().into_bytes());
     }
-    let path = req.path();
+    let path = req.uri().path();
     let reply = if path == "/ui/config.json" {
         // Public settings only: where to sign in and for which resource.
         let body = json!({
@@ -155,7 +168,7 @@ fn handle(req: Request) -> Response {
     };
     if head {
         let mut r = reply;
-        r.body_mut().clear();
+        *r.body_mut() = Full::new(Bytes::new());
         return r;
     }
     reply

@@ -1,0 +1,212 @@
+//! Instances reused as Spin reuses them, and never across tenants.
+//!
+//! A WASI 0.3 component's instance serves many requests: up to
+//! [`Reuse::count`] in its life, up to [`Reuse::concurrent`] at once, and it
+//! ends after [`Reuse::idle`] without one (Spin's knobs and defaults). A
+//! WASI 0.2 component gets a fresh instance per request, as on Spin.
+//!
+//! **Invariant: an instance never serves two partitions.** Instances live
+//! in pools keyed by (component, [`Partition`]); the host picks the pool
+//! from the request alone, before any guest code runs (the application's
+//! [`Partitioner`]: for Cairn, the tenant of a verified bearer token), and
+//! every instance a pool makes serves only that pool's requests
+//! (`wasmtime_wasi_http::handler::ProxyHandler` queues a pool's requests to
+//! its own workers only). A request whose partition cannot be told before it
+//! runs ([`Partition::Alone`]) gets an instance no other request ever sees.
+//! So no request's memory, caches or leftovers reach another tenant's.
+//!
+//! Bounds: a pool with no instance and no caller is dropped when the map
+//! passes its bound; the host's [`HandlerState`] bounds the instances alive
+//! at once (`crate::instance`).
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use wasmtime::component::GuestTaskId;
+use wasmtime::{Store, StoreContextMut};
+use wasmtime_wasi_http::handler::{HandlerState, ProxyHandler, ShouldAccept, WorkerExpiration, WorkerState, WorkerStatus};
+
+/// Who an instance may serve: requests of one partition only.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Partition {
+    /// Requests that carry no credential (public pages, metadata, probes).
+    Anonymous,
+    /// Requests of one tenant, as a verified credential says.
+    Tenant(String),
+    /// A request whose partition cannot be told before it runs (a
+    /// credential not verified yet, a session cookie, a secret in the
+    /// body): an instance of its own, used once.
+    Alone,
+}
+
+/// Picks a request's partition from its head, before any guest code runs:
+/// the application's one hook into instance reuse.
+pub trait Partitioner: Send + Sync {
+    /// The partition of a request to `component`, from its head and body.
+    fn partition(&self, component: &str, head: &hyper::http::request::Parts, body: &[u8]) -> Partition;
+}
+
+/// Everything in one partition: the default of an application with no tenants.
+pub struct OnePartition;
+
+impl Partitioner for OnePartition {
+    fn partition(&self, _: &str, _: &hyper::http::request::Parts, _: &[u8]) -> Partition {
+        Partition::Anonymous
+    }
+}
+
+/// Spin's instance reuse knobs (`spin up --max-instance-reuse-count`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reuse {
+    /// Requests one instance serves in its life (1: no reuse).
+    pub count: usize,
+    /// Requests one instance serves at once.
+    pub concurrent: usize,
+    /// How long an instance waits for its next request before it ends.
+    pub idle: Duration,
+}
+
+impl Default for Reuse {
+    /// Spin's defaults for WASI 0.3 components.
+    fn default() -> Self {
+        Reuse { count: 128, concurrent: 16, idle: Duration::from_secs(1) }
+    }
+}
+
+/// The pools of every (component, partition), each a
+/// [`ProxyHandler`] over the host's [`HandlerState`] `S`.
+pub struct Pools<S: HandlerState> {
+    map: Mutex<HashMap<(String, Partition), Arc<ProxyHandler<S>>>>,
+}
+
+impl<S: HandlerState> Default for Pools<S> {
+    fn default() -> Self {
+        Pools { map: Mutex::default() }
+    }
+}
+
+/// What a pool says of itself, so that pools with nothing in them go.
+pub trait Counted {
+    /// Instances of the pool alive now.
+    fn live(&self) -> usize;
+}
+
+impl<S: HandlerState + Counted> Pools<S> {
+    /// The pool of `component` for `partition`, made by `make` on first
+    /// use. Past `most` pools, those with no instance and no caller go.
+    pub fn get(&self, component: &str, partition: &Partition, most: usize, make: impl FnOnce() -> S) -> Arc<ProxyHandler<S>> {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(h) = map.get(&(component.to_string(), partition.clone())) {
+            return h.clone();
+        }
+        if map.len() >= most {
+            map.retain(|_, h| Arc::strong_count(h) > 1 || h.state().live() > 0);
+        }
+        let handler = Arc::new(ProxyHandler::new(make()));
+        map.insert((component.to_string(), partition.clone()), handler.clone());
+        handler
+    }
+
+    /// Pools in the map now.
+    pub fn len(&self) -> usize {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One live instance of a pool, counted while it lives.
+pub struct Live(Arc<AtomicUsize>);
+
+impl Live {
+    /// Counts one more instance in `count` until this is dropped.
+    pub fn start(count: &Arc<AtomicUsize>) -> Live {
+        count.fetch_add(1, Ordering::AcqRel);
+        Live(count.clone())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// When an instance ends: idle too long, or its oldest request too long.
+pub struct Expiry {
+    idle: Duration,
+    request: Duration,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Expiry {
+    /// Ends an instance idle for `idle`, or busy with a request for `request`.
+    pub fn new(idle: Duration, request: Duration) -> Expiry {
+        Expiry { idle, request, sleep: Box::pin(tokio::time::sleep(Duration::MAX)) }
+    }
+}
+
+impl WorkerExpiration for Expiry {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>, status: WorkerStatus, start: Instant) -> Poll<()> {
+        let timeout = match status {
+            WorkerStatus::Idle => self.idle,
+            WorkerStatus::Requests | WorkerStatus::PostReturn => self.request,
+        };
+        let Some(deadline) = start.checked_add(timeout) else { return Poll::Pending };
+        let deadline = tokio::time::Instant::from_std(deadline);
+        if self.sleep.deadline() != deadline {
+            self.sleep.as_mut().reset(deadline);
+        }
+        self.sleep.as_mut().poll(cx)
+    }
+}
+
+/// One instance's life: how many requests it takes, and what it holds
+/// until it ends (its permits, its place in the counts).
+pub struct Worker<T: Send + 'static> {
+    /// The reuse it gets.
+    pub reuse: Reuse,
+    /// How long one of its requests may take.
+    pub request_timeout: Duration,
+    /// Held until the instance ends.
+    pub held: Box<dyn Send + Sync>,
+    /// Its component, for the log.
+    pub id: String,
+    /// The store data type.
+    pub _data: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: Send + 'static> WorkerState for Worker<T> {
+    type StoreData = T;
+    type RequestData = ();
+
+    fn should_accept_request(&self, concurrent: usize, total: usize) -> ShouldAccept {
+        if total >= self.reuse.count {
+            ShouldAccept::Never
+        } else if concurrent >= self.reuse.concurrent {
+            ShouldAccept::No
+        } else {
+            ShouldAccept::Yes
+        }
+    }
+
+    fn on_request_start(&self, _: StoreContextMut<'_, T>, _: (), _: GuestTaskId) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
+        Box::pin(tokio::time::sleep(self.request_timeout))
+    }
+
+    fn drop(&self, store: Store<T>, result: Result<(), wasmtime::Error>) {
+        if let Err(e) = result {
+            // What `ProxyHandler` says of an instance whose request expired.
+            let why = if e.to_string() == "guest timed out" { "ran past the request timeout".to_string() } else { format!("trapped or failed: {e:#}") };
+            tracing::warn!(component = %self.id, "instance ended: {why}");
+        }
+        drop(store);
+    }
+}
+
