@@ -53,6 +53,7 @@ mod section_claims;
 mod sheets;
 mod slides;
 mod sources;
+mod swaps_reported_failed;
 mod tab_ids;
 mod tab_moves;
 mod tenancy;
