@@ -8,6 +8,7 @@ mod common;
 
 mod agent_visibility;
 mod audit;
+mod batch_reads_refused;
 mod claims_audit;
 mod claims_concurrency;
 mod claims_ephemeral_notes;
