@@ -68,6 +68,28 @@ fn append_lines(spin: &Spin, token: &str, note: &str, tag: &str, lines: usize) -
     (acked, conflicts)
 }
 
+/// `creators` people of a tenant of their own create `each` notes at once
+/// (REST). Returns the ids answered 201 and the ids `list_notes` lists,
+/// both sorted: the note list is the one record every creation rewrites,
+/// and on a fresh tenant the first creations race on its absent key.
+pub(crate) fn creation_race(spin: &Spin, tenant: &'static str, creators: usize, each: usize) -> (Vec<String>, Vec<String>) {
+    let mut made: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..creators)
+            .map(|c| {
+                let who = Who { tenant, sub: Box::leak(format!("creator-{c}").into_boxed_str()), ..person() };
+                s.spawn(move || (0..each).map(|i| spin.create_note(&who, &format!("{} {i}", who.sub))).collect::<Vec<_>>())
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    made.sort();
+    let reader = Who { tenant, ..agent() };
+    let page = spin.call(&spin.token(&reader), "list_notes", json!({"limit": 50}))["structuredContent"].clone();
+    let mut listed: Vec<String> = page["notes"].as_array().unwrap().iter().map(|n| n["note_id"].as_str().unwrap().to_string()).collect();
+    listed.sort();
+    (made, listed)
+}
+
 /// Lines acknowledged but missing from `text`, and lines found more than once.
 pub(crate) fn lost_and_doubled(acked: &[String], text: &str) -> (Vec<String>, Vec<String>) {
     let mut seen: HashMap<&str, usize> = HashMap::new();
@@ -148,7 +170,7 @@ fn an_agent_and_a_person_work_end_to_end_on_spin() {
 }
 
 #[test]
-fn racing_agents_lose_no_line_on_spins_sqlite_store() {
+fn racing_agents_and_creators_lose_nothing_on_spins_sqlite_store() {
     spin_or_skip!();
     let spin = Spin::start(SpinStart::default());
     let (acked, text, conflicts) = seed_race(&spin, &agents(4), 6);
@@ -156,6 +178,10 @@ fn racing_agents_lose_no_line_on_spins_sqlite_store() {
     eprintln!("seed race on Spin's SQLite store: {} lines acknowledged, {conflicts} version conflicts re-applied", acked.len());
     assert_eq!((lost.len(), doubled.len()), (0, 0), "lost {lost:?}, doubled {doubled:?}");
     assert_eq!(acked.len(), 24, "every line acknowledged");
+    // Spin's SQLite store upserts a swap on an absent key: the creators of a
+    // fresh tenant's first notes all swap its absent note list.
+    let (made, listed) = creation_race(&spin, "racers", 4, 3);
+    assert_eq!((made.len(), &listed), (12, &made), "the note list holds exactly the notes created");
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //! doubling no line, an app connecting through the own authorization
 //! server, and the probe naming what the store breaks.
 use crate::app::*;
-use crate::spin::{lost_and_doubled, probe, seed_race};
+use crate::spin::{creation_race, lost_and_doubled, probe, seed_race};
 use crate::spin_harness::*;
 use crate::spin_or_skip;
 use serde_json::{Value, json};
@@ -60,7 +60,7 @@ fn on_spins_redis_store_creations_edits_claims_and_history_answer_the_truth() {
 }
 
 #[test]
-fn racing_agents_lose_and_double_no_line_on_spins_redis_store() {
+fn racing_agents_and_creators_lose_and_double_nothing_on_spins_redis_store() {
     spin_or_skip!();
     let redis = crate::redis::start();
     let spin = on_redis(&redis);
@@ -70,6 +70,8 @@ fn racing_agents_lose_and_double_no_line_on_spins_redis_store() {
     eprintln!("seed race on Spin's Redis store: {} lines acknowledged, {conflicts} version conflicts re-applied", acked.len());
     assert_eq!((lost.len(), doubled.len()), (0, 0), "lost {lost:?}, doubled {doubled:?}");
     assert_eq!(acked.len(), 20);
+    let (made, listed) = creation_race(&spin, "racers", 4, 3);
+    assert_eq!((made.len(), &listed), (12, &made), "the note list holds exactly the notes created");
 }
 
 #[test]
