@@ -15,13 +15,20 @@
 # Variables already set in the environment are kept. Build the components
 # first (`cargo run --release -- build`).
 #
-#   scripts/spin-up.sh [--listen ADDR] [--state-dir DIR] [--redis URL]
+#   scripts/spin-up.sh [--listen ADDR] [--state-dir DIR] [--redis URL [--cache sqlite]]
 #                      [--runtime-config-file FILE] [--print-env] [-- SPIN-UP-ARGS...]
 #
 # --redis URL puts `default` on database 0 and `cache` on database 1 of that
-# server (a URL without a database). --print-env prints the variables it
-# would set (secrets included) and exits. Anything after `--` goes to
-# `spin up` (e.g. `-c router -c health`, `--max-instance-reuse-count 1`).
+# server (a URL without a database); with --cache sqlite, `cache` stays a
+# SQLite file of this Spin's own. --print-env prints the variables it would
+# set (secrets included) and exits. Anything after `--` goes to `spin up`
+# (e.g. `-c router -c health`, `--max-instance-reuse-count 1`).
+#
+# Refused, naming the fault (exit 4): `cache` on Spin's Redis store for a
+# tool host (tool_calls=http) or with keys fetched from an issuer (jwks
+# empty). That store reports every compare-and-swap failed
+# (docs/upstream/spin-redis-swap.md): a tool's check that an identity is
+# used once, and the claim of a key fetch, would refuse every call.
 #
 # The binary: $CAIRN_SPIN if set, else the one in ../shared/spin/ unpacked to
 # target/spin/spin. Needs openssl (the JWKS of the local key).
@@ -30,6 +37,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 listen=127.0.0.1:3000
 state=$root/target/spin-state
 redis=""
+cache=""
 rc=""
 print_env=0
 while [ $# -gt 0 ]; do
@@ -37,6 +45,7 @@ while [ $# -gt 0 ]; do
     --listen) listen=$2; shift 2 ;;
     --state-dir) state=$2; shift 2 ;;
     --redis) redis=$2; shift 2 ;;
+    --cache) cache=$2; shift 2 ;;
     --runtime-config-file) rc=$2; shift 2 ;;
     --print-env) print_env=1; shift ;;
     --) shift; break ;;
@@ -85,6 +94,21 @@ if [ -z "${SPIN_VARIABLE_JWKS:-}" ] && [ -z "${SPIN_VARIABLE_JWKS_URL:-}" ] && [
 fi
 set_default IDENTITY_SECRET "$(secret_file "$state/identity-secret")"
 
+if [ -n "$redis" ] && [ -z "$rc" ] && [ "$cache" != sqlite ]; then
+  why="" fix="add --cache sqlite (this Spin keeps cache in a SQLite file of its own)"
+  if [ "${SPIN_VARIABLE_TOOL_CALLS:-}" = http ]; then why="a tool host (tool_calls=http) checks that each signed identity is used once"; fi
+  if [ -z "${SPIN_VARIABLE_JWKS:-}" ]; then
+    why="keys are fetched from the issuer, and one request claims each fetch"
+    fix="$fix, or paste the issuer's JWKS as SPIN_VARIABLE_JWKS"
+  fi
+  if [ -n "$why" ]; then
+    echo "spin-up.sh: refusing to put cache on Spin's Redis store: $why by a compare-and-swap on cache," >&2
+    echo "and Spin's Redis store reports every compare-and-swap failed (docs/upstream/spin-redis-swap.md): every call would be refused." >&2
+    echo "Instead, $fix." >&2
+    exit 4
+  fi
+fi
+
 if [ "$print_env" = 1 ]; then
   env | grep '^SPIN_VARIABLE_' | sort
   exit 0
@@ -92,7 +116,9 @@ fi
 
 if [ -z "$rc" ]; then
   rc=$state/runtime-config.toml
-  if [ -n "$redis" ]; then
+  if [ -n "$redis" ] && [ "$cache" = sqlite ]; then
+    printf '[key_value_store.default]\ntype = "redis"\nurl = "%s/0"\n\n[key_value_store.cache]\ntype = "spin"\npath = "kv-cache.db"\n' "${redis%/}" > "$rc"
+  elif [ -n "$redis" ]; then
     printf '[key_value_store.default]\ntype = "redis"\nurl = "%s/0"\n\n[key_value_store.cache]\ntype = "redis"\nurl = "%s/1"\n' "${redis%/}" "${redis%/}" > "$rc"
   else
     printf '[key_value_store.default]\ntype = "spin"\npath = "kv-default.db"\n\n[key_value_store.cache]\ntype = "spin"\npath = "kv-cache.db"\n' > "$rc"

@@ -209,30 +209,49 @@ fn the_own_authorization_server_is_discovered_and_connects_an_app_on_spin() {
 #[test]
 fn tools_deployed_apart_on_a_second_spin_answer_the_routers_signed_calls() {
     spin_or_skip!();
-    // The tools (and REST, on their store) on one Spin; the router on another,
-    // calling every tool over HTTP with the signed identity. Two Spins never
-    // share one SQLite file: the data lives with the tools.
-    let mut tools_and_rest: Vec<&str> = cairn_notes::tools::TOOLS.iter().map(|t| Box::leak(t.name.replace('_', "-").into_boxed_str()) as &str).collect();
-    tools_and_rest.push("rest");
+    // The router and REST on one Spin, every tool on another, both on one
+    // Redis for the notes; each keeps `cache` (where a tool records each
+    // identity it accepted) in SQLite, since Spin's Redis store reports
+    // every compare-and-swap failed (scripts/spin-up.sh refuses it).
+    let redis = crate::redis::start();
+    let tool_ids: Vec<&str> = cairn_notes::tools::TOOLS.iter().map(|t| Box::leak(t.name.replace('_', "-").into_boxed_str()) as &str).collect();
     let http = vec![("tool_calls".to_string(), "http".to_string())];
-    let tools = Spin::start(SpinStart { components: tools_and_rest, env: http.clone(), ..SpinStart::default() });
+    let tools = Spin::start(SpinStart { stores: Stores::RedisWithLocalCache(&redis), components: tool_ids, env: http.clone(), ..SpinStart::default() });
     let mut env = http;
     for t in cairn_notes::tools::TOOLS {
         env.push((format!("tool_url_{}", t.name), tools.origin.clone()));
     }
-    let router = Spin::start(SpinStart { components: vec!["router"], env, ..SpinStart::default() });
+    let router = Spin::start(SpinStart { stores: Stores::RedisWithLocalCache(&redis), components: vec!["router", "rest"], env, ..SpinStart::default() });
     assert_eq!(tools.get("/mcp").status, 404, "no router on the tool host");
-    let note = tools.create_note(&person(), "Apart");
+    let note = router.create_note(&person(), "Apart");
     let bot = router.token(&agent());
     let read = router.call(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone();
     assert!(read.get("error").is_none(), "{read}");
     let wrote = router.call(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
         "idempotency_key": "apart-1", "operation": "replace_text", "text": "written across two Spins"}))["structuredContent"].clone();
     assert!(wrote.get("error").is_none(), "{wrote}");
-    let back = tools.rest(&tools.token(&person()), "GET", &format!("/api/v1/notes/{note}/tabs/markdown"), None);
+    let back = router.rest(&router.token(&person()), "GET", &format!("/api/v1/notes/{note}/tabs/markdown"), None);
     assert!(back.text().contains("written across two Spins"), "{}", back.text());
-    assert!(tools.served_by("/tools/edit_note_tab").iter().all(|c| c == "edit-note-tab") && !tools.served_by("/tools/edit_note_tab").is_empty(), "{}", tools.log());
+    assert_eq!(tools.served_by("/tools/edit_note_tab"), ["edit-note-tab"], "the write ran on the tool host");
+    assert!(router.served_by("/tools/edit_note_tab").is_empty());
     // A tool host refuses a call without the router's signed identity.
     let unsigned = tools.request("POST", "/tools/read_note_tab", &[("authorization", &format!("Bearer {bot}")), ("content-type", "application/json")], json!({"note_id": note, "tab_id": "markdown"}).to_string().as_bytes());
     assert_eq!(unsigned.status, 401, "{}", unsigned.text());
+}
+
+#[test]
+fn spin_up_refuses_cache_on_spins_redis_store_where_every_call_would_be_refused() {
+    // No Spin needed: the script refuses before it looks for one.
+    let state = crate::harness::scratch("spin-refused");
+    let out = std::process::Command::new("bash")
+        .arg(crate::harness::root().join("scripts/spin-up.sh"))
+        .args(["--redis", "redis://127.0.0.1:9", "--state-dir"])
+        .arg(&state)
+        .env("SPIN_VARIABLE_TOOL_CALLS", "http")
+        .env("CAIRN_SPIN", "/nonexistent/spin")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(said.contains("reports every compare-and-swap failed") && said.contains("--cache sqlite"), "{said}");
 }

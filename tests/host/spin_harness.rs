@@ -67,6 +67,8 @@ pub enum Stores<'a> {
     Sqlite,
     /// One Redis server (Spin's `redis` type): `default` on db 0, `cache` on db 1.
     Redis(&'a crate::redis::Server),
+    /// `default` on one Redis server, `cache` in a SQLite file of this Spin's own.
+    RedisWithLocalCache(&'a crate::redis::Server),
 }
 
 /// How to start one.
@@ -153,8 +155,14 @@ impl Spin {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Stores::Redis(redis) = &opts.stores {
-            cmd.args(["--redis", &redis.url()]);
+        match &opts.stores {
+            Stores::Sqlite => {}
+            Stores::Redis(redis) => {
+                cmd.args(["--redis", &redis.url()]);
+            }
+            Stores::RedisWithLocalCache(redis) => {
+                cmd.args(["--redis", &redis.url(), "--cache", "sqlite"]);
+            }
         }
         for (k, v) in &opts.env {
             cmd.env(format!("SPIN_VARIABLE_{}", k.to_ascii_uppercase()), v);
