@@ -410,14 +410,18 @@ impl Manifest {
                 dependencies,
             });
         }
-        Ok(Manifest {
+        let manifest = Manifest {
             dir,
             name: raw.application.name,
             version: raw.application.version,
             description: raw.application.description,
             variables: raw.variables,
             components,
-        })
+        };
+        for hazard in manifest.spin_route_hazards() {
+            tracing::warn!("{hazard}");
+        }
+        Ok(manifest)
     }
 
     /// The component serving a public request path and the route that
@@ -441,6 +445,27 @@ impl Manifest {
             }
         }
         best.map(|(c, r, _)| (c, r))
+    }
+
+    /// Routes this host serves as written but Spin may not: a wildcard at
+    /// the root (`/...`) beside other routes. Spin's router (`routefinder`
+    /// 0.5.4, Spin 4.1 and earlier) does not order routes totally, and may
+    /// hand the root wildcard requests meant for exact routes
+    /// (docs/upstream/spin-router-root-wildcard.md). One sentence each,
+    /// naming the component and the fix.
+    pub fn spin_route_hazards(&self) -> Vec<String> {
+        let routes: usize = self.components.iter().map(|c| c.routes.iter().filter(|r| **r != Route::Private).count()).sum();
+        self.components
+            .iter()
+            .filter(|c| routes > 1 && c.routes.contains(&Route::Wildcard(String::new())))
+            .map(|c| {
+                format!(
+                    "component {:?} is routed at the root wildcard /...: on Spin it may be handed requests meant for other routes; \
+                     route it at \"/\" and a prefix (\"/ui/...\") instead",
+                    c.id
+                )
+            })
+            .collect()
     }
 
     /// A component by id.

@@ -754,15 +754,7 @@ pub fn soak(manifest: &Path, seconds: u64) -> Result<Soak> {
                 std::thread::sleep(Duration::from_secs(5));
             }
         });
-        s.spawn(move || {
-            // Each kind of slow upload in turn, 20 s each, from 50 addresses.
-            for kind in slow::Kind::ALL.into_iter().cycle() {
-                if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    break;
-                }
-                bump("slow uploads", slow::hold(kind, t.host.addr, SOAK_UPLOADS, 50, Duration::from_secs(20)));
-            }
-        });
+        s.spawn(move || slow::soak(t.host.addr, SOAK_UPLOADS, stop, &|n| bump("slow uploads", n)));
         for (a, token) in callers.attackers.iter().enumerate() {
             let merge = json!({"base_version": 2, "text": lines(sizes.lines, &format!("attack {a}"))}).to_string().into_bytes();
             let (merge_path, diff_path) = (format!("/api/v1/notes/{costly_note}/tabs/markdown/merge"), format!("/api/v1/notes/{costly_note}/tabs/markdown/diff?from=2&to=3"));

@@ -13,6 +13,7 @@ fn paths() -> Vec<(String, String)> {
     for c in &manifest.components {
         for r in &c.routes {
             let path = match r {
+                cairn::manifest::Route::Exact(p) if p.is_empty() => "/".to_string(),
                 cairn::manifest::Route::Exact(p) => p.clone(),
                 cairn::manifest::Route::Wildcard(p) => format!("{}/door-probe", p.trim_end_matches('/')),
                 cairn::manifest::Route::Private => continue,

@@ -57,3 +57,21 @@ fn probe_leaves_no_keys_behind() {
     let left = store.list_keys("default", None, 100).unwrap();
     assert!(left.iter().all(|k| !k.starts_with("kv-probe/")), "probe keys left behind: {left:?}");
 }
+
+#[test]
+fn probe_does_not_run_a_harmful_check_on_a_store_nobody_vouches_for() {
+    require_built(&["kv_probe.wasm"]);
+    // commit_check on: the operator does not vouch for the store.
+    let cairn = Cairn::start(Start {
+        env: vec![("SPIN_VARIABLE_KV_PROBE_TOKEN", "operator-secret"), ("SPIN_VARIABLE_COMMIT_CHECK", "on")],
+        ..Start::default()
+    });
+    let report = cairn.request("GET", "/.well-known/cairn/kv-probe", &[("authorization", "Bearer operator-secret")], b"").json();
+    let checks = report["checks"].as_array().unwrap();
+    let (skipped, ran): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) = checks.iter().partition(|c| c["run"] == false);
+    let names: Vec<&str> = skipped.iter().map(|c| c["rule"].as_str().unwrap()).collect();
+    assert_eq!(names, ["increment_refuses_a_value_that_is_not_a_counter"], "{report}");
+    assert!(skipped[0]["detail"].as_str().unwrap().contains("commit_check"), "the report says how to run it: {report}");
+    assert!(ran.iter().all(|c| c["pass"] == true), "{report}");
+    assert_eq!((report["keeps_cas_promise"].is_null(), report["vouched"].as_bool()), (true, Some(false)), "not known, not false: {report}");
+}

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-const CALLBACK: &str = "http://127.0.0.1:9/callback";
+pub(crate) const CALLBACK: &str = "http://127.0.0.1:9/callback";
 
 fn start(env: Vec<(&str, &str)>) -> Cairn {
     require_app();
@@ -88,7 +88,7 @@ fn sign_in_first_person(cairn: &Cairn) -> Value {
 }
 
 /// `client_id` through authorize and the person's consent to a token answer.
-fn connect(cairn: &Cairn, person: &str, client_id: &str, redirect: &str) -> Value {
+pub(crate) fn connect(cairn: &Cairn, person: &str, client_id: &str, redirect: &str) -> Value {
     let (verifier, challenge) = pkce();
     let resource = format!("http://{}/mcp", cairn.addr);
     let q = query(&[("response_type", "code"), ("client_id", client_id), ("redirect_uri", redirect), ("code_challenge", &challenge), ("code_challenge_method", "S256"), ("state", "st"), ("resource", &resource), ("scope", "notes:read notes:write")]);
@@ -106,7 +106,7 @@ fn connect(cairn: &Cairn, person: &str, client_id: &str, redirect: &str) -> Valu
     t.json()
 }
 
-fn register(cairn: &Cairn, redirect: &str) -> String {
+pub(crate) fn register(cairn: &Cairn, redirect: &str) -> String {
     let r = post_json(cairn, "/oauth/register", &json!({"redirect_uris": [redirect], "client_name": "Test App"}), None);
     assert_eq!(r.status, 201, "{}", r.text());
     r.json()["client_id"].as_str().unwrap().to_string()

@@ -209,12 +209,17 @@ pub(super) fn honest(t: &Target, token: &str, note: &str, d: Duration, key_base:
     out
 }
 
-/// `uploads` slow uploads of `kind` from `addresses` addresses for `d`, with
-/// nobody measuring beside them (the soak's); returns the connections they opened.
-pub(super) fn hold(kind: Kind, addr: SocketAddr, uploads: usize, addresses: usize, d: Duration) -> usize {
-    let tally = Arc::new(Mutex::new(Row::default()));
-    let _ = attack(kind, addr, uploads, addresses, Instant::now() + d, tally.clone());
-    tally.lock().unwrap_or_else(|p| p.into_inner()).connections
+/// The soak's slow uploads: `uploads` at once from 50 addresses, each kind
+/// in turn for 20 s, until `stop`; `sent` is told the connections each turn opened.
+pub(super) fn soak(addr: SocketAddr, uploads: usize, stop: &AtomicBool, sent: &dyn Fn(usize)) {
+    for kind in Kind::ALL.into_iter().cycle() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let tally = Arc::new(Mutex::new(Row::default()));
+        let _ = attack(kind, addr, uploads, 50, Instant::now() + Duration::from_secs(20), tally.clone());
+        sent(tally.lock().unwrap_or_else(|p| p.into_inner()).connections);
+    }
 }
 
 /// The source address of upload `i` of `addresses`.

@@ -6,6 +6,14 @@
 //! backend reporting a lost swap as written) is
 //! `lost_swap_is_never_reported_as_success`.
 //!
+//! **The probe never harms the store it probes.** A check that could (its
+//! [`Check::hazard`]: an increment of a value that is not a counter, which
+//! panics Spin's SQLite store and leaves it failing every call until Spin
+//! restarts) runs only on a store someone vouches for (the `commit_check`
+//! variable set to `off`); elsewhere it is reported `"run": false` with the
+//! reason, and the verdict `keeps_cas_promise` is `null` (not known) unless
+//! a check that ran failed.
+//!
 //! Operators only: every request must carry `Authorization: Bearer <token>`
 //! where the token is the `kv_probe_token` variable; while that variable is
 //! empty (the default) the probe answers 404 as if it did not exist.
@@ -16,6 +24,8 @@ use cairn_guest::kv::GuestStore;
 use cairn_guest::respond;
 use cairn_kv::Store;
 use cairn_kv::conformance::{SEQUENTIAL, Scope};
+#[cfg(doc)]
+use cairn_kv::conformance::Check;
 use serde_json::json;
 use cairn_guest::http::Response;
 
@@ -50,21 +60,29 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
         Err(e) => return respond::error(500, "store_unavailable", &e.to_string()),
     };
     let run = format!("kv-probe/{:016x}/", cairn_guest::random_u64());
-    let mut report = Vec::new();
-    let mut all = true;
-    for (i, check) in SEQUENTIAL.iter().enumerate() {
-        let prefix = format!("{run}{i}/");
-        let result = (check.run)(&store, Scope { bucket: &label, prefix: &prefix });
-        all &= result.is_ok();
-        report.push(json!({
-            "rule": check.name,
-            "promise": check.promise,
-            "pass": result.is_ok(),
-            "detail": result.err(),
-        }));
-    }
+    let (report, verdict) = probe(&store, &label, &run);
     cleanup(&store, &label, &run);
-    respond::json(200, &json!({ "store": label, "keeps_cas_promise": all, "checks": report }))
+    respond::json(200, &json!({ "store": label, "vouched": store.vouched(), "keeps_cas_promise": verdict, "checks": report }))
+}
+
+/// Runs every check that may run on `store` under `run`'s prefix: the
+/// report, and the verdict (`false` when a check failed, `true` when every
+/// check ran and passed, `null` otherwise).
+fn probe(store: &GuestStore, label: &str, run: &str) -> (Vec<serde_json::Value>, serde_json::Value) {
+    let (mut report, mut failed, mut skipped) = (Vec::new(), false, false);
+    for (i, check) in SEQUENTIAL.iter().enumerate() {
+        if !check.may_run_on(store) {
+            skipped = true;
+            report.push(json!({ "rule": check.name, "promise": check.promise, "run": false, "pass": null, "detail": check.hazard }));
+            continue;
+        }
+        let prefix = format!("{run}{i}/");
+        let result = (check.run)(store, Scope { bucket: label, prefix: &prefix });
+        failed |= result.is_err();
+        report.push(json!({ "rule": check.name, "promise": check.promise, "run": true, "pass": result.is_ok(), "detail": result.err() }));
+    }
+    let verdict = if failed { json!(false) } else if skipped { json!(null) } else { json!(true) };
+    (report, verdict)
 }
 
 /// Deletes whatever the checks left under this run's prefix.

@@ -201,7 +201,7 @@ pub const VARIABLES: &[Var] = &[
     var("refused_per_minute", "120", POSITIVE, false, "Refused requests one client address may send a minute before it is turned away unheard.", DOOR),
     var("max_body_bytes", "4194304", POSITIVE, false, "The largest request body, in bytes.", DOOR),
     secret("sweep_token", Kind::Text, "Operator token for POST /api/v1/sweep-claims (an external scheduler on Spin); empty keeps the route hidden. The embedded host sweeps by itself.", &[Rest]),
-    var("commit_check", "on", Kind::Choice(&["on", "off"]), false, "Whether components confirm that each compare-and-swap of theirs landed (a host's store may lie: Spin's Redis backend). Cairn's embedded host turns it off for its own stores, unless SPIN_VARIABLE_COMMIT_CHECK is set.", NOTES),
+    var("commit_check", "on", Kind::Choice(&["on", "off"]), false, "Whether components confirm that each compare-and-swap of theirs landed (a host's store may lie: Spin's Redis backend). Cairn's embedded host turns it off for its own stores, unless SPIN_VARIABLE_COMMIT_CHECK is set. Off also lets kv-probe run the checks that could harm a store nobody vouches for.", &[Router, Tools, Rest, KvProbe]),
     var("tool_calls", "composed", Kind::Choice(&["composed", "http"]), false, "How the router reaches the tools of this application: composed (each through its slot, composed at load time) or http (to tool_url_<tool> over wasi:http). A tool whose tool_url_<tool> names another host is always called there.", &[Router, Tools]),
     var("history_keep_versions", "1000", ANY, false, "A version stays readable while it is among the newest history_keep_versions of its note...", NOTES),
     var("history_keep_days", "30", ANY, false, "...or younger than history_keep_days...", NOTES),

@@ -11,6 +11,8 @@
 //!   reaches the store within a bound of the read it was based on;
 //! - fail like a stopped server ([`Error::Unavailable`]) or a full disk
 //!   ([`Error::Full`]), for writes only or for everything;
+//! - report every swap failed, landed or not, as Spin's Redis backend at
+//!   `94a8fc8a` does (its `UNWATCH <key>` after `EXEC` is refused by Redis);
 //! - record the keys read, to show what an operation touched.
 
 use crate::{Error, Observed, Read, Result, Store, Swap};
@@ -32,6 +34,8 @@ pub struct Control {
     held: std::sync::Condvar,
     drop_swaps: AtomicU32,
     lie: AtomicBool,
+    /// Every swap goes to the store behind and is reported failed.
+    report_failed: AtomicBool,
     /// Blind writes per 1,000 lied-about swaps.
     blind_per_mille: AtomicU32,
     rng: AtomicU64,
@@ -162,6 +166,15 @@ impl Control {
     /// Stop lying.
     pub fn tell_the_truth(&self) {
         self.lie.store(false, Ordering::SeqCst);
+        self.report_failed.store(false, Ordering::SeqCst);
+    }
+
+    /// While on, every swap reaches the store behind as it is (written if
+    /// its read still holds, else not) and is then reported failed, with a
+    /// fresh read: what Spin's Redis backend answers every swap, because it
+    /// sends `UNWATCH <key>` after `EXEC` and Redis refuses the argument.
+    pub fn report_every_swap_failed(&self, on: bool) {
+        self.report_failed.store(on, Ordering::SeqCst);
     }
 
     /// Whether the wrapper says it keeps the promise ([`Store::vouched`]):
@@ -297,6 +310,7 @@ impl Store for Faulty {
             return Ok(Swap::Done);
         }
         match self.inner.swap(bucket, key, observed, value)? {
+            _ if self.ctl.report_failed.load(Ordering::SeqCst) => Ok(Swap::Failed(self.inner.read(bucket, key)?)),
             Swap::Done => Ok(Swap::Done),
             Swap::Failed(fresh) if !self.ctl.lie.load(Ordering::SeqCst) => Ok(Swap::Failed(fresh)),
             Swap::Failed(_) => {
@@ -432,6 +446,19 @@ mod tests {
             let verdict = (check.run)(&s, Scope { bucket: "b", prefix: "p/" });
             assert!(verdict.is_err(), "a lying store (blind {blind}/1000) passed the lost-swap rule");
         }
+    }
+
+    #[test]
+    fn a_store_reporting_every_swap_failed_still_writes_the_swaps_that_hold() {
+        let (s, ctl) = Faulty::new(Arc::new(MemoryStore::new()));
+        ctl.report_every_swap_failed(true);
+        let absent = s.read("b", "k").unwrap();
+        let Swap::Failed(fresh) = s.swap("b", "k", absent.observed, b"1").unwrap() else { panic!("reported written") };
+        assert_eq!(fresh.value.as_deref(), Some(&b"1"[..]), "landed, and the fresh read shows it");
+        let stale = s.read("b", "k").unwrap();
+        s.set("b", "k", b"2").unwrap();
+        assert!(matches!(s.swap("b", "k", stale.observed, b"3").unwrap(), Swap::Failed(_)));
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"2"[..]), "a swap whose read was overtaken is not written");
     }
 
     #[test]

@@ -43,6 +43,12 @@
 //!    swap did not land, or was overwritten: the attempt starts over from the
 //!    head it read back, as after a lost swap. It is never acknowledged.
 //!
+//! A store may also report a swap failed that landed (Spin's Redis backend
+//! reports every swap failed). A fresh head that carries this attempt's
+//! marker holds the commit: the attempt is confirmed as in step 3 and
+//! answered as written, never decided again on its own result (which would
+//! answer a keyed write as its own replay and an unkeyed one as a conflict).
+//!
 //! The wait is what closes the blind write: a swap that could overwrite this
 //! commit went out on a read taken before this commit landed, and every
 //! writer sends its swap within [`SWAP_AFTER_READ`] of its read (else it reads
@@ -209,14 +215,19 @@ pub(crate) fn transact<R>(
         }
         match kv.swap(&key, held.observed, &bytes)? {
             None if !confirm => return Ok(answer),
-            None => {
+            // Reported failed, and the fresh head does not carry this
+            // attempt's marker: it did not land (or was overwritten).
+            Some(fresh) if !confirm || !carries(&fresh, &marker) => held = fresh,
+            // Reported written, or reported failed by a store that says so
+            // of swaps that landed (the fresh head carries the marker):
+            // confirmed like any commit, and answered as this commit.
+            _ => {
                 std::thread::sleep(SETTLE);
                 match landed(kv, &key, &marker)? {
                     Ok(()) => return Ok(answer),
                     Err(read_back) => held = read_back,
                 }
             }
-            Some(fresh) => held = fresh,
         }
     }
     Err(Refusal::busy(busy).into())
@@ -295,16 +306,27 @@ fn landed(kv: &TenantKv, key: &str, marker: &str) -> Out<Result<(), Held>> {
     Ok(if head.commits.iter().any(|m| m == marker) { Ok(()) } else { Err(back) })
 }
 
+/// Whether a read of a head holds the commit that wrote `marker` (a head
+/// that does not decode holds none).
+fn carries(read: &Held, marker: &str) -> bool {
+    read.value.as_deref().and_then(|raw| Head::decode(raw).ok()).is_some_and(|h| h.commits.iter().any(|m| m == marker))
+}
+
 /// Whether an outcome is the `busy` refusal of a contended loop.
 pub(crate) fn is_busy<T>(out: &Out<T>) -> bool {
     matches!(out, Err(Fail::Refused(r)) if r.code == Code::Busy)
 }
 
 /// Read-modify-swap of a small record that is not a note head (the tenant's
-/// note list, its claim index, the tenant registry), with the same bounded
-/// retries. An absent record is first created as `T::default()`, so that
-/// writers racing on a store that upserts absent keys write the same bytes.
-/// `f` changes the record, or answers `false` to leave it as it is.
+/// note list, its claim index), with the same bounded retries. An absent
+/// record is first created as `T::default()`, so that writers racing on a
+/// store that upserts absent keys write the same bytes. `f` changes the
+/// record, or answers `false` to leave it as it is.
+///
+/// `f` must be idempotent: run again on a record that already holds its
+/// change, it changes nothing more (answers `false`, or makes a change that
+/// does no harm twice). A swap that landed may be reported failed (see
+/// [`TenantKv::swap`]); `f` then runs again on a record that holds it.
 pub(crate) fn update<T: Serialize + DeserializeOwned + Default>(
     kv: &TenantKv,
     key: &str,

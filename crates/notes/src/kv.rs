@@ -112,9 +112,20 @@ impl<'a> TenantKv<'a> {
         if self.staging.is_some() {
             return keys.iter().map(|k| self.get(k)).collect();
         }
+        // One key is one read. (Spin's Redis store answers a batch read with
+        // `KEYS <key>…`: for one key that exists its host panics, failing the
+        // request; for more keys Redis refuses the arguments.)
+        if let [one] = keys {
+            return Ok(vec![self.get(one)?]);
+        }
         let full: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
         let refs: Vec<&str> = full.iter().map(String::as_str).collect();
-        Ok(self.store.get_many(BUCKET, &refs)?)
+        match self.store.get_many(BUCKET, &refs) {
+            // A host store nobody vouches for whose batch read fails: the
+            // same values, key by key.
+            Err(cairn_kv::Error::Backend(_)) if self.confirm => refs.iter().map(|k| Ok(self.store.get(BUCKET, k)?)).collect(),
+            other => Ok(other?),
+        }
     }
 
     /// Adds `delta` to the counter under `key` (absent = 0), atomically; the new value.
@@ -127,10 +138,25 @@ impl<'a> TenantKv<'a> {
     }
 
     /// `Ok(None)`: written. `Ok(Some(fresh))`: someone wrote since the read.
+    ///
+    /// On a store Cairn cannot vouch for, a swap reported failed whose fresh
+    /// read holds exactly the bytes it wrote is taken as written: the record
+    /// is what this writer made it (Spin's Redis store reports every swap
+    /// failed, landed or not). A note head is never taken at that word
+    /// alone: its writer confirms its commit marker ([`crate::head`]).
     pub(crate) fn swap(&self, key: &str, observed: Observed, value: &[u8]) -> Result<Option<Held>, Failure> {
-        match self.store.swap(BUCKET, &self.key(key), observed, value)? {
-            Swap::Done => Ok(None),
-            Swap::Failed(fresh) => Ok(Some(fresh.into())),
+        let out = self.store.swap(BUCKET, &self.key(key), observed, value)?;
+        Ok(self.landed(out, value))
+    }
+
+    /// A swap's outcome: `None` when written, or when reported failed on a
+    /// store Cairn cannot vouch for with a fresh read of exactly `value`
+    /// (see [`swap`](Self::swap)); else the fresh read.
+    fn landed(&self, out: Swap, value: &[u8]) -> Option<Held> {
+        match out {
+            Swap::Done => None,
+            Swap::Failed(fresh) if self.confirm && fresh.value.as_deref() == Some(value) => None,
+            Swap::Failed(fresh) => Some(fresh.into()),
         }
     }
 
@@ -141,20 +167,13 @@ impl<'a> TenantKv<'a> {
         Ok(self.store.read_many(BUCKET, &refs)?.into_iter().map(Held::from).collect())
     }
 
-    /// Several independent swaps in one call: per swap, `None` when written,
-    /// else a fresh read.
+    /// Several independent swaps in one call: per swap, `None` when written
+    /// (as [`swap`](Self::swap) tells it), else a fresh read.
     pub(crate) fn swap_each(&self, swaps: &[(String, Observed, Vec<u8>)]) -> Result<Vec<Option<Held>>, Failure> {
         let full: Vec<String> = swaps.iter().map(|(k, _, _)| self.key(k)).collect();
         let refs: Vec<(&str, Observed, &[u8])> = full.iter().zip(swaps).map(|(k, (_, o, v))| (k.as_str(), *o, v.as_slice())).collect();
-        Ok(self
-            .store
-            .swap_each(BUCKET, &refs)?
-            .into_iter()
-            .map(|s| match s {
-                Swap::Done => None,
-                Swap::Failed(fresh) => Some(fresh.into()),
-            })
-            .collect())
+        let outs = self.store.swap_each(BUCKET, &refs)?;
+        Ok(outs.into_iter().zip(swaps).map(|(out, (_, _, value))| self.landed(out, value)).collect())
     }
 
     /// Rewrites records by compare-and-swap, 512 to a batch (one

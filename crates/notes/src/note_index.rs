@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::content::{get_blob, put_tenant_blob};
-use crate::head::update;
+use crate::head::{MAX_ATTEMPTS, update};
 use crate::keys::NOTE_INDEX;
 use crate::kv::TenantKv;
 use crate::model::{decode, encode};
@@ -25,9 +25,14 @@ struct NoteIndex {
 }
 
 /// Appends a note id to the tenant's list, refused `quota_exceeded` when
-/// the list holds `quota` notes already.
+/// the list holds `quota` notes already. Idempotent: a list that holds the
+/// id already (its own append landed, and the store said otherwise) is
+/// left as it is.
 pub(crate) fn index_add(kv: &TenantKv, note_id: &str, quota: u64) -> Out<()> {
     update(kv, NOTE_INDEX, "note index", "the note list is busy; nothing was written", |idx: &mut NoteIndex| {
+        if holds_recent(kv, idx, note_id)? {
+            return Ok(false);
+        }
         // Checked on the list this swap replaces: two creators racing for the
         // last note cannot both pass.
         let notes = idx.pages.len() * INDEX_PAGE + idx.tail.len();
@@ -47,6 +52,20 @@ pub(crate) fn index_add(kv: &TenantKv, note_id: &str, quota: u64) -> Out<()> {
         idx.rev += 1;
         Ok(true)
     })
+}
+
+/// Whether `note_id` was appended lately: it is in the tail, or, while the
+/// tail is short (a page was frozen lately, perhaps by this very append),
+/// in the newest page. An append runs again right after its own swap, so
+/// it finds itself there unless [`MAX_ATTEMPTS`] other notes were listed in
+/// between. Ids are unique, so an id found was appended by this creation.
+fn holds_recent(kv: &TenantKv, idx: &NoteIndex, note_id: &str) -> Result<bool, Failure> {
+    if idx.tail.iter().any(|id| id == note_id) {
+        return Ok(true);
+    }
+    let Some(newest) = idx.pages.last().filter(|_| idx.tail.len() < MAX_ATTEMPTS) else { return Ok(false) };
+    let page: Vec<String> = decode("index page", &get_blob(kv, newest)?)?;
+    Ok(page.iter().any(|id| id == note_id))
 }
 
 /// Up to `max` note ids from position `pos`, and the total number of ids.

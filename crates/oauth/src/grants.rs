@@ -39,6 +39,13 @@
 //! 5. *Nothing changed, nothing written*: a change that leaves the record as
 //!    it was (revoking a revoked grant, a spent code presented again) writes
 //!    nothing, so no caller can make a grant be rewritten at will.
+//! 6. *A change that landed is known as such*: a store may report a swap
+//!    failed that landed (Spin's Redis store reports every swap failed), and
+//!    the change then runs again on a record that holds it. Each change
+//!    knows itself there and answers as done, writing nothing more: an
+//!    exchange by its new refresh hash beside its spent code, a refresh by
+//!    invariant 2's retry, an approval by its grant id in the person's
+//!    index, an editor sign-in by its code's hash.
 
 use crate::clients::RegisteredBy;
 use crate::error::{Code, Error, Result, fail};
@@ -305,6 +312,10 @@ pub fn approve(store: &dyn Store, new: NewGrant, challenge: &str, redirect_uri: 
     for _ in 0..16 {
         let read = store.read(BUCKET, &key)?;
         let mut ids: Vec<String> = read.value.as_deref().and_then(|v| serde_json::from_slice(v).ok()).unwrap_or_default();
+        // Listed by this very approval (its swap landed, reported failed).
+        if ids.contains(&id) {
+            return Ok(code);
+        }
         ids.push(id.clone());
         let dropped: Vec<String> = ids.drain(..ids.len().saturating_sub(MAX_GRANTS)).collect();
         if let Swap::Done = store.swap(BUCKET, &key, read.observed, &serde_json::to_vec(&ids).expect("ids serialize"))? {
@@ -329,6 +340,10 @@ pub fn approve_editor(store: &dyn Store, new: NewGrant, session: &str, challenge
     for _ in 0..16 {
         let read = store.read(BUCKET, &key)?;
         let live = read.value.as_deref().and_then(|v| serde_json::from_slice::<Grant>(v).ok()).filter(|g| g.revoked.is_none());
+        // Holding this very code (its swap landed, reported failed).
+        if live.as_ref().is_some_and(|g| g.code.iter().any(|c| c.hash == pending.hash)) {
+            return Ok(code);
+        }
         let mut g = live.unwrap_or_else(|| fresh(&new, &id, redirect_uri, now, idle));
         (g.name, g.role, g.scopes) = (new.name.clone(), new.role, new.scopes.clone());
         g.code.retain(|c| c.expires > now);
@@ -361,6 +376,10 @@ pub fn exchange_code(store: &dyn Store, code: &str, client_id: &str, redirect_ur
     let next = secret(random);
     let refresh_token = format!("{tenant}.{id}.{next}");
     let grant = update(store, tenant, id, |g| {
+        // This very exchange, landed (its swap reported failed): done.
+        if g.refresh.as_deref().is_some_and(|r| same(r, &hash(&next))) && g.spent.iter().any(|s| same(s, &h)) {
+            return Step::Write(g.clone());
+        }
         if g.spent.iter().any(|s| same(s, &h)) {
             revoke(g, now);
             return Step::WriteThenFail(Error::new(Code::InvalidGrant, "this code was used already; everything issued with it is revoked"));

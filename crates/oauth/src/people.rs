@@ -9,7 +9,11 @@
 //! record from live to spent with a compare-and-swap against the read that
 //! found it live; of two uses racing, the store lets exactly one swap land
 //! (its promise 1), and only the winner creates a session. A spent or
-//! expired link is refused `invalid_link` and creates nothing.
+//! expired link is refused `invalid_link` and creates nothing. The spent
+//! record names the session it started (a hash of its secret), so a use
+//! whose swap landed but was reported failed (Spin's Redis store reports
+//! every swap failed) knows itself in the fresh read and goes on; any other
+//! use finds the link spent by someone else.
 //!
 //! A session is the cookie `cairn_session=<tenant>.<secret>`, read only by
 //! `/oauth/authorize` ([`session`]); it lasts [`SESSION_SECONDS`].
@@ -98,6 +102,9 @@ pub(crate) struct Link {
     pub(crate) expires: u64,
     first: bool,
     pub(crate) spent: Option<u64>,
+    /// The hash of the session secret the use that spent it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    spent_by: Option<String>,
 }
 
 /// A session's record.
@@ -119,7 +126,7 @@ pub struct MadeLink {
 fn make_link(store: &dyn Store, person: Person, first: bool, ttl: u64, now: u64, random: &dyn Fn() -> u64) -> Result<MadeLink> {
     let secret = secret(random);
     let expires = now + ttl;
-    let record = Link { person, expires, first, spent: None };
+    let record = Link { person, expires, first, spent: None, spent_by: None };
     store.set(BUCKET, &link_key(&secret), &serde_json::to_vec(&record).expect("links serialize"))?;
     Ok(MadeLink { secret, expires })
 }
@@ -166,20 +173,27 @@ pub fn invite(store: &dyn Store, admin: &cairn_auth::Principal, name: &str, role
     let secret = secret(random);
     let expires = now + INVITE_SECONDS;
     reserve_invite(store, &admin.tenant, &hash(&secret), expires, now)?;
-    let record = Link { person: person.clone(), expires, first: false, spent: None };
+    let record = Link { person: person.clone(), expires, first: false, spent: None, spent_by: None };
     store.set(BUCKET, &link_key(&secret), &serde_json::to_vec(&record).expect("links serialize"))?;
     Ok((person, MadeLink { secret, expires }))
 }
 
 /// Changes the tenant's index of open invitations with `change` (on the
-/// entries still open at `now`), swapped against the read it changed.
+/// entries still open at `now`), swapped against the read it changed. A
+/// change that changes nothing writes nothing, so `change` run again on an
+/// index that holds it already (its swap landed, and the store said
+/// otherwise) ends the loop.
 fn change_invites(store: &dyn Store, tenant: &str, now: u64, mut change: impl FnMut(&mut Vec<(String, u64)>) -> Result<()>) -> Result<()> {
     let key = invites_key(tenant);
     for _ in 0..16 {
         let read = store.read(BUCKET, &key)?;
-        let mut open: Vec<(String, u64)> = read.value.as_deref().and_then(|v| serde_json::from_slice(v).ok()).unwrap_or_default();
+        let before: Vec<(String, u64)> = read.value.as_deref().and_then(|v| serde_json::from_slice(v).ok()).unwrap_or_default();
+        let mut open = before.clone();
         open.retain(|(_, expires)| *expires > now);
         change(&mut open)?;
+        if open == before && read.value.is_some() {
+            return Ok(());
+        }
         if let Swap::Done = store.swap(BUCKET, &key, read.observed, &serde_json::to_vec(&open).expect("invites serialize"))? {
             return Ok(());
         }
@@ -190,6 +204,9 @@ fn change_invites(store: &dyn Store, tenant: &str, now: u64, mut change: impl Fn
 /// Counts an invitation as open, unless [`MAX_OPEN_INVITES`] are.
 fn reserve_invite(store: &dyn Store, tenant: &str, link: &str, expires: u64, now: u64) -> Result<()> {
     change_invites(store, tenant, now, |open| {
+        if open.iter().any(|(h, _)| h == link) {
+            return Ok(());
+        }
         if open.len() >= MAX_OPEN_INVITES {
             return fail(Code::LimitReached, format!("tenant {tenant} has {MAX_OPEN_INVITES} invitations open (not used, within their {} hours); wait until one is used or expires", INVITE_SECONDS / 3600));
         }
@@ -221,9 +238,13 @@ pub fn use_link(store: &dyn Store, link: &str, now: u64, random: &dyn Fn() -> u6
     if record.spent.is_some() || record.expires <= now {
         return refused();
     }
+    let secret = secret(random);
     record.spent = Some(now);
+    record.spent_by = Some(hash(&secret));
     match store.swap(BUCKET, &key, read.observed, &serde_json::to_vec(&record).expect("links serialize"))? {
         Swap::Done => {}
+        // Spent by this very use: the swap landed, whatever the store said.
+        Swap::Failed(fresh) if fresh.value.as_deref().and_then(|v| serde_json::from_slice::<Link>(v).ok()).is_some_and(|l| l.spent_by == record.spent_by) => {}
         Swap::Failed(_) => return refused(),
     }
     let p = &record.person;
@@ -242,7 +263,6 @@ pub fn use_link(store: &dyn Store, link: &str, now: u64, random: &dyn Fn() -> u6
     if record.first {
         store.set(BUCKET, FIRST_MARKER, format!("{}/{}", p.tenant, p.sub).as_bytes())?;
     }
-    let secret = secret(random);
     let session = Session { sub: p.sub.clone(), expires: now + SESSION_SECONDS };
     store.set(BUCKET, &session_key(&p.tenant, &secret), &serde_json::to_vec(&session).expect("sessions serialize"))?;
     Ok(Started { cookie: format!("{}.{secret}", p.tenant), person: p.clone() })

@@ -231,10 +231,11 @@ fn reindex_kv(kv: &TenantKv) -> Out<IndexReport> {
     Ok(report)
 }
 
-/// Writes a rebuilt note record unless a newer one is there.
+/// Writes a rebuilt note record unless a newer one (or this very one) is there.
 fn write_doc(kv: &TenantKv, note: &str, doc: &Doc) -> Out<()> {
+    let bytes = doc.encode();
     kv.rewrite_many(vec![keys::search_doc(note)], "the search index is busy; run reindex again", |_, raw| {
         let newer = raw.is_some_and(|r| Doc::decode(r).is_ok_and(|d| d.rev > doc.rev));
-        Ok((!newer).then(|| doc.encode()))
+        Ok((!newer && raw != Some(&bytes[..])).then(|| bytes.clone()))
     })
 }

@@ -8,6 +8,7 @@ mod common;
 
 mod agent_visibility;
 mod audit;
+mod batch_reads_refused;
 mod claims_audit;
 mod claims_concurrency;
 mod claims_ephemeral_notes;
@@ -53,6 +54,7 @@ mod section_claims;
 mod sheets;
 mod slides;
 mod sources;
+mod swaps_reported_failed;
 mod tab_ids;
 mod tab_moves;
 mod tenancy;

@@ -4,6 +4,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use cairn_auth::mint::LocalKey;
 use cairn_auth::{Actor, Principal, Role};
+use cairn_kv::faults::{Control, Faulty};
 use cairn_kv::memory::MemoryStore;
 use cairn_oauth::{Reply, Request, Route, Server, Settings};
 use serde_json::Value;
@@ -16,7 +17,9 @@ pub const RESOURCE: &str = "http://127.0.0.1:3000/mcp";
 pub const CALLBACK: &str = "http://127.0.0.1:9000/callback";
 
 pub struct World {
-    pub store: MemoryStore,
+    /// A memory store behind the fault switches ([`World::faults`]).
+    pub store: Faulty,
+    pub faults: std::sync::Arc<Control>,
     pub settings: Settings,
     pub key: LocalKey,
     pub now: Cell<u64>,
@@ -27,7 +30,8 @@ impl World {
     pub fn new() -> Self {
         let get = |n: &str| (n == "audience").then(|| RESOURCE.to_string());
         let settings = Settings::of(&cairn_config::Config::read(&get, &[]).unwrap()).unwrap();
-        World { store: MemoryStore::new(), settings, key: LocalKey::from_seed([7; 32]), now: Cell::new(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()), counter: Cell::new(1) }
+        let (store, faults) = Faulty::new(std::sync::Arc::new(MemoryStore::new()));
+        World { store, faults, settings, key: LocalKey::from_seed([7; 32]), now: Cell::new(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()), counter: Cell::new(1) }
     }
 
     pub fn later(&self, seconds: u64) {

@@ -12,3 +12,4 @@ mod consent;
 mod editor;
 mod people;
 mod refresh;
+mod swaps_reported_failed;
