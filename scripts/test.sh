@@ -64,6 +64,14 @@ cargo build --release --locked -p cairn-rmcp-interop
 ./target/release/cairn build -f tests/fixtures/spin.toml
 
 cargo test --release --locked
+# The host's modules where instance reuse could show, again with reuse off
+# and forced high (the run above has Spin's defaults; tests/host/reuse.rs
+# sets its own).
+for reuse in 1 100000; do
+  CAIRN_MAX_INSTANCE_REUSE_COUNT=$reuse cargo test --release --locked --test host -- \
+    mcp_protocol notes_e2e tenants claims concurrency exhaustion limits own_oauth \
+    front_door guessing stalled_uploads resources history composition
+done
 
 # The people's editor in headless Chromium, against a `cairn up` of its own.
 target/browser-venv/bin/python -m pytest tests/browser -q -p no:cacheprovider

@@ -205,6 +205,8 @@ pub struct Ctx {
     /// The partition this instance serves: its calls to other components
     /// (`*.spin.internal`) run in that partition too.
     pub(crate) partition: Partition,
+    /// Its requests in flight ([`crate::pool::InFlight`]).
+    pub(crate) in_flight: Arc<crate::pool::Load>,
 }
 
 /// A component's configuration, set aside while a dependency that does not
@@ -274,6 +276,7 @@ pub(crate) fn new_store(app: &Arc<App>, component: &Loaded, partition: Partition
         variables: component.variables.clone(),
         deps: Default::default(),
         partition,
+        in_flight: Arc::default(),
         app: app.clone(),
     };
     let mut store = WasmStore::new(&app.engine, ctx);
@@ -290,22 +293,31 @@ pub(crate) fn new_store(app: &Arc<App>, component: &Loaded, partition: Partition
 /// always keep the rest of the machine; a burst past the request timeout
 /// ends the instance. A burst is ticks seen back to back: a gap (the
 /// instance waited for the store, or for its next request) ends it, and the
-/// permit with it.
+/// permit with it, and so does a request starting on the instance (a reused
+/// instance's requests back to back are not one burst). An instance serving
+/// several requests at once shares its time among them: a tick counts for
+/// each request its share, so cheap requests interleaved on it are not one costly burst,
+/// and an instance with other requests in flight is never ended for want
+/// of a permit (it waits for one: ending it would fail them all).
 fn costly_work(app: &Arc<App>) -> impl FnMut(wasmtime::StoreContextMut<'_, Ctx>) -> wasmtime::Result<wasmtime::UpdateDeadline> + Send + Sync + 'static {
     let timeout = app.limits.request_timeout;
     let costly = app.costly.clone();
     let waiting = app.costly_waiting.clone();
     let costly_waiting_max = COSTLY_WAITING_PER_PERMIT * costly_permits();
     let held: Arc<std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>> = Arc::default();
-    let (mut burst, mut last) = (Duration::ZERO, Instant::now());
-    move |_| {
+    let (mut burst, mut last, mut last_started) = (Duration::ZERO, Instant::now(), 0);
+    move |ctx| {
+        let load = &ctx.data().in_flight;
+        let sharing = load.in_flight.load(std::sync::atomic::Ordering::Acquire).max(1);
+        let started = load.started.load(std::sync::atomic::Ordering::Acquire);
         let now = Instant::now();
-        if now.duration_since(last) > EPOCH_TICK * 3 {
+        if now.duration_since(last) > EPOCH_TICK * 3 || started != last_started {
+            last_started = started;
             burst = Duration::ZERO;
             *held.lock().unwrap_or_else(|p| p.into_inner()) = None;
         }
         last = now;
-        burst += EPOCH_TICK * YIELD_TICKS as u32;
+        burst += EPOCH_TICK * YIELD_TICKS as u32 / sharing as u32;
         if burst >= timeout {
             return Ok(wasmtime::UpdateDeadline::Interrupt);
         }
@@ -318,9 +330,13 @@ fn costly_work(app: &Arc<App>) -> impl FnMut(wasmtime::StoreContextMut<'_, Ctx>)
             return Ok(wasmtime::UpdateDeadline::YieldCustom(YIELD_TICKS, Box::pin(tokio::time::sleep(COSTLY_PAUSE))));
         }
         // As many costly requests wait as may: this instance ends now, its
-        // memory with it, and its requests are answered 503 (retry shortly).
+        // memory with it, and its request is answered 503 (retry shortly).
+        // One with others in flight pauses instead.
         if waiting.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= costly_waiting_max {
             waiting.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            if sharing > 1 {
+                return Ok(wasmtime::UpdateDeadline::YieldCustom(YIELD_TICKS, Box::pin(tokio::time::sleep(COSTLY_PAUSE))));
+            }
             return Err(Overloaded.into());
         }
         let (costly, held, waiting) = (costly.clone(), held.clone(), waiting.clone());
@@ -401,12 +417,14 @@ impl wasmtime_wasi_http::handler::HandlerState for Pool {
         let mut store = new_store(&app, &self.component, self.partition.clone());
         let proxy = self.component.pre.instantiate_async(&mut store).await?;
         let reuse = self.reuse(&app);
-        let held = (permit, crate::metrics::InUse::start(), crate::pool::Live::start(&self.live));
+        let held = (permit, crate::metrics::InUse::start(&self.component.spec.id), crate::pool::Live::start(&self.live));
         let worker = crate::pool::Worker {
             reuse,
             request_timeout: app.limits.request_timeout,
             held: Box::new(held),
             id: self.component.spec.id.clone(),
+            serial: crate::pool::next_serial(),
+            in_flight: store.data().in_flight.clone(),
             _data: std::marker::PhantomData,
         };
         let expiration = crate::pool::Expiry::new(reuse.idle, app.limits.request_timeout);
@@ -418,11 +436,26 @@ impl wasmtime_wasi_http::handler::HandlerState for Pool {
 async fn handle(app: &Arc<App>, component: &Arc<Loaded>, partition: &Partition, req: wasmtime_wasi_http::handler::Request) -> Result<wasmtime_wasi_http::handler::Response> {
     let make = || Pool { app: Arc::downgrade(app), component: component.clone(), partition: partition.clone(), live: Arc::default() };
     let pool = app.pools.get(&component.spec.id, partition, app.limits.max_instances as usize, make);
-    pool.handle((), req).await.map_err(|e| {
+    let served = crate::pool::Served::default();
+    let mut resp = pool.handle(served.clone(), req).await.map_err(|e| {
         let instantiation = e.downcast_ref::<wasmtime_wasi_http::handler::InstantiationError<()>>();
         let overloaded = e.downcast_ref::<Overloaded>().is_some() || instantiation.is_some_and(|i| i.error.downcast_ref::<Overloaded>().is_some());
         if overloaded { anyhow::Error::new(Overloaded) } else { describe_trap(e, &component.spec.id) }
-    })
+    })?;
+    if let Some(serial) = served.serial() {
+        resp.extensions_mut().insert(ServedBy { instance: serial, partition: partition.clone() });
+    }
+    Ok(resp)
+}
+
+/// Which instance answered a response, and for which partition: the
+/// request log's `instance` and `partition`.
+#[derive(Debug, Clone)]
+pub struct ServedBy {
+    /// The instance's serial ([`crate::pool::next_serial`]).
+    pub instance: u64,
+    /// The partition it serves.
+    pub partition: Partition,
 }
 
 /// [`serve`] with the whole response body: what one component calling

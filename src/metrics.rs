@@ -218,10 +218,12 @@ static FENCES: Family = Family::new("cairn_search_fences_total", "Notes the sear
 static DIRTY: Family = Family::new("cairn_search_dirty_notes", "Notes still waiting for the search merge.", Kind::Gauge, &[]);
 static STORED_BYTES: Family = Family::new("cairn_stored_bytes", "Bytes of content stored, every retained version counted, as of the last sweep.", Kind::Gauge, &[]);
 static TENANTS: Family = Family::new("cairn_tenants", "Tenants with notes, as of the last sweep.", Kind::Gauge, &[]);
+static INSTANCES_STARTED: Family = Family::new("cairn_instances_started_total", "Component instances made, by component.", Kind::Counter, &["component"]);
+static VARIABLE_READS: Family = Family::new("cairn_variable_reads_total", "Variables components read from the host (each instance reads its configuration once).", Kind::Counter, &[]);
 static REFUSALS: Family = Family::new("cairn_refusals_total", "Requests the front door refused, by code.", Kind::Counter, &["code"]);
 
-static ALL: [&Family; 14] = [
-    &HTTP_REQUESTS, &HTTP_DURATION, &TOOL_CALLS, &STORE_OPS, &STORE_DURATION, &CAS_SWAPS, &INSTANCES, &MERGE_TRANSITIONS, &MARKERS_CLEARED, &FENCES, &DIRTY,
+static ALL: [&Family; 16] = [
+    &HTTP_REQUESTS, &HTTP_DURATION, &TOOL_CALLS, &STORE_OPS, &STORE_DURATION, &CAS_SWAPS, &INSTANCES, &INSTANCES_STARTED, &VARIABLE_READS, &MERGE_TRANSITIONS, &MARKERS_CLEARED, &FENCES, &DIRTY,
     &REFUSALS, &STORED_BYTES, &TENANTS,
 ];
 
@@ -432,11 +434,17 @@ impl Store for Metered {
 pub struct InUse(());
 
 impl InUse {
-    /// An instance starts.
-    pub fn start() -> Self {
+    /// An instance of `component` starts.
+    pub fn start(component: &str) -> Self {
         INSTANCES.shift(&[], 1);
+        INSTANCES_STARTED.add(&[component], 1);
         InUse(())
     }
+}
+
+/// A component read one variable from the host.
+pub fn variable_read() {
+    VARIABLE_READS.add(&[], 1);
 }
 
 impl Drop for InUse {
@@ -485,14 +493,14 @@ mod tests {
         store_op("alloc-test", "read", true, took);
         swap("alloc-test", "written");
         tool_call("alloc_test", "composed", 200, None);
-        drop(InUse::start());
+        drop(InUse::start("c"));
         let before = ALLOCATIONS.with(Cell::get);
         for _ in 0..10_000 {
             request("alloc-test", "/mcp", hyper::StatusCode::OK, took);
             store_op("alloc-test", "read", true, took);
             swap("alloc-test", "written");
             tool_call("alloc_test", "composed", 200, None);
-            drop(InUse::start());
+            drop(InUse::start("c"));
         }
         assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "recording into existing series allocated");
         let text = render();

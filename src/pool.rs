@@ -42,6 +42,17 @@ pub enum Partition {
     Alone,
 }
 
+impl std::fmt::Display for Partition {
+    /// `anonymous`, `tenant:<id>` or `alone`: as the request log shows it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Partition::Anonymous => f.write_str("anonymous"),
+            Partition::Tenant(t) => write!(f, "tenant:{t}"),
+            Partition::Alone => f.write_str("alone"),
+        }
+    }
+}
+
 /// Picks a request's partition from its head, before any guest code runs:
 /// the application's one hook into instance reuse.
 pub trait Partitioner: Send + Sync {
@@ -167,6 +178,53 @@ impl WorkerExpiration for Expiry {
     }
 }
 
+/// Which instance served a request: set when the instance takes it, and
+/// counted among the instance's requests in flight until every clone of
+/// this is dropped (when the host has the response's head).
+#[derive(Clone, Default)]
+pub struct Served(Arc<std::sync::OnceLock<(u64, InFlight)>>);
+
+impl Served {
+    /// The serial of the instance, once one took the request.
+    pub fn serial(&self) -> Option<u64> {
+        self.0.get().map(|(serial, _)| *serial)
+    }
+}
+
+/// The requests an instance is serving: in flight now, and started in its
+/// life (shared with its store, whose rules for costly work read both).
+#[derive(Default)]
+pub struct Load {
+    /// Requests in flight now.
+    pub in_flight: AtomicUsize,
+    /// Requests started since the instance began.
+    pub started: std::sync::atomic::AtomicU64,
+}
+
+/// One request in flight on an instance, counted until dropped.
+pub struct InFlight(Arc<Load>);
+
+impl InFlight {
+    /// Counts one more request in `load` until this is dropped.
+    pub fn start(load: &Arc<Load>) -> InFlight {
+        load.in_flight.fetch_add(1, Ordering::AcqRel);
+        load.started.fetch_add(1, Ordering::AcqRel);
+        InFlight(load.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A new instance's serial: distinct for every instance this process makes.
+pub fn next_serial() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// One instance's life: how many requests it takes, and what it holds
 /// until it ends (its permits, its place in the counts).
 pub struct Worker<T: Send + 'static> {
@@ -178,13 +236,19 @@ pub struct Worker<T: Send + 'static> {
     pub held: Box<dyn Send + Sync>,
     /// Its component, for the log.
     pub id: String,
+    /// Its number among the instances this host made (the request log's
+    /// `instance`), told to each request it serves.
+    pub serial: u64,
+    /// Its requests in flight (shared with its store, whose rules for
+    /// costly work share one instance's time among them).
+    pub in_flight: Arc<Load>,
     /// The store data type.
     pub _data: std::marker::PhantomData<fn() -> T>,
 }
 
 impl<T: Send + 'static> WorkerState for Worker<T> {
     type StoreData = T;
-    type RequestData = ();
+    type RequestData = Served;
 
     fn should_accept_request(&self, concurrent: usize, total: usize) -> ShouldAccept {
         if total >= self.reuse.count {
@@ -196,7 +260,8 @@ impl<T: Send + 'static> WorkerState for Worker<T> {
         }
     }
 
-    fn on_request_start(&self, _: StoreContextMut<'_, T>, _: (), _: GuestTaskId) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
+    fn on_request_start(&self, _: StoreContextMut<'_, T>, served: Served, _: GuestTaskId) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
+        let _ = served.0.set((self.serial, InFlight::start(&self.in_flight)));
         Box::pin(tokio::time::sleep(self.request_timeout))
     }
 
@@ -204,7 +269,7 @@ impl<T: Send + 'static> WorkerState for Worker<T> {
         if let Err(e) = result {
             // What `ProxyHandler` says of an instance whose request expired.
             let why = if e.to_string() == "guest timed out" { "ran past the request timeout".to_string() } else { format!("trapped or failed: {e:#}") };
-            tracing::warn!(component = %self.id, "instance ended: {why}");
+            tracing::warn!(component = %self.id, instance = self.serial, reason = ?why, "instance ended");
         }
         drop(store);
     }

@@ -690,12 +690,15 @@ async fn handle(
         }
     };
     crate::metrics::request(&id, &route, response.status(), started.elapsed());
+    let served = response.extensions().get::<instance::ServedBy>().cloned();
     let response = slow_if_refused(response).await;
     tracing::info!(
         component = %id,
         method = %method,
         path = %path,
         status = response.status().as_u16(),
+        instance = served.as_ref().map_or(0, |s| s.instance),
+        partition = %served.as_ref().map_or(String::from("-"), |s| s.partition.to_string()),
         latency_us = started.elapsed().as_micros() as u64,
         "request"
     );

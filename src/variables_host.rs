@@ -7,6 +7,7 @@ use crate::instance::Ctx;
 
 impl Host for Ctx {
     fn get(&mut self, name: String) -> wasmtime::Result<Result<String, Error>> {
+        crate::metrics::variable_read();
         if crate::manifest::valid_id(&name, '_').is_err() || name.chars().any(|c| c.is_ascii_uppercase()) {
             return Ok(Err(Error::InvalidName(name)));
         }

@@ -398,7 +398,8 @@ impl Caller for ToolCaller {
             .header("host", format!("{id}.spin.internal"))
             .header(cairn_auth::identity::HEADER, identity)
             .body(Full::new(Bytes::from(body)))?;
-        let resp = cairn::instance::run_buffered(self.app.clone(), component, req, cairn::instance::RouteInfo::internal()).await?;
+        let partition = cairn::pool::Partition::Tenant(self.principal.tenant.clone());
+        let resp = cairn::instance::run_buffered(&self.app, &component, req, &cairn::instance::RouteInfo::internal(), &partition).await?;
         if resp.status() != 200 {
             bail!("{tool}: the component answered {}: {}", resp.status(), String::from_utf8_lossy(resp.body()));
         }

@@ -127,9 +127,13 @@ impl Response {
 
 impl IntoResponse for Response {
     fn into_response(self) -> Result<WasiResponse, ErrorCode> {
+        // The whole body is here: its length goes with it, so the answer is
+        // not chunked (clients read it as one piece, as from a WASI 0.2 host).
+        let mut headers = self.headers;
+        headers.insert(HeaderName::from_static("content-length"), HeaderValue::from(self.body.len()));
         let mut r = spin_sdk::http::Response::new(http_body_util::Full::new(bytes::Bytes::from(self.body)));
         *r.status_mut() = spin_sdk::http::StatusCode::from_u16(self.status).unwrap_or(spin_sdk::http::StatusCode::INTERNAL_SERVER_ERROR);
-        *r.headers_mut() = self.headers;
+        *r.headers_mut() = headers;
         r.into_response()
     }
 }

@@ -180,7 +180,14 @@ impl Cairn {
 }
 
 impl Drop for Cairn {
+    /// Stops the host; when the test failed, prints what it logged at
+    /// `WARN` and `ERROR` (the cause of a 500 is there).
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = self.log();
+            let bad: Vec<&str> = log.lines().filter(|l| l.contains(" WARN ") || l.contains(" ERROR ")).take(40).collect();
+            eprintln!("host {} logged:\n{}", self.addr, bad.join("\n"));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

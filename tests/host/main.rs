@@ -39,6 +39,7 @@ mod outbound;
 mod own_oauth;
 mod real_issuer;
 mod resources;
+mod reuse;
 mod routing;
 mod scale_out;
 mod scale_out_faults;

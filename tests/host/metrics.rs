@@ -72,9 +72,10 @@ fn after_a_small_load_the_counts_add_up() {
     for op in ["get", "read", "get_many"] {
         assert_eq!(ops("cairn_store_operation_duration_seconds_count", op), ops("cairn_store_operations_total", op), "{op}");
     }
-    // Instances are reused, then end after their idle timeout (1 s).
+    // Instances are reused (unless CAIRN_MAX_INSTANCE_REUSE_COUNT=1), then
+    // end after their idle timeout (1 s).
     let live = sample(&text, "cairn_instances_in_use", &[]);
-    assert!((1.0..=4.0).contains(&live), "the few instances that served stay for their next request: {live}");
+    assert!((0.0..=4.0).contains(&live), "the few instances that served stay for their next request: {live}");
     let mut in_use = live;
     for _ in 0..50 {
         std::thread::sleep(Duration::from_millis(100));

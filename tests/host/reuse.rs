@@ -1,0 +1,152 @@
+//! Instances reused as Spin reuses them, and never across tenants. The
+//! request log names, for every request, the instance that answered it
+//! (`instance=`, a serial the host gives each instance it makes) and the
+//! partition that instance serves (`partition=`), so these tests read which
+//! instance served whom from the host's own account.
+use crate::app::*;
+use crate::harness::*;
+use crate::metrics::{sample, scrape};
+use cairn_auth::{Actor, Role};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// An agent of another tenant.
+fn globex() -> Who<'static> {
+    Who { tenant: "globex", sub: "agent-9", actor: Actor::Agent, role: Role::Member, scope: "notes:read notes:write" }
+}
+
+/// `(instance, partition)` of each logged request to `path` with an instance.
+fn served(log: &str, path: &str) -> Vec<(u64, String)> {
+    let field = |line: &str, name: &str| line.split_whitespace().find_map(|w| w.strip_prefix(name)).map(str::to_string);
+    log.lines()
+        .filter(|l| l.contains(" request") && field(l, "path=").as_deref() == Some(path))
+        .filter_map(|l| Some((field(l, "instance=")?.parse().ok()?, field(l, "partition=")?)))
+        .filter(|(i, _)| *i != 0)
+        .collect()
+}
+
+/// The log once it has `n` requests to `path` with their instance (or after 5 s).
+fn log_with(cairn: &Cairn, path: &str, n: usize) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let log = cairn.log();
+        if served(&log, path).len() >= n || std::time::Instant::now() > deadline {
+            return log;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The partitions each instance served.
+fn partitions_of(served: &[(u64, String)]) -> BTreeMap<u64, BTreeSet<String>> {
+    let mut out: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+    for (instance, partition) in served {
+        out.entry(*instance).or_default().insert(partition.clone());
+    }
+    out
+}
+
+fn list_notes(cairn: &Cairn, token: &str) {
+    let r = cairn.call(token, "list_notes", json!({}));
+    assert_eq!(r["isError"], false, "{r}");
+}
+
+#[test]
+fn an_instance_that_served_one_tenant_never_serves_another() {
+    // Reuse forced high: one instance could serve everything, if it were allowed to.
+    let cairn = start_with(vec![], vec!["--max-instance-reuse-count", "100000", "--idle-instance-timeout-ms", "60000"]);
+    let (acme, globex) = (cairn.token(&agent()), cairn.token(&globex()));
+    for _ in 0..15 {
+        list_notes(&cairn, &acme);
+        list_notes(&cairn, &globex);
+    }
+    // At once, from both tenants: concurrent requests share an instance only within a tenant.
+    std::thread::scope(|s| {
+        for i in 0..8 {
+            let (cairn, token) = (&cairn, if i % 2 == 0 { &acme } else { &globex });
+            s.spawn(move || (0..5).for_each(|_| list_notes(cairn, token)));
+        }
+    });
+    // A token no key here verifies: an instance of its own, used once.
+    let forged = stranger().sign(&cairn.claims(&agent()));
+    for _ in 0..3 {
+        assert_eq!(cairn.mcp(&forged, &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).status, 401);
+    }
+    for _ in 0..3 {
+        assert_eq!(cairn.get("/healthz").status, 200);
+    }
+    let _ = log_with(&cairn, "/mcp", 73);
+    let log = log_with(&cairn, "/healthz", 3);
+    let mcp = served(&log, "/mcp");
+    assert_eq!(mcp.len(), 30 + 40 + 3, "every /mcp request logged with its instance:\n{log}");
+    for (instance, partitions) in partitions_of(&mcp) {
+        assert_eq!(partitions.len(), 1, "instance {instance} served {partitions:?}");
+    }
+    let instances = |p: &str| mcp.iter().filter(|(_, q)| q == p).map(|(i, _)| *i).collect::<BTreeSet<_>>();
+    let (a, g, alone) = (instances("tenant:acme"), instances("tenant:globex"), instances("alone"));
+    assert!(!a.is_empty() && a.len() < 10, "35 calls of acme reuse a few instances: {a:?}");
+    assert!(!g.is_empty() && g.len() < 10, "35 calls of globex reuse a few instances: {g:?}");
+    assert!(a.is_disjoint(&g), "{a:?} {g:?}");
+    assert_eq!(alone.len(), 3, "each unverified request had an instance of its own: {alone:?}");
+    let health = served(&log, "/healthz");
+    assert!(health.iter().all(|(i, p)| p == "anonymous" && !a.contains(i) && !g.contains(i)), "{health:?}");
+}
+
+#[test]
+fn with_reuse_off_every_request_gets_a_fresh_instance() {
+    let cairn = start_with(vec![], vec!["--max-instance-reuse-count", "1"]);
+    let acme = cairn.token(&agent());
+    for _ in 0..6 {
+        list_notes(&cairn, &acme);
+    }
+    let log = log_with(&cairn, "/mcp", 6);
+    let mcp = served(&log, "/mcp");
+    assert_eq!(mcp.len(), 6, "{log}");
+    assert_eq!(partitions_of(&mcp).len(), 6, "six requests, six instances: {mcp:?}");
+}
+
+#[test]
+fn a_reused_instance_reads_its_configuration_once() {
+    let variable_reads = |cairn: &Cairn| sample(&scrape(cairn), "cairn_variable_reads_total", &[]);
+    let started = |cairn: &Cairn| sample(&scrape(cairn), "cairn_instances_started_total", &[("component", "router")]);
+    let env = vec![("SPIN_VARIABLE_METRICS_TOKEN", "scrape-me")];
+    let reused = start_with(env.clone(), vec!["--idle-instance-timeout-ms", "60000"]);
+    let acme = reused.token(&agent());
+    list_notes(&reused, &acme);
+    let (reads, instances) = (variable_reads(&reused), started(&reused));
+    assert!(reads > 0.0 && instances >= 1.0, "the first call read the configuration: {reads} reads, {instances} instances");
+    for _ in 0..20 {
+        list_notes(&reused, &acme);
+    }
+    assert_eq!(started(&reused), instances, "20 more calls on the same instance");
+    assert_eq!(variable_reads(&reused), reads, "and not one more variable read");
+    // Without reuse, every instance reads it again: what the figure above saves.
+    let fresh = start_with(env, vec!["--max-instance-reuse-count", "1"]);
+    let acme = fresh.token(&agent());
+    list_notes(&fresh, &acme);
+    let first = variable_reads(&fresh);
+    for _ in 0..5 {
+        list_notes(&fresh, &acme);
+    }
+    assert!(variable_reads(&fresh) >= first * 6.0, "each fresh instance reads its configuration");
+}
+
+#[test]
+fn a_trapped_instance_is_never_handed_another_request() {
+    require_built(&["health.wasm", "misbehave.wasm"]);
+    let cairn = Cairn::start(Start { manifest: fixtures(), args: vec!["--idle-instance-timeout-ms", "60000"], ..Start::default() });
+    assert_eq!(cairn.get("/misbehave/variable").status, 200);
+    assert_eq!(cairn.get("/misbehave/trap").status, 500);
+    for _ in 0..3 {
+        assert_eq!(cairn.get("/misbehave/variable").status, 200, "the next request is served by a sound instance");
+    }
+    let _ = cairn.wait_for_log("instance ended");
+    let log = log_with(&cairn, "/misbehave/variable", 4);
+    let ended = log.lines().find(|l| l.contains("instance ended")).unwrap_or_else(|| panic!("the trap is logged: {log}"));
+    let trapped: u64 = ended.split_whitespace().find_map(|w| w.strip_prefix("instance=")).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{ended}"));
+    let variable = served(&log, "/misbehave/variable");
+    assert_eq!(variable.len(), 4, "{log}");
+    assert_eq!(variable[0].0, trapped, "the trap ran on the reused instance that served the first request: {variable:?}");
+    assert!(variable[1..].iter().all(|(i, _)| *i != trapped), "the instance that trapped took no later request: {variable:?}");
+    assert!(variable[1..].iter().all(|(i, _)| *i == variable[1].0), "its successor is reused: {variable:?}");
+}
