@@ -268,7 +268,12 @@ impl<T: Send + 'static> WorkerState for Worker<T> {
     fn drop(&self, store: Store<T>, result: Result<(), wasmtime::Error>) {
         if let Err(e) = result {
             // What `ProxyHandler` says of an instance whose request expired.
-            let why = if e.to_string() == "guest timed out" { "ran past the request timeout".to_string() } else { format!("trapped or failed: {e:#}") };
+            // Ended by `ProxyHandler` past its request's deadline, or
+            // interrupted by the epoch past the request timeout.
+            let timed_out = e.to_string() == "guest timed out"
+                || e.downcast_ref::<wasmtime_wasi_http::handler::ExpirationError>().is_some()
+                || e.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::Interrupt);
+            let why = if timed_out { "ran past the request timeout".to_string() } else { format!("trapped or failed: {e:#}") };
             tracing::warn!(component = %self.id, instance = self.serial, reason = ?why, "instance ended");
         }
         drop(store);
