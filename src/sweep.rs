@@ -54,7 +54,7 @@ pub fn sweep_once(store: &Arc<dyn Store>, cache: &Arc<dyn Store>, retention: Ret
     store.delete_many("default", &legacy.iter().map(String::as_str).collect::<Vec<_>>())?;
     out.legacy = legacy.len();
     out.oauth.links = cairn_oauth::sweep::links(store.as_ref(), now_s, cairn_oauth::sweep::BUDGET)?;
-    let mut env = SystemEnv::with_retention(0, retention);
+    let mut env = SystemEnv::retaining(0, retention);
     for tenant in cairn_notes::list_tenants(store.as_ref())? {
         out.claims += cairn_notes::sweep_expired_claims(store.as_ref(), &mut env, &tenant)?;
         out.history += cairn_notes::sweep_history(store.as_ref(), &mut env, &tenant)?;

@@ -29,7 +29,6 @@ use crate::measure::{Series, summarize};
 use crate::peer::Peer;
 use crate::stack::*;
 use anyhow::{Context, Result, bail};
-use cairn::clock::SystemEnv;
 use cairn_kv::{Observed, Read, Store, Swap};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -193,7 +192,7 @@ fn append_native(kv: Arc<dyn Store>, notes: Vec<String>, duration: Duration, lab
         .map(|(i, note)| {
             let kv = kv.clone();
             std::thread::spawn(move || -> Result<Outcome> {
-                let mut c = CoreCaller { kv, env: SystemEnv::new(i as u64), who: agent() };
+                let mut c = CoreCaller { kv, env: crate::stack::bench_env(i as u64), who: agent() };
                 let rt = tokio::runtime::Builder::new_current_thread().build()?;
                 rt.block_on(append_one(&mut c, &note, &format!("n{i}"), deadline))
             })
@@ -456,7 +455,7 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
         let dir = run.fresh_dir("native")?;
         let kv = native_store(&dir)?;
         let notes = seed(kv.as_ref(), 32)?;
-        let mut c = CoreCaller { kv: kv.clone(), env: SystemEnv::new(1), who: agent() };
+        let mut c = CoreCaller { kv: kv.clone(), env: crate::stack::bench_env(1), who: agent() };
         for n in &notes {
             fill(&mut c, n, 1000).await?;
         }
@@ -687,7 +686,7 @@ async fn where_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
     let args = json!({"note_id": note, "tab_id": "markdown"});
     let tool_read = mean!(n, _i => tool.call("read_note_tab", args.clone()).await?);
     let timed = Arc::new(Timed { inner: stack.running.app.store().clone(), nanos: AtomicU64::new(0) });
-    let mut core = CoreCaller { kv: timed.clone(), env: SystemEnv::new(3), who: agent() };
+    let mut core = CoreCaller { kv: timed.clone(), env: crate::stack::bench_env(3), who: agent() };
     timed.nanos.store(0, Ordering::SeqCst);
     let core_read = mean!(n, _i => core.call("read_note_tab", args.clone()).await?);
     let store_read = Duration::from_nanos(timed.nanos.load(Ordering::SeqCst) / n as u64);
@@ -896,7 +895,7 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
     let kv = native_store(&dir)?;
     let note = seed(kv.as_ref(), 1)?.remove(0);
     let retention = cairn_notes::env::Retention { versions: KEEP, days: 0, ..Default::default() };
-    let mut c = CoreCaller { kv: kv.clone(), env: SystemEnv::with_retention(11, retention), who: agent() };
+    let mut c = CoreCaller { kv: kv.clone(), env: crate::stack::bench_env(11).with_retention(retention), who: agent() };
     let head_key = format!("t/{}/note/{note}", crate::stack::TENANT);
     let head_bytes = |kv: &dyn Store| -> Result<usize> { Ok(kv.get(cairn_notes::keys::BUCKET, &head_key)?.map_or(0, |v| v.len())) };
     let mut early = Vec::new();
@@ -907,7 +906,7 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
     let mut last_sweep = 0;
     let mut sweeps = Vec::new();
     let mut swept = cairn_notes::HistorySweep::default();
-    let mut sweep_env = SystemEnv::with_retention(13, retention);
+    let mut sweep_env = crate::stack::bench_env(13).with_retention(retention);
     let tenant_prefix = format!("t/{}/", crate::stack::TENANT);
     for v in 1..VERSIONS {
         let started = Instant::now();
@@ -955,7 +954,7 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
         }
         Ok(started.elapsed() / 20)
     };
-    let mut env = SystemEnv::with_retention(12, retention);
+    let mut env = crate::stack::bench_env(12).with_retention(retention);
     let who = agent();
     let old_read = time(&mut || {
         let r = cairn_notes::call_tool_value(kv.as_ref(), &mut env, &who, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": VERSIONS - 900}))

@@ -12,7 +12,6 @@
 use crate::hosts;
 use crate::stack::{Caller, Client, CoreCaller, McpCaller, TENANT, agent, native_store, person};
 use anyhow::{Context, Result, bail};
-use cairn::clock::SystemEnv;
 use cairn_kv::Store;
 use serde_json::json;
 use std::fmt::Write as _;
@@ -83,7 +82,7 @@ fn text(rng: &mut Rng) -> String {
 /// Fills a fresh SQLite store in `dir` with `n` notes natively; their ids.
 fn corpus(dir: &Path, n: usize) -> Result<(Arc<dyn Store>, Vec<String>)> {
     let kv = native_store(dir)?;
-    let mut env = SystemEnv::new(5);
+    let mut env = crate::stack::bench_env(5);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut ids = Vec::with_capacity(n);
     for i in 0..n {
@@ -131,7 +130,7 @@ fn ms(d: Duration) -> f64 {
 
 /// Merges every dirty note of the bench tenant (what a host does in the background).
 fn merge_all(kv: &Arc<dyn Store>) -> Result<()> {
-    let mut env = SystemEnv::new(3);
+    let mut env = crate::stack::bench_env(3);
     let r = cairn_notes::search::merge(kv.as_ref(), &mut env, TENANT, usize::MAX).map_err(|e| anyhow::anyhow!("{e}"))?;
     if r.still_dirty != 0 {
         bail!("the merge left {} notes dirty: {r:?}", r.still_dirty);
@@ -161,7 +160,7 @@ async fn run_queries(c: &mut impl Caller, qs: &[(&'static str, String)]) -> Resu
 
 /// Edits that change one sentence of random notes (natively): µs each.
 fn edits(kv: &Arc<dyn Store>, ids: &[String], n: usize, seed: u64) -> Result<Vec<Duration>> {
-    let mut env = SystemEnv::new(seed);
+    let mut env = crate::stack::bench_env(seed);
     let mut rng = Rng(seed | 1);
     let who = agent();
     let mut out = Vec::with_capacity(n);
@@ -250,7 +249,7 @@ pub async fn search_section(scratch: &Path, manifest: &Path, sizes: &[usize], pe
             bail!("after reindex the index still lacks {} words (found {} missing before)", after.missing, fixed.missing);
         }
         // Queries natively, then on the same store served by a host.
-        let mut core = CoreCaller { kv: kv.clone(), env: SystemEnv::new(9), who: agent() };
+        let mut core = CoreCaller { kv: kv.clone(), env: crate::stack::bench_env(9), who: agent() };
         run_queries(&mut core, &qs[..qs.len().min(12)]).await?;
         let (native, native_hits) = run_queries(&mut core, &qs).await?;
         drop(core);

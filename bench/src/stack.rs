@@ -109,6 +109,7 @@ impl Stack {
         let variables = [
             ("rate_limit_per_minute".to_string(), "1000000000".to_string()),
             ("quota_bytes".to_string(), "1000000000000".to_string()),
+            ("quota_notes".to_string(), "100000000".to_string()),
         ]
         .into_iter()
         .chain(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
@@ -175,8 +176,15 @@ pub fn agent() -> Identity {
 }
 
 /// Create `n` approved notes; their ids.
+/// The core's environment for the benchmarks' own writes: the system clock,
+/// with quotas as far out as the stack's (`quota_notes`, `quota_bytes`
+/// above): the benchmarks write far past a tenant's usual quota.
+pub fn bench_env(salt: u64) -> SystemEnv {
+    SystemEnv::new(salt).with_quotas(cairn_notes::env::Quotas { notes: 100_000_000, bytes: 1_000_000_000_000 })
+}
+
 pub fn seed(kv: &dyn Store, n: usize) -> Result<Vec<String>> {
-    let mut env = SystemEnv::new(n as u64);
+    let mut env = crate::stack::bench_env(n as u64);
     (0..n)
         .map(|i| {
             let r = cairn_notes::rest::create_note(kv, &mut env, &person(), json!({"title": format!("note {i}"), "approved_for_agents": true}))
@@ -337,7 +345,7 @@ pub fn native_calls(kv: Arc<dyn Store>, notes: &[String], clients: usize, op: Op
         .map(|c| {
             let (kv, note) = (kv.clone(), notes[c % notes.len()].clone());
             std::thread::spawn(move || -> Result<Vec<Duration>> {
-                let caller = CoreCaller { kv, env: SystemEnv::new(c as u64), who: agent() };
+                let caller = CoreCaller { kv, env: crate::stack::bench_env(c as u64), who: agent() };
                 let rt = tokio::runtime::Builder::new_current_thread().build()?;
                 rt.block_on(client_loop(caller, note, op, first_key(c), deadline))
             })

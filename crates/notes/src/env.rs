@@ -75,10 +75,8 @@ impl Retention {
 pub struct Quotas {
     /// Notes (`quota_notes`).
     pub notes: u64,
-    /// Bytes of content, every retained version counted (`quota_bytes`).
-    /// Checked against the tenant's usage as of the last history sweep plus
-    /// the write at hand, so writers racing between two sweeps (a minute
-    /// apart on the embedded host) may pass it by what they write meanwhile.
+    /// Bytes of content, every retained version counted (`quota_bytes`),
+    /// charged exactly as writes land ([`crate::quota`]).
     pub bytes: u64,
 }
 
