@@ -444,13 +444,17 @@ struct Callers {
 
 /// Anonymous requests of every refused shape, from 8 connections at once:
 /// a first round warms what any first request warms (instances, the closed
-/// set of metric series), then the round measured.
+/// set of metric series), then the round measured. Memory is read once the
+/// instances that served a round have passed their idle timeout: what the
+/// flood leaves behind, not the instances still waiting for a next request.
 fn refused(t: &Target, sizes: Sizes) -> Result<Row> {
+    let idle = cairn::pool::Reuse::default().idle + Duration::from_millis(500);
     flood(t, (sizes.refused / 5).max(8))?;
+    std::thread::sleep(idle);
     let (rss0, cpu0) = t.usage()?;
     let (store0, series0) = (store_size(&t.state), t.series()?);
     let mut row = flood(t, sizes.refused)?;
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(idle);
     let (rss1, cpu1) = t.usage()?;
     row.store_bytes = store_size(&t.state) - store0;
     row.rss_bytes = rss1 - rss0;
