@@ -435,7 +435,7 @@ impl wasmtime_wasi_http::handler::HandlerState for Pool {
 /// Serves `req` on an instance of `component` in `partition`.
 async fn handle(app: &Arc<App>, component: &Arc<Loaded>, partition: &Partition, req: wasmtime_wasi_http::handler::Request) -> Result<wasmtime_wasi_http::handler::Response> {
     let make = || Pool { app: Arc::downgrade(app), component: component.clone(), partition: partition.clone(), live: Arc::default() };
-    let pool = app.pools.get(&component.spec.id, partition, app.limits.max_instances as usize, make);
+    let pool = app.pools.get(&component.spec.id, partition, crate::lanes::current(), app.limits.max_instances as usize, make);
     let served = crate::pool::Served::default();
     let mut resp = pool.handle(served.clone(), req).await.map_err(|e| {
         let instantiation = e.downcast_ref::<wasmtime_wasi_http::handler::InstantiationError<()>>();

@@ -52,6 +52,18 @@ pub fn default_count() -> usize {
     PER_CORE * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
+thread_local! {
+    /// This thread's lane, counted from 1 (0: not a lane).
+    static LANE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The lane this code runs on, counted from 1; 0 off the lanes (a sweep, a
+/// benchmark calling in-process). Instance pools are per lane, so a
+/// connection's requests meet instances running on its own thread.
+pub fn current() -> usize {
+    LANE.get()
+}
+
 impl Lanes {
     /// Start `n` lanes (at least one), each on a thread named `lane-<i>`.
     pub fn start(n: usize) -> std::io::Result<Lanes> {
@@ -63,6 +75,7 @@ impl Lanes {
             let open = Arc::new(AtomicUsize::new(0));
             let count = open.clone();
             threads.push(std::thread::Builder::new().name(format!("lane-{i}")).spawn(move || {
+                LANE.set(i + 1);
                 runtime.block_on(async move {
                     while let Some(job) = rx.recv().await {
                         let count = count.clone();

@@ -6,7 +6,7 @@
 //! WASI 0.2 component gets a fresh instance per request, as on Spin.
 //!
 //! **Invariant: an instance never serves two partitions.** Instances live
-//! in pools keyed by (component, [`Partition`]); the host picks the pool
+//! in pools keyed by (component, [`Partition`], lane); the host picks the pool
 //! from the request alone, before any guest code runs (the application's
 //! [`Partitioner`]: for Cairn, the tenant of a verified bearer token), and
 //! every instance a pool makes serves only that pool's requests
@@ -90,7 +90,7 @@ impl Default for Reuse {
 /// The pools of every (component, partition), each a
 /// [`ProxyHandler`] over the host's [`HandlerState`] `S`.
 pub struct Pools<S: HandlerState> {
-    map: Mutex<HashMap<(String, Partition), Arc<ProxyHandler<S>>>>,
+    map: Mutex<HashMap<(String, Partition, usize), Arc<ProxyHandler<S>>>>,
 }
 
 impl<S: HandlerState> Default for Pools<S> {
@@ -106,18 +106,21 @@ pub trait Counted {
 }
 
 impl<S: HandlerState + Counted> Pools<S> {
-    /// The pool of `component` for `partition`, made by `make` on first
-    /// use. Past `most` pools, those with no instance and no caller go.
-    pub fn get(&self, component: &str, partition: &Partition, most: usize, make: impl FnOnce() -> S) -> Arc<ProxyHandler<S>> {
+    /// The pool of `component` for `partition` on `lane` (a thread whose
+    /// runtime the pool's instances run on: a request there never hops to
+    /// another thread for its instance), made by `make` on first use. Past
+    /// `most` pools, those with no instance and no caller go.
+    pub fn get(&self, component: &str, partition: &Partition, lane: usize, most: usize, make: impl FnOnce() -> S) -> Arc<ProxyHandler<S>> {
+        let key = (component.to_string(), partition.clone(), lane);
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(h) = map.get(&(component.to_string(), partition.clone())) {
+        if let Some(h) = map.get(&key) {
             return h.clone();
         }
         if map.len() >= most {
             map.retain(|_, h| Arc::strong_count(h) > 1 || h.state().live() > 0);
         }
         let handler = Arc::new(ProxyHandler::new(make()));
-        map.insert((component.to_string(), partition.clone()), handler.clone());
+        map.insert(key, handler.clone());
         handler
     }
 

@@ -81,7 +81,7 @@ pub async fn host(manifest: PathBuf, seconds: u64, concurrency: Vec<usize>) -> R
         let mut n = load(native, "/healthz", c, duration).await?;
         n.name = "native hyper handler".into();
         let mut w = load(running.addr, "/healthz", c, duration).await?;
-        w.name = "health component via cairn (fresh instance per request)".into();
+        w.name = "health component via cairn (instances reused as on Spin)".into();
         print_table(&format!("GET /healthz, {c} concurrent connections, {seconds} s each"), &[n.clone(), w.clone()]);
         println!("\nratio native/component: {:.2}x", n.rps / w.rps);
     }

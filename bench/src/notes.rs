@@ -102,9 +102,9 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
     Ok(())
 }
 
-/// What one fresh instance adds to a request at `c` clients, in seconds of
-/// a client's time: `GET /healthz` through the host (the trivial component,
-/// a fresh instance per request) less the same answer from bare hyper, in
+/// What one trivial component adds to a request at `c` clients, in seconds
+/// of a client's time: `GET /healthz` through the host (the trivial
+/// component, on a reused instance) less the same answer from bare hyper, in
 /// this run. In a closed loop a request takes `c / rps` of a client's time.
 async fn instance_cost(stack: std::net::SocketAddr, hyper: std::net::SocketAddr, c: usize, duration: Duration) -> Result<f64> {
     let warm = Duration::from_millis(300);
@@ -116,14 +116,13 @@ async fn instance_cost(stack: std::net::SocketAddr, hyper: std::net::SocketAddr,
 }
 
 /// The floor of the component tax: a call through the stack needs at least
-/// one fresh instance (the router's; the composed tool is a second), so at
-/// best it takes the native server's time plus `instances` × one trivial
-/// instance's cost. Prints that best ratio beside the measured one.
+/// one component call through the host (the router's), so at best it takes
+/// the native server's time plus `instances` × one trivial component's cost. Prints that best ratio beside the measured one.
 fn print_floor(instance: f64, instances: usize, c: usize, native_rps: f64, stack_rps: f64) {
     let native = c as f64 / native_rps;
     let floor = (native + instances as f64 * instance) / native;
     println!(
-        "floor: one fresh trivial instance costs {:.0} µs a request here (GET /healthz through the host less bare hyper, this run); \
+        "floor: one trivial component costs {:.0} µs a request here (GET /healthz through the host less bare hyper, this run); \
          with {instances} per {} the stack can be no better than {floor:.2}x the native server (measured {:.2}x)",
         instance * 1e6,
         if instances == 1 { "read" } else { "edit (read + write)" },

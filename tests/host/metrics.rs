@@ -75,7 +75,7 @@ fn after_a_small_load_the_counts_add_up() {
     // Instances are reused (unless CAIRN_MAX_INSTANCE_REUSE_COUNT=1), then
     // end after their idle timeout (1 s).
     let live = sample(&text, "cairn_instances_in_use", &[]);
-    assert!((0.0..=4.0).contains(&live), "the few instances that served stay for their next request: {live}");
+    assert!((0.0..=16.0).contains(&live), "the few instances that served (a pool per lane) stay for their next request: {live}");
     let mut in_use = live;
     for _ in 0..50 {
         std::thread::sleep(Duration::from_millis(100));
