@@ -52,8 +52,7 @@ impl Tenants {
         let now = crate::clock::now_s();
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let mut remembered = self.remembered.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((tenant, exp)) = remembered.get(&digest).filter(|(_, exp)| *exp > now) {
-            let _ = exp;
+        if let Some((tenant, _)) = remembered.get(&digest).filter(|(_, exp)| *exp > now) {
             return Some(tenant.clone());
         }
         let principal = self.verifier.as_ref()?.verify(token).ok()?;

@@ -65,6 +65,24 @@ pub fn person() -> Who<'static> {
     Who { tenant: "acme", sub: "ada", actor: Actor::Human, role: Role::Member, scope: "notes:read notes:write notes:delete" }
 }
 
+impl Who<'_> {
+    /// The token of `who` for `issuer` and `audience`, valid ten minutes from now.
+    pub fn spec(&self, issuer: &str, audience: &str) -> TokenSpec {
+        TokenSpec {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            tenant: self.tenant.into(),
+            subject: self.sub.into(),
+            name: Some(format!("{} ({})", self.sub, self.tenant)),
+            actor: self.actor,
+            role: self.role,
+            scope: self.scope.into(),
+            now: now(),
+            ttl: 600,
+        }
+    }
+}
+
 fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
@@ -77,18 +95,7 @@ impl Cairn {
 
     /// The claims of a valid token for `who`.
     pub fn claims(&self, who: &Who) -> Value {
-        TokenSpec {
-            issuer: ISSUER.into(),
-            audience: self.audience(),
-            tenant: who.tenant.into(),
-            subject: who.sub.into(),
-            name: Some(format!("{} ({})", who.sub, who.tenant)),
-            actor: who.actor,
-            role: who.role,
-            scope: who.scope.into(),
-            now: now(),
-            ttl: 600,
-        }
+        who.spec(ISSUER, &self.audience())
         .claims()
     }
 

@@ -15,7 +15,6 @@
 
 use crate::app::{Who, key};
 use crate::harness::*;
-use cairn_auth::mint::TokenSpec;
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -195,21 +194,7 @@ impl Spin {
     /// A token of the tests' key for `who`, as this Spin's own
     /// authorization server would issue it (its issuer and audience).
     pub fn token(&self, who: &Who) -> String {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-        let claims = TokenSpec {
-            issuer: self.origin.clone(),
-            audience: self.audience(),
-            tenant: who.tenant.into(),
-            subject: who.sub.into(),
-            name: Some(format!("{} ({})", who.sub, who.tenant)),
-            actor: who.actor,
-            role: who.role,
-            scope: who.scope.into(),
-            now,
-            ttl: 600,
-        }
-        .claims();
-        key().sign(&claims)
+        key().sign(&who.spec(&self.origin, &self.audience()).claims())
     }
 
     /// Creates a note through REST as `who`; its id.
