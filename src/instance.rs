@@ -164,6 +164,10 @@ pub struct App {
     pub costly_waiting: Arc<std::sync::atomic::AtomicUsize>,
     /// Permits for instances alive at once ([`Limits::max_instances`]).
     pub instances: Arc<tokio::sync::Semaphore>,
+    /// Told when a new instance finds no permit free: every idle instance
+    /// ends then ([`crate::pool::Expiry`]), giving back the permits it
+    /// kept for requests that may never come.
+    pub reclaim: Arc<tokio::sync::Notify>,
     /// The pools of reused instances, by component and partition.
     pub pools: crate::pool::Pools<Pool>,
     /// Picks each request's partition (the application's hook).
@@ -304,7 +308,6 @@ fn costly_work(app: &Arc<App>) -> impl FnMut(wasmtime::StoreContextMut<'_, Ctx>)
     let costly = app.costly.clone();
     let waiting = app.costly_waiting.clone();
     let costly_waiting_max = COSTLY_WAITING_PER_PERMIT * costly_permits();
-    let held: Arc<std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>> = Arc::default();
     let (mut burst, mut last, mut last_started) = (Duration::ZERO, Instant::now(), 0);
     move |ctx| {
         let load = &ctx.data().in_flight;
@@ -314,7 +317,7 @@ fn costly_work(app: &Arc<App>) -> impl FnMut(wasmtime::StoreContextMut<'_, Ctx>)
         if now.duration_since(last) > EPOCH_TICK * 3 || started != last_started {
             last_started = started;
             burst = Duration::ZERO;
-            *held.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            load.release_costly();
         }
         last = now;
         burst += EPOCH_TICK * YIELD_TICKS as u32 / sharing as u32;
@@ -324,7 +327,7 @@ fn costly_work(app: &Arc<App>) -> impl FnMut(wasmtime::StoreContextMut<'_, Ctx>)
         if burst < COSTLY_AFTER {
             return Ok(wasmtime::UpdateDeadline::Yield(YIELD_TICKS));
         }
-        if held.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+        if load.holds_costly() {
             // Costly work runs at most two thirds of the time of its core,
             // so a cheap request that wakes on that core waits little.
             return Ok(wasmtime::UpdateDeadline::YieldCustom(YIELD_TICKS, Box::pin(tokio::time::sleep(COSTLY_PAUSE))));
@@ -339,16 +342,26 @@ fn costly_work(app: &Arc<App>) -> impl FnMut(wasmtime::StoreContextMut<'_, Ctx>)
             }
             return Err(Overloaded.into());
         }
-        let (costly, held, waiting) = (costly.clone(), held.clone(), waiting.clone());
+        let (costly, load, waiting) = (costly.clone(), load.clone(), Waiting(waiting.clone()));
         Ok(wasmtime::UpdateDeadline::YieldCustom(
             YIELD_TICKS,
             Box::pin(async move {
                 if let Ok(permit) = costly.acquire_owned().await {
-                    *held.lock().unwrap_or_else(|p| p.into_inner()) = Some(permit);
+                    *load.costly.lock().unwrap_or_else(|p| p.into_inner()) = Some(permit);
                 }
-                waiting.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                drop(waiting);
             }),
         ))
+    }
+}
+
+/// One costly request waiting for a permit, counted until it has one or
+/// its instance ends (a wait dropped unfinished is uncounted all the same).
+struct Waiting(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -409,10 +422,18 @@ impl wasmtime_wasi_http::handler::HandlerState for Pool {
         // An instance and each dependency it may instantiate are instances of
         // the pooling allocator; never more than the host has permits for.
         let weight = (1 + self.component.spec.dependencies.len() as u32).min(app.limits.max_instances.max(1));
-        let wait = app.instances.clone().acquire_many_owned(weight);
-        let permit = match tokio::time::timeout(app.limits.request_timeout, wait).await {
-            Ok(Ok(p)) => p,
-            _ => return Err(Overloaded.into()),
+        let permit = match app.instances.clone().try_acquire_many_owned(weight) {
+            Ok(p) => p,
+            Err(_) => {
+                // Instances kept idle for their partitions' next requests
+                // hold the permits: they end, so this partition is served.
+                app.reclaim.notify_waiters();
+                let wait = app.instances.clone().acquire_many_owned(weight);
+                match tokio::time::timeout(app.limits.request_timeout, wait).await {
+                    Ok(Ok(p)) => p,
+                    _ => return Err(Overloaded.into()),
+                }
+            }
         };
         let mut store = new_store(&app, &self.component, self.partition.clone());
         let proxy = self.component.pre.instantiate_async(&mut store).await?;
@@ -427,7 +448,7 @@ impl wasmtime_wasi_http::handler::HandlerState for Pool {
             in_flight: store.data().in_flight.clone(),
             _data: std::marker::PhantomData,
         };
-        let expiration = crate::pool::Expiry::new(reuse.idle, app.limits.request_timeout);
+        let expiration = crate::pool::Expiry::new(reuse.idle, app.limits.request_timeout, store.data().in_flight.clone(), app.reclaim.clone());
         Ok(wasmtime_wasi_http::handler::Instance { store, proxy, view: |c: &mut Ctx| c.http(), expiration, state: worker })
     }
 }
@@ -438,7 +459,7 @@ async fn handle(app: &Arc<App>, component: &Arc<Loaded>, partition: &Partition, 
     let pool = app.pools.get(&component.spec.id, partition, crate::lanes::current(), app.limits.max_instances as usize, make);
     let served = crate::pool::Served::default();
     let mut resp = pool.handle(served.clone(), req).await.map_err(|e| {
-        let instantiation = e.downcast_ref::<wasmtime_wasi_http::handler::InstantiationError<()>>();
+        let instantiation = e.downcast_ref::<wasmtime_wasi_http::handler::InstantiationError<crate::pool::Served>>();
         let overloaded = e.downcast_ref::<Overloaded>().is_some() || instantiation.is_some_and(|i| i.error.downcast_ref::<Overloaded>().is_some());
         if overloaded { anyhow::Error::new(Overloaded) } else { describe_trap(e, &component.spec.id) }
     })?;

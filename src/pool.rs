@@ -152,22 +152,51 @@ impl Drop for Live {
     }
 }
 
-/// When an instance ends: idle too long, or its oldest request too long.
+/// When an instance ends: idle too long, idle when the host needs its
+/// permits for another partition (`reclaim` told), or its oldest request
+/// too long. Told each time the instance's event loop waits, it is also
+/// where an instance that fell idle gives back its permit for costly work.
 pub struct Expiry {
     idle: Duration,
     request: Duration,
     sleep: Pin<Box<tokio::time::Sleep>>,
+    load: Arc<Load>,
+    reclaim: Arc<tokio::sync::Notify>,
+    reclaimed: Pin<Box<tokio::sync::futures::OwnedNotified>>,
 }
 
 impl Expiry {
-    /// Ends an instance idle for `idle`, or busy with a request for `request`.
-    pub fn new(idle: Duration, request: Duration) -> Expiry {
-        Expiry { idle, request, sleep: Box::pin(tokio::time::sleep(Duration::MAX)) }
+    /// Ends an instance idle for `idle`, or idle when `reclaim` is told, or
+    /// busy with a request for `request`; `load` is the instance's.
+    pub fn new(idle: Duration, request: Duration, load: Arc<Load>, reclaim: Arc<tokio::sync::Notify>) -> Expiry {
+        let reclaimed = Box::pin(reclaim.clone().notified_owned());
+        Expiry { idle, request, sleep: Box::pin(tokio::time::sleep(Duration::MAX)), load, reclaim, reclaimed }
+    }
+
+    /// Whether the host asked idle instances to end since this one last
+    /// looked; asked while busy, it looks again for the next request.
+    fn reclaimed(&mut self, idle: bool, cx: &mut Context<'_>) -> bool {
+        if self.reclaimed.as_mut().poll(cx).is_pending() {
+            return false;
+        }
+        if idle {
+            return true;
+        }
+        self.reclaimed = Box::pin(self.reclaim.clone().notified_owned());
+        let _ = self.reclaimed.as_mut().poll(cx);
+        false
     }
 }
 
 impl WorkerExpiration for Expiry {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>, status: WorkerStatus, start: Instant) -> Poll<()> {
+        let idle = status == WorkerStatus::Idle;
+        if idle {
+            self.load.release_costly();
+        }
+        if self.reclaimed(idle, cx) {
+            return Poll::Ready(());
+        }
         let timeout = match status {
             WorkerStatus::Idle => self.idle,
             WorkerStatus::Requests | WorkerStatus::PostReturn => self.request,
@@ -202,6 +231,24 @@ pub struct Load {
     pub in_flight: AtomicUsize,
     /// Requests started since the instance began.
     pub started: std::sync::atomic::AtomicU64,
+    /// The host's permit for costly work, while this instance's wasm needs
+    /// it (see `instance::costly_work`); given back when a request starts
+    /// and when the instance falls idle ([`Expiry`]), so an idle instance
+    /// never holds it. (Not when its last response head is out: a guest may
+    /// compute its body after.)
+    pub costly: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+}
+
+impl Load {
+    /// Gives back the permit for costly work, if this instance holds it.
+    pub fn release_costly(&self) {
+        drop(self.costly.lock().unwrap_or_else(|p| p.into_inner()).take());
+    }
+
+    /// Whether this instance holds the permit for costly work.
+    pub fn holds_costly(&self) -> bool {
+        self.costly.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
 }
 
 /// One request in flight on an instance, counted until dropped.

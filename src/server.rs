@@ -174,6 +174,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         costly: Arc::new(tokio::sync::Semaphore::new(instance::costly_permits())),
         costly_waiting: Arc::default(),
         instances: Arc::new(Semaphore::new(opts.limits.max_instances as usize)),
+        reclaim: Arc::default(),
         pools: Default::default(),
         partitioner: Box::new(crate::tenancy::Tenants::of(&config)),
     });

@@ -114,8 +114,9 @@ fn fail_over_under_load(wait: Option<u32>) -> (usize, usize, usize) {
     let work = agents(&hosts);
     let (stop, workers) = clients_each(Arc::new(Mutex::new(hosts.iter().map(|h| h.addr).collect())), &work);
     std::thread::sleep(Duration::from_millis(1500));
-    let (replica, sleeper) = cluster.stall_replication(0, 1.5);
-    std::thread::sleep(Duration::from_millis(700));
+    let (replica, sleeper) = cluster.stall_replication(0, 4.0);
+    // Lines acknowledged by node 0 alone now (with wait_for_replicas = 0).
+    cluster.wait_for_unreplicated_writes(0, 4096);
     cluster.nodes[0].kill();
     let _ = sleeper.join();
     let took = cluster.wait_until_primary(replica);

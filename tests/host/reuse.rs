@@ -152,3 +152,47 @@ fn a_trapped_instance_is_never_handed_another_request() {
     assert!(variable[1..].iter().all(|(i, _)| *i != trapped), "the instance that trapped took no later request: {variable:?}");
     assert!(variable[1..].iter().all(|(i, _)| *i == variable[1].0), "its successor is reused: {variable:?}");
 }
+
+/// A text of `n` distinct lines.
+fn distinct_lines(n: usize, salt: &str) -> String {
+    (0..n).map(|i| format!("{salt} line {i} {}\n", (i * 7919) % 104_729)).collect()
+}
+
+#[test]
+fn an_idle_instance_holds_no_permit_for_costly_work() {
+    // Idle instances live a minute: one that kept its permit for costly work
+    // after its request would make every other tenant's costly request wait
+    // that minute (the host has half its cores' permits).
+    let cairn = start_with(vec![], vec!["--idle-instance-timeout-ms", "60000"]);
+    let permits = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
+    for t in 0..=permits {
+        let tenant: &'static str = Box::leak(format!("tenant-{t}").into_boxed_str());
+        let who = Who { tenant, ..person() };
+        let (token, note) = (cairn.token(&who), cairn.create_note(&who, "Long", true));
+        for (v, salt) in ["first", "second"].iter().enumerate() {
+            let put = json!({"expected_version": v + 1, "text": distinct_lines(33_000, salt)});
+            let r = cairn.rest(&token, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), Some(&put));
+            assert_eq!(r.status, 200, "{}", r.text());
+        }
+        // The diff of two unrelated 33,000-line texts computes for about half a second: costly.
+        let asked = std::time::Instant::now();
+        let diff = cairn.rest(&token, "GET", &format!("/api/v1/notes/{note}/tabs/markdown/diff?from=2&to=3"), None);
+        assert!(matches!(diff.status, 200 | 422), "tenant {t}, after {:?}: {} {}", asked.elapsed(), diff.status, diff.text());
+        let took = asked.elapsed();
+        assert!(took < std::time::Duration::from_secs(20), "tenant {t}'s costly request waited {took:?} for a permit an idle instance kept");
+    }
+}
+
+#[test]
+fn idle_instances_make_room_for_a_new_tenant_when_the_host_is_full() {
+    // The router and its 16 composed tools take 17 of the host's 256
+    // instance slots; kept idle a minute, 16 tenants' routers would hold
+    // them all and the next tenant would wait for a slot, then be refused.
+    let cairn = start_with(vec![], vec!["--idle-instance-timeout-ms", "60000"]);
+    for t in 0..24 {
+        let tenant: &'static str = Box::leak(format!("tenant-{t}").into_boxed_str());
+        let token = cairn.token(&Who { tenant, ..agent() });
+        let r = cairn.mcp(&token, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_notes", "arguments": {}}}));
+        assert_eq!(r.status, 200, "tenant {t}: {}", r.text());
+    }
+}

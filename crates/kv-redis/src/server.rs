@@ -146,6 +146,17 @@ impl Server {
         self.child.is_some()
     }
 
+    /// Whether the server leaves a `PING` unanswered for 500 ms (held in
+    /// `DEBUG SLEEP`, or otherwise stalled).
+    pub fn is_asleep(&self) -> bool {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("a connection to a running server");
+        s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        s.write_all(b"PING\r\n").unwrap();
+        let mut answer = [0u8; 7];
+        s.read_exact(&mut answer).is_err()
+    }
+
     /// Start the server again on the same port and directory (with what its
     /// append-only file holds, if it writes one).
     pub fn restart(&mut self) {
@@ -313,20 +324,39 @@ impl Cluster {
     }
 
     /// Make the replica of node `primary` lag for certain, for `seconds`:
-    /// it is held in `DEBUG SLEEP`, and the primary drops its replication
-    /// link (`CLIENT KILL TYPE replica`), so what the primary runs from now
-    /// reaches no replica until the sleep ends (what it sent before waits in
-    /// the sleeping replica's socket). Returns the replica's index and the
-    /// sleeper, which ends with the sleep.
+    /// it is held in `DEBUG SLEEP` (seen asleep: it leaves a `PING` unanswered), and
+    /// then the primary drops its replication link (`CLIENT KILL TYPE
+    /// replica`), so what the primary runs from now reaches no replica
+    /// until the sleep ends (what it sent before waits in the sleeping
+    /// replica's socket). Returns the replica's index and the sleeper, which
+    /// ends with the sleep; [`Cluster::wait_for_unreplicated_writes`] then
+    /// waits until the primary has run writes the replica never got.
     pub fn stall_replication(&self, primary: usize, seconds: f64) -> (usize, std::thread::JoinHandle<()>) {
         let replica = self.replica_of(primary).expect("a replica of that primary");
         let mut lagging = self.nodes[replica].admin();
         let sleeper = std::thread::spawn(move || {
             let _ = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query::<()>(&mut lagging);
         });
-        std::thread::sleep(Duration::from_millis(100));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.nodes[replica].is_asleep() {
+            assert!(Instant::now() < deadline, "node {replica} did not fall asleep within 5 s");
+        }
         let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica").query(&mut self.nodes[primary].admin()).unwrap();
         (replica, sleeper)
+    }
+
+    /// Wait (at most 10 s) until node `primary`'s replication offset passed
+    /// what it was when this was called by `bytes`: writes it ran since.
+    pub fn wait_for_unreplicated_writes(&self, primary: usize, bytes: u64) {
+        let offset = || -> u64 {
+            let info: String = redis::cmd("INFO").arg("replication").query(&mut self.nodes[primary].admin()).unwrap();
+            info.lines().find_map(|l| l.trim().strip_prefix("master_repl_offset:")?.parse().ok()).expect("INFO replication names master_repl_offset")
+        };
+        let (from, deadline) = (offset(), Instant::now() + Duration::from_secs(10));
+        while offset() < from + bytes {
+            assert!(Instant::now() < deadline, "node {primary} ran fewer than {bytes} bytes of writes in 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Wait until node `node` is a primary (after a failover).

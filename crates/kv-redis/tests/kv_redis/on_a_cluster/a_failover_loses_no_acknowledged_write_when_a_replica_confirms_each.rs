@@ -54,8 +54,8 @@ fn fail_over_under_writes(wait: u32) -> (usize, usize, usize) {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(300));
-    let (replica, sleeper) = cluster.stall_replication(0, 1.5);
-    std::thread::sleep(Duration::from_millis(500));
+    let (replica, sleeper) = cluster.stall_replication(0, 4.0);
+    cluster.wait_for_unreplicated_writes(0, 1024);
     let mut cluster = cluster;
     cluster.nodes[0].kill();
     let _ = sleeper.join();
