@@ -20,6 +20,9 @@
 //!   of 1 to [`message::MAX_BATCH`].
 //! - [`headers`]: the 2026-07-28 headers, checked against the body.
 //! - [`resources`]: notes and tabs as MCP resources, read through the read tools.
+//! - [`completion`]: `completion/complete` for the resource templates'
+//!   arguments, from what the caller may see.
+//! - [`logging`]: `logging/setLevel`'s levels.
 //! - [`methods`]: one message in, at most one reply out.
 //! - [`request`]: a whole request: [`Request::read`], what it needs before
 //!   it runs, and [`Request::run`]'s [`Answer`] (one reply or a batch's
@@ -38,7 +41,9 @@
 
 #![warn(missing_docs)]
 
+pub mod completion;
 pub mod headers;
+pub mod logging;
 pub mod message;
 pub mod methods;
 pub mod request;

@@ -1,7 +1,7 @@
 //! One message in, at most one reply out: JSON-RPC's rules for a message,
 //! then the MCP methods (`initialize`, `server/discover`, `ping`,
-//! `tools/list`, `tools/call`, and the resources methods of
-//! [`crate::resources`]).
+//! `tools/list`, `tools/call`, the resources methods of
+//! [`crate::resources`], `completion/complete` and `logging/setLevel`).
 //!
 //! A tool's refusal is a result (`isError: true`), never a JSON-RPC error;
 //! an unknown tool or bad params are -32602, a tool that failed is -32603,
@@ -34,7 +34,7 @@ fn valid_id(id: &Value) -> bool {
 }
 
 fn capabilities() -> Value {
-    json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}})
+    json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}, "completions": {}, "logging": {}})
 }
 
 /// What `initialize` and `server/discover` tell every client.
@@ -132,6 +132,12 @@ async fn handle(m: &Message<'_>, tools: &impl Tools, who: &Principal) -> Result<
             Err(Failed::Rpc(code, msg)) => Err((code, msg)),
             Err(Failed::Unavailable(msg)) => return Err(Unavailable(msg)),
         },
+        "completion/complete" => match crate::completion::complete(&params, tools, who).await {
+            Ok(r) => Ok(r),
+            Err(Failed::Rpc(code, msg)) => Err((code, msg)),
+            Err(Failed::Unavailable(msg)) => return Err(Unavailable(msg)),
+        },
+        "logging/setLevel" => crate::logging::set_level(&params).map_err(|msg| (INVALID_PARAMS, msg)),
         other => Err((METHOD_NOT_FOUND, format!("unknown method {other}"))),
     };
     if (stateless || method == "server/discover")

@@ -91,7 +91,7 @@ fn templates() -> Value {
 
 /// Runs a read tool and hands back its structuredContent, or the refusal
 /// turned into a JSON-RPC error about `uri`.
-async fn run(tool: &'static Tool, args: Value, tools: &impl Tools, who: &Principal, uri: &str) -> Result<Value, Failed> {
+pub(crate) async fn run(tool: &'static Tool, args: Value, tools: &impl Tools, who: &Principal, uri: &str) -> Result<Value, Failed> {
     let raw = match tools.call(tool, &args.to_string(), who).await {
         Ok(raw) => raw,
         Err(ToolError::Params(m) | ToolError::Internal(m)) => return Err(Failed::Rpc(INTERNAL_ERROR, m)),

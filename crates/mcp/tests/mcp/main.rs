@@ -7,6 +7,7 @@
 mod common;
 
 mod batches;
+mod completions;
 mod headers;
 mod json_rpc;
 mod notifications;

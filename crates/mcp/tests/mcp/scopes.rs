@@ -25,11 +25,12 @@ fn every_tool_call_needs_its_tool_s_own_scope() {
 fn listing_and_reading_resources_need_the_read_scope() {
     assert_eq!(scopes(&rpc(1, "resources/list", json!({}))), ["notes:read"]);
     assert_eq!(scopes(&rpc(1, "resources/read", json!({"uri": "cairn://notes/n1"}))), ["notes:read"]);
+    assert_eq!(scopes(&rpc(1, "completion/complete", json!({}))), ["notes:read"], "completions name notes");
 }
 
 #[test]
 fn methods_that_read_no_note_need_no_scope() {
-    for method in ["initialize", "server/discover", "ping", "tools/list", "resources/templates/list", "prompts/list"] {
+    for method in ["initialize", "server/discover", "ping", "tools/list", "resources/templates/list", "prompts/list", "logging/setLevel"] {
         assert!(scopes(&rpc(1, method, json!({}))).is_empty(), "{method}");
     }
     assert!(scopes(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).is_empty());

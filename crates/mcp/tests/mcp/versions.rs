@@ -20,7 +20,7 @@ fn initialize_echoes_each_handshake_revision() {
     for v in HANDSHAKES {
         let r = &initialize(&core, json!(v))["result"];
         assert_eq!(r["protocolVersion"], v);
-        assert_eq!(r["capabilities"], json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}}));
+        assert_eq!(r["capabilities"], json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}, "completions": {}, "logging": {}}));
         assert_eq!(r["serverInfo"], json!({"name": "cairn", "title": "Cairn", "version": env!("CARGO_PKG_VERSION")}));
         assert!(r.get("resultType").is_none(), "{r}");
         let instructions = r["instructions"].as_str().unwrap();
