@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 # Rust: the component target (cairn build would add it too, and says so).
 if command -v rustup >/dev/null 2>&1; then
   rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+  rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
 fi
+# The standard formatter first (seconds): the tree is as rustfmt.toml writes it.
+cargo fmt --check
 
 # Debian packages the tests start: redis-server and redis-cli (the
 # Redis/Valkey backend's tests and the many-hosts tests run their own servers

@@ -77,9 +77,8 @@ pub fn link(
             if !matches!(item.ty, ComponentItem::ComponentFunc(_)) {
                 bail!("{}: import {:?} holds {name:?}, which is neither a function nor a type; only functions are composed here", what(), dep.import);
             }
-            let func = component
-                .get_export_index(Some(&export), name)
-                .with_context(|| format!("{}: the export {:?} has no function {name:?}", what(), dep.export))?;
+            let func =
+                component.get_export_index(Some(&export), name).with_context(|| format!("{}: the export {:?} has no function {name:?}", what(), dep.export))?;
             let linked = linked.clone();
             instance.func_new_async(name, move |store, _ty, params, results| {
                 let linked = linked.clone();
@@ -103,11 +102,7 @@ async fn forward(
     let instance = match existing {
         Some(i) => i,
         None => {
-            let i = linked
-                .pre
-                .instantiate_async(&mut store)
-                .await
-                .map_err(|e| e.context(format!("cannot instantiate dependency {:?}", linked.dep.import)))?;
+            let i = linked.pre.instantiate_async(&mut store).await.map_err(|e| e.context(format!("cannot instantiate dependency {:?}", linked.dep.import)))?;
             let deps = &mut store.data_mut().deps.0;
             if deps.len() <= linked.slot {
                 deps.resize(linked.slot + 1, None);
@@ -116,9 +111,7 @@ async fn forward(
             i
         }
     };
-    let f = instance
-        .get_func(&mut store, func)
-        .ok_or_else(|| wasmtime::Error::msg(format!("dependency {:?} lost its export", linked.dep.import)))?;
+    let f = instance.get_func(&mut store, func).ok_or_else(|| wasmtime::Error::msg(format!("dependency {:?} lost its export", linked.dep.import)))?;
     // A dependency that does not inherit runs with no configuration of its
     // own; the dependent's is put back however the call ends.
     tracing::debug!(dependency = %linked.dep.import, "composed call");

@@ -69,9 +69,7 @@ pub fn engine(limits: &crate::instance::Limits) -> Result<Engine> {
 /// Compile `wasm` once: load the cached artifact if there is one for these
 /// bytes and this engine, else compile and cache. Returns whether it compiled.
 pub fn load_component(engine: &Engine, id: &str, wasm_path: &Path, cache_dir: &Path) -> Result<(Component, bool)> {
-    let bytes = std::fs::read(wasm_path).with_context(|| {
-        format!("component {id:?}: cannot read {} (run `cairn build` first)", wasm_path.display())
-    })?;
+    let bytes = std::fs::read(wasm_path).with_context(|| format!("component {id:?}: cannot read {} (run `cairn build` first)", wasm_path.display()))?;
     let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut engine_hash);
     let digest = Sha256::digest(&bytes);
@@ -132,12 +130,7 @@ fn proxy_pre(pre: wasmtime::component::InstancePre<Ctx>) -> Result<ProxyPre<Ctx>
 /// dependencies into it ([`crate::compose`]). A `.wasm` used more than once
 /// (a tool served on its own and composed into the router) is compiled
 /// once. Logs whether each was compiled or came from the cache.
-pub fn load_all(
-    engine: &Engine,
-    manifest: &Manifest,
-    app_vars: &BTreeMap<String, String>,
-    cache_dir: &Path,
-) -> Result<BTreeMap<String, Arc<Loaded>>> {
+pub fn load_all(engine: &Engine, manifest: &Manifest, app_vars: &BTreeMap<String, String>, cache_dir: &Path) -> Result<BTreeMap<String, Arc<Loaded>>> {
     let host = linker(engine)?;
     let mut compiled: BTreeMap<std::path::PathBuf, Component> = BTreeMap::new();
     let mut compile = |id: &str, path: &Path| -> Result<Component> {
@@ -167,7 +160,8 @@ pub fn load_all(
         }
         .map_err(anyhow::Error::from)
         .with_context(|| format!("component {:?} imports something this host does not provide (a dependency missing from spin.toml?)", spec.id))?;
-        let pre = proxy_pre(pre).with_context(|| format!("component {:?} exports neither wasi:http/handler@0.3.0 nor wasi:http/incoming-handler@0.2.x", spec.id))?;
+        let pre =
+            proxy_pre(pre).with_context(|| format!("component {:?} exports neither wasi:http/handler@0.3.0 nor wasi:http/incoming-handler@0.2.x", spec.id))?;
         let variables = crate::variables::resolve_component(spec, app_vars)?;
         out.insert(spec.id.clone(), Arc::new(Loaded { spec: Arc::new(spec.clone()), pre, variables: Arc::new(variables) }));
     }

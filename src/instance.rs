@@ -222,11 +222,7 @@ impl Ctx {
     /// variables until [`Ctx::leave`].
     pub fn enter(&mut self, spec: Arc<Spec>) -> Saved {
         let hooks = (self.app.outbound)(&self.app, spec.clone(), self.partition.clone());
-        Saved(
-            std::mem::replace(&mut self.component, spec),
-            std::mem::take(&mut self.variables),
-            std::mem::replace(&mut self.hooks, hooks),
-        )
+        Saved(std::mem::replace(&mut self.component, spec), std::mem::take(&mut self.variables), std::mem::replace(&mut self.hooks, hooks))
     }
 
     /// Put back what [`Ctx::enter`] set aside.
@@ -368,7 +364,13 @@ impl Drop for Waiting {
 /// Serves `req` with `component` on an instance of `partition`: the
 /// response with its body as the guest streams it. A tool's answer over
 /// HTTP is counted in the metrics here, once.
-pub async fn serve<B>(app: &Arc<App>, component: &Arc<Loaded>, mut req: hyper::Request<B>, route: &RouteInfo, partition: &Partition) -> Result<hyper::Response<WasiBody>>
+pub async fn serve<B>(
+    app: &Arc<App>,
+    component: &Arc<Loaded>,
+    mut req: hyper::Request<B>,
+    route: &RouteInfo,
+    partition: &Partition,
+) -> Result<hyper::Response<WasiBody>>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
@@ -454,7 +456,12 @@ impl wasmtime_wasi_http::handler::HandlerState for Pool {
 }
 
 /// Serves `req` on an instance of `component` in `partition`.
-async fn handle(app: &Arc<App>, component: &Arc<Loaded>, partition: &Partition, req: wasmtime_wasi_http::handler::Request) -> Result<wasmtime_wasi_http::handler::Response> {
+async fn handle(
+    app: &Arc<App>,
+    component: &Arc<Loaded>,
+    partition: &Partition,
+    req: wasmtime_wasi_http::handler::Request,
+) -> Result<wasmtime_wasi_http::handler::Response> {
     let make = || Pool { app: Arc::downgrade(app), component: component.clone(), partition: partition.clone(), live: Arc::default() };
     let pool = app.pools.get(&component.spec.id, partition, crate::lanes::current(), app.limits.max_instances as usize, make);
     let served = crate::pool::Served::default();
@@ -481,7 +488,13 @@ pub struct ServedBy {
 
 /// [`serve`] with the whole response body: what one component calling
 /// another needs.
-pub async fn run_buffered<B>(app: &Arc<App>, component: &Arc<Loaded>, req: hyper::Request<B>, route: &RouteInfo, partition: &Partition) -> Result<hyper::Response<Bytes>>
+pub async fn run_buffered<B>(
+    app: &Arc<App>,
+    component: &Arc<Loaded>,
+    req: hyper::Request<B>,
+    route: &RouteInfo,
+    partition: &Partition,
+) -> Result<hyper::Response<Bytes>>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,

@@ -110,11 +110,7 @@ impl store::HostBucket for Ctx {
     async fn exists(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<bool, store::Error>> {
         Ok(on_bucket(self, &b, false, move |s, l| s.exists(l, &key))?.await)
     }
-    async fn list_keys(
-        &mut self,
-        b: Resource<Bucket>,
-        cursor: Option<String>,
-    ) -> wasmtime::Result<Result<store::KeyResponse, store::Error>> {
+    async fn list_keys(&mut self, b: Resource<Bucket>, cursor: Option<String>) -> wasmtime::Result<Result<store::KeyResponse, store::Error>> {
         // The cursor is the key to list after (Cairn's guests start a
         // listing there); small pages, since a guest listing a prefix stops
         // at its end.
@@ -136,11 +132,7 @@ impl atomics::Host for Ctx {
         Ok(on_bucket(self, &b, true, move |s, l| s.increment(l, &key, delta))?.await)
     }
 
-    async fn swap(
-        &mut self,
-        cas: Resource<CasHandle>,
-        value: Vec<u8>,
-    ) -> wasmtime::Result<Result<(), atomics::CasError>> {
+    async fn swap(&mut self, cas: Resource<CasHandle>, value: Vec<u8>) -> wasmtime::Result<Result<(), atomics::CasError>> {
         let CasHandle { label, store, key, observed, .. } = self.table.delete(cas).map_err(table_err)?;
         // The key and label go with the call and come back for a fresh handle.
         let swapped = on_store(store.clone(), true, move |s| Ok((s.swap(&label, &key, observed, &value)?, label, key))).await;
@@ -177,11 +169,7 @@ impl atomics::HostCas for Ctx {
 }
 
 impl batch::Host for Ctx {
-    async fn get_many(
-        &mut self,
-        b: Resource<Bucket>,
-        keys: Vec<String>,
-    ) -> wasmtime::Result<Result<Vec<(String, Option<Vec<u8>>)>, store::Error>> {
+    async fn get_many(&mut self, b: Resource<Bucket>, keys: Vec<String>) -> wasmtime::Result<Result<Vec<(String, Option<Vec<u8>>)>, store::Error>> {
         Ok(on_bucket(self, &b, false, move |s, l| {
             let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
             let values = s.get_many(l, &refs)?;
@@ -189,11 +177,7 @@ impl batch::Host for Ctx {
         })?
         .await)
     }
-    async fn set_many(
-        &mut self,
-        b: Resource<Bucket>,
-        pairs: Vec<(String, Vec<u8>)>,
-    ) -> wasmtime::Result<Result<(), store::Error>> {
+    async fn set_many(&mut self, b: Resource<Bucket>, pairs: Vec<(String, Vec<u8>)>) -> wasmtime::Result<Result<(), store::Error>> {
         Ok(on_bucket(self, &b, true, move |s, l| {
             let refs: Vec<(&str, &[u8])> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
             s.set_many(l, &refs)

@@ -44,8 +44,8 @@ pub mod stores;
 pub mod sweep;
 pub mod tenancy;
 pub mod variables;
-pub mod wiring;
 pub mod variables_host;
+pub mod wiring;
 
 /// Host bindings of `cairn:platform/host` (`wit/cairn.wit`).
 pub mod bindings {

@@ -157,10 +157,7 @@ pub fn check_outbound(vars: &mut BTreeMap<String, String>, explicit: bool) -> Re
     if let Some(secret) = get("identity_secret")
         && secret.len() < MIN_IDENTITY_SECRET
     {
-        anyhow::bail!(
-            "the identity_secret variable is {} bytes; it must be at least {MIN_IDENTITY_SECRET} (for example `openssl rand -hex 32`)",
-            secret.len()
-        );
+        anyhow::bail!("the identity_secret variable is {} bytes; it must be at least {MIN_IDENTITY_SECRET} (for example `openssl rand -hex 32`)", secret.len());
     }
     let keys_fetched = get("jwks").is_none();
     let current = get("auth_origin");

@@ -220,9 +220,8 @@ pub struct OutboundRule {
 impl OutboundRule {
     /// Parse one entry, refusing what Spin refuses.
     pub fn parse(text: &str) -> Result<Self> {
-        let (scheme, rest) = text
-            .split_once("://")
-            .with_context(|| format!("allowed_outbound_hosts entry {text:?} has no scheme (write e.g. \"http://host\")"))?;
+        let (scheme, rest) =
+            text.split_once("://").with_context(|| format!("allowed_outbound_hosts entry {text:?} has no scheme (write e.g. \"http://host\")"))?;
         let rest = rest.trim_end_matches('/');
         if rest.contains('/') {
             bail!("allowed_outbound_hosts entry {text:?} must not contain a path");
@@ -246,9 +245,7 @@ impl OutboundRule {
     pub fn allows(&self, scheme: &str, host: &str, port: u16) -> bool {
         let scheme_ok = self.scheme == "*" || self.scheme.eq_ignore_ascii_case(scheme);
         let host = host.to_ascii_lowercase();
-        let host_ok = self.host == "*"
-            || self.host == host
-            || self.host.strip_prefix("*.").is_some_and(|suffix| host.ends_with(&format!(".{suffix}")));
+        let host_ok = self.host == "*" || self.host == host || self.host.strip_prefix("*.").is_some_and(|suffix| host.ends_with(&format!(".{suffix}")));
         let default_port = if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 };
         let port_ok = match self.port.as_deref() {
             Some("*") => true,
@@ -390,12 +387,8 @@ impl Manifest {
             for label in &c.key_value_stores {
                 valid_id(label, '_').map_err(|e| anyhow::anyhow!("component {id:?}: store label {label:?} {e}"))?;
             }
-            let (templates, fixed): (Vec<String>, Vec<String>) =
-                c.allowed_outbound_hosts.into_iter().partition(|h| h.contains("{{"));
-            let rules = fixed
-                .iter()
-                .map(|h| OutboundRule::parse(h).with_context(|| format!("component {id:?}")))
-                .collect::<Result<Vec<_>>>()?;
+            let (templates, fixed): (Vec<String>, Vec<String>) = c.allowed_outbound_hosts.into_iter().partition(|h| h.contains("{{"));
+            let rules = fixed.iter().map(|h| OutboundRule::parse(h).with_context(|| format!("component {id:?}"))).collect::<Result<Vec<_>>>()?;
             let routes = routes.remove(&id).unwrap_or_else(|| vec![Route::Private]);
             components.push(Component {
                 source: dir.join(&c.source),
@@ -435,8 +428,7 @@ impl Manifest {
                 match r {
                     Route::Exact(p) if p == path || (p.is_empty() && path == "/") => return Some((c, r)),
                     Route::Wildcard(prefix)
-                        if (path == prefix || path.starts_with(&format!("{prefix}/")))
-                            && best.is_none_or(|(_, _, len)| prefix.len() >= len) =>
+                        if (path == prefix || path.starts_with(&format!("{prefix}/"))) && best.is_none_or(|(_, _, len)| prefix.len() >= len) =>
                     {
                         best = Some((c, r, prefix.len()));
                     }
@@ -481,9 +473,8 @@ impl Manifest {
         for c in &mut self.components {
             for t in std::mem::take(&mut c.outbound_templates) {
                 let host = expand(&t, app).with_context(|| format!("component {:?}: allowed_outbound_hosts", c.id))?;
-                let rule = OutboundRule::parse(&host).with_context(|| {
-                    format!("component {:?}: allowed_outbound_hosts entry {t:?} expands to {host:?}, which is not a host", c.id)
-                })?;
+                let rule = OutboundRule::parse(&host)
+                    .with_context(|| format!("component {:?}: allowed_outbound_hosts entry {t:?} expands to {host:?}, which is not a host", c.id))?;
                 c.allowed_outbound_hosts.push(rule);
             }
         }

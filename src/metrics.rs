@@ -48,7 +48,24 @@ use std::time::{Duration, Instant};
 
 /// Latency buckets (upper bounds), in nanoseconds: 50 µs to 10 s. The
 /// exposition writes them in seconds.
-const BUCKETS_NS: [u64; 16] = [50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000, 25_000_000, 50_000_000, 100_000_000, 250_000_000, 500_000_000, 1_000_000_000, 2_500_000_000, 10_000_000_000];
+const BUCKETS_NS: [u64; 16] = [
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    10_000_000_000,
+];
 
 /// What kind of series a family holds.
 #[derive(Clone, Copy, PartialEq)]
@@ -211,20 +228,37 @@ static TOOL_CALLS: Family = Family::new("cairn_tool_calls_total", "Tool calls, b
 static STORE_OPS: Family = Family::new("cairn_store_operations_total", "Key-value operations components made.", Kind::Counter, &["store", "op", "outcome"]);
 static STORE_DURATION: Family = Family::new("cairn_store_operation_duration_seconds", "Time of a key-value operation.", Kind::Histogram, &["store", "op"]);
 static CAS_SWAPS: Family = Family::new("cairn_cas_swaps_total", "Compare-and-swaps, by outcome.", Kind::Counter, &["store", "outcome"]);
-static INSTANCES: Family = Family::new("cairn_instances_in_use", "Component instances alive now (serving, or idle until reused or past their idle timeout).", Kind::Gauge, &[]);
+static INSTANCES: Family =
+    Family::new("cairn_instances_in_use", "Component instances alive now (serving, or idle until reused or past their idle timeout).", Kind::Gauge, &[]);
 static MERGE_TRANSITIONS: Family = Family::new("cairn_search_merge_transitions_total", "Notes the search merge brought up to date.", Kind::Counter, &[]);
 static MARKERS_CLEARED: Family = Family::new("cairn_search_markers_cleared_total", "Dirty markers the search merge cleared.", Kind::Counter, &[]);
 static FENCES: Family = Family::new("cairn_search_fences_total", "Notes the search merge fenced.", Kind::Counter, &[]);
 static DIRTY: Family = Family::new("cairn_search_dirty_notes", "Notes still waiting for the search merge.", Kind::Gauge, &[]);
-static STORED_BYTES: Family = Family::new("cairn_stored_bytes", "Bytes of content stored, every retained version counted, as of the last sweep.", Kind::Gauge, &[]);
+static STORED_BYTES: Family =
+    Family::new("cairn_stored_bytes", "Bytes of content stored, every retained version counted, as of the last sweep.", Kind::Gauge, &[]);
 static TENANTS: Family = Family::new("cairn_tenants", "Tenants with notes, as of the last sweep.", Kind::Gauge, &[]);
 static INSTANCES_STARTED: Family = Family::new("cairn_instances_started_total", "Component instances made, by component.", Kind::Counter, &["component"]);
-static VARIABLE_READS: Family = Family::new("cairn_variable_reads_total", "Variables components read from the host (each instance reads its configuration once).", Kind::Counter, &[]);
+static VARIABLE_READS: Family =
+    Family::new("cairn_variable_reads_total", "Variables components read from the host (each instance reads its configuration once).", Kind::Counter, &[]);
 static REFUSALS: Family = Family::new("cairn_refusals_total", "Requests the front door refused, by code.", Kind::Counter, &["code"]);
 
 static ALL: [&Family; 16] = [
-    &HTTP_REQUESTS, &HTTP_DURATION, &TOOL_CALLS, &STORE_OPS, &STORE_DURATION, &CAS_SWAPS, &INSTANCES, &INSTANCES_STARTED, &VARIABLE_READS, &MERGE_TRANSITIONS, &MARKERS_CLEARED, &FENCES, &DIRTY,
-    &REFUSALS, &STORED_BYTES, &TENANTS,
+    &HTTP_REQUESTS,
+    &HTTP_DURATION,
+    &TOOL_CALLS,
+    &STORE_OPS,
+    &STORE_DURATION,
+    &CAS_SWAPS,
+    &INSTANCES,
+    &INSTANCES_STARTED,
+    &VARIABLE_READS,
+    &MERGE_TRANSITIONS,
+    &MARKERS_CLEARED,
+    &FENCES,
+    &DIRTY,
+    &REFUSALS,
+    &STORED_BYTES,
+    &TENANTS,
 ];
 
 /// What the last sweep counted: bytes of content stored and tenants.
@@ -270,7 +304,10 @@ fn render_redis_nodes(out: &mut String, nodes: &[cairn_kv_redis::NodeReport], cr
     if nodes.is_empty() {
         return;
     }
-    let _ = writeln!(out, "# HELP cairn_redis_cross_slot_refusals_total Batches refused before sending because their keys spanned Redis Cluster slots (a bug: Cairn keeps every batch in one slot).\n# TYPE cairn_redis_cross_slot_refusals_total counter");
+    let _ = writeln!(
+        out,
+        "# HELP cairn_redis_cross_slot_refusals_total Batches refused before sending because their keys spanned Redis Cluster slots (a bug: Cairn keeps every batch in one slot).\n# TYPE cairn_redis_cross_slot_refusals_total counter"
+    );
     for (ns, n) in cross_slot {
         let _ = writeln!(out, "cairn_redis_cross_slot_refusals_total{{namespace=\"{ns}\"}} {n}");
     }
@@ -284,7 +321,10 @@ fn render_redis_nodes(out: &mut String, nodes: &[cairn_kv_redis::NodeReport], cr
     for n in nodes {
         let _ = writeln!(out, "cairn_redis_node_slots{{namespace=\"{}\",node=\"{}\"}} {}", n.namespace, n.addr, n.slots);
     }
-    let _ = writeln!(out, "# HELP cairn_redis_node_replicas Replicas that follow each Redis primary (as the cluster reports them).\n# TYPE cairn_redis_node_replicas gauge");
+    let _ = writeln!(
+        out,
+        "# HELP cairn_redis_node_replicas Replicas that follow each Redis primary (as the cluster reports them).\n# TYPE cairn_redis_node_replicas gauge"
+    );
     for n in nodes {
         let _ = writeln!(out, "cairn_redis_node_replicas{{namespace=\"{}\",node=\"{}\"}} {}", n.namespace, n.addr, n.replicas);
     }
@@ -364,11 +404,14 @@ impl Store for Metered {
     }
     fn swap(&self, bucket: &str, key: &str, observed: Observed, value: &[u8]) -> KvResult<Swap> {
         let out = self.timed("swap", || self.inner.swap(bucket, key, observed, value));
-        swap(&self.label, match &out {
-            Ok(Swap::Done) => "written",
-            Ok(Swap::Failed(_)) => "conflict",
-            Err(_) => "error",
-        });
+        swap(
+            &self.label,
+            match &out {
+                Ok(Swap::Done) => "written",
+                Ok(Swap::Failed(_)) => "conflict",
+                Err(_) => "error",
+            },
+        );
         out
     }
     fn read_many(&self, bucket: &str, keys: &[&str]) -> KvResult<Vec<Read>> {
@@ -535,14 +578,7 @@ mod tests {
         let labels = r#"component="hist-test",route="/a\"b\\c\nd""#;
         let value = |suffix: &str| -> f64 {
             let prefix = format!("cairn_http_request_duration_seconds{suffix}");
-            text.lines()
-                .find(|l| l.starts_with(&prefix))
-                .unwrap_or_else(|| panic!("no {prefix} in\n{text}"))
-                .rsplit(' ')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap()
+            text.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no {prefix} in\n{text}")).rsplit(' ').next().unwrap().parse().unwrap()
         };
         assert_eq!(value(&format!("_bucket{{{labels},le=\"0.00005\"}}")), 1.0);
         assert_eq!(value(&format!("_bucket{{{labels},le=\"0.0001\"}}")), 3.0);

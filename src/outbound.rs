@@ -16,8 +16,8 @@
 //! bounded by the calling instance's request timeout.
 
 use crate::instance::{App, RouteInfo, boxed, run_buffered};
-use crate::pool::Partition;
 use crate::manifest::Component as Spec;
+use crate::pool::Partition;
 use http_body_util::BodyExt;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
@@ -110,8 +110,7 @@ impl WasiHttpHooks for Hooks {
                     .await
                     .map_err(|e| wasmtime_wasi_http::Error::InternalError(Some(format!("{e:#}"))))?;
                 let response = response.map(|body| boxed(http_body_util::Full::new(body)));
-                let io: Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send> =
-                    Box::new(async { Ok(()) });
+                let io: Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send> = Box::new(async { Ok(()) });
                 return Ok((response, io));
             }
             // The guest may ask for less time, never for more.
@@ -121,7 +120,6 @@ impl WasiHttpHooks for Hooks {
         })
     }
 }
-
 
 type Io = Box<dyn std::future::Future<Output = Result<(), Error>> + Send>;
 
@@ -198,7 +196,12 @@ async fn connect(host: &str, port: u16, https: bool, limit: Duration, public_onl
 /// response and the connection task; `connect` bounds the connection and
 /// its handshake, `first_byte` the wait for the response's head;
 /// `public_only` keeps it off private addresses ([`public`]).
-pub async fn send(request: Request<WasiBody>, connect_limit: Duration, first_byte: Duration, public_only: bool) -> Result<(hyper::Response<WasiBody>, Io), Error> {
+pub async fn send(
+    request: Request<WasiBody>,
+    connect_limit: Duration,
+    first_byte: Duration,
+    public_only: bool,
+) -> Result<(hyper::Response<WasiBody>, Io), Error> {
     let uri = request.uri().clone();
     let https = match uri.scheme_str() {
         Some("https") => true,

@@ -329,4 +329,3 @@ impl<T: Send + 'static> WorkerState for Worker<T> {
         drop(store);
     }
 }
-

@@ -6,9 +6,9 @@
 //! Ctrl-C or SIGTERM the listener closes, in-flight requests finish, and the
 //! store is closed cleanly.
 
-use crate::manifest::Manifest;
-use crate::instance::{self, App, Limits};
 use crate::engine;
+use crate::instance::{self, App, Limits};
+use crate::manifest::Manifest;
 use crate::stores::Stores;
 use anyhow::{Context, Result};
 use http_body_util::{BodyExt, Full};
@@ -115,16 +115,12 @@ pub async fn start(opts: Options) -> Result<Running> {
     let started = Instant::now();
     let mut manifest = Manifest::load(&opts.manifest)?;
     manifest.select(&opts.components)?;
-    std::fs::create_dir_all(&opts.state_dir)
-        .with_context(|| format!("cannot create state dir {}", opts.state_dir.display()))?;
+    std::fs::create_dir_all(&opts.state_dir).with_context(|| format!("cannot create state dir {}", opts.state_dir.display()))?;
     let mut app_vars = crate::variables::resolve_app(&manifest)?;
     // This host's stores all keep the promise (they pass the conformance
     // suite), so components need not confirm their commits, unless the
     // operator forces the check.
-    if manifest.variables.contains_key(COMMIT_CHECK)
-        && std::env::var_os("SPIN_VARIABLE_COMMIT_CHECK").is_none()
-        && !opts.variables.contains_key(COMMIT_CHECK)
-    {
+    if manifest.variables.contains_key(COMMIT_CHECK) && std::env::var_os("SPIN_VARIABLE_COMMIT_CHECK").is_none() && !opts.variables.contains_key(COMMIT_CHECK) {
         app_vars.insert(COMMIT_CHECK.into(), "off".into());
     }
     app_vars.extend(opts.variables.clone());
@@ -138,9 +134,7 @@ pub async fn start(opts: Options) -> Result<Running> {
             tracing::info!(store = %label, "{shape}");
         }
     }
-    let listener = TcpListener::bind(opts.listen)
-        .await
-        .with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
+    let listener = TcpListener::bind(opts.listen).await.with_context(|| format!("cannot listen on {} (is something else using it?)", opts.listen))?;
     let addr = listener.local_addr()?;
     let local_key = crate::local::fill_defaults(&mut app_vars, &opts.state_dir, addr)?;
     let explicit_auth_origin = std::env::var_os("SPIN_VARIABLE_AUTH_ORIGIN").is_some() || opts.variables.contains_key("auth_origin");
@@ -149,17 +143,18 @@ pub async fn start(opts: Options) -> Result<Running> {
     let engine = engine::engine(&opts.limits)?;
     {
         let engine = engine.clone();
-        std::thread::Builder::new().name("epoch".into()).spawn(move || loop {
-            std::thread::sleep(instance::EPOCH_TICK);
-            engine.increment_epoch();
+        std::thread::Builder::new().name("epoch".into()).spawn(move || {
+            loop {
+                std::thread::sleep(instance::EPOCH_TICK);
+                engine.increment_epoch();
+            }
         })?;
     }
     let components = engine::load_all(&engine, &manifest, &app_vars, &opts.cache_dir)?;
     // The configuration with the values this host filled in (the local key,
     // the audience of its address), read as the components read it.
     let tools: Vec<&str> = cairn_notes::tools::TOOLS.iter().map(|t| t.name).collect();
-    let config = cairn_config::Config::read(&|name| app_vars.get(name).filter(|v| !v.is_empty()).cloned(), &tools)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = cairn_config::Config::read(&|name| app_vars.get(name).filter(|v| !v.is_empty()).cloned(), &tools).map_err(|e| anyhow::anyhow!("{e}"))?;
     let app = Arc::new(App {
         engine,
         manifest,
@@ -258,7 +253,13 @@ struct Held {
 /// A new connection within its address's cap and the host's, or `None`
 /// when it is over one: it is then told so (429 or 503) and closed, and
 /// the others go on.
-fn admit(app: &App, peers: &cairn_door::peers::Peers, connections: &Arc<Semaphore>, stream: tokio::net::TcpStream, peer: SocketAddr) -> Option<(std::net::TcpStream, Held)> {
+fn admit(
+    app: &App,
+    peers: &cairn_door::peers::Peers,
+    connections: &Arc<Semaphore>,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+) -> Option<(std::net::TcpStream, Held)> {
     let _ = stream.set_nodelay(true);
     let address = match peers.connect(peer.ip()) {
         Ok(address) => Arc::new(address),
@@ -278,7 +279,13 @@ fn admit(app: &App, peers: &cairn_door::peers::Peers, connections: &Arc<Semaphor
 /// Serving one admitted connection, from its first request to its last,
 /// built inside the lane that runs it (so the socket and the timer belong
 /// to that lane's runtime).
-fn connection_job(app: Arc<App>, watcher: hyper_util::server::graceful::Watcher, stream: std::net::TcpStream, peer: SocketAddr, held: Held) -> crate::lanes::Job {
+fn connection_job(
+    app: Arc<App>,
+    watcher: hyper_util::server::graceful::Watcher,
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    held: Held,
+) -> crate::lanes::Job {
     Box::new(move || {
         Box::pin(async move {
             let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };
@@ -380,7 +387,11 @@ impl Socket {
 }
 
 impl tokio::io::AsyncRead for Socket {
-    fn poll_read(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> std::task::Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let polled = std::pin::Pin::new(&mut self.stream).poll_read(cx, buf);
         if buf.filled().len() > before {
@@ -399,7 +410,11 @@ impl tokio::io::AsyncWrite for Socket {
         polled
     }
 
-    fn poll_write_vectored(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> std::task::Poll<std::io::Result<usize>> {
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
         let polled = std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
         if let std::task::Poll::Ready(Ok(n)) = polled {
             self.wrote(n);
@@ -537,10 +552,12 @@ impl Pace {
 /// The next frame of a body if it is there now (`None`: it has to be waited for).
 async fn frame_now(body: &mut Incoming) -> Option<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
     use hyper::body::Body as _;
-    std::future::poll_fn(|cx| std::task::Poll::Ready(match std::pin::Pin::new(&mut *body).poll_frame(cx) {
-        std::task::Poll::Ready(f) => Some(f),
-        std::task::Poll::Pending => None,
-    }))
+    std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match std::pin::Pin::new(&mut *body).poll_frame(cx) {
+            std::task::Poll::Ready(f) => Some(f),
+            std::task::Poll::Pending => None,
+        })
+    })
     .await
 }
 
@@ -555,7 +572,11 @@ async fn frame_now(body: &mut Incoming) -> Option<Option<Result<hyper::body::Fra
 /// must keep arriving at the minimum rate ([`Pace`]) and be in within the
 /// body timeout. The bytes stay taken until the request is answered (the
 /// returned [`cairn_door::limits::Taken`]). `Err`: the answer that refuses it.
-async fn read_body(app: &App, held: &cairn_door::peers::Connection, req: Request<Incoming>) -> Result<(Request<Bytes>, cairn_door::limits::Taken), Response<Body>> {
+async fn read_body(
+    app: &App,
+    held: &cairn_door::peers::Connection,
+    req: Request<Incoming>,
+) -> Result<(Request<Bytes>, cairn_door::limits::Taken), Response<Body>> {
     let limits = cairn_door::Limits { body_bytes: app.limits.max_body_bytes.min(app.door.limits.body_bytes), ..app.door.limits };
     limits.check_declared(req.headers().get(hyper::header::CONTENT_LENGTH).map(|v| v.as_bytes())).map_err(|r| refusal(&r))?;
     let mut taken = app.bodies.take(0).map_err(|r| refusal(&r))?;
@@ -772,7 +793,8 @@ fn metrics_answer(app: &App, req: &Request<Incoming>, peer: SocketAddr) -> Respo
 fn first_person_link(store: &dyn cairn_kv::Store, issuer: &str, force: bool) -> Result<Option<String>> {
     use cairn_oauth::people;
     let now = crate::local::now();
-    let made = if force { Some(people::admin_link(store, now, &crate::local::random_u64)?) } else { people::first_link(store, now, &crate::local::random_u64)? };
+    let made =
+        if force { Some(people::admin_link(store, now, &crate::local::random_u64)?) } else { people::first_link(store, now, &crate::local::random_u64)? };
     Ok(made.map(|l| format!("{issuer}/#/sign-in/{}", l.secret)))
 }
 

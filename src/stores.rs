@@ -158,9 +158,8 @@ impl Stores {
     /// Reads a runtime config file; every error names the file and the field.
     pub fn from_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read the runtime config {}", path.display()))?;
-        let raw: RuntimeConfig = toml::from_str(&text).map_err(|e| {
-            anyhow!("runtime config {}: {} (this host reads only [key_value_store.<label>] tables)", path.display(), e.message())
-        })?;
+        let raw: RuntimeConfig = toml::from_str(&text)
+            .map_err(|e| anyhow!("runtime config {}: {} (this host reads only [key_value_store.<label>] tables)", path.display(), e.message()))?;
         let mut labels = BTreeMap::new();
         for (label, table) in raw.key_value_store {
             let field = format!("key_value_store.{label}");
@@ -338,7 +337,11 @@ mod tests {
         let _ = std::fs::remove_dir_all(&root);
         let rc = root.join("rc");
         std::fs::create_dir_all(&rc).unwrap();
-        std::fs::write(rc.join("runtime-config.toml"), "[key_value_store.notes]\ntype = \"spin\"\npath = \"data/notes.db\"\n\n[key_value_store.cache]\ntype = \"spin\"\n").unwrap();
+        std::fs::write(
+            rc.join("runtime-config.toml"),
+            "[key_value_store.notes]\ntype = \"spin\"\npath = \"data/notes.db\"\n\n[key_value_store.cache]\ntype = \"spin\"\n",
+        )
+        .unwrap();
         let s = Stores::from_file(&rc.join("runtime-config.toml")).unwrap();
         let state = root.join("state");
         let opened = s.open(&state, false).unwrap();

@@ -37,7 +37,19 @@ impl Swept {
     /// Whether anything was deleted or released (what is worth a log line).
     pub fn did_work(&self) -> bool {
         let h = &self.history;
-        self.markers + self.claims + h.notes + h.entries + h.blobs + h.idempotency + h.audit + self.cache.counters + self.cache.tokens + self.cache.other + self.legacy + self.oauth.total() > 0
+        self.markers
+            + self.claims
+            + h.notes
+            + h.entries
+            + h.blobs
+            + h.idempotency
+            + h.audit
+            + self.cache.counters
+            + self.cache.tokens
+            + self.cache.other
+            + self.legacy
+            + self.oauth.total()
+            > 0
     }
 }
 

@@ -40,7 +40,13 @@ impl Tenants {
         let verifier = match (&a.jwks, &a.issuer, &a.audience) {
             (Some(jwks), Some(iss), Some(aud)) => Verifier::from_jwks(jwks, iss, aud).ok().map(|v| {
                 let c = &a.claims;
-                v.with_claims(cairn_auth::jwt::ClaimMap { tenant: c.tenant.clone(), fixed_tenant: c.fixed_tenant.clone(), actor: c.actor.clone(), name: c.name.clone(), role: c.role.clone() })
+                v.with_claims(cairn_auth::jwt::ClaimMap {
+                    tenant: c.tenant.clone(),
+                    fixed_tenant: c.fixed_tenant.clone(),
+                    actor: c.actor.clone(),
+                    name: c.name.clone(),
+                    role: c.role.clone(),
+                })
             }),
             _ => None,
         };

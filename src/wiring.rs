@@ -138,11 +138,8 @@ fn component_variables(reader: Reader) -> Vec<String> {
 /// The router's variables: its own, its composed tools' (they run with the
 /// router's variables), and where each tool is served.
 fn router_variables(tools: &[ToolName]) -> Vec<String> {
-    let mut lines: Vec<String> = VARIABLES
-        .iter()
-        .filter(|v| v.read_by(Reader::Router) || v.read_by(Reader::Tools))
-        .map(|v| format!("{0} = \"{{{{ {0} }}}}\"", v.name))
-        .collect();
+    let mut lines: Vec<String> =
+        VARIABLES.iter().filter(|v| v.read_by(Reader::Router) || v.read_by(Reader::Tools)).map(|v| format!("{0} = \"{{{{ {0} }}}}\"", v.name)).collect();
     lines.extend(tools.iter().map(|t| format!("tool_url_{0} = \"{{{{ tool_url_{0} }}}}\"", t.0)));
     lines
 }
@@ -158,9 +155,8 @@ fn tool_url_variables(tools: &[ToolName]) -> Vec<String> {
 }
 
 fn router_outbound(tools: &[ToolName]) -> String {
-    let hosts: Vec<String> = std::iter::once("\"{{ auth_origin }}\"".to_string())
-        .chain(tools.iter().map(|t| format!("\"{{{{ tool_url_{} }}}}\"", t.0)))
-        .collect();
+    let hosts: Vec<String> =
+        std::iter::once("\"{{ auth_origin }}\"".to_string()).chain(tools.iter().map(|t| format!("\"{{{{ tool_url_{} }}}}\"", t.0))).collect();
     format!("allowed_outbound_hosts = [{}]", hosts.join(", "))
 }
 

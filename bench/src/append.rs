@@ -66,8 +66,11 @@ pub async fn append_client(c: &mut impl Caller, note: &str, tag: &str, deadline:
             let text = s["text"].as_str().unwrap_or_default();
             let next = if text.is_empty() { line.clone() } else { format!("{text}\n{line}") };
             let w = c
-                .call("edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": s["version"],
-                    "idempotency_key": format!("{tag}-{i}-{attempt}"), "operation": "replace_text", "text": next}))
+                .call(
+                    "edit_note_tab",
+                    json!({"note_id": note, "tab_id": "markdown", "expected_version": s["version"],
+                    "idempotency_key": format!("{tag}-{i}-{attempt}"), "operation": "replace_text", "text": next}),
+                )
                 .await?;
             match (w["isError"].as_bool(), w["structuredContent"]["error"].as_str()) {
                 (Some(false), _) => {

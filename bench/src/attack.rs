@@ -56,12 +56,32 @@ pub struct Sizes {
 impl Sizes {
     /// The sizes the issue states.
     pub fn full() -> Self {
-        Sizes { refused: 10_000, bodies: 100, body_bytes: 30 << 20, lines: 33_000, honest_seconds: 20, attackers: 4, uploads: 1_000, upload_addresses: 50, upload_seconds: 20 }
+        Sizes {
+            refused: 10_000,
+            bodies: 100,
+            body_bytes: 30 << 20,
+            lines: 33_000,
+            honest_seconds: 20,
+            attackers: 4,
+            uploads: 1_000,
+            upload_addresses: 50,
+            upload_seconds: 20,
+        }
     }
 
     /// A quick run for the tests.
     pub fn short() -> Self {
-        Sizes { refused: 2_000, bodies: 24, body_bytes: 30 << 20, lines: 33_000, honest_seconds: 4, attackers: 4, uploads: 150, upload_addresses: 50, upload_seconds: 6 }
+        Sizes {
+            refused: 2_000,
+            bodies: 24,
+            body_bytes: 30 << 20,
+            lines: 33_000,
+            honest_seconds: 4,
+            attackers: 4,
+            uploads: 150,
+            upload_addresses: 50,
+            upload_seconds: 6,
+        }
     }
 }
 
@@ -419,7 +439,8 @@ pub fn run(manifest: &Path, sizes: Sizes) -> Result<Report> {
     }
     let note = made["note_id"].as_str().context("no note id")?.to_string();
     for (i, salt) in ["first", "second"].iter().enumerate() {
-        let (s, r) = t.call("PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), person, &json!({"expected_version": i + 1, "text": lines(sizes.lines, salt)}))?;
+        let (s, r) =
+            t.call("PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), person, &json!({"expected_version": i + 1, "text": lines(sizes.lines, salt)}))?;
         if s != 200 {
             bail!("writing the costly text: {s} {r}");
         }
@@ -467,7 +488,8 @@ fn refused(t: &Target, sizes: Sizes) -> Result<Row> {
 
 /// `n` refused anonymous requests, rotating through their shapes.
 fn flood(t: &Target, n: usize) -> Result<Row> {
-    let stranger = LocalKey::from_seed([42; 32]).sign(&json!({"iss": cairn::local::issuer_of(AUDIENCE), "aud": AUDIENCE, "sub": "x", "tenant": "attack", "exp": cairn::local::now() + 600}));
+    let stranger = LocalKey::from_seed([42; 32])
+        .sign(&json!({"iss": cairn::local::issuer_of(AUDIENCE), "aud": AUDIENCE, "sub": "x", "tenant": "attack", "exp": cairn::local::now() + 600}));
     let addr = t.host.addr;
     let per = n.div_ceil(8);
     let rows: Vec<Row> = std::thread::scope(|s| {
@@ -638,11 +660,15 @@ fn honest_samples(t: &Target, token: &str, note: &str, d: Duration, key_base: us
     let mut i = key_base;
     while Instant::now() < end {
         let tick = Instant::now();
-        let (_, read) = call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read_note_tab", "arguments": {"note_id": note, "tab_id": "markdown"}}}))?;
+        let (_, read) = call(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read_note_tab", "arguments": {"note_id": note, "tab_id": "markdown"}}}),
+        )?;
         let version = read["result"]["structuredContent"]["version"].clone();
         let started = Instant::now();
-        let (status, edit) = call(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "edit_note_tab", "arguments": {"note_id": note, "tab_id": "markdown",
-            "expected_version": version, "idempotency_key": format!("honest-{i}"), "operation": "append_text", "text": format!("line {i}")}}}))?;
+        let (status, edit) = call(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "edit_note_tab", "arguments": {"note_id": note, "tab_id": "markdown",
+            "expected_version": version, "idempotency_key": format!("honest-{i}"), "operation": "append_text", "text": format!("line {i}")}}}),
+        )?;
         if status != 200 || edit["result"]["isError"] != false {
             bail!("an honest edit failed: {status} {edit}");
         }
@@ -678,7 +704,14 @@ impl Soak {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         println!("| soak | seconds | store growth | RSS growth (end / peak) | host CPU |");
         println!("|---|---:|---:|---:|---:|");
-        println!("| every attack at once | {} | {} | {} / {} | {:.0} s |", self.seconds, bytes(self.store_bytes), bytes(self.rss_bytes.0), bytes(self.rss_bytes.1), self.cpu_seconds);
+        println!(
+            "| every attack at once | {} | {} | {} / {} | {:.0} s |",
+            self.seconds,
+            bytes(self.store_bytes),
+            bytes(self.rss_bytes.0),
+            bytes(self.rss_bytes.1),
+            self.cpu_seconds
+        );
         let sent: Vec<String> = self.sent.iter().map(|(k, n)| format!("{k} {n}")).collect();
         println!("\nattackers sent: {}", sent.join(", "));
         println!("\n| honest agents | edits | p50 | p99 |");
@@ -712,7 +745,12 @@ pub fn soak(manifest: &Path, seconds: u64) -> Result<Soak> {
     let (_, made) = t.call("POST", "/api/v1/notes", &callers.person, &json!({"title": "Long", "approved_for_agents": true}))?;
     let costly_note = made["note_id"].as_str().context("no note")?.to_string();
     for (i, salt) in ["first", "second"].iter().enumerate() {
-        t.call("PUT", &format!("/api/v1/notes/{costly_note}/tabs/markdown"), &callers.person, &json!({"expected_version": i + 1, "text": lines(sizes.lines, salt)}))?;
+        t.call(
+            "PUT",
+            &format!("/api/v1/notes/{costly_note}/tabs/markdown"),
+            &callers.person,
+            &json!({"expected_version": i + 1, "text": lines(sizes.lines, salt)}),
+        )?;
     }
     let mut notes = Vec::new();
     for n in 0..2 {
@@ -761,7 +799,8 @@ pub fn soak(manifest: &Path, seconds: u64) -> Result<Soak> {
         s.spawn(move || slow::soak(t.host.addr, SOAK_UPLOADS, stop, &|n| bump("slow uploads", n)));
         for (a, token) in callers.attackers.iter().enumerate() {
             let merge = json!({"base_version": 2, "text": lines(sizes.lines, &format!("attack {a}"))}).to_string().into_bytes();
-            let (merge_path, diff_path) = (format!("/api/v1/notes/{costly_note}/tabs/markdown/merge"), format!("/api/v1/notes/{costly_note}/tabs/markdown/diff?from=2&to=3"));
+            let (merge_path, diff_path) =
+                (format!("/api/v1/notes/{costly_note}/tabs/markdown/merge"), format!("/api/v1/notes/{costly_note}/tabs/markdown/diff?from=2&to=3"));
             s.spawn(move || {
                 let Ok(mut conn) = Conn::open(t.host.addr) else { return };
                 let mut i = 0usize;
@@ -780,7 +819,8 @@ pub fn soak(manifest: &Path, seconds: u64) -> Result<Soak> {
             .into_iter()
             .map(|(token, note, base)| s.spawn(move || honest_samples(t, token, note, Duration::from_secs(seconds), base)))
             .collect();
-        let samples: Vec<Result<Vec<Duration>>> = honest.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("an honest agent panicked")))).collect();
+        let samples: Vec<Result<Vec<Duration>>> =
+            honest.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("an honest agent panicked")))).collect();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         (samples, peak.join().unwrap_or(0))
     });
@@ -799,4 +839,3 @@ pub fn soak(manifest: &Path, seconds: u64) -> Result<Soak> {
     out.sent = sent.into_inner().unwrap_or_else(|p| p.into_inner());
     Ok(out)
 }
-

@@ -58,10 +58,8 @@ pub async fn cluster(manifest: PathBuf, seconds: u64, clients: usize) -> Result<
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     let state = dir.join("state");
-    let tokens: Vec<String> =
-        (0..TENANTS).map(|t| hosts::tenant_token(&state, &format!("tenant-{t}"), "bench-agent", Actor::Agent)).collect::<Result<_>>()?;
-    let people: Vec<String> =
-        (0..TENANTS).map(|t| hosts::tenant_token(&state, &format!("tenant-{t}"), "bench-person", Actor::Human)).collect::<Result<_>>()?;
+    let tokens: Vec<String> = (0..TENANTS).map(|t| hosts::tenant_token(&state, &format!("tenant-{t}"), "bench-agent", Actor::Agent)).collect::<Result<_>>()?;
+    let people: Vec<String> = (0..TENANTS).map(|t| hosts::tenant_token(&state, &format!("tenant-{t}"), "bench-person", Actor::Human)).collect::<Result<_>>()?;
     let duration = Duration::from_secs(seconds);
     let mut rows = Vec::new();
     for (primaries, wait) in [(0, 0), (1, 1), (2, 1), (3, 1), (3, 0)] {

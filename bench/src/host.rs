@@ -63,7 +63,7 @@ pub async fn host(manifest: PathBuf, seconds: u64, concurrency: Vec<usize>) -> R
         fsync: false,
         limits: Limits::default(),
         sweep_interval: Duration::from_secs(60),
-            merge_interval: Duration::from_millis(250),
+        merge_interval: Duration::from_millis(250),
         variables: Default::default(),
         sign_in_link: false,
     };

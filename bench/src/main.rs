@@ -238,7 +238,8 @@ fn main() -> Result<()> {
         Command::Perf { manifest, seconds, clients, python, node, no_peer, max_notes, search_notes, search_queries, only, paths, out } => {
             let python = if no_peer { None } else { python.or_else(cairn_bench::peer::default_python) };
             let node = if no_peer { None } else { node.or_else(cairn_bench::peer::default_node) };
-            let args = cairn_bench::perf::PerfArgs { manifest, seconds, clients, python, node, max_notes, host_env: Vec::new(), search_notes, search_queries, paths };
+            let args =
+                cairn_bench::perf::PerfArgs { manifest, seconds, clients, python, node, max_notes, host_env: Vec::new(), search_notes, search_queries, paths };
             let report = rt.block_on(cairn_bench::perf::perf(args, &only))?;
             println!("{report}");
             if let Some(path) = out {

@@ -76,10 +76,6 @@ pub fn print_table(title: &str, rows: &[Series]) {
     println!("|---|---:|---:|---:|---:|---:|");
     let base = rows.first().map(|r| r.rps).unwrap_or(1.0);
     for r in rows {
-        println!(
-            "| {} | {:.0} | {} | {} | {} | {:.3} |",
-            r.name, r.rps, ms(r.p50), ms(r.p99), r.requests, r.rps / base
-        );
+        println!("| {} | {:.0} | {} | {} | {} | {:.3} |", r.name, r.rps, ms(r.p50), ms(r.p99), r.requests, r.rps / base);
     }
 }
-

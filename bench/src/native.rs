@@ -71,7 +71,13 @@ struct Core<'a> {
 impl Tools for Core<'_> {
     async fn call(&self, tool: &'static Tool, arguments: &str, who: &Principal) -> Result<String, ToolError> {
         let args: serde_json::Value = serde_json::from_str(arguments).map_err(|e| ToolError::Params(e.to_string()))?;
-        let me = cairn_notes::Identity { tenant: who.tenant.clone(), subject: who.subject.clone(), display_name: who.name.clone(), actor_type: who.actor, role: who.role };
+        let me = cairn_notes::Identity {
+            tenant: who.tenant.clone(),
+            subject: who.subject.clone(),
+            display_name: who.name.clone(),
+            actor_type: who.actor,
+            role: who.role,
+        };
         let mut env = crate::stack::bench_env(self.shared.seq.fetch_add(1, Ordering::Relaxed));
         match cairn_notes::call(self.shared.store.as_ref(), &mut env, &me, tool, args) {
             Ok(result) => Ok(result),

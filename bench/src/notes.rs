@@ -56,12 +56,20 @@ pub async fn notes(manifest: PathBuf, seconds: u64, clients: Vec<usize>, max_not
         let s = stack_calls(&stack, &stack_notes, c, Op::Read, duration).await?;
         let v = mcp_calls(server.addr, &server.token, &server_notes, c, Op::Read, duration, SERVED).await?;
         print_table(&format!("{c} concurrent clients, {seconds} s each (reads/s)"), &[v.clone(), s.clone()]);
-        println!("\nwhole stack ÷ native server: {:.2}x in time per read (p50 {:.0} µs vs {:.0} µs), {:.2}x in reads/s", s.p50.as_secs_f64() / v.p50.as_secs_f64(), s.p50.as_secs_f64() * 1e6, v.p50.as_secs_f64() * 1e6, v.rps / s.rps);
+        println!(
+            "\nwhole stack ÷ native server: {:.2}x in time per read (p50 {:.0} µs vs {:.0} µs), {:.2}x in reads/s",
+            s.p50.as_secs_f64() / v.p50.as_secs_f64(),
+            s.p50.as_secs_f64() * 1e6,
+            v.p50.as_secs_f64() * 1e6,
+            v.rps / s.rps
+        );
         print_floor(floors[&c], 1, c, v.rps, s.rps);
     }
 
     println!("\n# per-write cost as the tab grows (1 client)\n");
-    println!("| tab size | stack µs/edit (p50) | native server µs/edit (p50) | core in-process µs/edit (p50) | stack ÷ native server | stack ÷ core in-process |");
+    println!(
+        "| tab size | stack µs/edit (p50) | native server µs/edit (p50) | core in-process µs/edit (p50) | stack ÷ native server | stack ÷ core in-process |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|");
     for size in [1_000usize, 10_000, 100_000, 900_000] {
         let d = Duration::from_millis((seconds * 1000 / 2).max(500));
@@ -131,6 +139,11 @@ fn print_floor(instance: f64, instances: usize, c: usize, native_rps: f64, stack
 }
 
 fn human(n: usize) -> String {
-    if n >= 1_000_000 { format!("{} MB", n / 1_000_000) } else if n >= 1000 { format!("{} KB", n / 1000) } else { format!("{n} B") }
+    if n >= 1_000_000 {
+        format!("{} MB", n / 1_000_000)
+    } else if n >= 1000 {
+        format!("{} KB", n / 1000)
+    } else {
+        format!("{n} B")
+    }
 }
-

@@ -728,9 +728,8 @@ async fn where_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
 /// Resident memory of `pid` (VmRSS, VmHWM) in KiB.
 fn memory(pid: u32) -> Result<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| {
-        status.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).unwrap_or(0)
-    };
+    let field =
+        |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).unwrap_or(0);
     Ok((field("VmRSS:"), field("VmHWM:")))
 }
 
@@ -911,8 +910,11 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
     for v in 1..VERSIONS {
         let started = Instant::now();
         let r = c
-            .call("edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": format!("h{v}"),
-                "operation": "replace_text", "text": text_of(200, v)}))
+            .call(
+                "edit_note_tab",
+                json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": format!("h{v}"),
+                "operation": "replace_text", "text": text_of(200, v)}),
+            )
             .await?;
         let took = started.elapsed();
         if r["isError"] != false {
@@ -957,8 +959,14 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
     let mut env = crate::stack::bench_env(12).with_retention(retention);
     let who = agent();
     let old_read = time(&mut || {
-        let r = cairn_notes::call_tool_value(kv.as_ref(), &mut env, &who, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": VERSIONS - 900}))
-            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let r = cairn_notes::call_tool_value(
+            kv.as_ref(),
+            &mut env,
+            &who,
+            "read_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "at_version": VERSIONS - 900}),
+        )
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         if r["isError"] != false {
             bail!("at_version read refused: {r}");
         }
@@ -987,11 +995,26 @@ async fn history_section(run: &Run, out: &mut String) -> Result<()> {
          the newest page of `list_note_history` (50 entries) {:.0} µs. The head keeps its size (older history entries and \
          idempotency records move to keys of their own, one batch per write), and the store keeps the size of the \
          retention window: what is past it leaves at the next sweep.\n",
-        us(e), us(l), us(l) / us(e).max(1.0),
-        10 + WINDOW, head_late as f64 / head_early.max(1) as f64,
-        2 * KEEP, last_sweep, store_early.0, human(store_early.1), store_late.0, human(store_late.1), store_late.1 as f64 / store_early.1.max(1) as f64,
-        swept.entries, swept.blobs, swept.idempotency, sweep_p50.as_secs_f64() * 1e3, sweeps.len(),
-        VERSIONS - 900, us(old_read), us(page),
+        us(e),
+        us(l),
+        us(l) / us(e).max(1.0),
+        10 + WINDOW,
+        head_late as f64 / head_early.max(1) as f64,
+        2 * KEEP,
+        last_sweep,
+        store_early.0,
+        human(store_early.1),
+        store_late.0,
+        human(store_late.1),
+        store_late.1 as f64 / store_early.1.max(1) as f64,
+        swept.entries,
+        swept.blobs,
+        swept.idempotency,
+        sweep_p50.as_secs_f64() * 1e3,
+        sweeps.len(),
+        VERSIONS - 900,
+        us(old_read),
+        us(page),
     );
     drop(kv);
     let _ = std::fs::remove_dir_all(dir);

@@ -93,8 +93,14 @@ fn corpus(dir: &Path, n: usize) -> Result<(Arc<dyn Store>, Vec<String>)> {
             bail!("create_note: {}", r.body);
         }
         let id = r.body["note_id"].as_str().context("note_id")?.to_string();
-        let w = cairn_notes::call_tool_value(kv.as_ref(), &mut env, &agent(), "edit_note_tab", json!({"note_id": id, "tab_id": "markdown",
-            "expected_version": 1, "idempotency_key": "fill", "operation": "replace_text", "text": text(&mut rng)}))
+        let w = cairn_notes::call_tool_value(
+            kv.as_ref(),
+            &mut env,
+            &agent(),
+            "edit_note_tab",
+            json!({"note_id": id, "tab_id": "markdown",
+            "expected_version": 1, "idempotency_key": "fill", "operation": "replace_text", "text": text(&mut rng)}),
+        )
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         if w["isError"] != false {
             bail!("filling a note: {w}");
@@ -173,9 +179,15 @@ fn edits(kv: &Arc<dyn Store>, ids: &[String], n: usize, seed: u64) -> Result<Vec
         let cut = text.find(". ").map_or(0, |i| i + 2);
         let next = format!("{}. {}", fresh.join(" "), &text[cut..]);
         let started = Instant::now();
-        let w = cairn_notes::call_tool_value(kv.as_ref(), &mut env, &who, "edit_note_tab", json!({"note_id": id, "tab_id": "markdown",
+        let w = cairn_notes::call_tool_value(
+            kv.as_ref(),
+            &mut env,
+            &who,
+            "edit_note_tab",
+            json!({"note_id": id, "tab_id": "markdown",
             "expected_version": read["structuredContent"]["version"], "idempotency_key": format!("e{seed}-{i}"),
-            "operation": "replace_text", "text": next}))
+            "operation": "replace_text", "text": next}),
+        )
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         out.push(started.elapsed());
         if w["isError"] != false {
@@ -273,13 +285,19 @@ pub async fn search_section(scratch: &Path, manifest: &Path, sizes: &[usize], pe
             let _ = writeln!(
                 out,
                 "| {n} | {kind} | {:.2} | {:.2} | {:.2} | {:.2} |",
-                ms(pct(&mut s, 0.5)), ms(pct(&mut s, 0.99)), ms(pct(&mut nat, 0.5)), ms(pct(&mut nat, 0.99))
+                ms(pct(&mut s, 0.5)),
+                ms(pct(&mut s, 0.99)),
+                ms(pct(&mut nat, 0.5)),
+                ms(pct(&mut nat, 0.99))
             );
         }
         let _ = writeln!(
             out,
             "| {n} | **all** | **{:.2}** | **{:.2}** | {:.2} | {:.2} |",
-            ms(pct(&mut all_stack, 0.5)), ms(pct(&mut all_stack, 0.99)), ms(pct(&mut all_native, 0.5)), ms(pct(&mut all_native, 0.99))
+            ms(pct(&mut all_stack, 0.5)),
+            ms(pct(&mut all_stack, 0.99)),
+            ms(pct(&mut all_native, 0.5)),
+            ms(pct(&mut all_native, 0.99))
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -4,11 +4,11 @@
 //! whole stack or the same core natively ([`stack_calls`], [`native_calls`]).
 
 use crate::measure::{Series, summarize};
+use anyhow::{Context, Result, bail};
 use cairn::clock::SystemEnv;
 use cairn::instance::Limits;
 use cairn::server::{self, Running};
 use cairn::stores::{StoreKind, Stores};
-use anyhow::{Context, Result, bail};
 use cairn_auth::mint::TokenSpec;
 use cairn_auth::{Actor, Role};
 use cairn_kv::Store;
@@ -120,10 +120,10 @@ impl Stack {
             cache_dir: crate::hosts::compile_cache(),
             state_dir: state.clone(),
             stores: Stores::default().with_default(Some(&StoreKind::Sqlite)),
-        components: Vec::new(),
+            components: Vec::new(),
             fsync: false,
             limits: Limits::default(),
-        sweep_interval: Duration::from_secs(60),
+            sweep_interval: Duration::from_secs(60),
             merge_interval: Duration::from_millis(250),
             variables,
             sign_in_link: false,
@@ -168,7 +168,13 @@ impl Stack {
 }
 
 pub fn person() -> Identity {
-    Identity { tenant: TENANT.into(), subject: "bench-person".into(), display_name: "Bench person".into(), actor_type: ActorType::Human, role: cairn_notes::Role::Member }
+    Identity {
+        tenant: TENANT.into(),
+        subject: "bench-person".into(),
+        display_name: "Bench person".into(),
+        actor_type: ActorType::Human,
+        role: cairn_notes::Role::Member,
+    }
 }
 
 pub fn agent() -> Identity {
@@ -363,7 +369,6 @@ pub fn native_store(dir: &std::path::Path) -> Result<Arc<dyn Store>> {
     std::fs::create_dir_all(dir)?;
     Ok(Arc::new(cairn_kv_sqlite::SqliteStore::open(&dir.join("kv.db"), false)?))
 }
-
 
 /// A tool component called in-process, as the router reaches it, without
 /// HTTP in front and without the router: what one tool costs on its own.

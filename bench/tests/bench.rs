@@ -6,7 +6,7 @@
 
 use cairn_bench::experiments::create::{self, KeyPolicy};
 use cairn_bench::experiments::handles::{self, Handle};
-use cairn_bench::experiments::{editor, race, sections, sources, tabs, throughput, Sizes};
+use cairn_bench::experiments::{Sizes, editor, race, sections, sources, tabs, throughput};
 use cairn_bench::stack::Stack;
 use std::path::PathBuf;
 
@@ -224,7 +224,8 @@ mod attacks {
     fn slow_uploads_fail_no_honest_call(report: &Report, sizes: Sizes) {
         assert!(report.slow_alone.failed.is_empty() && !report.slow_alone.edits.is_empty(), "{:?}", report.slow_alone.failed);
         assert_eq!(report.slow.len(), 6);
-        let limits = ["body_too_slow", "body_timeout", "header_timeout", "too_many_connections_from_address", "too_many_bodies_from_address", "too_many_connections"];
+        let limits =
+            ["body_too_slow", "body_timeout", "header_timeout", "too_many_connections_from_address", "too_many_bodies_from_address", "too_many_connections"];
         for kind in Kind::ALL {
             for addresses in [1, sizes.upload_addresses] {
                 let row = report.slow_row(kind, addresses).unwrap_or_else(|| panic!("no row for {} from {addresses}", kind.label()));
@@ -248,8 +249,8 @@ mod attacks {
 /// `parts`, quick sizes, natively (no components needed): no strategy loses
 /// or doubles a line, and editing in parts costs a fraction of the whole tab.
 mod parts {
-    use cairn_bench::experiments::parts::{self, Strategy};
     use cairn_bench::experiments::Sizes;
+    use cairn_bench::experiments::parts::{self, Strategy};
 
     #[test]
     fn experiments_parts_read_and_write_little_and_lose_nothing() {
@@ -321,7 +322,7 @@ mod native_server {
 /// `tool_calls = "http"`; without it those doors answer 404 and the tools
 /// are reached only through the router.
 mod tools_alone {
-    use super::{require_built, root, ONE_AT_A_TIME};
+    use super::{ONE_AT_A_TIME, require_built, root};
     use cairn_bench::stack::{Caller, Stack, ToolCaller};
     use serde_json::json;
 
@@ -352,7 +353,7 @@ mod tools_alone {
 /// then on clusters of 1, 2 and 3 primaries (with and without replica
 /// confirmation); every row acknowledges lines and loses none.
 mod cluster {
-    use super::{root, ONE_AT_A_TIME};
+    use super::{ONE_AT_A_TIME, root};
 
     #[test]
     fn every_row_of_the_cluster_benchmark_acknowledges_lines_and_loses_none() {

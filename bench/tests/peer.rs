@@ -50,10 +50,9 @@ fn peers_start_and_keep_the_edit_rules() {
     std::env::set_current_dir(root()).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut ran = 0;
-    for (what, program, start) in [
-        ("Python peer", default_python(), Peer::start as fn(&std::path::Path) -> anyhow::Result<Peer>),
-        ("TypeScript peer", default_node(), Peer::start_ts),
-    ] {
+    for (what, program, start) in
+        [("Python peer", default_python(), Peer::start as fn(&std::path::Path) -> anyhow::Result<Peer>), ("TypeScript peer", default_node(), Peer::start_ts)]
+    {
         let Some(program) = program else {
             panic!("the {what} is not installed: scripts/test.sh installs it (bench/peer/README.md says how)");
         };

@@ -30,6 +30,7 @@
 //! Verified tokens are cached under a salt that includes the JWKS itself, so
 //! a new JWKS has every token verified again against it.
 
+use crate::http::Request;
 use crate::kv::{Bucket, GuestStore};
 use crate::respond;
 use cairn_auth::Principal;
@@ -39,7 +40,6 @@ use cairn_door::{Code, Refusal};
 use cairn_kv::{Observed, Store, Swap};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use crate::http::Request;
 
 /// The largest issuer document (metadata, JWKS) read, in bytes: reading
 /// stops there.
@@ -99,16 +99,9 @@ impl Config {
         let resource = auth.audience.clone().ok_or("the audience variable is not set")?;
         let authorization_server = auth.authorization_server.clone().unwrap_or_else(|| issuer.clone());
         let c = &auth.claims;
-        let claims = ClaimMap { tenant: c.tenant.clone(), fixed_tenant: c.fixed_tenant.clone(), actor: c.actor.clone(), name: c.name.clone(), role: c.role.clone() };
-        Ok(Self {
-            keys,
-            issuer,
-            resource,
-            authorization_server,
-            claims,
-            cache_seconds: auth.jwks_cache_seconds,
-            refetch_seconds: auth.jwks_refetch_seconds,
-        })
+        let claims =
+            ClaimMap { tenant: c.tenant.clone(), fixed_tenant: c.fixed_tenant.clone(), actor: c.actor.clone(), name: c.name.clone(), role: c.role.clone() };
+        Ok(Self { keys, issuer, resource, authorization_server, claims, cache_seconds: auth.jwks_cache_seconds, refetch_seconds: auth.jwks_refetch_seconds })
     }
 
     /// The salt of verified-token cache keys: it changes whenever the trusted
@@ -134,7 +127,11 @@ impl Config {
     fn cached(&self, cache: &GuestStore) -> (Option<Fetched>, Option<Observed>) {
         let Ok(read) = cache.read(CACHE, &self.fetched_key()) else { return (None, None) };
         let f = read.value.as_deref().and_then(|raw| serde_json::from_slice::<Value>(raw).ok()).and_then(|v| {
-            Some(Fetched { jwks: v["jwks"].as_str().unwrap_or("").to_string(), fetched_at: v["fetched_at"].as_u64()?, tried_at: v["tried_at"].as_u64().unwrap_or(0) })
+            Some(Fetched {
+                jwks: v["jwks"].as_str().unwrap_or("").to_string(),
+                fetched_at: v["fetched_at"].as_u64()?,
+                tried_at: v["tried_at"].as_u64().unwrap_or(0),
+            })
         });
         (f, Some(read.observed))
     }
@@ -197,7 +194,8 @@ impl Config {
             }
         }
         // Claim the fetch: move `tried_at` to now, or lose to whoever did.
-        let claim = Fetched { jwks: usable.map(|u| u.jwks.clone()).unwrap_or_default(), fetched_at: cached.as_ref().map_or(0, |c| c.fetched_at), tried_at: now_s };
+        let claim =
+            Fetched { jwks: usable.map(|u| u.jwks.clone()).unwrap_or_default(), fetched_at: cached.as_ref().map_or(0, |c| c.fetched_at), tried_at: now_s };
         if let Some(o) = observed {
             match cache.swap(CACHE, &self.fetched_key(), o, &Self::record(&claim)) {
                 Ok(Swap::Done) => {}
@@ -268,9 +266,8 @@ impl Config {
         if throttled {
             return Err(Refused::Throttled);
         }
-        let verifier = |jwks: &str| {
-            Verifier::from_jwks(jwks, &self.issuer, &self.resource).map(|v| v.with_claims(self.claims.clone())).map_err(Refused::Misconfigured)
-        };
+        let verifier =
+            |jwks: &str| Verifier::from_jwks(jwks, &self.issuer, &self.resource).map(|v| v.with_claims(self.claims.clone())).map_err(Refused::Misconfigured);
         let mut v = verifier(&jwks)?;
         // A key the cached JWKS lacks may have just been rotated in.
         if !fresh && matches!(self.keys, KeySource::Fetched(_)) && cairn_auth::jwt::token_kid(token).is_some_and(|k| !v.knows_kid(&k)) {
@@ -300,11 +297,12 @@ impl Config {
                 self.challenge(),
                 e.to_string().replace('"', "'")
             )),
-            Refused::Throttled => Refusal::new(Code::TooManyRefusals, "this address sent too many refused requests this minute; retry with a valid token later").retry_after(60),
-            Refused::Misconfigured(e) => Refusal::new(Code::Misconfigured, e.clone()),
-            Refused::Unavailable(e) => {
-                Refusal::new(Code::IssuerUnavailable, format!("the issuer's keys cannot be fetched, and none are cached yet: {e}")).retry_after(if e.starts_with("no keys yet") { 1 } else { 5 })
+            Refused::Throttled => {
+                Refusal::new(Code::TooManyRefusals, "this address sent too many refused requests this minute; retry with a valid token later").retry_after(60)
             }
+            Refused::Misconfigured(e) => Refusal::new(Code::Misconfigured, e.clone()),
+            Refused::Unavailable(e) => Refusal::new(Code::IssuerUnavailable, format!("the issuer's keys cannot be fetched, and none are cached yet: {e}"))
+                .retry_after(if e.starts_with("no keys yet") { 1 } else { 5 }),
         }
     }
 }

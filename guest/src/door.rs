@@ -10,10 +10,10 @@
 //!   [`Gate::require`] then spend the subject's budget and check scopes.
 
 use crate::auth::{Config, Refused, audit_refusal};
+use crate::http::{Request, Response};
 use crate::kv::GuestStore;
 use cairn_auth::Principal;
 use cairn_door::{Arrival, Code, Door, Refusal, Settings};
-use crate::http::{Request, Response};
 
 /// What the door reads of a request: path and headers, borrowed.
 pub fn arrival(req: &Request) -> Arrival<'_> {

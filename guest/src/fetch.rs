@@ -30,9 +30,7 @@ fn why(e: &ErrorCode, limit: Duration) -> String {
         ErrorCode::ConnectionTimeout | ErrorCode::HttpResponseTimeout | ErrorCode::ConnectionReadTimeout => {
             format!("no answer within {} seconds", limit.as_secs())
         }
-        ErrorCode::HttpRequestDenied => {
-            "this address may not be fetched (a private or loopback address, or a host the application does not allow)".into()
-        }
+        ErrorCode::HttpRequestDenied => "this address may not be fetched (a private or loopback address, or a host the application does not allow)".into(),
         ErrorCode::DnsError(_) => "its host name does not resolve".into(),
         ErrorCode::ConnectionRefused => "the connection was refused".into(),
         ErrorCode::TlsCertificateError | ErrorCode::TlsAlertReceived(_) | ErrorCode::TlsProtocolError => {

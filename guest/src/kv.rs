@@ -15,8 +15,8 @@
 //! a cursor (Spin's stores take none) the whole bucket is listed and
 //! filtered here, which is correct but costs the whole listing.
 
-use cairn_kv::{Error, Observed, Read, Result, Store, Swap};
 use crate::bindings::imports::wasi::keyvalue::{atomics, batch, store};
+use cairn_kv::{Error, Observed, Read, Result, Store, Swap};
 use std::cell::RefCell;
 use std::collections::HashMap;
 

@@ -44,11 +44,5 @@ fn notes() -> Option<&'static cairn_config::Notes> {
 
 /// The notes core's view of a verified principal.
 pub fn identity(p: &cairn_auth::Principal) -> cairn_notes::Identity {
-    cairn_notes::Identity {
-        tenant: p.tenant.clone(),
-        subject: p.subject.clone(),
-        display_name: p.name.clone(),
-        actor_type: p.actor,
-        role: p.role,
-    }
+    cairn_notes::Identity { tenant: p.tenant.clone(), subject: p.subject.clone(), display_name: p.name.clone(), actor_type: p.actor, role: p.role }
 }

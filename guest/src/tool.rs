@@ -24,12 +24,12 @@
 //! bug or corrupt data (500), typed on the composed door
 //! (`cairn:platform/tool`'s `failure`).
 
+use crate::bindings::{Answer, Caller, Failure};
+use crate::http::{Request, Response};
 use crate::kv::GuestStore;
 use crate::notes::{HostEnv, identity};
 use cairn_auth::Principal;
 use cairn_notes::Tool;
-use crate::bindings::{Answer, Caller, Failure};
-use crate::http::{Request, Response};
 use spin_sdk::http::Method;
 
 fn error_body(code: &str, message: &str) -> String {

@@ -86,8 +86,7 @@ impl Offered {
         if same_name.is_empty() {
             Some(format!("{import}: {} offers no {name}", self.world))
         } else {
-            let versions: Vec<String> =
-                same_name.iter().map(|(_, v)| v.as_ref().map(|v| v.to_string()).unwrap_or_default()).collect();
+            let versions: Vec<String> = same_name.iter().map(|(_, v)| v.as_ref().map(|v| v.to_string()).unwrap_or_default()).collect();
             Some(format!("{import}: {} offers {name} only at {}", self.world, versions.join(", ")))
         }
     }
@@ -169,9 +168,8 @@ pub fn check_manifest(manifest_path: &Path, workspace_root: &Path, spin_wit_dir:
         }
         let composed: Vec<&str> = c.dependencies.iter().map(|d| d.import.as_str()).collect();
         mine.extend(refuse_imports(&imports, &composed, &spin, &ours));
-        let exports_handler = exports.iter().map(|e| split(e)).any(|(n, v)| {
-            n == "wasi:http/handler" && v.is_some_and(|v| v.major == 0 && v.minor == 3 && v.pre.is_empty())
-        });
+        let exports_handler =
+            exports.iter().map(|e| split(e)).any(|(n, v)| n == "wasi:http/handler" && v.is_some_and(|v| v.major == 0 && v.minor == 3 && v.pre.is_empty()));
         if !exports_handler {
             mine.push("does not export wasi:http/handler@0.3.x (a WASI 0.3 service)".to_string());
         }
@@ -187,9 +185,8 @@ fn refuse_imports(imports: &[String], composed: &[&str], spin: &Offered, ours: &
     let mut out = Vec::new();
     for import in imports.iter().filter(|i| !composed.contains(&i.as_str())) {
         out.extend(spin.refuse(import));
-        let standard = ["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/", "wasi:http/"]
-            .iter()
-            .any(|p| import.starts_with(p));
+        let standard =
+            ["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/", "wasi:sockets/", "wasi:http/"].iter().any(|p| import.starts_with(p));
         if !standard {
             out.extend(ours.refuse(import));
         }

@@ -85,10 +85,8 @@ pub fn spinkube(manifest: &Manifest, a: &Args) -> Result<Vec<(String, Vec<Value>
         .collect();
     let runtime = json!({ "keyValueStores": stores });
     let mut files = Vec::new();
-    let mut front_vars: Vec<Value> = ["jwks", "issuer", "audience", "identity_secret"]
-        .iter()
-        .map(|v| json!({"name": v, "valueFrom": secret(&v.replace('_', "-"))}))
-        .collect();
+    let mut front_vars: Vec<Value> =
+        ["jwks", "issuer", "audience", "identity_secret"].iter().map(|v| json!({"name": v, "valueFrom": secret(&v.replace('_', "-"))})).collect();
     for (tool, component) in &tools {
         if manifest.component(component).is_none() {
             continue;

@@ -38,18 +38,14 @@ pub fn run(a: Args) -> Result<()> {
     .with_default(a.store.as_ref());
     let opened = stores.open(&a.state_dir, false)?;
     let store = opened.get("default").ok_or_else(|| anyhow!("no default store"))?.clone();
-    let tenants = if a.tenants.is_empty() {
-        cairn_notes::keys::list_tenants(store.as_ref()).map_err(|e| anyhow!("listing tenants: {e}"))?
-    } else {
-        a.tenants.clone()
-    };
+    let tenants =
+        if a.tenants.is_empty() { cairn_notes::keys::list_tenants(store.as_ref()).map_err(|e| anyhow!("listing tenants: {e}"))? } else { a.tenants.clone() };
     let mut missing = 0;
     for tenant in &tenants {
         if !cairn_notes::keys::valid_tenant(tenant) {
             bail!("{tenant:?} is not a tenant id ([a-z0-9_-]{{1,64}})");
         }
-        let report = if a.check { check(store.as_ref(), tenant) } else { reindex(store.as_ref(), tenant) }
-            .map_err(|e| anyhow!("tenant {tenant}: {e}"))?;
+        let report = if a.check { check(store.as_ref(), tenant) } else { reindex(store.as_ref(), tenant) }.map_err(|e| anyhow!("tenant {tenant}: {e}"))?;
         missing += report.missing;
         println!("{}", line(tenant, a.check, &report));
     }

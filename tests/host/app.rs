@@ -24,10 +24,23 @@ pub fn stranger() -> LocalKey {
 /// Every component built.
 pub fn require_app() {
     require_built(&[
-        "router.wasm", "rest.wasm", "list_notes.wasm", "list_note_tabs.wasm", "read_note_tab.wasm",
-        "read_sheet_range.wasm", "list_note_attachments.wasm", "list_note_history.wasm", "edit_note_tab.wasm", "create_note_tab.wasm",
-        "add_note_source.wasm", "claim_note.wasm", "renew_claim.wasm", "release_claim.wasm", "post_claim_note.wasm",
-        "list_claims.wasm", "search_notes.wasm",
+        "router.wasm",
+        "rest.wasm",
+        "list_notes.wasm",
+        "list_note_tabs.wasm",
+        "read_note_tab.wasm",
+        "read_sheet_range.wasm",
+        "list_note_attachments.wasm",
+        "list_note_history.wasm",
+        "edit_note_tab.wasm",
+        "create_note_tab.wasm",
+        "add_note_source.wasm",
+        "claim_note.wasm",
+        "renew_claim.wasm",
+        "release_claim.wasm",
+        "post_claim_note.wasm",
+        "list_claims.wasm",
+        "search_notes.wasm",
     ]);
 }
 
@@ -95,8 +108,7 @@ impl Cairn {
 
     /// The claims of a valid token for `who`.
     pub fn claims(&self, who: &Who) -> Value {
-        who.spec(ISSUER, &self.audience())
-        .claims()
+        who.spec(ISSUER, &self.audience()).claims()
     }
 
     /// A valid token for `who`.

@@ -69,8 +69,12 @@ fn a_conflict_names_the_holder_and_a_persons_write_waits_for_the_agents_claim() 
     assert_eq!(save.json()["claim_id"], claim_id.as_str());
 
     // The holder's own write passes.
-    let own = cairn.call(&t, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": version,
-        "idempotency_key": "holder", "operation": "replace_text", "text": "agent's draft"}));
+    let own = cairn.call(
+        &t,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": version,
+        "idempotency_key": "holder", "operation": "replace_text", "text": "agent's draft"}),
+    );
     assert_eq!(own["isError"], false, "{own}");
     cairn.call(&t, "post_claim_note", json!({"claim_id": claim_id, "text": "rewriting the intro"}));
     let board = cairn.rest(&p, "GET", "/api/v1/claims", None).json();

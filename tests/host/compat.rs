@@ -2,8 +2,8 @@
 //! (read from Spin's own source, `../shared/spin`) and what Cairn's
 //! contract in wit/ names, and is a WASI 0.3 service; the check itself
 //! refuses what it must.
-use cairn::cmd::compat::{Offered, check_manifest, satisfies, spin_wit, split};
 use crate::harness::*;
+use cairn::cmd::compat::{Offered, check_manifest, satisfies, spin_wit, split};
 
 fn spin_world() -> Offered {
     Offered::from_wit_dir(&spin_wit(&root(), None).unwrap(), "spin:up", "platform").unwrap()
@@ -20,8 +20,7 @@ fn every_component_in_spin_toml_is_spin_compatible() {
 fn the_check_sees_key_value_imports_of_the_probe() {
     require_built(&["kv_probe.wasm"]);
     let engine = wasmtime::Engine::default();
-    let (imports, exports) =
-        cairn::cmd::compat::component_interfaces(&engine, &root().join("target/wasm32-wasip2/wasm/kv_probe.wasm")).unwrap();
+    let (imports, exports) = cairn::cmd::compat::component_interfaces(&engine, &root().join("target/wasm32-wasip2/wasm/kv_probe.wasm")).unwrap();
     assert!(imports.iter().any(|i| i == "wasi:keyvalue/atomics@0.2.0-draft2"), "{imports:?}");
     assert!(exports.iter().any(|e| e == "wasi:http/handler@0.3.0"), "a WASI 0.3 service: {exports:?}");
 }

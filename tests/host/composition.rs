@@ -26,10 +26,19 @@ fn session(host: &Cairn) -> Vec<Value> {
     let read = step("read_note_tab", json!({"note_id": note, "tab_id": tab}));
     let version = read["version"].clone();
     // A stale version is refused the same way through both doors.
-    step("edit_note_tab", json!({"note_id": note, "tab_id": tab, "expected_version": 999, "idempotency_key": "k-stale", "op": {"type": "replace_text", "text": "x"}}));
-    step("edit_note_tab", json!({"note_id": note, "tab_id": tab, "expected_version": version, "idempotency_key": "k-1", "op": {"type": "replace_text", "text": "# Brief\n"}}));
+    step(
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": tab, "expected_version": 999, "idempotency_key": "k-stale", "op": {"type": "replace_text", "text": "x"}}),
+    );
+    step(
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": tab, "expected_version": version, "idempotency_key": "k-1", "op": {"type": "replace_text", "text": "# Brief\n"}}),
+    );
     // The replay answers the first result.
-    step("edit_note_tab", json!({"note_id": note, "tab_id": tab, "expected_version": version, "idempotency_key": "k-1", "op": {"type": "replace_text", "text": "# Brief\n"}}));
+    step(
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": tab, "expected_version": version, "idempotency_key": "k-1", "op": {"type": "replace_text", "text": "# Brief\n"}}),
+    );
     step("read_note_tab", json!({"note_id": note, "tab_id": tab}));
     step("read_note_tab", json!({"note_id": "nope", "tab_id": tab}));
     step("list_claims", json!({"note_id": note}));
@@ -39,9 +48,9 @@ fn session(host: &Cairn) -> Vec<Value> {
 /// Strip what differs between two runs by design: times.
 fn timeless(v: &Value) -> Value {
     match v {
-        Value::Object(m) => Value::Object(
-            m.iter().filter(|(k, _)| !k.ends_with("_at") && *k != "at" && *k != "as_of").map(|(k, v)| (k.clone(), timeless(v))).collect(),
-        ),
+        Value::Object(m) => {
+            Value::Object(m.iter().filter(|(k, _)| !k.ends_with("_at") && *k != "at" && *k != "as_of").map(|(k, v)| (k.clone(), timeless(v))).collect())
+        }
         Value::Array(a) => Value::Array(a.iter().map(timeless).collect()),
         other => other.clone(),
     }

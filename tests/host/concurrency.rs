@@ -25,9 +25,13 @@ fn two_writers_that_reapply_on_conflict_lose_no_line() {
                     let sc = &read["structuredContent"];
                     let text = format!("{}agent-{i}\n", sc["text"].as_str().unwrap());
                     key += 1;
-                    let w = cairn.call(&t, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown",
+                    let w = cairn.call(
+                        &t,
+                        "edit_note_tab",
+                        json!({"note_id": note, "tab_id": "markdown",
                         "expected_version": sc["version"], "idempotency_key": format!("agent-{i}-{key}"),
-                        "operation": "replace_text", "text": text}));
+                        "operation": "replace_text", "text": text}),
+                    );
                     if w["isError"] == false {
                         break;
                     }
@@ -47,8 +51,8 @@ fn two_writers_that_reapply_on_conflict_lose_no_line() {
                     let read = cairn.call(&t, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
                     let sc = &read["structuredContent"];
                     let text = format!("{}person-{i}\n", sc["text"].as_str().unwrap());
-                    let r = cairn.rest(&t, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"),
-                        Some(&json!({"expected_version": sc["version"], "text": text})));
+                    let r =
+                        cairn.rest(&t, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), Some(&json!({"expected_version": sc["version"], "text": text})));
                     if r.status == 200 {
                         break;
                     }

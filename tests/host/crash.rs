@@ -70,7 +70,8 @@ fn sigkill_during_claim_traffic_leaves_no_target_held_twice_and_no_claim_past_it
             std::thread::spawn(move || {
                 let mut granted = 0;
                 while !stop.load(Ordering::SeqCst) {
-                    let target = if i % 3 == 0 { json!({"note_id": note, "ttl_seconds": 2}) } else { json!({"note_id": note, "tab_id": "markdown", "ttl_seconds": 2}) };
+                    let target =
+                        if i % 3 == 0 { json!({"note_id": note, "ttl_seconds": 2}) } else { json!({"note_id": note, "tab_id": "markdown", "ttl_seconds": 2}) };
                     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "claim_note", "arguments": target}}).to_string();
                     let at = *addr.lock().unwrap();
                     let auth = format!("Bearer {t}");

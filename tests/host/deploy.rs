@@ -34,10 +34,8 @@ fn the_spinkube_manifests_name_every_component_once_each_with_an_autoscaler() {
         let files = spinkube(&manifest, &args(scaler)).unwrap();
         let docs: Vec<&Value> = files.iter().flat_map(|(_, d)| d).collect();
         let apps: Vec<&Value> = docs.iter().copied().filter(|d| d["kind"] == "SpinApp").collect();
-        let mut named: Vec<String> = apps
-            .iter()
-            .flat_map(|a| a["spec"]["components"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()))
-            .collect();
+        let mut named: Vec<String> =
+            apps.iter().flat_map(|a| a["spec"]["components"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string())).collect();
         named.sort();
         let mut all: Vec<String> = manifest.components.iter().map(|c| c.id.clone()).collect();
         all.sort();

@@ -58,7 +58,8 @@ fn bodies_trickled_a_byte_at_a_time_get_408_and_never_hold_an_instance() {
             let (addr, t) = (cairn.addr, t.clone());
             std::thread::spawn(move || {
                 let mut s = TcpStream::connect(addr).unwrap();
-                let head = format!("POST /mcp HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {t}\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n");
+                let head =
+                    format!("POST /mcp HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {t}\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n");
                 s.write_all(head.as_bytes()).unwrap();
                 for _ in 0..60 {
                     if s.write_all(b" ").is_err() {
@@ -107,8 +108,10 @@ fn ten_one_megabyte_edits_in_one_batch_are_refused_whole_and_nothing_is_written(
     let note = cairn.create_note(&person(), "Big batch", true);
     let big = "x".repeat(1_000_000);
     let batch: Vec<serde_json::Value> = (0..10)
-        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "edit_note_tab", "arguments":
-            {"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": format!("big-{i}"), "operation": "replace_text", "text": big}}}))
+        .map(|i| {
+            json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "edit_note_tab", "arguments":
+            {"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": format!("big-{i}"), "operation": "replace_text", "text": big}}})
+        })
         .collect();
     let r = cairn.mcp(&t, &json!(batch));
     assert_eq!(r.status, 413, "{}", r.text());

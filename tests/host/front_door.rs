@@ -63,7 +63,10 @@ fn an_over_budget_subject_and_a_throttled_address_are_counted_by_code_in_the_met
     // Scraped from another address: this one is throttled, and refused unheard at every door.
     let text = crate::sources::request_from("127.0.0.2", cairn.addr, "GET", "/metrics", &[("authorization", "Bearer door-metrics")], b"").text();
     let count = |code: &str| -> f64 {
-        text.lines().find(|l| l.starts_with(&format!("cairn_refusals_total{{code=\"{code}\"}}"))).and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0.0)
+        text.lines()
+            .find(|l| l.starts_with(&format!("cairn_refusals_total{{code=\"{code}\"}}")))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0.0)
     };
     assert_eq!(count("unauthorized"), 3.0, "{text}");
     assert_eq!(count("too_many_refusals"), 3.0, "{text}");

@@ -38,14 +38,24 @@ fn value() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(Value::from),
         any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
         "\\PC{0,20}".prop_map(Value::from),
-        prop_oneof![Just("tools/call"), Just("tools/list"), Just("initialize"), Just("resources/read"), Just("2.0"), Just("edit_note_tab")].prop_map(Value::from),
+        prop_oneof![Just("tools/call"), Just("tools/list"), Just("initialize"), Just("resources/read"), Just("2.0"), Just("edit_note_tab")]
+            .prop_map(Value::from),
     ];
     leaf.prop_recursive(3, 20, 5, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::from),
             proptest::collection::btree_map(
-                prop_oneof![Just("jsonrpc".to_string()), Just("id".to_string()), Just("method".to_string()), Just("params".to_string()),
-                    Just("name".to_string()), Just("arguments".to_string()), Just("uri".to_string()), Just("_meta".to_string()), "[a-z]{1,8}"],
+                prop_oneof![
+                    Just("jsonrpc".to_string()),
+                    Just("id".to_string()),
+                    Just("method".to_string()),
+                    Just("params".to_string()),
+                    Just("name".to_string()),
+                    Just("arguments".to_string()),
+                    Just("uri".to_string()),
+                    Just("_meta".to_string()),
+                    "[a-z]{1,8}"
+                ],
                 inner,
                 0..6
             )

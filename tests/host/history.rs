@@ -44,11 +44,19 @@ fn people_list_read_diff_and_restore_versions_over_rest() {
     assert_eq!(then["structuredContent"]["text"], "first\nsecond\n", "{then}");
     // A rebased append over the restore (it changed line 2; the append borders
     // only the last line of version 3, which the restore removed: refused).
-    let r = cairn.call(&a, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 3,
-        "idempotency_key": "late", "operation": "append_text", "text": "agent", "rebase": true}));
+    let r = cairn.call(
+        &a,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 3,
+        "idempotency_key": "late", "operation": "append_text", "text": "agent", "rebase": true}),
+    );
     assert_eq!(r["structuredContent"]["error"], "version_conflict", "{r}");
-    let r = cairn.call(&a, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 4,
-        "idempotency_key": "now", "operation": "append_text", "text": "agent"}));
+    let r = cairn.call(
+        &a,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 4,
+        "idempotency_key": "now", "operation": "append_text", "text": "agent"}),
+    );
     assert_eq!(r["isError"], false, "{r}");
 }
 

@@ -11,7 +11,7 @@
 
 use crate::app::*;
 use crate::harness::{Cairn, root};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -67,11 +67,8 @@ fn python_sdk_handshake_and_stateless_modes_read_write_and_see_a_conflict() {
     let s = setup();
     let python = need(root().join("target/interop-venv/bin/python"));
     for mode in ["legacy", "auto"] {
-        let out = run(Command::new(&python)
-            .arg(interop().join("python_client.py"))
-            .args([&s.url(), mode])
-            .env("CAIRN_TOKEN", &s.token)
-            .env("CAIRN_NOTE", s.note()));
+        let out =
+            run(Command::new(&python).arg(interop().join("python_client.py")).args([&s.url(), mode]).env("CAIRN_TOKEN", &s.token).env("CAIRN_NOTE", s.note()));
         let r = last_json(&out);
         assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
         assert_eq!(r["conflict"], "version_conflict", "{r}");
@@ -87,11 +84,7 @@ fn python_sdk_handshake_and_stateless_modes_read_write_and_see_a_conflict() {
 fn typescript_sdk_reads_writes_and_sees_a_conflict() {
     let s = setup();
     need(interop().join("node_modules/@modelcontextprotocol/sdk"));
-    let out = run(Command::new("node")
-        .arg(interop().join("ts_client.mjs"))
-        .arg(s.url())
-        .env("CAIRN_TOKEN", &s.token)
-        .env("CAIRN_NOTE", s.note()));
+    let out = run(Command::new("node").arg(interop().join("ts_client.mjs")).arg(s.url()).env("CAIRN_TOKEN", &s.token).env("CAIRN_NOTE", s.note()));
     let r = last_json(&out);
     assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
     assert_eq!(r["tools_with_output_schema"], cairn_notes::tools().len(), "{r}");
@@ -141,15 +134,35 @@ fn mcp_inspector_cli_lists_reads_writes_and_sees_a_conflict() {
     let note = s.note();
     let list = inspector(&s, &["--method", "tools/list"], true);
     assert_eq!(list["tools"].as_array().unwrap().len(), cairn_notes::tools().len());
-    let read = inspector(&s, &["--method", "tools/call", "--tool-name", "read_note_tab", "--tool-arg", &format!("note_id={note}"), "--tool-arg", "tab_id=markdown"], true);
+    let read = inspector(
+        &s,
+        &["--method", "tools/call", "--tool-name", "read_note_tab", "--tool-arg", &format!("note_id={note}"), "--tool-arg", "tab_id=markdown"],
+        true,
+    );
     let version = read["structuredContent"]["version"].as_u64().unwrap();
     let edit = |key: &str, ok: bool| {
-        inspector(&s, &[
-            "--method", "tools/call", "--tool-name", "edit_note_tab",
-            "--tool-arg", &format!("note_id={note}"), "--tool-arg", "tab_id=markdown",
-            "--tool-arg", &format!("expected_version={version}"), "--tool-arg", &format!("idempotency_key={key}"),
-            "--tool-arg", "operation=replace_text", "--tool-arg", "text=from the inspector",
-        ], ok)
+        inspector(
+            &s,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "edit_note_tab",
+                "--tool-arg",
+                &format!("note_id={note}"),
+                "--tool-arg",
+                "tab_id=markdown",
+                "--tool-arg",
+                &format!("expected_version={version}"),
+                "--tool-arg",
+                &format!("idempotency_key={key}"),
+                "--tool-arg",
+                "operation=replace_text",
+                "--tool-arg",
+                "text=from the inspector",
+            ],
+            ok,
+        )
     };
     let wrote = edit("inspector-1", true);
     assert_eq!(wrote["isError"], false, "{wrote}");
@@ -185,10 +198,7 @@ fn proxy_one(mut client: TcpStream, upstream: std::net::SocketAddr, token: &str)
         }
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
-        .unwrap_or(0);
+    let length: usize = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))).unwrap_or(0);
     while buf.len() < head_end + 4 + length {
         let Ok(n) = client.read(&mut chunk) else { return };
         if n == 0 {
@@ -196,11 +206,7 @@ fn proxy_one(mut client: TcpStream, upstream: std::net::SocketAddr, token: &str)
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    let mut lines: Vec<String> = head
-        .split("\r\n")
-        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
-        .map(str::to_string)
-        .collect();
+    let mut lines: Vec<String> = head.split("\r\n").filter(|l| !l.to_ascii_lowercase().starts_with("connection:")).map(str::to_string).collect();
     lines.push(format!("authorization: Bearer {token}"));
     lines.push("connection: close".into());
     let Ok(mut up) = TcpStream::connect(upstream) else { return };

@@ -11,11 +11,7 @@ fn with_token() -> Cairn {
 fn probe_reports_every_cas_rule_kept_on_sqlite_and_memory() {
     for store in ["sqlite", "memory"] {
         require_built(&["kv_probe.wasm"]);
-        let cairn = Cairn::start(Start {
-            env: vec![("SPIN_VARIABLE_KV_PROBE_TOKEN", "operator-secret")],
-            args: vec!["--store", store],
-            ..Start::default()
-        });
+        let cairn = Cairn::start(Start { env: vec![("SPIN_VARIABLE_KV_PROBE_TOKEN", "operator-secret")], args: vec!["--store", store], ..Start::default() });
         let r = cairn.request("GET", "/.well-known/cairn/kv-probe", &[("authorization", "Bearer operator-secret")], b"");
         assert_eq!(r.status, 200, "{}", r.text());
         let report = r.json();
@@ -62,10 +58,8 @@ fn probe_leaves_no_keys_behind() {
 fn probe_does_not_run_a_harmful_check_on_a_store_nobody_vouches_for() {
     require_built(&["kv_probe.wasm"]);
     // commit_check on: the operator does not vouch for the store.
-    let cairn = Cairn::start(Start {
-        env: vec![("SPIN_VARIABLE_KV_PROBE_TOKEN", "operator-secret"), ("SPIN_VARIABLE_COMMIT_CHECK", "on")],
-        ..Start::default()
-    });
+    let cairn =
+        Cairn::start(Start { env: vec![("SPIN_VARIABLE_KV_PROBE_TOKEN", "operator-secret"), ("SPIN_VARIABLE_COMMIT_CHECK", "on")], ..Start::default() });
     let report = cairn.request("GET", "/.well-known/cairn/kv-probe", &[("authorization", "Bearer operator-secret")], b"").json();
     let checks = report["checks"].as_array().unwrap();
     let (skipped, ran): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) = checks.iter().partition(|c| c["run"] == false);

@@ -6,11 +6,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn trap_timeout_and_memory_limit_end_as_500_and_the_host_keeps_serving() {
     require_built(&["health.wasm", "misbehave.wasm"]);
-    let mut cairn = Cairn::start(Start {
-        manifest: fixtures(),
-        args: vec!["--request-timeout-ms", "1000", "--max-memory-mb", "64"],
-        ..Start::default()
-    });
+    let mut cairn = Cairn::start(Start { manifest: fixtures(), args: vec!["--request-timeout-ms", "1000", "--max-memory-mb", "64"], ..Start::default() });
     let trap = cairn.get("/misbehave/trap");
     assert_eq!(trap.status, 500);
     assert_eq!(trap.json()["error"], "component_failed");

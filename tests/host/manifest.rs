@@ -1,6 +1,6 @@
 //! The manifest is read the way Spin reads it, and refused where Spin would.
-use cairn::manifest::{Manifest, OutboundRule, Route};
 use crate::harness::*;
+use cairn::manifest::{Manifest, OutboundRule, Route};
 
 fn load(text: &str) -> anyhow::Result<Manifest> {
     let dir = scratch("manifest");

@@ -96,8 +96,14 @@ fn eleven_messages_or_none_are_refused_whole_and_nothing_runs() {
     let tabs = cairn.call(&t, "list_note_tabs", json!({"note_id": note}));
     let version = tabs["structuredContent"]["version"].as_u64().unwrap();
     let creates: Vec<Value> = (0..11)
-        .map(|i| rpc(i, "tools/call", json!({"name": "create_note_tab", "arguments": {
-            "note_id": note, "expected_version": version, "idempotency_key": format!("k{i}"), "tab_type": "sheet"}})))
+        .map(|i| {
+            rpc(
+                i,
+                "tools/call",
+                json!({"name": "create_note_tab", "arguments": {
+            "note_id": note, "expected_version": version, "idempotency_key": format!("k{i}"), "tab_type": "sheet"}}),
+            )
+        })
         .collect();
     let r = cairn.mcp(&t, &Value::Array(creates));
     assert_eq!(r.status, 400);
@@ -139,7 +145,9 @@ fn tools_list_publishes_schema_annotations_and_scopes_for_every_tool() {
     let tools = cairn.mcp(&t, &rpc(1, "tools/list", json!({}))).json()["result"]["tools"].clone();
     let names: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names.len(), cairn_notes::tools().len());
-    for want in ["list_notes", "list_note_tabs", "read_note_tab", "read_sheet_range", "list_note_attachments", "edit_note_tab", "create_note_tab", "add_note_source"] {
+    for want in
+        ["list_notes", "list_note_tabs", "read_note_tab", "read_sheet_range", "list_note_attachments", "edit_note_tab", "create_note_tab", "add_note_source"]
+    {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
     for tool in tools.as_array().unwrap() {

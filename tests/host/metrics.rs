@@ -48,8 +48,12 @@ fn after_a_small_load_the_counts_add_up() {
         let r = cairn.call(&agent, "read_note_tab", json!({"note_id": note, "tab_id": "no-such-tab"}));
         assert_eq!(r["structuredContent"]["error"], "not_found");
     }
-    let stale = cairn.call(&agent, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "operation": "replace_text",
-        "text": "x\n", "expected_version": 99, "idempotency_key": "metrics-stale"}));
+    let stale = cairn.call(
+        &agent,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "operation": "replace_text",
+        "text": "x\n", "expected_version": 99, "idempotency_key": "metrics-stale"}),
+    );
     assert_eq!(stale["structuredContent"]["error"], "version_conflict");
     for _ in 0..2 {
         assert_eq!(cairn.get("/healthz").status, 200);

@@ -18,8 +18,12 @@ fn stale_agent_write_is_refused_with_the_current_version_and_nothing_written() {
     let p = cairn.token(&person());
     let r = cairn.rest(&p, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), Some(&json!({"expected_version": v0, "text": "person's line"})));
     assert_eq!(r.status, 200, "{}", r.text());
-    let stale = cairn.call(&t, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v0,
-        "idempotency_key": "agent-1", "operation": "replace_text", "text": "agent's line"}));
+    let stale = cairn.call(
+        &t,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": v0,
+        "idempotency_key": "agent-1", "operation": "replace_text", "text": "agent's line"}),
+    );
     assert_eq!(stale["isError"], true);
     assert_eq!(sc(&stale)["error"], "version_conflict");
     assert_eq!(sc(&stale)["current_version"].as_u64().unwrap(), v0 + 1);
@@ -36,8 +40,12 @@ fn stale_person_save_gets_409_and_nothing_is_lost() {
     let note = cairn.create_note(&person(), "brief", true);
     let t = cairn.token(&agent());
     let v0 = sc(&cairn.call(&t, "list_note_tabs", json!({"note_id": note})))["version"].as_u64().unwrap();
-    let ok = cairn.call(&t, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v0,
-        "idempotency_key": "a", "operation": "replace_text", "text": "agent wrote this"}));
+    let ok = cairn.call(
+        &t,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": v0,
+        "idempotency_key": "a", "operation": "replace_text", "text": "agent wrote this"}),
+    );
     assert_eq!(ok["isError"], false, "{ok}");
     let p = cairn.token(&person());
     let r = cairn.rest(&p, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), Some(&json!({"expected_version": v0, "text": "stale browser tab"})));
@@ -81,8 +89,12 @@ fn sources_are_normalized_and_never_attached_twice() {
     let mut version = sc(&cairn.call(&t, "list_note_tabs", json!({"note_id": note})))["version"].as_u64().unwrap();
     let mut ids = Vec::new();
     for (i, url) in ["https://www.Example.org/report/", "http://example.org/report?utm_source=x#top", "https://example.org/report"].iter().enumerate() {
-        let r = cairn.call(&t, "add_note_source", json!({"note_id": note, "expected_version": version,
-            "idempotency_key": format!("k{i}"), "title": "Report", "url": url}));
+        let r = cairn.call(
+            &t,
+            "add_note_source",
+            json!({"note_id": note, "expected_version": version,
+            "idempotency_key": format!("k{i}"), "title": "Report", "url": url}),
+        );
         assert_eq!(r["isError"], false, "{r}");
         assert_eq!(sc(&r)["url"], "https://example.org/report");
         assert_eq!(sc(&r)["already_attached"], i > 0);
@@ -90,8 +102,12 @@ fn sources_are_normalized_and_never_attached_twice() {
         version = sc(&r)["version"].as_u64().unwrap();
     }
     assert!(ids.iter().all(|id| *id == ids[0]));
-    let bad = cairn.call(&t, "add_note_source", json!({"note_id": note, "expected_version": version,
-        "idempotency_key": "ftp", "title": "x", "url": "ftp://example.org/x"}));
+    let bad = cairn.call(
+        &t,
+        "add_note_source",
+        json!({"note_id": note, "expected_version": version,
+        "idempotency_key": "ftp", "title": "x", "url": "ftp://example.org/x"}),
+    );
     assert_eq!(sc(&bad)["error"], "invalid_argument");
     let listed = cairn.call(&t, "list_note_attachments", json!({"note_id": note, "kind": "sources"}));
     let items = sc(&listed).to_string();
@@ -104,12 +120,20 @@ fn bad_arguments_name_the_field_and_nothing_is_written() {
     let note = cairn.create_note(&person(), "slides", true);
     let t = cairn.token(&agent());
     let v0 = sc(&cairn.call(&t, "list_note_tabs", json!({"note_id": note})))["version"].as_u64().unwrap();
-    let r = cairn.call(&t, "create_note_tab", json!({"note_id": note, "expected_version": v0, "idempotency_key": "k",
-        "tab_type": "slides", "slides": [{"title": "a", "bullets": ["x"]}]}));
+    let r = cairn.call(
+        &t,
+        "create_note_tab",
+        json!({"note_id": note, "expected_version": v0, "idempotency_key": "k",
+        "tab_type": "slides", "slides": [{"title": "a", "bullets": ["x"]}]}),
+    );
     assert_eq!(sc(&r)["error"], "invalid_argument");
     assert!(r.to_string().contains("bullets"), "{r}");
-    let r = cairn.call(&t, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "idempotency_key": "k",
-        "operation": "replace_text", "text": "x"}));
+    let r = cairn.call(
+        &t,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "idempotency_key": "k",
+        "operation": "replace_text", "text": "x"}),
+    );
     assert!(r.to_string().contains("expected_version"), "{r}");
     let after = sc(&cairn.call(&t, "list_note_tabs", json!({"note_id": note})))["version"].as_u64().unwrap();
     assert_eq!(after, v0);
@@ -128,11 +152,19 @@ fn sheet_cells_are_written_and_read_by_range() {
     // A sheet's listing holds no cells: its version is a part token, which a range write takes.
     let v1 = sc(&read)["version"].clone();
     assert_eq!(v1, json!(format!("{}:part", v0 + 1)));
-    let w = cairn.call(&t, "edit_note_tab", json!({"note_id": note, "tab_id": tab, "expected_version": v1, "idempotency_key": "w",
-        "operation": "sheet_set_range", "sheet_id": sheet_id, "start_row": 5000, "start_col": 3, "values": [["a", 1], ["b", 2]]}));
+    let w = cairn.call(
+        &t,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": tab, "expected_version": v1, "idempotency_key": "w",
+        "operation": "sheet_set_range", "sheet_id": sheet_id, "start_row": 5000, "start_col": 3, "values": [["a", 1], ["b", 2]]}),
+    );
     assert_eq!(w["isError"], false, "{w}");
-    let r = cairn.call(&t, "read_sheet_range", json!({"note_id": note, "tab_id": tab, "sheet_id": sheet_id,
-        "start_row": 5000, "start_col": 3, "num_rows": 2, "num_cols": 2}));
+    let r = cairn.call(
+        &t,
+        "read_sheet_range",
+        json!({"note_id": note, "tab_id": tab, "sheet_id": sheet_id,
+        "start_row": 5000, "start_col": 3, "num_rows": 2, "num_cols": 2}),
+    );
     assert_eq!(sc(&r)["values"], json!([["a", 1], ["b", 2]]));
     let too_big = cairn.call(&t, "read_sheet_range", json!({"note_id": note, "tab_id": tab, "start_row": 0, "start_col": 0, "num_rows": 101, "num_cols": 1}));
     assert_eq!(sc(&too_big)["error"], "invalid_argument");
@@ -144,8 +176,12 @@ fn a_person_renames_and_moves_a_tab_and_the_agent_still_finds_it_by_id() {
     let note = cairn.create_note(&person(), "decks", true);
     let t = cairn.token(&agent());
     let v0 = sc(&cairn.call(&t, "list_note_tabs", json!({"note_id": note})))["version"].as_u64().unwrap();
-    let made = cairn.call(&t, "create_note_tab", json!({"note_id": note, "expected_version": v0, "idempotency_key": "d1",
-        "tab_type": "slides", "label": "Pitch"}));
+    let made = cairn.call(
+        &t,
+        "create_note_tab",
+        json!({"note_id": note, "expected_version": v0, "idempotency_key": "d1",
+        "tab_type": "slides", "label": "Pitch"}),
+    );
     let deck = sc(&made)["tab_id"].as_str().unwrap().to_string();
     let p = cairn.token(&person());
     let path = format!("/api/v1/notes/{note}/tabs/{deck}");

@@ -71,11 +71,14 @@ fn a_missing_scope_gets_403_naming_it_and_nothing_runs() {
     let t = cairn.token(&reader);
     let tabs = cairn.call(&t, "list_note_tabs", json!({"note_id": note}));
     let version = tabs["structuredContent"]["version"].as_u64().unwrap();
-    let r = cairn.mcp(&t, &json!([
-        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "create_note_tab", "arguments": {
-            "note_id": note, "expected_version": version, "idempotency_key": "k", "tab_type": "sheet"}}}
-    ]));
+    let r = cairn.mcp(
+        &t,
+        &json!([
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "create_note_tab", "arguments": {
+                "note_id": note, "expected_version": version, "idempotency_key": "k", "tab_type": "sheet"}}}
+        ]),
+    );
     assert_eq!(r.status, 403, "{}", r.text());
     let challenge = r.header("www-authenticate").unwrap();
     assert!(challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"notes:write\""), "{challenge}");

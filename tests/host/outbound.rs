@@ -82,9 +82,41 @@ pub(crate) mod https_keys {
             assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         };
         std::fs::write(dir.join("san.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n").unwrap();
-        run(&["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", &format!("/CN={ca_name}")]);
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN={ca_name}"),
+        ]);
         run(&["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=localhost"]);
-        run(&["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "san.ext"]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "leaf.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "leaf.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+        ]);
         (dir.join("ca.pem"), dir.join("leaf.pem"), dir.join("leaf.key"))
     }
 
@@ -95,7 +127,12 @@ pub(crate) mod https_keys {
         let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key).unwrap();
         #[allow(deprecated)]
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions().unwrap().with_no_client_auth().with_single_cert(certs, key).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -121,7 +158,8 @@ pub(crate) mod https_keys {
                             }
                         }
                         counted.fetch_add(1, Ordering::SeqCst);
-                        let answer = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                        let answer =
+                            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
                         let _ = tls.write_all(answer.as_bytes()).await;
                         let _ = tls.shutdown().await;
                     });
@@ -140,7 +178,12 @@ pub(crate) mod https_keys {
         let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key).unwrap();
         #[allow(deprecated)]
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions().unwrap().with_no_client_auth().with_single_cert(certs, key).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -226,7 +269,15 @@ pub(crate) mod https_keys {
         let mut c = cairn.claims(&agent());
         c["iss"] = json!(url);
         let unknown = stranger().sign(&c);
-        let handles: Vec<_> = (0..16).map(|_| { let t = unknown.clone(); let addr = cairn.addr; std::thread::spawn(move || request(addr, "POST", "/mcp", &[("authorization", &format!("Bearer {t}"))], br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).status) }).collect();
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                let t = unknown.clone();
+                let addr = cairn.addr;
+                std::thread::spawn(move || {
+                    request(addr, "POST", "/mcp", &[("authorization", &format!("Bearer {t}"))], br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).status
+                })
+            })
+            .collect();
         for h in handles {
             assert_eq!(h.join().unwrap(), 401);
         }
@@ -272,11 +323,15 @@ pub(crate) mod https_keys {
     #[test]
     fn plain_http_keys_on_another_host_and_a_short_identity_secret_stop_the_start_naming_the_variable() {
         require_app();
-        let log = Cairn::try_start(Start { env: vec![("SPIN_VARIABLE_JWKS_URL", "http://keys.example/jwks.json"), ("SPIN_VARIABLE_ISSUER", "https://keys.example")], ..Start::default() })
-            .err()
-            .expect("plain http keys from another host must not start");
+        let log = Cairn::try_start(Start {
+            env: vec![("SPIN_VARIABLE_JWKS_URL", "http://keys.example/jwks.json"), ("SPIN_VARIABLE_ISSUER", "https://keys.example")],
+            ..Start::default()
+        })
+        .err()
+        .expect("plain http keys from another host must not start");
         assert!(log.contains("jwks_url") && log.contains("https"), "{log}");
-        let log = Cairn::try_start(Start { env: vec![("SPIN_VARIABLE_IDENTITY_SECRET", "short")], ..Start::default() }).err().expect("a short secret must not start");
+        let log =
+            Cairn::try_start(Start { env: vec![("SPIN_VARIABLE_IDENTITY_SECRET", "short")], ..Start::default() }).err().expect("a short secret must not start");
         assert!(log.contains("identity_secret") && log.contains("32"), "{log}");
     }
 }

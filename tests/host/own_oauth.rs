@@ -70,7 +70,14 @@ fn first_person_session(cairn: &Cairn) -> String {
 /// to `redirect`: the answer and the PKCE verifier.
 fn editor_authorize(cairn: &Cairn, cookie: &str, redirect: &str) -> (Reply, String) {
     let (verifier, challenge) = pkce();
-    let q = query(&[("response_type", "code"), ("client_id", "cairn-editor"), ("redirect_uri", redirect), ("code_challenge", &challenge), ("code_challenge_method", "S256"), ("state", "e")]);
+    let q = query(&[
+        ("response_type", "code"),
+        ("client_id", "cairn-editor"),
+        ("redirect_uri", redirect),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+        ("state", "e"),
+    ]);
     (cairn.request("GET", &format!("/oauth/authorize?{q}"), &[("cookie", cookie)], b""), verifier)
 }
 
@@ -82,7 +89,11 @@ fn sign_in_first_person(cairn: &Cairn) -> Value {
     let (r, verifier) = editor_authorize(cairn, &cookie, &redirect);
     assert_eq!(r.status, 302, "{}", r.text());
     let code = params_of(r.header("location").unwrap())["code"].clone();
-    let t = form(cairn, "/oauth/token", &[("grant_type", "authorization_code"), ("code", &code), ("client_id", "cairn-editor"), ("redirect_uri", &redirect), ("code_verifier", &verifier)]);
+    let t = form(
+        cairn,
+        "/oauth/token",
+        &[("grant_type", "authorization_code"), ("code", &code), ("client_id", "cairn-editor"), ("redirect_uri", &redirect), ("code_verifier", &verifier)],
+    );
     assert_eq!(t.status, 200, "{}", t.text());
     t.json()
 }
@@ -91,7 +102,16 @@ fn sign_in_first_person(cairn: &Cairn) -> Value {
 pub(crate) fn connect(cairn: &Cairn, person: &str, client_id: &str, redirect: &str) -> Value {
     let (verifier, challenge) = pkce();
     let resource = format!("http://{}/mcp", cairn.addr);
-    let q = query(&[("response_type", "code"), ("client_id", client_id), ("redirect_uri", redirect), ("code_challenge", &challenge), ("code_challenge_method", "S256"), ("state", "st"), ("resource", &resource), ("scope", "notes:read notes:write")]);
+    let q = query(&[
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", redirect),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+        ("state", "st"),
+        ("resource", &resource),
+        ("scope", "notes:read notes:write"),
+    ]);
     let r = cairn.get(&format!("/oauth/authorize?{q}"));
     assert_eq!(r.status, 302, "{}", r.text());
     let to = r.header("location").unwrap().to_string();
@@ -101,7 +121,18 @@ pub(crate) fn connect(cairn: &Cairn, person: &str, client_id: &str, redirect: &s
     let back = a.json()["redirect_to"].as_str().unwrap().to_string();
     let p = params_of(&back);
     assert_eq!((p["state"].as_str(), p["iss"].as_str()), ("st", format!("http://{}", cairn.addr).as_str()));
-    let t = form(cairn, "/oauth/token", &[("grant_type", "authorization_code"), ("code", &p["code"]), ("client_id", client_id), ("redirect_uri", redirect), ("code_verifier", &verifier), ("resource", &resource)]);
+    let t = form(
+        cairn,
+        "/oauth/token",
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &p["code"]),
+            ("client_id", client_id),
+            ("redirect_uri", redirect),
+            ("code_verifier", &verifier),
+            ("resource", &resource),
+        ],
+    );
     assert_eq!(t.status, 200, "{}", t.text());
     t.json()
 }
@@ -158,13 +189,26 @@ fn refused_requests_get_oauth_errors_and_issue_nothing() {
     let client = register(&cairn, CALLBACK);
     // A redirect URI not registered: a page, never a redirect.
     let (_, challenge) = pkce();
-    let q = query(&[("response_type", "code"), ("client_id", &client), ("redirect_uri", "https://evil.example/cb"), ("code_challenge", &challenge), ("code_challenge_method", "S256")]);
+    let q = query(&[
+        ("response_type", "code"),
+        ("client_id", &client),
+        ("redirect_uri", "https://evil.example/cb"),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+    ]);
     let r = cairn.get(&format!("/oauth/authorize?{q}"));
     assert_eq!(r.status, 400);
     assert!(r.header("location").is_none() && r.text().contains("not one this client registered"), "{}", r.text());
     // A token for another resource. Anyone can register any redirect URI, so
     // an error before the person saw the app is a page there too, never a redirect.
-    let q = query(&[("response_type", "code"), ("client_id", &client), ("redirect_uri", CALLBACK), ("code_challenge", &challenge), ("code_challenge_method", "S256"), ("resource", "https://other.example/mcp")]);
+    let q = query(&[
+        ("response_type", "code"),
+        ("client_id", &client),
+        ("redirect_uri", CALLBACK),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+        ("resource", "https://other.example/mcp"),
+    ]);
     let r = cairn.get(&format!("/oauth/authorize?{q}"));
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(r.header("location").is_none() && r.text().contains("invalid_target"), "{}", r.text());
@@ -179,7 +223,14 @@ fn refused_requests_get_oauth_errors_and_issue_nothing() {
     assert_eq!((reused.status, reused.json()["error"].as_str()), (400, Some("invalid_grant")));
     assert_eq!(refresh(second.json()["refresh_token"].as_str().unwrap()).json()["error"], "invalid_grant", "the family is revoked");
     // Consent denied: access_denied back to the client with its state.
-    let q = query(&[("response_type", "code"), ("client_id", &client), ("redirect_uri", CALLBACK), ("code_challenge", &challenge), ("code_challenge_method", "S256"), ("state", "d")]);
+    let q = query(&[
+        ("response_type", "code"),
+        ("client_id", &client),
+        ("redirect_uri", CALLBACK),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+        ("state", "d"),
+    ]);
     let to = cairn.get(&format!("/oauth/authorize?{q}")).header("location").unwrap().to_string();
     let request = to.split_once("/#/consent/").unwrap().1;
     let denied = post_json(&cairn, "/oauth/consent", &json!({"request": request, "approve": false}), Some(person_token)).json();
@@ -215,7 +266,13 @@ fn a_local_program_listening_on_a_port_never_gets_the_editors_code() {
     let own = format!("http://{}/", cairn.addr);
     let (r, verifier) = editor_authorize(&cairn, &cookie, &own);
     let code = params_of(r.header("location").unwrap())["code"].clone();
-    let exchange = |redirect: &str| form(&cairn, "/oauth/token", &[("grant_type", "authorization_code"), ("code", &code), ("client_id", "cairn-editor"), ("redirect_uri", redirect), ("code_verifier", &verifier)]);
+    let exchange = |redirect: &str| {
+        form(
+            &cairn,
+            "/oauth/token",
+            &[("grant_type", "authorization_code"), ("code", &code), ("client_id", "cairn-editor"), ("redirect_uri", redirect), ("code_verifier", &verifier)],
+        )
+    };
     let refused = exchange("http://127.0.0.1:9/");
     assert_eq!((refused.status, refused.json()["error"].as_str()), (400, Some("invalid_grant")), "{}", refused.text());
     assert_eq!(exchange(&own).status, 200, "the issuer's own page still signs in");
@@ -224,7 +281,12 @@ fn a_local_program_listening_on_a_port_never_gets_the_editors_code() {
 #[test]
 fn a_metadata_document_on_a_component_of_this_app_is_refused_before_any_fetch() {
     let cairn = start(vec![]);
-    for id in ["https://rest.spin.internal/api/v1/notes", "https://ui.spin.internal/index.html", "https://[::ffff:127.0.0.1]/c.json", "https://[64:ff9b::7f00:1]/c.json"] {
+    for id in [
+        "https://rest.spin.internal/api/v1/notes",
+        "https://ui.spin.internal/index.html",
+        "https://[::ffff:127.0.0.1]/c.json",
+        "https://[64:ff9b::7f00:1]/c.json",
+    ] {
         let r = authorize_document(&cairn, id);
         assert_eq!(r.status, 401, "{id}: {}", r.text());
         assert!(r.text().contains("is not fetched") && r.text().contains("public host"), "{id}: {}", r.text());
@@ -282,7 +344,8 @@ fn revoking_an_app_stops_its_refresh_at_once_and_its_access_within_the_token_lif
     let access = app["access_token"].as_str().unwrap();
     let r = post_json(&cairn, "/oauth/apps/revoke", &json!({"client_id": client}), Some(&person_token));
     assert_eq!(r.json()["revoked"], 1, "{}", r.text());
-    let refreshed = form(&cairn, "/oauth/token", &[("grant_type", "refresh_token"), ("refresh_token", app["refresh_token"].as_str().unwrap()), ("client_id", &client)]);
+    let refreshed =
+        form(&cairn, "/oauth/token", &[("grant_type", "refresh_token"), ("refresh_token", app["refresh_token"].as_str().unwrap()), ("client_id", &client)]);
     assert_eq!(refreshed.json()["error"], "invalid_grant", "refresh stops at once");
     assert_eq!(tools_list(&cairn, access).status, 200, "an access token lasts until it expires (stated: access_token_seconds)");
     // ...plus the verifier's 30 s of leeway for clocks that disagree, and no longer.
@@ -303,7 +366,12 @@ fn document_server(dir: &Path) -> (u16, std::sync::Arc<std::sync::atomic::Atomic
     let key = rustls::pki_types::PrivateKeyDer::from_pem_file(&key).unwrap();
     #[allow(deprecated)]
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions().unwrap().with_no_client_auth().with_single_cert(certs, key).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -334,7 +402,9 @@ fn document_server(dir: &Path) -> (u16, std::sync::Arc<std::sync::atomic::Atomic
                     let doc = |id: &str| json!({"client_id": id, "client_name": "Doc App", "redirect_uris": [CALLBACK]}).to_string();
                     let (status, ctype, body) = match path.as_str() {
                         "/ok.json" => ("200 OK", "application/json", doc(&me)),
-                        "/big.json" => ("200 OK", "application/json", json!({"client_id": me, "redirect_uris": [CALLBACK], "pad": "x".repeat(8000)}).to_string()),
+                        "/big.json" => {
+                            ("200 OK", "application/json", json!({"client_id": me, "redirect_uris": [CALLBACK], "pad": "x".repeat(8000)}).to_string())
+                        }
                         "/other.json" => ("200 OK", "application/json", doc("https://elsewhere.example/client.json")),
                         "/moved.json" => ("302 Found", "application/json", String::new()),
                         "/text.json" => ("200 OK", "text/plain", doc(&me)),
@@ -344,7 +414,10 @@ fn document_server(dir: &Path) -> (u16, std::sync::Arc<std::sync::atomic::Atomic
                             ("200 OK", "application/json", doc(&me))
                         }
                     };
-                    let answer = format!("HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\nlocation: /ok.json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                    let answer = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\nlocation: /ok.json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
                     let _ = tls.write_all(answer.as_bytes()).await;
                     let _ = tls.shutdown().await;
                 });
@@ -356,7 +429,13 @@ fn document_server(dir: &Path) -> (u16, std::sync::Arc<std::sync::atomic::Atomic
 
 fn authorize_document(cairn: &Cairn, client_id: &str) -> Reply {
     let (_, challenge) = pkce();
-    let q = query(&[("response_type", "code"), ("client_id", client_id), ("redirect_uri", CALLBACK), ("code_challenge", &challenge), ("code_challenge_method", "S256")]);
+    let q = query(&[
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", CALLBACK),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+    ]);
     cairn.get(&format!("/oauth/authorize?{q}"))
 }
 
@@ -365,7 +444,10 @@ fn metadata_documents_are_fetched_over_tls_within_their_limits() {
     let dir = scratch("cimd");
     let (port, hits, ca) = document_server(&dir);
     let origin = format!("https://localhost:{port}");
-    let cairn = start(vec![("SSL_CERT_FILE", Box::leak(ca.display().to_string().into_boxed_str())), ("SPIN_VARIABLE_CLIENT_METADATA_ORIGIN", Box::leak(origin.clone().into_boxed_str()))]);
+    let cairn = start(vec![
+        ("SSL_CERT_FILE", Box::leak(ca.display().to_string().into_boxed_str())),
+        ("SPIN_VARIABLE_CLIENT_METADATA_ORIGIN", Box::leak(origin.clone().into_boxed_str())),
+    ]);
     let ok = authorize_document(&cairn, &format!("{origin}/ok.json"));
     assert_eq!(ok.status, 302, "{}", ok.text());
     assert!(ok.header("location").unwrap().contains("/#/consent/"));

@@ -24,8 +24,12 @@ fn read(cairn: &Cairn, token: &str, uri: &str) -> Value {
 fn write_text(cairn: &Cairn, token: &str, note: &str, text: &str) -> u64 {
     let tab = cairn.call(token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
     let v = &tab["structuredContent"]["version"];
-    let w = cairn.call(token, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
-        "idempotency_key": format!("res-{note}"), "operation": "replace_text", "text": text}));
+    let w = cairn.call(
+        token,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
+        "idempotency_key": format!("res-{note}"), "operation": "replace_text", "text": text}),
+    );
     assert_eq!(w["isError"], false, "{w}");
     w["structuredContent"]["version"].as_u64().unwrap()
 }
@@ -174,7 +178,12 @@ fn stateless_resource_results_are_complete_with_cache_hints_and_mcp_name_is_the_
     let body = rpc("resources/read", json!({"uri": uri}));
     let auth = format!("Bearer {t}");
     let send = |name: &str| {
-        cairn.request("POST", "/mcp", &[("authorization", &auth), ("content-type", "application/json"), ("mcp-method", "resources/read"), ("mcp-name", name)], body.to_string().as_bytes())
+        cairn.request(
+            "POST",
+            "/mcp",
+            &[("authorization", &auth), ("content-type", "application/json"), ("mcp-method", "resources/read"), ("mcp-name", name)],
+            body.to_string().as_bytes(),
+        )
     };
     assert_eq!(send(&uri).status, 200);
     let wrong = send("read_note_tab");

@@ -62,8 +62,12 @@ fn append_lines(host: &Cairn, token: &str, note: &str, tag: &str, n: usize, rest
                 assert!(r.status == 200 || r.status == 409, "PUT: {} {}", r.status, r.text());
                 r.status == 200
             } else {
-                let r = host.call(token, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
-                    "idempotency_key": key, "operation": "replace_text", "text": next}));
+                let r = host.call(
+                    token,
+                    "edit_note_tab",
+                    json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
+                    "idempotency_key": key, "operation": "replace_text", "text": next}),
+                );
                 let s = &r["structuredContent"];
                 assert!(r["isError"] == false || s["error"] == "version_conflict", "edit: {r}");
                 r["isError"] == false
@@ -230,8 +234,12 @@ fn a_page_polling_one_host_sees_an_agents_write_and_claim_on_another_within_two_
             std::thread::sleep(Duration::from_millis(100));
         }
     };
-    let r = b.call(&agent_token, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": first["version"],
-        "idempotency_key": "live-1", "operation": "append_text", "text": "from the other host\n"}));
+    let r = b.call(
+        &agent_token,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": first["version"],
+        "idempotency_key": "live-1", "operation": "append_text", "text": "from the other host\n"}),
+    );
     assert_eq!(r["isError"], false, "{r}");
     let (seen, _) = wait_for_change(&etag);
     let tab = &seen["tabs"][0];

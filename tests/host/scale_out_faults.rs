@@ -121,11 +121,7 @@ fn clients(hosts: &[Cairn], token: &str, notes: &[(String, String)]) -> (Arc<Ato
 }
 
 /// [`clients`] on addresses the caller may change while they run (a host restarted on another port).
-pub fn clients_on(
-    addrs: Arc<Mutex<Vec<SocketAddr>>>,
-    token: &str,
-    notes: &[(String, String)],
-) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<Seen>>) {
+pub fn clients_on(addrs: Arc<Mutex<Vec<SocketAddr>>>, token: &str, notes: &[(String, String)]) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<Seen>>) {
     let work: Vec<(String, String, String)> = notes.iter().map(|(n, t)| (token.to_string(), n.clone(), t.clone())).collect();
     clients_each(addrs, &work)
 }

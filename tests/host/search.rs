@@ -22,7 +22,8 @@ fn agents_search_over_mcp_and_people_over_rest_each_seeing_only_what_they_may() 
     let open = cairn.create_note(&person(), "Launch brief", true);
     let hidden = cairn.create_note(&person(), "Launch budget (private)", false);
     for note in [&open, &hidden] {
-        let r = cairn.rest(&p, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), Some(&json!({"expected_version": 1, "text": "The launch moves to Friday."})));
+        let r =
+            cairn.rest(&p, "PUT", &format!("/api/v1/notes/{note}/tabs/markdown"), Some(&json!({"expected_version": 1, "text": "The launch moves to Friday."})));
         assert_eq!(r.status, 200, "{}", r.text());
     }
     let r = cairn.call(&a, "search_notes", json!({"query": "launch friday"}));
@@ -53,8 +54,11 @@ fn agents_search_over_mcp_and_people_over_rest_each_seeing_only_what_they_may() 
     assert_eq!(hits(&r.json()), 0, "another tenant finds nothing");
 
     let no_read = Who { scope: "notes:write", ..agent() };
-    let r = cairn.mcp(&cairn.token(&no_read), &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "search_notes", "arguments": {"query": "launch"}}}));
+    let r = cairn.mcp(
+        &cairn.token(&no_read),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "search_notes", "arguments": {"query": "launch"}}}),
+    );
     assert_eq!(r.status, 403, "search needs notes:read: {}", r.text());
 }
 
@@ -67,13 +71,7 @@ fn reindex_checks_and_rebuilds_the_index_of_a_stopped_hosts_store() {
     assert_eq!(r.status, 200, "{}", r.text());
     let state = cairn.state_dir.clone();
     let reindex = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .arg("reindex")
-            .arg("--state-dir")
-            .arg(&state)
-            .args(args)
-            .output()
-            .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn")).arg("reindex").arg("--state-dir").arg(&state).args(args).output().unwrap();
         (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
     };
     // The embedded SQLite store belongs to one process at a time: a running host says so.
@@ -118,11 +116,8 @@ fn the_hosts_background_merge_catches_the_index_up_without_a_query() {
     let state = cairn.state_dir.clone();
     let (status, _) = cairn.terminate();
     assert!(status.success());
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["reindex", "--check", "--tenant", "acme", "--state-dir"])
-        .arg(&state)
-        .output()
-        .unwrap();
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_cairn")).args(["reindex", "--check", "--tenant", "acme", "--state-dir"]).arg(&state).output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success() && said.contains("missing 0, dirty 0"), "{said}");
 }

@@ -24,7 +24,11 @@ fn no_token_or_secret_appears_in_the_log_or_in_an_answer() {
     let note = cairn.create_note(&person(), "Secrets", true);
     for (token, tool, args) in [
         (&agent_token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"})),
-        (&agent_token, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 99, "idempotency_key": "k", "operation": "replace_text", "text": "x"})),
+        (
+            &agent_token,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": 99, "idempotency_key": "k", "operation": "replace_text", "text": "x"}),
+        ),
         (&agent_token, "read_note_tab", json!({"note_id": "nope", "tab_id": "markdown"})),
         (&foreign, "list_notes", json!({})),
         (&"not.a.token".to_string(), "list_notes", json!({})),
@@ -43,14 +47,7 @@ fn no_token_or_secret_appears_in_the_log_or_in_an_answer() {
     // The startup banner prints a token and a sign-in link for the operator
     // on purpose; everything after it is the log proper.
     let after_banner = log.lines().filter(|l| !l.contains("Bearer token") && !l.contains("#token=")).collect::<Vec<_>>().join("\n");
-    let secrets = [
-        agent_token.as_str(),
-        person_token.as_str(),
-        foreign.as_str(),
-        "sweep-Zq81kPx",
-        "metrics-Wm52nRt",
-        "identity-Hv73jLs",
-    ];
+    let secrets = [agent_token.as_str(), person_token.as_str(), foreign.as_str(), "sweep-Zq81kPx", "metrics-Wm52nRt", "identity-Hv73jLs"];
     for secret in secrets {
         // A token's signature alone is enough to give it away.
         let tail = &secret[secret.len().saturating_sub(16)..];

@@ -53,8 +53,13 @@ fn append_lines(spin: &Spin, token: &str, note: &str, tag: &str, lines: usize) -
             let read = spin.call(token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "max_chars": 1_000_000}))["structuredContent"].clone();
             let text = read["text"].as_str().unwrap();
             let next = if text.is_empty() { line.clone() } else { format!("{text}\n{line}") };
-            let r = spin.call(token, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
-                "idempotency_key": format!("{tag}-{i}-{attempt}"), "operation": "replace_text", "text": next}))["structuredContent"].clone();
+            let r = spin.call(
+                token,
+                "edit_note_tab",
+                json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
+                "idempotency_key": format!("{tag}-{i}-{attempt}"), "operation": "replace_text", "text": next}),
+            )["structuredContent"]
+                .clone();
             match r["error"].as_str() {
                 None => {
                     acked.push(line.clone());
@@ -137,8 +142,11 @@ fn an_agent_and_a_person_work_end_to_end_on_spin() {
     spin_or_skip!();
     let spin = Spin::start(SpinStart::default());
     let (bot, ada) = (spin.token(&agent()), spin.token(&person()));
-    let init = spin.mcp(&bot, &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "spin-test", "version": "1"}}}));
+    let init = spin.mcp(
+        &bot,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "spin-test", "version": "1"}}}),
+    );
     assert_eq!(init.status, 200, "{}", init.text());
     assert_eq!(init.json()["result"]["serverInfo"]["name"].as_str().map(|n| n.contains("airn")), Some(true), "{}", init.text());
     let tools = spin.mcp(&bot, &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).json();
@@ -146,8 +154,13 @@ fn an_agent_and_a_person_work_end_to_end_on_spin() {
     // A person creates a note (REST); the agent writes and reads it (MCP, composed tools).
     let note = spin.create_note(&person(), "Launch brief");
     let read = spin.call(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone();
-    let wrote = spin.call(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
-        "idempotency_key": "w-1", "operation": "replace_text", "text": "# Launch\nship it"}))["structuredContent"].clone();
+    let wrote = spin.call(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
+        "idempotency_key": "w-1", "operation": "replace_text", "text": "# Launch\nship it"}),
+    )["structuredContent"]
+        .clone();
     assert!(wrote.get("error").is_none(), "{wrote}");
     let again = spin.call(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone();
     assert_eq!(again["text"], "# Launch\nship it");
@@ -157,7 +170,9 @@ fn an_agent_and_a_person_work_end_to_end_on_spin() {
     // Claims: one holder, listed, released.
     let claim = spin.call(&bot, "claim_note", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone();
     let claim_id = claim["claim_id"].as_str().unwrap_or_else(|| panic!("{claim}")).to_string();
-    let theirs = spin.call(&spin.token(&Who { sub: "another-agent", ..agent() }), "claim_note", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone();
+    let theirs =
+        spin.call(&spin.token(&Who { sub: "another-agent", ..agent() }), "claim_note", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"]
+            .clone();
     assert!(theirs.get("error").is_some(), "a second holder was granted the tab: {theirs}");
     let board = spin.call(&bot, "list_claims", json!({"note_id": note}))["structuredContent"].clone();
     assert_eq!(board["claims"].as_array().map(Vec::len), Some(1), "{board}");
@@ -227,15 +242,25 @@ fn tools_deployed_apart_on_a_second_spin_answer_the_routers_signed_calls() {
     let bot = router.token(&agent());
     let read = router.call(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone();
     assert!(read.get("error").is_none(), "{read}");
-    let wrote = router.call(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
-        "idempotency_key": "apart-1", "operation": "replace_text", "text": "written across two Spins"}))["structuredContent"].clone();
+    let wrote = router.call(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
+        "idempotency_key": "apart-1", "operation": "replace_text", "text": "written across two Spins"}),
+    )["structuredContent"]
+        .clone();
     assert!(wrote.get("error").is_none(), "{wrote}");
     let back = router.rest(&router.token(&person()), "GET", &format!("/api/v1/notes/{note}/tabs/markdown"), None);
     assert!(back.text().contains("written across two Spins"), "{}", back.text());
     assert_eq!(tools.served_by("/tools/edit_note_tab"), ["edit-note-tab"], "the write ran on the tool host");
     assert!(router.served_by("/tools/edit_note_tab").is_empty());
     // A tool host refuses a call without the router's signed identity.
-    let unsigned = tools.request("POST", "/tools/read_note_tab", &[("authorization", &format!("Bearer {bot}")), ("content-type", "application/json")], json!({"note_id": note, "tab_id": "markdown"}).to_string().as_bytes());
+    let unsigned = tools.request(
+        "POST",
+        "/tools/read_note_tab",
+        &[("authorization", &format!("Bearer {bot}")), ("content-type", "application/json")],
+        json!({"note_id": note, "tab_id": "markdown"}).to_string().as_bytes(),
+    );
     assert_eq!(unsigned.status, 401, "{}", unsigned.text());
 }
 

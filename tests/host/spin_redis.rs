@@ -42,8 +42,13 @@ fn on_spins_redis_store_creations_edits_claims_and_history_answer_the_truth() {
     // An edit whose swap landed is answered as written, once.
     let note = &made[0];
     let read = spin.call(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone();
-    let wrote = spin.call(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
-        "idempotency_key": "r-1", "operation": "replace_text", "text": "on redis"}))["structuredContent"].clone();
+    let wrote = spin.call(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": read["version"],
+        "idempotency_key": "r-1", "operation": "replace_text", "text": "on redis"}),
+    )["structuredContent"]
+        .clone();
     assert!(wrote.get("error").is_none() && wrote.get("replayed").is_none_or(|r| r == false), "{wrote}");
     assert_eq!(wrote["version"], 2, "{wrote}");
     // Claims: granted, exclusive, listed, released.

@@ -113,7 +113,12 @@ fn a_tool_host_refuses_calls_without_a_valid_signed_identity() {
         exp: u64::MAX,
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let call = |tool: &'static str, body: &'static str| cairn_auth::identity::Call { tool, method: "POST", path: Box::leak(format!("/tools/{tool}").into_boxed_str()), body: body.as_bytes() };
+    let call = |tool: &'static str, body: &'static str| cairn_auth::identity::Call {
+        tool,
+        method: "POST",
+        path: Box::leak(format!("/tools/{tool}").into_boxed_str()),
+        body: body.as_bytes(),
+    };
     let send = |host: &Cairn, path: &str, header: &str, body: &str| {
         host.request("POST", path, &[("content-type", "application/json"), (cairn_auth::identity::HEADER, header)], body.as_bytes())
     };

@@ -20,11 +20,7 @@ fn spin_variable_environment_overrides_the_default() {
 fn a_required_variable_without_a_value_stops_startup_with_its_name() {
     let dir = scratch("required");
     let manifest = dir.join("spin.toml");
-    std::fs::write(
-        &manifest,
-        "spin_manifest_version = 2\n[application]\nname = \"x\"\n[variables]\napi_key = { required = true }\n",
-    )
-    .unwrap();
+    std::fs::write(&manifest, "spin_manifest_version = 2\n[application]\nname = \"x\"\n[variables]\napi_key = { required = true }\n").unwrap();
     let log = Cairn::try_start(Start { manifest, ..Start::default() }).err().expect("startup must fail");
     assert!(log.contains("api_key") && log.contains("SPIN_VARIABLE_API_KEY"), "{log}");
 }

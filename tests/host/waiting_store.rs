@@ -45,7 +45,8 @@ fn requests_that_need_no_store_are_answered_while_store_calls_hang() {
                     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                         "params": {"name": "read_note_tab", "arguments": {"note_id": note, "tab_id": "markdown"}}});
                     let auth = format!("Bearer {token}");
-                    let r = try_request(host.addr, "POST", "/mcp", &[("authorization", &auth), ("content-type", "application/json")], body.to_string().as_bytes());
+                    let r =
+                        try_request(host.addr, "POST", "/mcp", &[("authorization", &auth), ("content-type", "application/json")], body.to_string().as_bytes());
                     (Instant::now(), r.map(|r| r.status).unwrap_or(0))
                 })
             })

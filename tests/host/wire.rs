@@ -44,8 +44,7 @@ fn compare(name: &str, actual: Value) {
         std::fs::write(&path, &pretty).unwrap();
         return;
     }
-    let saved = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("{} is missing; regenerate with CAIRN_REGENERATE_FIXTURES=1", path.display()));
+    let saved = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{} is missing; regenerate with CAIRN_REGENERATE_FIXTURES=1", path.display()));
     let saved: Value = serde_json::from_str(&saved).unwrap();
     assert_eq!(saved, actual, "{name}: the wire format changed; if on purpose, regenerate with CAIRN_REGENERATE_FIXTURES=1");
 }
@@ -74,14 +73,23 @@ pub fn every_tool_once(cairn: &Cairn, person: &Who, agent: &Who, mut seen: impl 
     call("list_notes", json!({}));
     call("list_note_tabs", json!({"note_id": note}));
     call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
-    call("edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "wire-edit",
-        "operation": "replace_text", "text": "# Brief\n\nFirst line."}));
-    let sheet = call("create_note_tab", json!({"note_id": note, "expected_version": 2, "idempotency_key": "wire-sheet",
-        "tab_type": "sheet", "label": "Numbers"}));
+    call(
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "wire-edit",
+        "operation": "replace_text", "text": "# Brief\n\nFirst line."}),
+    );
+    let sheet = call(
+        "create_note_tab",
+        json!({"note_id": note, "expected_version": 2, "idempotency_key": "wire-sheet",
+        "tab_type": "sheet", "label": "Numbers"}),
+    );
     let tab = sheet["result"]["structuredContent"]["tab_id"].as_str().unwrap().to_string();
     call("read_sheet_range", json!({"note_id": note, "tab_id": tab, "start_row": 0, "start_col": 0, "num_rows": 2, "num_cols": 2}));
-    call("add_note_source", json!({"note_id": note, "expected_version": 3, "idempotency_key": "wire-source",
-        "title": "Spec", "url": "https://www.example.org/spec/?utm_source=wire"}));
+    call(
+        "add_note_source",
+        json!({"note_id": note, "expected_version": 3, "idempotency_key": "wire-source",
+        "title": "Spec", "url": "https://www.example.org/spec/?utm_source=wire"}),
+    );
     call("list_note_attachments", json!({"note_id": note, "kind": "sources"}));
     call("list_note_history", json!({"note_id": note, "limit": 50}));
     call("search_notes", json!({"query": "brief first"}));

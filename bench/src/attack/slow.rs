@@ -192,7 +192,11 @@ pub(super) fn honest(t: &Target, token: &str, note: &str, d: Duration, key_base:
         if i % 4 == 0 {
             call("ping", json!({"jsonrpc": "2.0", "id": 0, "method": "ping"}), &mut out);
         }
-        let read = call("read", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read_note_tab", "arguments": {"note_id": note, "tab_id": "markdown"}}}), &mut out);
+        let read = call(
+            "read",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read_note_tab", "arguments": {"note_id": note, "tab_id": "markdown"}}}),
+            &mut out,
+        );
         if let Some(read) = read {
             let version = read["result"]["structuredContent"]["version"].clone();
             let edit = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "edit_note_tab", "arguments": {"note_id": note, "tab_id": "markdown",
@@ -280,7 +284,9 @@ async fn upload(kind: Kind, source: IpAddr, addr: SocketAddr, until: tokio::time
     let stream = tokio::time::timeout(Duration::from_secs(5), socket.connect(addr)).await.ok()?.ok()?;
     let (mut rd, mut wr) = stream.into_split();
     let head = match kind {
-        Kind::Stalled | Kind::TricklingBody => format!("POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {DECLARED}\r\n\r\n"),
+        Kind::Stalled | Kind::TricklingBody => {
+            format!("POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {DECLARED}\r\n\r\n")
+        }
         Kind::TricklingHeaders => format!("POST /mcp HTTP/1.1\r\nhost: {addr}\r\nx-slow: "),
     };
     let send = async move {
@@ -334,7 +340,9 @@ async fn answer(rd: &mut tokio::net::tcp::OwnedReadHalf) -> Outcome {
 pub fn print(alone: &Honest, rows: &[Row]) {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let p99_alone = alone.quantile(0.99);
-    println!("| slow uploads | from | at once | connections | answers | honest calls | refused or failed | edit p50 | edit p99 | p99 ÷ alone | peak RSS growth | host CPU |");
+    println!(
+        "| slow uploads | from | at once | connections | answers | honest calls | refused or failed | edit p50 | edit p99 | p99 ÷ alone | peak RSS growth | host CPU |"
+    );
     println!("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     println!(
         "| none (the honest agent alone) | — | — | — | — | {} | {} | {:.2} ms | {:.2} ms | 1.00× | — | — |",

@@ -4,12 +4,12 @@
 
 use super::editor::*;
 use super::{bars, med, median, num};
+use crate::charts::Chart;
 use crate::stack::Stack;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use crate::charts::Chart;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -105,8 +105,13 @@ async fn create_run(stack: &Stack, seed: u64, intents: usize, policy: KeyPolicy)
         let label = format!("intent-{i}");
         loop {
             run.calls += 1;
-            let r = ed.call("create_note_tab", json!({"note_id": note, "expected_version": version,
-                "idempotency_key": key, "tab_type": "sheet", "label": label})).await?;
+            let r = ed
+                .call(
+                    "create_note_tab",
+                    json!({"note_id": note, "expected_version": version,
+                "idempotency_key": key, "tab_type": "sheet", "label": label}),
+                )
+                .await?;
             if r["isError"] == false {
                 if rng.chance(0.3) {
                     // The server committed; the reply never arrived. Retry as a host would.
@@ -165,7 +170,15 @@ pub fn create_table(rows: &[CreateRow]) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                row.policy.label(), r.seed, r.intents, r.calls, r.dropped, r.conflicts, r.replayed, r.created, r.created.saturating_sub(r.intents)
+                row.policy.label(),
+                r.seed,
+                r.intents,
+                r.calls,
+                r.dropped,
+                r.conflicts,
+                r.replayed,
+                r.created,
+                r.created.saturating_sub(r.intents)
             );
         }
         let m = |f: &dyn Fn(&CreateRun) -> usize| num(median(row.runs.iter().map(|r| f(r) as f64).collect()));
@@ -202,4 +215,3 @@ pub fn create_chart(rows: &[CreateRow]) -> Chart {
         ],
     )
 }
-

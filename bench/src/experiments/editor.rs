@@ -306,7 +306,16 @@ pub(crate) async fn think(rng: &mut Rng, (lo, hi): (u64, u64)) {
 
 /// One editor appending `edits` lines `{tag}-{i}` to a text tab.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn text_editor(mut ed: Editor, tab: &str, tag: &str, edits: usize, policy: Policy, scope: Scope, pause: (u64, u64), mut rng: Rng) -> Result<EditorStats> {
+pub(crate) async fn text_editor(
+    mut ed: Editor,
+    tab: &str,
+    tag: &str,
+    edits: usize,
+    policy: Policy,
+    scope: Scope,
+    pause: (u64, u64),
+    mut rng: Rng,
+) -> Result<EditorStats> {
     let mut st = EditorStats { edits, ..Default::default() };
     for i in 0..edits {
         let line = format!("{tag}-{i}");
@@ -400,8 +409,19 @@ pub fn edit_table(title: &str, rows: &[EditRow]) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {} | {:.2} |",
-                row.label, r.seed, r.agent.lost, r.agent.edits, r.person.lost, r.person.edits, r.agent.conflicts, r.person.conflicts,
-                r.agent.writes, r.person.writes, r.agent.rebased, r.agent.max_tries.max(r.person.max_tries), r.wall.as_secs_f64()
+                row.label,
+                r.seed,
+                r.agent.lost,
+                r.agent.edits,
+                r.person.lost,
+                r.person.edits,
+                r.agent.conflicts,
+                r.person.conflicts,
+                r.agent.writes,
+                r.person.writes,
+                r.agent.rebased,
+                r.agent.max_tries.max(r.person.max_tries),
+                r.wall.as_secs_f64()
             );
         }
         let m = |f: &dyn Fn(&EditRun) -> f64| num(median(row.runs.iter().map(f).collect()));
@@ -456,4 +476,3 @@ pub fn edit_charts(stem: &str, what: &str, names: &[&str], rows: &[EditRow]) -> 
         ),
     ]
 }
-

@@ -4,11 +4,11 @@
 
 use super::editor::*;
 use super::{bars, med, median, num, pct};
+use crate::charts::Chart;
 use crate::stack::Stack;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-use crate::charts::Chart;
 
 /// What the agent keeps to find its deck again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,8 +95,13 @@ async fn list_tabs(ed: &mut Editor) -> Result<(u64, Vec<StripTab>)> {
 
 async fn create_deck(ed: &mut Editor, label: &str, key: &str) -> Result<String> {
     let (version, _) = list_tabs(ed).await?;
-    let r = ed.call("create_note_tab", json!({"note_id": ed.note, "expected_version": version,
-        "idempotency_key": key, "tab_type": "slides", "label": label})).await?;
+    let r = ed
+        .call(
+            "create_note_tab",
+            json!({"note_id": ed.note, "expected_version": version,
+        "idempotency_key": key, "tab_type": "slides", "label": label}),
+        )
+        .await?;
     if r["isError"] != false {
         bail!("create_note_tab refused: {r}");
     }
@@ -215,7 +220,14 @@ pub fn handles_table(rows: &[HandleRow], trials: usize) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {:.1}% | {:.1}% | {:.1}% |",
-                row.decks, row.handle.label(), r.seed, r.trials, r.changes, pct(r.right, r.trials), pct(r.wrong, r.trials), pct(r.not_found, r.trials)
+                row.decks,
+                row.handle.label(),
+                r.seed,
+                r.trials,
+                r.changes,
+                pct(r.right, r.trials),
+                pct(r.wrong, r.trials),
+                pct(r.not_found, r.trials)
             );
         }
         let m = |f: &dyn Fn(&HandleRun) -> f64| median(row.runs.iter().map(f).collect());
@@ -254,4 +266,3 @@ pub fn handles_chart(rows: &[HandleRow]) -> Chart {
         ],
     )
 }
-

@@ -114,12 +114,36 @@ pub struct Sizes {
 impl Sizes {
     /// The seed posts' sizes.
     pub fn full() -> Self {
-        Self { runs: 5, edits: 100, fast_edits: 2_000, intents: 50, sessions: 300, trials: 2_000, point_ms: 5_000, parts_edits: 20, parts_sizes: &parts::FULL_SIZES, side_seconds: 60.0, cost_reps: 30 }
+        Self {
+            runs: 5,
+            edits: 100,
+            fast_edits: 2_000,
+            intents: 50,
+            sessions: 300,
+            trials: 2_000,
+            point_ms: 5_000,
+            parts_edits: 20,
+            parts_sizes: &parts::FULL_SIZES,
+            side_seconds: 60.0,
+            cost_reps: 30,
+        }
     }
 
     /// A version that runs in seconds.
     pub fn quick() -> Self {
-        Self { runs: 2, edits: 12, fast_edits: 60, intents: 12, sessions: 20, trials: 40, point_ms: 200, parts_edits: 6, parts_sizes: &parts::QUICK_SIZES, side_seconds: 1.5, cost_reps: 3 }
+        Self {
+            runs: 2,
+            edits: 12,
+            fast_edits: 60,
+            intents: 12,
+            sessions: 20,
+            trials: 40,
+            point_ms: 200,
+            parts_edits: 6,
+            parts_sizes: &parts::QUICK_SIZES,
+            side_seconds: 1.5,
+            cost_reps: 3,
+        }
     }
 }
 
@@ -150,10 +174,8 @@ pub async fn run_on(stack: &Stack, which: Experiment, sizes: Sizes) -> Result<Ve
     }
     if which.includes(Experiment::Race) {
         let rows = race::race(stack, sizes.runs, sizes.edits).await?;
-        let title = format!(
-            "race: agent (think 20–80 ms, MCP) and person (think 5–40 ms, MCP read + REST write), {} edits each, seeds 1–{}",
-            sizes.edits, sizes.runs
-        );
+        let title =
+            format!("race: agent (think 20–80 ms, MCP) and person (think 5–40 ms, MCP read + REST write), {} edits each, seeds 1–{}", sizes.edits, sizes.runs);
         let names = ["(a) stale text, LWW", "(b) re-read + re-apply", "(c) resend old text", "(d) append + rebase", "(e) section patch + rebase"];
         let mut markdown = editor::edit_table(&title, &rows);
         let same = race::same_line(stack).await?;
@@ -291,5 +313,3 @@ pub(crate) fn bars(file: &str, title: &str, x: &str, y: &str, categories: &[&str
 pub(crate) fn pct(n: usize, of: usize) -> f64 {
     100.0 * n as f64 / of.max(1) as f64
 }
-
-

@@ -334,9 +334,13 @@ impl Agent {
                 let next = format!("{}{line}{}", &seen.text[..end], &seen.text[end..]);
                 json!({"operation": "replace_text", "text": next})
             }
-            Strategy::AppendRebase => json!({"operation": "replace_in_text", "old_text": seen.text, "new_text": format!("{}{line}", seen.text), "rebase": true}),
-            Strategy::Parts | Strategy::PartsWholeOutline => json!({"operation": "replace_section", "section_id": self.section_id(), "expected_section_hash": seen.hash,
-                "text": format!("{}{line}", seen.text)}),
+            Strategy::AppendRebase => {
+                json!({"operation": "replace_in_text", "old_text": seen.text, "new_text": format!("{}{line}", seen.text), "rebase": true})
+            }
+            Strategy::Parts | Strategy::PartsWholeOutline => {
+                json!({"operation": "replace_section", "section_id": self.section_id(), "expected_section_hash": seen.hash,
+                "text": format!("{}{line}", seen.text)})
+            }
         };
         args.as_object_mut().context("args")?.extend(more.as_object().context("more")?.clone());
         let Some(r) = b.call(&self.who, "edit_note_tab", args)? else { return Ok(false) };
@@ -378,8 +382,12 @@ fn run(size: NoteSize, strategy: Strategy, edits: usize, seed: u64) -> Result<Pa
     let r = cairn_notes::rest::create_note(&b.kv, &mut b.env, &owner, json!({"title": format!("parts {}", size.label), "approved_for_agents": true}))
         .map_err(|e| anyhow::anyhow!("create_note: {e:?}"))?;
     let note = r.body["note_id"].as_str().with_context(|| format!("create_note: {}", r.body))?.to_string();
-    b.setup(&owner, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "fill",
-        "operation": "replace_text", "text": body}))?;
+    b.setup(
+        &owner,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "fill",
+        "operation": "replace_text", "text": body}),
+    )?;
     let before = body.lines().count();
     // The first, the middle and the last section.
     let mut agents: Vec<Agent> = (0..AGENTS)

@@ -207,7 +207,15 @@ async fn big_note(stack: &Stack, c: &mut Client, sections: usize, bytes: usize, 
 }
 
 /// One writer until `deadline`: its counts and the lines it was told landed.
-async fn writer(stack_addr: std::net::SocketAddr, door: Door, note: String, mode: Mode, n: usize, section: usize, deadline: Instant) -> Result<(WriterRun, Vec<String>)> {
+async fn writer(
+    stack_addr: std::net::SocketAddr,
+    door: Door,
+    note: String,
+    mode: Mode,
+    n: usize,
+    section: usize,
+    deadline: Instant,
+) -> Result<(WriterRun, Vec<String>)> {
     let mut c = Client::connect(stack_addr).await?;
     let id = format!("part-{section:03}");
     let heading = format!("# Part {section:03}\n");
@@ -352,17 +360,29 @@ pub async fn cost(stack: &Stack, reps: usize) -> Result<Vec<CostRow>> {
         ("outline found by heading", Box::new(|_, _| ("read_note_outline", json!({"heading": "Part 475"})))),
         ("window of 40 lines", Box::new(|_, _| ("read_note_tab", json!({"tab_id": "markdown", "start_line": 9_000, "max_lines": 40})))),
         ("one section", Box::new(move |_, _| ("read_note_tab", json!({"tab_id": "markdown", "section_id": section})))),
-        ("replace_section", Box::new(move |s, k| {
-            let text = format!("{}k{k}\n", s["text"].as_str().unwrap_or(""));
-            ("edit_note_tab", json!({"tab_id": "markdown", "expected_version": s["version"], "idempotency_key": format!("cost-s-{k}"),
-                "operation": "replace_section", "section_id": section, "expected_section_hash": s["section_hash"], "text": text}))
-        })),
+        (
+            "replace_section",
+            Box::new(move |s, k| {
+                let text = format!("{}k{k}\n", s["text"].as_str().unwrap_or(""));
+                (
+                    "edit_note_tab",
+                    json!({"tab_id": "markdown", "expected_version": s["version"], "idempotency_key": format!("cost-s-{k}"),
+                "operation": "replace_section", "section_id": section, "expected_section_hash": s["section_hash"], "text": text}),
+                )
+            }),
+        ),
         ("whole-tab read", Box::new(|_, _| ("read_note_tab", json!({"tab_id": "markdown", "max_chars": 1_000_000})))),
-        ("whole-tab replace_text", Box::new(|w, k| {
-            let text = format!("{}k{k}\n", w["text"].as_str().unwrap_or(""));
-            ("edit_note_tab", json!({"tab_id": "markdown", "expected_version": w["version"], "idempotency_key": format!("cost-w-{k}"),
-                "operation": "replace_text", "text": text}))
-        })),
+        (
+            "whole-tab replace_text",
+            Box::new(|w, k| {
+                let text = format!("{}k{k}\n", w["text"].as_str().unwrap_or(""));
+                (
+                    "edit_note_tab",
+                    json!({"tab_id": "markdown", "expected_version": w["version"], "idempotency_key": format!("cost-w-{k}"),
+                "operation": "replace_text", "text": text}),
+                )
+            }),
+        ),
     ];
     for (name, build) in &ops {
         let mut times = Vec::new();
@@ -372,8 +392,12 @@ pub async fn cost(stack: &Stack, reps: usize) -> Result<Vec<CostRow>> {
             key += 1;
             // What a write needs first (untimed): the section, or the whole tab.
             let before = match *name {
-                "replace_section" => c.call(&token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "section_id": section})).await?["structuredContent"].clone(),
-                "whole-tab replace_text" => c.call(&token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "max_chars": 1_000_000})).await?["structuredContent"].clone(),
+                "replace_section" => {
+                    c.call(&token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "section_id": section})).await?["structuredContent"].clone()
+                }
+                "whole-tab replace_text" => {
+                    c.call(&token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "max_chars": 1_000_000})).await?["structuredContent"].clone()
+                }
                 _ => Value::Null,
             };
             let (tool, mut args) = build(&before, key);

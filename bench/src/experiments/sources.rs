@@ -4,12 +4,12 @@
 
 use super::editor::*;
 use super::{bars, med, median, num};
+use crate::charts::Chart;
 use crate::stack::Stack;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use crate::charts::Chart;
 
 /// The key an agent sends with add_note_source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,16 +178,19 @@ async fn source_session(ed: &mut Editor, run: &mut SourcesRun, policy: SourceKey
                     bail!("add_note_source: {url} still refused after {tries} tries");
                 }
                 run.calls += 1;
-                let r = ed.call("add_note_source", json!({"note_id": ed.note, "expected_version": version,
-                    "idempotency_key": key, "title": format!("Paper {p}"), "url": url})).await?;
+                let r = ed
+                    .call(
+                        "add_note_source",
+                        json!({"note_id": ed.note, "expected_version": version,
+                    "idempotency_key": key, "title": format!("Paper {p}"), "url": url}),
+                    )
+                    .await?;
                 if r["isError"] != false {
                     if r["structuredContent"]["error"] != "version_conflict" {
                         bail!("add_note_source refused: {r}");
                     }
                     run.conflicts += 1;
-                    version = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?["structuredContent"]["version"]
-                        .as_u64()
-                        .context("version")?;
+                    version = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?["structuredContent"]["version"].as_u64().context("version")?;
                     continue;
                 }
                 if rng.chance(0.2) {
@@ -246,7 +249,17 @@ pub fn sources_table(rows: &[SourcesRow], sessions: usize) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} |",
-                row.policy.label(), r.seed, r.citations, r.calls, r.lost, r.replayed, r.already_attached, r.stored, r.distinct, r.duplicates(), per(r)
+                row.policy.label(),
+                r.seed,
+                r.citations,
+                r.calls,
+                r.lost,
+                r.replayed,
+                r.already_attached,
+                r.stored,
+                r.distinct,
+                r.duplicates(),
+                per(r)
             );
         }
         let m = |f: &dyn Fn(&SourcesRun) -> usize| num(median(row.runs.iter().map(|r| f(r) as f64).collect()));
@@ -280,4 +293,3 @@ pub fn sources_chart(rows: &[SourcesRow]) -> Chart {
         vec![("distinct pages cited", m(&|r| r.distinct)), ("sources stored", m(&|r| r.stored)), ("duplicates", m(&|r| r.duplicates()))],
     )
 }
-

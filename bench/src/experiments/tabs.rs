@@ -11,8 +11,13 @@ use std::time::Instant;
 
 async fn new_tab(ed: &mut Editor, tab_type: &str, key: &str) -> Result<String> {
     let version = ed.call("list_note_tabs", json!({"note_id": ed.note})).await?["structuredContent"]["version"].clone();
-    let r = ed.call("create_note_tab", json!({"note_id": ed.note, "expected_version": version,
-        "idempotency_key": key, "tab_type": tab_type})).await?;
+    let r = ed
+        .call(
+            "create_note_tab",
+            json!({"note_id": ed.note, "expected_version": version,
+        "idempotency_key": key, "tab_type": tab_type}),
+        )
+        .await?;
     if r["isError"] != false {
         bail!("create_note_tab refused: {r}");
     }
@@ -52,8 +57,13 @@ async fn lost_cells(ed: &mut Editor, tab: &str, tag: &str, edits: usize) -> Resu
     let mut row = 0;
     while row < edits {
         let n = (edits - row).min(100);
-        let r = ed.call("read_sheet_range", json!({"note_id": ed.note, "tab_id": tab,
-            "start_row": row, "start_col": 0, "num_rows": n, "num_cols": 1})).await?;
+        let r = ed
+            .call(
+                "read_sheet_range",
+                json!({"note_id": ed.note, "tab_id": tab,
+            "start_row": row, "start_col": 0, "num_rows": n, "num_cols": 1}),
+            )
+            .await?;
         if r["isError"] != false {
             bail!("read_sheet_range refused: {r}");
         }
@@ -66,4 +76,3 @@ async fn lost_cells(ed: &mut Editor, tab: &str, tag: &str, edits: usize) -> Resu
     }
     Ok((0..edits).filter(|i| !have.contains(&format!("{tag}-{i}"))).count())
 }
-

@@ -78,7 +78,15 @@ pub fn throughput_table(rows: &[ThroughputRow], point: Duration) -> String {
         let _ = writeln!(
             s,
             "| {} | {} | {:.0} | {} | {} | {:.0} | {} | {} | {:.1}× |",
-            r.tool, r.clients, r.stack.rps, ms(r.stack.p50), ms(r.stack.p99), r.native.rps, ms(r.native.p50), ms(r.native.p99), r.ratio()
+            r.tool,
+            r.clients,
+            r.stack.rps,
+            ms(r.stack.p50),
+            ms(r.stack.p99),
+            r.native.rps,
+            ms(r.native.p50),
+            ms(r.native.p99),
+            r.ratio()
         );
     }
     s
@@ -126,4 +134,3 @@ pub fn throughput_charts(rows: &[ThroughputRow]) -> Vec<Chart> {
     }
     charts
 }
-

@@ -19,10 +19,10 @@
 use cairn_door::budget::{self, Rate};
 use cairn_door::{Code, Refusal};
 use cairn_guest::door::{Gate, arrival, respond};
+use cairn_guest::http::{Request, Response};
 use cairn_guest::kv::GuestStore;
 use cairn_oauth::clients::MAX_DOCUMENT_BYTES;
 use cairn_oauth::{Reply, Request as OAuthRequest, Route, Server, Settings};
-use cairn_guest::http::{Request, Response};
 use std::time::Duration;
 
 /// Registrations, and metadata documents fetched, a minute per client address.
@@ -47,7 +47,8 @@ fn spend(gate: &Gate, req: &Request, kind: &str, per_minute: u64) -> Result<(), 
     let id = format!("oauth-{kind}-{}", budget::address_id(arrival(req).client()));
     match budget::spend(gate.cache(), &id, Rate::per_minute(per_minute), 1, cairn_guest::notes::now_us() / 1000, true) {
         Ok(Some(wait_ms)) => {
-            let refusal = Refusal::new(Code::RateLimited, format!("at most {per_minute} {kind} a minute from one address; retry later")).retry_after(wait_ms.div_ceil(1000));
+            let refusal = Refusal::new(Code::RateLimited, format!("at most {per_minute} {kind} a minute from one address; retry later"))
+                .retry_after(wait_ms.div_ceil(1000));
             Err(respond(&refusal))
         }
         _ => Ok(()),
@@ -119,12 +120,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
     };
     let store = GuestStore::new();
     let server = Server { store: &store, settings: &settings, key: &key, now: cairn_guest::notes::now_us() / 1_000_000, random: &cairn_guest::random_u64 };
-    let incoming = OAuthRequest {
-        query: req.query(),
-        cookie: req.header("cookie"),
-        content_type: req.header("content-type"),
-        body: req.body(),
-    };
+    let incoming = OAuthRequest { query: req.query(), cookie: req.header("cookie"), content_type: req.header("content-type"), body: req.body() };
     let reply = server.serve(route, &incoming, person.as_ref(), document);
     if reply.refused() && person.is_none() {
         let door = gate.door();

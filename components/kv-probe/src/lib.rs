@@ -20,14 +20,14 @@
 //! Its keys live under `kv-probe/<random>/`, outside every tenant prefix, and
 //! are deleted afterwards.
 
+use cairn_guest::http::Response;
 use cairn_guest::kv::GuestStore;
 use cairn_guest::respond;
 use cairn_kv::Store;
-use cairn_kv::conformance::{SEQUENTIAL, Scope};
 #[cfg(doc)]
 use cairn_kv::conformance::Check;
+use cairn_kv::conformance::{SEQUENTIAL, Scope};
 use serde_json::json;
-use cairn_guest::http::Response;
 
 #[spin_sdk::http_service]
 async fn handle(req: spin_sdk::http::Request) -> Response {
@@ -81,7 +81,13 @@ fn probe(store: &GuestStore, label: &str, run: &str) -> (Vec<serde_json::Value>,
         failed |= result.is_err();
         report.push(json!({ "rule": check.name, "promise": check.promise, "run": true, "pass": result.is_ok(), "detail": result.err() }));
     }
-    let verdict = if failed { json!(false) } else if skipped { json!(null) } else { json!(true) };
+    let verdict = if failed {
+        json!(false)
+    } else if skipped {
+        json!(null)
+    } else {
+        json!(true)
+    };
     (report, verdict)
 }
 

@@ -28,12 +28,12 @@
 
 use cairn_guest::cairn_door::{Code, Refusal};
 use cairn_guest::door::Gate;
+use cairn_guest::http::{Request, Response};
 use cairn_guest::kv::GuestStore;
 use cairn_guest::notes::{HostEnv, identity};
 use cairn_guest::respond;
 use cairn_notes::rest::{self, Incoming, NoRoute, RestReply};
 use serde_json::json;
-use cairn_guest::http::{Request, Response};
 
 #[spin_sdk::http_service]
 async fn handle(req: spin_sdk::http::Request) -> Response {
@@ -125,7 +125,10 @@ fn operator(gate: &Gate, req: &Request) -> Response {
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: {e}")),
         };
         match cairn_notes::sweep_history(&kv, &mut HostEnv, tenant) {
-            Ok(h) => history.insert(tenant.to_string(), json!({"notes": h.notes, "entries": h.entries, "blobs": h.blobs, "idempotency": h.idempotency, "audit": h.audit, "stored_bytes": h.bytes})),
+            Ok(h) => history.insert(
+                tenant.to_string(),
+                json!({"notes": h.notes, "entries": h.entries, "blobs": h.blobs, "idempotency": h.idempotency, "audit": h.audit, "stored_bytes": h.bytes}),
+            ),
             Err(e) => return respond::error(400, "sweep_failed", &format!("tenant {tenant}: history: {e}")),
         };
         match cairn_notes::search::merge(&kv, &mut HostEnv, tenant, cairn_notes::search::MERGE_BUDGET) {

@@ -20,9 +20,9 @@
 mod road;
 
 use cairn_guest::door::Gate;
+use cairn_guest::http::{Request, Response};
 use cairn_guest::respond;
 use cairn_mcp::Answer;
-use cairn_guest::http::{Request, Response};
 use spin_sdk::http::Method;
 
 #[spin_sdk::http_service]

@@ -65,7 +65,8 @@ async fn call_http(name: &str, url: &str, who: &Principal, args: &str) -> Result
     let secret = secret.ok_or(ToolError::Internal("the identity_secret variable is not set".to_string()))?;
     let nonce = format!("{:016x}{:016x}", cairn_guest::random_u64(), cairn_guest::random_u64());
     let call = cairn_auth::identity::Call { tool: name, method: "POST", path: path_of(url), body: args.as_bytes() };
-    let identity = cairn_auth::identity::sign(who, &secret, &call, cairn_guest::notes::now_us() / 1_000_000, &nonce).map_err(|e| ToolError::Internal(e.to_string()))?;
+    let identity =
+        cairn_auth::identity::sign(who, &secret, &call, cairn_guest::notes::now_us() / 1_000_000, &nonce).map_err(|e| ToolError::Internal(e.to_string()))?;
     let req = spin_sdk::http::Request::builder()
         .method(spin_sdk::http::Method::POST)
         .uri(url)

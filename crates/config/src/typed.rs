@@ -343,8 +343,10 @@ mod tests {
 
     #[test]
     fn check_all_names_every_bad_variable_and_skips_the_applications_own() {
-        let values: BTreeMap<String, String> =
-            [("read_max_chars", "12"), ("tool_calls", "smoke"), ("greeting", "hello"), ("quota_notes", "5")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let values: BTreeMap<String, String> = [("read_max_chars", "12"), ("tool_calls", "smoke"), ("greeting", "hello"), ("quota_notes", "5")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let names: Vec<String> = Config::check_all(&values).into_iter().map(|e| e.variable).collect();
         assert_eq!(names, ["read_max_chars", "tool_calls"]);
     }

@@ -218,7 +218,10 @@ impl<'a> Door<'a> {
     pub fn throttled(&self) -> Refusal {
         Refusal::new(
             Code::TooManyRefusals,
-            format!("this address sent more than {} refused requests this minute; fix the request (token, origin, size) and retry later", self.settings.refused_per_minute),
+            format!(
+                "this address sent more than {} refused requests this minute; fix the request (token, origin, size) and retry later",
+                self.settings.refused_per_minute
+            ),
         )
         .retry_after(self.rest_of_minute())
     }
@@ -278,9 +281,8 @@ impl<'a> Door<'a> {
         if granted.iter().any(|s| s == scope) {
             return Ok(());
         }
-        Err(Refusal::new(Code::InsufficientScope, format!("this call needs the {scope} scope")).challenge(format!(
-            "{challenge}, error=\"insufficient_scope\", scope=\"{scope}\", error_description=\"the token lacks {scope}\""
-        )))
+        Err(Refusal::new(Code::InsufficientScope, format!("this call needs the {scope} scope"))
+            .challenge(format!("{challenge}, error=\"insufficient_scope\", scope=\"{scope}\", error_description=\"the token lacks {scope}\"")))
     }
 
     /// Sweeps the door's counters (see [`budget::sweep`]).

@@ -159,9 +159,10 @@ impl Taken {
         let inner = &self.budget.inner;
         let mut used = inner.used.load(Ordering::Acquire);
         loop {
-            let next = used.checked_add(n).filter(|next| *next <= inner.total).ok_or_else(|| {
-                Refusal::new(Code::Busy, "this host is reading as many request bodies as it can hold; retry shortly").retry_after(1)
-            })?;
+            let next = used
+                .checked_add(n)
+                .filter(|next| *next <= inner.total)
+                .ok_or_else(|| Refusal::new(Code::Busy, "this host is reading as many request bodies as it can hold; retry shortly").retry_after(1))?;
             match inner.used.compare_exchange_weak(used, next, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => break,
                 Err(now) => used = now,

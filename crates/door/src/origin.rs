@@ -70,10 +70,7 @@ impl Origins {
             let listed = self.allowed.iter().any(|a| a == origin);
             let same_origin = full_url.contains("://") && origin == origin_of(full_url);
             if !listed && !same_origin && !(loopback(host_of(origin)) && loopback(host)) {
-                return Err(Refusal::new(
-                    Code::ForbiddenOrigin,
-                    format!("origin {origin} is not allowed: an operator can add it to allowed_origins"),
-                ));
+                return Err(Refusal::new(Code::ForbiddenOrigin, format!("origin {origin} is not allowed: an operator can add it to allowed_origins")));
             }
         }
         Ok(())

@@ -211,8 +211,8 @@ mod sweeping {
 }
 
 mod peers {
-    use cairn_door::peers::{Caps, Peers};
     use cairn_door::Code;
+    use cairn_door::peers::{Caps, Peers};
     use std::net::IpAddr;
 
     fn ip(s: &str) -> IpAddr {

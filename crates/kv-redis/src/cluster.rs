@@ -134,11 +134,7 @@ impl Shape {
             .map(|l| Primary {
                 addr: l.addr.clone(),
                 id: l.id.to_string(),
-                replicas: lines
-                    .iter()
-                    .filter(|r| r.primary_of == Some(l.id) && !r.failing)
-                    .map(|r| r.addr.clone())
-                    .collect(),
+                replicas: lines.iter().filter(|r| r.primary_of == Some(l.id) && !r.failing).map(|r| r.addr.clone()).collect(),
                 slots: l.ranges.iter().map(|(a, b)| (b - a) as usize + 1).sum(),
                 ranges: l.ranges.clone(),
             })

@@ -151,8 +151,7 @@ impl Backend for Redis {
     fn open(config: &RedisConfig, _: &OpenContext) -> Result<Arc<dyn Store>, OpenError> {
         let seeds = config.seeds().map_err(cairn_kv::Error::Backend)?;
         let options = config.options();
-        let store =
-            if config.is_cluster() { RedisStore::open_cluster(&seeds, options)? } else { RedisStore::open(seeds[0], options)? };
+        let store = if config.is_cluster() { RedisStore::open_cluster(&seeds, options)? } else { RedisStore::open(seeds[0], options)? };
         Ok(Arc::new(store))
     }
 

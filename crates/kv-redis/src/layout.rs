@@ -55,9 +55,7 @@ fn escape_tag(tag: &str) -> String {
 pub fn check_namespace(ns: &str) -> Result<()> {
     let ok_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'/' | b'-');
     if ns.is_empty() || ns.len() > MAX_NAMESPACE_BYTES || !ns.bytes().all(ok_char) {
-        return Err(Error::Backend(format!(
-            "invalid Redis namespace {ns:?}: use 1 to {MAX_NAMESPACE_BYTES} characters of A-Z a-z 0-9 . _ : / -"
-        )));
+        return Err(Error::Backend(format!("invalid Redis namespace {ns:?}: use 1 to {MAX_NAMESPACE_BYTES} characters of A-Z a-z 0-9 . _ : / -")));
     }
     Ok(())
 }

@@ -316,8 +316,7 @@ impl RedisStore {
         let layout = Self::check_options(&options)?;
         let target = address::parse(url)?;
         let shown = target.shown.clone();
-        let client = Client::open(target.info)
-            .map_err(|e| Error::Backend(format!("Redis URL `{}`: {e}", redact(url))))?;
+        let client = Client::open(target.info).map_err(|e| Error::Backend(format!("Redis URL `{}`: {e}", redact(url))))?;
         let pool = Pool::new(client, target.shown, options.pool_size, options.connect_timeout, options.io_timeout);
         let store = Self::assemble(layout, Nodes::One(pool, Arc::default()), &options);
         store.check_server(&shown, false)?;
@@ -406,8 +405,7 @@ impl RedisStore {
     }
 
     fn assemble(layout: Layout, nodes: Nodes, options: &Options) -> Self {
-        let confirm = (options.wait_for_replicas > 0)
-            .then(|| (options.wait_for_replicas, options.wait_timeout.as_millis().max(1) as u64));
+        let confirm = (options.wait_for_replicas > 0).then(|| (options.wait_for_replicas, options.wait_timeout.as_millis().max(1) as u64));
         Self {
             layout,
             nodes: Arc::new(nodes),
@@ -462,9 +460,7 @@ impl RedisStore {
                     )));
                 }
                 if !cluster && let Some(role) = info_field(&info, "role").filter(|r| *r != "master") {
-                    return Err(Error::Backend(format!(
-                        "Redis at {shown} is a read-only replica (role {role}); point the URL at the primary"
-                    )));
+                    return Err(Error::Backend(format!("Redis at {shown} is a read-only replica (role {role}); point the URL at the primary")));
                 }
                 Ok(())
             }
@@ -982,18 +978,10 @@ impl Store for RedisStore {
                 queue.push(t);
             }
             if !queue.is_empty() {
-                let indexes: Vec<String> =
-                    queue.iter().map(|t| self.layout.index_of_tag(bucket, &String::from_utf8_lossy(t))).collect();
+                let indexes: Vec<String> = queue.iter().map(|t| self.layout.index_of_tag(bucket, &String::from_utf8_lossy(t))).collect();
                 let slots: Vec<u16> = indexes.iter().map(|k| slot_of(k.as_bytes())).collect();
                 let pages: Vec<Vec<Vec<u8>>> = self.run_each(&slots, true, |i, c| {
-                    redis::cmd("ZRANGEBYLEX")
-                        .arg(&indexes[i])
-                        .arg(&lower)
-                        .arg("+")
-                        .arg("LIMIT")
-                        .arg(0)
-                        .arg(per_tag)
-                        .query(&mut c.redis)
+                    redis::cmd("ZRANGEBYLEX").arg(&indexes[i]).arg(&lower).arg("+").arg("LIMIT").arg(0).arg(per_tag).query(&mut c.redis)
                 })?;
                 for page in pages {
                     found.extend(page);
@@ -1009,53 +997,31 @@ impl Store for RedisStore {
             }
             let next = [b"(".as_slice(), &last].concat();
             tags = self.run(registry_slot, true, |c| {
-                redis::cmd("ZRANGEBYLEX")
-                    .arg(&registry)
-                    .arg(&next)
-                    .arg("+")
-                    .arg("LIMIT")
-                    .arg(0)
-                    .arg(LIST_TAG_CHUNK)
-                    .query(&mut c.redis)
+                redis::cmd("ZRANGEBYLEX").arg(&registry).arg(&next).arg("+").arg("LIMIT").arg(0).arg(LIST_TAG_CHUNK).query(&mut c.redis)
             })?;
         }
-        found
-            .into_iter()
-            .map(|k| String::from_utf8(k).map_err(|_| Error::Backend("a listed key is not UTF-8".into())))
-            .collect()
+        found.into_iter().map(|k| String::from_utf8(k).map_err(|_| Error::Backend("a listed key is not UTF-8".into()))).collect()
     }
 
     fn sweep(&self, older_than_ms: u64) -> Result<usize> {
         self.check_open()?;
         let older = older_than_ms.to_string();
         let buckets_key = self.layout.buckets();
-        let buckets: Vec<String> =
-            self.run(slot_of(buckets_key.as_bytes()), true, |c| redis::cmd("SMEMBERS").arg(&buckets_key).query(&mut c.redis))?;
+        let buckets: Vec<String> = self.run(slot_of(buckets_key.as_bytes()), true, |c| redis::cmd("SMEMBERS").arg(&buckets_key).query(&mut c.redis))?;
         let mut dropped = 0usize;
         for bucket in &buckets {
             let registry = self.layout.tags(bucket);
             let mut lower = b"-".to_vec();
             loop {
                 let tags: Vec<String> = self.run(slot_of(registry.as_bytes()), true, |c| {
-                    redis::cmd("ZRANGEBYLEX")
-                        .arg(&registry)
-                        .arg(&lower)
-                        .arg("+")
-                        .arg("LIMIT")
-                        .arg(0)
-                        .arg(SWEEP_TAG_CHUNK)
-                        .query(&mut c.redis)
+                    redis::cmd("ZRANGEBYLEX").arg(&registry).arg(&lower).arg("+").arg("LIMIT").arg(0).arg(SWEEP_TAG_CHUNK).query(&mut c.redis)
                 })?;
                 for tag in &tags {
                     let markers = self.layout.markers_of_tag(bucket, tag);
                     let mut call = self.scripts.sweep.key(&markers);
-                    call.key(self.layout.purge_floor_of_tag(tag))
-                        .arg(&older)
-                        .arg(self.layout.record_prefix(bucket, tag))
-                        .arg(SWEEP_BATCH);
+                    call.key(self.layout.purge_floor_of_tag(tag)).arg(&older).arg(self.layout.record_prefix(bucket, tag)).arg(SWEEP_BATCH);
                     loop {
-                        let (n, looked): (usize, usize) =
-                            self.write(slot_of(markers.as_bytes()), |c| call.invoke(&mut c.redis))?;
+                        let (n, looked): (usize, usize) = self.write(slot_of(markers.as_bytes()), |c| call.invoke(&mut c.redis))?;
                         dropped += n;
                         if looked < SWEEP_BATCH {
                             break;

@@ -111,9 +111,7 @@ pub(crate) fn classify(e: &RedisError, shown: &str) -> Error {
         return Error::Unavailable(format!("Redis at {shown} cannot be reached: {e}"));
     }
     match server_code(e).as_deref() {
-        Some("OOM") => Error::Full(format!(
-            "Redis at {shown} is at its memory limit (maxmemory with noeviction); nothing was written: {e}"
-        )),
+        Some("OOM") => Error::Full(format!("Redis at {shown} is at its memory limit (maxmemory with noeviction); nothing was written: {e}")),
         Some("BUSY" | "LOADING" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN" | "READONLY") => {
             Error::Unavailable(format!("Redis at {shown} cannot serve this now: {e}"))
         }
@@ -127,15 +125,7 @@ pub(crate) fn classify(e: &RedisError, shown: &str) -> Error {
 
 impl Pool {
     pub fn new(client: Client, shown: String, size: usize, connect_timeout: Duration, io_timeout: Duration) -> Self {
-        Self {
-            client,
-            shown,
-            size,
-            connect_timeout,
-            io_timeout,
-            state: Mutex::new(State { idle: Vec::new(), open: 0, closed: false }),
-            freed: Condvar::new(),
-        }
+        Self { client, shown, size, connect_timeout, io_timeout, state: Mutex::new(State { idle: Vec::new(), open: 0, closed: false }), freed: Condvar::new() }
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, State>, Error> {
@@ -167,16 +157,9 @@ impl Pool {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(Error::Unavailable(format!(
-                    "all {} connections to Redis at {} stayed busy for {:?}",
-                    self.size, self.shown, self.io_timeout
-                )));
+                return Err(Error::Unavailable(format!("all {} connections to Redis at {} stayed busy for {:?}", self.size, self.shown, self.io_timeout)));
             }
-            state = self
-                .freed
-                .wait_timeout(state, deadline - now)
-                .map_err(|_| Error::Backend("connection pool lock poisoned".into()))?
-                .0;
+            state = self.freed.wait_timeout(state, deadline - now).map_err(|_| Error::Backend("connection pool lock poisoned".into()))?.0;
         }
     }
 
@@ -237,11 +220,7 @@ impl Pool {
     /// server restart leaves the pool full of those). Writes are never
     /// resent: after a lost reply their outcome is unknown, and the caller
     /// gets [`Error::Unavailable`].
-    pub fn try_with<T>(
-        &self,
-        idempotent: bool,
-        mut f: impl FnMut(&mut Conn) -> redis::RedisResult<T>,
-    ) -> Result<T, Failure> {
+    pub fn try_with<T>(&self, idempotent: bool, mut f: impl FnMut(&mut Conn) -> redis::RedisResult<T>) -> Result<T, Failure> {
         let (mut conn, reused) = self.acquire().map_err(Failure::NotSent)?;
         let first = match f(&mut conn) {
             Ok(v) => {

@@ -172,7 +172,6 @@ impl Drop for Server {
     }
 }
 
-
 /// A real Redis Cluster on loopback: `primaries` primaries with `replicas`
 /// replicas each, every node a [`Server`] started with `--cluster-enabled
 /// yes`, joined by `redis-cli --cluster create`. Dropping it kills every
@@ -258,7 +257,11 @@ impl Cluster {
 
     fn all_nodes_know(&self, n: usize) -> bool {
         self.nodes.iter().filter(|s| s.is_running()).all(|s| {
-            redis::cmd("CLUSTER").arg("NODES").query::<String>(&mut s.admin()).map(|t| t.lines().filter(|l| !l.contains("handshake")).count() >= n).unwrap_or(false)
+            redis::cmd("CLUSTER")
+                .arg("NODES")
+                .query::<String>(&mut s.admin())
+                .map(|t| t.lines().filter(|l| !l.contains("handshake")).count() >= n)
+                .unwrap_or(false)
         })
     }
 
@@ -382,9 +385,10 @@ impl Cluster {
         (0..self.nodes.len()).find(|&i| {
             i != primary
                 && self.nodes[i].is_running()
-                && redis::cmd("CLUSTER").arg("NODES").query::<String>(&mut self.nodes[i].admin()).is_ok_and(|t| {
-                    t.lines().any(|l| l.contains("myself") && l.split_whitespace().nth(3) == Some(id.as_str()))
-                })
+                && redis::cmd("CLUSTER")
+                    .arg("NODES")
+                    .query::<String>(&mut self.nodes[i].admin())
+                    .is_ok_and(|t| t.lines().any(|l| l.contains("myself") && l.split_whitespace().nth(3) == Some(id.as_str())))
         })
     }
 }

@@ -43,10 +43,7 @@ impl Backend for Sqlite {
         let path = config.file(ctx);
         let at = Some(path.display().to_string());
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| OpenError {
-                error: Error::Backend(format!("cannot create {}: {e}", dir.display())),
-                at: at.clone(),
-            })?;
+            std::fs::create_dir_all(dir).map_err(|e| OpenError { error: Error::Backend(format!("cannot create {}: {e}", dir.display())), at: at.clone() })?;
         }
         let store = SqliteStore::open(&path, ctx.fsync).map_err(|error| OpenError { error, at })?;
         Ok(Arc::new(store))

@@ -50,8 +50,8 @@ pub mod config;
 mod group;
 mod readers;
 
-use cairn_kv::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
 use cache::{Seen, Written};
+use cairn_kv::{Error, Observed, Read, Result, Stamped, Store, Swap, check_key, check_value, decode_counter};
 use checkpoint::Checkpointer;
 pub use config::{Sqlite, SqliteConfig};
 use group::{Done, Group, Op, Writer};
@@ -82,9 +82,7 @@ pub struct SqliteStore {
 fn backend(e: rusqlite::Error) -> Error {
     match &e {
         rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => Error::Full(e.to_string()),
-        rusqlite::Error::SqliteFailure(f, _)
-            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) =>
-        {
+        rusqlite::Error::SqliteFailure(f, _) if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             Error::Unavailable(e.to_string())
         }
         _ => Error::Backend(e.to_string()),
@@ -147,25 +145,15 @@ impl SqliteStore {
         ))
         .map_err(backend)?;
         migrate(&conn).map_err(|e| Error::Backend(format!("{}: cannot move the store to its current layout (nothing was changed): {e}", path.display())))?;
-        let purge_floor: i64 = conn
-            .query_row("SELECT value FROM meta WHERE name = 'purge_floor'", [], |r| r.get(0))
-            .map_err(backend)?;
-        let max_stamp: Option<i64> =
-            conn.query_row("SELECT MAX(stamp) FROM entries", [], |r| r.get(0)).map_err(backend)?;
+        let purge_floor: i64 = conn.query_row("SELECT value FROM meta WHERE name = 'purge_floor'", [], |r| r.get(0)).map_err(backend)?;
+        let max_stamp: Option<i64> = conn.query_row("SELECT MAX(stamp) FROM entries", [], |r| r.get(0)).map_err(backend)?;
         let seq = (max_stamp.unwrap_or(0).max(purge_floor)) as u64;
         let file = Arc::new(file);
         let writer = Writer { conn: Some(conn), seq, purge_floor: purge_floor as u64, lock: Some(file.clone()) };
         let group = Arc::new(Group::new(writer, cache_bytes));
         let wal = PathBuf::from(format!("{}-wal", path.display()));
         let checkpointer = Checkpointer::start(path, &wal, file, group.clone())?;
-        Ok(Self {
-            group,
-            wal,
-            checkpointer,
-            readers: Readers::new(path),
-            closed: AtomicBool::new(false),
-            fsync,
-        })
+        Ok(Self { group, wal, checkpointer, readers: Readers::new(path), closed: AtomicBool::new(false), fsync })
     }
 
     /// Runs `f` on a reader connection with the committed stamp, loaded
@@ -321,22 +309,13 @@ fn seen(row: Option<&Stamped>) -> Seen<'_> {
 
 /// Where the key's value is: `None` for no row, `Some(None)` for a delete marker.
 fn value_id(conn: &Connection, bucket: &str, key: &str) -> rusqlite::Result<Option<Option<i64>>> {
-    conn.prepare_cached("SELECT value_id FROM entries WHERE bucket = ?1 AND key = ?2")?
-        .query_row(params![bucket, key], |r| r.get(0))
-        .optional()
+    conn.prepare_cached("SELECT value_id FROM entries WHERE bucket = ?1 AND key = ?2")?.query_row(params![bucket, key], |r| r.get(0)).optional()
 }
 
 /// Writes `value` (or a delete marker) under the next stamp; `old` is the
 /// id of the key's value now, as the caller read it in this transaction. An
 /// overwrite replaces that value row in place; a delete marker frees it.
-fn put(
-    conn: &Connection,
-    tx: &mut Tx,
-    bucket: &str,
-    key: &str,
-    old: Option<i64>,
-    value: Option<&[u8]>,
-) -> rusqlite::Result<()> {
+fn put(conn: &Connection, tx: &mut Tx, bucket: &str, key: &str, old: Option<i64>, value: Option<&[u8]>) -> rusqlite::Result<()> {
     tx.seq += 1;
     let seq = &mut tx.seq;
     let value_id = match (value, old) {
@@ -418,9 +397,7 @@ fn swap_in(c: &Connection, tx: &mut Tx, bucket: &str, key: &str, observed: Obser
 /// One write inside the writer's transaction (see [`group`]).
 fn apply(c: &Connection, tx: &mut Tx, op: &Op) -> Result<Done> {
     match op {
-        Op::Swaps { bucket, swaps } => {
-            Ok(Done::Swaps(swaps.iter().map(|(k, o, v)| swap_in(c, tx, bucket, k, *o, v)).collect::<Result<_>>()?))
-        }
+        Op::Swaps { bucket, swaps } => Ok(Done::Swaps(swaps.iter().map(|(k, o, v)| swap_in(c, tx, bucket, k, *o, v)).collect::<Result<_>>()?)),
         Op::Set { bucket, pairs } => {
             for (k, v) in pairs {
                 let old = value_id(c, bucket, k).map_err(backend)?.flatten();
@@ -444,9 +421,8 @@ fn apply(c: &Connection, tx: &mut Tx, op: &Op) -> Result<Done> {
         }
         Op::Sweep { older_than_ms } => {
             let cutoff = now_ms() - *older_than_ms as i64;
-            let max: Option<i64> = c
-                .query_row("SELECT MAX(stamp) FROM entries WHERE value_id IS NULL AND deleted_at <= ?1", [cutoff], |r| r.get(0))
-                .map_err(backend)?;
+            let max: Option<i64> =
+                c.query_row("SELECT MAX(stamp) FROM entries WHERE value_id IS NULL AND deleted_at <= ?1", [cutoff], |r| r.get(0)).map_err(backend)?;
             tx.floor = tx.floor.max(max.unwrap_or(0) as u64);
             c.execute("UPDATE meta SET value = ?1 WHERE name = 'purge_floor'", [tx.floor as i64]).map_err(backend)?;
             let n = c.execute("DELETE FROM entries WHERE value_id IS NULL AND deleted_at <= ?1", [cutoff]).map_err(backend)?;
@@ -557,9 +533,7 @@ impl Store for SqliteStore {
                 "SELECT key FROM entries WHERE bucket = ?1 AND key > ?2 AND value_id IS NOT NULL
                  ORDER BY key LIMIT ?3",
             )?;
-            let keys = stmt
-                .query_map(params![bucket, after.unwrap_or(""), limit as i64], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<String>>>()?;
+            let keys = stmt.query_map(params![bucket, after.unwrap_or(""), limit as i64], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
             Ok(keys)
         })
     }
@@ -576,9 +550,7 @@ impl Store for SqliteStore {
                 "SELECT key FROM entries WHERE bucket = ?1 AND key > ?2 AND key < ?3 AND value_id IS NOT NULL
                  ORDER BY key LIMIT ?4",
             )?;
-            let keys = stmt
-                .query_map(params![bucket, start, end, limit as i64], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<String>>>()?;
+            let keys = stmt.query_map(params![bucket, start, end, limit as i64], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
             Ok(keys)
         })
     }

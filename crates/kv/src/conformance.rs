@@ -88,12 +88,7 @@ pub const SEQUENTIAL: &[Check] = &[
         run: absent_handle_is_create_if_absent,
         hazard: None,
     },
-    Check {
-        name: "one_of_two_creators_wins",
-        promise: "of two creators of one absent key, exactly one wins",
-        run: one_of_two_creators_wins,
-        hazard: None,
-    },
+    Check { name: "one_of_two_creators_wins", promise: "of two creators of one absent key, exactly one wins", run: one_of_two_creators_wins, hazard: None },
     Check {
         name: "no_aba_after_delete_and_recreate",
         promise: "a handle read before a delete and a recreate with the same bytes fails",
@@ -180,11 +175,7 @@ pub const FRESH: &[FreshCheck] = &[
         promise: "two threads creating one absent key at once: exactly one wins, every round",
         run: create_race_has_exactly_one_winner,
     },
-    FreshCheck {
-        name: "increment_is_atomic_under_threads",
-        promise: "concurrent increments are never lost",
-        run: increment_is_atomic_under_threads,
-    },
+    FreshCheck { name: "increment_is_atomic_under_threads", promise: "concurrent increments are never lost", run: increment_is_atomic_under_threads },
     FreshCheck {
         name: "closed_store_refuses_operations",
         promise: "after close, operations fail with a backend error instead of panicking",
@@ -206,11 +197,7 @@ fn show(v: Option<&[u8]>) -> String {
 
 fn expect_value(s: &dyn Store, sc: Scope, key: &str, want: Option<&[u8]>, why: &str) -> Outcome {
     let got = io(s.get(sc.bucket, key))?;
-    if got.as_deref() == want {
-        Ok(())
-    } else {
-        Err(format!("{why}: {key} holds {}, expected {}", show(got.as_deref()), show(want)))
-    }
+    if got.as_deref() == want { Ok(()) } else { Err(format!("{why}: {key} holds {}, expected {}", show(got.as_deref()), show(want))) }
 }
 
 fn expect_failed(outcome: Swap, what: &str) -> Outcome {
@@ -492,11 +479,7 @@ fn keys_list_in_pages_per_bucket(s: &dyn Store, sc: Scope) -> Outcome {
     }
     let mut want: Vec<String> = written.iter().filter(|k| **k != written[3]).cloned().collect();
     want.sort();
-    let result = if all != want {
-        Err(format!("listed {} keys of {} (deleted or foreign keys shown, or order wrong)", all.len(), want.len()))
-    } else {
-        Ok(())
-    };
+    let result = if all != want { Err(format!("listed {} keys of {} (deleted or foreign keys shown, or order wrong)", all.len(), want.len())) } else { Ok(()) };
     let refs: Vec<&str> = written.iter().map(String::as_str).collect();
     io(s.delete_many(sc.bucket, &refs))?;
     if other_written {

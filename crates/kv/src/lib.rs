@@ -76,10 +76,7 @@ impl fmt::Display for Error {
             Error::ValueTooLarge { len } => {
                 write!(f, "value is {len} bytes; values may be at most {MAX_VALUE_BYTES} bytes")
             }
-            Error::NotACounter { len } => write!(
-                f,
-                "key holds a {len}-byte value, not an 8-byte counter written by increment"
-            ),
+            Error::NotACounter { len } => write!(f, "key holds a {len}-byte value, not an 8-byte counter written by increment"),
             Error::Unavailable(msg) => write!(f, "store unavailable: {msg}"),
             Error::Full(msg) => write!(f, "store full: {msg}"),
             Error::Backend(msg) => write!(f, "store backend failed: {msg}"),
@@ -296,10 +293,7 @@ impl Stamped {
     /// What a read of this row (or of no row) observes.
     pub fn observe(row: Option<&Stamped>, seq: u64) -> Read {
         match row {
-            Some(Stamped { value: Some(v), stamp }) => Read {
-                value: Some(v.clone()),
-                observed: Observed::Present(*stamp),
-            },
+            Some(Stamped { value: Some(v), stamp }) => Read { value: Some(v.clone()), observed: Observed::Present(*stamp) },
             _ => Read { value: None, observed: Observed::Absent(seq) },
         }
     }

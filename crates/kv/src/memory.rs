@@ -119,9 +119,7 @@ impl Store for MemoryStore {
     fn sweep(&self, older_than_ms: u64) -> Result<usize> {
         self.with(|s| {
             let now = Instant::now();
-            let old = |at: &Option<Instant>| {
-                at.is_some_and(|t| now.duration_since(t).as_millis() as u64 >= older_than_ms)
-            };
+            let old = |at: &Option<Instant>| at.is_some_and(|t| now.duration_since(t).as_millis() as u64 >= older_than_ms);
             let mut floor = s.purge_floor;
             let before = s.rows.len();
             s.rows.retain(|_, (row, at)| {

@@ -12,7 +12,6 @@ use serde_json::{Map, Value};
 
 use crate::refusal::Refusal;
 
-
 /// Items per page of a listing.
 pub(crate) const MAX_LIMIT: u64 = 50;
 pub(crate) const DEFAULT_LIMIT: u64 = 20;
@@ -41,10 +40,7 @@ pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T, Refusal> {
         Value::Null => Map::new(),
         Value::Object(m) => m,
         _ => {
-            return Err(Refusal::invalid(
-                "arguments",
-                "arguments must be a JSON object",
-            ));
+            return Err(Refusal::invalid("arguments", "arguments must be a JSON object"));
         }
     };
     parse_object(obj, "")
@@ -55,10 +51,7 @@ pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T, Refusal> {
 /// Blame works field by field: `T` is deserialized from `{k: v}` alone. A value that is
 /// fine leaves only the baseline error of `{}` (the first required field missing), so any
 /// other error is about `k` (its type, an unknown name, or a field missing inside it).
-pub(crate) fn parse_object<T: DeserializeOwned>(
-    obj: Map<String, Value>,
-    prefix: &str,
-) -> Result<T, Refusal> {
+pub(crate) fn parse_object<T: DeserializeOwned>(obj: Map<String, Value>, prefix: &str) -> Result<T, Refusal> {
     // Deserialize from a borrowed view: the success path copies each string
     // once, into `T`, whatever its size.
     let whole = Value::Object(obj);
@@ -67,9 +60,7 @@ pub(crate) fn parse_object<T: DeserializeOwned>(
         Err(e) => e.to_string(),
     };
     let Value::Object(obj) = whole else { unreachable!("built as an object above") };
-    let baseline = serde_json::from_value::<T>(Value::Object(Map::new()))
-        .err()
-        .map(|e| e.to_string());
+    let baseline = serde_json::from_value::<T>(Value::Object(Map::new())).err().map(|e| e.to_string());
     let first_required = baseline.as_deref().and_then(missing_name);
     for (k, v) in &obj {
         let mut one = Map::new();
@@ -78,33 +69,21 @@ pub(crate) fn parse_object<T: DeserializeOwned>(
             continue;
         };
         let msg = e.to_string();
-        let benign = Some(&msg) == baseline.as_ref()
-            || (first_required == Some(k.as_str()) && missing_name(&msg).is_some());
+        let benign = Some(&msg) == baseline.as_ref() || (first_required == Some(k.as_str()) && missing_name(&msg).is_some());
         if !benign {
-            return Err(Refusal::invalid(
-                &format!("{prefix}{k}"),
-                format!("{prefix}{k}: {msg}"),
-            ));
+            return Err(Refusal::invalid(&format!("{prefix}{k}"), format!("{prefix}{k}: {msg}")));
         }
     }
     if let Some(name) = missing_name(&err) {
-        return Err(Refusal::invalid(
-            &format!("{prefix}{name}"),
-            format!("{prefix}{name} is required"),
-        ));
+        return Err(Refusal::invalid(&format!("{prefix}{name}"), format!("{prefix}{name} is required")));
     }
-    let field = if prefix.is_empty() {
-        "arguments".to_string()
-    } else {
-        prefix.trim_end_matches('.').to_string()
-    };
+    let field = if prefix.is_empty() { "arguments".to_string() } else { prefix.trim_end_matches('.').to_string() };
     Err(Refusal::invalid(&field, err))
 }
 
 /// The field named by serde's "missing field `x`" message.
 fn missing_name(msg: &str) -> Option<&str> {
-    msg.strip_prefix("missing field `")
-        .and_then(|r| r.split('`').next())
+    msg.strip_prefix("missing field `").and_then(|r| r.split('`').next())
 }
 
 /// Optional fields must be absent or a real value: an explicit `null` is refused, as the
@@ -131,44 +110,29 @@ pub(crate) const MAX_SECTION_ID_BYTES: usize = 200;
 /// letters, digits and `-`.
 pub(crate) fn check_section_id(v: Option<&str>) -> Result<(), Refusal> {
     match v {
-        Some(s) if s.is_empty() || s.len() > MAX_SECTION_ID_BYTES || !s.chars().all(|c| c.is_alphanumeric() || c == '-') => Err(
-            Refusal::invalid("section_id", "section_id must be a section_id from read_note_outline (letters, digits and -, at most 200 bytes)"),
-        ),
+        Some(s) if s.is_empty() || s.len() > MAX_SECTION_ID_BYTES || !s.chars().all(|c| c.is_alphanumeric() || c == '-') => {
+            Err(Refusal::invalid("section_id", "section_id must be a section_id from read_note_outline (letters, digits and -, at most 200 bytes)"))
+        }
         _ => Ok(()),
     }
 }
 
 pub(crate) fn check_id(field: &str, v: &str) -> Result<(), Refusal> {
-    let ok = (1..=MAX_ID_CHARS).contains(&v.len())
-        && v.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err(Refusal::invalid(
-            field,
-            format!("{field} must be an id from a listing: 1-{MAX_ID_CHARS} of A-Z a-z 0-9 _ -"),
-        ))
-    }
+    let ok = (1..=MAX_ID_CHARS).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok { Ok(()) } else { Err(Refusal::invalid(field, format!("{field} must be an id from a listing: 1-{MAX_ID_CHARS} of A-Z a-z 0-9 _ -"))) }
 }
 
 pub(crate) fn check_chars(field: &str, v: &str, min: usize, max: usize) -> Result<(), Refusal> {
     let n = v.chars().count();
     if n < min || n > max {
-        return Err(Refusal::invalid(
-            field,
-            format!("{field} must have {min}-{max} characters, not {n}"),
-        ));
+        return Err(Refusal::invalid(field, format!("{field} must have {min}-{max} characters, not {n}")));
     }
     Ok(())
 }
 
 pub(crate) fn check_range(field: &str, v: u64, min: u64, max: u64) -> Result<(), Refusal> {
     if v < min || v > max {
-        return Err(Refusal::invalid(
-            field,
-            format!("{field} must be between {min} and {max}, not {v}"),
-        ));
+        return Err(Refusal::invalid(field, format!("{field} must be between {min} and {max}, not {v}")));
     }
     Ok(())
 }
@@ -178,17 +142,8 @@ pub(crate) fn check_key(v: &str) -> Result<(), Refusal> {
 }
 
 pub(crate) fn check_hash(field: &str, v: &str) -> Result<(), Refusal> {
-    let ok = v.len() == 64
-        && v.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(Refusal::invalid(
-            field,
-            format!("{field} must be 64 lower-case hex digits (a content_hash from a read)"),
-        ))
-    }
+    let ok = v.len() == 64 && v.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if ok { Ok(()) } else { Err(Refusal::invalid(field, format!("{field} must be 64 lower-case hex digits (a content_hash from a read)"))) }
 }
 
 pub(crate) fn check_limit(limit: Option<u64>) -> Result<(), Refusal> {
@@ -210,42 +165,25 @@ pub(crate) fn cursor_text(cursor: &str) -> Result<String, Refusal> {
 }
 
 pub(crate) fn check_cursor(c: &Option<String>) -> Result<(), Refusal> {
-    c.as_deref()
-        .map_or(Ok(()), |c| check_chars("cursor", c, 1, MAX_CURSOR_CHARS))
+    c.as_deref().map_or(Ok(()), |c| check_chars("cursor", c, 1, MAX_CURSOR_CHARS))
 }
 
 /// Checks sheet cells: scalars only, strings of at most [`MAX_CELL_CHARS`].
-pub(crate) fn check_cells(
-    field: &str,
-    rows: &[Vec<Value>],
-    max_rows: usize,
-) -> Result<(), Refusal> {
+pub(crate) fn check_cells(field: &str, rows: &[Vec<Value>], max_rows: usize) -> Result<(), Refusal> {
     if rows.len() > max_rows {
-        return Err(Refusal::invalid(
-            field,
-            format!("{field} may have at most {max_rows} rows"),
-        ));
+        return Err(Refusal::invalid(field, format!("{field} may have at most {max_rows} rows")));
     }
     for row in rows {
         if row.len() as u64 > MAX_COLS {
-            return Err(Refusal::invalid(
-                field,
-                format!("{field}: a row may have at most {MAX_COLS} cells"),
-            ));
+            return Err(Refusal::invalid(field, format!("{field}: a row may have at most {MAX_COLS} cells")));
         }
         for cell in row {
             match cell {
                 Value::Array(_) | Value::Object(_) => {
-                    return Err(Refusal::invalid(
-                        field,
-                        format!("{field}: a cell is a string, number, boolean or null"),
-                    ));
+                    return Err(Refusal::invalid(field, format!("{field}: a cell is a string, number, boolean or null")));
                 }
                 Value::String(s) if s.chars().count() > MAX_CELL_CHARS => {
-                    return Err(Refusal::invalid(
-                        field,
-                        format!("{field}: a cell holds at most {MAX_CELL_CHARS} characters"),
-                    ));
+                    return Err(Refusal::invalid(field, format!("{field}: a cell holds at most {MAX_CELL_CHARS} characters")));
                 }
                 _ => {}
             }
@@ -270,27 +208,14 @@ pub(crate) enum VersionScope {
 #[serde(deny_unknown_fields)]
 pub(crate) struct SlideIn {
     pub title: String,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
 }
 
 pub(crate) fn check_slide(field: &str, s: &SlideIn) -> Result<(), Refusal> {
-    check_chars(
-        &format!("{field}.title"),
-        &s.title,
-        0,
-        MAX_SLIDE_TITLE_CHARS,
-    )?;
+    check_chars(&format!("{field}.title"), &s.title, 0, MAX_SLIDE_TITLE_CHARS)?;
     if let Some(b) = &s.body {
         check_chars(&format!("{field}.body"), b, 0, MAX_SLIDE_TEXT_CHARS)?;
     }
@@ -302,13 +227,7 @@ pub(crate) fn check_slide(field: &str, s: &SlideIn) -> Result<(), Refusal> {
 
 pub(crate) fn check_outline(slides: &[SlideIn]) -> Result<(), Refusal> {
     if slides.is_empty() || slides.len() > MAX_OUTLINE {
-        return Err(Refusal::invalid(
-            "slides",
-            format!(
-                "slides must hold 1-{MAX_OUTLINE} items, not {}",
-                slides.len()
-            ),
-        ));
+        return Err(Refusal::invalid("slides", format!("slides must hold 1-{MAX_OUTLINE} items, not {}", slides.len())));
     }
     for (i, s) in slides.iter().enumerate() {
         check_slide(&format!("slides[{i}]"), s)?;
@@ -326,9 +245,7 @@ pub(crate) const MAX_CLAIM_NOTE_CHARS: usize = 2_000;
 pub(crate) const MAX_CLAIM_ID_CHARS: usize = 91;
 
 pub(crate) fn check_ttl(ttl: Option<u64>) -> Result<(), Refusal> {
-    ttl.map_or(Ok(()), |t| {
-        check_range("ttl_seconds", t, MIN_TTL_SECONDS, MAX_TTL_SECONDS)
-    })
+    ttl.map_or(Ok(()), |t| check_range("ttl_seconds", t, MIN_TTL_SECONDS, MAX_TTL_SECONDS))
 }
 
 /// A parsed claim id `clm-<note_id>-<seq base36>-<8 random>`: the note it lives in and
@@ -340,20 +257,13 @@ pub(crate) struct ClaimRef {
 }
 
 fn base36_part(s: &str, min: usize, max: usize) -> bool {
-    (min..=max).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+    (min..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
 }
 
 /// Splits a claim id from the right (the note id may contain `-`, the two last parts
 /// cannot): the same strings the published pattern accepts.
 pub(crate) fn parse_claim_id(id: &str) -> Result<ClaimRef, Refusal> {
-    let bad = || {
-        Refusal::invalid(
-            "claim_id",
-            "claim_id must be a claim_id returned by claim_note (clm-<note_id>-<seq>-<random>)",
-        )
-    };
+    let bad = || Refusal::invalid("claim_id", "claim_id must be a claim_id returned by claim_note (clm-<note_id>-<seq>-<random>)");
     let rest = id.strip_prefix("clm-").ok_or_else(bad)?;
     let mut parts = rest.rsplitn(3, '-');
     let (Some(rand), Some(seq), Some(note_id)) = (parts.next(), parts.next(), parts.next()) else {
@@ -363,10 +273,7 @@ pub(crate) fn parse_claim_id(id: &str) -> Result<ClaimRef, Refusal> {
         return Err(bad());
     }
     check_id("note_id", note_id).map_err(|_| bad())?;
-    Ok(ClaimRef {
-        note_id: note_id.to_string(),
-        seq: u64::from_str_radix(seq, 36).ok(),
-    })
+    Ok(ClaimRef { note_id: note_id.to_string(), seq: u64::from_str_radix(seq, 36).ok() })
 }
 
 /// An opaque cursor: a tag and a position (see [`cursor_token`]).

@@ -26,7 +26,6 @@ use crate::kv::TenantKv;
 use crate::model::{Who, rfc3339, sha_hex};
 use crate::refusal::{Code, Out, Refusal};
 
-
 /// Records scanned per family and page: bounds the work of one call.
 const SCAN: usize = 1_000;
 
@@ -76,11 +75,7 @@ fn parse_cursor(c: &str) -> Result<(u64, String), Refusal> {
 /// Decodes the records `keys` name (skipping any that vanished or do not parse).
 fn records(kv: &TenantKv, keys: &[String]) -> Out<Vec<(String, Value)>> {
     let values = kv.get_many(keys)?;
-    Ok(keys
-        .iter()
-        .zip(values)
-        .filter_map(|(k, v)| Some((k.clone(), serde_json::from_slice::<Value>(&v?).ok()?)))
-        .collect())
+    Ok(keys.iter().zip(values).filter_map(|(k, v)| Some((k.clone(), serde_json::from_slice::<Value>(&v?).ok()?))).collect())
 }
 
 /// The trail, oldest first from `since` (µs, default 0), at most `limit`
@@ -88,7 +83,15 @@ fn records(kv: &TenantKv, keys: &[String]) -> Out<Vec<(String, Value)>> {
 /// writes, claim events and refused writes), else of the tenant (claim
 /// events and refused calls of every note; committed writes are listed per
 /// note, as they are the note's history).
-pub(crate) fn list(kv: &TenantKv, who: &Identity, note_id: Option<&str>, since: u64, cursor: Option<&str>, limit: usize, now: crate::history::Window) -> Out<Value> {
+pub(crate) fn list(
+    kv: &TenantKv,
+    who: &Identity,
+    note_id: Option<&str>,
+    since: u64,
+    cursor: Option<&str>,
+    limit: usize,
+    now: crate::history::Window,
+) -> Out<Value> {
     if who.actor_type != crate::env::ActorType::Human {
         return Err(Refusal::new(Code::Forbidden, "the audit trail is for people: agents read a note's history with list_note_history").into());
     }

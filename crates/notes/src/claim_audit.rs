@@ -103,24 +103,14 @@ pub(crate) fn note_ended(head: &mut Head, claim_id: &str, reason: &str, at: u64)
 /// before the head CAS.
 pub(crate) fn write_expired(kv: &TenantKv, note_id: &str, expired: &[Claim]) -> Result<(), Failure> {
     for c in expired {
-        let rec = Record { event: "expired", action: "expire", at: c.expires_at, note_id, claim: Some(c), by: None }
-            .json(json!({"reason": "expired"}));
+        let rec = Record { event: "expired", action: "expire", at: c.expires_at, note_id, claim: Some(c), by: None }.json(json!({"reason": "expired"}));
         put_record(kv, &keys::claim_audit(note_id, c.expires_at, &claim_tag(&c.claim_id)), &rec)?;
     }
     Ok(())
 }
 
 /// A record about a claim that ended inside another commit (e.g. its tab was deleted).
-pub(crate) fn write_ended(
-    kv: &TenantKv,
-    note_id: &str,
-    claim: &Claim,
-    reason: &str,
-    action: &'static str,
-    by: &Identity,
-    at: u64,
-) -> Result<(), Failure> {
-    let rec = Record { event: "released", action, at, note_id, claim: Some(claim), by: Some(by) }
-        .json(json!({"reason": reason}));
+pub(crate) fn write_ended(kv: &TenantKv, note_id: &str, claim: &Claim, reason: &str, action: &'static str, by: &Identity, at: u64) -> Result<(), Failure> {
+    let rec = Record { event: "released", action, at, note_id, claim: Some(claim), by: Some(by) }.json(json!({"reason": reason}));
     put_record(kv, &keys::claim_audit(note_id, at, &claim_tag(&claim.claim_id)), &rec)
 }

@@ -88,12 +88,7 @@ impl<'a> Target<'a> {
 /// whole, which only a whole-note claim blocks). The holder's own claims never block it;
 /// section claims never block a write outright: [`crate::section_claims`] checks the
 /// lines it changes.
-pub(crate) fn blocking_claim<'h>(
-    head: &'h Head,
-    who: &Identity,
-    tab_id: Option<&str>,
-    now: u64,
-) -> Option<&'h Claim> {
+pub(crate) fn blocking_claim<'h>(head: &'h Head, who: &Identity, tab_id: Option<&str>, now: u64) -> Option<&'h Claim> {
     head.claims.iter().find(|c| {
         c.live(now)
             && c.section_id.is_none()
@@ -115,12 +110,7 @@ pub(crate) fn conflict(head: &Head, c: &Claim, what: &str) -> Refusal {
     };
     Refusal::new(
         Code::ClaimConflict,
-        format!(
-            "{what}: {target} is claimed by {} ({}) until {}",
-            c.holder.name,
-            actor_str(c.holder.actor_type),
-            rfc3339(c.expires_at)
-        ),
+        format!("{what}: {target} is claimed by {} ({}) until {}", c.holder.name, actor_str(c.holder.actor_type), rfc3339(c.expires_at)),
     )
     .with_version(head.version)
     .with("claim_id", c.claim_id.clone())
@@ -159,10 +149,7 @@ enum Step {
     Refuse { refusal: Refusal, audit: Option<Value> },
 }
 
-const CLAIM_LIMIT: Limit = Limit {
-    field: "text",
-    message: "the note head would exceed the store's value limit; release claims or post shorter notes",
-};
+const CLAIM_LIMIT: Limit = Limit { field: "text", message: "the note head would exceed the store's value limit; release claims or post shorter notes" };
 
 /// Runs a claim operation on the head of `note_id` as one [`transact`], with its audit
 /// record.
@@ -170,13 +157,7 @@ const CLAIM_LIMIT: Limit = Limit {
 /// Time and the operation's audit key are fixed before the first attempt: a retried
 /// attempt writes the same key (and, for the same outcome, the same bytes), so the record
 /// left there is the operation's final outcome.
-fn claim_txn(
-    kv: &TenantKv,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: &str,
-    mut op: impl FnMut(&mut Head, u64) -> Out<Step>,
-) -> Out<Value> {
+fn claim_txn(kv: &TenantKv, env: &mut dyn Env, who: &Identity, note_id: &str, mut op: impl FnMut(&mut Head, u64) -> Out<Step>) -> Out<Value> {
     let now = env.now_us();
     let audit_key = keys::claim_audit(note_id, now, &rand8(env));
     let busy = "the note is busy with other writes; nothing changed";
@@ -212,22 +193,8 @@ fn claim_txn(
     out
 }
 
-fn record<'a>(
-    event: &'static str,
-    action: &'static str,
-    at: u64,
-    note_id: &'a str,
-    claim: Option<&'a Claim>,
-    who: &'a Identity,
-) -> Record<'a> {
-    Record {
-        event,
-        action,
-        at,
-        note_id,
-        claim,
-        by: Some(who),
-    }
+fn record<'a>(event: &'static str, action: &'static str, at: u64, note_id: &'a str, claim: Option<&'a Claim>, who: &'a Identity) -> Record<'a> {
+    Record { event, action, at, note_id, claim, by: Some(who) }
 }
 
 /// Outcome of [`claim`]: the result and whether it was a heartbeat on an existing claim.
@@ -260,24 +227,21 @@ pub(crate) fn claim(
         let mut sections = Vec::new();
         if let Some(t) = tab_id {
             let Some(i) = head.tab_index(t) else {
-                return Ok(Step::Refuse {
-                    refusal: Refusal::not_found("tab"),
-                    audit: None,
-                });
+                return Ok(Step::Refuse { refusal: Refusal::not_found("tab"), audit: None });
             };
             if matches!(head.tabs[i].kind, TabKind::Files | TabKind::Sources) {
                 return Ok(Step::Refuse {
-                    refusal: Refusal::invalid(
-                        "tab_id",
-                        "the files and sources tabs cannot be claimed on their own: claim the whole note (leave tab_id out)",
-                    ),
+                    refusal: Refusal::invalid("tab_id", "the files and sources tabs cannot be claimed on their own: claim the whole note (leave tab_id out)"),
                     audit: None,
                 });
             }
             if let Some(s) = section_id {
                 if head.tabs[i].kind != TabKind::Markdown {
                     return Ok(Step::Refuse {
-                        refusal: Refusal::invalid("section_id", format!("tab {t} is a {} tab: sections are claimed in markdown tabs", head.tabs[i].kind.as_str())),
+                        refusal: Refusal::invalid(
+                            "section_id",
+                            format!("tab {t} is a {} tab: sections are claimed in markdown tabs", head.tabs[i].kind.as_str()),
+                        ),
                         audit: None,
                     });
                 }
@@ -294,10 +258,8 @@ pub(crate) fn claim(
         }
         let wanted = Target { tab: tab_id, section: section_id.map(|s| (s, section_claims::range(&sections, s))) };
         // A heartbeat: the caller already holds exactly this target.
-        if let Some(c) = head
-            .claims
-            .iter_mut()
-            .find(|c| c.holder.subject == who.subject && c.tab_id.as_deref() == tab_id && c.section_id.as_deref() == section_id)
+        if let Some(c) =
+            head.claims.iter_mut().find(|c| c.holder.subject == who.subject && c.tab_id.as_deref() == tab_id && c.section_id.as_deref() == section_id)
         {
             c.expires_at = now + ttl;
             c.ttl_us = ttl;
@@ -305,8 +267,7 @@ pub(crate) fn claim(
             renewed = true;
             return Ok(Step::Commit {
                 result: view(note_id, c, true),
-                audit: record("renewed", action, now, note_id, Some(&*c), who)
-                    .json(json!({"heartbeat": true})),
+                audit: record("renewed", action, now, note_id, Some(&*c), who).json(json!({"heartbeat": true})),
                 index_due: None,
             });
         }
@@ -319,16 +280,11 @@ pub(crate) fn claim(
         if let Some(c) = in_the_way {
             let mut refusal = conflict(head, c, "not claimed");
             if c.holder.subject == who.subject {
-                refusal = refusal
-                    .with("held_by_you", true)
-                    .with_next_step(NEXT_STEP_OWN);
+                refusal = refusal.with("held_by_you", true).with_next_step(NEXT_STEP_OWN);
             }
             let audit = record("refused", action, now, note_id, Some(c), who)
                 .json(json!({"error": "claim_conflict", "requested_tab_id": tab_id, "requested_section_id": section_id}));
-            return Ok(Step::Refuse {
-                refusal,
-                audit: Some(audit),
-            });
+            return Ok(Step::Refuse { refusal, audit: Some(audit) });
         }
         head.claim_seq += 1;
         let c = Claim {
@@ -356,20 +312,11 @@ pub(crate) fn claim(
 /// Whether the note ever handed out this claim id's sequence number.
 /// The index of live claim `claim_id` when the caller holds it; else the refusal to
 /// answer (gone, or someone else's, for `verb`) with its audit record.
-fn held_by_caller(
-    head: &Head,
-    r: &ClaimRef,
-    claim_id: &str,
-    who: &Identity,
-    action: &'static str,
-    verb: &str,
-    now: u64,
-) -> Result<usize, Step> {
+fn held_by_caller(head: &Head, r: &ClaimRef, claim_id: &str, who: &Identity, action: &'static str, verb: &str, now: u64) -> Result<usize, Step> {
     let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
         return Err(Step::Refuse {
             refusal: gone(head, r),
-            audit: issued(head, r)
-                .then(|| refused(action, now, &r.note_id, who, None, json!({"error": "not_found", "claim_id": claim_id}))),
+            audit: issued(head, r).then(|| refused(action, now, &r.note_id, who, None, json!({"error": "not_found", "claim_id": claim_id}))),
         });
     };
     let c = &head.claims[i];
@@ -408,11 +355,7 @@ fn issued(head: &Head, r: &ClaimRef) -> bool {
 /// The not_found of a claim that is not live (never issued, released or lapsed).
 fn gone(head: &Head, r: &ClaimRef) -> Refusal {
     let refusal = Refusal::new(Code::NotFound, "claim not found: it is not live in this note");
-    if issued(head, r) {
-        refusal.with_next_step(NEXT_STEP_GONE)
-    } else {
-        refusal
-    }
+    if issued(head, r) { refusal.with_next_step(NEXT_STEP_GONE) } else { refusal }
 }
 
 /// The `forbidden` refusal for a claim someone else holds.
@@ -450,20 +393,8 @@ pub(crate) fn renew(
         c.expires_at = now + ttl;
         c.ttl_us = ttl;
         c.renewals += 1;
-        let audit = Record {
-            event: "renewed",
-            action,
-            at: now,
-            note_id: &r.note_id,
-            claim: Some(c),
-            by: Some(who),
-        }
-        .json(json!({}));
-        Ok(Step::Commit {
-            result: view(&r.note_id, c, true),
-            audit,
-            index_due: None,
-        })
+        let audit = Record { event: "renewed", action, at: now, note_id: &r.note_id, claim: Some(c), by: Some(who) }.json(json!({}));
+        Ok(Step::Commit { result: view(&r.note_id, c, true), audit, index_due: None })
     })
 }
 
@@ -475,23 +406,12 @@ fn refused(action: &'static str, now: u64, note_id: &str, who: &Identity, claim:
 
 /// Releases a claim: by its holder, or `forced` by a human admin (checked by the caller).
 /// Releasing a claim that already ended answers `already_released: true`.
-pub(crate) fn release(
-    kv: &TenantKv,
-    env: &mut dyn Env,
-    who: &Identity,
-    claim_id: &str,
-    r: &ClaimRef,
-    forced: bool,
-    action: &'static str,
-) -> Out<Value> {
+pub(crate) fn release(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_id: &str, r: &ClaimRef, forced: bool, action: &'static str) -> Out<Value> {
     let reason = if forced { "forced" } else { "released" };
     claim_txn(kv, env, who, &r.note_id, |head, now| {
         let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
             if !issued(head, r) {
-                return Ok(Step::Refuse {
-                    refusal: Refusal::not_found("claim"),
-                    audit: None,
-                });
+                return Ok(Step::Refuse { refusal: Refusal::not_found("claim"), audit: None });
             }
             let ended = head.ended.iter().rev().find(|e| e.claim_id == claim_id);
             let mut result = json!({
@@ -505,15 +425,8 @@ pub(crate) fn release(
             if forced {
                 result["forced"] = true.into();
             }
-            let audit = Record {
-                event: reason,
-                action,
-                at: now,
-                note_id: &r.note_id,
-                claim: None,
-                by: Some(who),
-            }
-            .json(json!({"claim_id": claim_id, "already_released": true}));
+            let audit = Record { event: reason, action, at: now, note_id: &r.note_id, claim: None, by: Some(who) }
+                .json(json!({"claim_id": claim_id, "already_released": true}));
             return Ok(Step::Answer { result, audit });
         };
         if !forced && head.claims[i].holder.subject != who.subject {
@@ -525,15 +438,8 @@ pub(crate) fn release(
         }
         let c = head.claims.remove(i);
         note_ended(head, &c.claim_id, reason, now);
-        let audit = Record {
-            event: reason,
-            action,
-            at: now,
-            note_id: &r.note_id,
-            claim: Some(&c),
-            by: Some(who),
-        }
-        .json(json!({"reason": reason, "notes_dropped": c.notes.len()}));
+        let audit = Record { event: reason, action, at: now, note_id: &r.note_id, claim: Some(&c), by: Some(who) }
+            .json(json!({"reason": reason, "notes_dropped": c.notes.len()}));
         let mut result = json!({
             "claim_id": c.claim_id,
             "note_id": r.note_id,
@@ -548,38 +454,18 @@ pub(crate) fn release(
             result["forced"] = true.into();
             result["forced_by"] = Who::of(who).name.into();
         }
-        Ok(Step::Commit {
-            result,
-            audit,
-            index_due: None,
-        })
+        Ok(Step::Commit { result, audit, index_due: None })
     })
 }
 
 /// Posts an ephemeral note on a live claim the caller holds.
-pub(crate) fn post_note(
-    kv: &TenantKv,
-    env: &mut dyn Env,
-    who: &Identity,
-    claim_id: &str,
-    r: &ClaimRef,
-    text: &str,
-    action: &'static str,
-) -> Out<Value> {
+pub(crate) fn post_note(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_id: &str, r: &ClaimRef, text: &str, action: &'static str) -> Out<Value> {
     on_held(kv, env, who, claim_id, r, action, "post notes on", |head, i, now| {
         let c = &mut head.claims[i];
-        c.notes.push(ClaimNote {
-            at: now,
-            text: text.to_string(),
-        });
+        c.notes.push(ClaimNote { at: now, text: text.to_string() });
         let dropped = c.notes.len().saturating_sub(NOTES_PER_CLAIM);
         c.notes.drain(..dropped);
-        let total: usize = head
-            .claims
-            .iter()
-            .flat_map(|c| c.notes.iter())
-            .map(|n| n.text.len())
-            .sum();
+        let total: usize = head.claims.iter().flat_map(|c| c.notes.iter()).map(|n| n.text.len()).sum();
         if total > CLAIM_NOTE_BYTES_PER_HEAD {
             return Ok(Step::Refuse {
                 refusal: Refusal::too_large(
@@ -594,15 +480,8 @@ pub(crate) fn post_note(
         }
         let c = &head.claims[i];
         // The record keeps the note's size and hash, never its text: claim notes are ephemeral.
-        let audit = Record {
-            event: "noted",
-            action,
-            at: now,
-            note_id: &r.note_id,
-            claim: Some(c),
-            by: Some(who),
-        }
-        .json(json!({"note_chars": text.chars().count(), "note_hash": sha_hex(text.as_bytes())}));
+        let audit = Record { event: "noted", action, at: now, note_id: &r.note_id, claim: Some(c), by: Some(who) }
+            .json(json!({"note_chars": text.chars().count(), "note_hash": sha_hex(text.as_bytes())}));
         Ok(Step::Commit {
             result: json!({
                 "claim_id": c.claim_id,
@@ -621,47 +500,26 @@ pub(crate) fn post_note(
 }
 
 /// Force-releases someone's claim: human admins only (a role check, never a scope).
-pub(crate) fn force_release(
-    kv: &TenantKv,
-    env: &mut dyn Env,
-    who: &Identity,
-    claim_id: &str,
-) -> Out<Value> {
+pub(crate) fn force_release(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_id: &str) -> Out<Value> {
     let r = parse_claim_id(claim_id)?;
     if who.role != Role::Admin || who.actor_type != ActorType::Human {
         // Best effort, and only under a note that exists in the caller's tenant.
         if let Ok(Some(_)) = kv.get(&keys::note(&r.note_id)) {
             let now = env.now_us();
-            let rec = Record {
-                event: "refused",
-                action: "force_release_claim",
-                at: now,
-                note_id: &r.note_id,
-                claim: None,
-                by: Some(who),
-            }
-            .json(json!({"error": "forbidden", "claim_id": claim_id}));
+            let rec = Record { event: "refused", action: "force_release_claim", at: now, note_id: &r.note_id, claim: None, by: Some(who) }
+                .json(json!({"error": "forbidden", "claim_id": claim_id}));
             let _ = put_record(kv, &keys::claim_audit(&r.note_id, now, &rand8(env)), &rec);
         }
-        return Err(Refusal::new(
-            Code::Forbidden,
-            "only a human with the admin role may force-release a claim",
-        )
-        .with_next_step(
-            "leave the claim alone: wait until its expires_at or work on another target",
-        )
-        .into());
+        return Err(Refusal::new(Code::Forbidden, "only a human with the admin role may force-release a claim")
+            .with_next_step("leave the claim alone: wait until its expires_at or work on another target")
+            .into());
     }
     release(kv, env, who, claim_id, &r, true, "force_release_claim")
 }
 
 /// A live claim on the presence board.
 fn board_item(head: &Head, c: &Claim, who: &Identity) -> Value {
-    let tab_label = c
-        .tab_id
-        .as_deref()
-        .and_then(|t| head.tab_index(t))
-        .map(|i| head.tabs[i].label.clone());
+    let tab_label = c.tab_id.as_deref().and_then(|t| head.tab_index(t)).map(|i| head.tabs[i].label.clone());
     let notes: Vec<Value> = c
         .notes
         .iter()
@@ -688,12 +546,7 @@ fn board_item(head: &Head, c: &Claim, who: &Identity) -> Value {
 
 /// The presence board: live claims of the caller's tenant (of one note, or of every note
 /// the caller may see), never a lapsed one.
-pub(crate) fn board(
-    kv: &TenantKv,
-    who: &Identity,
-    now: u64,
-    note_id: Option<&str>,
-) -> Out<Value> {
+pub(crate) fn board(kv: &TenantKv, who: &Identity, now: u64, note_id: Option<&str>) -> Out<Value> {
     // Adds a head's live claims; false once the board is full.
     fn add(head: &Head, who: &Identity, now: u64, items: &mut Vec<Value>) -> bool {
         for c in head.claims.iter().filter(|c| c.live(now)) {
@@ -733,4 +586,3 @@ pub(crate) fn board(
         "notice": NOTICE,
     }))
 }
-

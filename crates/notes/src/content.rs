@@ -41,10 +41,7 @@ pub(crate) fn put_doc(kv: &TenantKv, bytes: &[u8], field: &str) -> Out<(String, 
 /// Refuses a document over [`MAX_DOC_BYTES`], blaming `field`.
 pub(crate) fn check_doc_size(bytes: &[u8], field: &str) -> Result<(), Refusal> {
     if bytes.len() > MAX_DOC_BYTES {
-        return Err(Refusal::too_large(
-            field,
-            format!("content of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", bytes.len()),
-        ));
+        return Err(Refusal::too_large(field, format!("content of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", bytes.len())));
     }
     Ok(())
 }
@@ -130,11 +127,7 @@ pub(crate) struct Slide {
 
 impl From<&SlideIn> for Slide {
     fn from(s: &SlideIn) -> Self {
-        Slide {
-            title: s.title.clone(),
-            body: s.body.clone().unwrap_or_default(),
-            notes: s.notes.clone().unwrap_or_default(),
-        }
+        Slide { title: s.title.clone(), body: s.body.clone().unwrap_or_default(), notes: s.notes.clone().unwrap_or_default() }
     }
 }
 

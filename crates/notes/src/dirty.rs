@@ -33,9 +33,7 @@ impl Before {
         let mut out = Vec::new();
         for new in &head.tabs {
             let old = self.tabs.iter().find(|t| t.id == new.id);
-            let same = old.is_some_and(|o| {
-                o.content_hash == new.content_hash && o.label == new.label && !(retitled && new.kind == TabKind::Markdown)
-            });
+            let same = old.is_some_and(|o| o.content_hash == new.content_hash && o.label == new.label && !(retitled && new.kind == TabKind::Markdown));
             if !same {
                 out.push((new.id.as_str(), old, Some(new)));
             }

@@ -7,9 +7,9 @@ use serde_json::{Map, Value};
 
 use crate::args::{SlideIn, check_slide, parse_object};
 use crate::content::{Slide, SlidesDoc, check_doc_size, empty_hash, load_slides, load_text, put_hashed, store_slides};
-use crate::model::sha_hex;
 use crate::env::{Env, Identity};
 use crate::kv::TenantKv;
+use crate::model::sha_hex;
 use crate::model::{Head, Tab, TabKind, Who};
 use crate::refusal::{Code, Out, Refusal};
 use crate::sheet::{self, load_manifest, store_manifest};
@@ -114,42 +114,24 @@ impl Edit {
 
 /// Finds the tab by exact id and checks that the operation applies to its type.
 pub(crate) fn resolve_tab(head: &Head, tab_id: &str, op: Operation) -> Result<Target, Refusal> {
-    let i = head
-        .tab_index(tab_id)
-        .ok_or_else(|| Refusal::not_found("tab"))?;
+    let i = head.tab_index(tab_id).ok_or_else(|| Refusal::not_found("tab"))?;
     let kind = head.tabs[i].kind;
     let fits = match kind {
         TabKind::Files | TabKind::Sources => {
-            return Err(Refusal::invalid(
-                "tab_id",
-                "File and Source attachments cannot be edited with this tool",
-            ));
+            return Err(Refusal::invalid("tab_id", "File and Source attachments cannot be edited with this tool"));
         }
         TabKind::Markdown => matches!(op, Operation::ReplaceText | Operation::AppendText | Operation::ReplaceInText | Operation::ReplaceSection),
-        TabKind::Slides => matches!(
-            op,
-            Operation::ReplaceTabData | Operation::SlideAdd | Operation::SlidesAddOutline
-        ),
+        TabKind::Slides => matches!(op, Operation::ReplaceTabData | Operation::SlideAdd | Operation::SlidesAddOutline),
         TabKind::Sheet => matches!(op, Operation::ReplaceTabData | Operation::SheetSetRange),
     };
     if !fits {
-        return Err(Refusal::invalid(
-            "operation",
-            format!("{} does not apply to a {} tab", op.as_str(), kind.as_str()),
-        ));
+        return Err(Refusal::invalid("operation", format!("{} does not apply to a {} tab", op.as_str(), kind.as_str())));
     }
     Ok(Target::Tab(i))
 }
 
 /// Applies an edit to tab `i`: new content blobs first, then the tab's content refs.
-pub(crate) fn apply_edit(
-    kv: &TenantKv,
-    head: &mut Head,
-    i: usize,
-    edit: &Edit,
-    env: &dyn Env,
-    who: &Identity,
-) -> Out<Change> {
+pub(crate) fn apply_edit(kv: &TenantKv, head: &mut Head, i: usize, edit: &Edit, env: &dyn Env, who: &Identity) -> Out<Change> {
     let tab = &head.tabs[i];
     let mut size = None;
     let mut extra = Map::new();
@@ -215,32 +197,14 @@ pub(crate) fn apply_edit(
             let old = load_manifest(kv, &tab.blobs)?;
             store_manifest(kv, &sheet::replace(kv, &old, d.clone())?)?
         }
-        (
-            TabKind::Sheet,
-            Edit::SetRange {
-                sheet_id,
-                row,
-                col,
-                values,
-            },
-        ) => {
+        (TabKind::Sheet, Edit::SetRange { sheet_id, row, col, values }) => {
             let mut m = load_manifest(kv, &tab.blobs)?;
-            let s = m
-                .sheet(sheet_id)
-                .ok_or_else(|| Refusal::not_found("sheet").with("field", "sheet_id"))?;
+            let s = m.sheet(sheet_id).ok_or_else(|| Refusal::not_found("sheet").with("field", "sheet_id"))?;
             sheet::set_range(kv, &mut m.sheets[s], *row, *col, values)?;
             store_manifest(kv, &m)?
         }
         (kind, e) => {
-            return Err(Refusal::invalid(
-                "operation",
-                format!(
-                    "{} does not apply to a {} tab",
-                    e.op().as_str(),
-                    kind.as_str()
-                ),
-            )
-            .into());
+            return Err(Refusal::invalid("operation", format!("{} does not apply to a {} tab", e.op().as_str(), kind.as_str())).into());
         }
     };
     let tab = &mut head.tabs[i];
@@ -249,12 +213,7 @@ pub(crate) fn apply_edit(
     tab.size = size.unwrap_or(0);
     let mut result = extra;
     result.insert("operation".into(), edit.op().as_str().into());
-    Ok(Change {
-        action: edit.op().as_str(),
-        tab: Some(i),
-        removed_tab: None,
-        result,
-    })
+    Ok(Change { action: edit.op().as_str(), tab: Some(i), removed_tab: None, result })
 }
 
 /// A new tab with empty content of its kind (version 0: the commit makes it 1).
@@ -275,14 +234,7 @@ pub(crate) fn new_tab(id: String, kind: TabKind, label: String, who: &Identity, 
 }
 
 /// Runs one tab edit as a commit (shared by `edit_note_tab` and the REST helpers).
-pub(crate) fn edit_tab_with(
-    kv: &TenantKv,
-    env: &mut dyn Env,
-    who: &Identity,
-    spec: &WriteSpec,
-    tab_id: &str,
-    edit: &Edit,
-) -> Out<Value> {
+pub(crate) fn edit_tab_with(kv: &TenantKv, env: &mut dyn Env, who: &Identity, spec: &WriteSpec, tab_id: &str, edit: &Edit) -> Out<Value> {
     commit(
         kv,
         env,
@@ -412,7 +364,11 @@ fn once(text: &str, needle: &str, context: &str) -> Out<usize> {
         (None, _) => Err(Refusal::invalid("old_text", format!("old_text occurs 0 times in the text{context}; it must occur exactly once")).into()),
         (Some(_), Some(_)) => {
             let n = 2 + hits.count();
-            Err(Refusal::invalid("old_text", format!("old_text occurs {n} times in the text{context}; it must occur exactly once: include more of the surrounding text")).into())
+            Err(Refusal::invalid(
+                "old_text",
+                format!("old_text occurs {n} times in the text{context}; it must occur exactly once: include more of the surrounding text"),
+            )
+            .into())
         }
     }
 }
@@ -445,11 +401,7 @@ fn check_rebase(kv: &TenantKv, head: &Head, who: &Identity, tab: &Tab, patch: &P
     let diff = crate::diff::lines(base_text.as_str(), current, crate::diff::Purpose::Rebase)?;
     for (r, _) in crate::merge::line_changes(diff.ops()) {
         if r.start <= pe && r.end >= ps {
-            return Err(conflict(format!(
-                "a change since version {base} touches or borders lines {}-{} that the patch changes",
-                ps + 1,
-                pe.max(ps + 1)
-            )));
+            return Err(conflict(format!("a change since version {base} touches or borders lines {}-{} that the patch changes", ps + 1, pe.max(ps + 1))));
         }
     }
     if let Patch::Replace { old, .. } = patch {

@@ -71,11 +71,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::claim_audit::{ENDED_KEPT, drop_lapsed, write_expired};
+use crate::dirty;
 use crate::env::Identity;
 use crate::keys;
 use crate::kv::{Held, TenantKv};
 use crate::model::{Claim, Head, decode, encode};
-use crate::dirty;
 use crate::refusal::{Code, Fail, Out, Refusal};
 
 pub(crate) use crate::kv::MAX_ATTEMPTS;
@@ -278,10 +278,7 @@ impl Base {
             "a commit that moves the note version to {} records it in the history",
             head.version
         );
-        assert!(
-            head.tab_seq >= self.tab_seq && head.attach_seq >= self.attach_seq && head.claim_seq >= self.claim_seq,
-            "id counters only grow"
-        );
+        assert!(head.tab_seq >= self.tab_seq && head.attach_seq >= self.attach_seq && head.claim_seq >= self.claim_seq, "id counters only grow");
         assert!(head.blob_gen >= self.blob_gen, "the blob generation only grows");
         // A write adds its own idempotency record and history entry and moves
         // older ones out of the head (`write::IDEM_IN_HEAD`, `HISTORY_IN_HEAD`);

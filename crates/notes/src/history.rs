@@ -46,10 +46,7 @@ impl Window {
     }
 
     fn describe(&self) -> String {
-        format!(
-            "the newest {} versions and the last {} days are kept, {} versions at most",
-            self.keep.versions, self.keep.days, self.keep.max_versions
-        )
+        format!("the newest {} versions and the last {} days are kept, {} versions at most", self.keep.versions, self.keep.days, self.keep.max_versions)
     }
 }
 
@@ -118,9 +115,7 @@ fn slots(kv: &TenantKv, head: &Head, from: u64, to: u64) -> Out<Vec<Option<Histo
 /// not under the floor a sweep left).
 pub(crate) fn retained(head: &Head, v: u64, at: u64, w: Window) -> bool {
     let age = head.version.saturating_sub(v);
-    v >= head.history_floor
-        && age < w.keep.max_versions
-        && (age < w.keep.versions || w.now.saturating_sub(at) < w.keep.days.saturating_mul(DAY_US))
+    v >= head.history_floor && age < w.keep.max_versions && (age < w.keep.versions || w.now.saturating_sub(at) < w.keep.days.saturating_mul(DAY_US))
 }
 
 /// A day in microseconds.
@@ -157,7 +152,15 @@ pub(crate) fn entry_json(e: &HistoryEntry) -> Value {
 /// so a filter that matches rarely still answers quickly. Returns the
 /// entries and the version to continue at, `None` once the first retained
 /// version the reader may see was seen.
-pub(crate) fn page(kv: &TenantKv, head: &Head, reader: Reader, tab_id: Option<&str>, top: Option<u64>, limit: usize, now: Window) -> Out<(Vec<HistoryEntry>, Option<u64>)> {
+pub(crate) fn page(
+    kv: &TenantKv,
+    head: &Head,
+    reader: Reader,
+    tab_id: Option<&str>,
+    top: Option<u64>,
+    limit: usize,
+    now: Window,
+) -> Out<(Vec<HistoryEntry>, Option<u64>)> {
     let top = top.unwrap_or(head.version).min(head.version);
     let visible = visible_from(head, reader);
     if top < visible {
@@ -234,15 +237,7 @@ pub(crate) fn tab_at(kv: &TenantKv, head: &Head, reader: Reader, tab_id: &str, a
     // No entry changed it: a fixed tab, as the note was created.
     match head.tabs.iter().find(|t| t.id == tab_id) {
         Some(t) if matches!(t.kind, TabKind::Markdown | TabKind::Files | TabKind::Sources) && t.created_at == head.created_at => {
-            Ok(Tab {
-                version: 1,
-                content_hash: empty_hash(),
-                blobs: Vec::new(),
-                size: 0,
-                updated_at: t.created_at,
-                updated_by: t.author.clone(),
-                ..t.clone()
-            })
+            Ok(Tab { version: 1, content_hash: empty_hash(), blobs: Vec::new(), size: 0, updated_at: t.created_at, updated_by: t.author.clone(), ..t.clone() })
         }
         _ => Err(Refusal::new(Code::NotFound, format!("tab {tab_id} did not exist at version {at}")).with("field", "tab_id").into()),
     }

@@ -278,7 +278,9 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
             h
         }
         Ok(None) => return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() }),
-        Err(Fail::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() }),
+        Err(Fail::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => {
+            return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() });
+        }
         Err(Fail::Refused(r)) => return Err(Failure::Corrupt(format!("history sweep of {note_id}: {}", r.message))),
         Err(Fail::Failed(e)) => return Err(e),
     };

@@ -38,8 +38,7 @@ pub const BUCKET: &str = "default";
 
 /// Tenant ids: `[a-z0-9_-]{1,64}`.
 pub fn valid_tenant(tenant: &str) -> bool {
-    (1..=64).contains(&tenant.len())
-        && tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    (1..=64).contains(&tenant.len()) && tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
 /// The prefix of every key of `tenant`: `t/<tenant>/`.

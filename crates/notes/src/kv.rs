@@ -181,12 +181,7 @@ impl<'a> TenantKv<'a> {
     /// a round, the lost ones again): `f` turns a record's bytes (absent:
     /// `None`) into its new bytes, or `None` to leave it. Refused as `busy`
     /// (with that message) after [`MAX_ATTEMPTS`] rounds.
-    pub(crate) fn rewrite_many(
-        &self,
-        keys: Vec<String>,
-        busy: &str,
-        mut f: impl FnMut(&str, Option<&[u8]>) -> Out<Option<Vec<u8>>>,
-    ) -> Out<()> {
+    pub(crate) fn rewrite_many(&self, keys: Vec<String>, busy: &str, mut f: impl FnMut(&str, Option<&[u8]>) -> Out<Option<Vec<u8>>>) -> Out<()> {
         for chunk in keys.chunks(512) {
             let mut pending: Vec<String> = chunk.to_vec();
             for attempt in 0.. {

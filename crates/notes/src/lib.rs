@@ -78,17 +78,17 @@ mod diff;
 mod dirty;
 mod edit;
 mod head;
-mod index;
-pub mod history_sweep;
 mod history;
+pub mod history_sweep;
+mod index;
 mod merge;
 mod model;
 mod note_index;
 pub mod quota;
 mod schema;
+pub mod search;
 mod section_claims;
 mod sections;
-pub mod search;
 mod sheet;
 mod write;
 
@@ -111,11 +111,11 @@ pub mod scopes {
 
 pub use cairn_kv::Store;
 pub use claim_index::sweep_expired_claims;
-pub use history_sweep::{HistorySweep, sweep_history};
-pub use head::DELIVERY_BOUND;
 pub use env::{ActorType, Env, Identity, Role, SimEnv};
-pub use kv::TenantKv;
+pub use head::DELIVERY_BOUND;
+pub use history_sweep::{HistorySweep, sweep_history};
 pub use keys::list_tenants;
+pub use kv::TenantKv;
 pub use model::{hex, rfc3339};
 pub use refusal::{Answer, Code, Failure, NEXT_STEP_CLAIM, NEXT_STEP_REREAD, NOTICE};
 pub use tools::{Tool, ToolAnnotations, ToolSpec, tools};
@@ -140,11 +140,7 @@ pub fn call_tool(store: &dyn Store, env: &mut dyn Env, who: &Identity, tool: &st
     match tools::find(tool) {
         Some(t) => call(store, env, who, t, args),
         // The tenant is checked first, as for a known tool.
-        None => finish(
-            tenant_kv(store, who)
-                .and_then(|_| Err::<Value, _>(Refusal::invalid("name", format!("unknown tool {tool:?}"))))
-                .map_err(Into::into),
-        ),
+        None => finish(tenant_kv(store, who).and_then(|_| Err::<Value, _>(Refusal::invalid("name", format!("unknown tool {tool:?}")))).map_err(Into::into)),
     }
 }
 

@@ -236,14 +236,15 @@ mod fuzz {
     use proptest::prelude::*;
 
     fn text() -> impl Strategy<Value = String> {
-        (proptest::collection::vec(prop_oneof![Just("a"), Just("b"), Just("c"), Just(""), Just("long line"), Just("b")], 0..12), any::<bool>())
-            .prop_map(|(lines, newline)| {
+        (proptest::collection::vec(prop_oneof![Just("a"), Just("b"), Just("c"), Just(""), Just("long line"), Just("b")], 0..12), any::<bool>()).prop_map(
+            |(lines, newline)| {
                 let mut t = lines.join("\n");
                 if newline && !t.is_empty() {
                     t.push('\n');
                 }
                 t
-            })
+            },
+        )
     }
 
     fn cases() -> u32 {

@@ -45,11 +45,7 @@ pub(crate) struct Who {
 
 impl Who {
     pub fn of(id: &Identity) -> Self {
-        Who {
-            subject: id.subject.clone(),
-            name: id.display_name.chars().take(100).collect(),
-            actor_type: id.actor_type,
-        }
+        Who { subject: id.subject.clone(), name: id.display_name.chars().take(100).collect(), actor_type: id.actor_type }
     }
 
     /// The provenance form: `"Name (subject, agent)"`.
@@ -383,10 +379,7 @@ pub(crate) fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     serde_json::to_vec(v).expect("records always serialize")
 }
 
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(
-    what: &str,
-    bytes: &[u8],
-) -> Result<T, Failure> {
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, Failure> {
     serde_json::from_slice(bytes).map_err(|e| Failure::Corrupt(format!("{what}: {e}")))
 }
 
@@ -445,13 +438,7 @@ pub fn rfc3339(us: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60,
-        us % 1_000_000
-    )
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z", sod / 3600, sod / 60 % 60, sod % 60, us % 1_000_000)
 }
 
 /// The provenance block of a tab.
@@ -483,24 +470,14 @@ mod tests {
     #[test]
     fn rfc3339_formats_known_instants() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(
-            rfc3339(1_767_225_600_000_000),
-            "2026-01-01T00:00:00.000000Z"
-        );
+        assert_eq!(rfc3339(1_767_225_600_000_000), "2026-01-01T00:00:00.000000Z");
         assert_eq!(rfc3339(951_782_400_000_001), "2000-02-29T00:00:00.000001Z");
-        assert_eq!(
-            rfc3339(1_709_251_199_500_000),
-            "2024-02-29T23:59:59.500000Z"
-        );
+        assert_eq!(rfc3339(1_709_251_199_500_000), "2024-02-29T23:59:59.500000Z");
     }
 
     #[test]
     fn canonical_json_sorts_keys() {
-        let v: Value =
-            serde_json::from_str(r#"{"b":1,"a":{"d":[1,{"y":2,"x":1}],"c":"s"}}"#).unwrap();
-        assert_eq!(
-            canonical_json(&v),
-            r#"{"a":{"c":"s","d":[1,{"x":1,"y":2}]},"b":1}"#
-        );
+        let v: Value = serde_json::from_str(r#"{"b":1,"a":{"d":[1,{"y":2,"x":1}],"c":"s"}}"#).unwrap();
+        assert_eq!(canonical_json(&v), r#"{"a":{"c":"s","d":[1,{"x":1,"y":2}]},"b":1}"#);
     }
 }

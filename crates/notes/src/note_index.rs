@@ -79,8 +79,7 @@ pub(crate) fn index_slice(kv: &TenantKv, pos: usize, max: usize) -> Result<(Vec<
     let mut p = pos;
     while out.len() < max && p < total {
         let page_no = p / INDEX_PAGE;
-        let page: Vec<String> =
-            if page_no < idx.pages.len() { decode("index page", &get_blob(kv, &idx.pages[page_no])?)? } else { idx.tail.clone() };
+        let page: Vec<String> = if page_no < idx.pages.len() { decode("index page", &get_blob(kv, &idx.pages[page_no])?)? } else { idx.tail.clone() };
         let start = p % INDEX_PAGE;
         let take = (max - out.len()).min(page.len().saturating_sub(start));
         if take == 0 {

@@ -122,12 +122,9 @@ fn stored_by_heads(kv: &TenantKv) -> Result<u64, Failure> {
 
 /// The refusal of a write that would store `adding` bytes past `quota`.
 fn over_quota(quota: u64, used: u64, adding: u64, version: u64) -> Refusal {
-    Refusal::new(
-        Code::QuotaExceeded,
-        format!("the tenant stores {used} bytes of content; this write would add {adding}, past its quota of {quota} bytes"),
-    )
-    .with_version(version)
-    .with("quota", "quota_bytes")
-    .with("limit", quota)
-    .with("used", used)
+    Refusal::new(Code::QuotaExceeded, format!("the tenant stores {used} bytes of content; this write would add {adding}, past its quota of {quota} bytes"))
+        .with_version(version)
+        .with("quota", "quota_bytes")
+        .with("limit", quota)
+        .with("used", used)
 }

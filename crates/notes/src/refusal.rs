@@ -120,12 +120,9 @@ impl Code {
             Code::Busy => 503,
             Code::TooComplex => 422,
             Code::QuotaExceeded => 507,
-            Code::VersionConflict
-            | Code::ContentHashMismatch
-            | Code::PartialBase
-            | Code::IdempotencyKeyReused
-            | Code::ClaimConflict
-            | Code::OutsideClaim => 409,
+            Code::VersionConflict | Code::ContentHashMismatch | Code::PartialBase | Code::IdempotencyKeyReused | Code::ClaimConflict | Code::OutsideClaim => {
+                409
+            }
         }
     }
 
@@ -140,7 +137,9 @@ impl Code {
             Code::QuotaExceeded => "free space first (an operator raises the quota, or the tenant deletes tabs or notes); nothing was written",
             Code::ClaimConflict => NEXT_STEP_CLAIM,
             Code::PartialBase => NEXT_STEP_PARTIAL_BASE,
-            Code::OutsideClaim => "you hold a claim on one section of this tab: change only its lines (replace_section, or a patch inside it); to write elsewhere, release_claim it, or claim the tab instead",
+            Code::OutsideClaim => {
+                "you hold a claim on one section of this tab: change only its lines (replace_section, or a patch inside it); to write elsewhere, release_claim it, or claim the tab instead"
+            }
             Code::Forbidden => "this claim is not yours: leave it alone; wait until it expires or work on another target",
             Code::VersionConflict | Code::ContentHashMismatch | Code::IdempotencyKeyReused => NEXT_STEP_REREAD,
         }

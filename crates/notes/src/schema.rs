@@ -5,8 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::args::{
-    MAX_CLAIM_ID_CHARS, MAX_CURSOR_CHARS, MAX_KEY_CHARS, MAX_LIMIT, MAX_OUTLINE, MAX_SLIDE_TEXT_CHARS,
-    MAX_SLIDE_TITLE_CHARS, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
+    MAX_CLAIM_ID_CHARS, MAX_CURSOR_CHARS, MAX_KEY_CHARS, MAX_LIMIT, MAX_OUTLINE, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
 };
 
 /// An object with exactly these properties, `required` among them.
@@ -174,10 +173,7 @@ pub(crate) fn provenance() -> Value {
 
 /// Someone named in a record: subject, display name and actor type.
 pub(crate) fn who() -> Value {
-    result(
-        &["subject", "name", "actor_type"],
-        json!({"subject": text(), "name": text(), "actor_type": {"type": "string", "enum": ["agent", "human"]}}),
-    )
+    result(&["subject", "name", "actor_type"], json!({"subject": text(), "name": text(), "actor_type": {"type": "string", "enum": ["agent", "human"]}}))
 }
 
 /// An array of `items`.

@@ -71,14 +71,7 @@ pub(crate) enum Breach {
 /// into what `head` holds now (`before` reads committed content, `after` the
 /// content this commit staged), and moves the writer's claims to their
 /// sections' new ids.
-pub(crate) fn enforce(
-    before: &TenantKv,
-    after: &TenantKv,
-    head: &mut Head,
-    guards: &[Guard],
-    who: &Identity,
-    now: u64,
-) -> Result<Result<(), Breach>, Failure> {
+pub(crate) fn enforce(before: &TenantKv, after: &TenantKv, head: &mut Head, guards: &[Guard], who: &Identity, now: u64) -> Result<Result<(), Breach>, Failure> {
     for g in guards {
         let now_tab = head.tab_index(&g.before.id).map(|i| head.tabs[i].clone());
         if now_tab.as_ref().is_some_and(|t| t.content_hash == g.before.content_hash) {
@@ -138,10 +131,7 @@ fn first_change_outside(old: &str, new: &str, s: &Section) -> Option<usize> {
     if new.len() < before + after {
         return Some(s.end_line + 1);
     }
-    (0..after)
-        .rev()
-        .find(|&k| new[new.len() - after + k] != old[s.end_line + k])
-        .map(|k| s.end_line + k + 1)
+    (0..after).rev().find(|&k| new[new.len() - after + k] != old[s.end_line + k]).map(|k| s.end_line + k + 1)
 }
 
 /// The `outside_claim` refusal of the holder of claim `i` on section `s`.
@@ -149,7 +139,13 @@ fn outside(head: &Head, i: usize, s: &Section, line: usize, why: &str) -> Refusa
     let c = &head.claims[i];
     Refusal::new(
         Code::OutsideClaim,
-        format!("you hold section {} (lines {}-{}) of tab {}, and {why} (line {line}): nothing was written", s.id, s.start_line, s.end_line, c.tab_id.as_deref().unwrap_or("")),
+        format!(
+            "you hold section {} (lines {}-{}) of tab {}, and {why} (line {line}): nothing was written",
+            s.id,
+            s.start_line,
+            s.end_line,
+            c.tab_id.as_deref().unwrap_or("")
+        ),
     )
     .with_version(head.version)
     .with("claim_id", c.claim_id.clone())

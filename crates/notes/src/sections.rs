@@ -49,11 +49,7 @@ impl Section {
     /// read hashes one section, not the note.
     pub fn hash(&self, text: &str) -> String {
         let body = self.body(text);
-        if body.ends_with('\n') {
-            sha_hex(body.as_bytes())
-        } else {
-            sha_hex(format!("{body}\n").as_bytes())
-        }
+        if body.ends_with('\n') { sha_hex(body.as_bytes()) } else { sha_hex(format!("{body}\n").as_bytes()) }
     }
 }
 

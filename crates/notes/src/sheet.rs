@@ -9,9 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::args::{
-    MAX_COLS, MAX_LABEL_CHARS, MAX_ROWS, check_cells, check_chars, check_id, parse_object,
-};
+use crate::args::{MAX_COLS, MAX_LABEL_CHARS, MAX_ROWS, check_cells, check_chars, check_id, parse_object};
 use crate::content::{get_blob, get_doc, put_blob, put_doc};
 use crate::kv::{MAX_VALUE_BYTES, TenantKv};
 use crate::model::{decode, encode};
@@ -42,10 +40,7 @@ pub(crate) struct Manifest {
 impl Manifest {
     /// A new sheet tab: one empty sheet `s1`.
     pub fn new() -> Self {
-        Manifest {
-            next_sheet: 2,
-            sheets: vec![empty_sheet("s1".into(), "Sheet 1".into())],
-        }
+        Manifest { next_sheet: 2, sheets: vec![empty_sheet("s1".into(), "Sheet 1".into())] }
     }
 
     pub fn sheet(&self, id: &str) -> Option<usize> {
@@ -54,19 +49,10 @@ impl Manifest {
 }
 
 fn empty_sheet(sheet_id: String, name: String) -> SheetMeta {
-    SheetMeta {
-        sheet_id,
-        name,
-        rows: 0,
-        cols: 0,
-        blocks: BTreeMap::new(),
-    }
+    SheetMeta { sheet_id, name, rows: 0, cols: 0, blocks: BTreeMap::new() }
 }
 
-pub(crate) fn load_manifest(
-    kv: &TenantKv,
-    blobs: &[String],
-) -> Result<Manifest, Failure> {
+pub(crate) fn load_manifest(kv: &TenantKv, blobs: &[String]) -> Result<Manifest, Failure> {
     decode("sheet manifest", &get_doc(kv, blobs)?)
 }
 
@@ -116,31 +102,13 @@ fn extent(values: &[Vec<Value>], r0: u64, c0: u64) -> (u64, u64) {
 }
 
 /// Writes `values` at (r0, c0); null clears a cell. Touches only the blocks in range.
-pub(crate) fn set_range(
-    kv: &TenantKv,
-    meta: &mut SheetMeta,
-    r0: u64,
-    c0: u64,
-    values: &[Vec<Value>],
-) -> Out<()> {
+pub(crate) fn set_range(kv: &TenantKv, meta: &mut SheetMeta, r0: u64, c0: u64, values: &[Vec<Value>]) -> Out<()> {
     let widest = values.iter().map(Vec::len).max().unwrap_or(0) as u64;
     if r0 + values.len() as u64 > MAX_ROWS {
-        return Err(Refusal::invalid(
-            "values",
-            format!(
-                "rows past {MAX_ROWS} do not exist: start_row + rows must be at most {MAX_ROWS}"
-            ),
-        )
-        .into());
+        return Err(Refusal::invalid("values", format!("rows past {MAX_ROWS} do not exist: start_row + rows must be at most {MAX_ROWS}")).into());
     }
     if c0 + widest > MAX_COLS {
-        return Err(Refusal::invalid(
-            "values",
-            format!(
-                "columns past {MAX_COLS} do not exist: start_col + cells must be at most {MAX_COLS}"
-            ),
-        )
-        .into());
+        return Err(Refusal::invalid("values", format!("columns past {MAX_COLS} do not exist: start_col + cells must be at most {MAX_COLS}")).into());
     }
     if values.is_empty() {
         return Ok(());
@@ -176,14 +144,7 @@ pub(crate) fn set_range(
 
 /// Reads `nr` × `nc` cells from (r0, c0) (clipped to the sheet's capacity); empty cells
 /// are null.
-pub(crate) fn read_range(
-    kv: &TenantKv,
-    meta: &SheetMeta,
-    r0: u64,
-    c0: u64,
-    nr: u64,
-    nc: u64,
-) -> Result<Vec<Vec<Value>>, Failure> {
+pub(crate) fn read_range(kv: &TenantKv, meta: &SheetMeta, r0: u64, c0: u64, nr: u64, nc: u64) -> Result<Vec<Vec<Value>>, Failure> {
     let nr = nr.min(MAX_ROWS - r0);
     let nc = nc.min(MAX_COLS - c0);
     let mut out = vec![vec![Value::Null; nc as usize]; nr as usize];
@@ -230,23 +191,12 @@ struct SheetIn {
 /// `replace_tab_data` on a sheet tab: `data = {"sheets": [{"sheet_id"?, "name"?, "values"}]}`.
 /// Listed sheets replace the tab's sheets in that order; a listed `sheet_id` must exist,
 /// an item without one is a new sheet; sheets not listed are removed.
-pub(crate) fn replace(
-    kv: &TenantKv,
-    old: &Manifest,
-    data: Map<String, Value>,
-) -> Out<Manifest> {
+pub(crate) fn replace(kv: &TenantKv, old: &Manifest, data: Map<String, Value>) -> Out<Manifest> {
     let data: SheetData = parse_object(data, "data.")?;
     if data.sheets.is_empty() || data.sheets.len() > MAX_SHEETS {
-        return Err(Refusal::invalid(
-            "data.sheets",
-            format!("a sheet tab holds 1-{MAX_SHEETS} sheets"),
-        )
-        .into());
+        return Err(Refusal::invalid("data.sheets", format!("a sheet tab holds 1-{MAX_SHEETS} sheets")).into());
     }
-    let mut next = Manifest {
-        next_sheet: old.next_sheet,
-        sheets: Vec::new(),
-    };
+    let mut next = Manifest { next_sheet: old.next_sheet, sheets: Vec::new() };
     for (i, item) in data.sheets.into_iter().enumerate() {
         let field = format!("data.sheets[{i}]");
         let Value::Object(obj) = item else {
@@ -257,11 +207,7 @@ pub(crate) fn replace(
             Some(id) => {
                 check_id(&format!("{field}.sheet_id"), &id)?;
                 if old.sheet(&id).is_none() || next.sheet(&id).is_some() {
-                    return Err(Refusal::invalid(
-                        &format!("{field}.sheet_id"),
-                        format!("sheet {id} is not a sheet of this tab (or is listed twice)"),
-                    )
-                    .into());
+                    return Err(Refusal::invalid(&format!("{field}.sheet_id"), format!("sheet {id} is not a sheet of this tab (or is listed twice)")).into());
                 }
                 id
             }
@@ -275,10 +221,7 @@ pub(crate) fn replace(
                 check_chars(&format!("{field}.name"), &n, 1, MAX_LABEL_CHARS)?;
                 n
             }
-            None => old
-                .sheet(&id)
-                .map(|k| old.sheets[k].name.clone())
-                .unwrap_or_else(|| format!("Sheet {}", next.sheets.len() + 1)),
+            None => old.sheet(&id).map(|k| old.sheets[k].name.clone()).unwrap_or_else(|| format!("Sheet {}", next.sheets.len() + 1)),
         };
         check_cells(&format!("{field}.values"), &s.values, MAX_ROWS as usize)?;
         let mut meta = empty_sheet(id, name);

@@ -17,9 +17,7 @@ pub fn normalize_url(raw: &str) -> Result<String, String> {
         Some(i) => {
             let scheme = s[..i].to_ascii_lowercase();
             if scheme != "http" && scheme != "https" {
-                return Err(format!(
-                    "url scheme {scheme} is not allowed: use http or https"
-                ));
+                return Err(format!("url scheme {scheme} is not allowed: use http or https"));
             }
             &s[i + 3..]
         }

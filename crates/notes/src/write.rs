@@ -17,7 +17,6 @@ use serde_json::{Map, Value, json};
 use crate::args::VersionScope;
 use crate::claim_audit::{Record, note_ended, put_record, write_ended};
 use crate::claims::{blocking_claim, conflict};
-use crate::section_claims::{self, Breach};
 use crate::env::{Env, Identity};
 use crate::head::{Decision, Limit, Reader, transact};
 use crate::keys;
@@ -25,6 +24,7 @@ use crate::kv::{Staged, TenantKv};
 use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Tab, Who, canonical_json, decode, encode, nonce, rand8, sha_hex};
 use crate::quota::Charge;
 use crate::refusal::{Code, Fail, Out, Refusal};
+use crate::section_claims::{self, Breach};
 use crate::version::{Extent, Version};
 
 /// Idempotency records kept in the head; older ones move to their own keys.
@@ -164,15 +164,7 @@ pub(crate) fn note_scope<'a>(
 /// live claim. A tab write is blocked by a claim on that tab or on the whole note; a
 /// note-level write (`spec.note_level`) only by a whole-note claim. The holder's own
 /// writes pass. A refusal is audited best effort (it has no commit to join).
-fn check_claims(
-    kv: &TenantKv,
-    env: &mut dyn Env,
-    who: &Identity,
-    head: &Head,
-    spec: &WriteSpec,
-    target: Target,
-    now: u64,
-) -> Result<(), Refusal> {
+fn check_claims(kv: &TenantKv, env: &mut dyn Env, who: &Identity, head: &Head, spec: &WriteSpec, target: Target, now: u64) -> Result<(), Refusal> {
     let tab_id = match target {
         Target::Tab(i) if !spec.note_level => Some(head.tabs[i].id.as_str()),
         _ => None,
@@ -291,13 +283,10 @@ pub(crate) fn commit(
                 result["replayed"] = true.into();
                 return Ok(Decision::Leave(result));
             }
-            return Err(Refusal::new(
-                Code::IdempotencyKeyReused,
-                "this idempotency key already names a different write in this note",
-            )
-            .with_version(head.version)
-            .with("field", "idempotency_key")
-            .into());
+            return Err(Refusal::new(Code::IdempotencyKeyReused, "this idempotency key already names a different write in this note")
+                .with_version(head.version)
+                .with("field", "idempotency_key")
+                .into());
         }
 
         let target = match resolve(head)? {

@@ -224,7 +224,8 @@ pub fn check_document_url(client_id: &str, named_origin: Option<&str>) -> Result
     }
     let named = named_origin.and_then(url).is_some_and(|o| o.scheme == u.scheme && o.host == u.host && o.port.unwrap_or(443) == u.port.unwrap_or(443));
     if !named {
-        public_host(&u.host).or_else(|why| fail(Code::InvalidClient, format!("client_id {client_id} is not fetched: {why}; a metadata document must live on a public host")))?;
+        public_host(&u.host)
+            .or_else(|why| fail(Code::InvalidClient, format!("client_id {client_id} is not fetched: {why}; a metadata document must live on a public host")))?;
     }
     Ok(())
 }
@@ -245,7 +246,10 @@ pub fn from_metadata_document(url: &str, document: &[u8]) -> Result<Client> {
         return fail(Code::InvalidClient, format!("the metadata document at {url} holds a client_secret, which a public document must not"));
     }
     if let Some(m) = v.get("token_endpoint_auth_method").and_then(Value::as_str).filter(|m| *m != "none") {
-        return fail(Code::InvalidClient, format!("the metadata document at {url} asks for {m} token endpoint authentication; this server only has public clients (none)"));
+        return fail(
+            Code::InvalidClient,
+            format!("the metadata document at {url} asks for {m} token endpoint authentication; this server only has public clients (none)"),
+        );
     }
     let redirect_uris = redirect_uris_of(&v, Code::InvalidClient)?;
     check_grant_types(&v).map_err(|e| Error::new(Code::InvalidClient, e.description))?;
@@ -258,7 +262,12 @@ pub fn from_metadata_document(url: &str, document: &[u8]) -> Result<Client> {
 /// document URL (fetched by the caller) and for ids nobody issued.
 pub fn known(client_id: &str, sealer: &Sealer, issuer: &str) -> Option<Client> {
     if client_id == EDITOR {
-        return Some(Client { id: EDITOR.into(), name: "Cairn's editor".into(), redirect_uris: vec![format!("{issuer}/")], registered_by: RegisteredBy::Editor });
+        return Some(Client {
+            id: EDITOR.into(),
+            name: "Cairn's editor".into(),
+            redirect_uris: vec![format!("{issuer}/")],
+            registered_by: RegisteredBy::Editor,
+        });
     }
     let r: Registered = sealer.open(client_id.strip_prefix(SEALED)?)?;
     Some(Client { id: client_id.to_string(), name: r.n, redirect_uris: r.r, registered_by: RegisteredBy::Registration })

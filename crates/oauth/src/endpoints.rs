@@ -143,7 +143,12 @@ impl Reply {
     }
 
     fn redirect(to: &str) -> Reply {
-        Reply { status: 302, headers: vec![("location".into(), to.into()), ("cache-control".into(), "no-store".into())], content_type: "text/plain; charset=utf-8", body: Vec::new() }
+        Reply {
+            status: 302,
+            headers: vec![("location".into(), to.into()), ("cache-control".into(), "no-store".into())],
+            content_type: "text/plain; charset=utf-8",
+            body: Vec::new(),
+        }
     }
 
     /// The error page of an authorization that cannot be sent back to the
@@ -157,7 +162,12 @@ impl Reply {
             esc(&e.description),
             e.code.as_str()
         );
-        let mut r = Reply { status: e.code.status(), headers: vec![("cache-control".into(), "no-store".into())], content_type: "text/html; charset=utf-8", body: html.into_bytes() };
+        let mut r = Reply {
+            status: e.code.status(),
+            headers: vec![("cache-control".into(), "no-store".into())],
+            content_type: "text/html; charset=utf-8",
+            body: html.into_bytes(),
+        };
         r.headers.push(("content-security-policy".into(), "default-src 'none'; frame-ancestors 'none'".into()));
         r
     }
@@ -302,7 +312,13 @@ impl Server<'_> {
             };
         }
         clients::known(client_id, &self.clients(), &self.settings.issuer).ok_or_else(|| {
-            Error::new(Code::InvalidClient, format!("client_id {client_id} is unknown here: register at {}/oauth/register, or use the https URL of a client metadata document", self.settings.issuer))
+            Error::new(
+                Code::InvalidClient,
+                format!(
+                    "client_id {client_id} is unknown here: register at {}/oauth/register, or use the https URL of a client metadata document",
+                    self.settings.issuer
+                ),
+            )
         })
     }
 
@@ -331,12 +347,21 @@ impl Server<'_> {
         let state = p.get("state").map(String::as_str);
         match self.authorize_known(&p, &client, &redirect, state, people::cookie_value(req.cookie)) {
             Ok(reply) => reply,
-            Err(e) if client.redirect_verified(&redirect) => Reply::redirect(&self.back(&redirect, state, &[("error", e.code.as_str()), ("error_description", &e.description)])),
+            Err(e) if client.redirect_verified(&redirect) => {
+                Reply::redirect(&self.back(&redirect, state, &[("error", e.code.as_str()), ("error_description", &e.description)]))
+            }
             Err(e) => Reply::page(&e),
         }
     }
 
-    fn authorize_known(&self, p: &std::collections::BTreeMap<String, String>, client: &Client, redirect: &str, state: Option<&str>, cookie: Option<&str>) -> Result<Reply> {
+    fn authorize_known(
+        &self,
+        p: &std::collections::BTreeMap<String, String>,
+        client: &Client,
+        redirect: &str,
+        state: Option<&str>,
+        cookie: Option<&str>,
+    ) -> Result<Reply> {
         if p.get("response_type").map(String::as_str) != Some("code") {
             return fail(Code::UnsupportedResponseType, "response_type must be code");
         }
@@ -420,13 +445,17 @@ impl Server<'_> {
 
     fn consent_answer(&self, req: &Request, person: &Principal) -> Result<Reply> {
         only_people(person)?;
-        let body: Value = serde_json::from_slice(req.body).map_err(|_| Error::new(Code::InvalidRequest, "the body must be JSON: {\"request\": …, \"approve\": true|false}"))?;
+        let body: Value = serde_json::from_slice(req.body)
+            .map_err(|_| Error::new(Code::InvalidRequest, "the body must be JSON: {\"request\": …, \"approve\": true|false}"))?;
         let approve = body.get("approve").and_then(Value::as_bool).ok_or_else(|| Error::new(Code::InvalidRequest, "approve must be true or false"))?;
         let c = self.open_consent(body.get("request").and_then(Value::as_str))?;
         let to = if approve {
             let (scopes, withheld) = grantable(&c.sc, person);
             if scopes.is_empty() {
-                return fail(Code::InvalidScope, format!("you hold none of the scopes this app asks for ({}), so you cannot grant them; nothing was granted", withheld.join(" ")));
+                return fail(
+                    Code::InvalidScope,
+                    format!("you hold none of the scopes this app asks for ({}), so you cannot grant them; nothing was granted", withheld.join(" ")),
+                );
             }
             let new = NewGrant {
                 tenant: person.tenant.clone(),
@@ -462,12 +491,26 @@ impl Server<'_> {
         self.resource_ok(p.get("resource"))?;
         let client_id = need("client_id")?;
         let issued = match p.get("grant_type").map(String::as_str) {
-            Some("authorization_code") => {
-                grants::exchange_code(self.store, need("code")?, client_id, p.get("redirect_uri").map(String::as_str), need("code_verifier")?, self.now, self.random)?
-            }
+            Some("authorization_code") => grants::exchange_code(
+                self.store,
+                need("code")?,
+                client_id,
+                p.get("redirect_uri").map(String::as_str),
+                need("code_verifier")?,
+                self.now,
+                self.random,
+            )?,
             Some("refresh_token") => {
                 let scopes = p.get("scope").map(|s| s.split(' ').filter(|s| !s.is_empty()).map(str::to_string).collect());
-                grants::refresh(self.store, &Sealer::new(&self.key.seed(), "refresh"), need("refresh_token")?, client_id, scopes, self.settings.idle_seconds, self.now)?
+                grants::refresh(
+                    self.store,
+                    &Sealer::new(&self.key.seed(), "refresh"),
+                    need("refresh_token")?,
+                    client_id,
+                    scopes,
+                    self.settings.idle_seconds,
+                    self.now,
+                )?
             }
             Some(other) => return fail(Code::UnsupportedGrantType, format!("grant_type {other} is not offered; use authorization_code or refresh_token")),
             None => return fail(Code::InvalidRequest, "grant_type is missing"),
@@ -579,7 +622,8 @@ impl Server<'_> {
     }
 
     fn invite(&self, req: &Request, person: &Principal) -> Result<Reply> {
-        let body: Value = serde_json::from_slice(req.body).map_err(|_| Error::new(Code::InvalidRequest, "the body must be JSON: {\"name\": …, \"role\": \"member\"|\"admin\"}"))?;
+        let body: Value = serde_json::from_slice(req.body)
+            .map_err(|_| Error::new(Code::InvalidRequest, "the body must be JSON: {\"name\": …, \"role\": \"member\"|\"admin\"}"))?;
         let name = body.get("name").and_then(Value::as_str).ok_or_else(|| Error::new(Code::InvalidRequest, "name is missing"))?;
         let role = match body.get("role").and_then(Value::as_str).unwrap_or("member") {
             "member" => Role::Member,
@@ -587,10 +631,7 @@ impl Server<'_> {
             other => return fail(Code::InvalidRequest, format!("role must be member or admin, not {other}")),
         };
         let (p, link) = people::invite(self.store, person, name, role, self.now, self.random)?;
-        Ok(Reply::json(
-            201,
-            &json!({"link": self.link_url(&link.secret), "expires_at": iso(link.expires), "name": p.name, "role": p.role, "tenant": p.tenant}),
-        ))
+        Ok(Reply::json(201, &json!({"link": self.link_url(&link.secret), "expires_at": iso(link.expires), "name": p.name, "role": p.role, "tenant": p.tenant})))
     }
 
     /// The URL of a one-time sign-in link.

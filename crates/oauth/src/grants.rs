@@ -49,8 +49,8 @@
 
 use crate::clients::RegisteredBy;
 use crate::error::{Code, Error, Result, fail};
-use crate::seal::Sealer;
 use crate::people::BUCKET;
+use crate::seal::Sealer;
 use crate::wire::{b64, hash, same, secret, short_id};
 use cairn_auth::{Actor, Role};
 use cairn_kv::{Store, Swap};
@@ -333,7 +333,16 @@ pub fn approve(store: &dyn Store, new: NewGrant, challenge: &str, redirect_uri: 
 /// Its refresh token lives on until the code is exchanged; the exchange
 /// replaces it.
 #[allow(clippy::too_many_arguments)]
-pub fn approve_editor(store: &dyn Store, new: NewGrant, session: &str, challenge: &str, redirect_uri: &str, now: u64, idle: u64, random: &dyn Fn() -> u64) -> Result<String> {
+pub fn approve_editor(
+    store: &dyn Store,
+    new: NewGrant,
+    session: &str,
+    challenge: &str,
+    redirect_uri: &str,
+    now: u64,
+    idle: u64,
+    random: &dyn Fn() -> u64,
+) -> Result<String> {
     let id = editor_grant_id(session);
     let (code, pending) = new_code(&new.tenant, &id, challenge, redirect_uri, now, random);
     let key = grant_key(&new.tenant, &id);
@@ -370,7 +379,15 @@ pub struct Issued {
 
 /// Exchanges a code (invariant 1): the client, redirect URI and PKCE
 /// verifier must be the ones the code was made for.
-pub fn exchange_code(store: &dyn Store, code: &str, client_id: &str, redirect_uri: Option<&str>, verifier: &str, now: u64, random: &dyn Fn() -> u64) -> Result<Issued> {
+pub fn exchange_code(
+    store: &dyn Store,
+    code: &str,
+    client_id: &str,
+    redirect_uri: Option<&str>,
+    verifier: &str,
+    now: u64,
+    random: &dyn Fn() -> u64,
+) -> Result<Issued> {
     let Some((tenant, id, code_secret)) = parse(code) else { return fail(Code::InvalidGrant, "this code was never issued") };
     let h = hash(code_secret);
     let next = secret(random);

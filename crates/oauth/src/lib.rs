@@ -70,7 +70,9 @@ impl Settings {
             Some(u[..end].to_string())
         };
         let issuer = match &config.auth.issuer {
-            Some(i) => origin_of(i).filter(|o| *o == i.trim_end_matches('/')).ok_or_else(|| format!("the issuer variable ({i}) must be an http(s) origin for Cairn's own authorization server"))?,
+            Some(i) => origin_of(i)
+                .filter(|o| *o == i.trim_end_matches('/'))
+                .ok_or_else(|| format!("the issuer variable ({i}) must be an http(s) origin for Cairn's own authorization server"))?,
             None => origin_of(&resource).ok_or_else(|| format!("the audience variable ({resource}) is not an http(s) URL"))?,
         };
         let o = &config.oauth;

@@ -208,7 +208,13 @@ fn reserve_invite(store: &dyn Store, tenant: &str, link: &str, expires: u64, now
             return Ok(());
         }
         if open.len() >= MAX_OPEN_INVITES {
-            return fail(Code::LimitReached, format!("tenant {tenant} has {MAX_OPEN_INVITES} invitations open (not used, within their {} hours); wait until one is used or expires", INVITE_SECONDS / 3600));
+            return fail(
+                Code::LimitReached,
+                format!(
+                    "tenant {tenant} has {MAX_OPEN_INVITES} invitations open (not used, within their {} hours); wait until one is used or expires",
+                    INVITE_SECONDS / 3600
+                ),
+            );
         }
         open.push((link.to_string(), expires));
         Ok(())
@@ -286,7 +292,11 @@ pub struct SignedIn {
 /// The person of a live session cookie.
 pub fn session(store: &dyn Store, cookie: Option<&str>, now: u64) -> Result<Option<SignedIn>> {
     let Some((tenant, secret)) = cookie.and_then(|c| c.split_once('.')) else { return Ok(None) };
-    if tenant.is_empty() || tenant.len() > 64 || !tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-') || secret.len() > 64 {
+    if tenant.is_empty()
+        || tenant.len() > 64
+        || !tenant.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        || secret.len() > 64
+    {
         return Ok(None);
     }
     let Some(s) = store.get(BUCKET, &session_key(tenant, secret))?.and_then(|v| serde_json::from_slice::<Session>(&v).ok()) else { return Ok(None) };

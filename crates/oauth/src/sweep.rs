@@ -71,7 +71,12 @@ fn delete_dead<T: DeserializeOwned>(store: &dyn Store, prefix: &str, budget: usi
         seen += keys.len();
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         let values = store.get_many(BUCKET, &refs)?;
-        let gone: Vec<&str> = refs.iter().zip(values).filter(|(_, v)| v.as_deref().and_then(|v| serde_json::from_slice::<T>(v).ok()).is_some_and(|t| dead(&t))).map(|(k, _)| *k).collect();
+        let gone: Vec<&str> = refs
+            .iter()
+            .zip(values)
+            .filter(|(_, v)| v.as_deref().and_then(|v| serde_json::from_slice::<T>(v).ok()).is_some_and(|t| dead(&t)))
+            .map(|(k, _)| *k)
+            .collect();
         store.delete_many(BUCKET, &gone)?;
         deleted += gone.len();
         after = Some(last);

@@ -147,7 +147,8 @@ pub fn public_ip(ip: IpAddr) -> bool {
 
 fn public_v4(v4: Ipv4Addr) -> bool {
     let [a, b, c, _] = v4.octets();
-    let special = v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast() || v4.is_documentation() || v4.is_multicast();
+    let special =
+        v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast() || v4.is_documentation() || v4.is_multicast();
     let reserved = a == 0 // this network
         || (a == 100 && (64..128).contains(&b)) // shared address space (carrier NAT)
         || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
@@ -186,7 +187,8 @@ fn public_v6(v6: Ipv6Addr) -> bool {
 /// Names under which no public document lives: special-use (RFC 6761,
 /// RFC 8375), and private suffixes in common use (`*.spin.internal` is a
 /// component of this very application).
-const PRIVATE_SUFFIXES: &[&str] = &["localhost", "local", "internal", "invalid", "test", "example", "localdomain", "home.arpa", "lan", "intranet", "corp", "private", "onion"];
+const PRIVATE_SUFFIXES: &[&str] =
+    &["localhost", "local", "internal", "invalid", "test", "example", "localdomain", "home.arpa", "lan", "intranet", "corp", "private", "onion"];
 
 /// Whether `host` (as [`url`] gives it: lower-case, no brackets) is a
 /// public DNS name or a public address; `Err` says why not. A public DNS

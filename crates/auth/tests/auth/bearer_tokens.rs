@@ -52,11 +52,23 @@ fn each_bad_token_is_refused_for_its_own_reason() {
     };
     assert_eq!(v.verify(""), Err(AuthError::Missing));
     assert!(matches!(v.verify("a.b"), Err(AuthError::Malformed(_))));
-    assert_eq!(v.verify(&with(&|c| { c["exp"] = json!(1000); c["nbf"] = json!(900); c["iat"] = json!(900); })), Err(AuthError::Expired));
+    assert_eq!(
+        v.verify(&with(&|c| {
+            c["exp"] = json!(1000);
+            c["nbf"] = json!(900);
+            c["iat"] = json!(900);
+        })),
+        Err(AuthError::Expired)
+    );
     assert_eq!(v.verify(&with(&|c| c["nbf"] = json!(now() + 3600))), Err(AuthError::NotYetValid));
     assert_eq!(v.verify(&with(&|c| c["iss"] = json!("https://evil.test"))), Err(AuthError::WrongIssuer));
     assert_eq!(v.verify(&with(&|c| c["aud"] = json!("https://other.test/mcp"))), Err(AuthError::WrongAudience));
-    assert!(matches!(v.verify(&with(&|c| { c.as_object_mut().unwrap().remove("tenant"); })), Err(AuthError::BadClaims(_))));
+    assert!(matches!(
+        v.verify(&with(&|c| {
+            c.as_object_mut().unwrap().remove("tenant");
+        })),
+        Err(AuthError::BadClaims(_))
+    ));
     assert!(matches!(v.verify(&with(&|c| c["tenant"] = json!("Bad Tenant"))), Err(AuthError::BadClaims(_))));
     assert!(v.verify(&LocalKey::from_seed([2; 32]).sign(&spec().claims())).is_err(), "a stranger's key");
     assert!(v.verify(&unsigned(&spec().claims())).is_err(), "alg none");

@@ -3,20 +3,16 @@
 //! a connection of a pool whose connections are all stuck: nothing blocks
 //! forever. Afterwards the store works again.
 
+use crate::common::Server;
 use cairn_kv::{Error, Store};
 use cairn_kv_redis::{Options, RedisStore};
-use crate::common::Server;
 use std::thread;
 use std::time::{Duration, Instant};
 
 #[test]
 fn a_hung_server_is_unavailable_after_the_io_timeout() {
     let server = Server::start();
-    let options = Options {
-        pool_size: 1,
-        io_timeout: Duration::from_millis(300),
-        ..Options::with_namespace(crate::common::fresh_namespace("hung"))
-    };
+    let options = Options { pool_size: 1, io_timeout: Duration::from_millis(300), ..Options::with_namespace(crate::common::fresh_namespace("hung")) };
     let store = RedisStore::open(&server.url(), options).unwrap();
     store.set("default", "t/acme/k", b"v").unwrap();
 

@@ -2,8 +2,8 @@
 //! the address) instead of hanging; once it runs again on the same port the
 //! same `RedisStore`, never reopened, works again.
 
-use cairn_kv::{Error, Observed, Store, Swap};
 use crate::common::Server;
+use cairn_kv::{Error, Observed, Store, Swap};
 use std::time::Instant;
 
 const B: &str = "default";

@@ -5,9 +5,9 @@
 //! The connection it was on is dropped, so a late reply is never taken for
 //! the answer to the next request.
 
+use crate::common::Server;
 use cairn_kv::{Error, Store};
 use cairn_kv_redis::{Options, RedisStore};
-use crate::common::Server;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;

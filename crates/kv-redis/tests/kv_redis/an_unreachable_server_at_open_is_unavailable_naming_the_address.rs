@@ -3,9 +3,9 @@
 //! connect timeout; a server of the wrong kind (a replica, a cluster node)
 //! is a backend error saying what it is.
 
+use crate::common::Server;
 use cairn_kv::Error;
 use cairn_kv_redis::{Options, RedisStore};
-use crate::common::Server;
 use std::net::TcpListener;
 use std::time::Instant;
 

@@ -10,8 +10,7 @@ fn batches_across_tenants_run_as_one_script_and_get_many_keeps_order() {
     let server = crate::common::Server::start();
     let store = server.store("batch");
     let model = MemoryStore::new();
-    let pairs: &[(&str, &[u8])] =
-        &[("t/a/1", b"a1"), ("sys/tenants", b"a,b"), ("t/b/1", b"b1"), ("t/a/2", b"a2"), ("t/a/1", b"a1 again")];
+    let pairs: &[(&str, &[u8])] = &[("t/a/1", b"a1"), ("sys/tenants", b"a,b"), ("t/b/1", b"b1"), ("t/a/2", b"a2"), ("t/a/1", b"a1 again")];
     store.set_many("default", pairs).unwrap();
     model.set_many("default", pairs).unwrap();
     let ask = ["t/b/1", "missing/x", "t/a/1", "sys/tenants", "t/a/2", "t/a/1"];

@@ -5,9 +5,9 @@
 //! Redis 7.0 answers it only in cluster mode), on the names the store really
 //! wrote.
 
+use crate::common::Server;
 use cairn_kv::Store;
 use cairn_kv_redis::{hash_tag, tag_of};
-use crate::common::Server;
 
 fn slot(c: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(c).unwrap()
@@ -35,13 +35,7 @@ fn keys_of_one_tenant_share_a_hash_slot() {
         assert_eq!(tag_of(key), "t/acme");
         assert_eq!(hash_tag(key), "t/acme");
         for bucket in ["default", "cache"] {
-            for name in [
-                layout.record(bucket, key),
-                layout.sequence(key),
-                layout.purge_floor(key),
-                layout.index(bucket, key),
-                layout.markers(bucket, key),
-            ] {
+            for name in [layout.record(bucket, key), layout.sequence(key), layout.purge_floor(key), layout.index(bucket, key), layout.markers(bucket, key)] {
                 assert_eq!(slot(&mut calc, &name), acme, "{name} is not in the slot of {{t/acme}}");
             }
         }

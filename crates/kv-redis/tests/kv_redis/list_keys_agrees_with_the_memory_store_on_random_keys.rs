@@ -22,8 +22,29 @@ impl Rng {
 }
 
 const STARTS: &[&str] = &[
-    "t/acme/", "t/acme", "t/ac/", "t/acme0/", "t/acme!", "t/", "t", "t//", "t/b/", "sys/", "sys", "sy/", "sy",
-    "sy!", "sys-x/", "/", "", "a}b/", "{x}/", "%/", "kv-probe/", "é/", "z",
+    "t/acme/",
+    "t/acme",
+    "t/ac/",
+    "t/acme0/",
+    "t/acme!",
+    "t/",
+    "t",
+    "t//",
+    "t/b/",
+    "sys/",
+    "sys",
+    "sy/",
+    "sy",
+    "sy!",
+    "sys-x/",
+    "/",
+    "",
+    "a}b/",
+    "{x}/",
+    "%/",
+    "kv-probe/",
+    "é/",
+    "z",
 ];
 const TAILS: &[&str] = &["", "a", "b", "/", "!", "0", "~", "/x", "ab", "é"];
 
@@ -64,11 +85,7 @@ fn list_keys_agrees_with_the_memory_store_on_random_keys() {
     let mut keys: Vec<String> = Vec::new();
     for round in 0..600 {
         let bucket = if rng.next().is_multiple_of(5) { "cache" } else { "default" };
-        let key = if !keys.is_empty() && rng.next().is_multiple_of(3) {
-            keys[(rng.next() % keys.len() as u64) as usize].clone()
-        } else {
-            random_key(&mut rng)
-        };
+        let key = if !keys.is_empty() && rng.next().is_multiple_of(3) { keys[(rng.next() % keys.len() as u64) as usize].clone() } else { random_key(&mut rng) };
         if rng.next().is_multiple_of(4) {
             store.delete(bucket, &key).unwrap();
             model.delete(bucket, &key).unwrap();

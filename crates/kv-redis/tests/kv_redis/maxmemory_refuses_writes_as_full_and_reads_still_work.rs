@@ -2,8 +2,8 @@
 //! refused whole as `Full` (nothing written, no half batch), reads keep
 //! working, and deletes and the sweep still run so the store can be emptied.
 
-use cairn_kv::{Error, Store};
 use crate::common::Server;
+use cairn_kv::{Error, Store};
 
 const B: &str = "default";
 
@@ -38,10 +38,7 @@ fn maxmemory_refuses_writes_as_full_and_reads_still_work() {
     assert_eq!(store.read(B, "t/acme/kept").unwrap(), seen, "a refused write changed the stamp");
     assert_eq!(store.get_many(B, &["t/acme/a", "t/acme/b", "t/other/k"]).unwrap(), vec![None, None, None]);
     assert_eq!(store.increment(B, "t/acme/n", 0).err().map(|e| matches!(e, Error::Full(_))), Some(true));
-    assert_eq!(
-        store.list_keys(B, None, 10).unwrap(),
-        vec!["t/acme/doomed".to_string(), "t/acme/kept".to_string(), "t/acme/n".to_string()]
-    );
+    assert_eq!(store.list_keys(B, None, 10).unwrap(), vec!["t/acme/doomed".to_string(), "t/acme/kept".to_string(), "t/acme/n".to_string()]);
 
     // A full store can still be emptied.
     store.delete(B, "t/acme/doomed").unwrap();

@@ -11,9 +11,7 @@ fn sweep_drops_old_markers_and_raises_the_floor_of_their_tenant_only() {
     let store = server.store("sweep");
     let mut admin = server.admin();
     let layout = store.layout().clone();
-    let exists = |admin: &mut redis::Connection, name: String| -> bool {
-        redis::cmd("EXISTS").arg(name).query::<i64>(admin).unwrap() == 1
-    };
+    let exists = |admin: &mut redis::Connection, name: String| -> bool { redis::cmd("EXISTS").arg(name).query::<i64>(admin).unwrap() == 1 };
 
     let before_create = store.read("default", "t/acme/k").unwrap();
     let other_tenant = store.read("default", "t/bob/k").unwrap();

@@ -1,8 +1,8 @@
 //! Two stores with different namespaces on one server are independent:
 //! values, stamps, listings, sweeps and counters of one never show in the other.
 
-use cairn_kv::{Store, Swap};
 use crate::common::Server;
+use cairn_kv::{Store, Swap};
 
 #[test]
 fn two_stores_on_one_server_with_different_namespaces_do_not_see_each_other() {

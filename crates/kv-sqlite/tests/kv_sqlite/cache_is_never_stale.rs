@@ -1,9 +1,9 @@
 //! The cache of committed rows never answers a read with a version older
 //! than an acknowledged write or than what an earlier read returned, with
 //! writers, readers, deletes and evictions all running at once.
+use crate::common::scratch;
 use cairn_kv::{Observed, Store, Swap};
 use cairn_kv_sqlite::SqliteStore;
-use crate::common::scratch;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 

@@ -2,10 +2,9 @@
 //! `WITHOUT ROWID` table `kv`) opens with every key, value, stamp and
 //! delete marker it had, and keeps them across later opens.
 
-
+use crate::common::scratch;
 use cairn_kv::{Observed, Store, Swap};
 use cairn_kv_sqlite::SqliteStore;
-use crate::common::scratch;
 use rusqlite::{Connection, params};
 use std::path::Path;
 

@@ -52,11 +52,7 @@ fn acknowledged_writes_survive_sigkill() {
     let last = last_acked.expect("the child never acknowledged a write");
     let store = SqliteStore::open(&path, false).unwrap();
     for i in 0..=last {
-        assert_eq!(
-            store.get("default", &format!("k{i}")).unwrap(),
-            Some(i.to_le_bytes().to_vec()),
-            "acknowledged write k{i} was lost"
-        );
+        assert_eq!(store.get("default", &format!("k{i}")).unwrap(), Some(i.to_le_bytes().to_vec()), "acknowledged write k{i} was lost");
     }
 }
 
@@ -82,8 +78,5 @@ fn stamps_are_never_reused_across_restarts() {
     drop(store);
     let store = SqliteStore::open(&path, false).unwrap();
     store.set("default", "k", b"v").unwrap();
-    assert!(
-        matches!(store.swap("default", "k", before.observed, b"w").unwrap(), cairn_kv::Swap::Failed(_)),
-        "a stamp was reused after restart"
-    );
+    assert!(matches!(store.swap("default", "k", before.observed, b"w").unwrap(), cairn_kv::Swap::Failed(_)), "a stamp was reused after restart");
 }

@@ -45,7 +45,11 @@ fn a_refusal_is_a_result_with_is_error_not_a_json_rpc_error() {
     let r = reply(
         &core,
         &agent(),
-        &call(1, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 7, "idempotency_key": "late", "operation": "replace_text", "text": "x"})),
+        &call(
+            1,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": 7, "idempotency_key": "late", "operation": "replace_text", "text": "x"}),
+        ),
     );
     assert!(r.get("error").is_none(), "{r}");
     assert_eq!(r["result"]["isError"], true, "{r}");

@@ -20,7 +20,10 @@ fn initialize_echoes_each_handshake_revision() {
     for v in HANDSHAKES {
         let r = &initialize(&core, json!(v))["result"];
         assert_eq!(r["protocolVersion"], v);
-        assert_eq!(r["capabilities"], json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}, "completions": {}, "logging": {}}));
+        assert_eq!(
+            r["capabilities"],
+            json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}, "completions": {}, "logging": {}})
+        );
         assert_eq!(r["serverInfo"], json!({"name": "cairn", "title": "Cairn", "version": env!("CARGO_PKG_VERSION")}));
         assert!(r.get("resultType").is_none(), "{r}");
         let instructions = r["instructions"].as_str().unwrap();
@@ -83,7 +86,10 @@ fn results_on_a_handshake_revision_carry_no_result_type() {
         let r = &ask(&core, &agent(), "tools/list", json!({"_meta": meta(v)}))["result"];
         assert!(r.get("resultType").is_none() && r.get("ttlMs").is_none(), "{v}: resultType {}", r["resultType"]);
     }
-    assert_eq!(reply_text(&core, &agent(), &rpc(2, "ping", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": 7}}))), r#"{"id":2,"jsonrpc":"2.0","result":{}}"#);
+    assert_eq!(
+        reply_text(&core, &agent(), &rpc(2, "ping", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": 7}}))),
+        r#"{"id":2,"jsonrpc":"2.0","result":{}}"#
+    );
 }
 
 #[test]

@@ -220,7 +220,13 @@ mod tests {
 
     #[test]
     fn a_record_round_trips_and_garbage_is_corrupt() {
-        let doc = Doc { rev: 300, applying_since: 17, title: "Café plan".into(), agents: true, tabs: vec![tab("markdown", Some(vec![("cafe", 2), ("plan", 1)])), tab("t2", None)] };
+        let doc = Doc {
+            rev: 300,
+            applying_since: 17,
+            title: "Café plan".into(),
+            agents: true,
+            tabs: vec![tab("markdown", Some(vec![("cafe", 2), ("plan", 1)])), tab("t2", None)],
+        };
         let bytes = doc.encode();
         assert_eq!(Doc::decode(&bytes).unwrap(), doc);
         assert!(Doc::decode(&bytes[..bytes.len() - 1]).is_err(), "cut short");
@@ -238,10 +244,7 @@ mod tests {
             applying_since: 0,
             title: String::new(),
             agents: false,
-            tabs: vec![
-                DocTab { terms: Some(many), pairs: Some(vec![1; 1000]), ..tab("t1", None) },
-                tab("markdown", Some(vec![("small", 1)])),
-            ],
+            tabs: vec![DocTab { terms: Some(many), pairs: Some(vec![1; 1000]), ..tab("t1", None) }, tab("markdown", Some(vec![("small", 1)]))],
         };
         let bytes = doc.encode();
         assert!(bytes.len() <= MAX_DOC_RECORD, "{} bytes", bytes.len());

@@ -187,14 +187,13 @@ fn merge_round(kv: &TenantKv, env: &mut dyn Env, tok: &mut Tokenizer, notes: &[(
         }
     }
     dict::add(kv, words.iter().map(String::as_str))?;
-    kv.rewrite_many(ops.keys().cloned().collect(), "the search index is busy; nothing more was written", |key, raw| Ok(postings::apply_ops_raw(raw.unwrap_or_default(), &ops[key])?))?;
+    kv.rewrite_many(ops.keys().cloned().collect(), "the search index is busy; nothing more was written", |key, raw| {
+        Ok(postings::apply_ops_raw(raw.unwrap_or_default(), &ops[key])?)
+    })?;
 
     // Done: each record that is still the transition it claimed.
-    let claimed: Vec<(&str, &Doc)> = notes
-        .iter()
-        .zip(&plans)
-        .filter_map(|((n, _), p)| if let Plan::Claim { next, .. } = p { Some((n.as_str(), next)) } else { None })
-        .collect();
+    let claimed: Vec<(&str, &Doc)> =
+        notes.iter().zip(&plans).filter_map(|((n, _), p)| if let Plan::Claim { next, .. } = p { Some((n.as_str(), next)) } else { None }).collect();
     let reads = kv.read_many(&claimed.iter().map(|(n, _)| keys::search_doc(n)).collect::<Vec<_>>())?;
     let mut finishes = Vec::new();
     for ((note, next), held) in claimed.iter().zip(reads) {
@@ -319,9 +318,7 @@ fn fence(kv: &TenantKv, env: &mut dyn Env, note: &str) -> Out<()> {
     let limit = Limit { field: "note", message: "the note head would exceed the store's value limit" };
     let nonce = nonce(env);
     let now = env.now_us();
-    match transact(kv, note, Reader::System, now, &nonce, &limit, "the note is busy; the fence waits for the next merge", |_, _| {
-        Ok(Decision::Commit(()))
-    }) {
+    match transact(kv, note, Reader::System, now, &nonce, &limit, "the note is busy; the fence waits for the next merge", |_, _| Ok(Decision::Commit(()))) {
         Ok(()) | Err(Fail::Refused(_)) => Ok(()),
         Err(e) => Err(e),
     }
@@ -329,11 +326,8 @@ fn fence(kv: &TenantKv, env: &mut dyn Env, note: &str) -> Out<()> {
 
 /// Markers of a note with no head: deleted once older than [`FENCE_AFTER_US`].
 fn clear_unlanded(kv: &TenantKv, note: &str, revs: &[u64], now: u64, report: &mut MergeReport) -> Out<bool> {
-    let old: Vec<String> = revs
-        .iter()
-        .filter(|r| marker_age(kv, note, **r, now).is_none_or(|age| age > FENCE_AFTER_US))
-        .map(|r| keys::search_dirty(note, *r))
-        .collect();
+    let old: Vec<String> =
+        revs.iter().filter(|r| marker_age(kv, note, **r, now).is_none_or(|age| age > FENCE_AFTER_US)).map(|r| keys::search_dirty(note, *r)).collect();
     if !old.is_empty() {
         kv.delete_many(&old)?;
         report.markers_cleared += old.len() as u64;

@@ -198,4 +198,3 @@ impl Terms {
 pub(crate) fn tab_terms(kv: &TenantKv, tok: &mut Tokenizer, title: &str, tab: &Tab) -> Result<Terms, Failure> {
     Ok(Terms::of(tok, &fields(kv, title, tab)?))
 }
-

@@ -335,12 +335,10 @@ mod tests {
         upsert(&kv, "flint", "n-1", 9, &[("markdown".into(), 0, 2)]).unwrap();
         upsert(&kv, "flint", "n-2", 1, &[("markdown".into(), 0, 2)]).unwrap();
         upsert(&kv, "flint", "n-1", 4, &[("markdown".into(), 3, 5), ("t7".into(), 0, 1)]).unwrap();
-        let mut all: Vec<(String, String, u64, u8)> = read_terms(&kv, &["flint".to_string()]).unwrap().concat().into_iter().map(|e| (e.note, e.tab, e.rev, e.tf)).collect();
+        let mut all: Vec<(String, String, u64, u8)> =
+            read_terms(&kv, &["flint".to_string()]).unwrap().concat().into_iter().map(|e| (e.note, e.tab, e.rev, e.tf)).collect();
         all.sort();
-        assert_eq!(
-            all,
-            vec![("n-1".into(), "markdown".into(), 9, 0), ("n-1".into(), "t7".into(), 4, 0), ("n-2".into(), "markdown".into(), 1, 0)]
-        );
+        assert_eq!(all, vec![("n-1".into(), "markdown".into(), 9, 0), ("n-1".into(), "t7".into(), 4, 0), ("n-2".into(), "markdown".into(), 1, 0)]);
         remove(&kv, "flint", "n-1", &["markdown".into(), "t7".into()], 9).unwrap();
         assert_eq!(entries(&kv, "flint"), vec![("markdown".to_string(), 1)], "n-2's entry stays");
     }
@@ -353,8 +351,14 @@ mod tests {
             vec![Op::Upsert { note: "n-b".into(), rev: 7, tabs: vec![("markdown".into(), 0, 3)] }],
             vec![Op::Remove { note: "n-c".into(), up_to: 5, tabs: vec!["t9".into()] }],
             vec![Op::Remove { note: "n-c".into(), up_to: 4, tabs: vec!["t9".into()] }],
-            vec![Op::Upsert { note: "n-z".into(), rev: 1, tabs: vec![("t1".into(), 2, 2)] }, Op::Remove { note: "n-a".into(), up_to: 9, tabs: vec!["markdown".into()] }],
-            vec![Op::Upsert { note: "n-c".into(), rev: 6, tabs: vec![("markdown".into(), 4, 4)] }, Op::Upsert { note: "n-0".into(), rev: 2, tabs: vec![("x".into(), 1, 1)] }],
+            vec![
+                Op::Upsert { note: "n-z".into(), rev: 1, tabs: vec![("t1".into(), 2, 2)] },
+                Op::Remove { note: "n-a".into(), up_to: 9, tabs: vec!["markdown".into()] },
+            ],
+            vec![
+                Op::Upsert { note: "n-c".into(), rev: 6, tabs: vec![("markdown".into(), 4, 4)] },
+                Op::Upsert { note: "n-0".into(), rev: 2, tabs: vec![("x".into(), 1, 1)] },
+            ],
         ];
         for ops in cases {
             let mut want = base.clone();
@@ -363,7 +367,10 @@ mod tests {
             assert_eq!(got.is_some(), changed, "{ops:?}");
             assert_eq!(decode(&got.unwrap_or_else(|| encode(&base))).unwrap(), want, "{ops:?}");
         }
-        assert_eq!(apply_ops_raw(&[], &[Op::Upsert { note: "n".into(), rev: 1, tabs: vec![("t".into(), 0, 0)] }]).unwrap().map(|b| decode(&b).unwrap().len()), Some(1));
+        assert_eq!(
+            apply_ops_raw(&[], &[Op::Upsert { note: "n".into(), rev: 1, tabs: vec![("t".into(), 0, 0)] }]).unwrap().map(|b| decode(&b).unwrap().len()),
+            Some(1)
+        );
     }
 
     #[test]

@@ -33,14 +33,10 @@ pub fn attach_file(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &
         check_chars("name", &a.name, 1, 255)?;
         check_chars("media_type", &a.media_type, 1, 100)?;
         let mut payload = serde_json::to_value(&a).expect("serializes");
-        payload
-            .as_object_mut()
-            .expect("object")
-            .remove("idempotency_key");
+        payload.as_object_mut().expect("object").remove("idempotency_key");
         let spec = note_scope("attach_file", true, note_id, a.idempotency_key.as_deref(), a.expected_version, &payload);
-        let files_tab = |head: &Head| -> Out<usize> {
-            head.tabs.iter().position(|t| t.kind == TabKind::Files).ok_or_else(|| Refusal::not_found("files tab").into())
-        };
+        let files_tab =
+            |head: &Head| -> Out<usize> { head.tabs.iter().position(|t| t.kind == TabKind::Files).ok_or_else(|| Refusal::not_found("files tab").into()) };
         commit_tab(kv, env, who, &spec, files_tab, |head, i, ctx| {
             let mut list: Vec<FileMeta> = load_list(ctx.kv, &head.tabs[i])?;
             head.attach_seq += 1;

@@ -12,7 +12,15 @@ use super::{Ctx, RestReply, answer, query_u64};
 /// scope `audit:read`, people only): committed writes, refused writes,
 /// claim events and refused calls, oldest first from `since` (µs since the
 /// epoch). 200 with `{events, next_cursor}`; see `crate::audit`.
-pub fn audit(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: Option<&str>, since: Option<&str>, cursor: Option<&str>, limit: Option<&str>) -> Result<RestReply, Failure> {
+pub fn audit(
+    kv: &dyn Store,
+    env: &mut dyn Env,
+    who: &Identity,
+    note_id: Option<&str>,
+    since: Option<&str>,
+    cursor: Option<&str>,
+    limit: Option<&str>,
+) -> Result<RestReply, Failure> {
     let now = crate::history::Window::of(&*env);
     let ids: Vec<(&str, &str)> = note_id.map(|n| ("note_id", n)).into_iter().collect();
     answer(kv, who, &ids, 200, |kv| {

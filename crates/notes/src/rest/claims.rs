@@ -16,13 +16,7 @@ use super::{Ctx, RestReply, answer};
 
 /// An operation on one claim: the caller's tenant view and the parsed claim id, then
 /// `f`, answered with `ok` on success.
-fn on_claim(
-    kv: &dyn Store,
-    who: &Identity,
-    claim_id: &str,
-    ok: u16,
-    f: impl FnOnce(&TenantKv, &ClaimRef) -> Out<Value>,
-) -> Result<RestReply, Failure> {
+fn on_claim(kv: &dyn Store, who: &Identity, claim_id: &str, ok: u16, f: impl FnOnce(&TenantKv, &ClaimRef) -> Out<Value>) -> Result<RestReply, Failure> {
     answer(kv, who, &[], ok, |kv| f(kv, &parse_claim_id(claim_id)?))
 }
 
@@ -35,13 +29,7 @@ struct RenewBody {
 
 /// Extends a live claim the caller holds (`{ttl_seconds?}`, default: the claim's ttl).
 /// 200 with the claim; 403 `forbidden` for someone else's; 404 when it is not live.
-pub fn renew_claim(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    claim_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
+pub fn renew_claim(kv: &dyn Store, env: &mut dyn Env, who: &Identity, claim_id: &str, args: Value) -> Result<RestReply, Failure> {
     on_claim(kv, who, claim_id, 200, |kv, r| {
         let a: RenewBody = parse(args)?;
         check_ttl(a.ttl_seconds)?;
@@ -52,12 +40,7 @@ pub fn renew_claim(
 /// Releases a claim the caller holds. 200 with `{claim_id, note_id, tab_id, released,
 /// already_released, reason}`; a repeat is 200 with `already_released: true`; 403 for
 /// someone else's claim.
-pub fn release_claim(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    claim_id: &str,
-) -> Result<RestReply, Failure> {
+pub fn release_claim(kv: &dyn Store, env: &mut dyn Env, who: &Identity, claim_id: &str) -> Result<RestReply, Failure> {
     on_claim(kv, who, claim_id, 200, |kv, r| claims::release(kv, env, who, claim_id, r, false, "rest_release_claim"))
 }
 
@@ -70,13 +53,7 @@ struct NoteBody {
 /// Posts an ephemeral note (`{text}`, 1-2000 characters) on a live claim the caller holds.
 /// 201 with `{claim_id, note_id, tab_id, posted_at, content_hash, notes_on_claim,
 /// dropped_oldest, expires_at}`.
-pub fn post_claim_note(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    claim_id: &str,
-    args: Value,
-) -> Result<RestReply, Failure> {
+pub fn post_claim_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, claim_id: &str, args: Value) -> Result<RestReply, Failure> {
     on_claim(kv, who, claim_id, 201, |kv, r| {
         let a: NoteBody = parse(args)?;
         check_chars("text", &a.text, 1, MAX_CLAIM_NOTE_CHARS)?;
@@ -87,15 +64,8 @@ pub fn post_claim_note(
 /// Force-releases anyone's claim: only for a caller with role Admin AND actor type Human
 /// (a role check; no token scope grants it). Audited with who did it (event `forced`).
 /// 200 with the release result (`forced: true`, `forced_by`); 403 `forbidden` otherwise.
-pub fn force_release_claim(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    claim_id: &str,
-) -> Result<RestReply, Failure> {
-    answer(kv, who, &[], 200, |kv| {
-        claims::force_release(kv, env, who, claim_id)
-    })
+pub fn force_release_claim(kv: &dyn Store, env: &mut dyn Env, who: &Identity, claim_id: &str) -> Result<RestReply, Failure> {
+    answer(kv, who, &[], 200, |kv| claims::force_release(kv, env, who, claim_id))
 }
 
 /// `POST …/renew`: [`renew_claim`].

@@ -29,12 +29,7 @@ struct CreateNote {
 /// Approval is a person's decision, here as in [`update_note`](super::update_note):
 /// `approved_for_agents: true` from an agent is `forbidden`.
 /// 201 with `{note_id, title, approved_for_agents, version, tabs}`.
-pub fn create_note(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    args: Value,
-) -> Result<RestReply, Failure> {
+pub fn create_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, args: Value) -> Result<RestReply, Failure> {
     answer(kv, who, &[], 201, |kv| {
         let a: CreateNote = parse(args)?;
         check_chars("title", &a.title, 1, MAX_NOTE_TITLE_CHARS)?;
@@ -44,18 +39,14 @@ pub fn create_note(
         let now = env.now_us();
         let note_id = new_note_id(env);
         let by = Who::of(who);
-        let tabs = [
-            ("markdown", TabKind::Markdown, "Note"),
-            ("files", TabKind::Files, "Files"),
-            ("sources", TabKind::Sources, "Sources"),
-        ]
-        .into_iter()
-        .map(|(id, kind, label)| {
-            let mut t = new_tab(id.into(), kind, label.into(), who, now);
-            t.version = 1;
-            t
-        })
-        .collect();
+        let tabs = [("markdown", TabKind::Markdown, "Note"), ("files", TabKind::Files, "Files"), ("sources", TabKind::Sources, "Sources")]
+            .into_iter()
+            .map(|(id, kind, label)| {
+                let mut t = new_tab(id.into(), kind, label.into(), who, now);
+                t.version = 1;
+                t
+            })
+            .collect();
         let head = Head {
             note_id: note_id.clone(),
             title: a.title,

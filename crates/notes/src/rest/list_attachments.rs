@@ -27,6 +27,14 @@ pub(super) fn args(c: Ctx<'_>) -> Result<Value, Refusal> {
 /// total, next_cursor, notice}`; an attachment is `{kind: "file", file_id, name,
 /// media_type, size_bytes, provenance}` or `{kind: "source", source_id, title, url,
 /// provenance}`.
-pub fn list_attachments(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, kind: Option<&str>, cursor: Option<&str>, limit: Option<&str>) -> Result<RestReply, Failure> {
+pub fn list_attachments(
+    kv: &dyn Store,
+    env: &mut dyn Env,
+    who: &Identity,
+    note_id: &str,
+    kind: Option<&str>,
+    cursor: Option<&str>,
+    limit: Option<&str>,
+) -> Result<RestReply, Failure> {
     via_tool(kv, env, who, &tools::list_note_attachments::TOOL, Some(note_id), build(note_id, kind, cursor, limit), 200)
 }

@@ -12,12 +12,7 @@ use super::{Ctx, RestReply, answer};
 /// the caller may see. 200 with `{claims: [{claim_id, note_id, note_title, tab_id,
 /// tab_label, held_by, actor_type, since, expires_at, ttl_seconds, renewed, yours, notes:
 /// [{text, posted_at, provenance}]}], truncated, as_of, notice}`.
-pub fn list_claims(
-    kv: &dyn Store,
-    env: &mut dyn Env,
-    who: &Identity,
-    note_id: Option<&str>,
-) -> Result<RestReply, Failure> {
+pub fn list_claims(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: Option<&str>) -> Result<RestReply, Failure> {
     let ids: Vec<(&str, &str)> = note_id.map(|n| ("note_id", n)).into_iter().collect();
     answer(kv, who, &ids, 200, |kv| claims::board(kv, who, env.now_us(), note_id))
 }

@@ -38,13 +38,13 @@ use crate::write::{Change, Ctx as WriteCtx, Plan, Target, WriteSpec, commit};
 mod add_source;
 mod attach_file;
 mod audit_trail;
+mod changes;
 mod claim_note;
 mod claims;
 mod create_note;
 mod create_tab;
 mod delete_tab;
 mod edit_tab;
-mod changes;
 mod get_note;
 mod list_attachments;
 mod list_claims;
@@ -54,8 +54,8 @@ mod note_history;
 mod patch_note;
 mod patch_tab;
 mod put_tab;
-mod read_range;
 mod read_outline;
+mod read_range;
 mod read_tab;
 mod restore_tab;
 mod search;
@@ -65,13 +65,13 @@ mod tab_version;
 pub use add_source::add_source;
 pub use attach_file::attach_file;
 pub use audit_trail::audit;
+pub use changes::changes;
 pub use claim_note::claim_note;
 pub use claims::{force_release_claim, post_claim_note, release_claim, renew_claim};
 pub use create_note::create_note;
 pub use create_tab::create_tab;
 pub use delete_tab::delete_tab;
 pub use edit_tab::edit_tab;
-pub use changes::changes;
 pub use get_note::get_note;
 pub use list_attachments::list_attachments;
 pub use list_claims::list_claims;
@@ -94,147 +94,292 @@ use Method::{Delete, Get, Patch, Post, Put};
 /// Every route of the people's API, by path, then method.
 pub static ROUTES: &[Route] = &[
     Route {
-        method: Get, path: "/api/v1/audit", scope: AUDIT, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/audit",
+        scope: AUDIT,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "the audit trail, oldest first (`?note_id=&since=&cursor=&limit=`), for people",
         handler: Op(audit_trail::serve),
     },
     Route {
-        method: Get, path: "/api/v1/claims", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/claims",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "presence: the live claims of your tenant (`?note_id=`)",
         handler: Op(list_claims::serve),
     },
     Route {
-        method: Delete, path: "/api/v1/claims/{claim}", scope: WRITE, admin_only: false, audited: true, key_header: false,
+        method: Delete,
+        path: "/api/v1/claims/{claim}",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: false,
         doc: "release a claim you hold (a repeat is 200 with `already_released`)",
         handler: Op(claims::serve_release),
     },
     Route {
-        method: Post, path: "/api/v1/claims/{claim}/force-release", scope: WRITE, admin_only: true, audited: true, key_header: false,
+        method: Post,
+        path: "/api/v1/claims/{claim}/force-release",
+        scope: WRITE,
+        admin_only: true,
+        audited: true,
+        key_header: false,
         doc: "release anyone's claim: people with the admin role only (a role check, not a scope)",
         handler: Op(claims::serve_force_release),
     },
     Route {
-        method: Post, path: "/api/v1/claims/{claim}/notes", scope: WRITE, admin_only: false, audited: true, key_header: false,
+        method: Post,
+        path: "/api/v1/claims/{claim}/notes",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: false,
         doc: "post an ephemeral note (`text` ≤ 2,000) on a claim you hold: 201",
         handler: Op(claims::serve_post_note),
     },
     Route {
-        method: Post, path: "/api/v1/claims/{claim}/renew", scope: WRITE, admin_only: false, audited: true, key_header: false,
+        method: Post,
+        path: "/api/v1/claims/{claim}/renew",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: false,
         doc: "extend a live claim you hold (`ttl_seconds`)",
         handler: Op(claims::serve_renew),
     },
     Route {
-        method: Get, path: "/api/v1/notes", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/notes",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "the notes you can see (`?cursor=&limit=`)",
         handler: ByTool { tool: &tools::list_notes::TOOL, args: list_notes::args, ok: 200 },
     },
     Route {
-        method: Post, path: "/api/v1/notes", scope: WRITE, admin_only: false, audited: true, key_header: false,
+        method: Post,
+        path: "/api/v1/notes",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: false,
         doc: "create a note (`title`, `approved_for_agents`): 201",
         handler: Op(create_note::serve),
     },
     Route {
-        method: Get, path: "/api/v1/notes/{note}", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/notes/{note}",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "the note, its tabs and versions",
         handler: Op(get_note::serve),
     },
     Route {
-        method: Get, path: "/api/v1/notes/{note}/changes", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/notes/{note}/changes",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "what an open page polls to stay live (`?since=<etag>`): `changed: false`, or the versions, tabs and live claims",
         handler: Op(changes::serve),
     },
     Route {
-        method: Patch, path: "/api/v1/notes/{note}", scope: WRITE, admin_only: false, audited: true, key_header: true,
+        method: Patch,
+        path: "/api/v1/notes/{note}",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: true,
         doc: "approve for agents (`approved_for_agents`) and/or rename (`title`) with `expected_version`",
         handler: Op(patch_note::serve),
     },
     Route {
-        method: Get, path: "/api/v1/notes/{note}/attachments", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/notes/{note}/attachments",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "files and sources, metadata only (`?kind=&cursor=&limit=`)",
         handler: ByTool { tool: &tools::list_note_attachments::TOOL, args: list_attachments::args, ok: 200 },
     },
     Route {
-        method: Post, path: "/api/v1/notes/{note}/claims", scope: WRITE, admin_only: false, audited: true, key_header: false,
+        method: Post,
+        path: "/api/v1/notes/{note}/claims",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: false,
         doc: "claim the note, a tab (`tab_id`) or a section of a markdown tab (`tab_id`, `section_id`), for `ttl_seconds`: 201 granted, 200 renewed (heartbeat), 409 held by someone else",
         handler: Op(claim_note::serve),
     },
     Route {
-        method: Post, path: "/api/v1/notes/{note}/files", scope: WRITE, admin_only: false, audited: true, key_header: true,
+        method: Post,
+        path: "/api/v1/notes/{note}/files",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: true,
         doc: "attach a file's metadata: 201",
         handler: Op(attach_file::serve),
     },
     Route {
-        method: Get, path: "/api/v1/notes/{note}/history", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/notes/{note}/history",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "the note's versions, newest first (`?tab_id=&before=&limit=`)",
         handler: Op(note_history::serve),
     },
     Route {
-        method: Post, path: "/api/v1/notes/{note}/sources", scope: WRITE, admin_only: false, audited: true, key_header: true,
+        method: Post,
+        path: "/api/v1/notes/{note}/sources",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: true,
         doc: "cite a page: 201 added, 200 already attached",
         handler: ByTool { tool: &tools::add_note_source::TOOL, args: body_with_note, ok: 201 },
     },
     Route {
-        method: Post, path: "/api/v1/notes/{note}/tabs", scope: WRITE, admin_only: false, audited: true, key_header: true,
+        method: Post,
+        path: "/api/v1/notes/{note}/tabs",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: true,
         doc: "a new slides or sheet tab: 201",
         handler: ByTool { tool: &tools::create_note_tab::TOOL, args: body_with_note, ok: 201 },
     },
     Route {
-        method: Get, path: "/api/v1/notes/{note}/tabs/{tab}", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/notes/{note}/tabs/{tab}",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "a tab's content (`?at_version=`), or a part of it (`?start_line=&max_lines=`, `?section_id=`, `?since_version=`, slides `?start_index=&max_slides=`; `?max_chars=` caps it)",
         handler: ByTool { tool: &tools::read_note_tab::TOOL, args: read_tab::args, ok: 200 },
     },
     Route {
-        method: Get, path: "/api/v1/notes/{note}/tabs/{tab}/outline", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/notes/{note}/tabs/{tab}/outline",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "a markdown tab's sections: ids, line ranges, sizes, hashes and claims (`?heading=&max_level=&max_sections=&start_line=`)",
         handler: ByTool { tool: &tools::read_note_outline::TOOL, args: read_outline::args, ok: 200 },
     },
     Route {
-        method: Put, path: "/api/v1/notes/{note}/tabs/{tab}", scope: WRITE, admin_only: false, audited: true, key_header: true,
+        method: Put,
+        path: "/api/v1/notes/{note}/tabs/{tab}",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: true,
         doc: "write a tab with `expected_version`; a stale save gets 409 with the current version",
         handler: Op(put_tab::serve),
     },
     Route {
-        method: Patch, path: "/api/v1/notes/{note}/tabs/{tab}", scope: WRITE, admin_only: false, audited: true, key_header: true,
+        method: Patch,
+        path: "/api/v1/notes/{note}/tabs/{tab}",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: true,
         doc: "rename a slides/sheet tab (`label`) and/or move a tab (`position`, 0-based) with `expected_version`; the tab keeps its id",
         handler: Op(patch_tab::serve),
     },
     Route {
-        method: Delete, path: "/api/v1/notes/{note}/tabs/{tab}", scope: DELETE, admin_only: false, audited: true, key_header: true,
+        method: Delete,
+        path: "/api/v1/notes/{note}/tabs/{tab}",
+        scope: DELETE,
+        admin_only: false,
+        audited: true,
+        key_header: true,
         doc: "delete a slides/sheet tab (`expected_version`)",
         handler: Op(delete_tab::serve),
     },
     Route {
-        method: Get, path: "/api/v1/notes/{note}/tabs/{tab}/diff", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/notes/{note}/tabs/{tab}/diff",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "a line diff of the tab between two note versions (`?from=&to=`)",
         handler: Op(tab_diff::serve),
     },
     Route {
-        method: Post, path: "/api/v1/notes/{note}/tabs/{tab}/edit", scope: WRITE, admin_only: false, audited: true, key_header: true,
+        method: Post,
+        path: "/api/v1/notes/{note}/tabs/{tab}/edit",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: true,
         doc: "any `edit_note_tab` operation (the tool's arguments, ids from the path)",
         handler: ByTool { tool: &tools::edit_note_tab::TOOL, args: edit_tab::args, ok: 200 },
     },
     Route {
-        method: Post, path: "/api/v1/notes/{note}/tabs/{tab}/merge", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Post,
+        path: "/api/v1/notes/{note}/tabs/{tab}/merge",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "the three-way merge of a person's draft of the markdown tab with the text now; writes nothing",
         handler: Op(merge_tab::serve),
     },
     Route {
-        method: Get, path: "/api/v1/notes/{note}/tabs/{tab}/range", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/notes/{note}/tabs/{tab}/range",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "sheet cells (`?range=A1:C3&sheet_id=`)",
         handler: ByTool { tool: &tools::read_sheet_range::TOOL, args: read_range::args, ok: 200 },
     },
     Route {
-        method: Post, path: "/api/v1/notes/{note}/tabs/{tab}/restore", scope: WRITE, admin_only: false, audited: true, key_header: true,
+        method: Post,
+        path: "/api/v1/notes/{note}/tabs/{tab}/restore",
+        scope: WRITE,
+        admin_only: false,
+        audited: true,
+        key_header: true,
         doc: "write the tab's content at an earlier note version (`from_version`) as a new version",
         handler: Op(restore_tab::serve),
     },
     Route {
-        method: Get, path: "/api/v1/notes/{note}/tabs/{tab}/versions/{version}", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/notes/{note}/tabs/{tab}/versions/{version}",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "the tab as it was at a note version",
         handler: Op(tab_version::serve),
     },
     Route {
-        method: Get, path: "/api/v1/search", scope: READ, admin_only: false, audited: false, key_header: false,
+        method: Get,
+        path: "/api/v1/search",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
         doc: "full-text search (`?q=&tab_type=&limit=&cursor=`)",
         handler: ByTool { tool: &tools::search_notes::TOOL, args: search::args, ok: 200 },
     },
@@ -471,12 +616,7 @@ fn refused(r: &Refusal) -> RestReply {
 
 /// Every operation's frame: the caller's tenant view and the ids checked,
 /// then `f`, answered with its status (a refusal with its code's status).
-fn answer_with(
-    store: &dyn Store,
-    who: &Identity,
-    ids: &[(&str, &str)],
-    f: impl FnOnce(&TenantKv) -> Out<(u16, Value)>,
-) -> Result<RestReply, Failure> {
+fn answer_with(store: &dyn Store, who: &Identity, ids: &[(&str, &str)], f: impl FnOnce(&TenantKv) -> Out<(u16, Value)>) -> Result<RestReply, Failure> {
     let out = (|| {
         let kv = crate::tenant_kv(store, who)?;
         for (field, id) in ids {
@@ -492,13 +632,7 @@ fn answer_with(
 }
 
 /// [`answer_with`] for operations that answer one status on success.
-fn answer(
-    store: &dyn Store,
-    who: &Identity,
-    ids: &[(&str, &str)],
-    ok: u16,
-    f: impl FnOnce(&TenantKv) -> Out<Value>,
-) -> Result<RestReply, Failure> {
+fn answer(store: &dyn Store, who: &Identity, ids: &[(&str, &str)], ok: u16, f: impl FnOnce(&TenantKv) -> Out<Value>) -> Result<RestReply, Failure> {
     answer_with(store, who, ids, |kv| Ok((ok, f(kv)?)))
 }
 
@@ -509,11 +643,25 @@ fn answer_tab(store: &dyn Store, who: &Identity, note_id: &str, tab_id: &str, f:
 
 /// [`commit`] of a write to one tab: `resolve` finds the tab's index in the head (or
 /// refuses), `apply` changes the head at that index.
-fn commit_tab(kv: &TenantKv, env: &mut dyn Env, who: &Identity, spec: &WriteSpec, resolve: impl Fn(&Head) -> Out<usize>, mut apply: impl FnMut(&mut Head, usize, &mut WriteCtx) -> Out<Change>) -> Out<Value> {
-    commit(kv, env, who, spec, |head| Ok(Plan::Write(Target::Tab(resolve(head)?))), |head, target, ctx| {
-        let Target::Tab(i) = target else { unreachable!("a tab target") };
-        apply(head, i, ctx)
-    })
+fn commit_tab(
+    kv: &TenantKv,
+    env: &mut dyn Env,
+    who: &Identity,
+    spec: &WriteSpec,
+    resolve: impl Fn(&Head) -> Out<usize>,
+    mut apply: impl FnMut(&mut Head, usize, &mut WriteCtx) -> Out<Change>,
+) -> Out<Value> {
+    commit(
+        kv,
+        env,
+        who,
+        spec,
+        |head| Ok(Plan::Write(Target::Tab(resolve(head)?))),
+        |head, target, ctx| {
+            let Target::Tab(i) = target else { unreachable!("a tab target") };
+            apply(head, i, ctx)
+        },
+    )
 }
 
 /// The index of the tab `tab_id` in `head`: 404 `not_found` when the note has none.
@@ -551,9 +699,12 @@ fn parse_keyed<T: DeserializeOwned>(args: Value) -> Result<T, Refusal> {
 fn query_u64(field: &str, v: Option<&str>) -> Result<Option<u64>, Refusal> {
     match v {
         None => Ok(None),
-        Some(s) => s.parse::<u64>().ok().filter(|n| *n >= 1).map(Some).ok_or_else(|| {
-            Refusal::invalid(field, format!("{field} must be a positive whole number, not {s:?}"))
-        }),
+        Some(s) => s
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .map(Some)
+            .ok_or_else(|| Refusal::invalid(field, format!("{field} must be a positive whole number, not {s:?}"))),
     }
 }
 
@@ -621,10 +772,7 @@ fn with_path_ids(mut body: Value, ids: &[(&str, &str)]) -> Result<Value, Refusal
     };
     for (field, id) in ids {
         if obj.get(*field).is_some_and(|v| v.as_str() != Some(id)) {
-            return Err(Refusal::invalid(
-                field,
-                format!("{field} in the body is not the {field} of the path ({id}): leave it out or send the same id"),
-            ));
+            return Err(Refusal::invalid(field, format!("{field} in the body is not the {field} of the path ({id}): leave it out or send the same id")));
         }
         obj.insert(field.to_string(), (*id).into());
     }

@@ -43,11 +43,7 @@ pub fn write_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &st
             }
             (None, Some(d)) => Edit::Data(d),
             _ => {
-                return Err(Refusal::invalid(
-                    "text",
-                    "send exactly one of text (markdown tab) or data (slides or sheet tab)",
-                )
-                .into());
+                return Err(Refusal::invalid("text", "send exactly one of text (markdown tab) or data (slides or sheet tab)").into());
             }
         };
         let args = serde_json::to_value(&a).expect("serializes");

@@ -59,6 +59,14 @@ pub(super) fn args(c: Ctx<'_>) -> Result<Value, Refusal> {
 /// the `read_sheet_range` tool's result, 200 with `{note_id, tab_id, sheet_id, start_row,
 /// start_col, num_rows, num_cols, values, sheet_rows, sheet_cols, version, tab_version,
 /// provenance, notice}` (zero-based; empty cells are null).
-pub fn read_range(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, range: Option<&str>, sheet_id: Option<&str>) -> Result<RestReply, Failure> {
+pub fn read_range(
+    kv: &dyn Store,
+    env: &mut dyn Env,
+    who: &Identity,
+    note_id: &str,
+    tab_id: &str,
+    range: Option<&str>,
+    sheet_id: Option<&str>,
+) -> Result<RestReply, Failure> {
     via_tool(kv, env, who, &tools::read_sheet_range::TOOL, Some(note_id), build(note_id, tab_id, range, sheet_id), 200)
 }

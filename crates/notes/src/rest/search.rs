@@ -24,6 +24,14 @@ pub(super) fn args(c: Ctx<'_>) -> Result<Value, Refusal> {
 
 /// Full-text search (`GET /api/v1/search?q=…&tab_type=&limit=&cursor=`): the
 /// `search_notes` tool's result, 200 with `{query, hits, next_cursor, notice}`.
-pub fn search(kv: &dyn Store, env: &mut dyn Env, who: &Identity, q: Option<&str>, tab_type: Option<&str>, limit: Option<&str>, cursor: Option<&str>) -> Result<RestReply, Failure> {
+pub fn search(
+    kv: &dyn Store,
+    env: &mut dyn Env,
+    who: &Identity,
+    q: Option<&str>,
+    tab_type: Option<&str>,
+    limit: Option<&str>,
+    cursor: Option<&str>,
+) -> Result<RestReply, Failure> {
     via_tool(kv, env, who, &tools::search_notes::TOOL, None, build(q, tab_type, limit, cursor), 200)
 }

@@ -23,9 +23,9 @@ use crate::model::{Head, decode};
 use crate::note_index::index_slice;
 use crate::refusal::{Fail, Failure, Out};
 
-pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
 pub use crate::dirty::measure_without_index;
 pub use crate::index::merge::MergeReport;
+pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
 
 /// Dirty notes one merge takes on: a round of the embedded host's
 /// background merger, the operator sweep on Spin, a query that merges first.

@@ -89,9 +89,7 @@ impl Matcher {
     fn matches(&self, tok: &Tokenizer, field: &[Word]) -> Vec<(usize, usize)> {
         match self {
             Matcher::Word(s) => field.iter().enumerate().filter(|(_, w)| w.stem == *s).map(|(i, _)| (i, i + 1)).collect(),
-            Matcher::Prefix(p) => {
-                field.iter().enumerate().filter(|(_, w)| tok.folded(w.folded).starts_with(p.as_str())).map(|(i, _)| (i, i + 1)).collect()
-            }
+            Matcher::Prefix(p) => field.iter().enumerate().filter(|(_, w)| tok.folded(w.folded).starts_with(p.as_str())).map(|(i, _)| (i, i + 1)).collect(),
             Matcher::Phrase(ws) => (0..field.len().saturating_sub(ws.len() - 1))
                 .filter(|&i| ws.iter().enumerate().all(|(k, s)| field[i + k].stem == *s))
                 .map(|i| (i, i + ws.len()))
@@ -184,8 +182,7 @@ fn expand(kv: &TenantKv, starts: &[String], prefix: &str, also: &BTreeSet<String
         terms.extend(dict::starting_with(kv, s)?);
     }
     if terms.len() > MAX_EXPANSIONS {
-        return Err(Refusal::too_large("query", format!("\"{prefix}*\" stands for more than {MAX_EXPANSIONS} indexed words: use a longer prefix"))
-            .into());
+        return Err(Refusal::too_large("query", format!("\"{prefix}*\" stands for more than {MAX_EXPANSIONS} indexed words: use a longer prefix")).into());
     }
     Ok(terms.into_iter().collect())
 }
@@ -343,11 +340,7 @@ struct Ranked<'a> {
 /// The heads of `notes` the caller may see, by note id.
 fn visible_heads(kv: &TenantKv, who: &Identity, notes: &[&str]) -> Out<HashMap<String, Head>> {
     let raw = kv.get_many(&notes.iter().map(|n| keys::note(n)).collect::<Vec<_>>())?;
-    Ok(notes
-        .iter()
-        .zip(raw)
-        .filter_map(|(id, raw)| raw.and_then(|r| visible_head(&r, Reader::Caller(who)).ok()).map(|h| (id.to_string(), h)))
-        .collect())
+    Ok(notes.iter().zip(raw).filter_map(|(id, raw)| raw.and_then(|r| visible_head(&r, Reader::Caller(who)).ok()).map(|h| (id.to_string(), h))).collect())
 }
 
 fn real_score(p: &Proof, idfs: &[f64], avg_len: f64) -> f64 {
@@ -428,9 +421,7 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
     } else {
         index_slice(kv, 0, 0)?.1.max(1) as f64
     };
-    let dfs: Vec<f64> = (0..q.clauses.len())
-        .map(|c| (proposed[c].len() + dirty_proofs.iter().filter(|(_, _, p)| p.counts[c] > 0).count()) as f64)
-        .collect();
+    let dfs: Vec<f64> = (0..q.clauses.len()).map(|c| (proposed[c].len() + dirty_proofs.iter().filter(|(_, _, p)| p.counts[c] > 0).count()) as f64).collect();
     let idfs: Vec<f64> = dfs.iter().map(|df| idf(notes.max(*df), *df)).collect();
     let avg_len = {
         let (mut sum, mut n) = (0.0, 0usize);

@@ -42,20 +42,20 @@ fn description() -> String {
                 note\": derive it from the note_id and the normalized URL, not a fresh random value. On \
                 version_conflict nothing was written: list the note's attachments again and add with the new \
                 version."
-                .into()
+        .into()
 }
 
 fn input_schema() -> Value {
     object(
-                &["note_id", "expected_version", "idempotency_key", "title", "url"],
-                json!({
-                    "note_id": note_id(),
-                    "expected_version": version("The note version from list_note_tabs or read_note_tab."),
-                    "idempotency_key": key("Derived from note_id and the normalized URL."),
-                    "title": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_TITLE_CHARS},
-                    "url": {"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "description": "An http or https URL."},
-                }),
-            )
+        &["note_id", "expected_version", "idempotency_key", "title", "url"],
+        json!({
+            "note_id": note_id(),
+            "expected_version": version("The note version from list_note_tabs or read_note_tab."),
+            "idempotency_key": key("Derived from note_id and the normalized URL."),
+            "title": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_TITLE_CHARS},
+            "url": {"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "description": "An http or https URL."},
+        }),
+    )
 }
 
 /// `add_note_source`: the source as attached (now, or already).
@@ -80,11 +80,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         c.who,
         &spec,
         |head| {
-            let i = head
-                .tabs
-                .iter()
-                .position(|t| t.kind == TabKind::Sources)
-                .ok_or_else(|| Refusal::not_found("sources tab"))?;
+            let i = head.tabs.iter().position(|t| t.kind == TabKind::Sources).ok_or_else(|| Refusal::not_found("sources tab"))?;
             let list: Vec<Source> = load_list(kv, &head.tabs[i])?;
             match list.iter().find(|s| s.url == url) {
                 Some(s) => Ok(Plan::Answer(json!({
@@ -100,9 +96,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
             }
         },
         |head, target, ctx| {
-            let Target::Tab(i) = target else {
-                unreachable!("sources live in a tab")
-            };
+            let Target::Tab(i) = target else { unreachable!("sources live in a tab") };
             let mut list: Vec<Source> = load_list(ctx.kv, &head.tabs[i])?;
             head.attach_seq += 1;
             let source = Source {
@@ -121,13 +115,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
             let (hash, blobs) = put_doc(ctx.kv, &encode(&list), "url")?;
             head.tabs[i].content_hash = hash;
             head.tabs[i].blobs = blobs;
-            Ok(Change {
-                action: "add_source",
-                tab: Some(i),
-                removed_tab: None,
-                result,
-            })
+            Ok(Change { action: "add_source", tab: Some(i), removed_tab: None, result })
         },
     )
 }
-

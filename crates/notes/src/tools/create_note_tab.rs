@@ -45,10 +45,7 @@ impl Args {
         }
         if let Some(s) = &self.slides {
             if self.tab_type != NewTabType::Slides {
-                return Err(Refusal::invalid(
-                    "slides",
-                    "slides is only used with tab_type slides",
-                ));
+                return Err(Refusal::invalid("slides", "slides is only used with tab_type slides"));
             }
             check_outline(s)?;
         }
@@ -57,11 +54,13 @@ impl Args {
 }
 
 fn description() -> String {
-    format!("Create a new Slides or Sheet tab in a note, based on the version from list_note_tabs; returns the \
+    format!(
+        "Create a new Slides or Sheet tab in a note, based on the version from list_note_tabs; returns the \
                  exact new tab_id for later edits. An optional outline (slides: 1-20 items of only title, body, \
                  notes) fills a Slides tab in one call. A repeated idempotency key returns the first tab: resend a \
                  lost call with the same key. On version_conflict nothing was created: list the tabs again, then \
-                 create with the new version and a new key if the tab is still needed. {KEY_RULE}")
+                 create with the new version and a new key if the tab is still needed. {KEY_RULE}"
+    )
 }
 
 fn input_schema() -> Value {
@@ -96,10 +95,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     a.check()?;
     let mut payload = serde_json::to_value(&a).expect("arguments serialize");
-    payload
-        .as_object_mut()
-        .expect("object")
-        .remove("idempotency_key");
+    payload.as_object_mut().expect("object").remove("idempotency_key");
     let spec = note_scope("create_note_tab", true, &a.note_id, Some(&a.idempotency_key), a.expected_version, &payload);
     commit(
         c.kv,
@@ -109,11 +105,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         |_| Ok(Plan::Write(Target::Note)),
         |head, _, ctx| {
             if head.tabs.len() >= MAX_TABS {
-                return Err(Refusal::too_large(
-                    "tab_type",
-                    format!("a note holds at most {MAX_TABS} tabs"),
-                )
-                .into());
+                return Err(Refusal::too_large("tab_type", format!("a note holds at most {MAX_TABS} tabs")).into());
             }
             let (kind, default_label) = match a.tab_type {
                 NewTabType::Slides => (TabKind::Slides, "Slides"),
@@ -124,11 +116,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
             let label = a.label.clone().unwrap_or_else(|| default_label.to_string());
             let mut tab = new_tab(id, kind, label.clone(), ctx.who, ctx.now);
             let content = match (kind, &a.slides) {
-                (TabKind::Slides, Some(list)) => Some(store_slides(
-                    ctx.kv,
-                    list.iter().map(Slide::from).collect(),
-                    "slides",
-                )?),
+                (TabKind::Slides, Some(list)) => Some(store_slides(ctx.kv, list.iter().map(Slide::from).collect(), "slides")?),
                 (TabKind::Sheet, _) => Some(store_manifest(ctx.kv, &Manifest::new())?),
                 _ => None,
             };
@@ -140,13 +128,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
             let mut result = Map::new();
             result.insert("tab_type".into(), kind.as_str().into());
             result.insert("label".into(), label.into());
-            Ok(Change {
-                action: "create_tab",
-                tab: Some(head.tabs.len() - 1),
-                removed_tab: None,
-                result,
-            })
+            Ok(Change { action: "create_tab", tab: Some(head.tabs.len() - 1), removed_tab: None, result })
         },
     )
 }
-

@@ -6,14 +6,14 @@ use serde_json::{Map, Value, json};
 
 use super::{Call, KEY_RULE, ON_CONFLICT, REPLACES, WRITE_SCOPE};
 use crate::args::{
-    MAX_CELL_CHARS, MAX_COLS, MAX_ROWS, MAX_SET_ROWS, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, SlideIn,
-    VersionScope, check_cells, check_chars, check_hash, check_id, check_key, check_outline, check_range, parse,
+    MAX_CELL_CHARS, MAX_COLS, MAX_ROWS, MAX_SET_ROWS, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, SlideIn, VersionScope, check_cells, check_chars, check_hash,
+    check_id, check_key, check_outline, check_range, parse,
 };
 use crate::content::MAX_DOC_BYTES;
 use crate::edit::{Edit, OPERATION_FIELDS, Operation, Patch, edit_tab_with};
+use crate::model::sha_hex;
 use crate::refusal::{Out, Refusal};
 use crate::schema::{id, key, note_id, object, outline};
-use crate::model::sha_hex;
 use crate::write::{Fingerprint, WriteSpec, fingerprint};
 
 tool!("edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
@@ -98,30 +98,18 @@ impl Args {
         let (required, optional) = self.operation.fields();
         for f in required {
             if !self.has(f) {
-                return Err(Refusal::invalid(
-                    f,
-                    format!("{f} is required by operation {op}"),
-                ));
+                return Err(Refusal::invalid(f, format!("{f} is required by operation {op}")));
             }
         }
         for f in OPERATION_FIELDS {
             if self.has(f) && !required.contains(&f) && !optional.contains(&f) {
-                return Err(Refusal::invalid(
-                    f,
-                    format!("{f} is not used by operation {op}"),
-                ));
+                return Err(Refusal::invalid(f, format!("{f} is not used by operation {op}")));
             }
         }
         if let Some(t) = &self.text
             && t.len() > MAX_DOC_BYTES
         {
-            return Err(Refusal::too_large(
-                "text",
-                format!(
-                    "text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes",
-                    t.len()
-                ),
-            ));
+            return Err(Refusal::too_large("text", format!("text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", t.len())));
         }
         if let Some(t) = &self.old_text {
             if t.is_empty() {
@@ -142,10 +130,16 @@ impl Args {
         }
         if self.operation == Operation::ReplaceSection {
             if self.version_scope == Some(VersionScope::Tab) {
-                return Err(Refusal::invalid("version_scope", "replace_section works on note versions, guarded by the section's hash: leave version_scope out (or note)"));
+                return Err(Refusal::invalid(
+                    "version_scope",
+                    "replace_section works on note versions, guarded by the section's hash: leave version_scope out (or note)",
+                ));
             }
             if self.base_content_hash.is_some() {
-                return Err(Refusal::invalid("base_content_hash", "replace_section is guarded by expected_section_hash, the section's own hash: leave base_content_hash out"));
+                return Err(Refusal::invalid(
+                    "base_content_hash",
+                    "replace_section is guarded by expected_section_hash, the section's own hash: leave base_content_hash out",
+                ));
             }
         }
         if self.rebase {
@@ -156,7 +150,10 @@ impl Args {
                 return Err(Refusal::invalid("rebase", "rebase works on note versions: leave version_scope out (or note)"));
             }
             if self.base_content_hash.is_some() {
-                return Err(Refusal::invalid("rebase", "base_content_hash asks for the exact content you read; rebase asks to apply over later changes: send one or the other"));
+                return Err(Refusal::invalid(
+                    "rebase",
+                    "base_content_hash asks for the exact content you read; rebase asks to apply over later changes: send one or the other",
+                ));
             }
         }
         if let Some(t) = &self.title {
@@ -182,10 +179,7 @@ impl Args {
         }
         if let Some(v) = &self.values {
             if v.is_empty() {
-                return Err(Refusal::invalid(
-                    "values",
-                    "values must hold at least one row",
-                ));
+                return Err(Refusal::invalid("values", "values must hold at least one row"));
             }
             check_cells("values", v, MAX_SET_ROWS)?;
         }
@@ -194,7 +188,8 @@ impl Args {
 }
 
 fn description() -> String {
-    format!("Change one tab, named by its exact tab_id, based on the version from read_note_tab. Operations: \
+    format!(
+        "Change one tab, named by its exact tab_id, based on the version from read_note_tab. Operations: \
                  replace_text (text: the whole text), append_text (text: added at the end on its own line) or \
                  replace_in_text (old_text: an exact snippet that occurs exactly once, new_text: what replaces it) \
                  for the markdown tab, or replace_section (section_id and expected_section_hash from \
@@ -210,7 +205,8 @@ fn description() -> String {
                  expected_version is older than the note's is still applied if, and only if, no change since that \
                  version touches or borders the lines the patch changes (and old_text still occurs exactly once); \
                  the result then says rebased: true and rebased_over lists the versions. Anything else is a \
-                 version_conflict: re-read and decide again. {ON_CONFLICT} {KEY_RULE}")
+                 version_conflict: re-read and decide again. {ON_CONFLICT} {KEY_RULE}"
+    )
 }
 
 /// Every operation, in the order the schemas list them.
@@ -232,11 +228,8 @@ fn input_schema() -> Value {
         .iter()
         .map(|op| {
             let (required, optional) = op.fields();
-            let forbidden: Vec<Value> = OPERATION_FIELDS
-                .iter()
-                .filter(|f| !required.contains(f) && !optional.contains(f))
-                .map(|f| json!({"required": [f]}))
-                .collect();
+            let forbidden: Vec<Value> =
+                OPERATION_FIELDS.iter().filter(|f| !required.contains(f) && !optional.contains(f)).map(|f| json!({"required": [f]})).collect();
             json!({
                 "if": {"properties": {"operation": {"const": op.as_str()}}, "required": ["operation"]},
                 "then": {"required": required, "not": {"anyOf": forbidden}},
@@ -244,13 +237,7 @@ fn input_schema() -> Value {
         })
         .collect();
     let mut schema = object(
-        &[
-            "note_id",
-            "tab_id",
-            "expected_version",
-            "idempotency_key",
-            "operation",
-        ],
+        &["note_id", "tab_id", "expected_version", "idempotency_key", "operation"],
         json!({
             "note_id": note_id(),
             "tab_id": id("Exact tab ID from list_note_tabs or read_note_tab (never a type or a label)."),
@@ -323,11 +310,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
             Some(a.expected_version.number),
         ),
         Operation::ReplaceTabData => Edit::Data(a.data.take().unwrap_or_default()),
-        Operation::SlideAdd => Edit::SlideAdd(SlideIn {
-            title: a.title.clone().unwrap_or_default(),
-            body: a.body.clone(),
-            notes: a.notes.clone(),
-        }),
+        Operation::SlideAdd => Edit::SlideAdd(SlideIn { title: a.title.clone().unwrap_or_default(), body: a.body.clone(), notes: a.notes.clone() }),
         Operation::SlidesAddOutline => Edit::Outline(a.slides.clone().unwrap_or_default()),
         Operation::SheetSetRange => Edit::SetRange {
             sheet_id: a.sheet_id.clone().unwrap_or_default(),
@@ -352,9 +335,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         Edit::Text(t, _) => Some(t.as_str()),
         _ => None,
     };
-    let fp = Fingerprint::hashed_text("edit_note_tab", &payload(text_hash.as_deref()), || {
-        fingerprint("edit_note_tab", &payload(full_text))
-    });
+    let fp = Fingerprint::hashed_text("edit_note_tab", &payload(text_hash.as_deref()), || fingerprint("edit_note_tab", &payload(full_text)));
     let spec = WriteSpec {
         tool: "edit_note_tab",
         note_level: false,
@@ -370,4 +351,3 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     };
     edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &edit)
 }
-

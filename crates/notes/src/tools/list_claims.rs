@@ -46,10 +46,7 @@ fn output_schema() -> Value {
         claim["properties"][k] = v;
         claim["required"].as_array_mut().expect("required is a list").push(k.into());
     }
-    output(result(
-        &["claims", "truncated", "as_of", "notice"],
-        json!({"claims": list(claim), "truncated": flag(), "as_of": timestamp(), "notice": notice()}),
-    ))
+    output(result(&["claims", "truncated", "as_of", "notice"], json!({"claims": list(claim), "truncated": flag(), "as_of": timestamp(), "notice": notice()})))
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {

@@ -25,16 +25,8 @@ use crate::refusal::Out;
 macro_rules! tool {
     ($name:literal, $title:literal, $scope:expr, $annotations:expr) => {
         /// The tool: its name, title, scope, annotations, schemas and handler.
-        pub static TOOL: $crate::tools::Tool = $crate::tools::Tool {
-            name: $name,
-            title: $title,
-            scope: $scope,
-            annotations: $annotations,
-            description,
-            input_schema,
-            output_schema,
-            run,
-        };
+        pub static TOOL: $crate::tools::Tool =
+            $crate::tools::Tool { name: $name, title: $title, scope: $scope, annotations: $annotations, description, input_schema, output_schema, run };
     };
 }
 
@@ -55,8 +47,8 @@ pub mod release_claim;
 pub mod renew_claim;
 pub mod search_notes;
 
-pub(crate) use crate::scopes::{READ as READ_SCOPE, WRITE as WRITE_SCOPE};
 pub(crate) use crate::args::{decode_cursor, encode_cursor};
+pub(crate) use crate::scopes::{READ as READ_SCOPE, WRITE as WRITE_SCOPE};
 pub(crate) use read_note_tab::{find_tab, read as read_tab};
 
 /// Every tool, in the order `tools/list` shows them.
@@ -174,17 +166,13 @@ pub struct ToolSpec {
 }
 
 /// The annotations of every read tool.
-pub(crate) const READ: ToolAnnotations =
-    ToolAnnotations { read_only_hint: true, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
+pub(crate) const READ: ToolAnnotations = ToolAnnotations { read_only_hint: true, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
 /// A write that may replace existing content; repeating it (same key) changes nothing more.
-pub(crate) const REPLACES: ToolAnnotations =
-    ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true, open_world_hint: false };
+pub(crate) const REPLACES: ToolAnnotations = ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true, open_world_hint: false };
 /// A write that only adds or holds; repeating it changes nothing more.
-pub(crate) const ADDS: ToolAnnotations =
-    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
+pub(crate) const ADDS: ToolAnnotations = ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: true, open_world_hint: false };
 /// A write that adds something new every time it is called.
-pub(crate) const APPENDS: ToolAnnotations =
-    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: false, open_world_hint: false };
+pub(crate) const APPENDS: ToolAnnotations = ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: false, open_world_hint: false };
 
 /// What every content write tool says about conflicts.
 pub(crate) const ON_CONFLICT: &str = "On version_conflict or content_hash_mismatch nothing was written: read the tab again, \

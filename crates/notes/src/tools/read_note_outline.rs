@@ -9,10 +9,10 @@ use crate::args::{check_id, parse};
 use crate::content::load_text;
 use crate::head::load_head;
 use crate::model::TabKind;
-use crate::version::{Extent, Version};
 use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{id, note_id, object};
 use crate::sections::{lines, outline};
+use crate::version::{Extent, Version};
 
 tool!("read_note_outline", "Read a note tab's outline", READ_SCOPE, READ);
 
@@ -124,9 +124,9 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     };
     let now = c.env.now_us();
     let text = load_text(c.kv, tab)?;
-    let rest = outline(&text).into_iter().filter(|s| {
-        s.start_line >= from && s.level <= level && wanted.as_ref().is_none_or(|w| s.heading.to_lowercase().contains(w.as_str()))
-    });
+    let rest = outline(&text)
+        .into_iter()
+        .filter(|s| s.start_line >= from && s.level <= level && wanted.as_ref().is_none_or(|w| s.heading.to_lowercase().contains(w.as_str())));
     let cap = crate::args::read_cap(&*c.env, a.max_chars)?;
     // Whole sections while the page holds at most `most` of them and `cap`
     // characters of JSON (always at least one).
@@ -134,9 +134,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     for s in rest {
         let mut v = json!({"section_id": s.id, "level": s.level, "heading": s.heading, "start_line": s.start_line,
                "end_line": s.end_line, "chars": s.chars, "section_hash": s.hash(&text)});
-        let held = head.claims.iter().find(|c| {
-            c.live(now) && c.tab_id.as_deref() == Some(tab.id.as_str()) && c.section_id.as_deref() == Some(s.id.as_str())
-        });
+        let held = head.claims.iter().find(|c| c.live(now) && c.tab_id.as_deref() == Some(tab.id.as_str()) && c.section_id.as_deref() == Some(s.id.as_str()));
         if let Some(c) = held {
             v["claimed_by"] = json!({"claim_id": c.claim_id, "held_by": c.holder.name, "actor_type": crate::claim_audit::actor_str(c.holder.actor_type),
                                      "expires_at": crate::model::rfc3339(c.expires_at)});

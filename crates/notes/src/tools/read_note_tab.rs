@@ -6,13 +6,13 @@ use serde_json::{Value, json};
 use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_id, parse};
 use crate::content::{load_list, load_slides, load_text};
+use crate::env::MAX_READ_CHARS;
 use crate::head::load_head;
+use crate::history;
 use crate::model::{FileMeta, Head, Source, Tab, TabKind, tab_provenance};
 use crate::refusal::{Code, NOTICE, Out, Refusal};
-use crate::sections::{outline, window};
-use crate::env::MAX_READ_CHARS;
-use crate::history;
 use crate::schema::{id, note_id, object, version};
+use crate::sections::{outline, window};
 use crate::sheet::load_manifest;
 use crate::version::{Extent, Version};
 
@@ -67,7 +67,10 @@ impl Part {
         let slides = a.start_index.is_some() || a.max_slides.is_some();
         let picked = [window, a.section_id.is_some(), a.since_version.is_some(), slides].iter().filter(|b| **b).count();
         if picked > 1 {
-            return Err(Refusal::invalid("section_id", "ask for one part: a line window (start_line, max_lines), a section_id, since_version, or a range of slides (start_index, max_slides)"));
+            return Err(Refusal::invalid(
+                "section_id",
+                "ask for one part: a line window (start_line, max_lines), a section_id, since_version, or a range of slides (start_index, max_slides)",
+            ));
         }
         if slides {
             let max = match a.max_slides {
@@ -237,11 +240,7 @@ pub(crate) fn read_part(c: &mut Call, note_id: &str, tab_id: &str, at_version: O
         TabKind::Slides => read_slides(c, tab, part, cap, &mut out)?,
         TabKind::Sheet => {
             let m = load_manifest(c.kv, &tab.blobs)?;
-            let sheets: Vec<Value> = m
-                .sheets
-                .iter()
-                .map(|s| json!({"sheet_id": s.sheet_id, "name": s.name, "rows": s.rows, "cols": s.cols}))
-                .collect();
+            let sheets: Vec<Value> = m.sheets.iter().map(|s| json!({"sheet_id": s.sheet_id, "name": s.name, "rows": s.rows, "cols": s.cols})).collect();
             out["sheets"] = sheets.into();
             out["hint"] = "read cells with read_sheet_range (at most 100 x 100 per call)".into();
             // No cell came with it: a whole-sheet write needs the cells read.

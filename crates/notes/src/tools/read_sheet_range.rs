@@ -8,10 +8,10 @@ use super::{Call, READ, READ_SCOPE};
 use crate::args::{MAX_COLS, MAX_RANGE, MAX_ROWS, check_id, check_range, parse};
 use crate::head::load_head;
 use crate::model::{TabKind, tab_provenance};
-use crate::version::{Extent, Version};
 use crate::refusal::{NOTICE, Out, Refusal};
 use crate::schema::{id, note_id, object};
 use crate::sheet::{load_manifest, read_range};
+use crate::version::{Extent, Version};
 
 tool!("read_sheet_range", "Read sheet cells", READ_SCOPE, READ);
 
@@ -67,8 +67,22 @@ fn output_schema() -> Value {
     use crate::schema::*;
     let cell = json!({"type": ["string", "number", "boolean", "null"]});
     output(result(
-        &["note_id", "tab_id", "sheet_id", "start_row", "start_col", "num_rows", "num_cols", "values", "sheet_rows",
-          "sheet_cols", "version", "tab_version", "provenance", "notice"],
+        &[
+            "note_id",
+            "tab_id",
+            "sheet_id",
+            "start_row",
+            "start_col",
+            "num_rows",
+            "num_cols",
+            "values",
+            "sheet_rows",
+            "sheet_cols",
+            "version",
+            "tab_version",
+            "provenance",
+            "notice",
+        ],
         json!({
             "note_id": text(), "tab_id": text(), "sheet_id": text(), "start_row": count(), "start_col": count(),
             "num_rows": count(), "num_cols": count(), "values": list(list(cell)), "sheet_rows": count(),
@@ -83,11 +97,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let head = load_head(c.kv, c.who, &a.note_id)?;
     let tab = find_tab(&head, &a.tab_id)?;
     if tab.kind != TabKind::Sheet {
-        return Err(Refusal::invalid(
-            "tab_id",
-            format!("tab {} is a {} tab, not a sheet tab", tab.id, tab.kind.as_str()),
-        )
-        .into());
+        return Err(Refusal::invalid("tab_id", format!("tab {} is a {} tab, not a sheet tab", tab.id, tab.kind.as_str())).into());
     }
     let m = load_manifest(c.kv, &tab.blobs)?;
     let sheet = match &a.sheet_id {

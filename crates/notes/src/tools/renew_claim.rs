@@ -36,10 +36,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["claim_id"],
-        json!({"claim_id": claim_id(), "ttl_seconds": ttl("New ttl from now, in seconds (default: the claim's own ttl).")}),
-    )
+    object(&["claim_id"], json!({"claim_id": claim_id(), "ttl_seconds": ttl("New ttl from now, in seconds (default: the claim's own ttl).")}))
 }
 
 /// `renew_claim`: the claim with its new expiry.

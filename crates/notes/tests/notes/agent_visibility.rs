@@ -1,6 +1,6 @@
 //! Agents see only notes approved for agents; anything else is not_found for them.
-use cairn_notes::rest;
 use crate::common::*;
+use cairn_notes::rest;
 use serde_json::json;
 
 #[test]
@@ -12,11 +12,7 @@ fn agent_cannot_see_or_write_an_unapproved_note() {
     let missing = w.refused(&bot, "list_note_tabs", json!({"note_id": "note-nope"}));
     let r = w.refused(&bot, "list_note_tabs", json!({"note_id": hidden}));
     assert_eq!(r, missing);
-    let r = w.refused(
-        &bot,
-        "read_note_tab",
-        json!({"note_id": hidden, "tab_id": "markdown"}),
-    );
+    let r = w.refused(&bot, "read_note_tab", json!({"note_id": hidden, "tab_id": "markdown"}));
     assert_eq!(r["error"], "not_found");
     let before = w.kv.notes_state();
     let r = w.refused(
@@ -37,10 +33,7 @@ fn agent_cannot_see_or_write_an_unapproved_note() {
     let g = rest::get_note(&w.kv, &bot, &hidden).unwrap();
     assert_eq!(g.status, 404);
     // The person sees it.
-    assert_eq!(
-        w.ok(&ada, "list_note_tabs", json!({"note_id": hidden}))["note_id"],
-        hidden.as_str()
-    );
+    assert_eq!(w.ok(&ada, "list_note_tabs", json!({"note_id": hidden}))["note_id"], hidden.as_str());
 }
 
 #[test]
@@ -51,20 +44,9 @@ fn list_notes_shows_agents_only_approved_notes_and_people_all() {
     let open = w.note(&ada, "Open", true);
     w.note(&ada, "Closed", false);
     let agent_view = w.ok(&bot, "list_notes", json!({}));
-    let ids: Vec<&str> = agent_view["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["note_id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = agent_view["notes"].as_array().unwrap().iter().map(|n| n["note_id"].as_str().unwrap()).collect();
     assert_eq!(ids, [open.as_str()]);
-    assert_eq!(
-        w.ok(&ada, "list_notes", json!({}))["notes"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(w.ok(&ada, "list_notes", json!({}))["notes"].as_array().unwrap().len(), 2);
 }
 
 #[test]
@@ -75,12 +57,7 @@ fn agent_can_work_in_an_approved_note() {
     let r = w.write_text(&bot, &note, "from the agent", "k1");
     assert_eq!(r["isError"], false);
     let read = w.tab(&bot, &note, "markdown");
-    assert!(
-        read["provenance"]["updated_by"]
-            .as_str()
-            .unwrap()
-            .contains("agent")
-    );
+    assert!(read["provenance"]["updated_by"].as_str().unwrap().contains("agent"));
 }
 
 /// A person writes a secret into a note agents may not see, replaces it with
@@ -150,7 +127,8 @@ mod through_time {
         let m = rest::merge_draft(&w.kv, &mut w.env, &bot, &note, "markdown", json!({"base_version": secret_version, "text": "x\n"})).unwrap();
         assert_eq!(m.status, 404, "{}", m.body);
         let before = w.kv.notes_state();
-        let r = rest::restore_tab(&w.kv, &mut w.env, &bot, &note, "markdown", json!({"from_version": secret_version, "expected_version": approved_at})).unwrap();
+        let r =
+            rest::restore_tab(&w.kv, &mut w.env, &bot, &note, "markdown", json!({"from_version": secret_version, "expected_version": approved_at})).unwrap();
         assert_eq!(r.status, 404, "{}", r.body);
         assert_eq!(w.kv.notes_state(), before, "nothing written");
         for reply in [v, d, m, r] {
@@ -162,8 +140,12 @@ mod through_time {
     fn an_agent_cannot_rebase_a_patch_over_versions_it_may_not_see() {
         let Redacted { mut w, note, secret_version, .. } = redacted();
         let bot = agent("acme");
-        let r = w.refused(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": secret_version,
-            "idempotency_key": "rb", "operation": "append_text", "text": "more", "rebase": true}));
+        let r = w.refused(
+            &bot,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": secret_version,
+            "idempotency_key": "rb", "operation": "append_text", "text": "more", "rebase": true}),
+        );
         assert_eq!(r["error"], "version_conflict", "{r}");
     }
 
@@ -178,7 +160,9 @@ mod through_time {
         let hidden = w.version(&ada, &note);
         w.write_text(&ada, &note, "clean again\n", "clean-2");
         let v = w.version(&ada, &note);
-        let again = rest::update_note(&w.kv, &mut w.env, &ada, &note, json!({"expected_version": v, "approved_for_agents": true})).unwrap().body["version"].as_u64().unwrap();
+        let again = rest::update_note(&w.kv, &mut w.env, &ada, &note, json!({"expected_version": v, "approved_for_agents": true})).unwrap().body["version"]
+            .as_u64()
+            .unwrap();
         let r = w.refused(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": hidden}));
         assert_eq!(r["error"], "not_found");
         assert_eq!(w.ok(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": again}))["text"], "clean again\n");

@@ -2,8 +2,8 @@
 //! version conflict, claim conflict, invalid, forbidden), claim events and
 //! refused calls, with who and when, never the content; per tenant, for
 //! people only, paged without loss.
-use cairn_notes::rest;
 use crate::common::*;
+use cairn_notes::rest;
 use serde_json::{Value, json};
 
 fn trail(w: &mut World, who: &cairn_notes::env::Identity, note: Option<&str>) -> Vec<Value> {
@@ -28,15 +28,27 @@ fn every_write_attempt_is_in_the_trail_with_its_outcome_and_never_the_content() 
     let note = w.note(&ada, "Audited", true);
     assert_eq!(w.write_text(&bot, &note, "secret plan", "k1")["isError"], false);
     // A stale write, an invalid one, a claim in the way.
-    let stale = w.call(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 1,
-        "idempotency_key": "k2", "operation": "replace_text", "text": "also secret"}));
+    let stale = w.call(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 1,
+        "idempotency_key": "k2", "operation": "replace_text", "text": "also secret"}),
+    );
     assert_eq!(stale["structuredContent"]["error"], "version_conflict");
-    let bad = w.call(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 2,
-        "idempotency_key": "k3", "operation": "replace_in_text", "old_text": "", "new_text": "x"}));
+    let bad = w.call(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 2,
+        "idempotency_key": "k3", "operation": "replace_in_text", "old_text": "", "new_text": "x"}),
+    );
     assert_eq!(bad["structuredContent"]["error"], "invalid_argument");
     w.claim_ok(&ada, &note, None);
-    let held = w.call(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 3,
-        "idempotency_key": "k4", "operation": "append_text", "text": "more"}));
+    let held = w.call(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 3,
+        "idempotency_key": "k4", "operation": "append_text", "text": "more"}),
+    );
     assert_eq!(held["structuredContent"]["error"], "claim_conflict");
 
     let events = trail(&mut w, &ada, Some(&note));

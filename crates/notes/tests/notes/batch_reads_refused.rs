@@ -55,8 +55,14 @@ fn written(store: &NoBatchReads, env: &mut SimEnv) -> String {
     let ada = human("acme");
     let note = create_note(store, env, &ada, "Batch", true);
     for (i, text) in ["one", "one\ntwo", "one\ntwo\nthree"].into_iter().enumerate() {
-        let r = checked_call(store, env, &ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": i as u64 + 1,
-            "idempotency_key": format!("k-{i}"), "operation": "replace_text", "text": text}));
+        let r = checked_call(
+            store,
+            env,
+            &ada,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": i as u64 + 1,
+            "idempotency_key": format!("k-{i}"), "operation": "replace_text", "text": text}),
+        );
         assert!(r["structuredContent"].get("error").is_none(), "{}", r["structuredContent"]);
     }
     note

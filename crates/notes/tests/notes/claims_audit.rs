@@ -1,6 +1,6 @@
 //! Every claim attempt is audited under audit/claims/<note_id>/<time>-<tag>.
-use cairn_notes::{ActorType, rest, sweep_expired_claims};
 use crate::common::*;
+use cairn_notes::{ActorType, rest, sweep_expired_claims};
 use serde_json::json;
 
 #[test]
@@ -15,43 +15,25 @@ fn every_claim_attempt_is_audited() {
     w.claim(&ada, &note, None); // refused (claim_conflict)
     w.edit_markdown(&ada, &note, "x", "k1"); // write refused
     w.refused(&ada, "release_claim", json!({"claim_id": id})); // refused (forbidden)
-    w.ok(
-        &bot,
-        "post_claim_note",
-        json!({"claim_id": id, "text": "secret plan"}),
-    ); // noted
+    w.ok(&bot, "post_claim_note", json!({"claim_id": id, "text": "secret plan"})); // noted
     w.ok(&bot, "release_claim", json!({"claim_id": id})); // released
-    let short = w.ok(
-        &bot,
-        "claim_note",
-        json!({"note_id": note, "ttl_seconds": 1}),
-    );
+    let short = w.ok(&bot, "claim_note", json!({"note_id": note, "ttl_seconds": 1}));
     w.advance_s(2);
     sweep_expired_claims(&w.kv, &mut w.env, "acme").unwrap(); // expired
     let held = w.claim_ok(&bot, &note, None);
     let root = admin("acme", "root", ActorType::Human);
     rest::force_release_claim(&w.kv, &mut w.env, &root, &held).unwrap(); // forced
 
-    let keys: Vec<String> =
-        w.kv.dump()
-            .into_iter()
-            .map(|(k, _)| k)
-            .filter(|k| k.starts_with("t/acme/audit/claims/"))
-            .collect();
+    let keys: Vec<String> = w.kv.dump().into_iter().map(|(k, _)| k).filter(|k| k.starts_with("t/acme/audit/claims/")).collect();
     for k in &keys {
-        let tail = k
-            .strip_prefix(&format!("t/acme/audit/claims/{note}/"))
-            .expect("under the note");
+        let tail = k.strip_prefix(&format!("t/acme/audit/claims/{note}/")).expect("under the note");
         let (time, tag) = tail.split_once('-').unwrap();
         assert_eq!(time.len(), 20, "{k}");
         assert!(time.bytes().all(|b| b.is_ascii_digit()));
         assert_eq!(tag.len(), 8, "{k}");
     }
     let audit = w.claim_audit("acme");
-    let events: Vec<(&str, &str)> = audit
-        .iter()
-        .map(|a| (a["event"].as_str().unwrap(), a["action"].as_str().unwrap()))
-        .collect();
+    let events: Vec<(&str, &str)> = audit.iter().map(|a| (a["event"].as_str().unwrap(), a["action"].as_str().unwrap())).collect();
     let want = [
         ("granted", "claim_note"),
         ("renewed", "claim_note"),

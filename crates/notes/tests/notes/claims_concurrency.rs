@@ -1,8 +1,8 @@
 //! Two actors claiming one target at once: exactly one wins (the head CAS decides).
 use std::sync::Barrier;
 
-use cairn_notes::{ActorType, Identity, SimEnv};
 use crate::common::*;
+use cairn_notes::{ActorType, Identity, SimEnv};
 use serde_json::{Value, json};
 
 fn claim(kv: &TestKv, seed: u64, who: &Identity, args: Value, barrier: &Barrier) -> Value {
@@ -23,14 +23,8 @@ fn exactly_one_of_two_concurrent_claimers_wins() {
         // Same whole note, same tab, or whole note against a tab: always exclusive.
         let (ta, tb) = match round % 3 {
             0 => (json!({"note_id": note}), json!({"note_id": note})),
-            1 => (
-                json!({"note_id": note, "tab_id": deck}),
-                json!({"note_id": note, "tab_id": deck}),
-            ),
-            _ => (
-                json!({"note_id": note}),
-                json!({"note_id": note, "tab_id": "markdown"}),
-            ),
+            1 => (json!({"note_id": note, "tab_id": deck}), json!({"note_id": note, "tab_id": deck})),
+            _ => (json!({"note_id": note}), json!({"note_id": note, "tab_id": "markdown"})),
         };
         let barrier = Barrier::new(2);
         let kv = &w.kv;
@@ -50,11 +44,7 @@ fn exactly_one_of_two_concurrent_claimers_wins() {
         let board = w.board(&a);
         assert_eq!(board.len(), 1, "round {round}: one claim stored");
         assert_eq!(board[0]["claim_id"], winner["claim_id"]);
-        w.ok(
-            who,
-            "release_claim",
-            json!({"claim_id": winner["claim_id"]}),
-        );
+        w.ok(who, "release_claim", json!({"claim_id": winner["claim_id"]}));
     }
     assert_eq!(wins[0] + wins[1], 120);
 }
@@ -72,9 +62,7 @@ fn claimers_and_writers_racing_never_write_under_someone_elses_claim() {
             s.spawn(move || {
                 let who = identity("acme", &format!("w{t}"), ActorType::Agent);
                 let mut env = SimEnv::new(50 + t);
-                let call = |env: &mut SimEnv, tool: &str, args: Value| {
-                    checked_call(kv, env, &who, tool, args)["structuredContent"].clone()
-                };
+                let call = |env: &mut SimEnv, tool: &str, args: Value| checked_call(kv, env, &who, tool, args)["structuredContent"].clone();
                 for i in 0..15 {
                     let claim = loop {
                         let c = call(&mut env, "claim_note", json!({"note_id": note}));
@@ -84,11 +72,7 @@ fn claimers_and_writers_racing_never_write_under_someone_elses_claim() {
                         assert_eq!(c["error"], "claim_conflict");
                         std::thread::yield_now();
                     };
-                    let read = call(
-                        &mut env,
-                        "read_note_tab",
-                        json!({"note_id": note, "tab_id": "markdown"}),
-                    );
+                    let read = call(&mut env, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
                     let text = format!("{}w{t}-{i}\n", read["text"].as_str().unwrap());
                     let r = call(
                         &mut env,
@@ -97,23 +81,13 @@ fn claimers_and_writers_racing_never_write_under_someone_elses_claim() {
                         "expected_version": read["version"], "idempotency_key": format!("w{t}-{i}"),
                         "operation": "replace_text", "text": text}),
                     );
-                    assert!(
-                        r.get("error").is_none(),
-                        "a holder's write with a fresh read passes: {r}"
-                    );
-                    let rel = call(
-                        &mut env,
-                        "release_claim",
-                        json!({"claim_id": claim["claim_id"]}),
-                    );
+                    assert!(r.get("error").is_none(), "a holder's write with a fresh read passes: {r}");
+                    let rel = call(&mut env, "release_claim", json!({"claim_id": claim["claim_id"]}));
                     assert_eq!(rel["released"], true);
                 }
             });
         }
     });
-    let text = w.tab(&human("acme"), &note, "markdown")["text"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let text = w.tab(&human("acme"), &note, "markdown")["text"].as_str().unwrap().to_string();
     assert_eq!(text.lines().count(), 45, "no line lost");
 }

@@ -8,11 +8,7 @@ fn lapsed_claim_never_blocks_and_never_shows() {
     let ada = human("acme");
     let bot = agent("acme");
     let note = w.note(&ada, "Plan", true);
-    let c = w.ok(
-        &bot,
-        "claim_note",
-        json!({"note_id": note, "ttl_seconds": 5}),
-    );
+    let c = w.ok(&bot, "claim_note", json!({"note_id": note, "ttl_seconds": 5}));
     let id = c["claim_id"].as_str().unwrap().to_string();
     let r = w.edit_markdown(&ada, &note, "person", "p1");
     assert_eq!(r["error"], "claim_conflict", "live claims block");
@@ -25,11 +21,7 @@ fn lapsed_claim_never_blocks_and_never_shows() {
     let r = w.edit_markdown(&ada, &note, "person", "p2");
     assert!(r.get("error").is_none(), "{r}");
     // The write's commit dropped it: expiry is a release with reason expired.
-    let expired: Vec<_> = w
-        .claim_audit("acme")
-        .into_iter()
-        .filter(|a| a["event"] == "expired")
-        .collect();
+    let expired: Vec<_> = w.claim_audit("acme").into_iter().filter(|a| a["event"] == "expired").collect();
     assert_eq!(expired.len(), 1);
     assert_eq!(expired[0]["claim_id"], id.as_str());
     assert_eq!(expired[0]["reason"], "expired");
@@ -38,17 +30,8 @@ fn lapsed_claim_never_blocks_and_never_shows() {
     // A lapsed claim cannot be renewed or noted; releasing it says it already ended.
     let r = w.refused(&bot, "renew_claim", json!({"claim_id": id}));
     assert_eq!(r["error"], "not_found");
-    assert!(
-        r["next_step"]
-            .as_str()
-            .unwrap()
-            .contains("claim the target again")
-    );
-    let r = w.refused(
-        &bot,
-        "post_claim_note",
-        json!({"claim_id": id, "text": "still here"}),
-    );
+    assert!(r["next_step"].as_str().unwrap().contains("claim the target again"));
+    let r = w.refused(&bot, "post_claim_note", json!({"claim_id": id, "text": "still here"}));
     assert_eq!(r["error"], "not_found");
     let r = w.ok(&bot, "release_claim", json!({"claim_id": id}));
     assert_eq!(r["already_released"], true);
@@ -60,17 +43,10 @@ fn a_lapsed_claim_is_not_renewed_by_a_heartbeat_but_replaced() {
     let mut w = World::new();
     let bot = agent("acme");
     let note = w.note(&human("acme"), "Plan", true);
-    let first = w.ok(
-        &bot,
-        "claim_note",
-        json!({"note_id": note, "ttl_seconds": 1}),
-    );
+    let first = w.ok(&bot, "claim_note", json!({"note_id": note, "ttl_seconds": 1}));
     w.advance_s(2);
     let second = w.claim(&bot, &note, None);
     assert_eq!(second["renewed"], false);
-    assert_ne!(
-        second["claim_id"], first["claim_id"],
-        "ids are never reused"
-    );
+    assert_ne!(second["claim_id"], first["claim_id"], "ids are never reused");
     assert_eq!(w.board(&bot).len(), 1);
 }

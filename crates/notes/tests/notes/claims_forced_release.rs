@@ -1,6 +1,6 @@
 //! Forced release: human admins only (a role check), audited with who did it.
-use cairn_notes::{ActorType, rest};
 use crate::common::*;
+use cairn_notes::{ActorType, rest};
 
 #[test]
 fn forced_release_is_for_human_admins_only() {
@@ -32,10 +32,7 @@ fn forced_release_is_for_human_admins_only() {
     assert_eq!(forced[0]["claim_id"], id.as_str());
     assert_eq!(forced[0]["by"]["subject"], "root");
     assert_eq!(forced[0]["holder"]["subject"], "claude");
-    let denied = audit
-        .iter()
-        .filter(|a| a["action"] == "force_release_claim" && a["error"] == "forbidden")
-        .count();
+    let denied = audit.iter().filter(|a| a["action"] == "force_release_claim" && a["error"] == "forbidden").count();
     assert_eq!(denied, 3, "every denied attempt is audited");
     // The holder learns why its claim ended.
     let r = rest::release_claim(&w.kv, &mut w.env, &bot, &id).unwrap();

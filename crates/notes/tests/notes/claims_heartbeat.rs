@@ -1,6 +1,6 @@
 //! Claiming what you already hold is a heartbeat, and renew_claim extends a live claim.
-use cairn_notes::rest;
 use crate::common::*;
+use cairn_notes::rest;
 use serde_json::json;
 
 #[test]
@@ -53,11 +53,7 @@ fn renew_extends_a_live_claim_by_its_own_ttl_or_a_new_one() {
     let mut w = World::new();
     let bot = agent("acme");
     let note = w.note(&human("acme"), "Plan", true);
-    let c = w.ok(
-        &bot,
-        "claim_note",
-        json!({"note_id": note, "ttl_seconds": 120}),
-    );
+    let c = w.ok(&bot, "claim_note", json!({"note_id": note, "ttl_seconds": 120}));
     let id = c["claim_id"].clone();
     w.advance_s(100);
     let r = w.ok(&bot, "renew_claim", json!({"claim_id": id}));
@@ -65,15 +61,10 @@ fn renew_extends_a_live_claim_by_its_own_ttl_or_a_new_one() {
     assert_eq!(r["ttl_seconds"], 120);
     assert_eq!(r["expires_at"], "2026-01-01T00:03:40.000030Z");
     w.advance_s(100);
-    let r = w.ok(
-        &bot,
-        "renew_claim",
-        json!({"claim_id": id, "ttl_seconds": 3600}),
-    );
+    let r = w.ok(&bot, "renew_claim", json!({"claim_id": id, "ttl_seconds": 3600}));
     assert_eq!(r["expires_at"], "2026-01-01T01:03:20.000040Z");
     assert_eq!(r["claim_id"], id);
-    let rest_renew =
-        rest::renew_claim(&w.kv, &mut w.env, &bot, id.as_str().unwrap(), json!({})).unwrap();
+    let rest_renew = rest::renew_claim(&w.kv, &mut w.env, &bot, id.as_str().unwrap(), json!({})).unwrap();
     assert_eq!(rest_renew.status, 200);
     assert_eq!(rest_renew.body["ttl_seconds"], 3600);
 }

@@ -1,6 +1,6 @@
 //! Only the holder (same tenant and subject) may renew, release or post on a claim.
-use cairn_notes::{ActorType, rest};
 use crate::common::*;
+use cairn_notes::{ActorType, rest};
 use serde_json::json;
 
 #[test]
@@ -11,19 +11,12 @@ fn only_the_holder_may_renew_release_or_post() {
     let c = w.claim(&bot, &note, Some("markdown"));
     let id = c["claim_id"].clone();
     // Others of the same tenant: another agent subject, and a person (even an admin).
-    let others = [
-        identity("acme", "codex", ActorType::Agent),
-        human("acme"),
-        admin("acme", "root", ActorType::Human),
-    ];
+    let others = [identity("acme", "codex", ActorType::Agent), human("acme"), admin("acme", "root", ActorType::Human)];
     for other in &others {
         for (tool, args) in [
             ("renew_claim", json!({"claim_id": id})),
             ("release_claim", json!({"claim_id": id})),
-            (
-                "post_claim_note",
-                json!({"claim_id": id, "text": "mine now"}),
-            ),
+            ("post_claim_note", json!({"claim_id": id, "text": "mine now"})),
         ] {
             let r = w.refused(other, tool, args);
             assert_eq!(r["error"], "forbidden", "{} {tool}", other.subject);
@@ -40,11 +33,7 @@ fn only_the_holder_may_renew_release_or_post() {
     // The same subject under another display name is the holder.
     let mut renamed = bot.clone();
     renamed.display_name = "Claude (restarted)".into();
-    w.ok(
-        &renamed,
-        "post_claim_note",
-        json!({"claim_id": id, "text": "still on it"}),
-    );
+    w.ok(&renamed, "post_claim_note", json!({"claim_id": id, "text": "still on it"}));
     w.ok(&renamed, "renew_claim", json!({"claim_id": id}));
     let r = w.ok(&renamed, "release_claim", json!({"claim_id": id}));
     assert_eq!(r["released"], true);

@@ -1,6 +1,6 @@
 //! The holder's own writes pass its claims; claims never replace the version check.
-use cairn_notes::rest;
 use crate::common::*;
+use cairn_notes::rest;
 use serde_json::json;
 
 #[test]
@@ -37,26 +37,10 @@ fn a_tab_holder_writes_its_tab_and_others_still_need_the_current_version() {
     let bot = agent("acme");
     let note = w.note(&ada, "Plan", true);
     w.claim_ok(&ada, &note, Some("markdown"));
-    let r = rest::write_tab(
-        &w.kv,
-        &mut w.env,
-        &ada,
-        &note,
-        "markdown",
-        json!({"expected_version": 1, "text": "person text"}),
-    )
-    .unwrap();
+    let r = rest::write_tab(&w.kv, &mut w.env, &ada, &note, "markdown", json!({"expected_version": 1, "text": "person text"})).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
     // Holding a claim does not excuse a stale version.
-    let r = rest::write_tab(
-        &w.kv,
-        &mut w.env,
-        &ada,
-        &note,
-        "markdown",
-        json!({"expected_version": 1, "text": "stale"}),
-    )
-    .unwrap();
+    let r = rest::write_tab(&w.kv, &mut w.env, &ada, &note, "markdown", json!({"expected_version": 1, "text": "stale"})).unwrap();
     assert_eq!(r.status, 409);
     assert_eq!(r.body["error"], "version_conflict");
     // The agent writes another tab meanwhile.
@@ -72,15 +56,7 @@ fn deleting_a_claimed_tab_ends_its_holders_claim() {
     let deck = w.create_tab(&ada, &note, "slides", "Deck");
     let id = w.claim_ok(&ada, &note, Some(&deck));
     let v = w.version(&ada, &note);
-    let r = rest::delete_tab(
-        &w.kv,
-        &mut w.env,
-        &ada,
-        &note,
-        &deck,
-        json!({"expected_version": v}),
-    )
-    .unwrap();
+    let r = rest::delete_tab(&w.kv, &mut w.env, &ada, &note, &deck, json!({"expected_version": v})).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(w.board(&ada).is_empty());
     let again = w.ok(&ada, "release_claim", json!({"claim_id": id}));

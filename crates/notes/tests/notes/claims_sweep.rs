@@ -1,15 +1,10 @@
 //! The sweep releases lapsed claims (reason expired) and costs one read when nothing is due.
-use cairn_notes::sweep_expired_claims;
 use crate::common::*;
+use cairn_notes::sweep_expired_claims;
 use serde_json::{Value, json};
 
 fn index(w: &World, tenant: &str) -> Value {
-    let raw =
-        w.kv.dump()
-            .into_iter()
-            .find(|(k, _)| k == &format!("t/{tenant}/claims/index"))
-            .map(|(_, v)| v)
-            .expect("the claim index exists");
+    let raw = w.kv.dump().into_iter().find(|(k, _)| k == &format!("t/{tenant}/claims/index")).map(|(_, v)| v).expect("the claim index exists");
     serde_json::from_slice(&raw).unwrap()
 }
 
@@ -18,23 +13,10 @@ fn sweep_releases_expired_claims() {
     let mut w = World::new();
     let ada = human("acme");
     let bot = agent("acme");
-    let notes: Vec<String> = (0..4)
-        .map(|i| w.note(&ada, &format!("N{i}"), true))
-        .collect();
-    let short: Vec<String> = notes[..3]
-        .iter()
-        .map(|n| {
-            w.ok(&bot, "claim_note", json!({"note_id": n, "ttl_seconds": 30}))["claim_id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    let long = w.ok(
-        &ada,
-        "claim_note",
-        json!({"note_id": notes[3], "ttl_seconds": 3600}),
-    );
+    let notes: Vec<String> = (0..4).map(|i| w.note(&ada, &format!("N{i}"), true)).collect();
+    let short: Vec<String> =
+        notes[..3].iter().map(|n| w.ok(&bot, "claim_note", json!({"note_id": n, "ttl_seconds": 30}))["claim_id"].as_str().unwrap().to_string()).collect();
+    let long = w.ok(&ada, "claim_note", json!({"note_id": notes[3], "ttl_seconds": 3600}));
     assert_eq!(index(&w, "acme")["notes"].as_object().unwrap().len(), 4);
     // Nothing due yet: nothing released.
     assert_eq!(sweep_expired_claims(&w.kv, &mut w.env, "acme").unwrap(), 0);
@@ -54,12 +36,7 @@ fn sweep_releases_expired_claims() {
     assert_eq!(got, want);
     // The heads no longer hold them; the index lists only the note still claimed.
     for n in &notes[..3] {
-        let raw =
-            w.kv.dump()
-                .into_iter()
-                .find(|(k, _)| k == &format!("t/acme/note/{n}"))
-                .unwrap()
-                .1;
+        let raw = w.kv.dump().into_iter().find(|(k, _)| k == &format!("t/acme/note/{n}")).unwrap().1;
         let head: Value = serde_json::from_slice(&raw).unwrap();
         assert_eq!(head["claims"], json!([]), "head of {n} still holds a claim");
     }
@@ -97,35 +74,19 @@ fn a_note_claimed_again_after_a_sweep_stays_on_the_board_and_gets_swept_again() 
     let mut w = World::new();
     let ada = human("acme");
     let note = w.note(&ada, "Plan", true);
-    w.ok(
-        &ada,
-        "claim_note",
-        json!({"note_id": note, "ttl_seconds": 10}),
-    );
+    w.ok(&ada, "claim_note", json!({"note_id": note, "ttl_seconds": 10}));
     w.advance_s(11);
     assert_eq!(sweep_expired_claims(&w.kv, &mut w.env, "acme").unwrap(), 1);
     assert!(index(&w, "acme")["notes"].as_object().unwrap().is_empty());
     // Claimed again: back on the index, so the board and the sweep find it.
-    w.ok(
-        &ada,
-        "claim_note",
-        json!({"note_id": note, "ttl_seconds": 10}),
-    );
+    w.ok(&ada, "claim_note", json!({"note_id": note, "ttl_seconds": 10}));
     assert_eq!(w.board(&ada).len(), 1);
     w.advance_s(11);
     assert_eq!(sweep_expired_claims(&w.kv, &mut w.env, "acme").unwrap(), 1);
     // A heartbeat that outlives the indexed due time only makes the sweep look early.
-    let c = w.ok(
-        &ada,
-        "claim_note",
-        json!({"note_id": note, "ttl_seconds": 10}),
-    );
+    let c = w.ok(&ada, "claim_note", json!({"note_id": note, "ttl_seconds": 10}));
     w.advance_s(5);
-    w.ok(
-        &ada,
-        "renew_claim",
-        json!({"claim_id": c["claim_id"], "ttl_seconds": 100}),
-    );
+    w.ok(&ada, "renew_claim", json!({"claim_id": c["claim_id"], "ttl_seconds": 100}));
     w.advance_s(6);
     assert_eq!(sweep_expired_claims(&w.kv, &mut w.env, "acme").unwrap(), 0);
     assert_eq!(w.board(&ada).len(), 1);
@@ -140,9 +101,7 @@ fn sweeping_while_others_claim_never_takes_a_claimed_note_off_the_index() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let mut w = World::new();
     let ada = human("acme");
-    let notes: Vec<String> = (0..4)
-        .map(|i| w.note(&ada, &format!("N{i}"), true))
-        .collect();
+    let notes: Vec<String> = (0..4).map(|i| w.note(&ada, &format!("N{i}"), true)).collect();
     let start = w.env.now_us;
     let kv = &w.kv;
     let done = AtomicBool::new(false);
@@ -175,22 +134,10 @@ fn sweeping_while_others_claim_never_takes_a_claimed_note_off_the_index() {
                         }
                         env.now_us += 200_000;
                         let n = &notes[((round / 3 + t) % 4) as usize];
-                        let c = checked_call(
-                            kv,
-                            &mut env,
-                            &who,
-                            "claim_note",
-                            json!({"note_id": n, "ttl_seconds": 1 + round % 3}),
-                        );
+                        let c = checked_call(kv, &mut env, &who, "claim_note", json!({"note_id": n, "ttl_seconds": 1 + round % 3}));
                         let c = &c["structuredContent"];
                         if c.get("error").is_none() && round % 5 == 0 {
-                            checked_call(
-                                kv,
-                                &mut env,
-                                &who,
-                                "release_claim",
-                                json!({"claim_id": c["claim_id"]}),
-                            );
+                            checked_call(kv, &mut env, &who, "release_claim", json!({"claim_id": c["claim_id"]}));
                         }
                     }
                 })
@@ -215,11 +162,7 @@ fn sweeping_while_others_claim_never_takes_a_claimed_note_off_the_index() {
         for c in head["claims"].as_array().unwrap() {
             claims_in_heads += 1;
             let due = idx["notes"][n].as_u64();
-            assert!(
-                due.is_some_and(|d| d <= c["expires_at"].as_u64().unwrap()),
-                "claim {} of {n} is not indexed in time (index: {idx})",
-                c["claim_id"]
-            );
+            assert!(due.is_some_and(|d| d <= c["expires_at"].as_u64().unwrap()), "claim {} of {n} is not indexed in time (index: {idx})", c["claim_id"]);
         }
     }
     // Seen from the start time, every claim in a head is live: the board lists them all.

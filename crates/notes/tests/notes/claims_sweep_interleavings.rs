@@ -2,9 +2,9 @@
 //! the tenant's claim index, so the sweep and the presence board find it.
 use std::cell::{Cell, RefCell};
 
+use crate::common::*;
 use cairn_kv::{Observed, Read, Store, Swap};
 use cairn_notes::{ActorType, SimEnv, sweep_expired_claims};
-use crate::common::*;
 use serde_json::{Value, json};
 
 /// A store that runs `hook` (once) just before its `at`-th operation.
@@ -21,12 +21,7 @@ unsafe impl Sync for HookKv<'_> {}
 
 impl<'a> HookKv<'a> {
     fn new(inner: &'a TestKv, at: usize, hook: impl FnOnce() + 'a) -> Self {
-        HookKv {
-            inner,
-            ops: Cell::new(0),
-            at,
-            hook: RefCell::new(Some(Box::new(hook))),
-        }
+        HookKv { inner, ops: Cell::new(0), at, hook: RefCell::new(Some(Box::new(hook))) }
     }
 
     fn tick(&self) {
@@ -88,11 +83,7 @@ impl Store for HookKv<'_> {
 /// Every claim in a head is listed on the index with a due time no later than its expiry.
 fn assert_indexed(kv: &TestKv, what: &str) -> usize {
     let dump = kv.dump();
-    let idx: Value = dump
-        .iter()
-        .find(|(k, _)| k == "t/acme/claims/index")
-        .map(|(_, v)| serde_json::from_slice(v).unwrap())
-        .unwrap_or(json!({"notes": {}}));
+    let idx: Value = dump.iter().find(|(k, _)| k == "t/acme/claims/index").map(|(_, v)| serde_json::from_slice(v).unwrap()).unwrap_or(json!({"notes": {}}));
     let mut claims = 0;
     for (k, v) in &dump {
         let Some(n) = k.strip_prefix("t/acme/note/") else {
@@ -101,14 +92,8 @@ fn assert_indexed(kv: &TestKv, what: &str) -> usize {
         let head: Value = serde_json::from_slice(v).unwrap();
         for c in head["claims"].as_array().unwrap() {
             claims += 1;
-            let ok = idx["notes"][n]
-                .as_u64()
-                .is_some_and(|d| d <= c["expires_at"].as_u64().unwrap());
-            assert!(
-                ok,
-                "{what}: claim {} is not indexed in time; index {idx}",
-                c["claim_id"]
-            );
+            let ok = idx["notes"][n].as_u64().is_some_and(|d| d <= c["expires_at"].as_u64().unwrap());
+            assert!(ok, "{what}: claim {} is not indexed in time; index {idx}", c["claim_id"]);
         }
     }
     claims
@@ -122,17 +107,12 @@ fn world(state: &str) -> (World, String) {
     let note = w.note(&ada, "Plan", true);
     match state {
         "lapsed" => {
-            w.ok(
-                &ada,
-                "claim_note",
-                json!({"note_id": note, "ttl_seconds": 1}),
-            );
+            w.ok(&ada, "claim_note", json!({"note_id": note, "ttl_seconds": 1}));
             w.advance_s(2);
         }
         "stale" => {
             let idx = json!({"rev": 7, "notes": {note.clone(): 0}});
-            w.kv.set("default", "t/acme/claims/index", idx.to_string().as_bytes())
-                .unwrap();
+            w.kv.set("default", "t/acme/claims/index", idx.to_string().as_bytes()).unwrap();
         }
         _ => unreachable!(),
     }
@@ -155,16 +135,9 @@ fn a_sweep_between_any_two_steps_of_a_claim_keeps_the_claim_indexed() {
             env.now_us = now;
             let bot = identity("acme", "bot", ActorType::Agent);
             let r = checked_call(&kv, &mut env, &bot, "claim_note", json!({"note_id": note}));
-            assert_eq!(
-                r["isError"], false,
-                "{state} at {at}: {}",
-                r["structuredContent"]
-            );
+            assert_eq!(r["isError"], false, "{state} at {at}: {}", r["structuredContent"]);
             let fired = kv.fired();
-            assert_eq!(
-                assert_indexed(inner, &format!("{state}, sweep before op {at}")),
-                1
-            );
+            assert_eq!(assert_indexed(inner, &format!("{state}, sweep before op {at}")), 1);
             if !fired {
                 assert!(at > 3, "the claim took at least a few store operations");
                 break;
@@ -184,13 +157,7 @@ fn a_claim_between_any_two_steps_of_a_sweep_stays_indexed() {
                 let mut env = SimEnv::new(7);
                 env.now_us = now;
                 let bot = identity("acme", "bot", ActorType::Agent);
-                let r = checked_call(
-                    inner,
-                    &mut env,
-                    &bot,
-                    "claim_note",
-                    json!({"note_id": note}),
-                );
+                let r = checked_call(inner, &mut env, &bot, "claim_note", json!({"note_id": note}));
                 assert_eq!(r["isError"], false, "{}", r["structuredContent"]);
             });
             let mut env = SimEnv::new(8);

@@ -14,20 +14,10 @@ fn tab_claims_on_two_tabs_coexist() {
     let b = w.claim_ok(&bot, &note, Some(&deck));
     assert_ne!(a, b);
     let board = w.board(&ada);
-    let mut held: Vec<(String, String)> = board
-        .iter()
-        .map(|c| {
-            (
-                c["tab_id"].as_str().unwrap().to_string(),
-                c["held_by"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let mut held: Vec<(String, String)> =
+        board.iter().map(|c| (c["tab_id"].as_str().unwrap().to_string(), c["held_by"].as_str().unwrap().to_string())).collect();
     held.sort();
-    let mut expected = vec![
-        ("markdown".to_string(), "ADA".to_string()),
-        (deck.clone(), "CLAUDE".to_string()),
-    ];
+    let mut expected = vec![("markdown".to_string(), "ADA".to_string()), (deck.clone(), "CLAUDE".to_string())];
     expected.sort();
     assert_eq!(held, expected);
 }
@@ -46,21 +36,14 @@ fn two_claims_on_one_tab_conflict_and_the_refusal_names_the_holder_and_the_expir
     assert_eq!(granted["ttl_seconds"], 600);
     assert_eq!(granted["since"], "2026-01-01T00:00:00.000020Z");
     assert_eq!(granted["expires_at"], "2026-01-01T00:10:00.000020Z");
-    let r = w.refused(
-        &bot,
-        "claim_note",
-        json!({"note_id": note, "tab_id": "markdown"}),
-    );
+    let r = w.refused(&bot, "claim_note", json!({"note_id": note, "tab_id": "markdown"}));
     assert_eq!(r["error"], "claim_conflict");
     assert_eq!(r["claim_id"], granted["claim_id"]);
     assert_eq!(r["held_by"], "ADA");
     assert_eq!(r["actor_type"], "human");
     assert_eq!(r["since"], granted["since"]);
     assert_eq!(r["expires_at"], granted["expires_at"]);
-    assert_eq!(
-        r["next_step"],
-        "wait until expires_at or work on another target; do not write around the claim"
-    );
+    assert_eq!(r["next_step"], "wait until expires_at or work on another target; do not write around the claim");
     assert_eq!(w.board(&ada).len(), 1, "the refused claim was not recorded");
 }
 

@@ -1,6 +1,6 @@
 //! Claims never cross tenants, and agents see claims only on notes approved for agents.
-use cairn_notes::{ActorType, rest};
 use crate::common::*;
+use cairn_notes::{ActorType, rest};
 use serde_json::json;
 
 #[test]
@@ -51,13 +51,7 @@ fn agents_see_claims_only_on_notes_approved_for_agents() {
     assert_eq!(board.len(), 1);
     assert_eq!(board[0]["note_id"], open.as_str());
     assert_eq!(w.board(&ada).len(), 2);
-    assert_eq!(
-        w.refused(&bot, "list_claims", json!({"note_id": hidden}))["error"],
-        "not_found"
-    );
+    assert_eq!(w.refused(&bot, "list_claims", json!({"note_id": hidden}))["error"], "not_found");
     assert_eq!(w.claim(&bot, &hidden, None)["error"], "not_found");
-    assert_eq!(
-        w.refused(&bot, "renew_claim", json!({"claim_id": hidden_claim}))["error"],
-        "not_found"
-    );
+    assert_eq!(w.refused(&bot, "renew_claim", json!({"claim_id": hidden_claim}))["error"], "not_found");
 }

@@ -1,7 +1,7 @@
 //! Writes are refused with claim_conflict while another actor holds their target.
+use crate::common::*;
 use cairn_notes::Identity;
 use cairn_notes::rest::{self, RestReply};
-use crate::common::*;
 use serde_json::{Value, json};
 
 fn edit(note: &str, tab: &str, v: u64, key: &str) -> Value {
@@ -41,12 +41,7 @@ fn assert_conflict(r: &Value, claim: &Value) {
     assert_eq!(r["since"], claim["since"]);
     assert_eq!(r["expires_at"], claim["expires_at"]);
     assert!(r["current_version"].is_u64());
-    assert!(
-        r["next_step"]
-            .as_str()
-            .unwrap()
-            .contains("do not write around the claim")
-    );
+    assert!(r["next_step"].as_str().unwrap().contains("do not write around the claim"));
 }
 
 /// A people's write refused with 409 `claim_conflict`, naming `claim`.

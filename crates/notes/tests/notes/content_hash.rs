@@ -48,8 +48,5 @@ fn content_hash_is_the_sha256_of_the_text() {
     let ada = human("acme");
     let note = w.note(&ada, "Plan", true);
     let r = w.write_text(&ada, &note, "abc", "k1");
-    assert_eq!(
-        r["structuredContent"]["content_hash"],
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    );
+    assert_eq!(r["structuredContent"]["content_hash"], "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }

@@ -9,8 +9,8 @@
 //! by hand with e.g. `CAIRN_FUZZ_CASES=200000 cargo test --release -p cairn-notes --test fuzz_arguments`.
 //! A failure proptest finds is saved under `proptest-regressions/` and
 //! replayed first on every later run.
-use cairn_notes::tools::TOOLS;
 use crate::common::*;
+use cairn_notes::tools::TOOLS;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -80,7 +80,9 @@ fn valid(tool: &str, note: &str) -> Value {
         "read_sheet_range" => json!({"note_id": note, "tab_id": "markdown", "start_row": 0, "start_col": 0, "num_rows": 1, "num_cols": 1}),
         "create_note_tab" => json!({"note_id": note, "expected_version": 1, "idempotency_key": "k", "tab_type": "slides"}),
         "add_note_source" => json!({"note_id": note, "expected_version": 1, "idempotency_key": "k", "url": "https://example.com", "title": "t"}),
-        "edit_note_tab" => json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "k", "operation": "append_text", "text": "x"}),
+        "edit_note_tab" => {
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": 1, "idempotency_key": "k", "operation": "append_text", "text": "x"})
+        }
         _ => json!({"note_id": note, "tab_id": "markdown"}),
     }
 }

@@ -14,12 +14,7 @@ fn cases() -> u32 {
 }
 
 fn cell() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        "[a-z]{0,6}".prop_map(Value::from),
-        (-1000i64..1000).prop_map(Value::from),
-        any::<bool>().prop_map(Value::from),
-    ]
+    prop_oneof![Just(Value::Null), "[a-z]{0,6}".prop_map(Value::from), (-1000i64..1000).prop_map(Value::from), any::<bool>().prop_map(Value::from),]
 }
 
 fn place() -> impl Strategy<Value = i64> {

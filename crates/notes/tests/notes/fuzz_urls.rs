@@ -13,10 +13,19 @@ fn cases() -> u32 {
 /// URL-shaped strings: a scheme or none, user info, hosts with case and
 /// `www.`, ports, paths, queries with `utm_*`, fragments, and noise.
 fn url_like() -> impl Strategy<Value = String> {
-    let scheme = prop_oneof![Just("".to_string()), Just("http://".to_string()), Just("https://".to_string()), Just("HTTPS://".to_string()), Just("ftp://".to_string()), Just("javascript:".to_string()), "[a-z]{1,5}:"];
+    let scheme = prop_oneof![
+        Just("".to_string()),
+        Just("http://".to_string()),
+        Just("https://".to_string()),
+        Just("HTTPS://".to_string()),
+        Just("ftp://".to_string()),
+        Just("javascript:".to_string()),
+        "[a-z]{1,5}:"
+    ];
     let user = prop_oneof![Just("".to_string()), Just("u:p@".to_string()), Just("@".to_string())];
     let host = prop_oneof![Just("www.Example.COM".to_string()), Just("example.com".to_string()), "[A-Za-z0-9.-]{0,20}", Just("[::1]".to_string())];
-    let port = prop_oneof![Just("".to_string()), Just(":443".to_string()), Just(":80".to_string()), Just(":8080".to_string()), Just(":".to_string()), ":[0-9]{1,7}"];
+    let port =
+        prop_oneof![Just("".to_string()), Just(":443".to_string()), Just(":80".to_string()), Just(":8080".to_string()), Just(":".to_string()), ":[0-9]{1,7}"];
     let path = "(/[A-Za-z0-9%._~-]{0,8}){0,4}/?".prop_map(String::from);
     let query = prop_oneof![Just("".to_string()), "\\?(utm_[a-z]{1,6}=[a-z0-9]{0,4}&?|[a-z]{1,4}=[a-z0-9]{0,4}&?){0,4}"];
     let frag = prop_oneof![Just("".to_string()), Just("#top".to_string()), Just("#".to_string())];

@@ -2,8 +2,8 @@
 //! with `at_version`), listed newest first (`list_note_history`), diffed and
 //! restored by people; a restore is an ordinary conditional write that adds
 //! a version; history never crosses tenants or shows agents a hidden note.
-use cairn_notes::rest;
 use crate::common::*;
+use cairn_notes::rest;
 use serde_json::{Value, json};
 
 fn read_at(w: &mut World, who: &cairn_notes::env::Identity, note: &str, tab: &str, v: u64) -> Value {
@@ -44,8 +44,12 @@ fn history_lists_versions_newest_first_in_pages() {
     // More than the head keeps, so the older entries come from their own keys.
     for i in 0..12 {
         let v = w.version(&ada, &note);
-        let r = w.call(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
-            "idempotency_key": format!("a{i}"), "operation": "append_text", "text": format!("line {i}")}));
+        let r = w.call(
+            &ada,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
+            "idempotency_key": format!("a{i}"), "operation": "append_text", "text": format!("line {i}")}),
+        );
         assert_eq!(r["isError"], false, "{r}");
     }
     let mut seen = Vec::new();
@@ -95,8 +99,12 @@ fn a_deleted_tab_reads_at_its_old_versions_and_restores_under_its_old_id() {
     let note = w.note(&ada, "Deck", true);
     let slides = w.create_tab(&ada, &note, "slides", "Pitch");
     let v = w.version(&ada, &note);
-    w.ok(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": slides, "expected_version": v, "idempotency_key": "s1",
-        "operation": "slide_add", "title": "Why now"}));
+    w.ok(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": slides, "expected_version": v, "idempotency_key": "s1",
+        "operation": "slide_add", "title": "Why now"}),
+    );
     let before_delete = w.version(&ada, &note);
     let r = rest::delete_tab(&w.kv, &mut w.env, &ada, &note, &slides, json!({"expected_version": before_delete})).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
@@ -109,8 +117,9 @@ fn a_deleted_tab_reads_at_its_old_versions_and_restores_under_its_old_id() {
     assert_eq!(gone["error"], "not_found", "{gone}");
     // Restoring brings it back under the same id, as a new version.
     let now = w.version(&ada, &note);
-    let r = rest::restore_tab(&w.kv, &mut w.env, &ada, &note, &slides,
-        json!({"from_version": before_delete, "expected_version": now, "idempotency_key": "r1"})).unwrap();
+    let r =
+        rest::restore_tab(&w.kv, &mut w.env, &ada, &note, &slides, json!({"from_version": before_delete, "expected_version": now, "idempotency_key": "r1"}))
+            .unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["undeleted"], true);
     assert_eq!(r.body["version"], now + 1);
@@ -137,7 +146,8 @@ fn restore_creates_a_new_version_and_the_old_one_stays() {
     // Nothing in the past moved.
     assert_eq!(read_at(&mut w, &ada, &note, "markdown", 4)["text"], "one\ntwo\nthree\n");
     // A replay answers the first result; nothing new is written.
-    let again = rest::restore_tab(&w.kv, &mut w.env, &ada, &note, "markdown", json!({"from_version": 2, "expected_version": 4, "idempotency_key": "r"})).unwrap();
+    let again =
+        rest::restore_tab(&w.kv, &mut w.env, &ada, &note, "markdown", json!({"from_version": 2, "expected_version": 4, "idempotency_key": "r"})).unwrap();
     assert_eq!(again.body["replayed"], true);
     assert_eq!(w.version(&ada, &note), 5);
 }

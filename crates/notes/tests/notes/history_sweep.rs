@@ -3,9 +3,9 @@
 //! the sweep ever loses a blob it committed.
 use std::collections::BTreeMap;
 
+use crate::common::*;
 use cairn_notes::env::{Identity, Retention};
 use cairn_notes::{HistorySweep, SimEnv, Store, rest, sweep_history};
-use crate::common::*;
 use serde_json::{Value, json};
 
 const DAY: u64 = 24 * 3600 * SECOND;
@@ -147,7 +147,9 @@ fn a_restore_after_the_sweep_brings_back_a_retained_version_and_its_content_surv
     let old = read_at(&mut w, &ada, &note, "markdown", top - 4)["text"].clone();
     w.advance_s(2 * DAY / SECOND);
     sweep(&mut w);
-    let r = rest::restore_tab(&w.kv, &mut w.env, &ada, &note, "markdown", json!({"from_version": top - 4, "expected_version": top, "idempotency_key": "restore"})).unwrap();
+    let r =
+        rest::restore_tab(&w.kv, &mut w.env, &ada, &note, "markdown", json!({"from_version": top - 4, "expected_version": top, "idempotency_key": "restore"}))
+            .unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
     for i in 0..10 {
         for _ in 0..3 {
@@ -234,10 +236,8 @@ fn writes_racing_the_sweep_never_lose_a_blob_they_committed() {
     kv.faults().set_swap_latency(std::time::Duration::from_micros(100));
     let ada = human("acme");
     let mut env = SimEnv::new(3);
-    let note = rest::create_note(&kv, &mut env, &ada, json!({"title": "Raced", "approved_for_agents": true})).unwrap().body["note_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let note =
+        rest::create_note(&kv, &mut env, &ada, json!({"title": "Raced", "approved_for_agents": true})).unwrap().body["note_id"].as_str().unwrap().to_string();
     let done = std::sync::atomic::AtomicBool::new(false);
     let sweeps = std::thread::scope(|s| {
         let sweeper = s.spawn(|| {
@@ -258,8 +258,14 @@ fn writes_racing_the_sweep_never_lose_a_blob_they_committed() {
                 let v = read["structuredContent"]["version"].clone();
                 // Every other write repeats an earlier text: the same hash again.
                 let text = format!("text {}", if i % 2 == 0 { i % 7 } else { i });
-                let r = checked_call(&kv, &mut env, &ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown",
-                    "expected_version": v, "idempotency_key": format!("w{i}-{v}"), "operation": "replace_text", "text": text}));
+                let r = checked_call(
+                    &kv,
+                    &mut env,
+                    &ada,
+                    "edit_note_tab",
+                    json!({"note_id": note, "tab_id": "markdown",
+                    "expected_version": v, "idempotency_key": format!("w{i}-{v}"), "operation": "replace_text", "text": text}),
+                );
                 if r["isError"] == false {
                     last = text;
                     break;
@@ -290,7 +296,12 @@ mod quotas {
         w.note(&ada, "two", true);
         let before = w.kv.dump();
         let r = rest::create_note(&w.kv, &mut w.env, &ada, json!({"title": "three"})).unwrap();
-        assert_eq!((r.status, r.body["error"].as_str(), r.body["quota"].as_str(), r.body["limit"].as_u64()), (507, Some("quota_exceeded"), Some("quota_notes"), Some(2)), "{}", r.body);
+        assert_eq!(
+            (r.status, r.body["error"].as_str(), r.body["quota"].as_str(), r.body["limit"].as_u64()),
+            (507, Some("quota_exceeded"), Some("quota_notes"), Some(2)),
+            "{}",
+            r.body
+        );
         assert_eq!(w.kv.dump(), before, "nothing written");
     }
 
@@ -309,13 +320,21 @@ mod quotas {
         // Past the quota as counted by the sweep: refused, naming it, nothing written.
         let v = w.version(&ada, &note);
         let before = w.kv.notes_state();
-        let r = w.refused(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": "big",
-            "operation": "replace_text", "text": "z".repeat(15_000)}));
+        let r = w.refused(
+            &ada,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": "big",
+            "operation": "replace_text", "text": "z".repeat(15_000)}),
+        );
         assert_eq!((r["error"].as_str(), r["quota"].as_str(), r["limit"].as_u64()), (Some("quota_exceeded"), Some("quota_bytes"), Some(40_000)), "{r}");
         assert_eq!(w.kv.notes_state(), before, "nothing written");
         // A write that stores nothing new still goes.
-        let r = w.ok(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": "tiny",
-            "operation": "replace_text", "text": "z"}));
+        let r = w.ok(
+            &ada,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": "tiny",
+            "operation": "replace_text", "text": "z"}),
+        );
         assert_eq!(r["version"].as_u64(), Some(v + 1));
     }
 

@@ -11,11 +11,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::common::*;
 use cairn_kv::Store;
 use cairn_kv::faults::{Control, Faulty};
 use cairn_kv::memory::MemoryStore;
 use cairn_notes::{ActorType, DELIVERY_BOUND, Identity, SimEnv};
-use crate::common::*;
 use serde_json::{Value, json};
 
 /// A lying store over memory; `confirm` decides whether the core confirms its commits.
@@ -78,9 +78,15 @@ fn race_over(inner: Arc<dyn Store>, confirm: bool, seed: u64, lines: usize) -> (
                             if attempt % 3 == 0 {
                                 std::thread::yield_now();
                             }
-                            let r = call(store.as_ref(), &mut env, &who, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown",
+                            let r = call(
+                                store.as_ref(),
+                                &mut env,
+                                &who,
+                                "edit_note_tab",
+                                json!({"note_id": note, "tab_id": "markdown",
                                 "expected_version": read["version"], "idempotency_key": format!("{tag}-{i}-{attempt}"),
-                                "operation": "replace_text", "text": next}));
+                                "operation": "replace_text", "text": next}),
+                            );
                             match r["error"].as_str() {
                                 None => {
                                     acked.push(line.clone());
@@ -98,10 +104,7 @@ fn race_over(inner: Arc<dyn Store>, confirm: bool, seed: u64, lines: usize) -> (
         editors.into_iter().map(|h| h.join().unwrap()).collect()
     });
     ctl.tell_the_truth();
-    let text = call(store.as_ref(), &mut env, &ada, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["text"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let text = call(store.as_ref(), &mut env, &ada, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["text"].as_str().unwrap().to_string();
     let have: HashSet<&str> = text.lines().collect();
     let lost = acked.iter().flatten().filter(|l| !have.contains(l.as_str())).count();
     let (lies, blind) = ctl.lies_told();

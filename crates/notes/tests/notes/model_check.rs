@@ -20,8 +20,8 @@
 //! spurious conflicts). proptest shrinks a failing program to a short one.
 use std::collections::{BTreeMap, BTreeSet};
 
-use cairn_notes::env::Identity;
 use crate::common::*;
+use cairn_notes::env::Identity;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -141,7 +141,10 @@ impl Model {
             version: [1, 1],
             text,
             seen: Default::default(),
-            tab_ids: [BTreeSet::from(["markdown".to_string(), "files".into(), "sources".into()]), BTreeSet::from(["markdown".to_string(), "files".into(), "sources".into()])],
+            tab_ids: [
+                BTreeSet::from(["markdown".to_string(), "files".into(), "sources".into()]),
+                BTreeSet::from(["markdown".to_string(), "files".into(), "sources".into()]),
+            ],
             sources: Default::default(),
             claims: Vec::new(),
             sent: Vec::new(),
@@ -285,8 +288,15 @@ impl Model {
                 let id = self.notes[note].clone();
                 let key = format!("k{}", self.fresh());
                 self.w.env.advance_us(10);
-                let r = cairn_notes::rest::restore_tab(&self.w.kv, &mut self.w.env, &who, &id, "markdown",
-                    json!({"from_version": from, "expected_version": expected, "idempotency_key": key})).expect("no store failure");
+                let r = cairn_notes::rest::restore_tab(
+                    &self.w.kv,
+                    &mut self.w.env,
+                    &who,
+                    &id,
+                    "markdown",
+                    json!({"from_version": from, "expected_version": expected, "idempotency_key": key}),
+                )
+                .expect("no store failure");
                 match r.status {
                     200 => {
                         assert!(blocker.is_none(), "a restore went through a live claim {blocker:?}: {}", r.body);
@@ -494,11 +504,7 @@ fn the_model_catches_a_store_that_drops_acknowledged_writes_when_nobody_checks()
     // The control: swaps reported as written that wrote nothing, on a store the
     // core takes at its word. The model must see the loss. (Every swap of the
     // write is dropped: its search index records go before its head.)
-    let ops = [
-        Op::Read { actor: 0, note: 0 },
-        Op::DropSwaps { n: 50 },
-        Op::Replace { actor: 0, note: 0 },
-    ];
+    let ops = [Op::Read { actor: 0, note: 0 }, Op::DropSwaps { n: 50 }, Op::Replace { actor: 0, note: 0 }];
     let caught = std::panic::catch_unwind(|| run(&ops, false)).is_err();
     assert!(caught, "a dropped acknowledged write went unnoticed");
 }
@@ -507,7 +513,8 @@ fn the_model_catches_a_store_that_drops_acknowledged_writes_when_nobody_checks()
 fn the_generated_programs_exercise_every_rule() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, TestRunner};
-    let mut runner = TestRunner::new_with_rng(Config::default(), proptest::test_runner::TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha));
+    let mut runner =
+        TestRunner::new_with_rng(Config::default(), proptest::test_runner::TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha));
     let programs = proptest::collection::vec(op(), 30..60);
     let mut all = Seen::default();
     for _ in 0..150 {
@@ -517,9 +524,23 @@ fn the_generated_programs_exercise_every_rule() {
         }
     }
     eprintln!("150 programs: {:?}", all.0);
-    for kind in ["acknowledged write", "rebased append", "version conflict", "write refused by a claim", "claim granted", "heartbeat",
-        "claim refused", "claim granted after a lapse", "replay", "key reused", "already attached", "swaps lost", "swaps dropped",
-        "patch", "restore"] {
+    for kind in [
+        "acknowledged write",
+        "rebased append",
+        "version conflict",
+        "write refused by a claim",
+        "claim granted",
+        "heartbeat",
+        "claim refused",
+        "claim granted after a lapse",
+        "replay",
+        "key reused",
+        "already attached",
+        "swaps lost",
+        "swaps dropped",
+        "patch",
+        "restore",
+    ] {
         assert!(all.0.get(kind).copied().unwrap_or(0) >= 5, "the programs hardly ever reach {kind:?}: {:?}", all.0);
     }
 }

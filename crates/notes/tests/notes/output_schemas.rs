@@ -5,8 +5,8 @@
 //! drives every tool to a result and to a refusal, proves the schemas are
 //! valid JSON Schema with an object at the root (as MCP requires), and shows
 //! the check rejects a result that breaks the schema.
-use cairn_notes::tools::TOOLS;
 use crate::common::*;
+use cairn_notes::tools::TOOLS;
 use serde_json::{Value, json};
 
 #[test]
@@ -29,8 +29,12 @@ fn every_tool_answers_within_its_output_schema_when_it_succeeds_and_when_it_refu
     w.ok(&bot, "list_notes", json!({}));
     w.ok(&bot, "list_note_tabs", json!({"note_id": note}));
     w.ok(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
-    w.ok(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
-        "idempotency_key": "k1", "operation": "replace_text", "text": "one\ntwo\n"}));
+    w.ok(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
+        "idempotency_key": "k1", "operation": "replace_text", "text": "one\ntwo\n"}),
+    );
     w.ok(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "at_version": v}));
     w.ok(&bot, "read_note_outline", json!({"note_id": note}));
     w.ok(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "markdown", "start_line": 2, "max_lines": 1}));
@@ -40,15 +44,27 @@ fn every_tool_answers_within_its_output_schema_when_it_succeeds_and_when_it_refu
     let read = w.tab(&bot, &note, &sheet);
     let sheet_id = read["sheets"][0]["sheet_id"].clone();
     let v = w.version(&bot, &note);
-    w.ok(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": sheet, "expected_version": v, "idempotency_key": "k2",
-        "operation": "sheet_set_range", "sheet_id": sheet_id, "start_row": 0, "start_col": 0, "values": [[1, "a", true, null]]}));
+    w.ok(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": sheet, "expected_version": v, "idempotency_key": "k2",
+        "operation": "sheet_set_range", "sheet_id": sheet_id, "start_row": 0, "start_col": 0, "values": [[1, "a", true, null]]}),
+    );
     w.ok(&bot, "read_sheet_range", json!({"note_id": note, "tab_id": sheet, "start_row": 0, "start_col": 0, "num_rows": 2, "num_cols": 2}));
     w.tab(&bot, &note, &slides);
     let v = w.version(&bot, &note);
-    w.ok(&bot, "add_note_source", json!({"note_id": note, "expected_version": v, "idempotency_key": "k3",
-        "url": "https://example.com/a", "title": "A"}));
-    w.ok(&bot, "add_note_source", json!({"note_id": note, "expected_version": v + 1, "idempotency_key": "k4",
-        "url": "https://example.com/a", "title": "A"}));
+    w.ok(
+        &bot,
+        "add_note_source",
+        json!({"note_id": note, "expected_version": v, "idempotency_key": "k3",
+        "url": "https://example.com/a", "title": "A"}),
+    );
+    w.ok(
+        &bot,
+        "add_note_source",
+        json!({"note_id": note, "expected_version": v + 1, "idempotency_key": "k4",
+        "url": "https://example.com/a", "title": "A"}),
+    );
     w.ok(&bot, "list_note_attachments", json!({"note_id": note}));
     w.ok(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "sources"}));
     w.ok(&bot, "list_note_history", json!({"note_id": note}));

@@ -22,17 +22,10 @@ fn list_notes_pages_through_every_note_once_with_limit_50() {
         calls += 1;
         let notes = page["notes"].as_array().unwrap();
         assert!(notes.len() <= 50);
-        seen.extend(
-            notes
-                .iter()
-                .map(|n| n["note_id"].as_str().unwrap().to_string()),
-        );
+        seen.extend(notes.iter().map(|n| n["note_id"].as_str().unwrap().to_string()));
         match page["next_cursor"].as_str() {
             Some(c) => {
-                assert!(
-                    !c.contains(':') && !c.chars().all(|c| c.is_ascii_digit()),
-                    "opaque cursor: {c}"
-                );
+                assert!(!c.contains(':') && !c.chars().all(|c| c.is_ascii_digit()), "opaque cursor: {c}");
                 cursor = Some(c.to_string());
             }
             None => break,
@@ -51,11 +44,7 @@ fn limit_above_50_or_below_1_and_foreign_cursors_are_refused() {
     for limit in [0, 51, 100] {
         let r = w.refused(&ada, "list_notes", json!({"limit": limit}));
         assert_eq!(r["field"], "limit");
-        let r = w.refused(
-            &ada,
-            "list_note_attachments",
-            json!({"note_id": note, "limit": limit}),
-        );
+        let r = w.refused(&ada, "list_note_attachments", json!({"note_id": note, "limit": limit}));
         assert_eq!(r["field"], "limit");
     }
     for cursor in ["abc", "c1zz", "10"] {
@@ -68,11 +57,7 @@ fn limit_above_50_or_below_1_and_foreign_cursors_are_refused() {
     }
     let page = w.ok(&ada, "list_notes", json!({"limit": 1}));
     let c = page["next_cursor"].as_str().unwrap();
-    let r = w.refused(
-        &ada,
-        "list_note_attachments",
-        json!({"note_id": note, "cursor": c}),
-    );
+    let r = w.refused(&ada, "list_note_attachments", json!({"note_id": note, "cursor": c}));
     assert_eq!(r["field"], "cursor");
 }
 
@@ -109,9 +94,7 @@ fn a_note_with_120_sources_lists_in_three_calls() {
         }
     }
     assert_eq!(sizes, [50, 50, 20]);
-    let expected: Vec<String> = (0..120)
-        .map(|i| format!("https://example.org/p/{i}"))
-        .collect();
+    let expected: Vec<String> = (0..120).map(|i| format!("https://example.org/p/{i}")).collect();
     assert_eq!(urls, expected);
 }
 
@@ -135,13 +118,7 @@ fn agents_page_past_hidden_notes() {
             args["cursor"] = json!(c);
         }
         let page = w.ok(&bot, "list_notes", args);
-        seen.extend(
-            page["notes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|n| n["note_id"].as_str().unwrap().to_string()),
-        );
+        seen.extend(page["notes"].as_array().unwrap().iter().map(|n| n["note_id"].as_str().unwrap().to_string()));
         match page["next_cursor"].as_str() {
             Some(c) => cursor = Some(c.to_string()),
             None => break,

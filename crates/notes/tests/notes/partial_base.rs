@@ -131,20 +131,32 @@ fn replace_tab_data_on_some_slides_or_a_sheet_listing_is_refused() {
     let deck = w.create_tab(&ada, &note, "slides", "Deck");
     let v = w.version(&ada, &note);
     let slides: Vec<Value> = (0..5).map(|i| json!({"title": format!("slide {i}")})).collect();
-    w.ok(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": deck, "expected_version": v, "idempotency_key": "s",
-        "operation": "slides_add_outline", "slides": slides}));
+    w.ok(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": deck, "expected_version": v, "idempotency_key": "s",
+        "operation": "slides_add_outline", "slides": slides}),
+    );
     let some = w.ok(&ada, "read_note_tab", json!({"note_id": note, "tab_id": deck, "start_index": 1, "max_slides": 2}));
     assert_eq!(some["extent"], "part");
     let data = json!({"slides": [{"title": "only one"}]});
-    let r = w.refused(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": deck, "expected_version": some["version"],
-        "idempotency_key": "d", "operation": "replace_tab_data", "data": data}));
+    let r = w.refused(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": deck, "expected_version": some["version"],
+        "idempotency_key": "d", "operation": "replace_tab_data", "data": data}),
+    );
     assert_eq!(r["error"], "partial_base", "{r}");
     let all = w.ok(&ada, "read_note_tab", json!({"note_id": note, "tab_id": deck}));
     assert_eq!((all["extent"].as_str(), all["slides"].as_array().map(Vec::len)), (Some("whole"), Some(5)));
     let sheet = w.create_tab(&ada, &note, "sheet", "Numbers");
     let listing = w.ok(&ada, "read_note_tab", json!({"note_id": note, "tab_id": sheet}));
-    let r = w.refused(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": sheet, "expected_version": listing["version"],
-        "idempotency_key": "e", "operation": "replace_tab_data", "data": {"sheets": [{"values": [["a"]]}]}}));
+    let r = w.refused(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": sheet, "expected_version": listing["version"],
+        "idempotency_key": "e", "operation": "replace_tab_data", "data": {"sheets": [{"values": [["a"]]}]}}),
+    );
     assert_eq!(r["error"], "partial_base", "{r}");
 }
 
@@ -155,8 +167,8 @@ fn the_peoples_whole_tab_write_refuses_a_part_token_too() {
     let (note, _) = note_of(&mut w, 100);
     let window = read(&mut w, &ada, &note, json!({"start_line": 1, "max_lines": 10}));
     let before = w.kv.notes_state();
-    let r = cairn_notes::rest::write_tab(&w.kv, &mut w.env, &ada, &note, "markdown",
-        json!({"expected_version": window["version"], "text": window["text"]})).unwrap();
+    let r = cairn_notes::rest::write_tab(&w.kv, &mut w.env, &ada, &note, "markdown", json!({"expected_version": window["version"], "text": window["text"]}))
+        .unwrap();
     assert_eq!((r.status, r.body["error"].as_str()), (409, Some("partial_base")), "{}", r.body);
     assert_eq!(w.kv.notes_state(), before, "nothing written");
 }

@@ -118,8 +118,12 @@ fn slides_read_by_index_range_and_a_cut_says_where_the_rest_starts() {
     let deck = w.create_tab(&ada, &note, "slides", "Deck");
     for i in 0..6 {
         let v = w.version(&ada, &note);
-        w.ok(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": deck, "expected_version": v, "idempotency_key": format!("s{i}"),
-            "operation": "slide_add", "title": format!("Slide {i}"), "body": "b".repeat(2_000), "notes": ""}));
+        w.ok(
+            &ada,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": deck, "expected_version": v, "idempotency_key": format!("s{i}"),
+            "operation": "slide_add", "title": format!("Slide {i}"), "body": "b".repeat(2_000), "notes": ""}),
+        );
     }
     let r = w.ok(&ada, "read_note_tab", json!({"note_id": note, "tab_id": deck, "start_index": 2, "max_slides": 3}));
     let idx: Vec<u64> = r["slides"].as_array().unwrap().iter().map(|s| s["index"].as_u64().unwrap()).collect();
@@ -275,8 +279,12 @@ fn outline_of(w: &mut World, who: &cairn_notes::Identity, note: &str) -> Value {
 }
 
 fn replace_section(w: &mut World, who: &cairn_notes::Identity, note: &str, v: u64, id: &str, hash: &Value, text: &str, key: &str) -> Value {
-    w.call(who, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": key,
-        "operation": "replace_section", "section_id": id, "expected_section_hash": hash, "text": text}))
+    w.call(
+        who,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": key,
+        "operation": "replace_section", "section_id": id, "expected_section_hash": hash, "text": text}),
+    )
 }
 
 #[test]

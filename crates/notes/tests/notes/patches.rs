@@ -94,7 +94,8 @@ fn a_patch_on_the_line_the_person_changed_conflicts_and_never_merges_silently() 
     let bot = agent("acme");
     let before = text(&mut w, &ada, &note);
     // The same line.
-    let r = patch(&mut w, &bot, &note, 2, "same", json!({"operation": "replace_in_text", "old_text": "step one\n", "new_text": "first step\n", "rebase": true}));
+    let r =
+        patch(&mut w, &bot, &note, 2, "same", json!({"operation": "replace_in_text", "old_text": "step one\n", "new_text": "first step\n", "rebase": true}));
     assert_eq!(r["error"], "version_conflict", "{r}");
     assert_eq!(r["current_version"], 3);
     assert!(r["next_step"].as_str().unwrap().contains("read the tab again"), "{r}");

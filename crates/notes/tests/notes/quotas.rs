@@ -3,17 +3,21 @@
 //! quota, and never falls below what the notes store by their own count.
 use std::sync::Arc;
 
+use crate::common::*;
 use cairn_kv::memory::MemoryStore;
 use cairn_notes::env::{Quotas, Retention};
 use cairn_notes::quota::{counted_bytes, stored_by_notes};
 use cairn_notes::{SimEnv, Store, rest};
-use crate::common::*;
 use serde_json::{Value, json};
 
 fn replace(w: &mut World, who: &cairn_notes::Identity, note: &str, text: String, key: &str) -> Value {
     let v = w.version(who, note);
-    w.call(who, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": key,
-        "operation": "replace_text", "text": text}))
+    w.call(
+        who,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": key,
+        "operation": "replace_text", "text": text}),
+    )
 }
 
 /// The counter never under-counts the notes, and never passes `quota`.

@@ -1,9 +1,9 @@
 //! The people's routes a browser editor needs: reads and writes through the
 //! agents' tools (same rules, same results, refusals in the REST shape), and
 //! `update_note`, the note's approval and title as one conditional write.
+use crate::common::*;
 use cairn_notes::Identity;
 use cairn_notes::rest::{self, RestReply};
-use crate::common::*;
 use serde_json::{Value, json};
 
 /// A note approved for agents with text in its markdown tab (version 2).
@@ -75,8 +75,14 @@ fn reading_slides_and_sheet_tabs_returns_their_shapes() {
     let mut w = World::new();
     let ada = human("acme");
     let note = w.note(&ada, "Deck", true);
-    let made = rest::create_tab(&w.kv, &mut w.env, &ada, &note, json!({"expected_version": 1, "idempotency_key": "deck",
-        "tab_type": "slides", "label": "Deck", "slides": [{"title": "Hello", "body": "b", "notes": "n"}]}))
+    let made = rest::create_tab(
+        &w.kv,
+        &mut w.env,
+        &ada,
+        &note,
+        json!({"expected_version": 1, "idempotency_key": "deck",
+        "tab_type": "slides", "label": "Deck", "slides": [{"title": "Hello", "body": "b", "notes": "n"}]}),
+    )
     .unwrap();
     let deck = made.body["tab_id"].as_str().unwrap().to_string();
     let slides = rest::read_tab(&w.kv, &mut w.env, &ada, &note, &deck, None).unwrap();
@@ -112,8 +118,14 @@ fn a_sheet_range_in_a1_notation_reads_those_cells() {
     let ada = human("acme");
     let note = w.note(&ada, "Data", true);
     let sheet = w.create_tab(&ada, &note, "sheet", "Numbers");
-    let set = edit(&mut w, &ada, &note, &sheet, json!({"expected_version": 2, "idempotency_key": "cells", "operation": "sheet_set_range",
-        "sheet_id": "s1", "start_row": 0, "start_col": 0, "values": [["a", "b", "c"], ["d", "e", "f"], ["g", "h", "i"]]}));
+    let set = edit(
+        &mut w,
+        &ada,
+        &note,
+        &sheet,
+        json!({"expected_version": 2, "idempotency_key": "cells", "operation": "sheet_set_range",
+        "sheet_id": "s1", "start_row": 0, "start_col": 0, "values": [["a", "b", "c"], ["d", "e", "f"], ["g", "h", "i"]]}),
+    );
     assert_eq!(set.status, 200, "{}", set.body);
     let r = rest::read_range(&w.kv, &mut w.env, &ada, &note, &sheet, Some("B2:C3"), None).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
@@ -135,7 +147,8 @@ fn the_edit_route_gives_people_every_tool_operation() {
     let mut w = World::new();
     let ada = human("acme");
     let note = note_with_text(&mut w, &ada, "line one");
-    let appended = edit(&mut w, &ada, &note, "markdown", json!({"expected_version": 2, "idempotency_key": "add", "operation": "append_text", "text": "line two"}));
+    let appended =
+        edit(&mut w, &ada, &note, "markdown", json!({"expected_version": 2, "idempotency_key": "add", "operation": "append_text", "text": "line two"}));
     assert_eq!(appended.status, 200, "{}", appended.body);
     assert_eq!((appended.body["version"].as_u64(), appended.body["tab_id"].as_str()), (Some(3), Some("markdown")));
     assert_eq!(w.tab(&ada, &note, "markdown")["text"], "line one\nline two\n");
@@ -145,12 +158,24 @@ fn the_edit_route_gives_people_every_tool_operation() {
     assert_eq!(w.tab(&ada, &note, &deck)["slides"][0]["title"], "Intro");
     // Tab scope: the tab's own version, as the tool takes it.
     let tab_v = w.tab(&ada, &note, "markdown")["tab_version"].as_u64().unwrap();
-    let scoped = edit(&mut w, &ada, &note, "markdown", json!({"expected_version": tab_v, "version_scope": "tab", "idempotency_key": "swap",
-        "operation": "replace_in_text", "old_text": "two", "new_text": "2"}));
+    let scoped = edit(
+        &mut w,
+        &ada,
+        &note,
+        "markdown",
+        json!({"expected_version": tab_v, "version_scope": "tab", "idempotency_key": "swap",
+        "operation": "replace_in_text", "old_text": "two", "new_text": "2"}),
+    );
     assert_eq!(scoped.status, 200, "{}", scoped.body);
     assert_eq!(w.tab(&ada, &note, "markdown")["text"], "line one\nline 2\n");
-    let replay = edit(&mut w, &ada, &note, "markdown", json!({"expected_version": tab_v, "version_scope": "tab", "idempotency_key": "swap",
-        "operation": "replace_in_text", "old_text": "two", "new_text": "2"}));
+    let replay = edit(
+        &mut w,
+        &ada,
+        &note,
+        "markdown",
+        json!({"expected_version": tab_v, "version_scope": "tab", "idempotency_key": "swap",
+        "operation": "replace_in_text", "old_text": "two", "new_text": "2"}),
+    );
     assert_eq!((replay.status, replay.body["replayed"].as_bool(), replay.body["version"].clone()), (200, Some(true), scoped.body["version"].clone()));
 }
 
@@ -164,13 +189,25 @@ fn edit_route_refuses_a_tab_id_that_disagrees_with_the_path() {
     let r = edit(&mut w, &ada, &note, "markdown", body);
     assert_eq!((r.status, r.body["error"].as_str(), r.body["field"].as_str()), (400, Some("invalid_argument"), Some("tab_id")));
     assert!(r.body["message"].as_str().unwrap().contains("markdown"), "{}", r.body);
-    let r = edit(&mut w, &ada, &note, "markdown", json!({"note_id": "note-other", "expected_version": 2, "idempotency_key": "k",
-        "operation": "append_text", "text": "x"}));
+    let r = edit(
+        &mut w,
+        &ada,
+        &note,
+        "markdown",
+        json!({"note_id": "note-other", "expected_version": 2, "idempotency_key": "k",
+        "operation": "append_text", "text": "x"}),
+    );
     assert_eq!((r.status, r.body["field"].as_str()), (400, Some("note_id")));
     assert_eq!(w.kv.notes_state(), before, "nothing was written");
     // The same ids as the path are fine.
-    let same = edit(&mut w, &ada, &note, "markdown", json!({"note_id": note, "tab_id": "markdown", "expected_version": 2,
-        "idempotency_key": "k", "operation": "append_text", "text": "x"}));
+    let same = edit(
+        &mut w,
+        &ada,
+        &note,
+        "markdown",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 2,
+        "idempotency_key": "k", "operation": "append_text", "text": "x"}),
+    );
     assert_eq!(same.status, 200, "{}", same.body);
     assert_eq!(w.tab(&ada, &note, "markdown")["text"], "keep\nx\n");
 }
@@ -182,8 +219,14 @@ fn refused_tool_route_writes_are_audited_once_under_the_tool_name() {
     let note = note_with_text(&mut w, &ada, "x");
     let stale = edit(&mut w, &ada, &note, "markdown", json!({"expected_version": 1, "idempotency_key": "s", "operation": "append_text", "text": "y"}));
     assert_eq!(stale.status, 409);
-    let wrong = edit(&mut w, &ada, &note, "markdown", json!({"tab_id": "sources", "expected_version": 2, "idempotency_key": "t",
-        "operation": "append_text", "text": "y"}));
+    let wrong = edit(
+        &mut w,
+        &ada,
+        &note,
+        "markdown",
+        json!({"tab_id": "sources", "expected_version": 2, "idempotency_key": "t",
+        "operation": "append_text", "text": "y"}),
+    );
     assert_eq!(wrong.status, 400);
     let records = w.refused_writes("acme");
     let seen: Vec<(&str, &str, Option<&str>)> =
@@ -224,9 +267,14 @@ fn adding_a_source_answers_201_and_lists_it_with_the_attachments() {
     let note = w.note(&ada, "Plan", true);
     let r = source(&mut w, &ada, &note, json!({"expected_version": 1, "idempotency_key": "src", "title": "Spec", "url": "https://www.Example.com/spec/"}));
     assert_eq!(r.status, 201, "{}", r.body);
-    assert_eq!((r.body["already_attached"].as_bool(), r.body["url"].as_str(), r.body["version"].as_u64()), (Some(false), Some("https://example.com/spec"), Some(2)));
+    assert_eq!(
+        (r.body["already_attached"].as_bool(), r.body["url"].as_str(), r.body["version"].as_u64()),
+        (Some(false), Some("https://example.com/spec"), Some(2))
+    );
     let id = r.body["source_id"].as_str().unwrap().to_string();
-    let file = rest::attach_file(&w.kv, &mut w.env, &ada, &note, json!({"expected_version": 2, "name": "a.pdf", "media_type": "application/pdf", "size_bytes": 10})).unwrap();
+    let file =
+        rest::attach_file(&w.kv, &mut w.env, &ada, &note, json!({"expected_version": 2, "name": "a.pdf", "media_type": "application/pdf", "size_bytes": 10}))
+            .unwrap();
     assert_eq!(file.status, 201);
     let all = rest::list_attachments(&w.kv, &mut w.env, &ada, &note, None, None, None).unwrap();
     assert_eq!(all.status, 200);
@@ -248,12 +296,20 @@ fn source_already_attached_answers_200_with_the_existing_source() {
     let first = source(&mut w, &ada, &note, json!({"expected_version": 1, "idempotency_key": "one", "title": "Spec", "url": "https://example.com/spec"}));
     assert_eq!(first.status, 201);
     let before = w.kv.notes_state();
-    let again = source(&mut w, &ada, &note, json!({"expected_version": 2, "idempotency_key": "two", "title": "Other title",
-        "url": "http://www.example.com/spec/?utm_source=x#top"}));
+    let again = source(
+        &mut w,
+        &ada,
+        &note,
+        json!({"expected_version": 2, "idempotency_key": "two", "title": "Other title",
+        "url": "http://www.example.com/spec/?utm_source=x#top"}),
+    );
     assert_eq!(again.status, 200, "{}", again.body);
     assert_eq!(again.body["already_attached"], true);
     assert_eq!(again.body["source_id"], first.body["source_id"]);
-    assert_eq!((again.body["title"].as_str(), again.body["url"].as_str(), again.body["version"].as_u64()), (Some("Spec"), Some("https://example.com/spec"), Some(2)));
+    assert_eq!(
+        (again.body["title"].as_str(), again.body["url"].as_str(), again.body["version"].as_u64()),
+        (Some("Spec"), Some("https://example.com/spec"), Some(2))
+    );
     assert_eq!(again.body["replayed"], false);
     assert_eq!(w.kv.notes_state(), before, "nothing was written");
 }
@@ -363,10 +419,16 @@ fn a_whole_note_claim_by_someone_else_refuses_update_note() {
     let before = w.kv.notes_state();
     let r = update(&mut w, &ada, &note, json!({"expected_version": 2, "approved_for_agents": false}));
     assert_eq!((r.status, r.body["error"].as_str()), (409, Some("claim_conflict")), "{}", r.body);
-    assert_eq!((r.body["claim_id"].as_str(), r.body["actor_type"].as_str(), r.body["current_version"].as_u64()), (Some(claim.as_str()), Some("agent"), Some(2)));
+    assert_eq!(
+        (r.body["claim_id"].as_str(), r.body["actor_type"].as_str(), r.body["current_version"].as_u64()),
+        (Some(claim.as_str()), Some("agent"), Some(2))
+    );
     assert_eq!(r.body["next_step"], cairn_notes::NEXT_STEP_CLAIM);
-    assert_eq!(w.kv.notes_state().iter().filter(|(k, _)| !k.contains("/audit/")).collect::<Vec<_>>(),
-        before.iter().filter(|(k, _)| !k.contains("/audit/")).collect::<Vec<_>>(), "nothing was written");
+    assert_eq!(
+        w.kv.notes_state().iter().filter(|(k, _)| !k.contains("/audit/")).collect::<Vec<_>>(),
+        before.iter().filter(|(k, _)| !k.contains("/audit/")).collect::<Vec<_>>(),
+        "nothing was written"
+    );
     // The holder itself may write.
     let own = update(&mut w, &bot, &note, json!({"expected_version": 2, "title": "Bot's"}));
     assert_eq!(own.status, 200, "{}", own.body);
@@ -411,8 +473,14 @@ fn tool_refusal_keeps_the_rest_shape() {
     assert_eq!((missing.status, missing.body["error"].as_str()), (404, Some("not_found")));
     let elsewhere = rest::read_tab(&w.kv, &mut w.env, &human("globex"), &note, "markdown", None).unwrap();
     assert_eq!((elsewhere.status, elsewhere.body["error"].as_str()), (404, Some("not_found")));
-    let huge = edit(&mut w, &ada, &note, "markdown", json!({"expected_version": 2, "idempotency_key": "big", "operation": "replace_text",
-        "text": "x".repeat(1_000_001)}));
+    let huge = edit(
+        &mut w,
+        &ada,
+        &note,
+        "markdown",
+        json!({"expected_version": 2, "idempotency_key": "big", "operation": "replace_text",
+        "text": "x".repeat(1_000_001)}),
+    );
     assert_eq!((huge.status, huge.body["error"].as_str(), huge.body["field"].as_str()), (413, Some("too_large"), Some("text")));
     let bad_op = edit(&mut w, &ada, &note, "markdown", json!({"expected_version": 2, "idempotency_key": "op", "operation": "rewrite"}));
     assert_eq!((bad_op.status, bad_op.body["field"].as_str()), (400, Some("operation")));

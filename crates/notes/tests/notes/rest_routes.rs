@@ -3,10 +3,10 @@
 //! every route needs the scope it always needed, tool-served routes name
 //! tools of the tool table, `docs/rest.md` agrees; and requests served
 //! through the table answer as the operations and tools do.
+use crate::common::*;
 use cairn_notes::Identity;
 use cairn_notes::rest::{self, Incoming, NoRoute, Query, RestReply, Route};
 use cairn_notes::scopes::{AUDIT, DELETE, READ, WRITE};
-use crate::common::*;
 use serde_json::{Value, json};
 
 /// Every route with the scope it needs, as the REST component's scope table
@@ -296,7 +296,8 @@ fn a_tool_served_route_answers_the_tools_structured_content_as_is() {
     assert_eq!((first.status, first.body["already_attached"].as_bool()), (201, Some(false)), "{}", first.body);
     let again = serve(&mut w, &ada, "POST", &sources, &[], r#"{"expected_version": 3, "title": "Spec", "url": "https://www.example.com/spec/"}"#, Some("s2"));
     assert_eq!((again.status, again.body["already_attached"].as_bool()), (200, Some(true)), "{}", again.body);
-    let other = serve(&mut w, &ada, "POST", &sources, &[], r#"{"note_id": "another", "expected_version": 3, "title": "T", "url": "https://a.example"}"#, Some("s3"));
+    let other =
+        serve(&mut w, &ada, "POST", &sources, &[], r#"{"note_id": "another", "expected_version": 3, "title": "T", "url": "https://a.example"}"#, Some("s3"));
     assert_eq!((other.status, other.body["field"].as_str()), (400, Some("note_id")));
     let recorded = w.refused_writes("acme");
     assert!(recorded.iter().any(|r| r["tool"] == "add_note_source" && r["field"] == "note_id"), "{recorded:?}");

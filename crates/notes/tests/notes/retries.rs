@@ -24,13 +24,7 @@ fn a_head_that_stays_busy_gives_a_busy_refusal_and_the_head_does_not_move() {
     let ada = human("acme");
     let note = w.note(&ada, "Plan", true);
     let head_key = format!("t/acme/note/{note}");
-    let head = |w: &World| {
-        w.kv.dump()
-            .into_iter()
-            .find(|(k, _)| *k == head_key)
-            .unwrap()
-            .1
-    };
+    let head = |w: &World| w.kv.dump().into_iter().find(|(k, _)| *k == head_key).unwrap().1;
     let before = head(&w);
     w.kv.lose_next_swaps(1000);
     let r = w.refused(
@@ -62,26 +56,13 @@ fn history_and_idempotency_records_spill_to_their_own_keys_and_the_head_stays_bo
         let r = w.write_text(&ada, &note, &format!("text {i}"), &format!("key-{i}"));
         assert_eq!(r["isError"], false);
         if i == 99 || i == 199 {
-            sizes.push(
-                w.kv.dump()
-                    .into_iter()
-                    .find(|(k, _)| k.ends_with(&format!("note/{note}")))
-                    .unwrap()
-                    .1
-                    .len(),
-            );
+            sizes.push(w.kv.dump().into_iter().find(|(k, _)| k.ends_with(&format!("note/{note}"))).unwrap().1.len());
         }
     }
     assert!(sizes[1] <= sizes[0] + 200, "head size flat: {sizes:?}");
     let keys: Vec<String> = w.kv.dump().into_iter().map(|(k, _)| k).collect();
-    let audit = keys
-        .iter()
-        .filter(|k| k.starts_with(&format!("t/acme/audit/{note}/")))
-        .count();
-    let idem = keys
-        .iter()
-        .filter(|k| k.starts_with(&format!("t/acme/idem/{note}/")))
-        .count();
+    let audit = keys.iter().filter(|k| k.starts_with(&format!("t/acme/audit/{note}/"))).count();
+    let idem = keys.iter().filter(|k| k.starts_with(&format!("t/acme/idem/{note}/"))).count();
     assert!(audit >= 160, "audit records spilled: {audit}");
     assert!(idem >= 160, "idempotency records spilled: {idem}");
 }

@@ -97,16 +97,30 @@ fn titles_labels_slides_sheet_cells_and_sources_are_all_searched() {
     let ada = human("acme");
     let note = w.note(&ada, "Zephyr programme", true);
     let v = w.version(&ada, &note);
-    let deck = w.ok(&ada, "create_note_tab", json!({"note_id": note, "expected_version": v, "idempotency_key": "deck",
-        "tab_type": "slides", "label": "Pitch", "slides": [{"title": "Mistral opening", "body": "why now", "notes": "say tramontane"}]}))["tab_id"]
-        .as_str().unwrap().to_string();
+    let deck = w.ok(
+        &ada,
+        "create_note_tab",
+        json!({"note_id": note, "expected_version": v, "idempotency_key": "deck",
+        "tab_type": "slides", "label": "Pitch", "slides": [{"title": "Mistral opening", "body": "why now", "notes": "say tramontane"}]}),
+    )["tab_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let sheet = w.create_tab(&ada, &note, "sheet", "Budget sirocco");
     let v = w.version(&ada, &note);
-    w.ok(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": sheet, "expected_version": v, "idempotency_key": "cells",
-        "operation": "sheet_set_range", "sheet_id": "s1", "start_row": 1, "start_col": 2, "values": [["harmattan", 42]]}));
+    w.ok(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": sheet, "expected_version": v, "idempotency_key": "cells",
+        "operation": "sheet_set_range", "sheet_id": "s1", "start_row": 1, "start_col": 2, "values": [["harmattan", 42]]}),
+    );
     let v = w.version(&ada, &note);
-    w.ok(&ada, "add_note_source", json!({"note_id": note, "expected_version": v, "idempotency_key": "src",
-        "title": "Chinook report", "url": "https://winds.example.org/foehn"}));
+    w.ok(
+        &ada,
+        "add_note_source",
+        json!({"note_id": note, "expected_version": v, "idempotency_key": "src",
+        "title": "Chinook report", "url": "https://winds.example.org/foehn"}),
+    );
     let find = |w: &mut World, query: &str| {
         let r = search(w, &ada, json!({"query": query}));
         assert_eq!(r["hits"].as_array().unwrap().len(), 1, "{query}: {r}");

@@ -7,12 +7,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::common::*;
 use cairn_kv::Store;
 use cairn_kv::faults::Faulty;
 use cairn_kv::memory::MemoryStore;
 use cairn_notes::search::{check, merge, reindex};
 use cairn_notes::{ActorType, DELIVERY_BOUND, Identity, SimEnv};
-use crate::common::*;
 use serde_json::{Value, json};
 
 const WORDS: [&str; 8] = ["amber", "basalt", "cobalt", "dolomite", "ember", "flint", "garnet", "hematite"];
@@ -41,11 +41,7 @@ fn race(
 ) -> Vec<String> {
     let ada = human("acme");
     let mut env = SimEnv::new(seed);
-    let ids: Vec<String> = (0..notes)
-        .map(|i| {
-            create_note(store, &mut env, &ada, &format!("Rocks {i}"), true)
-        })
-        .collect();
+    let ids: Vec<String> = (0..notes).map(|i| create_note(store, &mut env, &ada, &format!("Rocks {i}"), true)).collect();
     start();
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -70,9 +66,15 @@ fn race(
                         let text: Vec<&str> = WORDS.iter().enumerate().filter(|(k, _)| bits >> k & 1 == 1).map(|(_, w)| *w).collect();
                         for attempt in 0.. {
                             let read = call(store, &mut env, &who, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
-                            let r = call(store, &mut env, &who, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown",
+                            let r = call(
+                                store,
+                                &mut env,
+                                &who,
+                                "edit_note_tab",
+                                json!({"note_id": note, "tab_id": "markdown",
                                 "expected_version": read["version"], "idempotency_key": format!("w{t}-{i}-{attempt}"),
-                                "operation": "replace_text", "text": text.join(" ")}));
+                                "operation": "replace_text", "text": text.join(" ")}),
+                            );
                             match r["error"].as_str() {
                                 None => break,
                                 Some("version_conflict") | Some("busy") => std::thread::yield_now(),
@@ -163,13 +165,21 @@ fn merges_racing_writers_and_each_other_lose_no_committed_word() {
         let (store, ctl) = Faulty::new(Arc::new(MemoryStore::new()));
         ctl.set_swap_latency(std::time::Duration::from_micros(200));
         let store = &store;
-        let notes = race(store, 3, 3, 40, seed, || {}, |done| {
-            std::thread::scope(|s| {
-                for m in 0..2 {
-                    s.spawn(move || keep_merging(store, seed * 10 + m, done));
-                }
-            })
-        });
+        let notes = race(
+            store,
+            3,
+            3,
+            40,
+            seed,
+            || {},
+            |done| {
+                std::thread::scope(|s| {
+                    for m in 0..2 {
+                        s.spawn(move || keep_merging(store, seed * 10 + m, done));
+                    }
+                })
+            },
+        );
         // Whatever the merges left dirty is still findable; once caught up,
         // the postings alone hold every committed word.
         assert_search_matches_the_notes(store, &notes);
@@ -238,8 +248,14 @@ fn a_merge_that_dies_half_way_is_taken_over_and_nothing_is_lost() {
     let mut env = SimEnv::new(4);
     let note = create_note(&faulty, &mut env, &ada, "Rocks", true);
     let write = |env: &mut SimEnv, v: u64, text: &str| {
-        let r = call(&faulty, env, &ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
-            "idempotency_key": format!("k{v}"), "operation": "replace_text", "text": text}));
+        let r = call(
+            &faulty,
+            env,
+            &ada,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
+            "idempotency_key": format!("k{v}"), "operation": "replace_text", "text": text}),
+        );
         assert!(r.get("error").is_none(), "{r}");
     };
     write(&mut env, 1, "amber basalt cobalt");
@@ -393,8 +409,14 @@ fn a_slow_merge_taken_over_never_removes_what_the_newer_transition_added() {
     let note = create_note(store, &mut env, &ada, "Rocks", true);
     let write = |env: &mut SimEnv, text: &str| {
         let v = call(store, env, &ada, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["version"].clone();
-        let r = call(store, env, &ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
-            "idempotency_key": format!("k{v}"), "operation": "replace_text", "text": text}));
+        let r = call(
+            store,
+            env,
+            &ada,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
+            "idempotency_key": format!("k{v}"), "operation": "replace_text", "text": text}),
+        );
         assert!(r.get("error").is_none(), "{r}");
     };
     write(&mut env, "amber basalt");

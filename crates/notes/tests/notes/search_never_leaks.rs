@@ -1,7 +1,7 @@
 //! Search never shows what the caller may not read: deleted tabs, notes not
 //! approved for agents (or withdrawn), other tenants, words since replaced.
-use cairn_notes::rest;
 use crate::common::*;
+use cairn_notes::rest;
 use serde_json::{Value, json};
 
 fn search(w: &mut World, who: &cairn_notes::Identity, query: &str) -> Value {
@@ -23,9 +23,15 @@ fn a_deleted_tab_is_never_a_hit_nor_in_a_snippet() {
     let ada = human("acme");
     let note = w.note(&ada, "Deck", true);
     let v = w.version(&ada, &note);
-    let deck = w.ok(&ada, "create_note_tab", json!({"note_id": note, "expected_version": v, "idempotency_key": "d",
-        "tab_type": "slides", "label": "Old deck", "slides": [{"title": "obsidian secret"}]}))["tab_id"]
-        .as_str().unwrap().to_string();
+    let deck = w.ok(
+        &ada,
+        "create_note_tab",
+        json!({"note_id": note, "expected_version": v, "idempotency_key": "d",
+        "tab_type": "slides", "label": "Old deck", "slides": [{"title": "obsidian secret"}]}),
+    )["tab_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(count(&search(&mut w, &ada, "obsidian")), 1);
     let v = w.version(&ada, &note);
     let r = rest::delete_tab(&w.kv, &mut w.env, &ada, &note, &deck, json!({"expected_version": v})).unwrap();
@@ -88,8 +94,12 @@ fn a_refused_write_makes_nothing_findable() {
     let mut w = World::new();
     let ada = human("acme");
     let note = w.note(&ada, "Draft", true);
-    let r = w.call(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 99,
-        "idempotency_key": "k", "operation": "replace_text", "text": "feldspar"}));
+    let r = w.call(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 99,
+        "idempotency_key": "k", "operation": "replace_text", "text": "feldspar"}),
+    );
     assert_eq!(r["structuredContent"]["error"], "version_conflict");
     assert_eq!(count(&search(&mut w, &ada, "feldspar")), 0);
 }
@@ -102,8 +112,12 @@ fn a_lost_swap_leaves_a_marker_that_never_becomes_a_hit() {
     let v = w.version(&ada, &note);
     // Every head swap lost: the write's dirty marker is written, its head never is.
     w.kv.faults().lose_swaps_of(Some("/note/"));
-    let r = w.call(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
-        "idempotency_key": "k", "operation": "replace_text", "text": "gneiss"}));
+    let r = w.call(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": v,
+        "idempotency_key": "k", "operation": "replace_text", "text": "gneiss"}),
+    );
     w.kv.faults().lose_swaps_of(None);
     assert_eq!(r["structuredContent"]["error"], "busy", "{r}");
     let left = cairn_notes::search::check(&w.kv, "acme").unwrap();

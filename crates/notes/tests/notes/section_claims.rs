@@ -30,8 +30,12 @@ fn section(w: &mut World, who: &Identity, note: &str, id: &str) -> Value {
 
 fn replace_section(w: &mut World, who: &Identity, note: &str, id: &str, body: &str, key: &str) -> Value {
     let s = section(w, who, note, id);
-    w.call(who, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": s["version"], "idempotency_key": key,
-        "operation": "replace_section", "section_id": id, "expected_section_hash": s["section_hash"], "text": body}))["structuredContent"]
+    w.call(
+        who,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": s["version"], "idempotency_key": key,
+        "operation": "replace_section", "section_id": id, "expected_section_hash": s["section_hash"], "text": body}),
+    )["structuredContent"]
         .clone()
 }
 
@@ -154,16 +158,23 @@ fn two_writers_and_a_person_edit_three_sections_side_by_side() {
     claim_section(&mut w, &other, &note, "results");
     claim_section(&mut w, &ada, &note, "method");
     // Each reads once, then all write on the versions they read: no false conflicts.
-    let reads: Vec<(Identity, &str, Value)> =
-        [(bot.clone(), "intro"), (other.clone(), "results"), (ada.clone(), "method")].into_iter().map(|(who, id)| {
+    let reads: Vec<(Identity, &str, Value)> = [(bot.clone(), "intro"), (other.clone(), "results"), (ada.clone(), "method")]
+        .into_iter()
+        .map(|(who, id)| {
             let s = section(&mut w, &who, &note, id);
             (who, id, s)
-        }).collect();
+        })
+        .collect();
     for (i, (who, id, s)) in reads.iter().enumerate() {
         let body = format!("{}\nby {}\n", s["text"].as_str().unwrap().lines().next().unwrap(), who.subject);
-        let r = w.call(who, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": s["version"],
+        let r = w.call(
+            who,
+            "edit_note_tab",
+            json!({"note_id": note, "tab_id": "markdown", "expected_version": s["version"],
             "idempotency_key": format!("side-{i}"), "operation": "replace_section", "section_id": id,
-            "expected_section_hash": s["section_hash"], "text": body}))["structuredContent"].clone();
+            "expected_section_hash": s["section_hash"], "text": body}),
+        )["structuredContent"]
+            .clone();
         assert!(r.get("error").is_none(), "{who:?} on {id}: {r}");
     }
     assert_eq!(text(&mut w, &note), "Preamble\n# Intro\nby claude\n# Method\nby ada\n# Results\nby gpt\n");

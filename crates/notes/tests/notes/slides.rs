@@ -3,9 +3,7 @@ use crate::common::*;
 use serde_json::{Value, json};
 
 fn outline(n: usize) -> Vec<Value> {
-    (0..n)
-        .map(|i| json!({"title": format!("Slide {i}"), "body": "b"}))
-        .collect()
+    (0..n).map(|i| json!({"title": format!("Slide {i}"), "body": "b"})).collect()
 }
 
 #[test]
@@ -59,8 +57,12 @@ fn unknown_slide_fields_are_refused() {
     let note = w.note(&human("acme"), "Deck", true);
     let deck = w.create_tab(&human("acme"), &note, "slides", "Deck");
     let before = w.kv.notes_state();
-    let r = w.refused(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": deck, "expected_version": 2,
-        "idempotency_key": "k", "operation": "slides_add_outline", "slides": [{"title": "a", "bullets": ["x"]}]}));
+    let r = w.refused(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": deck, "expected_version": 2,
+        "idempotency_key": "k", "operation": "slides_add_outline", "slides": [{"title": "a", "bullets": ["x"]}]}),
+    );
     assert_eq!(r["field"], "slides");
     assert!(r["message"].as_str().unwrap().contains("bullets"));
     let r = w.refused(
@@ -70,8 +72,12 @@ fn unknown_slide_fields_are_refused() {
         "idempotency_key": "k", "operation": "slide_add", "title": "Sources", "index": 0}),
     );
     assert_eq!(r["field"], "index");
-    let r = w.refused(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": deck, "expected_version": 2,
-        "idempotency_key": "k", "operation": "replace_tab_data", "data": {"slides": [{"title": "a", "layout": "two"}]}}));
+    let r = w.refused(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": deck, "expected_version": 2,
+        "idempotency_key": "k", "operation": "replace_tab_data", "data": {"slides": [{"title": "a", "layout": "two"}]}}),
+    );
     assert_eq!(r["error"], "invalid_argument");
     assert!(r["field"].as_str().unwrap().starts_with("data.slides"));
     let r = w.refused(
@@ -96,15 +102,14 @@ fn slide_add_and_outline_append_in_order_and_replace_tab_data_replaces() {
         json!({"note_id": note, "tab_id": deck, "expected_version": 2, "idempotency_key": "a",
         "operation": "slide_add", "title": "One", "body": "b1", "notes": "n1"}),
     );
-    w.ok(&bot, "edit_note_tab", json!({"note_id": note, "tab_id": deck, "expected_version": 3, "idempotency_key": "b",
-        "operation": "slides_add_outline", "slides": [{"title": "Two"}, {"title": "Three", "notes": "n3"}]}));
+    w.ok(
+        &bot,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": deck, "expected_version": 3, "idempotency_key": "b",
+        "operation": "slides_add_outline", "slides": [{"title": "Two"}, {"title": "Three", "notes": "n3"}]}),
+    );
     let tab = w.tab(&bot, &note, &deck);
-    let titles: Vec<&str> = tab["slides"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["title"].as_str().unwrap())
-        .collect();
+    let titles: Vec<&str> = tab["slides"].as_array().unwrap().iter().map(|s| s["title"].as_str().unwrap()).collect();
     assert_eq!(titles, ["One", "Two", "Three"]);
     assert_eq!(tab["slides"][0]["notes"], "n1");
     w.ok(
@@ -113,13 +118,7 @@ fn slide_add_and_outline_append_in_order_and_replace_tab_data_replaces() {
         json!({"note_id": note, "tab_id": deck, "expected_version": 4, "idempotency_key": "c",
         "operation": "replace_tab_data", "data": {"slides": [{"title": "Only"}]}}),
     );
-    assert_eq!(
-        w.tab(&bot, &note, &deck)["slides"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(w.tab(&bot, &note, &deck)["slides"].as_array().unwrap().len(), 1);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Sources: http(s) only, normalized, held once per note whatever the key.
-use cairn_notes::url::normalize_url;
 use crate::common::*;
+use cairn_notes::url::normalize_url;
 use serde_json::json;
 
 #[test]
@@ -26,14 +26,8 @@ fn url_normalization_table() {
     let table = [
         ("https://example.org/", "https://example.org"),
         ("https://example.org", "https://example.org"),
-        (
-            "https://example.org/Report/A",
-            "https://example.org/Report/A",
-        ),
-        (
-            "https://example.org/r?id=3&utm_source=x&b=2",
-            "https://example.org/r?id=3&b=2",
-        ),
+        ("https://example.org/Report/A", "https://example.org/Report/A"),
+        ("https://example.org/r?id=3&utm_source=x&b=2", "https://example.org/r?id=3&b=2"),
         ("https://example.org:8080/r", "https://example.org:8080/r"),
         ("https://wwwx.example.org/r", "https://wwwx.example.org/r"),
         ("https://[::1]:8443/r", "https://[::1]:8443/r"),
@@ -64,42 +58,18 @@ fn a_repeat_of_the_same_normalized_url_returns_the_existing_source_whatever_the_
     let mut w = World::new();
     let bot = agent("acme");
     let note = w.note(&human("acme"), "Research", true);
-    let first = w.ok(
-        &bot,
-        "add_note_source",
-        add(
-            &note,
-            1,
-            "k1",
-            "https://www.example.org/report/?utm_source=x",
-        ),
-    );
+    let first = w.ok(&bot, "add_note_source", add(&note, 1, "k1", "https://www.example.org/report/?utm_source=x"));
     assert_eq!(first["already_attached"], false);
     assert_eq!(first["url"], "https://example.org/report");
     let before = w.kv.notes_state();
-    for (i, spelling) in [
-        "http://example.org/report",
-        "example.org/report#top",
-        "https://EXAMPLE.org/report/",
-    ]
-    .iter()
-    .enumerate()
-    {
-        let again = w.ok(
-            &bot,
-            "add_note_source",
-            add(&note, 1, &format!("other-key-{i}"), spelling),
-        );
+    for (i, spelling) in ["http://example.org/report", "example.org/report#top", "https://EXAMPLE.org/report/"].iter().enumerate() {
+        let again = w.ok(&bot, "add_note_source", add(&note, 1, &format!("other-key-{i}"), spelling));
         assert_eq!(again["already_attached"], true);
         assert_eq!(again["source_id"], first["source_id"]);
         assert_eq!(again["version"], 2);
     }
     assert_eq!(w.kv.notes_state(), before, "nothing written");
-    let list = w.ok(
-        &bot,
-        "list_note_attachments",
-        json!({"note_id": note, "kind": "sources"}),
-    );
+    let list = w.ok(&bot, "list_note_attachments", json!({"note_id": note, "kind": "sources"}));
     assert_eq!(list["attachments"].as_array().unwrap().len(), 1);
 }
 
@@ -108,32 +78,18 @@ fn a_key_derived_from_the_url_replays_across_turns_and_refuses_another_url() {
     let mut w = World::new();
     let bot = agent("acme");
     let note = w.note(&human("acme"), "Research", true);
-    let first = w.ok(
-        &bot,
-        "add_note_source",
-        add(
-            &note,
-            1,
-            "note+example.org/report",
-            "https://example.org/report",
-        ),
-    );
+    let first = w.ok(&bot, "add_note_source", add(&note, 1, "note+example.org/report", "https://example.org/report"));
     // A later turn, with a newer version and a better title: the key names the same intent.
     w.write_text(&human("acme"), &note, "moved on", "p");
-    let again = w.ok(&bot, "add_note_source", json!({"note_id": note, "expected_version": 3,
-        "idempotency_key": "note+example.org/report", "title": "Better title", "url": "http://www.example.org/report/"}));
-    assert_eq!(again["replayed"], true);
-    assert_eq!(again["source_id"], first["source_id"]);
-    let r = w.refused(
+    let again = w.ok(
         &bot,
         "add_note_source",
-        add(
-            &note,
-            3,
-            "note+example.org/report",
-            "https://example.org/other",
-        ),
+        json!({"note_id": note, "expected_version": 3,
+        "idempotency_key": "note+example.org/report", "title": "Better title", "url": "http://www.example.org/report/"}),
     );
+    assert_eq!(again["replayed"], true);
+    assert_eq!(again["source_id"], first["source_id"]);
+    let r = w.refused(&bot, "add_note_source", add(&note, 3, "note+example.org/report", "https://example.org/other"));
     assert_eq!(r["error"], "idempotency_key_reused");
 }
 
@@ -142,16 +98,8 @@ fn a_new_url_on_a_stale_version_is_refused() {
     let mut w = World::new();
     let bot = agent("acme");
     let note = w.note(&human("acme"), "Research", true);
-    w.ok(
-        &bot,
-        "add_note_source",
-        add(&note, 1, "k1", "https://example.org/a"),
-    );
-    let r = w.refused(
-        &bot,
-        "add_note_source",
-        add(&note, 1, "k2", "https://example.org/b"),
-    );
+    w.ok(&bot, "add_note_source", add(&note, 1, "k1", "https://example.org/a"));
+    let r = w.refused(&bot, "add_note_source", add(&note, 1, "k2", "https://example.org/b"));
     assert_eq!(r["error"], "version_conflict");
     assert_eq!(r["current_version"], 2);
 }
@@ -162,11 +110,7 @@ fn non_http_urls_are_refused_naming_url_and_nothing_written() {
     let bot = agent("acme");
     let note = w.note(&human("acme"), "Research", true);
     let before = w.kv.notes_state();
-    for bad in [
-        "ftp://example.org/file",
-        "javascript:alert(1)",
-        "file:///etc/passwd",
-    ] {
+    for bad in ["ftp://example.org/file", "javascript:alert(1)", "file:///etc/passwd"] {
         let r = w.refused(&bot, "add_note_source", add(&note, 1, "k", bad));
         assert_eq!(r["error"], "invalid_argument");
         assert_eq!(r["field"], "url");
@@ -179,11 +123,7 @@ fn sources_are_returned_as_metadata_with_provenance() {
     let mut w = World::new();
     let bot = agent("acme");
     let note = w.note(&human("acme"), "Research", true);
-    w.ok(
-        &bot,
-        "add_note_source",
-        add(&note, 1, "k1", "https://example.org/a"),
-    );
+    w.ok(&bot, "add_note_source", add(&note, 1, "k1", "https://example.org/a"));
     let list = w.ok(&bot, "list_note_attachments", json!({"note_id": note}));
     let item = &list["attachments"][0];
     assert_eq!(item["kind"], "source");

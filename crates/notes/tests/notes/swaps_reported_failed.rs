@@ -127,9 +127,16 @@ fn append_lines(store: &dyn Store, note: &str, who: cairn_notes::Identity, mut e
             let read = checked_call(store, &mut env, &who, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone();
             let text = read["text"].as_str().unwrap();
             let next = if text.is_empty() { line.clone() } else { format!("{text}\n{line}") };
-            let r = checked_call(store, &mut env, &who, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown",
+            let r = checked_call(
+                store,
+                &mut env,
+                &who,
+                "edit_note_tab",
+                json!({"note_id": note, "tab_id": "markdown",
                 "expected_version": read["version"], "idempotency_key": format!("{tag}-{i}-{attempt}"),
-                "operation": "replace_text", "text": next}))["structuredContent"].clone();
+                "operation": "replace_text", "text": next}),
+            )["structuredContent"]
+                .clone();
             match r["error"].as_str() {
                 None => {
                     acked.push(line.clone());
@@ -211,17 +218,32 @@ fn an_edit_overtaken_right_after_its_reported_failed_swap_landed_is_answered_as_
     let mut env = SimEnv::new(3);
     let (ada, bot) = (human("acme"), agent("acme"));
     let note = create_note(&store, &mut env, &ada, "Brief", true);
-    let tab = |store: &Overtaken, env: &mut SimEnv| checked_call(store, env, &ada, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone();
+    let tab = |store: &Overtaken, env: &mut SimEnv| {
+        checked_call(store, env, &ada, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}))["structuredContent"].clone()
+    };
     let before = num(&tab(&store, &mut env)["version"]);
     // Right after ada's swap lands, the agent appends on top of it.
     let (n, agent_at) = (note.clone(), before + 1);
     *store.between.lock().unwrap() = Some(Box::new(move |s: &Overtaken| {
-        let r = checked_call(s, &mut SimEnv::new(4), &bot, "edit_note_tab", json!({"note_id": n, "tab_id": "markdown",
-            "expected_version": agent_at, "idempotency_key": "bot-1", "operation": "append_text", "text": "\nagent line"}));
+        let r = checked_call(
+            s,
+            &mut SimEnv::new(4),
+            &bot,
+            "edit_note_tab",
+            json!({"note_id": n, "tab_id": "markdown",
+            "expected_version": agent_at, "idempotency_key": "bot-1", "operation": "append_text", "text": "\nagent line"}),
+        );
         assert!(r["structuredContent"].get("error").is_none(), "the agent's append: {}", r["structuredContent"]);
     }));
-    let r = checked_call(&store, &mut env, &ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown",
-        "expected_version": before, "idempotency_key": "ada-1", "operation": "replace_text", "text": "ada line"}))["structuredContent"].clone();
+    let r = checked_call(
+        &store,
+        &mut env,
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown",
+        "expected_version": before, "idempotency_key": "ada-1", "operation": "replace_text", "text": "ada line"}),
+    )["structuredContent"]
+        .clone();
     assert!(store.between.lock().unwrap().is_none(), "the agent never wrote in between: the test proved nothing");
     assert!(r.get("error").is_none(), "refused: {r}");
     assert_eq!(num(&r["version"]), before + 1, "{r}");

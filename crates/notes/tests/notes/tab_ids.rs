@@ -1,6 +1,6 @@
 //! Tab ids: assigned once, never reused; no write path resolves a type or a label.
-use cairn_notes::rest;
 use crate::common::*;
+use cairn_notes::rest;
 use serde_json::json;
 
 #[test]
@@ -17,12 +17,7 @@ fn new_tab_ids_are_type_seq_random_and_fixed_tabs_keep_their_names() {
     let t = w.create_tab(&ada, &note, "sheet", "Numbers");
     assert!(t.starts_with("sheet-2-"), "{t}");
     let tabs = w.ok(&ada, "list_note_tabs", json!({"note_id": note}));
-    let ids: Vec<&str> = tabs["tabs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["tab_id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = tabs["tabs"].as_array().unwrap().iter().map(|t| t["tab_id"].as_str().unwrap()).collect();
     assert_eq!(&ids[..3], ["markdown", "files", "sources"]);
 }
 
@@ -34,33 +29,15 @@ fn tab_ids_are_never_reused_even_after_deletion() {
     let mut seen = std::collections::HashSet::new();
     for round in 0..5 {
         let id = w.create_tab(&ada, &note, "slides", "Deck");
-        assert!(
-            seen.insert(id.clone()),
-            "round {round}: {id} was handed out before"
-        );
+        assert!(seen.insert(id.clone()), "round {round}: {id} was handed out before");
         let v = w.version(&ada, &note);
-        let r = rest::delete_tab(
-            &w.kv,
-            &mut w.env,
-            &ada,
-            &note,
-            &id,
-            json!({"expected_version": v}),
-        )
-        .unwrap();
+        let r = rest::delete_tab(&w.kv, &mut w.env, &ada, &note, &id, json!({"expected_version": v})).unwrap();
         assert_eq!(r.status, 200, "{}", r.body);
-        let gone = w.refused(
-            &ada,
-            "read_note_tab",
-            json!({"note_id": note, "tab_id": id}),
-        );
+        let gone = w.refused(&ada, "read_note_tab", json!({"note_id": note, "tab_id": id}));
         assert_eq!(gone["error"], "not_found");
     }
     let last = w.create_tab(&ada, &note, "slides", "Deck");
-    assert!(
-        last.starts_with("slides-6-"),
-        "the counter only grows: {last}"
-    );
+    assert!(last.starts_with("slides-6-"), "the counter only grows: {last}");
 }
 
 #[test]
@@ -80,20 +57,10 @@ fn a_type_or_a_label_is_never_resolved_into_a_tab_id() {
         );
         assert_eq!(r["error"], "not_found", "{handle}");
         assert_eq!(w.kv.notes_state(), before);
-        let r = w.refused(
-            &ada,
-            "read_note_tab",
-            json!({"note_id": note, "tab_id": handle}),
-        );
+        let r = w.refused(&ada, "read_note_tab", json!({"note_id": note, "tab_id": handle}));
         assert_eq!(r["error"], "not_found", "{handle}");
     }
-    assert_eq!(
-        w.tab(&ada, &note, &deck)["slides"]
-            .as_array()
-            .unwrap()
-            .len(),
-        0
-    );
+    assert_eq!(w.tab(&ada, &note, &deck)["slides"].as_array().unwrap().len(), 0);
 }
 
 #[test]
@@ -111,10 +78,7 @@ fn labels_may_repeat_and_each_tab_keeps_its_own_id() {
         json!({"note_id": note, "tab_id": b, "expected_version": v, "idempotency_key": "k",
         "operation": "slide_add", "title": "Only in b"}),
     );
-    assert_eq!(
-        w.tab(&ada, &note, &a)["slides"].as_array().unwrap().len(),
-        0
-    );
+    assert_eq!(w.tab(&ada, &note, &a)["slides"].as_array().unwrap().len(), 0);
     assert_eq!(w.tab(&ada, &note, &b)["slides"][0]["title"], "Only in b");
 }
 
@@ -123,15 +87,7 @@ fn fixed_tabs_cannot_be_deleted_and_attachments_cannot_be_edited() {
     let mut w = World::new();
     let ada = human("acme");
     let note = w.note(&ada, "Plan", true);
-    let r = rest::delete_tab(
-        &w.kv,
-        &mut w.env,
-        &ada,
-        &note,
-        "markdown",
-        json!({"expected_version": 1}),
-    )
-    .unwrap();
+    let r = rest::delete_tab(&w.kv, &mut w.env, &ada, &note, "markdown", json!({"expected_version": 1})).unwrap();
     assert_eq!(r.status, 400);
     for tab in ["files", "sources"] {
         let r = w.refused(

@@ -1,8 +1,8 @@
 //! People rename and move tabs (`rest::update_tab`): conditional on the note's version,
 //! repeatable with a key, claim-aware, and the tab keeps its id and content version.
-use cairn_notes::rest::{self, RestReply};
-use cairn_notes::Identity;
 use crate::common::*;
+use cairn_notes::Identity;
+use cairn_notes::rest::{self, RestReply};
 use serde_json::{Value, json};
 
 fn update(w: &mut World, who: &Identity, note: &str, tab: &str, args: Value) -> RestReply {
@@ -11,12 +11,7 @@ fn update(w: &mut World, who: &Identity, note: &str, tab: &str, args: Value) -> 
 
 fn strip(w: &mut World, who: &Identity, note: &str) -> Vec<(String, String)> {
     let tabs = w.ok(who, "list_note_tabs", json!({"note_id": note}));
-    tabs["tabs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["tab_id"].as_str().unwrap().to_string(), t["label"].as_str().unwrap().to_string()))
-        .collect()
+    tabs["tabs"].as_array().unwrap().iter().map(|t| (t["tab_id"].as_str().unwrap().to_string(), t["label"].as_str().unwrap().to_string())).collect()
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Tenants: every key is prefixed, and one tenant never sees another's notes.
-use cairn_notes::TenantKv;
 use crate::common::*;
+use cairn_notes::TenantKv;
 use serde_json::json;
 
 #[test]
@@ -9,16 +9,8 @@ fn tenant_a_cannot_see_tenant_b_note_and_gets_the_same_not_found_as_for_a_missin
     let bob = human("beta");
     let note = w.note(&bob, "Secret", true);
     let alice = human("acme");
-    let foreign = w.refused(
-        &alice,
-        "read_note_tab",
-        json!({"note_id": note, "tab_id": "markdown"}),
-    );
-    let missing = w.refused(
-        &alice,
-        "read_note_tab",
-        json!({"note_id": "note-does-not-exist", "tab_id": "markdown"}),
-    );
+    let foreign = w.refused(&alice, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
+    let missing = w.refused(&alice, "read_note_tab", json!({"note_id": "note-does-not-exist", "tab_id": "markdown"}));
     assert_eq!(foreign["error"], "not_found");
     assert_eq!(foreign, missing, "no hint that the note exists elsewhere");
     for tool in ["list_note_tabs", "list_note_attachments"] {
@@ -32,20 +24,8 @@ fn tenant_a_cannot_see_tenant_b_note_and_gets_the_same_not_found_as_for_a_missin
         "idempotency_key": "k", "operation": "replace_text", "text": "x"}),
     );
     assert_eq!(r["error"], "not_found");
-    assert_eq!(
-        w.ok(&alice, "list_notes", json!({}))["notes"]
-            .as_array()
-            .unwrap()
-            .len(),
-        0
-    );
-    assert_eq!(
-        w.ok(&bob, "list_notes", json!({}))["notes"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(w.ok(&alice, "list_notes", json!({}))["notes"].as_array().unwrap().len(), 0);
+    assert_eq!(w.ok(&bob, "list_notes", json!({}))["notes"].as_array().unwrap().len(), 1);
 }
 
 #[test]
@@ -74,4 +54,3 @@ fn invalid_tenant_ids_are_refused_before_any_store_access() {
     assert!(kv.take_reads().is_empty());
     assert!(TenantKv::new(&kv, "acme_1-x").is_some());
 }
-

@@ -1,6 +1,6 @@
 //! The tool registry: names, scopes, annotations, required fields and what descriptions say.
-use cairn_notes::tools;
 use crate::common::*;
+use cairn_notes::tools;
 use serde_json::json;
 
 #[test]
@@ -29,27 +29,12 @@ fn tool_names_use_only_lowercase_and_underscores_and_scopes_match_kinds() {
         ]
     );
     for s in &specs {
-        assert!(
-            s.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
-            "{}",
-            s.name
-        );
+        assert!(s.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{}", s.name);
         let read = s.annotations.read_only_hint;
-        assert_eq!(
-            s.scope,
-            if read { "notes:read" } else { "notes:write" },
-            "{}",
-            s.name
-        );
+        assert_eq!(s.scope, if read { "notes:read" } else { "notes:write" }, "{}", s.name);
         let listed = serde_json::to_value(s).unwrap();
-        assert!(
-            listed.get("inputSchema").is_some()
-                && listed["annotations"].get("readOnlyHint").is_some()
-        );
-        assert!(
-            listed.get("scope").is_none(),
-            "scope is not part of the MCP listing"
-        );
+        assert!(listed.get("inputSchema").is_some() && listed["annotations"].get("readOnlyHint").is_some());
+        assert!(listed.get("scope").is_none(), "scope is not part of the MCP listing");
     }
 }
 
@@ -75,41 +60,17 @@ fn every_tool_has_a_title_and_all_four_annotations_and_none_is_open_world() {
 fn write_tools_require_expected_version_and_idempotency_key_and_say_what_to_do_on_conflict() {
     let content_writes = ["edit_note_tab", "create_note_tab", "add_note_source"];
     for s in tools().iter().filter(|s| content_writes.contains(&s.name)) {
-        let required: Vec<&str> = s.input_schema["required"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        assert!(
-            required.contains(&"expected_version") && required.contains(&"idempotency_key"),
-            "{}",
-            s.name
-        );
+        let required: Vec<&str> = s.input_schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert!(required.contains(&"expected_version") && required.contains(&"idempotency_key"), "{}", s.name);
         assert!(s.description.contains("version_conflict"), "{}", s.name);
         assert!(s.description.contains("new version"), "{}", s.name);
         assert!(s.description.contains("idempotency key"), "{}", s.name);
     }
-    let edit = tools()
-        .into_iter()
-        .find(|s| s.name == "edit_note_tab")
-        .unwrap();
-    assert!(
-        edit.description
-            .contains("read the tab again, redo your change")
-    );
-    assert!(
-        edit.description
-            .contains("one intended change on one base version")
-    );
-    let src = tools()
-        .into_iter()
-        .find(|s| s.name == "add_note_source")
-        .unwrap();
-    assert!(
-        src.description
-            .contains("derive it from the note_id and the normalized URL")
-    );
+    let edit = tools().into_iter().find(|s| s.name == "edit_note_tab").unwrap();
+    assert!(edit.description.contains("read the tab again, redo your change"));
+    assert!(edit.description.contains("one intended change on one base version"));
+    let src = tools().into_iter().find(|s| s.name == "add_note_source").unwrap();
+    assert!(src.description.contains("derive it from the note_id and the normalized URL"));
 }
 
 #[test]
@@ -131,17 +92,9 @@ fn a_bad_argument_names_its_field() {
     let mut w = World::new();
     let ada = human("acme");
     let cases = [
-        (
-            "read_note_tab",
-            json!({"note_id": "n", "tab_id": 7}),
-            "tab_id",
-        ),
+        ("read_note_tab", json!({"note_id": "n", "tab_id": 7}), "tab_id"),
         ("read_note_tab", json!({"note_id": "n"}), "tab_id"),
-        (
-            "read_note_tab",
-            json!({"note_id": "n", "tab_id": "t", "extra": 1}),
-            "extra",
-        ),
+        ("read_note_tab", json!({"note_id": "n", "tab_id": "t", "extra": 1}), "extra"),
         (
             "edit_note_tab",
             json!({"note_id": "n", "tab_id": "t", "expected_version": "7", "idempotency_key": "k",

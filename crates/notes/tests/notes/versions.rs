@@ -1,6 +1,6 @@
 //! Versions: counters, note scope by default, tab scope on request; stale writes refused.
-use cairn_notes::NEXT_STEP_REREAD;
 use crate::common::*;
+use cairn_notes::NEXT_STEP_REREAD;
 use serde_json::json;
 
 #[test]
@@ -41,11 +41,7 @@ fn every_write_bumps_the_note_version_and_the_tab_version_by_one() {
     // A sheet tab's read lists its sheets without cells: a part token.
     assert_eq!(tab["version"], "4:part", "creating a tab moves the note version");
     assert_eq!(tab["tab_version"], "1:part");
-    assert_eq!(
-        w.tab(&ada, &note, "markdown")["tab_version"],
-        3,
-        "other tabs keep their version"
-    );
+    assert_eq!(w.tab(&ada, &note, "markdown")["tab_version"], 3, "other tabs keep their version");
 }
 
 #[test]
@@ -56,8 +52,12 @@ fn note_scope_refuses_a_write_after_a_change_in_another_tab() {
     let sheet = w.create_tab(&ada, &note, "sheet", "Numbers");
     let read = w.tab(&ada, &note, "markdown");
     let v = read["version"].as_u64().unwrap();
-    w.ok(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": sheet, "expected_version": v, "idempotency_key": "cells",
-        "operation": "sheet_set_range", "sheet_id": "s1", "start_row": 0, "start_col": 0, "values": [[1]]}));
+    w.ok(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": sheet, "expected_version": v, "idempotency_key": "cells",
+        "operation": "sheet_set_range", "sheet_id": "s1", "start_row": 0, "start_col": 0, "values": [[1]]}),
+    );
     let r = w.refused(
         &ada,
         "edit_note_tab",
@@ -78,10 +78,18 @@ fn tab_scope_ignores_writes_to_other_tabs() {
     let read = w.tab(&ada, &note, "markdown");
     let tv = read["tab_version"].as_u64().unwrap();
     let v = read["version"].as_u64().unwrap();
-    w.ok(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": sheet, "expected_version": v, "idempotency_key": "cells",
-        "operation": "sheet_set_range", "sheet_id": "s1", "start_row": 0, "start_col": 0, "values": [[1]]}));
-    let r = w.ok(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": tv,
-        "version_scope": "tab", "idempotency_key": "brief", "operation": "replace_text", "text": "brief"}));
+    w.ok(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": sheet, "expected_version": v, "idempotency_key": "cells",
+        "operation": "sheet_set_range", "sheet_id": "s1", "start_row": 0, "start_col": 0, "values": [[1]]}),
+    );
+    let r = w.ok(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": tv,
+        "version_scope": "tab", "idempotency_key": "brief", "operation": "replace_text", "text": "brief"}),
+    );
     assert_eq!(r["tab_version"], tv + 1);
     assert_eq!(r["version"], v + 2);
 }
@@ -92,8 +100,12 @@ fn tab_scope_refuses_a_stale_tab_version() {
     let ada = human("acme");
     let note = w.note(&ada, "Plan", true);
     w.write_text(&ada, &note, "first", "k1");
-    let r = w.refused(&ada, "edit_note_tab", json!({"note_id": note, "tab_id": "markdown", "expected_version": 1,
-        "version_scope": "tab", "idempotency_key": "k2", "operation": "replace_text", "text": "stale"}));
+    let r = w.refused(
+        &ada,
+        "edit_note_tab",
+        json!({"note_id": note, "tab_id": "markdown", "expected_version": 1,
+        "version_scope": "tab", "idempotency_key": "k2", "operation": "replace_text", "text": "stale"}),
+    );
     assert_eq!(r["error"], "version_conflict");
     assert_eq!(r["version_scope"], "tab");
     assert_eq!(r["current_version"], 2);

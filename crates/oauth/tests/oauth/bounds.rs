@@ -19,11 +19,13 @@ fn secret_of(r: &cairn_oauth::Reply) -> String {
 #[test]
 fn invitations_past_the_open_bound_are_refused_and_nothing_is_written() {
     let w = World::new();
-    let made: Vec<String> = (0..MAX_OPEN_INVITES).map(|i| {
-        let r = invite(&w, &format!("P{i}"));
-        assert_eq!(r.status, 201, "{i}: {}", text(&r));
-        secret_of(&r)
-    }).collect();
+    let made: Vec<String> = (0..MAX_OPEN_INVITES)
+        .map(|i| {
+            let r = invite(&w, &format!("P{i}"));
+            assert_eq!(r.status, 201, "{i}: {}", text(&r));
+            secret_of(&r)
+        })
+        .collect();
     let links = keys_under(&w, "oauth/link/").len();
     let over = invite(&w, "One too many");
     assert_eq!((over.status, body(&over)["error"].as_str()), (409, Some("limit_reached")), "{}", text(&over));

@@ -102,7 +102,10 @@ fn a_metadata_document_that_is_too_big_slow_foreign_or_secret_is_refused_and_not
         (Err("no answer within 5 seconds".into()), "no answer within 5 seconds"),
         (Ok(document("https://other.example/client.json")), "names another client_id"),
         (Ok(json!({"client_id": id, "redirect_uris": [CALLBACK], "client_secret": "s"}).to_string().into_bytes()), "client_secret"),
-        (Ok(json!({"client_id": id, "redirect_uris": [CALLBACK], "token_endpoint_auth_method": "private_key_jwt"}).to_string().into_bytes()), "private_key_jwt"),
+        (
+            Ok(json!({"client_id": id, "redirect_uris": [CALLBACK], "token_endpoint_auth_method": "private_key_jwt"}).to_string().into_bytes()),
+            "private_key_jwt",
+        ),
         (Ok(b"not json".to_vec()), "not JSON"),
     ];
     for (fetched, why) in cases {
@@ -155,7 +158,11 @@ fn a_document_url_on_a_private_name_or_address_is_refused_before_anything_is_fet
     named.settings.metadata_origin = Some("https://localhost:8443".into());
     let local = "https://localhost:8443/client.json";
     assert_eq!(cairn_oauth::Server::document_to_fetch(&named.settings, &query(&[("client_id", local)])).as_deref(), Some(local));
-    assert_eq!(cairn_oauth::Server::document_to_fetch(&named.settings, &query(&[("client_id", "https://localhost:9443/client.json")])), None, "another port is another origin");
+    assert_eq!(
+        cairn_oauth::Server::document_to_fetch(&named.settings, &query(&[("client_id", "https://localhost:9443/client.json")])),
+        None,
+        "another port is another origin"
+    );
     assert!(w.store.list_keys("default", None, 10).unwrap().is_empty());
 }
 

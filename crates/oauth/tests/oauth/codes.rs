@@ -17,7 +17,14 @@ fn pkce_with_s256_is_required() {
     let r = w.get(Route::Authorize, &without, None);
     assert!(refused(&r).contains("invalid_request"), "{}", text(&r));
     let (_, challenge) = pkce();
-    let plain = query(&[("response_type", "code"), ("client_id", &id), ("redirect_uri", CALLBACK), ("state", "s-1"), ("code_challenge", &challenge), ("code_challenge_method", "plain")]);
+    let plain = query(&[
+        ("response_type", "code"),
+        ("client_id", &id),
+        ("redirect_uri", CALLBACK),
+        ("state", "s-1"),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "plain"),
+    ]);
     let why = refused(&w.get(Route::Authorize, &plain, None));
     assert!(why.contains("invalid_request") && why.contains("S256"), "{why}");
     let (r, _) = w.authorize(&id, &[("redirect_uri", CALLBACK), ("response_type", "token")], None, None);
@@ -59,7 +66,10 @@ fn a_code_expires_and_is_bound_to_its_client_and_redirect() {
     let (id, other) = (w.register("App"), w.register("Other"));
     let (code, verifier) = w.approved_code(&id, &person("Ada", Role::Member));
     assert_eq!(body(&w.exchange(&other, &code, &verifier))["error"], "invalid_grant");
-    let elsewhere = w.form(Route::Token, &[("grant_type", "authorization_code"), ("code", &code), ("client_id", &id), ("redirect_uri", "http://127.0.0.1:9000/x"), ("code_verifier", &verifier)]);
+    let elsewhere = w.form(
+        Route::Token,
+        &[("grant_type", "authorization_code"), ("code", &code), ("client_id", &id), ("redirect_uri", "http://127.0.0.1:9000/x"), ("code_verifier", &verifier)],
+    );
     assert_eq!(body(&elsewhere)["error"], "invalid_grant");
     w.later(61);
     let late = w.exchange(&id, &code, &verifier);
@@ -73,9 +83,13 @@ fn a_token_for_another_resource_is_refused_invalid_target() {
     let (r, _) = w.authorize(&id, &[("redirect_uri", CALLBACK), ("resource", "https://other.example/mcp")], None, None);
     assert!(refused(&r).contains("invalid_target"), "{}", text(&r));
     let (code, verifier) = w.approved_code(&id, &person("Ada", Role::Member));
-    let r = w.form(Route::Token, &[("grant_type", "authorization_code"), ("code", &code), ("client_id", &id), ("code_verifier", &verifier), ("resource", "https://other.example/mcp")]);
+    let r = w.form(
+        Route::Token,
+        &[("grant_type", "authorization_code"), ("code", &code), ("client_id", &id), ("code_verifier", &verifier), ("resource", "https://other.example/mcp")],
+    );
     assert_eq!((r.status, body(&r)["error"].as_str()), (400, Some("invalid_target")));
-    let r = w.form(Route::Token, &[("grant_type", "authorization_code"), ("code", &code), ("client_id", &id), ("code_verifier", &verifier), ("resource", RESOURCE)]);
+    let r = w
+        .form(Route::Token, &[("grant_type", "authorization_code"), ("code", &code), ("client_id", &id), ("code_verifier", &verifier), ("resource", RESOURCE)]);
     assert_eq!(r.status, 200, "{}", text(&r));
 }
 

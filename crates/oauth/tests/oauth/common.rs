@@ -31,7 +31,14 @@ impl World {
         let get = |n: &str| (n == "audience").then(|| RESOURCE.to_string());
         let settings = Settings::of(&cairn_config::Config::read(&get, &[]).unwrap()).unwrap();
         let (store, faults) = Faulty::new(std::sync::Arc::new(MemoryStore::new()));
-        World { store, faults, settings, key: LocalKey::from_seed([7; 32]), now: Cell::new(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()), counter: Cell::new(1) }
+        World {
+            store,
+            faults,
+            settings,
+            key: LocalKey::from_seed([7; 32]),
+            now: Cell::new(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()),
+            counter: Cell::new(1),
+        }
     }
 
     pub fn later(&self, seconds: u64) {
@@ -72,7 +79,13 @@ impl World {
     /// reply and the verifier.
     pub fn authorize(&self, client_id: &str, extra: &[(&str, &str)], cookie: Option<&str>, document: Option<Result<Vec<u8>, String>>) -> (Reply, String) {
         let (verifier, challenge) = pkce();
-        let mut pairs = vec![("response_type", "code"), ("client_id", client_id), ("code_challenge", challenge.as_str()), ("code_challenge_method", "S256"), ("state", "s-1")];
+        let mut pairs = vec![
+            ("response_type", "code"),
+            ("client_id", client_id),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("state", "s-1"),
+        ];
         pairs.extend_from_slice(extra);
         let q = query(&pairs);
         (self.serve(Route::Authorize, &Request { query: &q, cookie, ..Request::default() }, None, document), verifier)
@@ -90,7 +103,10 @@ impl World {
 
     /// Code exchanged: the token answer.
     pub fn exchange(&self, client_id: &str, code: &str, verifier: &str) -> Reply {
-        self.form(Route::Token, &[("grant_type", "authorization_code"), ("code", code), ("client_id", client_id), ("redirect_uri", CALLBACK), ("code_verifier", verifier)])
+        self.form(
+            Route::Token,
+            &[("grant_type", "authorization_code"), ("code", code), ("client_id", client_id), ("redirect_uri", CALLBACK), ("code_verifier", verifier)],
+        )
     }
 
     pub fn refresh(&self, client_id: &str, token: &str) -> Reply {

@@ -18,7 +18,15 @@ fn session(w: &World) -> String {
 /// The first person as their editor token names them.
 fn first_person() -> Principal {
     let scopes = cairn_oauth::PERSON_SCOPES.iter().map(|s| s.to_string()).collect();
-    Principal { tenant: "local".into(), subject: "local-person".into(), name: "Local person".into(), actor: Actor::Human, role: Role::Admin, scopes, exp: u64::MAX }
+    Principal {
+        tenant: "local".into(),
+        subject: "local-person".into(),
+        name: "Local person".into(),
+        actor: Actor::Human,
+        role: Role::Admin,
+        scopes,
+        exp: u64::MAX,
+    }
 }
 
 fn sign_in(w: &World, cookie: &str, redirect: &str) -> (cairn_oauth::Reply, String) {
@@ -37,7 +45,15 @@ fn the_editor_gets_a_code_only_at_the_issuers_own_page_never_at_another_port() {
     let w = World::new();
     let cookie = session(&w);
     // The attack: a local program listening on a port asks for the editor's code there.
-    for elsewhere in ["http://127.0.0.1:9/", "http://127.0.0.1:3001/", "http://127.0.0.1:9/callback", "http://localhost:3000/", "http://[::1]:3000/", &format!("{ISSUER}/x"), &format!("{ISSUER}/?x=1")] {
+    for elsewhere in [
+        "http://127.0.0.1:9/",
+        "http://127.0.0.1:3001/",
+        "http://127.0.0.1:9/callback",
+        "http://localhost:3000/",
+        "http://[::1]:3000/",
+        &format!("{ISSUER}/x"),
+        &format!("{ISSUER}/?x=1"),
+    ] {
         let (r, _) = sign_in(&w, &cookie, elsewhere);
         let page = error_page(&r);
         assert!(page.contains("not one this client registered"), "{elsewhere}: {page}");
@@ -89,9 +105,13 @@ fn a_new_sign_in_replaces_the_sessions_refresh_token_and_revoking_the_old_one_en
     // The editor revokes the refresh token it held before (as the page does): the new one lives on.
     let old = first["refresh_token"].as_str().unwrap();
     assert_eq!(w.form(Route::Revoke, &[("token", old)]).status, 200);
-    let r = w.form(Route::Token, &[("grant_type", "refresh_token"), ("refresh_token", second["refresh_token"].as_str().unwrap()), ("client_id", "cairn-editor")]);
+    let r =
+        w.form(Route::Token, &[("grant_type", "refresh_token"), ("refresh_token", second["refresh_token"].as_str().unwrap()), ("client_id", "cairn-editor")]);
     assert_eq!(r.status, 200, "{}", text(&r));
-    assert_eq!(body(&w.form(Route::Token, &[("grant_type", "refresh_token"), ("refresh_token", old), ("client_id", "cairn-editor")]))["error"], "invalid_grant");
+    assert_eq!(
+        body(&w.form(Route::Token, &[("grant_type", "refresh_token"), ("refresh_token", old), ("client_id", "cairn-editor")]))["error"],
+        "invalid_grant"
+    );
     // Revoking the current one signs this session's editor out; the next sign-in starts afresh.
     let current = body(&r)["refresh_token"].as_str().unwrap().to_string();
     assert_eq!(w.form(Route::Revoke, &[("token", &current)]).status, 200);

@@ -98,9 +98,15 @@ fn a_refresh_may_narrow_the_scopes_but_never_widen_them() {
     let w = World::new();
     let id = w.register("App");
     let t = connected(&w, &id);
-    let wide = w.form(Route::Token, &[("grant_type", "refresh_token"), ("refresh_token", t["refresh_token"].as_str().unwrap()), ("client_id", &id), ("scope", "notes:read audit:read")]);
+    let wide = w.form(
+        Route::Token,
+        &[("grant_type", "refresh_token"), ("refresh_token", t["refresh_token"].as_str().unwrap()), ("client_id", &id), ("scope", "notes:read audit:read")],
+    );
     assert_eq!(body(&wide)["error"], "invalid_scope");
-    let narrow = body(&w.form(Route::Token, &[("grant_type", "refresh_token"), ("refresh_token", t["refresh_token"].as_str().unwrap()), ("client_id", &id), ("scope", "notes:read")]));
+    let narrow = body(&w.form(
+        Route::Token,
+        &[("grant_type", "refresh_token"), ("refresh_token", t["refresh_token"].as_str().unwrap()), ("client_id", &id), ("scope", "notes:read")],
+    ));
     assert_eq!(narrow["scope"], "notes:read", "{narrow}");
 }
 

@@ -46,12 +46,7 @@ fn every_write_during_a_live_reshard_lands_exactly_once() {
             let key = format!("t/tenant-{}/count", w * 8 + t);
             let raw = store.get("default", &key).unwrap().unwrap_or_default();
             let value = if raw.is_empty() { 0 } else { i64::from_le_bytes(raw.try_into().unwrap()) as u64 };
-            assert!(
-                value >= acked[t] && value <= acked[t] + unknown[t],
-                "{key}: {value} counted, {} acknowledged, {} unknown",
-                acked[t],
-                unknown[t]
-            );
+            assert!(value >= acked[t] && value <= acked[t] + unknown[t], "{key}: {value} counted, {} acknowledged, {} unknown", acked[t], unknown[t]);
             total += acked[t];
             unknown_total += unknown[t];
         }

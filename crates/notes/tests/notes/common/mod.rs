@@ -146,10 +146,7 @@ pub struct World {
 
 impl World {
     pub fn new() -> Self {
-        World {
-            kv: TestKv::new(),
-            env: SimEnv::new(7),
-        }
+        World { kv: TestKv::new(), env: SimEnv::new(7) }
     }
 
     /// Calls a tool; the result must have the MCP shape.
@@ -161,22 +158,14 @@ impl World {
     /// Calls a tool that must succeed; returns structuredContent.
     pub fn ok(&mut self, who: &Identity, tool: &str, args: Value) -> Value {
         let r = self.call(who, tool, args);
-        assert_eq!(
-            r["isError"], false,
-            "expected success, got {}",
-            r["structuredContent"]
-        );
+        assert_eq!(r["isError"], false, "expected success, got {}", r["structuredContent"]);
         r["structuredContent"].clone()
     }
 
     /// Calls a tool that must be refused; returns structuredContent.
     pub fn refused(&mut self, who: &Identity, tool: &str, args: Value) -> Value {
         let r = self.call(who, tool, args);
-        assert_eq!(
-            r["isError"], true,
-            "expected a refusal, got {}",
-            r["structuredContent"]
-        );
+        assert_eq!(r["isError"], true, "expected a refusal, got {}", r["structuredContent"]);
         r["structuredContent"].clone()
     }
 
@@ -187,51 +176,41 @@ impl World {
     }
 
     pub fn version(&mut self, who: &Identity, note: &str) -> u64 {
-        self.ok(who, "list_note_tabs", json!({"note_id": note}))["version"]
-            .as_u64()
-            .unwrap()
+        self.ok(who, "list_note_tabs", json!({"note_id": note}))["version"].as_u64().unwrap()
     }
 
     pub fn tab(&mut self, who: &Identity, note: &str, tab: &str) -> Value {
-        self.ok(
-            who,
-            "read_note_tab",
-            json!({"note_id": note, "tab_id": tab}),
-        )
+        self.ok(who, "read_note_tab", json!({"note_id": note, "tab_id": tab}))
     }
 
-    pub fn create_tab(
-        &mut self,
-        who: &Identity,
-        note: &str,
-        tab_type: &str,
-        label: &str,
-    ) -> String {
+    pub fn create_tab(&mut self, who: &Identity, note: &str, tab_type: &str, label: &str) -> String {
         let v = self.version(who, note);
         let key = format!("create-{note}-{v}-{label}");
-        let r = self.ok(who, "create_note_tab", json!({
-            "note_id": note, "expected_version": v, "idempotency_key": key, "tab_type": tab_type, "label": label,
-        }));
+        let r = self.ok(
+            who,
+            "create_note_tab",
+            json!({
+                "note_id": note, "expected_version": v, "idempotency_key": key, "tab_type": tab_type, "label": label,
+            }),
+        );
         r["tab_id"].as_str().unwrap().to_string()
     }
 
     pub fn write_text(&mut self, who: &Identity, note: &str, text: &str, key: &str) -> Value {
         let v = self.version(who, note);
-        self.call(who, "edit_note_tab", json!({
-            "note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": key,
-            "operation": "replace_text", "text": text,
-        }))
+        self.call(
+            who,
+            "edit_note_tab",
+            json!({
+                "note_id": note, "tab_id": "markdown", "expected_version": v, "idempotency_key": key,
+                "operation": "replace_text", "text": text,
+            }),
+        )
     }
 }
 
 pub fn identity(tenant: &str, subject: &str, actor_type: ActorType) -> Identity {
-    Identity {
-        tenant: tenant.into(),
-        subject: subject.into(),
-        display_name: subject.to_uppercase(),
-        actor_type,
-        role: Role::Member,
-    }
+    Identity { tenant: tenant.into(), subject: subject.into(), display_name: subject.to_uppercase(), actor_type, role: Role::Member }
 }
 
 pub fn human(tenant: &str) -> Identity {
@@ -245,10 +224,7 @@ pub fn agent(tenant: &str) -> Identity {
 pub const SECOND: u64 = 1_000_000;
 
 pub fn admin(tenant: &str, subject: &str, actor_type: ActorType) -> Identity {
-    Identity {
-        role: Role::Admin,
-        ..identity(tenant, subject, actor_type)
-    }
+    Identity { role: Role::Admin, ..identity(tenant, subject, actor_type) }
 }
 
 impl World {
@@ -270,10 +246,7 @@ impl World {
 
     /// The live claims of the caller's tenant (list_claims without note_id).
     pub fn board(&mut self, who: &Identity) -> Vec<Value> {
-        self.ok(who, "list_claims", json!({}))["claims"]
-            .as_array()
-            .unwrap()
-            .clone()
+        self.ok(who, "list_claims", json!({}))["claims"].as_array().unwrap().clone()
     }
 
     pub fn advance_s(&mut self, secs: u64) {
@@ -283,12 +256,7 @@ impl World {
     /// Every audit record of a tenant under `audit/{kind}/`, in key (time) order.
     fn audit_records(&self, tenant: &str, kind: &str) -> Vec<Value> {
         let prefix = format!("t/{tenant}/audit/{kind}/");
-        self.kv
-            .dump()
-            .into_iter()
-            .filter(|(k, _)| k.starts_with(&prefix))
-            .map(|(_, v)| serde_json::from_slice(&v).unwrap())
-            .collect()
+        self.kv.dump().into_iter().filter(|(k, _)| k.starts_with(&prefix)).map(|(_, v)| serde_json::from_slice(&v).unwrap()).collect()
     }
 
     /// Every claim audit record of a tenant, in key (time) order.
@@ -310,7 +278,5 @@ impl World {
 /// The number of a version as a read or a write hands it out: a plain
 /// number, or the number of a `"<n>:part"` token.
 pub fn num(v: &Value) -> u64 {
-    v.as_u64()
-        .or_else(|| v.as_str().and_then(|s| s.strip_suffix(":part")).and_then(|n| n.parse().ok()))
-        .unwrap_or_else(|| panic!("not a version: {v}"))
+    v.as_u64().or_else(|| v.as_str().and_then(|s| s.strip_suffix(":part")).and_then(|n| n.parse().ok())).unwrap_or_else(|| panic!("not a version: {v}"))
 }
