@@ -85,6 +85,13 @@ fn on_bucket<R: Send + 'static>(
     f: impl FnOnce(&dyn Store, &str) -> cairn_kv::Result<R> + Send + 'static,
 ) -> wasmtime::Result<impl Future<Output = Result<R, store::Error>> + Send + 'static> {
     let (label, store) = ctx.label(b)?;
+    // An instance waiting on its store computes nothing: it gives back the
+    // permit for costly work, so a hung store never holds up another
+    // request's compute (the permit is asked for again if it still computes
+    // long after the wait).
+    if store.waits().call(write) {
+        ctx.in_flight.release_costly();
+    }
     Ok(async move { on_store(store, write, move |s| f(s, &label)).await.map_err(other) })
 }
 

@@ -35,7 +35,10 @@ fn requests_that_need_no_store_are_answered_while_store_calls_hang() {
     // More calls than the host has request threads (its lanes), each stuck
     // in its first store call for as long as the pause lasts.
     let hung = 2 * cairn::lanes::default_count();
-    pause(&redis, 3000);
+    // Long enough that a loaded machine (the whole suite runs at once) still
+    // answers the storeless requests well before it ends: 6 s against the
+    // fraction of a second they take.
+    pause(&redis, 6000);
     let paused = Instant::now();
     let (answered, first_hung_done, hung_for) = std::thread::scope(|s| {
         let calls: Vec<_> = (0..hung)
