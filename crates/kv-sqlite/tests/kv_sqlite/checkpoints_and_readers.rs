@@ -27,8 +27,16 @@ fn a_busy_store_checkpoints_in_the_background_and_its_wal_starts_over() {
         s.set("b", &format!("k{}", i % 50), &value(i)).unwrap();
         largest_wal = largest_wal.max(s.wal_bytes());
     }
+    // A writer that outpaces the checkpoints needs the thread's tail step to
+    // start the WAL over; a slower one (a loaded machine) lets a round catch
+    // up, and SQLite starts the WAL over before it reaches the tail's length
+    // (128 MB). Either way it starts over, and never holds the 225 MB.
     let (passes, restarts) = s.checkpoints();
-    assert!(passes >= 1 && restarts >= 1, "{passes} checkpoints, {restarts} of them letting the WAL start over, for 225 MB of writes");
+    assert!(
+        passes >= 1 && (restarts >= 1 || largest_wal < 128 << 20),
+        "{passes} checkpoints, {restarts} of them letting the WAL start over, and a WAL of {} MB, for 225 MB of writes",
+        largest_wal >> 20
+    );
     assert!(largest_wal < 200 << 20, "the WAL grew to {} MB for 225 MB of writes: it never started over", largest_wal >> 20);
     let db_bytes = std::fs::metadata(&path).unwrap().len();
     assert!(db_bytes > 10 << 20, "the database file has {db_bytes} bytes: no checkpoint copied the WAL into it");
