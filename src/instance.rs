@@ -200,7 +200,7 @@ pub struct Ctx {
     http: WasiHttpCtx,
     pub(crate) table: ResourceTable,
     limits: StoreLimits,
-    hooks: OutboundHooks,
+    hooks: Waits,
     pub(crate) app: Arc<App>,
     pub(crate) component: Arc<Spec>,
     pub(crate) variables: Arc<BTreeMap<String, String>>,
@@ -222,14 +222,60 @@ impl Ctx {
     /// variables until [`Ctx::leave`].
     pub fn enter(&mut self, spec: Arc<Spec>) -> Saved {
         let hooks = (self.app.outbound)(&self.app, spec.clone(), self.partition.clone());
-        Saved(std::mem::replace(&mut self.component, spec), std::mem::take(&mut self.variables), std::mem::replace(&mut self.hooks, hooks))
+        Saved(std::mem::replace(&mut self.component, spec), std::mem::take(&mut self.variables), std::mem::replace(&mut self.hooks.policy, hooks))
     }
 
     /// Put back what [`Ctx::enter`] set aside.
     pub fn leave(&mut self, saved: Saved) {
         self.component = saved.0;
         self.variables = saved.1;
-        self.hooks = saved.2;
+        self.hooks.policy = saved.2;
+    }
+}
+
+/// An instance's outbound HTTP: its policy ([`App::outbound`]), and what a
+/// call that waits does first, whatever the policy: give back the
+/// instance's permit for costly work, as a store call that may wait does
+/// (`kv_host`). An instance waiting on another computes nothing, and the
+/// one it waits on (a component of the same host) may need that permit.
+struct Waits {
+    policy: OutboundHooks,
+    load: Arc<crate::pool::Load>,
+}
+
+impl WasiHttpHooks for Waits {
+    fn is_forbidden_header(&mut self, name: &hyper::header::HeaderName) -> bool {
+        self.policy.is_forbidden_header(name)
+    }
+
+    fn forbidden_header_filter(&mut self) -> wasmtime_wasi_http::ForbiddenHeaderFilter {
+        self.policy.forbidden_header_filter()
+    }
+
+    fn is_supported_scheme(&mut self, scheme: &hyper::http::uri::Scheme) -> bool {
+        self.policy.is_supported_scheme(scheme)
+    }
+
+    fn set_host_header(&mut self) -> bool {
+        self.policy.set_host_header()
+    }
+
+    fn default_scheme(&mut self) -> Option<hyper::http::uri::Scheme> {
+        self.policy.default_scheme()
+    }
+
+    fn send_request(
+        &mut self,
+        request: hyper::Request<WasiBody>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
+        fut: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<(hyper::Response<WasiBody>, Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>), wasmtime_wasi_http::Error>,
+            > + Send,
+    > {
+        self.load.release_costly();
+        self.policy.send_request(request, options, fut)
     }
 }
 
@@ -241,7 +287,7 @@ impl WasiView for Ctx {
 
 impl WasiHttpView for Ctx {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView { hooks: &mut *self.hooks, table: &mut self.table, ctx: &mut self.http }
+        WasiHttpCtxView { hooks: &mut self.hooks, table: &mut self.table, ctx: &mut self.http }
     }
 }
 
@@ -266,17 +312,18 @@ impl RouteInfo {
 /// A new store for one instance of `component` in `partition`, with its
 /// limits and the host's rules for costly work.
 pub(crate) fn new_store(app: &Arc<App>, component: &Loaded, partition: Partition) -> WasmStore<Ctx> {
+    let in_flight: Arc<crate::pool::Load> = Arc::default();
     let ctx = Ctx {
         wasi: WasiCtx::builder().inherit_stderr().build(),
         http: WasiHttpCtx::new(),
         table: ResourceTable::new(),
         limits: StoreLimitsBuilder::new().memory_size(app.limits.max_memory).trap_on_grow_failure(true).build(),
-        hooks: (app.outbound)(app, component.spec.clone(), partition.clone()),
+        hooks: Waits { policy: (app.outbound)(app, component.spec.clone(), partition.clone()), load: in_flight.clone() },
         component: component.spec.clone(),
         variables: component.variables.clone(),
         deps: Default::default(),
         partition,
-        in_flight: Arc::default(),
+        in_flight,
         app: app.clone(),
     };
     let mut store = WasmStore::new(&app.engine, ctx);

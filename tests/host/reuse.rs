@@ -199,3 +199,21 @@ fn idle_instances_make_room_for_a_new_tenant_when_the_host_is_full() {
         assert_eq!(r.status, 200, "tenant {t}: {}", r.text());
     }
 }
+
+#[test]
+fn a_costly_caller_waiting_on_a_costly_callee_holds_no_permit_it_needs() {
+    require_built(&["health.wasm", "misbehave.wasm"]);
+    // Both sides compute 400 ms without a pause (costly). The caller waits
+    // on the callee's answer; had it kept the permit for costly work through
+    // that wait, the callee (on a host with one permit) would wait for it
+    // until its request timeout and the chain would fail. One request at a
+    // time per instance: the callee runs on an instance of its own.
+    let args = vec!["--max-instance-concurrent-reuse-count", "1"];
+    let cairn = Cairn::start(Start { manifest: fixtures(), args, ..Start::default() });
+    assert_eq!(cairn.get("/misbehave/compute").status, 200);
+    let asked = std::time::Instant::now();
+    let chained = cairn.get("/misbehave/compute-chain");
+    let took = asked.elapsed();
+    assert!(took < std::time::Duration::from_secs(10), "the chain took {took:?}: the callee waited for a permit its caller kept");
+    assert_eq!((chained.status, chained.text()), (200, "200 computed".to_string()), "{}", cairn.log());
+}
