@@ -59,16 +59,30 @@ impl Ctx {
     }
 }
 
-/// Run `f` on `store`: in place, or on the blocking pool when the store says
-/// a call of this kind (`write` or a read) may wait (the host runs every
-/// instance on tokio). A call that cannot run to its end (the runtime is
-/// shutting down) is a store failure, never a silent success.
+/// Whether a call of this kind (`write` or a read) on `store` may wait. If
+/// it may, the instance gives back its permit for costly work first: an
+/// instance waiting on its store computes nothing, so a hung store never
+/// holds up another request's compute (the permit is asked for again if it
+/// still computes long after the wait), as an outbound call does
+/// (`instance::Waits`).
+fn may_wait(load: &crate::pool::Load, store: &dyn Store, write: bool) -> bool {
+    let waits = store.waits().call(write);
+    if waits {
+        load.release_costly();
+    }
+    waits
+}
+
+/// Run `f` on `store`: in place, or on the blocking pool when the call
+/// [`may_wait`] (the host runs every instance on tokio). A call that cannot
+/// run to its end (the runtime is shutting down) is a store failure, never
+/// a silent success.
 async fn on_store<R: Send + 'static>(
     store: Arc<dyn Store>,
-    write: bool,
+    waits: bool,
     f: impl FnOnce(&dyn Store) -> cairn_kv::Result<R> + Send + 'static,
 ) -> cairn_kv::Result<R> {
-    if !store.waits().call(write) {
+    if !waits {
         return f(store.as_ref());
     }
     match tokio::task::spawn_blocking(move || f(store.as_ref())).await {
@@ -85,14 +99,8 @@ fn on_bucket<R: Send + 'static>(
     f: impl FnOnce(&dyn Store, &str) -> cairn_kv::Result<R> + Send + 'static,
 ) -> wasmtime::Result<impl Future<Output = Result<R, store::Error>> + Send + 'static> {
     let (label, store) = ctx.label(b)?;
-    // An instance waiting on its store computes nothing: it gives back the
-    // permit for costly work, so a hung store never holds up another
-    // request's compute (the permit is asked for again if it still computes
-    // long after the wait).
-    if store.waits().call(write) {
-        ctx.in_flight.release_costly();
-    }
-    Ok(async move { on_store(store, write, move |s| f(s, &label)).await.map_err(other) })
+    let waits = may_wait(&ctx.in_flight, store.as_ref(), write);
+    Ok(async move { on_store(store, waits, move |s| f(s, &label)).await.map_err(other) })
 }
 
 impl store::Host for Ctx {
@@ -142,7 +150,8 @@ impl atomics::Host for Ctx {
     async fn swap(&mut self, cas: Resource<CasHandle>, value: Vec<u8>) -> wasmtime::Result<Result<(), atomics::CasError>> {
         let CasHandle { label, store, key, observed, .. } = self.table.delete(cas).map_err(table_err)?;
         // The key and label go with the call and come back for a fresh handle.
-        let swapped = on_store(store.clone(), true, move |s| Ok((s.swap(&label, &key, observed, &value)?, label, key))).await;
+        let waits = may_wait(&self.in_flight, store.as_ref(), true);
+        let swapped = on_store(store.clone(), waits, move |s| Ok((s.swap(&label, &key, observed, &value)?, label, key))).await;
         match swapped {
             Ok((Swap::Done, ..)) => Ok(Ok(())),
             Ok((Swap::Failed(fresh), label, key)) => {
@@ -158,7 +167,8 @@ impl atomics::Host for Ctx {
 impl atomics::HostCas for Ctx {
     async fn new(&mut self, b: Resource<Bucket>, key: String) -> wasmtime::Result<Result<Resource<CasHandle>, store::Error>> {
         let (label, store) = self.label(&b)?;
-        match on_store(store.clone(), false, move |s| Ok((s.read(&label, &key)?, label, key))).await {
+        let waits = may_wait(&self.in_flight, store.as_ref(), false);
+        match on_store(store.clone(), waits, move |s| Ok((s.read(&label, &key)?, label, key))).await {
             Ok((read, label, key)) => {
                 let h = CasHandle { label, store, key, value: read.value, observed: read.observed };
                 Ok(Ok(self.table.push(h).map_err(table_err)?))

@@ -18,7 +18,7 @@ use cairn_auth::Principal;
 use cairn_notes::tools::{list_note_tabs, list_notes};
 use serde_json::{Value, json};
 
-use crate::resources::{Failed, run};
+use crate::resources::{Failed, NOTE_TEMPLATE as NOTE, PAGE, TAB_TEMPLATE as TAB, run};
 use crate::road::Tools;
 use crate::rpc::INVALID_PARAMS;
 
@@ -27,12 +27,9 @@ pub const MAX_VALUES: usize = 100;
 /// `list_notes` pages one completion reads at most.
 pub const PAGES: usize = 4;
 /// Notes one completion looks at, at most.
-pub const SCANNED: usize = PAGES * 50;
+pub const SCANNED: usize = PAGES * PAGE;
 /// Longest typed value taken, in bytes (ids are at most 64).
 const MAX_TYPED: usize = 256;
-
-const NOTE: &str = "cairn://notes/{note_id}";
-const TAB: &str = "cairn://notes/{note_id}/tabs/{tab_id}";
 
 fn invalid(message: impl Into<String>) -> Failed {
     Failed::Rpc(INVALID_PARAMS, message.into())
@@ -55,6 +52,7 @@ pub async fn complete(params: &Value, tools: &impl Tools, who: &Principal) -> Re
     if typed.len() > MAX_TYPED {
         return Err(invalid(format!("params.argument.value is longer than {MAX_TYPED} bytes")));
     }
+    let typed = &typed.to_lowercase();
     let (matches, more) = match (uri, name) {
         (NOTE | TAB, "note_id") => notes(typed, tools, who).await?,
         (TAB, "tab_id") => {
@@ -73,18 +71,18 @@ fn answer(mut ranked: Vec<(u8, String)>, more: bool) -> Value {
     ranked.sort_by(|a, b| a.0.cmp(&b.0));
     let total = ranked.len();
     let values: Vec<String> = ranked.into_iter().take(MAX_VALUES).map(|(_, v)| v).collect();
-    debug_assert!(values.len() <= MAX_VALUES);
     json!({"completion": {"values": values, "total": total, "hasMore": more || total > MAX_VALUES}})
 }
 
-/// How well `id` or `label` matches `typed` (lower is better), if at all.
+/// How well `id` or `label` matches `typed` (lower cased; lower is
+/// better), if at all.
 fn rank(typed: &str, id: &str, label: &str) -> Option<u8> {
-    let (typed, label) = (typed.to_lowercase(), label.to_lowercase());
-    if id.to_lowercase().starts_with(&typed) {
+    let label = label.to_lowercase();
+    if id.to_lowercase().starts_with(typed) {
         Some(0)
-    } else if label.starts_with(&typed) {
+    } else if label.starts_with(typed) {
         Some(1)
-    } else if label.contains(&typed) {
+    } else if label.contains(typed) {
         Some(2)
     } else {
         None
@@ -95,7 +93,7 @@ fn rank(typed: &str, id: &str, label: &str) -> Option<u8> {
 async fn notes(typed: &str, tools: &impl Tools, who: &Principal) -> Result<(Vec<(u8, String)>, bool), Failed> {
     let (mut out, mut cursor) = (Vec::new(), None::<String>);
     for _ in 0..PAGES {
-        let mut args = json!({"limit": 50});
+        let mut args = json!({"limit": PAGE});
         if let Some(c) = &cursor {
             args["cursor"] = c.clone().into();
         }

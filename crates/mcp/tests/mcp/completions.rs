@@ -68,6 +68,20 @@ fn a_completion_answers_at_most_a_hundred_values_and_says_there_are_more() {
 }
 
 #[test]
+fn a_completion_reads_at_most_four_pages_of_notes_and_says_it_stopped() {
+    let core = Core::new();
+    for i in 0..cairn_mcp::completion::SCANNED + 30 {
+        core.note(&person(), &format!("Note {i}"), true);
+    }
+    core.note(&person(), "Zebra, the last one", true);
+    let before = core.calls().len();
+    let r = complete(&core, &agent(), "cairn://notes/{note_id}", "note_id", "zebra", json!({}));
+    assert_eq!(core.calls().len() - before, cairn_mcp::completion::PAGES, "no more than its pages read");
+    assert!(values(&r).is_empty(), "the note past the pages read is not looked at: {r}");
+    assert_eq!((r["result"]["completion"]["total"].as_u64(), r["result"]["completion"]["hasMore"].as_bool()), (Some(0), Some(true)), "{r}");
+}
+
+#[test]
 fn what_cannot_be_completed_is_refused_naming_what_was_wrong() {
     let core = Core::new();
     let cases = [
