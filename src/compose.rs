@@ -121,10 +121,11 @@ async fn forward(
         store.data_mut().leave(saved);
     }
     // A Cairn tool answers `result<answer, failure>`: counted by tool and outcome.
-    if outcome.is_ok() && linked.dep.export.starts_with("cairn:platform/tool") {
-        if let Some((status, refusal)) = results.first().and_then(tool_answer) {
-            crate::metrics::tool_call(&linked.dep.import.replace('-', "_"), "composed", status, refusal);
-        }
+    if outcome.is_ok()
+        && linked.dep.export.starts_with("cairn:platform/tool")
+        && let Some((status, refusal)) = results.first().and_then(tool_answer)
+    {
+        crate::metrics::tool_call(&linked.dep.import.replace('-', "_"), "composed", status, refusal);
     }
     outcome
 }

@@ -590,10 +590,10 @@ fn add_spin_headers<B>(req: &mut hyper::Request<B>, spec: &Spec, route: &RouteIn
     put("spin-client-addr", &route.client);
     put("spin-component-id", &spec.id);
     // A WASI 0.3 request carries its scheme and authority in its URI.
-    if req.uri().authority().is_none() {
-        if let Ok(uri) = full.parse() {
-            *req.uri_mut() = uri;
-        }
+    if req.uri().authority().is_none()
+        && let Ok(uri) = full.parse()
+    {
+        *req.uri_mut() = uri;
     }
 }
 

@@ -87,10 +87,13 @@ impl Default for Reuse {
     }
 }
 
+/// Which pool: the component, the partition, the lane.
+type PoolKey = (String, Partition, usize);
+
 /// The pools of every (component, partition), each a
 /// [`ProxyHandler`] over the host's [`HandlerState`] `S`.
 pub struct Pools<S: HandlerState> {
-    map: Mutex<HashMap<(String, Partition, usize), Arc<ProxyHandler<S>>>>,
+    map: Mutex<HashMap<PoolKey, Arc<ProxyHandler<S>>>>,
 }
 
 impl<S: HandlerState> Default for Pools<S> {

@@ -97,11 +97,11 @@ impl Peer {
         });
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Ok(line) = rx.recv_timeout(Duration::from_millis(50)) {
-                if let Some(url) = line.strip_prefix("ready http://") {
-                    let addr: SocketAddr = url.trim_end_matches("/mcp").parse().context("the peer's ready line")?;
-                    return Ok(Peer { name, addr, token, child, dir });
-                }
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(50))
+                && let Some(url) = line.strip_prefix("ready http://")
+            {
+                let addr: SocketAddr = url.trim_end_matches("/mcp").parse().context("the peer's ready line")?;
+                return Ok(Peer { name, addr, token, child, dir });
             }
             if let Ok(Some(status)) = child.try_wait() {
                 bail!("the {name} exited ({status}) before serving");

@@ -484,7 +484,8 @@ async fn reads_section(run: &Run, stack: &Stack, out: &mut String) -> Result<()>
         let _ = std::fs::remove_dir_all(dir);
     }
     // One peer at a time, each stopped before the next starts.
-    let peers: [(&str, Option<&PathBuf>, fn(&Path) -> Result<Peer>); 2] =
+    type Start = fn(&Path) -> Result<Peer>;
+    let peers: [(&str, Option<&PathBuf>, Start); 2] =
         [(PEER, run.args.python.as_ref(), |p| Peer::start(p)), (PEER_TS, run.args.node.as_ref(), |p| Peer::start_ts(p))];
     for (label, program, start) in peers {
         let Some(program) = program else { continue };

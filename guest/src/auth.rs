@@ -226,7 +226,7 @@ impl Config {
     /// Where the protected-resource metadata lives (RFC 9728).
     pub fn metadata_url(&self) -> String {
         let origin = cairn_door::origin::origin_of(&self.resource);
-        let path = self.resource.strip_prefix(&origin).unwrap_or("").trim_end_matches('/');
+        let path = self.resource.strip_prefix(origin).unwrap_or("").trim_end_matches('/');
         format!("{origin}/.well-known/oauth-protected-resource{path}")
     }
 
@@ -255,13 +255,13 @@ impl Config {
         let (mut jwks, mut fresh) = self.keys(cache, now_s, false).await?;
         let digest = token_digest(token);
         let mut key = cairn_door::cache::verified_token(&self.cache_salt(&jwks), &digest);
-        if let Ok(Some(bytes)) = cache.get(CACHE, &key) {
-            if let Ok(p) = serde_json::from_slice::<Principal>(&bytes) {
-                if p.exp > now_s {
-                    return Ok(p);
-                }
-                let _ = cache.delete(CACHE, &key);
+        if let Ok(Some(bytes)) = cache.get(CACHE, &key)
+            && let Ok(p) = serde_json::from_slice::<Principal>(&bytes)
+        {
+            if p.exp > now_s {
+                return Ok(p);
             }
+            let _ = cache.delete(CACHE, &key);
         }
         if throttled {
             return Err(Refused::Throttled);

@@ -8,6 +8,10 @@
 //! - [`Gate::admit`] for entries that do (MCP, REST): the same, then the
 //!   token, then the body's own size; [`Gate::charge`] and
 //!   [`Gate::require`] then spend the subject's budget and check scopes.
+//!
+//! A refusal is the [`Response`] to send, returned as `Err`: the handler
+//! answers it with `?` as it is, once per request, so it is not boxed.
+#![allow(clippy::result_large_err, reason = "a refusal is the response itself, answered once per request")]
 
 use crate::auth::{Config, Refused, audit_refusal};
 use crate::http::{Request, Response};

@@ -63,10 +63,18 @@ struct Job {
     components: Vec<String>,
 }
 
+/// Plain cargo builds of one directory with the same flags: one `cargo build`.
+struct CargoJob {
+    dir: std::path::PathBuf,
+    flags: Vec<String>,
+    packages: Vec<String>,
+    components: Vec<String>,
+}
+
 /// The build commands of a manifest as jobs: plain cargo builds that share
 /// their flags and directory merged into one, then every other command once.
 fn jobs(manifest: &Manifest) -> Vec<Job> {
-    let mut merged: Vec<(std::path::PathBuf, Vec<String>, Vec<String>, Vec<String>)> = Vec::new();
+    let mut merged: Vec<CargoJob> = Vec::new();
     let mut other: Vec<Job> = Vec::new();
     for c in &manifest.components {
         let Some(b) = &c.build else {
@@ -75,14 +83,14 @@ fn jobs(manifest: &Manifest) -> Vec<Job> {
         };
         let dir = manifest.dir.join(b.workdir.as_deref().unwrap_or("."));
         if let Some((flags, package)) = plain_cargo_build(&b.command) {
-            match merged.iter_mut().find(|(d, f, _, _)| *d == dir && *f == flags) {
-                Some((_, _, packages, ids)) => {
-                    if !packages.contains(&package) {
-                        packages.push(package);
+            match merged.iter_mut().find(|j| j.dir == dir && j.flags == flags) {
+                Some(j) => {
+                    if !j.packages.contains(&package) {
+                        j.packages.push(package);
                     }
-                    ids.push(c.id.clone());
+                    j.components.push(c.id.clone());
                 }
-                None => merged.push((dir, flags, vec![package], vec![c.id.clone()])),
+                None => merged.push(CargoJob { dir, flags, packages: vec![package], components: vec![c.id.clone()] }),
             }
         } else if let Some(j) = other.iter_mut().find(|j| j.command == b.command && j.dir == dir) {
             j.components.push(c.id.clone());
@@ -90,9 +98,9 @@ fn jobs(manifest: &Manifest) -> Vec<Job> {
             other.push(Job { dir, command: b.command.clone(), components: vec![c.id.clone()] });
         }
     }
-    let cargo = merged.into_iter().map(|(dir, flags, packages, components)| {
-        let packages: Vec<String> = packages.iter().map(|p| format!("-p {p}")).collect();
-        Job { dir, command: format!("cargo build {} {}", flags.join(" "), packages.join(" ")), components }
+    let cargo = merged.into_iter().map(|j| {
+        let packages: Vec<String> = j.packages.iter().map(|p| format!("-p {p}")).collect();
+        Job { dir: j.dir, command: format!("cargo build {} {}", j.flags.join(" "), packages.join(" ")), components: j.components }
     });
     cargo.chain(other).collect()
 }

@@ -67,10 +67,10 @@ impl Offered {
         let world = format!("{package}/{world}");
         let mut interfaces = Vec::new();
         for item in resolve.worlds[world_id].imports.values() {
-            if let WorldItem::Interface { id, .. } = item {
-                if let Some(name) = resolve.id_of(*id) {
-                    interfaces.push(split(&name));
-                }
+            if let WorldItem::Interface { id, .. } = item
+                && let Some(name) = resolve.id_of(*id)
+            {
+                interfaces.push(split(&name));
             }
         }
         Ok(Self { world, interfaces })

@@ -94,7 +94,7 @@ pub fn spinkube(manifest: &Manifest, a: &Args) -> Result<Vec<(String, Vec<Value>
         let url = format!("http://{}.{}.svc.cluster.local", app_name(component), a.namespace);
         front_vars.push(json!({"name": format!("tool_url_{tool}"), "value": url}));
         let vars = vec![json!({"name": "identity_secret", "valueFrom": secret("identity-secret")})];
-        files.push((format!("{}.yaml", app_name(component)), app(a, &app_name(component), &[component.clone()], vars, &runtime)));
+        files.push((format!("{}.yaml", app_name(component)), app(a, &app_name(component), std::slice::from_ref(component), vars, &runtime)));
     }
     files.insert(0, (format!("{}.yaml", app_name("front")), app(a, &app_name("front"), &front, front_vars, &runtime)));
     let resources: Vec<Value> = files.iter().map(|(f, _)| json!(f)).collect();

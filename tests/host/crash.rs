@@ -10,13 +10,12 @@ use crate::scale_out::AUDIENCE;
 use crate::scale_out_faults::{Seen, check_notes, clients_on};
 use serde_json::json;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A host on `state` with a fixed audience, so tokens outlive a restart on another port.
-fn host_on(state: &PathBuf) -> Cairn {
+fn host_on(state: &std::path::Path) -> Cairn {
     require_app();
     let jwks: &'static str = Box::leak(key().jwks().into_boxed_str());
     let env = vec![
@@ -25,7 +24,7 @@ fn host_on(state: &PathBuf) -> Cairn {
         ("SPIN_VARIABLE_AUDIENCE", AUDIENCE),
         ("SPIN_VARIABLE_RATE_LIMIT_PER_MINUTE", "1000000"),
     ];
-    Cairn::start(Start { state_dir: Some(state.clone()), env, ..Start::default() })
+    Cairn::start(Start { state_dir: Some(state.to_path_buf()), env, ..Start::default() })
 }
 
 #[test]
@@ -75,10 +74,11 @@ fn sigkill_during_claim_traffic_leaves_no_target_held_twice_and_no_claim_past_it
                     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "claim_note", "arguments": target}}).to_string();
                     let at = *addr.lock().unwrap();
                     let auth = format!("Bearer {t}");
-                    if let Ok(r) = try_request(at, "POST", "/mcp", &[("authorization", &auth), ("content-type", "application/json")], body.as_bytes()) {
-                        if r.status == 200 && r.json()["result"]["isError"] == false {
-                            granted += 1;
-                        }
+                    if let Ok(r) = try_request(at, "POST", "/mcp", &[("authorization", &auth), ("content-type", "application/json")], body.as_bytes())
+                        && r.status == 200
+                        && r.json()["result"]["isError"] == false
+                    {
+                        granted += 1;
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }

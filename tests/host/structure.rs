@@ -104,10 +104,10 @@ fn cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     }
     let mut state = BTreeMap::new();
     for n in g.keys() {
-        if state.get(n).copied().unwrap_or(0) == 0 {
-            if let Some(c) = visit(n, g, &mut state, &mut Vec::new()) {
-                return Some(c);
-            }
+        if state.get(n).copied().unwrap_or(0) == 0
+            && let Some(c) = visit(n, g, &mut state, &mut Vec::new())
+        {
+            return Some(c);
         }
     }
     None

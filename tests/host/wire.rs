@@ -61,10 +61,12 @@ pub fn every_tool_once(cairn: &Cairn, person: &Who, agent: &Who, mut seen: impl 
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
         let response = cairn.mcp(&t, &request).json();
         for (key, label) in [("tab_id", "<new_tab_id>"), ("source_id", "<source_id>")] {
-            if let Some(id) = response.pointer(&format!("/result/structuredContent/{key}")).and_then(Value::as_str) {
-                if id.contains('-') && !ids.iter().any(|(r, _)| r == id) && id != "markdown" {
-                    ids.push((id.to_string(), format!("{label}:{tool}")));
-                }
+            if let Some(id) = response.pointer(&format!("/result/structuredContent/{key}")).and_then(Value::as_str)
+                && id.contains('-')
+                && !ids.iter().any(|(r, _)| r == id)
+                && id != "markdown"
+            {
+                ids.push((id.to_string(), format!("{label}:{tool}")));
             }
         }
         seen(tool, &request, &response, &ids);

@@ -189,7 +189,7 @@ pub(super) fn honest(t: &Target, token: &str, note: &str, d: Duration, key_base:
     let mut i = key_base;
     while Instant::now() < end {
         let tick = Instant::now();
-        if i % 4 == 0 {
+        if i.is_multiple_of(4) {
             call("ping", json!({"jsonrpc": "2.0", "id": 0, "method": "ping"}), &mut out);
         }
         let read = call(

@@ -23,7 +23,7 @@ impl Rng {
     }
 
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -34,12 +34,12 @@ impl Rng {
 
     /// Uniform in `lo..=hi`.
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
+        lo + self.next_u64() % (hi - lo + 1)
     }
 
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
     }
 }
 
@@ -270,8 +270,8 @@ impl Editor {
         Ok(tool_outcome(&r)?.then(|| r["structuredContent"]["rebased"] == true))
     }
 
-    /// One cell of a sheet tab over MCP: true if it landed, false on a version conflict.
-    pub(crate) async fn write_cell(&mut self, tab: &str, sheet: &str, version: &Value, scope: Scope, key: &str, row: usize, value: &str) -> Result<bool> {
+    /// One cell (`row`, `value`) of a sheet tab over MCP: true if it landed, false on a version conflict.
+    pub(crate) async fn write_cell(&mut self, tab: &str, sheet: &str, version: &Value, scope: Scope, key: &str, (row, value): (usize, &str)) -> Result<bool> {
         let args = json!({"note_id": self.note, "tab_id": tab, "expected_version": version, "idempotency_key": key,
             "operation": "sheet_set_range", "sheet_id": sheet, "start_row": row, "start_col": 0, "values": [[value]],
             "version_scope": scope.as_str()});
@@ -374,7 +374,7 @@ pub(crate) async fn sheet_editor(mut ed: Editor, tab: &str, tag: &str, edits: us
             st.writes += 1;
             let sheet = read.sheet_id.clone().context("sheet tab without a sheet")?;
             let key = format!("{tag}-{i}-{tries}");
-            if ed.write_cell(tab, &sheet, &read.version(scope), scope, &key, i, &format!("{tag}-{i}")).await? {
+            if ed.write_cell(tab, &sheet, &read.version(scope), scope, &key, (i, &format!("{tag}-{i}"))).await? {
                 break;
             }
             st.conflicts += 1;

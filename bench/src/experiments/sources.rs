@@ -121,7 +121,7 @@ fn fnv(text: &str) -> String {
 }
 
 fn uuid_like(rng: &mut Rng) -> String {
-    let (a, b) = (rng.next(), rng.next());
+    let (a, b) = (rng.next_u64(), rng.next_u64());
     format!("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xfff, (b >> 48) & 0xffff, b & 0xffff_ffff_ffff)
 }
 

@@ -43,6 +43,7 @@ fn answer(reply: Reply) -> Response {
 }
 
 /// Spends one unit of the address's budget of `kind`; the refusal when spent.
+#[allow(clippy::result_large_err, reason = "the refusal is the response itself, answered once")]
 fn spend(gate: &Gate, req: &Request, kind: &str, per_minute: u64) -> Result<(), Response> {
     let id = format!("oauth-{kind}-{}", budget::address_id(arrival(req).client()));
     match budget::spend(gate.cache(), &id, Rate::per_minute(per_minute), 1, cairn_guest::notes::now_us() / 1000, true) {
@@ -73,7 +74,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
     }
     let signing_key = cairn_guest::config::config().ok().and_then(|c| c.oauth.signing_key.as_deref());
     let Some(key) = signing_key.and_then(cairn_auth::mint::LocalKey::from_hex) else { return off() };
-    let route = match Route::of(&req.method().to_string(), req.path()) {
+    let route = match Route::of(req.method().as_ref(), req.path()) {
         Ok(r) => r,
         Err(true) => return cairn_guest::respond::error(405, "method_not_allowed", "see docs/oauth.md for each route's method"),
         Err(false) => return cairn_guest::respond::error(404, "not_found", "no such route; see docs/oauth.md"),
@@ -93,10 +94,10 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
     } else {
         None
     };
-    if let Some(p) = &person {
-        if let Err(r) = gate.charge(p, 1, "oauth") {
-            return r;
-        }
+    if let Some(p) = &person
+        && let Err(r) = gate.charge(p, 1, "oauth")
+    {
+        return r;
     }
     let charged = match route {
         Route::Register => Some(("registrations", REGISTRATIONS_PER_MINUTE)),
@@ -104,10 +105,10 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
         Route::Authorize if Server::is_editor_sign_in(req.query()) => Some(("token requests and sign-ins", WRITES_PER_MINUTE)),
         _ => None,
     };
-    if let Some((kind, per_minute)) = charged {
-        if let Err(r) = spend(&gate, &req, kind, per_minute) {
-            return r;
-        }
+    if let Some((kind, per_minute)) = charged
+        && let Err(r) = spend(&gate, &req, kind, per_minute)
+    {
+        return r;
     }
     let document = match (route, Server::document_to_fetch(&settings, req.query())) {
         (Route::Authorize, Some(url)) => {

@@ -59,7 +59,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
         Err(r) => return r,
     };
     let principal = &admitted.principal;
-    let (route, params) = match rest::route(&req.method().to_string(), req.path()) {
+    let (route, params) = match rest::route(req.method().as_ref(), req.path()) {
         Ok(found) => found,
         Err(NoRoute::NotFound) => return respond::error(404, "not_found", "no such route"),
         Err(NoRoute::MethodNotAllowed { allow }) => {

@@ -323,7 +323,7 @@ mod tests {
             (Kind::Url, "https://a.example/mcp", "a.example/mcp"),
             (Kind::Origin, "http://127.0.0.1:3000", "http://127.0.0.1:3000/x"),
             (Kind::Origins, "https://a.example, https://b.example", "https://a.example,nope"),
-            (Kind::Claim, "https://x/tenant".split('/').last().unwrap(), "a b"),
+            (Kind::Claim, "https://x/tenant".rsplit('/').next().unwrap(), "a b"),
             (Kind::Tenant, "acme-1", "Acme"),
             (Kind::Hex32, &"ab".repeat(32), "abc"),
             (Kind::Jwks, r#"{"keys": []}"#, "[]"),

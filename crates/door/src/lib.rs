@@ -245,7 +245,7 @@ impl<'a> Door<'a> {
             Ok(None) | Err(_) => Ok(()),
             Ok(Some(wait_ms)) => {
                 // Only the subject's first refusal of a minute is worth an audit record.
-                let first = c.increment(budget::CACHE, &budget::key(budget::SUBJECT, self.minute(), &id), 1).map_or(false, |n| n == 1);
+                let first = c.increment(budget::CACHE, &budget::key(budget::SUBJECT, self.minute(), &id), 1).is_ok_and(|n| n == 1);
                 Err(OverBudget {
                     refusal: Refusal::new(
                         Code::RateLimited,

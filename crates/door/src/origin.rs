@@ -61,15 +61,18 @@ impl Origins {
     /// `spin-full-url`, else `http://<Host>`), `origin` its `Origin` header.
     pub fn check(&self, full_url: &str, origin: Option<&str>) -> Result<(), Refusal> {
         let host = host_of(full_url);
-        if let Some(resource) = &self.audience {
-            if loopback(host_of(resource)) && !host.is_empty() && !loopback(host) {
-                return Err(Refusal::new(Code::ForbiddenOrigin, format!("host {host} is not this local server")));
-            }
+        if let Some(resource) = &self.audience
+            && loopback(host_of(resource))
+            && !host.is_empty()
+            && !loopback(host)
+        {
+            return Err(Refusal::new(Code::ForbiddenOrigin, format!("host {host} is not this local server")));
         }
         if let Some(origin) = origin {
             let listed = self.allowed.iter().any(|a| a == origin);
             let same_origin = full_url.contains("://") && origin == origin_of(full_url);
-            if !listed && !same_origin && !(loopback(host_of(origin)) && loopback(host)) {
+            let both_local = loopback(host_of(origin)) && loopback(host);
+            if !(listed || same_origin || both_local) {
                 return Err(Refusal::new(Code::ForbiddenOrigin, format!("origin {origin} is not allowed: an operator can add it to allowed_origins")));
             }
         }

@@ -49,6 +49,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
+/// A cached key's stamp and value.
+pub type Hit = (u64, Vec<u8>);
+
 /// Bytes of values (and their keys) kept at most. Every commit puts in what
 /// it wrote, and most of that (a new content blob, a spilled record) is not
 /// read again soon, so the budget mostly holds what eviction drops next; the
@@ -135,7 +138,7 @@ impl Cache {
 
     /// Every key's cached value and stamp, under one lock (one point in the
     /// commit order), or `None` unless every key is cached.
-    pub fn get_all(&self, bucket: &str, keys: &[&str]) -> Option<Vec<(u64, Vec<u8>)>> {
+    pub fn get_all(&self, bucket: &str, keys: &[&str]) -> Option<Vec<Hit>> {
         let rows = self.rows.read().unwrap_or_else(PoisonError::into_inner);
         let b = rows.buckets.get(bucket);
         let all: Option<Vec<_>> = keys

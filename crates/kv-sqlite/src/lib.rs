@@ -212,7 +212,7 @@ impl SqliteStore {
     }
 
     /// Every key's value and stamp if the cache has them all.
-    fn cached_all(&self, bucket: &str, keys: &[&str]) -> Result<Option<Vec<(u64, Vec<u8>)>>> {
+    fn cached_all(&self, bucket: &str, keys: &[&str]) -> Result<Option<Vec<cache::Hit>>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed());
         }

@@ -68,7 +68,7 @@ pub async fn complete(params: &Value, tools: &impl Tools, who: &Principal) -> Re
 
 /// The completion object: the best [`MAX_VALUES`] in rank order.
 fn answer(mut ranked: Vec<(u8, String)>, more: bool) -> Value {
-    ranked.sort_by(|a, b| a.0.cmp(&b.0));
+    ranked.sort_by_key(|r| r.0);
     let total = ranked.len();
     let values: Vec<String> = ranked.into_iter().take(MAX_VALUES).map(|(_, v)| v).collect();
     json!({"completion": {"values": values, "total": total, "hasMore": more || total > MAX_VALUES}})

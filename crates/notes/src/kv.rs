@@ -100,10 +100,10 @@ impl<'a> TenantKv<'a> {
     }
 
     pub(crate) fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Failure> {
-        if let Some(staged) = self.staging {
-            if let Some((_, v)) = staged.borrow().iter().rev().find(|(k, _)| k == key) {
-                return Ok(Some(v.clone()));
-            }
+        if let Some(staged) = self.staging
+            && let Some((_, v)) = staged.borrow().iter().rev().find(|(k, _)| k == key)
+        {
+            return Ok(Some(v.clone()));
         }
         Ok(self.store.get(BUCKET, &self.key(key))?)
     }

@@ -464,10 +464,10 @@ pub fn refresh(store: &dyn Store, keys: &Sealer, token: &str, client_id: &str, s
         if g.last_used + idle_seconds <= now {
             return Step::Fail(Error::new(Code::InvalidGrant, "this grant went unused too long and has ended; ask the person to connect again"));
         }
-        if let Some(asked) = &scopes {
-            if let Some(extra) = asked.iter().find(|s| !g.scopes.contains(s)) {
-                return Step::Fail(Error::new(Code::InvalidScope, format!("{extra} was not granted; a refresh may only narrow the scopes")));
-            }
+        if let Some(asked) = &scopes
+            && let Some(extra) = asked.iter().find(|s| !g.scopes.contains(s))
+        {
+            return Step::Fail(Error::new(Code::InvalidScope, format!("{extra} was not granted; a refresh may only narrow the scopes")));
         }
         if current {
             spend(g, h.clone());

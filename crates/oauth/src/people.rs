@@ -313,10 +313,12 @@ pub fn person(store: &dyn Store, tenant: &str, sub: &str) -> Result<Option<Perso
 
 /// Ends the session of a cookie (nothing to end is fine).
 pub fn end_session(store: &dyn Store, cookie: Option<&str>) -> Result<()> {
-    if let Some((tenant, secret)) = cookie.and_then(|c| c.split_once('.')) {
-        if tenant.len() <= 64 && !tenant.contains('/') && secret.len() <= 64 {
-            store.delete(BUCKET, &session_key(tenant, secret))?;
-        }
+    if let Some((tenant, secret)) = cookie.and_then(|c| c.split_once('.'))
+        && tenant.len() <= 64
+        && !tenant.contains('/')
+        && secret.len() <= 64
+    {
+        store.delete(BUCKET, &session_key(tenant, secret))?;
     }
     Ok(())
 }

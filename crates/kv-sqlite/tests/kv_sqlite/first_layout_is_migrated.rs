@@ -19,7 +19,9 @@ fn write_first_layout(path: &Path, big: &[u8]) {
          INSERT INTO meta VALUES ('purge_floor', 3);",
     )
     .unwrap();
-    let rows: [(&str, &str, Option<&[u8]>, i64, Option<i64>); 5] = [
+    // (bucket, key, value, stamp, expiry)
+    type Row<'a> = (&'a str, &'a str, Option<&'a [u8]>, i64, Option<i64>);
+    let rows: [Row; 5] = [
         ("default", "a", Some(b"alpha"), 4, None),
         ("default", "big", Some(big), 9, None),
         ("default", "empty", Some(b""), 5, None),

@@ -116,7 +116,7 @@ fn parse(tok: &mut Tokenizer, text: &str) -> Result<Query, Refusal> {
     }
     let mut clauses = Vec::new();
     let parts: Vec<&str> = text.split('"').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return Err(bad("a quoted phrase is not closed: add the closing \""));
     }
     for (i, part) in parts.iter().enumerate() {

@@ -278,7 +278,8 @@ fn outline_of(w: &mut World, who: &cairn_notes::Identity, note: &str) -> Value {
     w.ok(who, "read_note_outline", json!({"note_id": note}))
 }
 
-fn replace_section(w: &mut World, who: &cairn_notes::Identity, note: &str, v: u64, id: &str, hash: &Value, text: &str, key: &str) -> Value {
+/// `replace_section` of the section `(id, expected hash)` of the note's markdown tab at version `v`.
+fn replace_section(w: &mut World, who: &cairn_notes::Identity, note: &str, v: u64, (id, hash): (&str, &Value), text: &str, key: &str) -> Value {
     w.call(
         who,
         "edit_note_tab",
@@ -296,7 +297,7 @@ fn a_section_edit_lands_over_changes_elsewhere_and_keeps_them() {
     let read_at = num(&o["version"]);
     // A person changes the intro after the agent read the outline.
     w.write_text(&ada, &note, &text.replace("Intro line 1\n", "Intro line one\n"), "person-1");
-    let r = replace_section(&mut w, &bot, &note, read_at, "method", &o["sections"][1]["section_hash"], "# Method\nrewritten\n", "bot-1");
+    let r = replace_section(&mut w, &bot, &note, read_at, ("method", &o["sections"][1]["section_hash"]), "# Method\nrewritten\n", "bot-1");
     assert_eq!(r["isError"], false, "{r}");
     let done = &r["structuredContent"];
     assert_eq!((done["rebased"].as_bool(), done["section_id"].as_str()), (Some(true), Some("method")));
@@ -315,7 +316,7 @@ fn a_section_edit_over_a_changed_section_is_refused_and_nothing_is_written() {
     let o = outline_of(&mut w, &bot, &note);
     w.write_text(&ada, &note, &text.replace("Method line 9\n", "Method line nine\n"), "person-1");
     let before = w.kv.notes_state();
-    let r = replace_section(&mut w, &bot, &note, num(&o["version"]), "method", &o["sections"][1]["section_hash"], "# Method\nmine\n", "bot-1");
+    let r = replace_section(&mut w, &bot, &note, num(&o["version"]), ("method", &o["sections"][1]["section_hash"]), "# Method\nmine\n", "bot-1");
     let refused = &r["structuredContent"];
     assert_eq!((refused["error"].as_str(), refused["field"].as_str()), (Some("version_conflict"), Some("expected_section_hash")), "{refused}");
     let now = outline_of(&mut w, &bot, &note);
@@ -331,7 +332,7 @@ fn a_new_heading_renames_the_section_and_the_result_says_so() {
     let (note, _) = big_note(&mut w, &ada);
     let o = outline_of(&mut w, &ada, &note);
     let v = num(&o["version"]);
-    let r = replace_section(&mut w, &ada, &note, v, "results", &o["sections"][2]["section_hash"], "# Findings\nall good\n", "k-1");
+    let r = replace_section(&mut w, &ada, &note, v, ("results", &o["sections"][2]["section_hash"]), "# Findings\nall good\n", "k-1");
     assert_eq!(r["structuredContent"]["section_id"], "findings", "{r}");
     let ids: Vec<Value> = outline_of(&mut w, &ada, &note)["sections"].as_array().unwrap().iter().map(|s| s["section_id"].clone()).collect();
     assert_eq!(ids, [json!("intro"), json!("method"), json!("findings")]);
@@ -345,11 +346,11 @@ fn bad_section_edits_are_refused_naming_the_field() {
     let o = outline_of(&mut w, &ada, &note);
     let v = num(&o["version"]);
     let before = w.kv.notes_state();
-    let r = replace_section(&mut w, &ada, &note, v, "method", &json!("not-a-hash"), "# Method\n", "k-1");
+    let r = replace_section(&mut w, &ada, &note, v, ("method", &json!("not-a-hash")), "# Method\n", "k-1");
     assert_eq!(r["structuredContent"]["field"], "expected_section_hash", "{r}");
-    let r = replace_section(&mut w, &ada, &note, v, "no-such", &o["sections"][1]["section_hash"], "# Method\n", "k-2");
+    let r = replace_section(&mut w, &ada, &note, v, ("no-such", &o["sections"][1]["section_hash"]), "# Method\n", "k-2");
     assert_eq!((r["structuredContent"]["error"].as_str(), r["structuredContent"]["field"].as_str()), (Some("not_found"), Some("section_id")));
-    let r = replace_section(&mut w, &ada, &note, v + 3, "method", &o["sections"][1]["section_hash"], "# Method\n", "k-3");
+    let r = replace_section(&mut w, &ada, &note, v + 3, ("method", &o["sections"][1]["section_hash"]), "# Method\n", "k-3");
     assert_eq!(r["structuredContent"]["error"], "version_conflict", "{r}");
     assert_eq!(w.kv.notes_state(), before, "nothing written");
 }

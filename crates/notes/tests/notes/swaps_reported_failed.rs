@@ -169,10 +169,13 @@ fn racing_writers_lose_and_double_no_line_while_every_swap_is_reported_failed() 
 /// A store that reports every swap failed, and runs `between` once, after
 /// a swap of a key containing `fragment` landed and before the fresh read
 /// it answers with: another writer committing in that instant.
+/// What runs between a swap's read and its write, once.
+type Between = Box<dyn FnOnce(&Overtaken) + Send>;
+
 struct Overtaken {
     inner: MemoryStore,
     fragment: String,
-    between: std::sync::Mutex<Option<Box<dyn FnOnce(&Overtaken) + Send>>>,
+    between: std::sync::Mutex<Option<Between>>,
 }
 
 impl Store for Overtaken {
