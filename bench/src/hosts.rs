@@ -50,10 +50,34 @@ fn cairn_binary() -> Result<PathBuf> {
     let me = std::env::current_exe()?;
     let beside = me.with_file_name("cairn");
     let above = me.parent().and_then(|d| d.parent()).map(|d| d.join("cairn"));
-    match [Some(beside.clone()), above].into_iter().flatten().find(|b| b.exists()) {
-        Some(bin) => Ok(bin),
-        None => bail!("{} is missing: build it first (cargo build --release)", beside.display()),
+    let Some(bin) = [Some(beside.clone()), above].into_iter().flatten().find(|b| b.exists()) else {
+        bail!("{} is missing: build it first (cargo build --release)", beside.display());
+    };
+    check_fresh(&bin)?;
+    Ok(bin)
+}
+
+/// Refuses a `cairn` built before the latest change to a host source
+/// (`src/`, `crates/*/src/`): `cargo build -p cairn-bench` does not rebuild
+/// it, and a stale host measures old code without a sign.
+fn check_fresh(bin: &Path) -> Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("bench/ sits in the workspace")?;
+    let built = bin.metadata()?.modified()?;
+    let mut dirs = vec![root.join("src")];
+    for krate in std::fs::read_dir(root.join("crates")).into_iter().flatten().flatten() {
+        dirs.push(krate.path().join("src"));
     }
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let (path, meta) = (entry.path(), entry.metadata()?);
+            if meta.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") && meta.modified()? > built {
+                bail!("{} is older than {}: rebuild it first (cargo build --release --bin cairn)", bin.display(), path.display());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The compile cache every benchmark shares, across runs: beside the

@@ -10,6 +10,7 @@
 //! - [`hosts`]: hosts as separate `cairn up` processes sharing a state dir.
 //! - [`scale`]: the append workload on 1–3 hosts on one Redis against SQLite.
 //! - [`cluster`]: the same on three hosts on Redis Clusters of 1–3 primaries.
+//! - [`spin`]: the same `.wasm` files on a real Spin beside the embedded host.
 //! - [`host`]: the trivial component through the host against native hyper.
 //! - [`native`]: the native server: the same core, store, MCP layer and
 //!   front door served natively over HTTP, no components (the baseline).
@@ -35,6 +36,7 @@ pub mod peer;
 pub mod perf;
 pub mod scale;
 pub mod search;
+pub mod spin;
 pub mod stack;
 
 /// A fresh nonce for a signed identity (each one is accepted once).

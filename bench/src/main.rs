@@ -53,6 +53,9 @@ enum Command {
     },
     /// The trivial `health` component through the host against native hyper.
     Host(BenchArgs),
+    /// The same `.wasm` files on a real Spin (`scripts/spin-up.sh`) beside
+    /// the embedded host: requests per layer, reads and edit pairs.
+    Spin(BenchArgs),
     /// edit_note_tab through the whole stack against the core natively, and
     /// per-write cost against tab size and store size.
     Notes {
@@ -226,6 +229,7 @@ fn main() -> Result<()> {
             cairn_bench::attack::run(&manifest, sizes).map(|r| r.print())
         }
         Command::Host(a) => rt.block_on(cairn_bench::host::host(a.manifest, a.seconds, a.concurrency)),
+        Command::Spin(a) => rt.block_on(cairn_bench::spin::spin(a.manifest, a.seconds, a.concurrency)),
         Command::Notes { common: a, max_notes } => rt.block_on(cairn_bench::notes::notes(a.manifest, a.seconds, a.concurrency, max_notes)),
         Command::Cluster(a) => {
             let rows = rt.block_on(cairn_bench::cluster::cluster(a.manifest.clone(), a.seconds, a.clients))?;

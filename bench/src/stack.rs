@@ -137,22 +137,7 @@ impl Stack {
 
     /// A day's token (read and write) for `subject` of the bench tenant.
     pub fn mint(&self, actor: Actor, subject: &str) -> Result<String> {
-        let key = cairn::local::signing_key(&self.state)?;
-        Ok(key.sign(
-            &TokenSpec {
-                issuer: cairn::local::issuer_of(&cairn::local::audience(self.running.addr)),
-                audience: cairn::local::audience(self.running.addr),
-                tenant: TENANT.into(),
-                subject: subject.into(),
-                name: None,
-                actor,
-                role: Role::Member,
-                scope: "notes:read notes:write".into(),
-                now: cairn::local::now(),
-                ttl: 86_400,
-            }
-            .claims(),
-        ))
+        mint_with(&cairn::local::signing_key(&self.state)?, self.running.addr, actor, subject)
     }
 
     /// Create `n` approved notes straight in the server's store; their ids.
@@ -165,6 +150,26 @@ impl Stack {
         self.running.shutdown().await;
         let _ = std::fs::remove_dir_all(&self.state);
     }
+}
+
+/// A day's token (read and write) for `subject` of the bench tenant, signed
+/// with `key` for the host listening on `addr` (its own issuer and audience).
+pub fn mint_with(key: &cairn_auth::mint::LocalKey, addr: SocketAddr, actor: Actor, subject: &str) -> Result<String> {
+    Ok(key.sign(
+        &TokenSpec {
+            issuer: cairn::local::issuer_of(&cairn::local::audience(addr)),
+            audience: cairn::local::audience(addr),
+            tenant: TENANT.into(),
+            subject: subject.into(),
+            name: None,
+            actor,
+            role: Role::Member,
+            scope: "notes:read notes:write".into(),
+            now: cairn::local::now(),
+            ttl: 86_400,
+        }
+        .claims(),
+    ))
 }
 
 pub fn person() -> Identity {

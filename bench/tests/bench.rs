@@ -370,3 +370,35 @@ mod cluster {
         assert_eq!(table.lines().filter(|l| l.starts_with("| ")).count(), 6, "{table}");
     }
 }
+
+mod on_spin {
+    use super::{ONE_AT_A_TIME, require_built, root};
+    use cairn_bench::spin::{VARIANTS, run};
+    use std::time::Duration;
+
+    /// Every row of `cairn-bench spin` runs on both hosts (Spin as shipped,
+    /// and reused on tmpfs without the commit check), and every edit
+    /// acknowledged there is in its note exactly once (the clients check).
+    #[test]
+    fn every_row_of_the_spin_benchmark_runs_on_both_hosts_and_loses_no_edit() {
+        if std::env::var_os("CAIRN_SPIN").is_none() && !root().join("../shared/spin/unpack.sh").exists() {
+            eprintln!("not run: no Spin here (../shared/spin/ or CAIRN_SPIN)");
+            return;
+        }
+        require_built(&["router.wasm", "health.wasm", "edit_note_tab.wasm"]);
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let variants = [VARIANTS[0], VARIANTS[4]];
+        let report = rt.block_on(run(&root(), root().join("spin.toml"), Duration::from_millis(300), vec![1, 4], &variants)).unwrap();
+        assert_eq!(report.series.len(), 1 + variants.len());
+        for (column, by_clients) in report.series.iter().enumerate() {
+            assert_eq!(by_clients.len(), 2);
+            for rows in by_clients {
+                assert_eq!(rows.len(), 5, "column {column}");
+                for s in rows {
+                    assert!(s.requests > 0, "column {column}: {} answered nothing", s.name);
+                }
+            }
+        }
+    }
+}
