@@ -12,9 +12,6 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 # The standard formatter first (seconds): the tree is as rustfmt.toml writes it.
 cargo fmt --check
-# The standard linter, every target, no warning let through (a check build:
-# a few minutes on a fresh clone, seconds after).
-cargo clippy --locked --workspace --all-targets -- -D warnings
 
 # Debian packages the tests start: redis-server and redis-cli (the
 # Redis/Valkey backend's tests and the many-hosts tests run their own servers
@@ -69,6 +66,11 @@ cargo test --release --locked --no-run
 cargo build --release --locked -p cairn-rmcp-interop
 ./target/release/cairn build
 ./target/release/cairn build -f tests/fixtures/spin.toml
+# The standard linter, every target of every member, components included
+# (so after `cairn build`, which installs the editor's npm libraries its
+# build script embeds), no warning let through: a check build of its own, a
+# few minutes on a fresh clone, seconds after.
+cargo clippy --locked --workspace --all-targets -- -D warnings
 
 cargo test --release --locked
 # The host's modules where instance reuse could show, again with reuse off
