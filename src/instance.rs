@@ -275,7 +275,33 @@ impl WasiHttpHooks for Waits {
             > + Send,
     > {
         self.load.release_costly();
-        self.policy.send_request(request, options, fut)
+        // Counted until the response head is in (or the call failed):
+        // between this release and the guest's wait for the answer its wasm
+        // may run a tick more, and must not take the permit back then.
+        let calling = Calling::start(&self.load);
+        let sent = Box::into_pin(self.policy.send_request(request, options, fut));
+        Box::new(async move {
+            let answer = sent.await;
+            drop(calling);
+            answer
+        })
+    }
+}
+
+/// One outbound call of an instance waiting for its response, counted in
+/// its [`crate::pool::Load`] until dropped.
+struct Calling(Arc<crate::pool::Load>);
+
+impl Calling {
+    fn start(load: &Arc<crate::pool::Load>) -> Calling {
+        load.calling.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Calling(load.clone())
+    }
+}
+
+impl Drop for Calling {
+    fn drop(&mut self) {
+        self.0.calling.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -370,7 +396,10 @@ fn costly_work(app: &Arc<App>) -> impl FnMut(wasmtime::StoreContextMut<'_, Ctx>)
         if burst < COSTLY_AFTER {
             return Ok(wasmtime::UpdateDeadline::Yield(YIELD_TICKS));
         }
-        if load.holds_costly() {
+        // While an outbound call of this instance waits for its answer, the
+        // permit may be what the callee needs: pause as a holder would,
+        // never ask for it (the request timeout still bounds the work).
+        if load.holds_costly() || load.calling.load(std::sync::atomic::Ordering::Acquire) > 0 {
             // Costly work runs at most two thirds of the time of its core,
             // so a cheap request that wakes on that core waits little.
             return Ok(wasmtime::UpdateDeadline::YieldCustom(YIELD_TICKS, Box::pin(tokio::time::sleep(COSTLY_PAUSE))));

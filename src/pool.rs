@@ -240,6 +240,10 @@ pub struct Load {
     /// never holds it. (Not when its last response head is out: a guest may
     /// compute its body after.)
     pub costly: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+    /// Outbound calls of this instance waiting for their response: while
+    /// one does, the instance never asks for the permit (it may be what the
+    /// component called needs), it only pauses (`instance::costly_work`).
+    pub calling: AtomicUsize,
 }
 
 impl Load {
