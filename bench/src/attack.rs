@@ -381,6 +381,21 @@ impl Target {
         Ok(body)
     }
 
+    /// Waits out the instances' idle timeout, then until the host has no
+    /// instance in use (at most 10 s more).
+    fn settle(&self) -> Result<()> {
+        std::thread::sleep(cairn::pool::Reuse::default().idle + Duration::from_millis(500));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            let in_use = self.metrics()?.lines().find_map(|l| l.strip_prefix("cairn_instances_in_use ")).and_then(|v| v.trim().parse::<f64>().ok());
+            if in_use == Some(0.0) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(())
+    }
+
     fn series(&self) -> Result<i64> {
         Ok(self.metrics()?.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).count() as i64)
     }
@@ -466,16 +481,17 @@ struct Callers {
 /// Anonymous requests of every refused shape, from 8 connections at once:
 /// a first round warms what any first request warms (instances, the closed
 /// set of metric series), then the round measured. Memory is read once the
-/// instances that served a round have passed their idle timeout: what the
-/// flood leaves behind, not the instances still waiting for a next request.
+/// instances that served a round have ended (their idle timeout passed, and
+/// the host's gauge of instances in use says so: on a loaded machine an
+/// expiry runs late): what the flood leaves behind, not the instances
+/// still waiting for a next request.
 fn refused(t: &Target, sizes: Sizes) -> Result<Row> {
-    let idle = cairn::pool::Reuse::default().idle + Duration::from_millis(500);
     flood(t, (sizes.refused / 5).max(8))?;
-    std::thread::sleep(idle);
+    t.settle()?;
     let (rss0, cpu0) = t.usage()?;
     let (store0, series0) = (store_size(&t.state), t.series()?);
     let mut row = flood(t, sizes.refused)?;
-    std::thread::sleep(idle);
+    t.settle()?;
     let (rss1, cpu1) = t.usage()?;
     row.store_bytes = store_size(&t.state) - store0;
     row.rss_bytes = rss1 - rss0;
