@@ -155,11 +155,17 @@ impl Stack {
 /// A day's token (read and write) for `subject` of the bench tenant, signed
 /// with `key` for the host listening on `addr` (its own issuer and audience).
 pub fn mint_with(key: &cairn_auth::mint::LocalKey, addr: SocketAddr, actor: Actor, subject: &str) -> Result<String> {
+    day_token(key, &cairn::local::audience(addr), TENANT, actor, subject)
+}
+
+/// A day's token (read and write) for `subject` of `tenant`, signed with
+/// `key` for `audience` (the issuer is its origin, as `cairn up` sets it).
+pub fn day_token(key: &cairn_auth::mint::LocalKey, audience: &str, tenant: &str, actor: Actor, subject: &str) -> Result<String> {
     Ok(key.sign(
         &TokenSpec {
-            issuer: cairn::local::issuer_of(&cairn::local::audience(addr)),
-            audience: cairn::local::audience(addr),
-            tenant: TENANT.into(),
+            issuer: cairn::local::issuer_of(audience),
+            audience: audience.into(),
+            tenant: tenant.into(),
             subject: subject.into(),
             name: None,
             actor,
