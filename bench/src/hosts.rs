@@ -4,7 +4,8 @@
 //! one audience, as hosts behind one load balancer would.
 
 use anyhow::{Context, Result, bail};
-use cairn_auth::Actor;
+use cairn_auth::mint::{LocalKey, TokenSpec};
+use cairn_auth::{Actor, Role};
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -153,5 +154,25 @@ fn token_of(state: &Path, sub: &str, actor: Actor) -> Result<String> {
 
 /// A token for `sub` of `tenant`, signed with the shared state dir's key.
 pub fn tenant_token(state: &Path, tenant: &str, sub: &str, actor: Actor) -> Result<String> {
-    crate::stack::day_token(&cairn::local::signing_key(state)?, AUDIENCE, tenant, actor, sub)
+    day_token(&cairn::local::signing_key(state)?, AUDIENCE, tenant, actor, sub)
+}
+
+/// A day's token (read and write) for `subject` of `tenant`, signed with
+/// `key` for `audience` (the issuer is its origin, as `cairn up` sets it).
+pub fn day_token(key: &LocalKey, audience: &str, tenant: &str, actor: Actor, subject: &str) -> Result<String> {
+    Ok(key.sign(
+        &TokenSpec {
+            issuer: cairn::local::issuer_of(audience),
+            audience: audience.into(),
+            tenant: tenant.into(),
+            subject: subject.into(),
+            name: None,
+            actor,
+            role: Role::Member,
+            scope: "notes:read notes:write".into(),
+            now: cairn::local::now(),
+            ttl: 86_400,
+        }
+        .claims(),
+    ))
 }

@@ -9,7 +9,6 @@ use cairn::clock::SystemEnv;
 use cairn::instance::Limits;
 use cairn::server::{self, Running};
 use cairn::stores::{StoreKind, Stores};
-use cairn_auth::mint::TokenSpec;
 use cairn_auth::{Actor, Role};
 use cairn_kv::Store;
 use cairn_notes::{ActorType, Identity};
@@ -155,27 +154,7 @@ impl Stack {
 /// A day's token (read and write) for `subject` of the bench tenant, signed
 /// with `key` for the host listening on `addr` (its own issuer and audience).
 pub fn mint_with(key: &cairn_auth::mint::LocalKey, addr: SocketAddr, actor: Actor, subject: &str) -> Result<String> {
-    day_token(key, &cairn::local::audience(addr), TENANT, actor, subject)
-}
-
-/// A day's token (read and write) for `subject` of `tenant`, signed with
-/// `key` for `audience` (the issuer is its origin, as `cairn up` sets it).
-pub fn day_token(key: &cairn_auth::mint::LocalKey, audience: &str, tenant: &str, actor: Actor, subject: &str) -> Result<String> {
-    Ok(key.sign(
-        &TokenSpec {
-            issuer: cairn::local::issuer_of(audience),
-            audience: audience.into(),
-            tenant: tenant.into(),
-            subject: subject.into(),
-            name: None,
-            actor,
-            role: Role::Member,
-            scope: "notes:read notes:write".into(),
-            now: cairn::local::now(),
-            ttl: 86_400,
-        }
-        .claims(),
-    ))
+    crate::hosts::day_token(key, &cairn::local::audience(addr), TENANT, actor, subject)
 }
 
 pub fn person() -> Identity {
