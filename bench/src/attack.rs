@@ -183,7 +183,7 @@ fn bytes(n: i64) -> String {
 }
 
 /// Resident memory and CPU seconds of a process, from `/proc`.
-fn usage(pid: u32) -> Result<(i64, f64)> {
+pub fn usage(pid: u32) -> Result<(i64, f64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let rss_kb: i64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).context("no VmRSS")?;
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;

@@ -60,14 +60,20 @@ fn cairn_binary() -> Result<PathBuf> {
 }
 
 /// Refuses a `cairn` built before the latest change to a host source
-/// (`src/`, `crates/*/src/`): `cargo build -p cairn-bench` does not rebuild
-/// it, and a stale host measures old code without a sign.
+/// (`src/`, and `crates/<x>/src/` of each `cairn-<x>` the host depends
+/// on): `cargo build -p cairn-bench` does not rebuild it, and a stale host
+/// measures old code without a sign. Crates only components link (the MCP
+/// layer) do not count: a change there leaves the binary as it is.
 fn check_fresh(bin: &Path) -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("bench/ sits in the workspace")?;
     let built = bin.metadata()?.modified()?;
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))?;
+    let package = manifest.split("\n[dependencies]").nth(1).and_then(|rest| rest.split("\n[").next()).unwrap_or_default();
     let mut dirs = vec![root.join("src")];
-    for krate in std::fs::read_dir(root.join("crates")).into_iter().flatten().flatten() {
-        dirs.push(krate.path().join("src"));
+    for line in package.lines() {
+        if let Some(name) = line.strip_prefix("cairn-").and_then(|l| l.split(['.', ' ', '=']).next()) {
+            dirs.push(root.join("crates").join(name).join("src"));
+        }
     }
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {

@@ -11,6 +11,7 @@
 //! - [`scale`]: the append workload on 1–3 hosts on one Redis against SQLite.
 //! - [`cluster`]: the same on three hosts on Redis Clusters of 1–3 primaries.
 //! - [`spin`]: the same `.wasm` files on a real Spin beside the embedded host.
+//! - [`feed`]: the change feed: an edit to agents listening on 1 and 3 hosts, idle subscriptions' cost.
 //! - [`host`]: the trivial component through the host against native hyper.
 //! - [`native`]: the native server: the same core, store, MCP layer and
 //!   front door served natively over HTTP, no components (the baseline).
@@ -27,6 +28,7 @@ pub mod attack;
 pub mod charts;
 pub mod cluster;
 pub mod experiments;
+pub mod feed;
 pub mod host;
 pub mod hosts;
 pub mod measure;

@@ -51,6 +51,25 @@ enum Command {
         #[arg(long)]
         soak: Option<u64>,
     },
+    /// The change feed: how soon an edit reaches agents listening on one host
+    /// and on three hosts sharing Redis, and what idle subscriptions cost.
+    Feed {
+        /// The application manifest.
+        #[arg(long, short = 'f', default_value = "spin.toml")]
+        manifest: PathBuf,
+        /// Agents listening.
+        #[arg(long, default_value_t = 8)]
+        agents: usize,
+        /// Edits a person makes.
+        #[arg(long, default_value_t = 200)]
+        edits: usize,
+        /// Idle subscriptions held open.
+        #[arg(long, default_value_t = 1000)]
+        subscriptions: usize,
+        /// Seconds of idleness measured.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+    },
     /// The trivial `health` component through the host against native hyper.
     Host(BenchArgs),
     /// The same `.wasm` files on a real Spin (`scripts/spin-up.sh`) beside
@@ -227,6 +246,9 @@ fn main() -> Result<()> {
                 sizes.honest_seconds = s;
             }
             cairn_bench::attack::run(&manifest, sizes).map(|r| r.print())
+        }
+        Command::Feed { manifest, agents, edits, subscriptions, seconds } => {
+            rt.block_on(cairn_bench::feed::feed(manifest, agents, edits, subscriptions, seconds)).map(|r| print!("{r}"))
         }
         Command::Host(a) => rt.block_on(cairn_bench::host::host(a.manifest, a.seconds, a.concurrency)),
         Command::Spin(a) => rt.block_on(cairn_bench::spin::spin(a.manifest, a.seconds, a.concurrency)),

@@ -371,6 +371,28 @@ mod cluster {
     }
 }
 
+mod feed {
+    use super::{ONE_AT_A_TIME, require_built, root};
+
+    /// Every edit reaches every listening agent on one host and on three
+    /// hosts sharing Redis, within the look interval and a margin, and
+    /// idle subscriptions are measured on both sides.
+    #[test]
+    fn every_edit_reaches_every_listening_agent_on_one_and_three_hosts() {
+        require_built(&["router.wasm", "list_notes.wasm"]);
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let report = rt.block_on(cairn_bench::feed::run(&root().join("spin.toml"), 2, 16, 64, 1)).unwrap();
+        assert_eq!(report.latency.len(), 2);
+        for (series, missed) in &report.latency {
+            assert_eq!((series.requests, *missed), (2 * 16, 0), "{}: every edit told to both agents", series.name);
+            assert!(series.p99 < std::time::Duration::from_secs(2), "{}: p99 {:?}", series.name, series.p99);
+        }
+        assert!(report.rss.0 > 0 && report.rss.1 > 0 && report.cpu.1 > 0.0, "the idle figures were read");
+        assert!(report.render().unwrap().contains("64 idle subscriptions"));
+    }
+}
+
 mod on_spin {
     use super::{ONE_AT_A_TIME, require_built, root};
     use cairn_bench::spin::{VARIANTS, run};

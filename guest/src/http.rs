@@ -83,17 +83,35 @@ impl Request {
     }
 }
 
-/// A response: status, headers, body.
+/// A response: status, headers, body (whole, or a stream of frames).
 pub struct Response {
     status: u16,
     headers: HeaderMap,
     body: Vec<u8>,
+    stream: Option<spin_sdk::http::BoxBody>,
+}
+
+/// Where a streamed response's frames are written; dropped, the stream ends.
+pub type Frames = futures::channel::mpsc::Sender<String>;
+
+/// Writes one frame of a streamed response; `false` once the client is gone.
+pub async fn write(frames: &mut Frames, frame: String) -> bool {
+    use futures::SinkExt;
+    frames.send(frame).await.is_ok()
 }
 
 impl Response {
     /// A response with `status` and `body` and no header.
     pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Response {
-        Response { status, headers: HeaderMap::new(), body: body.into() }
+        Response { status, headers: HeaderMap::new(), body: body.into(), stream: None }
+    }
+
+    /// A 200 response whose body is the frames written to the sender it
+    /// comes with, each sent as it is written (no length: chunked), until
+    /// the sender is dropped.
+    pub fn streamed() -> (Frames, Response) {
+        let (tx, body) = spin_sdk::http::body::stream::<String>();
+        (tx, Response { status: 200, headers: HeaderMap::new(), body: Vec::new(), stream: Some(spin_sdk::http::box_body(body)) })
     }
 
     /// Sets (replaces) a header; a name or value HTTP cannot carry is dropped.
@@ -127,11 +145,17 @@ impl Response {
 
 impl IntoResponse for Response {
     fn into_response(self) -> Result<WasiResponse, ErrorCode> {
-        // The whole body is here: its length goes with it, so the answer is
-        // not chunked (clients read it as one piece, as from a WASI 0.2 host).
         let mut headers = self.headers;
-        headers.insert(HeaderName::from_static("content-length"), HeaderValue::from(self.body.len()));
-        let mut r = spin_sdk::http::Response::new(http_body_util::Full::new(bytes::Bytes::from(self.body)));
+        let body = match self.stream {
+            Some(stream) => stream,
+            None => {
+                // The whole body is here: its length goes with it, so the answer is
+                // not chunked (clients read it as one piece, as from a WASI 0.2 host).
+                headers.insert(HeaderName::from_static("content-length"), HeaderValue::from(self.body.len()));
+                spin_sdk::http::box_body(http_body_util::Full::new(bytes::Bytes::from(self.body)))
+            }
+        };
+        let mut r = spin_sdk::http::Response::new(body);
         *r.status_mut() = spin_sdk::http::StatusCode::from_u16(self.status).unwrap_or(spin_sdk::http::StatusCode::INTERNAL_SERVER_ERROR);
         *r.headers_mut() = headers;
         r.into_response()

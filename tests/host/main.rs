@@ -20,6 +20,7 @@ mod configuration;
 mod crash;
 mod deploy;
 mod exhaustion;
+mod feed;
 mod front_door;
 mod full_disk;
 mod fuzz_config;

@@ -7,6 +7,8 @@
 //!   1–10 messages else -32600 for the whole request, the MCP headers), the
 //!   subject's budget counted per message (429 with Retry-After), scopes of
 //!   every message (403 `insufficient_scope`). Then each message in order.
+//!   A `subscriptions/listen` sent alone answers with a stream of its own
+//!   (`feed`): Server-Sent Events until its lifetime is up.
 //! - `GET`/`DELETE /mcp`: 405 (no sessions, no server-initiated stream).
 //! - `GET /.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata.
 //!
@@ -17,6 +19,7 @@
 //! caller's identity signed into `cairn-identity`; or the router's composed
 //! slot). The token never leaves the router.
 
+mod feed;
 mod road;
 
 use cairn_guest::door::Gate;
@@ -86,7 +89,18 @@ async fn post_mcp(gate: &Gate, req: Request) -> Response {
             return r;
         }
     }
-    // 7. Run, in order; then charge the subject for the time it took.
+    // 7. A listen sent alone is a stream of its own.
+    if let Some(listen) = request.listen() {
+        return match listen {
+            Err(reply) => respond::json(200, &reply),
+            Ok((id, _)) if !req.header("accept").is_some_and(|a| a.contains("text/event-stream")) => respond::json(
+                200,
+                &cairn_mcp::rpc::error(id, cairn_mcp::rpc::INVALID_REQUEST, "subscriptions/listen answers with a stream: send Accept: text/event-stream"),
+            ),
+            Ok((id, filter)) => feed::open(gate, principal, id, filter),
+        };
+    }
+    // 8. Run, in order; then charge the subject for the time it took.
     let started = std::time::Instant::now();
     let answer = request.run(&road::Road, principal).await;
     let response = match answer {

@@ -22,4 +22,4 @@ pub mod table;
 pub mod typed;
 
 pub use table::{Kind, Reader, VARIABLES, Var, variable};
-pub use typed::{Auth, Claims, Config, Door, Error, Notes, OAuth, Operators, ToolCalls, Tools};
+pub use typed::{Auth, Claims, Config, Door, Error, Feed, Notes, OAuth, Operators, ToolCalls, Tools};

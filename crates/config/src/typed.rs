@@ -144,6 +144,13 @@ pub struct Operators {
     pub sweep_token: Option<String>,
 }
 
+/// The change feed (`subscriptions/listen`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Feed {
+    /// How long one stream lasts before it ends with its result.
+    pub stream_seconds: u64,
+}
+
 /// Every variable Cairn reads, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -155,6 +162,8 @@ pub struct Config {
     pub notes: Notes,
     /// The tools' road.
     pub tools: Tools,
+    /// The change feed.
+    pub feed: Feed,
     /// The own authorization server.
     pub oauth: OAuth,
     /// Operators' secrets.
@@ -205,6 +214,7 @@ impl Config {
             auth: auth(&v)?,
             notes: notes(&v)?,
             tools: tools_of(&v, tools)?,
+            feed: Feed { stream_seconds: v.number("feed_stream_seconds")? },
             oauth: OAuth {
                 signing_key: v.optional("signing_key")?,
                 access_token_seconds: v.number("access_token_seconds")?,

@@ -22,6 +22,8 @@
 //! - [`resources`]: notes and tabs as MCP resources, read through the read tools.
 //! - [`completion`]: `completion/complete` for the resource templates'
 //!   arguments, from what the caller may see.
+//! - [`feed`]: the change feed (`subscriptions/listen`): what a stream
+//!   watches, its looks through the read tools, its frames, its leases.
 //! - [`logging`]: `logging/setLevel`'s levels.
 //! - [`methods`]: one message in, at most one reply out.
 //! - [`request`]: a whole request: [`Request::read`], what it needs before
@@ -42,6 +44,7 @@
 #![warn(missing_docs)]
 
 pub mod completion;
+pub mod feed;
 pub mod headers;
 pub mod logging;
 pub mod message;

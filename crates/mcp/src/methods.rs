@@ -33,8 +33,11 @@ fn valid_id(id: &Value) -> bool {
     matches!(id, Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some()
 }
 
-fn capabilities() -> Value {
-    json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}, "completions": {}, "logging": {}})
+/// What the server offers. The change feed is `subscriptions/listen`, a
+/// 2026-07-28 method: clients of that revision (which ask
+/// `server/discover`) are told of it; earlier ones (which `initialize`) are not.
+fn capabilities(feed: bool) -> Value {
+    json!({"tools": {"listChanged": false}, "resources": {"listChanged": feed, "subscribe": feed}, "completions": {}, "logging": {}})
 }
 
 /// What `initialize` and `server/discover` tell every client.
@@ -116,11 +119,11 @@ async fn handle(m: &Message<'_>, tools: &impl Tools, who: &Principal) -> Result<
     let mut reply = match method {
         "initialize" => {
             let version = negotiate(params.get("protocolVersion").and_then(Value::as_str));
-            Ok(json!({"protocolVersion": version, "capabilities": capabilities(), "serverInfo": server_info(), "instructions": INSTRUCTIONS}))
+            Ok(json!({"protocolVersion": version, "capabilities": capabilities(false), "serverInfo": server_info(), "instructions": INSTRUCTIONS}))
         }
         "server/discover" => Ok(json!({
             "supportedVersions": VERSIONS,
-            "capabilities": capabilities(),
+            "capabilities": capabilities(true),
             "serverInfo": server_info(),
             "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
             "instructions": INSTRUCTIONS,
@@ -138,6 +141,10 @@ async fn handle(m: &Message<'_>, tools: &impl Tools, who: &Principal) -> Result<
             Err(Failed::Unavailable(msg)) => return Err(Unavailable(msg)),
         },
         "logging/setLevel" => crate::logging::set_level(&params).map_err(|msg| (INVALID_PARAMS, msg)),
+        // A stream of its own ([`crate::Request::listen`]), never one reply among others.
+        "subscriptions/listen" => {
+            Err((INVALID_REQUEST, "subscriptions/listen opens a stream: send it alone, not in a batch, with Accept: text/event-stream".into()))
+        }
         other => Err((METHOD_NOT_FOUND, format!("unknown method {other}"))),
     };
     if (stateless || method == "server/discover")

@@ -5,11 +5,12 @@
 use cairn_auth::Principal;
 use serde_json::Value;
 
+use crate::feed::Filter;
 use crate::headers;
 use crate::message::{Message, split};
 use crate::methods::handle_message;
 use crate::road::{Tools, Unavailable};
-use crate::rpc::{PARSE_ERROR, error};
+use crate::rpc::{INVALID_PARAMS, PARSE_ERROR, error};
 
 /// The messages of one request, framed and checked, borrowed from its body.
 #[derive(Debug)]
@@ -66,6 +67,19 @@ impl<'a> Request<'a> {
     /// check before anything runs.
     pub fn scopes(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.messages.iter().filter_map(Message::needed_scope)
+    }
+
+    /// A `subscriptions/listen` sent alone: its id and what it watches
+    /// (`Err`: the JSON-RPC error that answers it, status 400). `None` for
+    /// any other request (a listen in a batch is refused by [`Request::run`]).
+    pub fn listen(&self) -> Option<Result<(Value, Filter), Value>> {
+        let [m] = &self.messages[..] else { return None };
+        if self.batch || m.method() != Some("subscriptions/listen") || m.id.is_none() {
+            return None;
+        }
+        let id = m.id_value();
+        let params: Value = m.params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
+        Some(Filter::of_listen(&params).map(|f| (id.clone(), f)).map_err(|msg| error(id, INVALID_PARAMS, &msg)))
     }
 
     /// Runs every message in order as `who`, reaching tools through `tools`.

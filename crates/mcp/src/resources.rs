@@ -42,13 +42,13 @@ pub enum Failed {
 
 /// What a URI names.
 #[derive(Debug, PartialEq, Eq)]
-enum Target<'a> {
+pub(crate) enum Target<'a> {
     Note(&'a str),
     Tab(&'a str, &'a str),
 }
 
 /// Parses `cairn://notes/{note}` or `cairn://notes/{note}/tabs/{tab}`.
-fn parse(uri: &str) -> Option<Target<'_>> {
+pub(crate) fn parse(uri: &str) -> Option<Target<'_>> {
     let rest = uri.strip_prefix(PREFIX)?;
     let ok = |id: &str| !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     match rest.split('/').collect::<Vec<_>>()[..] {

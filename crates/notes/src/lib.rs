@@ -34,6 +34,8 @@
 //!   history), `edit` (tab edits, patches and their rebase check).
 //! - `audit` (the audit trail people read, and refused writes recorded for it).
 //! - [`search`] (queries over the index, [`search::merge`], [`search::reindex`] and [`search::check`]).
+//! - [`watch`]: what a change feed sees of notes: a stamp per watched note
+//!   or tab, exactly as visible as a read.
 //! - [`version`]: version tokens: what a read hands back to write against,
 //!   marked `part` when the read returned part of the tab.
 //! - [`tools`](mod@tools): one file per tool and [`tools::TOOLS`], the one table.
@@ -67,6 +69,7 @@ pub mod rest;
 pub mod tools;
 pub mod url;
 pub mod version;
+pub mod watch;
 
 mod args;
 mod audit;

@@ -8,6 +8,7 @@ mod common;
 
 mod batches;
 mod completions;
+mod feed;
 mod headers;
 mod json_rpc;
 mod notifications;

@@ -51,7 +51,7 @@ fn server_discover_lists_every_revision_newest_first_and_is_complete_with_cache_
         assert_eq!((r["resultType"].as_str(), r["ttlMs"].as_u64(), r["cacheScope"].as_str()), (Some("complete"), Some(0), Some("private")), "{params}");
         assert_eq!(r["serverInfo"]["name"], "cairn");
         assert_eq!(r["_meta"]["io.modelcontextprotocol/serverInfo"], r["serverInfo"]);
-        assert_eq!(r["capabilities"]["resources"]["subscribe"], false);
+        assert_eq!(r["capabilities"]["resources"], json!({"listChanged": true, "subscribe": true}), "the feed is subscriptions/listen, a 2026-07-28 method");
     }
 }
 

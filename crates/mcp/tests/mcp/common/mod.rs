@@ -74,6 +74,21 @@ impl Core {
         r.body["note_id"].as_str().unwrap().to_string()
     }
 
+    /// Sets a note's title and approval as `who` (a person, through the
+    /// people's REST helper), at the note's `version`.
+    pub fn update_note(&self, who: &Principal, note: &str, version: u64, title: &str, approved: bool) {
+        let mut env = self.env.borrow_mut();
+        env.advance_us(10);
+        let args = json!({"expected_version": version, "title": title, "approved_for_agents": approved});
+        let r = cairn_notes::rest::update_note(&self.store, &mut *env, &identity(who), note, args).unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+
+    /// The store under the faults, as the core sees it.
+    pub fn store(&self) -> &Faulty {
+        &self.store
+    }
+
     /// A tool's result, called directly on the core (no protocol around it).
     pub fn direct(&self, who: &Principal, tool: &str, args: Value) -> String {
         let mut env = self.env.borrow_mut();
