@@ -7,6 +7,7 @@
 //! | `auth/verified/<config>/<token hash>` | a verified token's principal | at the token's `exp` |
 //! | `auth/jwks/<source>` | the issuer's keys as last fetched | replaced by the next fetch (one per key source) |
 //! | `auth/nonce/<minute:010>/<nonce>` | a signed identity already used (tools deployed apart) | two minutes on, when its identity has expired |
+//! | `feed/lease/<subject>/<i>` | a change-feed stream's lease (`cairn_mcp::feed::Slots`): the instant it lapses | given back when its stream ends; else past that instant (its host died) |
 //! | `ratelimit/…` | counters of an earlier layout | at the first sweep |
 //!
 //! [`sweep`] drops what has expired, a bounded number of keys per round,
@@ -32,7 +33,15 @@ pub fn identity_nonce(minute: u64, nonce: &str) -> String {
     format!("{NONCE}{minute:010}/{nonce}")
 }
 
+/// Lease `i` of a subject's change-feed streams (`subject` as
+/// [`crate::budget::subject_id`] names it); its value is the instant it
+/// lapses, in microseconds since the epoch.
+pub fn stream_lease(subject: &str, i: usize) -> String {
+    format!("{LEASE}{subject}/{i}")
+}
+
 const VERIFIED: &str = "auth/verified/";
+const LEASE: &str = "feed/lease/";
 const NONCE: &str = "auth/nonce/";
 const LEGACY_RATE: &str = "ratelimit/";
 /// Where the verified-token sweep resumes.
@@ -66,6 +75,19 @@ pub fn sweep(store: &dyn Store, now_s: u64, window_minutes: u64, budget: usize) 
     let legacy = store.list_prefix(CACHE, LEGACY_RATE, None, budget)?;
     store.delete_many(CACHE, &legacy.iter().map(String::as_str).collect::<Vec<_>>())?;
     out.other += legacy.len();
+    // Stream leases past the instant they lapse (a value that does not
+    // read as one has lapsed too).
+    let leases = store.list_prefix(CACHE, LEASE, None, budget)?;
+    let keys: Vec<&str> = leases.iter().map(String::as_str).collect();
+    let values = store.get_many(CACHE, &keys)?;
+    let lapsed: Vec<&str> = keys
+        .iter()
+        .zip(values)
+        .filter(|(_, v)| v.as_deref().and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok()).is_none_or(|until_us| until_us / 1_000_000 < now_s))
+        .map(|(k, _)| *k)
+        .collect();
+    store.delete_many(CACHE, &lapsed)?;
+    out.other += lapsed.len();
     // Verified tokens: by their `exp`, a page at a time from where the last
     // round stopped.
     let after = store.get(CACHE, CURSOR)?.and_then(|c| String::from_utf8(c).ok());
@@ -110,6 +132,17 @@ mod tests {
         assert_eq!((swept.tokens, swept.other), (2, 2));
         let left = s.list_keys(CACHE, None, 100).unwrap();
         assert_eq!(left, vec![fetched_jwks("x"), identity_nonce(now / 60, "fresh"), verified_token("c", "live")]);
+    }
+
+    #[test]
+    fn a_lapsed_stream_lease_goes_and_a_held_one_stays() {
+        let s = MemoryStore::new();
+        let now = 10_000;
+        s.set(CACHE, &stream_lease("a", 0), (now * 1_000_000 + 1).to_string().as_bytes()).unwrap();
+        s.set(CACHE, &stream_lease("a", 1), ((now - 1) * 1_000_000).to_string().as_bytes()).unwrap();
+        s.set(CACHE, &stream_lease("b", 0), b"not an instant").unwrap();
+        assert_eq!(sweep(&s, now, 60, 100).unwrap().other, 2);
+        assert_eq!(s.list_prefix(CACHE, LEASE, None, 100).unwrap(), vec![stream_lease("a", 0)]);
     }
 
     #[test]

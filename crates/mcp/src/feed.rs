@@ -352,7 +352,8 @@ async fn give_up(id: &Value, e: Failed, sink: &mut impl Sink) -> Ended {
 /// A subject's stream leases in the `cache` store: at most [`MAX_STREAMS`]
 /// at once across every host. A lease is taken for the stream's lifetime
 /// and a margin, and given back when the stream ends; one whose host died
-/// lapses by itself.
+/// lapses by itself, and the `cache` store's sweep drops it
+/// (`cairn_door::cache`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Slots {
     key: String,
@@ -366,13 +367,10 @@ impl Slots {
     /// Takes a free lease of `who`'s for a stream lasting `lifetime` from
     /// `now_us`; `Ok(None)` when all are held.
     pub fn claim(kv: &dyn Store, who: &Principal, now_us: u64, lifetime: Duration) -> cairn_kv::Result<Option<Slots>> {
-        let mut h = Fnv::new();
-        h.write(who.tenant.as_bytes());
-        h.write(&[0]);
-        h.write(who.subject.as_bytes());
+        let subject = cairn_door::budget::subject_id(&who.tenant, &who.subject);
         let until_us = now_us + lifetime.as_micros() as u64 + 5_000_000;
         for i in 0..MAX_STREAMS {
-            let key = format!("feed/{:016x}/{i}", h.0);
+            let key = cairn_door::cache::stream_lease(&subject, i);
             let read = kv.read(BUCKET, &key)?;
             let held = read.value.as_deref().and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok()).is_some_and(|until| until > now_us);
             if held {
@@ -397,8 +395,8 @@ impl Slots {
     }
 }
 
-/// FNV-1a, 64 bits: stamps and lease keys (not a defence: what it hashes
-/// is the caller's own).
+/// FNV-1a, 64 bits: the listing's stamp (a change detector over what the
+/// caller may see, not a key anyone else's data shares).
 struct Fnv(u64);
 
 impl Fnv {
