@@ -13,12 +13,15 @@ use cairn_guest::respond;
 use cairn_mcp::feed::{Filter, MAX_STREAMS, Pace, Settings, Sink, Slots, Watcher, listen};
 use serde_json::Value;
 
-/// The host's monotonic clock.
-struct HostPace;
+/// The host's monotonic clock, from the stream's start.
+struct HostPace(std::time::Instant);
 
 impl Pace for HostPace {
     async fn sleep(&self, d: std::time::Duration) {
         spin_sdk::time::sleep(d).await;
+    }
+    fn now(&self) -> std::time::Duration {
+        self.0.elapsed()
     }
 }
 
@@ -53,7 +56,7 @@ pub(crate) fn open(gate: &Gate, who: &Principal, id: Value, filter: Filter) -> R
         let mut sink = Stream(frames);
         let notes = GuestStore::new();
         let watcher = Watcher { who: &who, tools: &crate::road::Road, heads: Some(&notes) };
-        listen(&id, &filter, &settings, &watcher, &HostPace, &mut sink).await;
+        listen(&id, &filter, &settings, &watcher, &HostPace(std::time::Instant::now()), &mut sink).await;
         drop(sink);
         let _ = lease.release(&GuestStore::cache());
     });

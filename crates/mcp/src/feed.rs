@@ -263,10 +263,12 @@ pub fn frame(message: &Value) -> String {
     format!("event: message\ndata: {message}\n\n")
 }
 
-/// How a stream waits.
+/// How a stream waits, and its clock.
 pub trait Pace {
     /// Waits `d`.
     fn sleep(&self, d: Duration) -> impl Future<Output = ()>;
+    /// A monotonic instant, as time since any fixed origin.
+    fn now(&self) -> Duration;
 }
 
 /// Where a stream's frames go.
@@ -305,10 +307,11 @@ pub async fn listen<T: Tools>(id: &Value, filter: &Filter, settings: &Settings, 
     if !sink.send(frame(&ack)).await {
         return Ended::ClientGone;
     }
-    let rounds = (settings.lifetime.as_millis() / settings.every.as_millis().max(1)).max(1);
-    let quiet_rounds = (settings.keepalive.as_millis() / settings.every.as_millis().max(1)).max(1);
-    let mut quiet = 0;
-    for _ in 0..rounds {
+    // The lifetime is kept by the clock, looks included: a slow store
+    // shortens a stream, it never runs it past its lifetime.
+    let began = pace.now();
+    let mut said = began;
+    while pace.now().saturating_sub(began) + settings.every <= settings.lifetime {
         pace.sleep(settings.every).await;
         if sink.gone() {
             return Ended::ClientGone;
@@ -319,15 +322,14 @@ pub async fn listen<T: Tools>(id: &Value, filter: &Filter, settings: &Settings, 
         };
         let moved = news(filter, &seen, &now, id);
         seen = now;
-        quiet += 1;
         for n in &moved {
             if !sink.send(frame(n)).await {
                 return Ended::ClientGone;
             }
-            quiet = 0;
+            said = pace.now();
         }
-        if quiet >= quiet_rounds {
-            quiet = 0;
+        if pace.now().saturating_sub(said) >= settings.keepalive {
+            said = pace.now();
             if !sink.send(": still listening\n\n".into()).await {
                 return Ended::ClientGone;
             }

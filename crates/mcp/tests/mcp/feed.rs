@@ -15,21 +15,30 @@ use crate::common::*;
 /// steps (what people and agents do between two looks).
 struct Steps<'a> {
     steps: RefCell<Vec<Box<dyn FnMut() + 'a>>>,
+    clock: std::cell::Cell<Duration>,
+    /// Lost at each wait besides the wait itself (slow looks).
+    lag: std::cell::Cell<Duration>,
+    waits: std::cell::Cell<usize>,
 }
 
 impl<'a> Steps<'a> {
     fn new(steps: Vec<Box<dyn FnMut() + 'a>>) -> Self {
         let mut steps = steps;
         steps.reverse();
-        Steps { steps: RefCell::new(steps) }
+        Steps { steps: RefCell::new(steps), clock: Default::default(), lag: Default::default(), waits: Default::default() }
     }
 }
 
 impl Pace for Steps<'_> {
-    async fn sleep(&self, _: Duration) {
+    async fn sleep(&self, d: Duration) {
+        self.clock.set(self.clock.get() + d + self.lag.get());
+        self.waits.set(self.waits.get() + 1);
         if let Some(mut step) = self.steps.borrow_mut().pop() {
             step();
         }
+    }
+    fn now(&self) -> Duration {
+        self.clock.get()
     }
 }
 
@@ -237,6 +246,20 @@ fn a_store_out_of_reach_ends_the_stream_with_an_error_telling_the_client_to_list
     let m = client.messages();
     assert_eq!(m.len(), 2, "{m:?}");
     assert!(m[1]["error"]["message"].as_str().unwrap().contains("listen again"), "{}", m[1]);
+}
+
+#[test]
+fn a_stream_whose_looks_are_slow_still_ends_at_its_lifetime() {
+    let core = Core::new();
+    let note = core.note(&person(), "Slow", true);
+    let steps = Steps::new(Vec::new());
+    // Every wait also loses 400 ms, as looks on a slow store would.
+    steps.lag.set(Duration::from_millis(400));
+    let mut client = Client::default();
+    let ended = block_on(listen(&json!(1), &filter(false, &[tab(&note)]), &settings(), &direct(&core, &agent()), &steps, &mut client));
+    assert_eq!(ended, Ended::Lifetime);
+    assert!(steps.now() <= Duration::from_secs(1), "the stream ended by its clock at {:?}", steps.now());
+    assert_eq!(steps.waits.get(), 2, "two looks of 500 ms fit in its second, not the ten of a quick store");
 }
 
 #[test]
