@@ -307,12 +307,13 @@ pub async fn listen<T: Tools>(id: &Value, filter: &Filter, settings: &Settings, 
     if !sink.send(frame(&ack)).await {
         return Ended::ClientGone;
     }
-    // The lifetime is kept by the clock, looks included: a slow store
-    // shortens a stream, it never runs it past its lifetime.
+    // The lifetime is kept by the clock, looks included: the last wait is
+    // cut to what is left, so a stream ends at its lifetime (and its last
+    // look), on a slow store as on a quick one.
     let began = pace.now();
     let mut said = began;
-    while pace.now().saturating_sub(began) + settings.every <= settings.lifetime {
-        pace.sleep(settings.every).await;
+    while let Some(left) = settings.lifetime.checked_sub(pace.now().saturating_sub(began)).filter(|l| !l.is_zero()) {
+        pace.sleep(settings.every.min(left)).await;
         if sink.gone() {
             return Ended::ClientGone;
         }
