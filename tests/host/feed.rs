@@ -4,6 +4,7 @@
 //! the stream ends with its result, and a subject's streams are bounded.
 use crate::app::*;
 use crate::harness::*;
+use cairn_mcp::feed::MAX_STREAMS;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -131,9 +132,6 @@ pub fn edit(host: &Cairn, note: &str, text: &str) -> Instant {
     assert_ne!(r["isError"], true, "{r}");
     Instant::now()
 }
-
-/// `cairn_mcp::feed::MAX_STREAMS`: a subject's streams open at once.
-const MAX_STREAMS: usize = 2;
 
 fn tab(note: &str) -> String {
     format!("cairn://notes/{note}/tabs/markdown")

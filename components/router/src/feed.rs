@@ -40,7 +40,12 @@ impl Sink for Stream {
 /// Opens a stream for listen request `id` of `who` watching `filter`: 429
 /// when the subject holds all its leases, 503 when the store cannot say.
 pub(crate) fn open(gate: &Gate, who: &Principal, id: Value, filter: Filter) -> Response {
-    let seconds = cairn_guest::config::config().map_or(20, |c| c.feed.stream_seconds);
+    // The gate opened on this configuration, so it reads; its checked
+    // value is the one default there is.
+    let seconds = match cairn_guest::config::config() {
+        Ok(c) => c.feed.stream_seconds,
+        Err(e) => return cairn_guest::config::misconfigured(e),
+    };
     let settings = Settings { lifetime: std::time::Duration::from_secs(seconds), ..Settings::default() };
     let lease = match Slots::claim(gate.cache(), who, cairn_guest::notes::now_us(), settings.lifetime) {
         Ok(Some(lease)) => lease,

@@ -30,7 +30,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use cairn_auth::Principal;
-use cairn_kv::{Observed, Store, Swap};
+use cairn_kv::{Store, Swap};
 use cairn_notes::tools::{list_note_tabs, list_notes};
 use cairn_notes::watch::Watched;
 use serde_json::{Value, json};
@@ -388,10 +388,8 @@ impl Slots {
 
     /// Gives the lease back (unless another stream took it since it lapsed).
     pub fn release(&self, kv: &dyn Store) -> cairn_kv::Result<()> {
-        let read = kv.read(BUCKET, &self.key)?;
-        if read.value.as_deref() == Some(self.until_us.to_string().as_bytes())
-            && let Observed::Present(_) = read.observed
-        {
+        // A plain read: no swap follows, so no host handle is taken for one.
+        if kv.get(BUCKET, &self.key)?.as_deref() == Some(self.until_us.to_string().as_bytes()) {
             kv.delete(BUCKET, &self.key)?;
         }
         Ok(())
