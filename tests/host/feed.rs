@@ -2,6 +2,8 @@
 //! stream, an agent is told of a person's change within a second (on one
 //! host, and across hosts sharing Redis), never of a note it may not see,
 //! the stream ends with its result, and a subject's streams are bounded.
+//! The 2025-11-25 way, `resources/subscribe` and the `GET /mcp` stream,
+//! tells the same changes, and a client without subscriptions holds nothing.
 use crate::app::*;
 use crate::harness::*;
 use cairn_mcp::feed::MAX_STREAMS;
@@ -17,6 +19,8 @@ pub struct Listening {
     pub status: u16,
     /// Its content type.
     pub content_type: String,
+    /// The `retry:` the stream's first event asked for, in milliseconds.
+    pub retry: Option<u64>,
     messages: mpsc::Receiver<(Instant, Value)>,
     connection: TcpStream,
 }
@@ -44,14 +48,25 @@ impl Listening {
 /// `token`, and reads its stream on a thread of its own until it ends.
 pub fn listen(host: &Cairn, token: &str, notifications: Value) -> Listening {
     let body = json!({"jsonrpc": "2.0", "id": "feed", "method": "subscriptions/listen", "params": {"notifications": notifications}}).to_string();
-    let mut s = TcpStream::connect(host.addr).unwrap();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
         host.addr,
         body.len()
     );
+    stream(host, head + &body)
+}
+
+/// Opens `GET /mcp` as the holder of `token` (the 2025-11-25 stream of its
+/// subscriptions), and reads it on a thread of its own until it ends.
+pub fn follow(host: &Cairn, token: &str) -> Listening {
+    stream(host, format!("GET /mcp HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {token}\r\naccept: text/event-stream\r\n\r\n", host.addr))
+}
+
+/// Sends `request` and reads its answer's head, then its events.
+fn stream(host: &Cairn, request: String) -> Listening {
+    let mut s = TcpStream::connect(host.addr).unwrap();
     // A refusal may come (and the connection close) before the body is out.
-    let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(body.as_bytes()));
+    let _ = s.write_all(request.as_bytes());
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let connection = s.try_clone().unwrap();
     let mut r = BufReader::new(s);
@@ -75,14 +90,17 @@ pub fn listen(host: &Cairn, token: &str, notifications: Value) -> Listening {
         }
     }
     let (tx, messages) = mpsc::channel();
-    std::thread::spawn(move || read_events(r, chunked, tx));
-    Listening { status, content_type, messages, connection }
+    let (retry_tx, retry_rx) = mpsc::channel();
+    std::thread::spawn(move || read_events(r, chunked, tx, retry_tx));
+    let retry = if status == 200 { retry_rx.recv_timeout(Duration::from_secs(5)).ok().flatten() } else { None };
+    Listening { status, content_type, retry, messages, connection }
 }
 
 /// Reads Server-Sent Events (inside HTTP chunks when `chunked`) and sends
 /// each `data:` message with the instant it was read.
-fn read_events(mut r: BufReader<TcpStream>, chunked: bool, tx: mpsc::Sender<(Instant, Value)>) {
+fn read_events(mut r: BufReader<TcpStream>, chunked: bool, tx: mpsc::Sender<(Instant, Value)>, retry: mpsc::Sender<Option<u64>>) {
     let mut text = String::new();
+    let mut first = true;
     let mut line = String::new();
     loop {
         let piece = if chunked {
@@ -110,7 +128,10 @@ fn read_events(mut r: BufReader<TcpStream>, chunked: bool, tx: mpsc::Sender<(Ins
         text.push_str(&String::from_utf8_lossy(&piece));
         while let Some(end) = text.find("\n\n") {
             let event: String = text.drain(..end + 2).collect();
-            for data in event.lines().filter_map(|l| l.strip_prefix("data: ")) {
+            if std::mem::take(&mut first) {
+                let _ = retry.send(event.lines().find_map(|l| l.strip_prefix("retry: ")?.parse().ok()));
+            }
+            for data in event.lines().filter_map(|l| l.strip_prefix("data: ")).filter(|d| !d.is_empty()) {
                 if tx.send((Instant::now(), serde_json::from_str(data).unwrap())).is_err() {
                     return;
                 }
@@ -267,4 +288,47 @@ fn two_dozen_open_streams_leave_the_host_answering_everyone_else_at_once() {
     let ping = host.mcp(&host.token(&person()), &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
     assert_eq!(ping.status, 200, "{}", ping.text());
     assert!(began.elapsed() < Duration::from_secs(1), "a ping waited {:?} behind the streams", began.elapsed());
+}
+
+/// Subscribes the holder of `token` to `uri` with `resources/subscribe`.
+fn subscribe(host: &Cairn, token: &str, uri: &str) {
+    let r = host.mcp(token, &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": uri}}));
+    assert_eq!(r.json()["result"], json!({}), "{}", r.text());
+}
+
+#[test]
+fn a_subscribed_agent_is_told_on_the_get_stream_within_a_second_and_a_change_while_away_on_reconnect() {
+    let host = start_with(vec![("SPIN_VARIABLE_FEED_STREAM_SECONDS", "3")], vec![]);
+    let token = host.token(&agent());
+    let note = host.create_note(&person(), "Subscribed", true);
+    let draft = host.create_note(&person(), "Draft", false);
+    subscribe(&host, &token, &tab(&note));
+    subscribe(&host, &token, &tab(&draft));
+    let feed = follow(&host, &token);
+    assert_eq!((feed.status, feed.content_type.as_str(), feed.retry), (200, "text/event-stream", Some(cairn_mcp::feed::RECONNECT.as_millis() as u64)));
+    edit(&host, &draft, "a person's private words");
+    let edited = edit(&host, &note, "for the subscriber");
+    let (at, what, uri) = feed.next_said(Duration::from_secs(5)).expect("a notification");
+    assert_eq!((what.as_str(), uri.as_str()), ("notifications/resources/updated", tab(&note).as_str()), "the unapproved draft is never named");
+    assert!(at.duration_since(edited) < Duration::from_secs(1), "told after {:?}", at.duration_since(edited));
+    assert!(feed.next(Duration::from_secs(5)).is_none(), "told once, then the stream ends at its lifetime");
+    edit(&host, &note, "while no stream was open");
+    let again = follow(&host, &token);
+    let (_, what, uri) = again.next_said(Duration::from_secs(5)).expect("the change made while away");
+    assert_eq!((what.as_str(), uri.as_str()), ("notifications/resources/updated", tab(&note).as_str()));
+}
+
+#[test]
+fn a_get_without_subscriptions_is_a_short_answer_that_holds_no_lease() {
+    let host = start();
+    let token = host.token(&agent());
+    for _ in 0..MAX_STREAMS + 2 {
+        let idle = follow(&host, &token);
+        assert_eq!((idle.status, idle.retry), (200, Some(cairn_mcp::feed::RECONNECT_IDLE.as_millis() as u64)));
+        assert!(idle.next(Duration::from_secs(2)).is_none(), "nothing to tell, and the answer is over");
+    }
+    let open: Vec<Listening> = (0..MAX_STREAMS).map(|_| listen(&host, &token, json!({"resourcesListChanged": true}))).collect();
+    assert!(open.iter().all(|l| l.status == 200), "no lease was held by the short answers");
+    subscribe(&host, &token, "cairn://notes/anything");
+    assert_eq!(follow(&host, &token).status, 429, "a held GET stream shares the subject's leases with listen");
 }

@@ -11,7 +11,7 @@
 
 use crate::app::*;
 use crate::harness::{Cairn, root};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -81,15 +81,23 @@ fn python_sdk_handshake_and_stateless_modes_read_write_and_see_a_conflict() {
 }
 
 #[test]
-fn typescript_sdk_reads_writes_and_sees_a_conflict() {
+fn typescript_sdk_reads_writes_sees_a_conflict_and_is_told_of_a_subscribed_change() {
     let s = setup();
     need(interop().join("node_modules/@modelcontextprotocol/sdk"));
-    let out = run(Command::new("node").arg(interop().join("ts_client.mjs")).arg(s.url()).env("CAIRN_TOKEN", &s.token).env("CAIRN_NOTE", s.note()));
+    let note = s.note();
+    let out = run(Command::new("node").arg(interop().join("ts_client.mjs")).arg(s.url()).env("CAIRN_TOKEN", &s.token).env("CAIRN_NOTE", &note));
     let r = last_json(&out);
     assert_eq!(r["tools"], cairn_notes::tools().len(), "{r}");
     assert_eq!(r["tools_with_output_schema"], cairn_notes::tools().len(), "{r}");
     assert_eq!(r["conflict"], "version_conflict", "{r}");
     saw_resources(&r);
+    assert_eq!(r["subscribed"], true, "initialize declares resources.subscribe: {r}");
+    let tab = format!("cairn://notes/{note}/tabs/markdown");
+    assert_eq!(r["updates"], json!([tab]), "the SDK's GET stream told the subscribed change once: {r}");
+    let after = r["told_after_ms"].as_u64().unwrap();
+    // The SDK opened its GET stream before it subscribed: it comes back
+    // within RECONNECT_IDLE, and that stream tells the change at its first look.
+    assert!(after <= cairn_mcp::feed::RECONNECT_IDLE.as_millis() as u64 + 1000, "told after {after} ms: {r}");
 }
 
 /// What every SDK client reports of the resources: the note listed, both
@@ -247,8 +255,8 @@ const SCENARIOS: &[(&str, Option<&str>)] = &[
     ("resources-read-text", Some("reads the suite's resource test://static-text")),
     ("resources-read-binary", Some("reads the suite's resource test://static-binary")),
     ("resources-templates-read", Some("reads the suite's template test://template/{id}/data")),
-    ("resources-subscribe", Some("2025-11-25 resources/subscribe to the suite's test://watched-resource needs a session (see subscriptions/listen)")),
-    ("resources-unsubscribe", Some("2025-11-25 resources/unsubscribe from the suite's test://watched-resource needs a session")),
+    ("resources-subscribe", Some("subscribes to the suite's resource test://watched-resource, which Cairn refuses -32602 (the TypeScript SDK test subscribes to a Cairn tab)")),
+    ("resources-unsubscribe", Some("unsubscribes from the suite's resource test://watched-resource, refused -32602 like the subscription")),
     ("prompts-list", Some("Cairn has no prompts (it declares no prompts capability)")),
     ("prompts-get-simple", Some("gets the suite's prompt test_simple_prompt")),
     ("prompts-get-with-args", Some("gets the suite's prompt test_prompt_with_arguments")),

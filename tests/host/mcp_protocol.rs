@@ -40,15 +40,17 @@ fn server_discover_lists_every_revision_and_stateless_results_are_complete() {
 }
 
 #[test]
-fn get_and_delete_answer_405_and_notifications_202() {
+fn delete_is_405_a_get_not_accepting_a_stream_is_406_an_anonymous_get_401_and_notifications_202() {
     let cairn = start();
     let t = cairn.token(&agent());
     let auth = format!("Bearer {t}");
-    for m in ["GET", "DELETE"] {
-        let r = cairn.request(m, "/mcp", &[("authorization", &auth)], b"");
-        assert_eq!(r.status, 405, "{m}");
-        assert_eq!(r.header("allow"), Some("POST"));
-    }
+    let delete = cairn.request("DELETE", "/mcp", &[("authorization", &auth)], b"");
+    assert_eq!((delete.status, delete.header("allow")), (405, Some("GET, POST")), "no sessions to delete");
+    let plain = cairn.request("GET", "/mcp", &[("authorization", &auth), ("accept", "application/json")], b"");
+    assert_eq!(plain.status, 406, "{}", plain.text());
+    assert!(plain.text().contains("Accept: text/event-stream"), "{}", plain.text());
+    let anonymous = cairn.request("GET", "/mcp", &[("accept", "text/event-stream")], b"");
+    assert_eq!(anonymous.status, 401, "the stream is behind the same door: {}", anonymous.text());
     let r = cairn.mcp(&t, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     assert_eq!(r.status, 202);
     assert!(r.body.is_empty());

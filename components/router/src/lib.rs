@@ -9,7 +9,10 @@
 //!   every message (403 `insufficient_scope`). Then each message in order.
 //!   A `subscriptions/listen` sent alone answers with a stream of its own
 //!   (`feed`): Server-Sent Events until its lifetime is up.
-//! - `GET`/`DELETE /mcp`: 405 (no sessions, no server-initiated stream).
+//! - `GET /mcp` with `Accept: text/event-stream`: the stream of the
+//!   subject's `resources/subscribe` book (`feed::follow`), after the same
+//!   front door, budget (one message) and `notes:read`. `DELETE /mcp`: 405
+//!   (no sessions).
 //! - `GET /.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata.
 //!
 //! Every protocol rule lives in `cairn_mcp`; this component is its adapter:
@@ -42,6 +45,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
     let path = req.path().trim_end_matches('/').to_string();
     match (req.method().clone(), path.as_str()) {
         (Method::POST, "/mcp") => post_mcp(&gate, req).await,
+        (Method::GET, "/mcp") => get_mcp(&gate, req).await,
         _ => {
             // Public metadata and method refusals: limits and origin, no store call.
             if let Err(r) = gate.screen_limits(&req) {
@@ -56,13 +60,32 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
                 }
                 (_, "/mcp") => {
                     let mut r = respond::error(405, "method_not_allowed", "this server is stateless: POST JSON-RPC to /mcp");
-                    r.set_header("allow", "POST");
+                    r.set_header("allow", "GET, POST");
                     r
                 }
                 _ => respond::error(404, "not_found", "no such route"),
             }
         }
     }
+}
+
+/// `GET /mcp`: the stream of the caller's subscriptions, once it is let in
+/// and may read.
+async fn get_mcp(gate: &Gate, req: Request) -> Response {
+    if !req.header("accept").is_some_and(|a| a.contains("text/event-stream")) {
+        return respond::error(406, "not_acceptable", "GET /mcp answers with a stream of notifications: send Accept: text/event-stream");
+    }
+    let admitted = match gate.admit(&req).await {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    if let Err(r) = gate.charge(&admitted.principal, 1, "mcp") {
+        return r;
+    }
+    if let Err(r) = gate.require(&admitted, cairn_notes::scopes::READ, "mcp") {
+        return r;
+    }
+    feed::follow(gate, &admitted.principal)
 }
 
 async fn post_mcp(gate: &Gate, req: Request) -> Response {
@@ -102,7 +125,7 @@ async fn post_mcp(gate: &Gate, req: Request) -> Response {
     }
     // 8. Run, in order; then charge the subject for the time it took.
     let started = std::time::Instant::now();
-    let answer = request.run(&road::Road, principal).await;
+    let answer = request.run(&road::Road::new(), principal).await;
     let response = match answer {
         Answer::Reply(body) => Response::new(200, body).with_header("content-type", "application/json"),
         Answer::Accepted => Response::new(202, Vec::new()),

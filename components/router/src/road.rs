@@ -2,16 +2,31 @@
 //! slot for it, or HTTP with the caller's identity signed in for one call.
 
 use cairn_auth::Principal;
-use cairn_mcp::{ToolError, Tools};
+use cairn_guest::kv::GuestStore;
+use cairn_mcp::{Stores, ToolError, Tools};
 use http_body_util::BodyExt;
 use serde_json::Value;
 
-/// The router's road to its tools, as `cairn_mcp` asks for it.
-pub(crate) struct Road;
+/// The router's road to its tools, as `cairn_mcp` asks for it, and the
+/// stores behind them (opened on first use).
+pub(crate) struct Road {
+    notes: GuestStore,
+    cache: GuestStore,
+}
+
+impl Road {
+    pub(crate) fn new() -> Road {
+        Road { notes: GuestStore::new(), cache: GuestStore::cache() }
+    }
+}
 
 impl Tools for Road {
     async fn call(&self, tool: &'static cairn_notes::tools::Tool, arguments: &str, who: &Principal) -> Result<String, ToolError> {
         call(tool, arguments, who).await
+    }
+
+    fn stores(&self) -> Option<Stores<'_>> {
+        Some(Stores { notes: &self.notes, cache: &self.cache, now_us: cairn_guest::notes::now_us() })
     }
 }
 

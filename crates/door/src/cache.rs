@@ -8,6 +8,7 @@
 //! | `auth/jwks/<source>` | the issuer's keys as last fetched | replaced by the next fetch (one per key source) |
 //! | `auth/nonce/<minute:010>/<nonce>` | a signed identity already used (tools deployed apart) | two minutes on, when its identity has expired |
 //! | `feed/lease/<subject>/<i>` | a change-feed stream's lease (`cairn_mcp::feed::Slots`): the instant it lapses | given back when its stream ends; else past that instant (its host died) |
+//! | `feed/book/<subject>` | a subject's resource subscriptions (`cairn_mcp::subscriptions`): the instant they lapse, then what they last told | past that instant (an hour after the subject last subscribed or listened) |
 //! | `ratelimit/…` | counters of an earlier layout | at the first sweep |
 //!
 //! [`sweep`] drops what has expired, a bounded number of keys per round,
@@ -40,8 +41,16 @@ pub fn stream_lease(subject: &str, i: usize) -> String {
     format!("{LEASE}{subject}/{i}")
 }
 
+/// A subject's resource subscriptions (`subject` as
+/// [`crate::budget::subject_id`] names it); its value starts with the
+/// instant they lapse, in microseconds since the epoch, on a line of its own.
+pub fn subscription_book(subject: &str) -> String {
+    format!("{BOOK}{subject}")
+}
+
 const VERIFIED: &str = "auth/verified/";
 const LEASE: &str = "feed/lease/";
+const BOOK: &str = "feed/book/";
 const NONCE: &str = "auth/nonce/";
 const LEGACY_RATE: &str = "ratelimit/";
 /// Where the verified-token sweep resumes.
@@ -75,19 +84,11 @@ pub fn sweep(store: &dyn Store, now_s: u64, window_minutes: u64, budget: usize) 
     let legacy = store.list_prefix(CACHE, LEGACY_RATE, None, budget)?;
     store.delete_many(CACHE, &legacy.iter().map(String::as_str).collect::<Vec<_>>())?;
     out.other += legacy.len();
-    // Stream leases past the instant they lapse (a value that does not
-    // read as one has lapsed too).
-    let leases = store.list_prefix(CACHE, LEASE, None, budget)?;
-    let keys: Vec<&str> = leases.iter().map(String::as_str).collect();
-    let values = store.get_many(CACHE, &keys)?;
-    let lapsed: Vec<&str> = keys
-        .iter()
-        .zip(values)
-        .filter(|(_, v)| v.as_deref().and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok()).is_none_or(|until_us| until_us / 1_000_000 < now_s))
-        .map(|(k, _)| *k)
-        .collect();
-    store.delete_many(CACHE, &lapsed)?;
-    out.other += lapsed.len();
+    // Stream leases and subscription books past the instant they lapse (a
+    // value that does not start with one has lapsed too).
+    for prefix in [LEASE, BOOK] {
+        out.other += drop_lapsed(store, prefix, now_s, budget)?;
+    }
     // Verified tokens: by their `exp`, a page at a time from where the last
     // round stopped.
     let after = store.get(CACHE, CURSOR)?.and_then(|c| String::from_utf8(c).ok());
@@ -110,6 +111,19 @@ pub fn sweep(store: &dyn Store, now_s: u64, window_minutes: u64, budget: usize) 
         None => store.delete(CACHE, CURSOR)?,
     }
     Ok(out)
+}
+
+/// Drops the records under `prefix` whose value's first line, the instant
+/// they lapse in microseconds, is past `now_s` (or does not read as one).
+fn drop_lapsed(store: &dyn Store, prefix: &str, now_s: u64, budget: usize) -> cairn_kv::Result<usize> {
+    let page = store.list_prefix(CACHE, prefix, None, budget)?;
+    let keys: Vec<&str> = page.iter().map(String::as_str).collect();
+    let values = store.get_many(CACHE, &keys)?;
+    let until = |v: &[u8]| std::str::from_utf8(v.split(|b| *b == b'\n').next()?).ok()?.parse::<u64>().ok();
+    let lapsed: Vec<&str> =
+        keys.iter().zip(values).filter(|(_, v)| v.as_deref().and_then(until).is_none_or(|until_us| until_us / 1_000_000 < now_s)).map(|(k, _)| *k).collect();
+    store.delete_many(CACHE, &lapsed)?;
+    Ok(lapsed.len())
 }
 
 #[cfg(test)]
@@ -143,6 +157,17 @@ mod tests {
         s.set(CACHE, &stream_lease("b", 0), b"not an instant").unwrap();
         assert_eq!(sweep(&s, now, 60, 100).unwrap().other, 2);
         assert_eq!(s.list_prefix(CACHE, LEASE, None, 100).unwrap(), vec![stream_lease("a", 0)]);
+    }
+
+    #[test]
+    fn a_lapsed_subscription_book_goes_and_a_kept_one_stays() {
+        let s = MemoryStore::new();
+        let now = 10_000;
+        s.set(CACHE, &subscription_book("kept"), format!("{}\n{{}}", now * 1_000_000 + 1).as_bytes()).unwrap();
+        s.set(CACHE, &subscription_book("lapsed"), format!("{}\n{{}}", (now - 1) * 1_000_000).as_bytes()).unwrap();
+        s.set(CACHE, &subscription_book("junk"), b"{}").unwrap();
+        assert_eq!(sweep(&s, now, 60, 100).unwrap().other, 2);
+        assert_eq!(s.list_prefix(CACHE, BOOK, None, 100).unwrap(), vec![subscription_book("kept")]);
     }
 
     #[test]

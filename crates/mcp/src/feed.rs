@@ -37,6 +37,7 @@ use serde_json::{Value, json};
 
 use crate::resources::{Failed, PAGE, Target, parse, run};
 use crate::road::Tools;
+use crate::subscriptions::{Book, mark};
 
 /// Most resources one stream watches.
 pub const MAX_URIS: usize = 16;
@@ -350,6 +351,86 @@ async fn give_up(id: &Value, e: Failed, sink: &mut impl Sink) -> Ended {
     let msg = format!("the feed lost sight of the notes ({why}); listen again shortly, then read what you watch");
     sink.send(frame(&crate::rpc::error(id.clone(), crate::rpc::INTERNAL_ERROR, &msg))).await;
     Ended::Unavailable(why)
+}
+
+/// How long a client whose subject holds no subscriptions waits before it
+/// opens `GET /mcp` again (the `retry` its short answer carries).
+pub const RECONNECT_IDLE: Duration = Duration::from_secs(5);
+/// How long a client waits before it opens `GET /mcp` again after a
+/// stream's lifetime.
+pub const RECONNECT: Duration = Duration::from_millis(500);
+
+/// The priming event of a `GET /mcp` stream: an event id to resume from,
+/// and how long the client waits before it reconnects once the stream ends.
+pub fn priming(event_id: &str, retry: Duration) -> String {
+    format!("id: {event_id}\nretry: {}\ndata: \n\n", retry.as_millis())
+}
+
+/// Runs the `GET /mcp` stream (2025-11-25) of the watcher's caller, whose
+/// subscriptions are the [`Book`] in `cache`: each look reads the book and
+/// the subscribed resources' stamps, tells `notifications/resources/updated`
+/// for each that differs from the stamp last told, then records the new
+/// stamps (so a change is told once, and one made while no stream was open
+/// is told by the next: [`crate::subscriptions`]). The stream opens with
+/// [`priming`] (`epoch_us`, the wall clock now, names its events) and ends
+/// after its lifetime; the client opens the next within [`RECONNECT`]. A
+/// store out of reach ends it early, and the client reconnects the same way.
+pub async fn follow<T: Tools>(settings: &Settings, watcher: &Watcher<'_, T>, cache: &dyn Store, epoch_us: u64, pace: &impl Pace, sink: &mut impl Sink) -> Ended {
+    let now_us = || epoch_us + pace.now().as_micros() as u64;
+    if !sink.send(priming(&epoch_us.to_string(), RECONNECT)).await {
+        return Ended::ClientGone;
+    }
+    let began = pace.now();
+    let (mut said, mut told, mut looks) = (began, 0u64, 0u64);
+    while let Some(left) = settings.lifetime.checked_sub(pace.now().saturating_sub(began)).filter(|l| !l.is_zero()) {
+        if looks > 0 {
+            pace.sleep(settings.every.min(left)).await;
+        }
+        if sink.gone() {
+            return Ended::ClientGone;
+        }
+        let moved = match moved_in_book(watcher, cache, now_us()).await {
+            Ok(m) => m,
+            Err(why) => return Ended::Unavailable(why),
+        };
+        for (uri, _) in &moved {
+            told += 1;
+            let n = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}});
+            if !sink.send(format!("id: {epoch_us}-{told}\n{}", frame(&n))).await {
+                return Ended::ClientGone;
+            }
+            said = pace.now();
+        }
+        // Recorded after the notifications went out: a stamp that fails to
+        // be recorded is told again, never lost (and a store out of reach
+        // ends the stream at the next look). The first look records even
+        // nothing, so a book in use is kept.
+        if !moved.is_empty() || looks == 0 {
+            let _ = mark(cache, watcher.who, &moved, now_us());
+        }
+        looks += 1;
+        if pace.now().saturating_sub(said) >= settings.keepalive {
+            said = pace.now();
+            if !sink.send(": still listening\n\n".into()).await {
+                return Ended::ClientGone;
+            }
+        }
+    }
+    Ended::Lifetime
+}
+
+/// The subscribed resources whose stamp differs from the one last told,
+/// with their stamp now.
+async fn moved_in_book<T: Tools>(watcher: &Watcher<'_, T>, cache: &dyn Store, now_us: u64) -> Result<Vec<(String, Option<u64>)>, String> {
+    let book = Book::load(cache, watcher.who, now_us).map_err(|e| format!("the subscriptions are out of reach: {e}"))?;
+    if book.entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let filter = Filter { list: false, uris: book.uris() };
+    let seen = look(&filter, watcher).await.map_err(|e| match e {
+        Failed::Unavailable(m) | Failed::Rpc(_, m) => m,
+    })?;
+    Ok(book.entries.into_iter().zip(seen.uris).filter(|((_, was), now)| was != now).map(|((uri, _), now)| (uri, now)).collect())
 }
 
 /// A subject's stream leases in the `cache` store: at most [`MAX_STREAMS`]

@@ -22,8 +22,11 @@
 //! - [`resources`]: notes and tabs as MCP resources, read through the read tools.
 //! - [`completion`]: `completion/complete` for the resource templates'
 //!   arguments, from what the caller may see.
-//! - [`feed`]: the change feed (`subscriptions/listen`): what a stream
-//!   watches, its looks through the read tools, its frames, its leases.
+//! - [`subscriptions`]: a subject's `resources/subscribe` book (2025-11-25),
+//!   kept in the `cache` store instead of a session.
+//! - [`feed`]: the change feed: `subscriptions/listen` streams and the
+//!   `GET /mcp` stream of a subject's book; what a stream watches, its
+//!   looks through the read tools, its frames, its leases.
 //! - [`logging`]: `logging/setLevel`'s levels.
 //! - [`methods`]: one message in, at most one reply out.
 //! - [`request`]: a whole request: [`Request::read`], what it needs before
@@ -53,8 +56,9 @@ pub mod request;
 pub mod resources;
 pub mod road;
 pub mod rpc;
+pub mod subscriptions;
 pub mod version;
 
 pub use message::Message;
 pub use request::{Answer, Request};
-pub use road::{ToolError, Tools, Unavailable};
+pub use road::{Stores, ToolError, Tools, Unavailable};

@@ -97,7 +97,9 @@ impl<'a> Message<'a> {
     pub fn needed_scope(&self) -> Option<&'static str> {
         match self.method()? {
             "tools/call" => cairn_notes::tools::find(self.tool_name()?).map(|t| t.scope),
-            "resources/list" | "resources/read" | "completion/complete" | "subscriptions/listen" => Some(cairn_notes::scopes::READ),
+            "resources/list" | "resources/read" | "resources/subscribe" | "resources/unsubscribe" | "completion/complete" | "subscriptions/listen" => {
+                Some(cairn_notes::scopes::READ)
+            }
             _ => None,
         }
     }

@@ -33,11 +33,12 @@ fn valid_id(id: &Value) -> bool {
     matches!(id, Value::String(_)) || id.as_i64().is_some() || id.as_u64().is_some()
 }
 
-/// What the server offers. The change feed is `subscriptions/listen`, a
-/// 2026-07-28 method: clients of that revision (which ask
-/// `server/discover`) are told of it; earlier ones (which `initialize`) are not.
-fn capabilities(feed: bool) -> Value {
-    json!({"tools": {"listChanged": false}, "resources": {"listChanged": feed, "subscribe": feed}, "completions": {}, "logging": {}})
+/// What the server offers. Both revisions subscribe to resources: 2026-07-28
+/// clients (which ask `server/discover`) with `subscriptions/listen`, which
+/// also tells list changes; 2025-11-25 clients (which `initialize`) with
+/// `resources/subscribe` and the `GET /mcp` stream, which tells updates only.
+fn capabilities(listen: bool) -> Value {
+    json!({"tools": {"listChanged": false}, "resources": {"listChanged": listen, "subscribe": true}, "completions": {}, "logging": {}})
 }
 
 /// What `initialize` and `server/discover` tell every client.
@@ -141,6 +142,11 @@ async fn handle(m: &Message<'_>, tools: &impl Tools, who: &Principal) -> Result<
             Err(Failed::Unavailable(msg)) => return Err(Unavailable(msg)),
         },
         "logging/setLevel" => crate::logging::set_level(&params).map_err(|msg| (INVALID_PARAMS, msg)),
+        "resources/subscribe" | "resources/unsubscribe" => match subscription(method, &params, tools, who).await {
+            Ok(r) => Ok(r),
+            Err(Failed::Rpc(code, msg)) => Err((code, msg)),
+            Err(Failed::Unavailable(msg)) => return Err(Unavailable(msg)),
+        },
         // A stream of its own ([`crate::Request::listen`]), never one reply among others.
         "subscriptions/listen" => {
             Err((INVALID_REQUEST, "subscriptions/listen opens a stream: send it alone, not in a batch, with Accept: text/event-stream".into()))
@@ -162,6 +168,26 @@ async fn handle(m: &Message<'_>, tools: &impl Tools, who: &Principal) -> Result<
         Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
         Err((code, msg)) => error(id, code, &msg),
     })))
+}
+
+/// `resources/subscribe` (the URI's stamp now goes in the book, what the
+/// `GET /mcp` stream compares with first) and `resources/unsubscribe`.
+async fn subscription(method: &str, params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, Failed> {
+    use crate::subscriptions::{Refused, subscribe, unsubscribe, uri_of};
+    let stores = tools.stores().ok_or_else(|| Failed::Rpc(METHOD_NOT_FOUND, format!("{method} is not offered here")))?;
+    let uri = uri_of(params).map_err(|m| Failed::Rpc(INVALID_PARAMS, m))?;
+    let changed = if method == "resources/subscribe" {
+        let filter = crate::feed::Filter { list: false, uris: vec![uri.to_string()] };
+        let watcher = crate::feed::Watcher { who, tools, heads: Some(stores.notes) };
+        let seen = crate::feed::look(&filter, &watcher).await?.uris()[0];
+        subscribe(stores.cache, who, uri, seen, stores.now_us)
+    } else {
+        unsubscribe(stores.cache, who, uri, stores.now_us)
+    };
+    changed.map(|()| json!({})).map_err(|e| match e {
+        Refused::Params(m) => Failed::Rpc(INVALID_PARAMS, m),
+        Refused::Unavailable(m) => Failed::Unavailable(m),
+    })
 }
 
 /// `tools/list`: the core's published tools with their OAuth requirements.

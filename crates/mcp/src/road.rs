@@ -1,8 +1,10 @@
-//! How a tool is reached: the one thing this crate leaves to its caller.
-//! The router implements [`Tools`] with its composed slots or HTTP; the
-//! tests with the notes core in the same process.
+//! How a tool is reached, and the stores behind the tools: the one thing
+//! this crate leaves to its caller. The router implements [`Tools`] with
+//! its composed slots or HTTP; the tests with the notes core in the same
+//! process.
 
 use cairn_auth::Principal;
+use cairn_kv::Store;
 use cairn_notes::tools::Tool;
 
 /// Why a tool call came back without a result.
@@ -32,4 +34,22 @@ pub trait Tools {
     /// it) as `who`; the `CallToolResult` as the tool wrote it. A refusal
     /// is a result (`isError: true`), never an `Err`.
     async fn call(&self, tool: &'static Tool, arguments: &str, who: &Principal) -> Result<String, ToolError>;
+
+    /// The stores behind the tools, where the caller has them at hand (the
+    /// router does): subscriptions ([`crate::subscriptions`]) are kept in
+    /// `cache` and looked at in `notes`. `None`: `resources/subscribe` is
+    /// not offered here.
+    fn stores(&self) -> Option<Stores<'_>> {
+        None
+    }
+}
+
+/// The stores behind the tools, and the wall clock.
+pub struct Stores<'a> {
+    /// The notes store (heads are read through `cairn_notes::watch`).
+    pub notes: &'a dyn Store,
+    /// The `cache` store.
+    pub cache: &'a dyn Store,
+    /// Microseconds since the epoch, now.
+    pub now_us: u64,
 }

@@ -13,7 +13,7 @@ use crate::common::*;
 
 /// A pace that waits for nothing and runs, at each wait, the next of its
 /// steps (what people and agents do between two looks).
-struct Steps<'a> {
+pub(crate) struct Steps<'a> {
     steps: RefCell<Vec<Box<dyn FnMut() + 'a>>>,
     clock: std::cell::Cell<Duration>,
     /// Lost at each wait besides the wait itself (slow looks).
@@ -22,7 +22,7 @@ struct Steps<'a> {
 }
 
 impl<'a> Steps<'a> {
-    fn new(steps: Vec<Box<dyn FnMut() + 'a>>) -> Self {
+    pub(crate) fn new(steps: Vec<Box<dyn FnMut() + 'a>>) -> Self {
         let mut steps = steps;
         steps.reverse();
         Steps { steps: RefCell::new(steps), clock: Default::default(), lag: Default::default(), waits: Default::default() }
@@ -44,8 +44,8 @@ impl Pace for Steps<'_> {
 
 /// Frames as the client reads them; gone after `limit` frames.
 #[derive(Default)]
-struct Client {
-    frames: Vec<String>,
+pub(crate) struct Client {
+    pub(crate) frames: Vec<String>,
     limit: Option<usize>,
     left: std::cell::Cell<bool>,
 }
@@ -65,12 +65,13 @@ impl Sink for Client {
 
 impl Client {
     /// The JSON messages sent, in order (comment lines left out).
-    fn messages(&self) -> Vec<Value> {
-        self.frames.iter().filter_map(|f| f.strip_prefix("event: message\ndata: ")).map(|d| serde_json::from_str(d.trim_end()).unwrap()).collect()
+    pub(crate) fn messages(&self) -> Vec<Value> {
+        let data = |f: &String| f.lines().find_map(|l| l.strip_prefix("data: ")).filter(|d| !d.is_empty()).map(str::to_string);
+        self.frames.iter().filter_map(data).map(|d| serde_json::from_str(&d).unwrap()).collect()
     }
 
     /// The method (or `result`/`error`) and URI of every message.
-    fn said(&self) -> Vec<(String, String)> {
+    pub(crate) fn said(&self) -> Vec<(String, String)> {
         self.messages()
             .iter()
             .map(|m| {
@@ -87,7 +88,7 @@ fn direct<'a>(core: &'a Core, who: &'a cairn_auth::Principal) -> Watcher<'a, Cor
 }
 
 /// Ten looks, a tenth of a second apart: a two-second stream in tests.
-fn settings() -> Settings {
+pub(crate) fn settings() -> Settings {
     Settings { every: Duration::from_millis(100), lifetime: Duration::from_secs(1), keepalive: Duration::from_secs(60) }
 }
 
@@ -95,18 +96,18 @@ fn filter(list: bool, uris: &[String]) -> Filter {
     Filter::of_listen(&json!({"notifications": {"resourcesListChanged": list, "resourceSubscriptions": uris}})).unwrap()
 }
 
-fn edit(core: &Core, note: &str, version: u64, text: &str) {
+pub(crate) fn edit(core: &Core, note: &str, version: u64, text: &str) {
     let args = json!({"note_id": note, "tab_id": "markdown", "expected_version": version, "idempotency_key": format!("k{version}{text}"),
                       "operation": "replace_text", "text": text});
     let r: Value = serde_json::from_str(&core.direct(&person(), "edit_note_tab", args)).unwrap();
     assert_ne!(r["isError"], true, "{r}");
 }
 
-fn tab(note: &str) -> String {
+pub(crate) fn tab(note: &str) -> String {
     format!("cairn://notes/{note}/tabs/markdown")
 }
 
-fn updated(uri: &str) -> (String, String) {
+pub(crate) fn updated(uri: &str) -> (String, String) {
     ("notifications/resources/updated".into(), uri.into())
 }
 

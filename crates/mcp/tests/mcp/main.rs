@@ -14,6 +14,7 @@ mod json_rpc;
 mod notifications;
 mod resources;
 mod scopes;
+mod subscriptions;
 mod tool_calls;
 mod tools_list;
 mod unavailable;

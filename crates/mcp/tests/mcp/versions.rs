@@ -22,7 +22,7 @@ fn initialize_echoes_each_handshake_revision() {
         assert_eq!(r["protocolVersion"], v);
         assert_eq!(
             r["capabilities"],
-            json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}, "completions": {}, "logging": {}})
+            json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": true}, "completions": {}, "logging": {}})
         );
         assert_eq!(r["serverInfo"], json!({"name": "cairn", "title": "Cairn", "version": env!("CARGO_PKG_VERSION")}));
         assert!(r.get("resultType").is_none(), "{r}");
@@ -51,7 +51,7 @@ fn server_discover_lists_every_revision_newest_first_and_is_complete_with_cache_
         assert_eq!((r["resultType"].as_str(), r["ttlMs"].as_u64(), r["cacheScope"].as_str()), (Some("complete"), Some(0), Some("private")), "{params}");
         assert_eq!(r["serverInfo"]["name"], "cairn");
         assert_eq!(r["_meta"]["io.modelcontextprotocol/serverInfo"], r["serverInfo"]);
-        assert_eq!(r["capabilities"]["resources"], json!({"listChanged": true, "subscribe": true}), "the feed is subscriptions/listen, a 2026-07-28 method");
+        assert_eq!(r["capabilities"]["resources"], json!({"listChanged": true, "subscribe": true}), "subscriptions/listen also tells list changes");
     }
 }
 

@@ -11,9 +11,9 @@ use std::task::{Context, Poll, Waker};
 use cairn_auth::{Actor, Principal, Role};
 use cairn_kv::faults::{Control, Faulty};
 use cairn_kv::memory::MemoryStore;
-use cairn_mcp::{Answer, Request, ToolError, Tools};
+use cairn_mcp::{Answer, Request, Stores, ToolError, Tools};
 use cairn_notes::tools::Tool;
-use cairn_notes::{Identity, SimEnv};
+use cairn_notes::{Env, Identity, SimEnv};
 use serde_json::{Value, json};
 
 /// Runs a future that never waits: the core is synchronous, so every tool
@@ -112,6 +112,22 @@ impl Tools for Core {
             Err(e) if e.http_status() == 503 => Err(ToolError::Unavailable(format!("tool {name}: {e}"))),
             Err(e) => Err(ToolError::Internal(format!("tool {name} failed: {e}"))),
         }
+    }
+
+    fn stores(&self) -> Option<Stores<'_>> {
+        Some(Stores { notes: &self.store, cache: &self.store, now_us: self.now_us() })
+    }
+}
+
+impl Core {
+    /// The core's clock, microseconds since the epoch.
+    pub fn now_us(&self) -> u64 {
+        self.env.borrow().now_us()
+    }
+
+    /// Moves the core's clock on by `us`.
+    pub fn advance_us(&self, us: u64) {
+        self.env.borrow_mut().advance_us(us);
     }
 }
 
