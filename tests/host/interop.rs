@@ -255,7 +255,10 @@ const SCENARIOS: &[(&str, Option<&str>)] = &[
     ("resources-read-text", Some("reads the suite's resource test://static-text")),
     ("resources-read-binary", Some("reads the suite's resource test://static-binary")),
     ("resources-templates-read", Some("reads the suite's template test://template/{id}/data")),
-    ("resources-subscribe", Some("subscribes to the suite's resource test://watched-resource, which Cairn refuses -32602 (the TypeScript SDK test subscribes to a Cairn tab)")),
+    (
+        "resources-subscribe",
+        Some("subscribes to the suite's resource test://watched-resource, which Cairn refuses -32602 (the TypeScript SDK test subscribes to a Cairn tab)"),
+    ),
     ("resources-unsubscribe", Some("unsubscribes from the suite's resource test://watched-resource, refused -32602 like the subscription")),
     ("prompts-list", Some("Cairn has no prompts (it declares no prompts capability)")),
     ("prompts-get-simple", Some("gets the suite's prompt test_simple_prompt")),

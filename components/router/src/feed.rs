@@ -7,6 +7,8 @@
 //! this instance after the response head is out, and gives its lease back
 //! when it ends.
 
+#![allow(clippy::result_large_err, reason = "a refusal is the response itself, answered once")]
+
 use cairn_auth::Principal;
 use cairn_guest::door::Gate;
 use cairn_guest::http::{Frames, Response};

@@ -375,7 +375,14 @@ pub fn priming(event_id: &str, retry: Duration) -> String {
 /// [`priming`] (`epoch_us`, the wall clock now, names its events) and ends
 /// after its lifetime; the client opens the next within [`RECONNECT`]. A
 /// store out of reach ends it early, and the client reconnects the same way.
-pub async fn follow<T: Tools>(settings: &Settings, watcher: &Watcher<'_, T>, cache: &dyn Store, epoch_us: u64, pace: &impl Pace, sink: &mut impl Sink) -> Ended {
+pub async fn follow<T: Tools>(
+    settings: &Settings,
+    watcher: &Watcher<'_, T>,
+    cache: &dyn Store,
+    epoch_us: u64,
+    pace: &impl Pace,
+    sink: &mut impl Sink,
+) -> Ended {
     let now_us = || epoch_us + pace.now().as_micros() as u64;
     if !sink.send(priming(&epoch_us.to_string(), RECONNECT)).await {
         return Ended::ClientGone;
