@@ -332,3 +332,36 @@ fn a_get_without_subscriptions_is_a_short_answer_that_holds_no_lease() {
     subscribe(&host, &token, "cairn://notes/anything");
     assert_eq!(follow(&host, &token).status, 429, "a held GET stream shares the subject's leases with listen");
 }
+
+/// Opens the editor's `events` stream of `note` as the holder of `token`.
+fn events(host: &Cairn, token: &str, note: &str) -> Listening {
+    stream(
+        host,
+        format!("GET /api/v1/notes/{note}/events HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {token}\r\naccept: text/event-stream\r\n\r\n", host.addr),
+    )
+}
+
+#[test]
+fn the_editors_events_stream_tells_each_change_within_a_second_and_shares_the_subjects_leases() {
+    let host = start();
+    let token = host.token(&person());
+    let note = host.create_note(&person(), "Open in the editor", true);
+    let page = events(&host, &token, &note);
+    assert_eq!((page.status, page.content_type.as_str()), (200, "text/event-stream"));
+    let (_, first) = page.next(Duration::from_secs(5)).expect("the state first");
+    assert_eq!((first["changed"].as_bool(), first["version"].as_u64()), (Some(true), Some(1)), "{first}");
+    let edited = edit(&host, &note, "typed elsewhere");
+    let (at, moved) = page.next(Duration::from_secs(5)).expect("the change");
+    assert_eq!(moved["version"], 2, "{moved}");
+    assert_ne!(moved["etag"], first["etag"]);
+    assert!(at.duration_since(edited) < Duration::from_secs(1), "told after {:?}", at.duration_since(edited));
+    assert!(page.next(Duration::from_millis(1500)).is_none(), "one change, one event");
+    let second = listen(&host, &token, json!({"resourcesListChanged": true}));
+    assert_eq!(second.status, 200);
+    assert_eq!(events(&host, &token, &note).status, 429, "the editor and the MCP feed share the subject's {MAX_STREAMS} leases");
+    let stranger = events(&host, &host.token(&Who { tenant: "globex", ..person() }), &note);
+    assert_eq!(stranger.status, 200, "a stream of its own");
+    let (_, refused) = stranger.next(Duration::from_secs(5)).expect("the refusal");
+    assert_eq!(refused["error"], "not_found", "another tenant's note is not there: {refused}");
+    assert!(stranger.next(Duration::from_secs(2)).is_none(), "the refusal ends the stream");
+}

@@ -23,8 +23,13 @@
 //! counts against its subject's budget, shared with the subject's MCP
 //! messages: an agent gets nothing more here than over MCP.
 //!
+//! A route that streams (the editor's `events`) answers with Server-Sent
+//! Events ([`events`]), under one of the subject's stream leases.
+//!
 //! An `Idempotency-Key` header is used when the body carries no
 //! `idempotency_key`. Browser origins are refused unless allow-listed.
+
+mod events;
 
 use cairn_guest::cairn_door::{Code, Refusal};
 use cairn_guest::door::Gate;
@@ -75,8 +80,11 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
     if let Err(r) = gate.require(&admitted, route.scope, "rest") {
         return r;
     }
-    let started = std::time::Instant::now();
     let query = query(req.query());
+    if route.streams() {
+        return events::open(&gate, principal, req.path(), query);
+    }
+    let started = std::time::Instant::now();
     let idempotency_key = req.header("idempotency-key");
     let incoming = Incoming { params, query: &query, body: req.body(), idempotency_key };
     let reply = route.serve(&GuestStore::new(), &mut HostEnv, &identity(principal), incoming);

@@ -53,7 +53,7 @@ fn settings() -> Result<Settings, Response> {
 /// A lease of `who`'s for a stream of `settings`: 429 when the subject holds
 /// all its leases, 503 when the store cannot say.
 fn lease(gate: &Gate, who: &Principal, settings: &Settings) -> Result<Slots, Response> {
-    match Slots::claim(gate.cache(), who, cairn_guest::notes::now_us(), settings.lifetime) {
+    match Slots::claim(gate.cache(), &who.tenant, &who.subject, cairn_guest::notes::now_us(), settings.lifetime) {
         Ok(Some(lease)) => Ok(lease),
         Ok(None) => {
             let why = format!("you have {MAX_STREAMS} streams open, as many as a subject may: close one, or listen again when one ends");

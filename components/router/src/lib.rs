@@ -72,13 +72,15 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
 /// `GET /mcp`: the stream of the caller's subscriptions, once it is let in
 /// and may read.
 async fn get_mcp(gate: &Gate, req: Request) -> Response {
-    if !req.header("accept").is_some_and(|a| a.contains("text/event-stream")) {
-        return respond::error(406, "not_acceptable", "GET /mcp answers with a stream of notifications: send Accept: text/event-stream");
-    }
+    // The front door first, as on every route: nothing of the request is
+    // looked at before it.
     let admitted = match gate.admit(&req).await {
         Ok(a) => a,
         Err(r) => return r,
     };
+    if !req.header("accept").is_some_and(|a| a.contains("text/event-stream")) {
+        return respond::error(406, "not_acceptable", "GET /mcp answers with a stream of notifications: send Accept: text/event-stream");
+    }
     if let Err(r) = gate.charge(&admitted.principal, 1, "mcp") {
         return r;
     }

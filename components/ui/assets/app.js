@@ -9,9 +9,10 @@
 //   idempotency key that stays the same while the text does, so a retry
 //   never lands twice;
 // - a draft exists only while it differs from the text it started from;
-// - the open note is watched with one cheap read a second (`changes`): a
-//   write by someone else refreshes the text in place, or, over a draft,
-//   is offered as a one-click merge;
+// - the open note is followed on its `events` stream (one cheap read a
+//   second of `changes` when the stream cannot be had): a write by someone
+//   else refreshes the text in place, or, over a draft, is offered as a
+//   one-click merge;
 // - what the person typed is kept in localStorage (per person, note and
 //   tab) until a save of exactly that text is acknowledged: a stale save, a
 //   refused one, a reload or a closed tab never loses it;
@@ -33,6 +34,8 @@ const AFTER = 'cairn.after';
 const CLAIM_TTL = 60;
 const HEARTBEAT_MS = 20000;
 const PRESENCE_MS = 1000;
+// After the `events` stream was refused or broke, how long polling stands in before it is tried again.
+const STREAM_RETRY_MS = 5000;
 
 // ---------------------------------------------------------------- DOM ----
 
@@ -836,38 +839,47 @@ function presencePanel(ctx) {
     mine.textContent = page.claim ? 'Release my claim' : 'Claim this tab while I edit';
     ctx.onClaims?.();
   };
-  // One cheap read a second (`changes`): it answers `changed: false` until
-  // someone writes to the note or a claim moves; then it carries the board,
-  // the title and each tab's version, and the page refreshes what it shows.
+  // The note is followed on the `events` stream while the page is in view:
+  // an event each time what `changes` shows moves (the board, the title,
+  // each tab's version), within a quarter second. When the stream cannot be
+  // had (the person's stream leases are all held, by other tabs or agents)
+  // or while the page is hidden, one cheap read of `changes` a second (every
+  // 10 s in a background tab) does the same.
   let etag = null;
   let seen = {};
   let idle = 0;
-  const poll = async (e) => {
-    // A page in a background tab asks every 10 seconds only: the person's request budget is shared by all their tabs.
-    if (e === 'timer' && document.hidden && ++idle % 10) return;
-    const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/changes' + (etag ? '?since=' + enc(etag) : ''));
-    if (!r.ok || !r.body.changed) return;
-    etag = r.body.etag;
-    const tab = (r.body.tabs || []).find((t) => t.tab_id === ctx.tabId);
-    const board = JSON.stringify(r.body.claims || []);
+  const apply = async (body) => {
+    if (!body.changed) return;
+    etag = body.etag;
+    const tab = (body.tabs || []).find((t) => t.tab_id === ctx.tabId);
+    const board = JSON.stringify(body.claims || []);
     // The outline is read again only when the tab's text or the claims moved (a rename or an approval moves neither).
     const moved = board !== seen.board || (tab && tab.tab_version !== seen.tab);
     seen = { board, tab: tab?.tab_version };
-    ctx.claims = r.body.claims || [];
-    if (r.body.version !== ctx.note.version) {
-      ctx.note.version = r.body.version;
+    ctx.claims = body.claims || [];
+    if (body.version !== ctx.note.version) {
+      ctx.note.version = body.version;
       const v = $('#note-version');
-      if (v) v.textContent = 'version ' + r.body.version;
+      if (v) v.textContent = 'version ' + body.version;
       ctx.refreshHistory?.();
     }
     const title = $('#note-title');
-    if (title && r.body.title != null && !title.querySelector('input')) title.textContent = r.body.title;
+    if (title && body.title != null && !title.querySelector('input')) title.textContent = body.title;
     // The outline shows who holds which section: it is read again with the
     // board, and first, so that the board names sections by their headings.
     if (moved) await ctx.refreshOutline?.();
     draw();
     ctx.onRemoteChange?.(tab);
   };
+  const poll = async (e) => {
+    if (e === 'timer' && live.following) return;
+    // A page in a background tab asks every 10 seconds only: the person's request budget is shared by all their tabs.
+    if (e === 'timer' && document.hidden && ++idle % 10) return;
+    const r = await api('GET', '/api/v1/notes/' + enc(ctx.noteId) + '/changes' + (etag ? '?since=' + enc(etag) : ''));
+    if (r.ok) await apply(r.body);
+  };
+  const live = followNote(ctx.noteId, () => etag, apply);
+  page.leave.push(live.stop);
   mine.addEventListener('click', async () => {
     if (page.claim) {
       const id = page.claim;
@@ -886,6 +898,66 @@ function presencePanel(ctx) {
   page.timers.push(setInterval(() => poll('timer'), PRESENCE_MS));
   return panel;
 }
+
+/** Follows note `noteId`'s `events` stream while the page is in view,
+ * calling `apply` with each `changes` answer; reopened when it ends (from
+ * `since()`, the last etag), given up for STREAM_RETRY_MS when refused or
+ * broken. `following` says whether a stream is open now (polling stands in
+ * while it is not); `stop` closes it for good. */
+function followNote(noteId, since, apply) {
+  const live = { following: false, stopped: false, abort: null };
+  live.stop = () => { live.stopped = true; live.abort?.abort(); };
+  const run = async () => {
+    while (!live.stopped) {
+      if (document.hidden) { await sleep(1000); continue; }
+      live.abort = new AbortController();
+      const path = '/api/v1/notes/' + enc(noteId) + '/events' + (since() ? '?since=' + enc(since()) : '');
+      let ended = 'broken';
+      try {
+        const r = await fetch(path, { headers: { authorization: 'Bearer ' + token(), accept: 'text/event-stream' }, signal: live.abort.signal });
+        if (r.ok && r.body) {
+          live.following = true;
+          ended = await readEvents(r.body, apply, () => document.hidden) ? 'hidden' : 'ended';
+        } else {
+          await r.body?.cancel();
+        }
+      } catch (e) { /* closed by stop(), or the network: polling stands in */ }
+      live.following = false;
+      if (ended === 'broken' && !live.stopped) await sleep(STREAM_RETRY_MS);
+    }
+  };
+  run();
+  return live;
+}
+
+/** Reads Server-Sent Events from `body`, calling `apply` with each
+ * `changes` event's answer, until the stream ends, a `refused` or
+ * `unavailable` event comes, or `stop()` turns true (then: true). */
+async function readEvents(body, apply, stop) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let text = '';
+  try {
+    for (;;) {
+      if (stop()) return true;
+      const { value, done } = await reader.read();
+      if (done) return false;
+      text += value;
+      let end;
+      while ((end = text.indexOf('\n\n')) >= 0) {
+        const lines = text.slice(0, end).split('\n');
+        text = text.slice(end + 2);
+        const name = lines.find((l) => l.startsWith('event: '))?.slice(7);
+        const data = lines.find((l) => l.startsWith('data: '))?.slice(6);
+        if (name === 'changes' && data) await apply(JSON.parse(data));
+        else if (name) return false;
+      }
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
 /** Renews claim `id` every HEARTBEAT_MS while the page still holds it
  * (`held()` is `id`); a refused renewal stops it and is told (`lapsed`). */

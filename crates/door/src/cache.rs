@@ -7,7 +7,7 @@
 //! | `auth/verified/<config>/<token hash>` | a verified token's principal | at the token's `exp` |
 //! | `auth/jwks/<source>` | the issuer's keys as last fetched | replaced by the next fetch (one per key source) |
 //! | `auth/nonce/<minute:010>/<nonce>` | a signed identity already used (tools deployed apart) | two minutes on, when its identity has expired |
-//! | `feed/lease/<subject>/<i>` | a change-feed stream's lease (`cairn_mcp::feed::Slots`): the instant it lapses | given back when its stream ends; else past that instant (its host died) |
+//! | `feed/lease/<subject>/<i>` | a stream's lease ([`crate::streams::Slots`]): the instant it lapses | given back when its stream ends; else past that instant (its host died) |
 //! | `feed/book/<subject>` | a subject's resource subscriptions (`cairn_mcp::subscriptions`): the instant they lapse, then what they last told | past that instant (an hour after the subject last subscribed or listened) |
 //! | `ratelimit/…` | counters of an earlier layout | at the first sweep |
 //!

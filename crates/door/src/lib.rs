@@ -20,7 +20,9 @@
 //!    evenly (a rate, with a burst of a sixth of a minute's worth: see
 //!    [`budget::Rate`]), so a subject's costly calls are spread out, never
 //!    packed at the start of a minute;
-//! 6. the scope the call needs ([`Door::require`]).
+//! 6. the scope the call needs ([`Door::require`]);
+//! 7. for a stream, one of the subject's leases ([`streams`]): at most
+//!    [`streams::MAX_STREAMS`] open at once, MCP and the editor alike.
 //!
 //! A refusal is a typed [`Refusal`] with a stable code ([`refusal::Code`]).
 //! A refusal before anyone is known writes nothing durable: it is counted
@@ -38,6 +40,7 @@ pub mod limits;
 pub mod origin;
 pub mod peers;
 pub mod refusal;
+pub mod streams;
 pub mod summary;
 
 pub use limits::{BodyBudget, Limits};

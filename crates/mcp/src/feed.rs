@@ -26,11 +26,10 @@
 //! Notifications say *that* something changed, never what: the client
 //! reads the resource, with its own rights, to learn what.
 
-use std::future::Future;
 use std::time::Duration;
 
 use cairn_auth::Principal;
-use cairn_kv::{Store, Swap};
+use cairn_kv::Store;
 use cairn_notes::tools::{list_note_tabs, list_notes};
 use cairn_notes::watch::Watched;
 use serde_json::{Value, json};
@@ -41,8 +40,7 @@ use crate::subscriptions::{Book, mark};
 
 /// Most resources one stream watches.
 pub const MAX_URIS: usize = 16;
-/// Most streams one subject (tenant and subject) has open at once.
-pub const MAX_STREAMS: usize = 2;
+pub use cairn_door::streams::{MAX_STREAMS, Pace, Sink, Slots};
 /// The URI whose `list_changed` a stream may ask for.
 pub const LIST_URI: &str = "cairn://notes";
 
@@ -264,23 +262,6 @@ pub fn frame(message: &Value) -> String {
     format!("event: message\ndata: {message}\n\n")
 }
 
-/// How a stream waits, and its clock.
-pub trait Pace {
-    /// Waits `d`.
-    fn sleep(&self, d: Duration) -> impl Future<Output = ()>;
-    /// A monotonic instant, as time since any fixed origin.
-    fn now(&self) -> Duration;
-}
-
-/// Where a stream's frames go.
-pub trait Sink {
-    /// Sends one frame; `false` when the client is gone (the stream ends).
-    fn send(&mut self, frame: String) -> impl Future<Output = bool>;
-    /// Whether the client is gone (asked between looks, so a stream whose
-    /// client left ends within one interval, its lease given back).
-    fn gone(&self) -> bool;
-}
-
 /// How a stream ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
@@ -438,50 +419,6 @@ async fn moved_in_book<T: Tools>(watcher: &Watcher<'_, T>, cache: &dyn Store, no
         Failed::Unavailable(m) | Failed::Rpc(_, m) => m,
     })?;
     Ok(book.entries.into_iter().zip(seen.uris).filter(|((_, was), now)| was != now).map(|((uri, _), now)| (uri, now)).collect())
-}
-
-/// A subject's stream leases in the `cache` store: at most [`MAX_STREAMS`]
-/// at once across every host. A lease is taken for the stream's lifetime
-/// and a margin, and given back when the stream ends; one whose host died
-/// lapses by itself, and the `cache` store's sweep drops it
-/// (`cairn_door::cache`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slots {
-    key: String,
-    until_us: u64,
-}
-
-/// The store bucket leases live in.
-const BUCKET: &str = "cache";
-
-impl Slots {
-    /// Takes a free lease of `who`'s for a stream lasting `lifetime` from
-    /// `now_us`; `Ok(None)` when all are held.
-    pub fn claim(kv: &dyn Store, who: &Principal, now_us: u64, lifetime: Duration) -> cairn_kv::Result<Option<Slots>> {
-        let subject = cairn_door::budget::subject_id(&who.tenant, &who.subject);
-        let until_us = now_us + lifetime.as_micros() as u64 + 5_000_000;
-        for i in 0..MAX_STREAMS {
-            let key = cairn_door::cache::stream_lease(&subject, i);
-            let read = kv.read(BUCKET, &key)?;
-            let held = read.value.as_deref().and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok()).is_some_and(|until| until > now_us);
-            if held {
-                continue;
-            }
-            if let Swap::Done = kv.swap(BUCKET, &key, read.observed, until_us.to_string().as_bytes())? {
-                return Ok(Some(Slots { key, until_us }));
-            }
-        }
-        Ok(None)
-    }
-
-    /// Gives the lease back (unless another stream took it since it lapsed).
-    pub fn release(&self, kv: &dyn Store) -> cairn_kv::Result<()> {
-        // A plain read: no swap follows, so no host handle is taken for one.
-        if kv.get(BUCKET, &self.key)?.as_deref() == Some(self.until_us.to_string().as_bytes()) {
-            kv.delete(BUCKET, &self.key)?;
-        }
-        Ok(())
-    }
 }
 
 /// FNV-1a, 64 bits: the listing's stamp (a change detector over what the

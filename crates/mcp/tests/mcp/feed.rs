@@ -383,11 +383,11 @@ mod leases {
     fn a_subject_holds_at_most_its_bound_of_streams_and_a_given_back_lease_is_free_again() {
         let kv = MemoryStore::new();
         let life = Duration::from_secs(20);
-        let held: Vec<Slots> = (0..MAX_STREAMS).map(|_| Slots::claim(&kv, &agent(), 1_000, life).unwrap().expect("a free lease")).collect();
-        assert_eq!(Slots::claim(&kv, &agent(), 1_000, life).unwrap(), None, "every lease is held");
-        assert!(Slots::claim(&kv, &person(), 1_000, life).unwrap().is_some(), "another subject has leases of its own");
+        let held: Vec<Slots> = (0..MAX_STREAMS).map(|_| Slots::claim(&kv, "acme", "agent-1", 1_000, life).unwrap().expect("a free lease")).collect();
+        assert_eq!(Slots::claim(&kv, "acme", "agent-1", 1_000, life).unwrap(), None, "every lease is held");
+        assert!(Slots::claim(&kv, "acme", "ada", 1_000, life).unwrap().is_some(), "another subject has leases of its own");
         held[0].release(&kv).unwrap();
-        assert!(Slots::claim(&kv, &agent(), 2_000, life).unwrap().is_some(), "a lease given back is free");
+        assert!(Slots::claim(&kv, "acme", "agent-1", 2_000, life).unwrap().is_some(), "a lease given back is free");
     }
 
     #[test]
@@ -395,10 +395,10 @@ mod leases {
         let kv = MemoryStore::new();
         let life = Duration::from_secs(20);
         for _ in 0..MAX_STREAMS {
-            Slots::claim(&kv, &agent(), 0, life).unwrap().unwrap();
+            Slots::claim(&kv, "acme", "agent-1", 0, life).unwrap().unwrap();
         }
-        assert_eq!(Slots::claim(&kv, &agent(), 24_000_000, life).unwrap(), None, "still within the lifetime and margin");
-        let late = Slots::claim(&kv, &agent(), 25_000_001, life).unwrap();
+        assert_eq!(Slots::claim(&kv, "acme", "agent-1", 24_000_000, life).unwrap(), None, "still within the lifetime and margin");
+        let late = Slots::claim(&kv, "acme", "agent-1", 25_000_001, life).unwrap();
         assert!(late.is_some(), "lapsed");
     }
 }

@@ -88,7 +88,7 @@ pub use search::search;
 pub use tab_diff::tab_diff;
 pub use tab_version::tab_version;
 
-use Handler::{ByTool, Op};
+use Handler::{ByTool, Op, Stream};
 use Method::{Delete, Get, Patch, Post, Put};
 
 /// Every route of the people's API, by path, then method.
@@ -192,6 +192,16 @@ pub static ROUTES: &[Route] = &[
         key_header: false,
         doc: "what an open page polls to stay live (`?since=<etag>`): `changed: false`, or the versions, tabs and live claims",
         handler: Op(changes::serve),
+    },
+    Route {
+        method: Get,
+        path: "/api/v1/notes/{note}/events",
+        scope: READ,
+        admin_only: false,
+        audited: false,
+        key_header: false,
+        doc: "the same answers as a stream (Server-Sent Events `changes`), one each time what `changes` shows moves (`?since=<etag>`)",
+        handler: Stream(changes::serve),
     },
     Route {
         method: Patch,
@@ -443,6 +453,10 @@ enum Handler {
     /// One of the agents' tools: `args` draws its arguments from the request;
     /// `ok` is the status of its result.
     ByTool { tool: &'static Tool, args: fn(Ctx<'_>) -> Result<Value, Refusal>, ok: u16 },
+    /// An operation whose answer is followed: the host answers with a
+    /// stream and sends the operation's answer again each time it moves
+    /// (see [`Route::streams`]).
+    Stream(fn(Ctx<'_>) -> Result<RestReply, Failure>),
 }
 
 /// What a route's handler is given: the store, the clock, the caller, and the
@@ -534,7 +548,7 @@ impl Route {
     pub fn tool(&self) -> Option<&'static Tool> {
         match self.handler {
             ByTool { tool, .. } => Some(tool),
-            Op(_) => None,
+            Op(_) | Stream(_) => None,
         }
     }
 
@@ -568,7 +582,17 @@ impl Route {
                 let args = args(ctx);
                 via_tool(kv, env, who, tool, note, args, ok)
             }
+            Stream(op) => op(ctx),
         }
+    }
+
+    /// Whether this route answers with a stream: the host serves it again
+    /// and again (a look every quarter second), with `since` set to the last
+    /// answer's `etag`, and sends each answer whose `changed` is true as a
+    /// Server-Sent Event `changes`, until the stream's lifetime is up. Each
+    /// answer alone is what [`Route::serve`] gives.
+    pub fn streams(&self) -> bool {
+        matches!(self.handler, Stream(_))
     }
 
     /// The values of this route's parameters in `segments`, if its path matches.

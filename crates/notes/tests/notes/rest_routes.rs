@@ -11,10 +11,11 @@ use serde_json::{Value, json};
 
 /// Every route with the scope it needs, as the REST component's scope table
 /// gave them before the route table existed.
-const SCOPES: [(&str, &str, &str); 29] = [
+const SCOPES: [(&str, &str, &str); 30] = [
     ("GET", "/api/v1/notes", READ),
     ("GET", "/api/v1/notes/{note}", READ),
     ("GET", "/api/v1/notes/{note}/changes", READ),
+    ("GET", "/api/v1/notes/{note}/events", READ),
     ("GET", "/api/v1/notes/{note}/history", READ),
     ("GET", "/api/v1/notes/{note}/attachments", READ),
     ("GET", "/api/v1/notes/{note}/tabs/{tab}", READ),
