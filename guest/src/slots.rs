@@ -47,6 +47,7 @@ pub fn call_slot(component: &str, caller: &Caller, arguments: &str) -> Option<Re
         "read-sheet-range" => slot!(read_sheet_range),
         "list-note-attachments" => slot!(list_note_attachments),
         "list-note-history" => slot!(list_note_history),
+        "merge-note-tab" => slot!(merge_note_tab),
         "edit-note-tab" => slot!(edit_note_tab),
         "create-note-tab" => slot!(create_note_tab),
         "add-note-source" => slot!(add_note_source),

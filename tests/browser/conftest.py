@@ -137,16 +137,21 @@ class Agent:
         self.token = token
         self.next_id = 0
 
-    def call(self, tool, **arguments):
+    def rpc(self, method, params):
+        """One JSON-RPC request: its result (a JSON-RPC error raises)."""
         self.next_id += 1
-        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                           "params": {"name": tool, "arguments": arguments}}).encode()
+        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}).encode()
         req = urllib.request.Request(self.server.base + "/mcp", data=body, method="POST", headers={
             "authorization": "Bearer " + self.token, "content-type": "application/json",
             "accept": "application/json, text/event-stream"})
         with urllib.request.urlopen(req, timeout=30) as r:
             reply = json.load(r)
-        result = reply["result"]
+        if "error" in reply:
+            raise RuntimeError(json.dumps(reply["error"]))
+        return reply["result"]
+
+    def call(self, tool, **arguments):
+        result = self.rpc("tools/call", {"name": tool, "arguments": arguments})
         if result.get("isError"):
             raise Refused(result["structuredContent"])
         return result["structuredContent"]

@@ -19,7 +19,9 @@
 //!   scope it needs; [`message::split`], a body into one message or a batch
 //!   of 1 to [`message::MAX_BATCH`].
 //! - [`headers`]: the 2026-07-28 headers, checked against the body.
-//! - [`resources`]: notes and tabs as MCP resources, read through the read tools.
+//! - [`apps`]: MCP Apps: the merge view (`ui://cairn/merge`) and who is told of it.
+//! - [`resources`]: notes and tabs as MCP resources, read through the read
+//!   tools, and the merge view.
 //! - [`completion`]: `completion/complete` for the resource templates'
 //!   arguments, from what the caller may see.
 //! - [`subscriptions`]: a subject's `resources/subscribe` book (2025-11-25),
@@ -46,6 +48,7 @@
 
 #![warn(missing_docs)]
 
+pub mod apps;
 pub mod completion;
 pub mod feed;
 pub mod headers;

@@ -41,6 +41,16 @@ fn capabilities(listen: bool) -> Value {
     json!({"tools": {"listChanged": false}, "resources": {"listChanged": listen, "subscribe": true}, "completions": {}, "logging": {}})
 }
 
+/// What `server/discover` offers: [`capabilities`], and the MCP Apps
+/// extension when the request's `_meta` says the client renders apps.
+fn discovered(params: &Value) -> Value {
+    let mut caps = capabilities(true);
+    if crate::apps::client_renders(params.pointer("/_meta/io.modelcontextprotocol~1clientCapabilities")) {
+        caps["extensions"] = crate::apps::declared();
+    }
+    caps
+}
+
 /// What `initialize` and `server/discover` tell every client.
 pub const INSTRUCTIONS: &str = "Cairn holds notes that people and agents edit together. Read before you write; every write \
 carries the version you read and an idempotency key. On version_conflict or content_hash_mismatch nothing was written: \
@@ -120,11 +130,15 @@ async fn handle(m: &Message<'_>, tools: &impl Tools, who: &Principal) -> Result<
     let mut reply = match method {
         "initialize" => {
             let version = negotiate(params.get("protocolVersion").and_then(Value::as_str));
-            Ok(json!({"protocolVersion": version, "capabilities": capabilities(false), "serverInfo": server_info(), "instructions": INSTRUCTIONS}))
+            let mut caps = capabilities(false);
+            if crate::apps::client_renders(params.get("capabilities")) {
+                caps["extensions"] = crate::apps::declared();
+            }
+            Ok(json!({"protocolVersion": version, "capabilities": caps, "serverInfo": server_info(), "instructions": INSTRUCTIONS}))
         }
         "server/discover" => Ok(json!({
             "supportedVersions": VERSIONS,
-            "capabilities": capabilities(true),
+            "capabilities": discovered(&params),
             "serverInfo": server_info(),
             "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
             "instructions": INSTRUCTIONS,
@@ -197,6 +211,9 @@ pub fn list_tools() -> Vec<Value> {
         .map(|tool| {
             let mut v = serde_json::to_value(tool.spec()).unwrap_or(Value::Null);
             v["securitySchemes"] = json!([{"type": "oauth2", "scopes": [tool.scope]}]);
+            if let Some(meta) = crate::apps::linked(tool.name) {
+                v["_meta"] = meta;
+            }
             v
         })
         .collect()

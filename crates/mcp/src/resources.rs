@@ -152,6 +152,9 @@ async fn list(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Val
 
 async fn read(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, Failed> {
     let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| Failed::Rpc(INVALID_PARAMS, "params.uri must be a resource URI".into()))?;
+    if let Some(view) = crate::apps::read(uri) {
+        return Ok(view);
+    }
     let target = parse(uri).ok_or_else(|| {
         Failed::Rpc(INVALID_PARAMS, format!("{uri} is not a Cairn resource: use cairn://notes/{{note_id}} or cairn://notes/{{note_id}}/tabs/{{tab_id}}"))
     })?;

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod apps;
 mod batches;
 mod completions;
 mod feed;

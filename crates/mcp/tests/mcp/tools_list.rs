@@ -1,5 +1,6 @@
 //! `tools/list`: every tool of the core's one table, in its order, as the
-//! core publishes it, with the OAuth scope it needs; and the wire format
+//! core publishes it, with the OAuth scope it needs and the MCP Apps view
+//! it links (only `edit_note_tab`, to the merge view); and the wire format
 //! pinned by the saved fixture the end-to-end tests compare with too.
 use crate::common::*;
 use cairn_notes::tools::TOOLS;
@@ -14,6 +15,9 @@ fn every_tool_of_the_table_is_listed_in_order_with_its_security_scheme() {
     for (tool, entry) in TOOLS.iter().zip(listed) {
         let mut want = serde_json::to_value(tool.spec()).unwrap();
         want["securitySchemes"] = json!([{"type": "oauth2", "scopes": [tool.scope]}]);
+        if tool.name == "edit_note_tab" {
+            want["_meta"] = json!({"ui": {"resourceUri": "ui://cairn/merge"}});
+        }
         assert_eq!(entry, &want, "{}", tool.name);
         assert_eq!(entry["inputSchema"]["additionalProperties"], false, "{}", tool.name);
     }

@@ -351,7 +351,7 @@ pub static ROUTES: &[Route] = &[
         audited: false,
         key_header: false,
         doc: "the three-way merge of a person's draft of the markdown tab with the text now; writes nothing",
-        handler: Op(merge_tab::serve),
+        handler: ByTool { tool: &tools::merge_note_tab::TOOL, args: edit_tab::args, ok: 200 },
     },
     Route {
         method: Get,

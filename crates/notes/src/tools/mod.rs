@@ -39,6 +39,7 @@ pub mod list_note_attachments;
 pub mod list_note_history;
 pub mod list_note_tabs;
 pub mod list_notes;
+pub mod merge_note_tab;
 pub mod post_claim_note;
 pub mod read_note_outline;
 pub mod read_note_tab;
@@ -61,6 +62,7 @@ pub static TOOLS: &[&Tool] = &[
     &read_sheet_range::TOOL,
     &list_note_attachments::TOOL,
     &list_note_history::TOOL,
+    &merge_note_tab::TOOL,
     &edit_note_tab::TOOL,
     &create_note_tab::TOOL,
     &add_note_source::TOOL,

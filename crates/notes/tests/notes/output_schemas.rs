@@ -68,6 +68,7 @@ fn every_tool_answers_within_its_output_schema_when_it_succeeds_and_when_it_refu
     w.ok(&bot, "list_note_attachments", json!({"note_id": note}));
     w.ok(&bot, "read_note_tab", json!({"note_id": note, "tab_id": "sources"}));
     w.ok(&bot, "list_note_history", json!({"note_id": note}));
+    w.ok(&bot, "merge_note_tab", json!({"note_id": note, "base_version": 1, "text": "a proposal\n"}));
     w.ok(&bot, "search_notes", json!({"query": "one two"}));
     let claim = w.claim_ok(&bot, &note, Some("markdown"));
     w.ok(&bot, "renew_claim", json!({"claim_id": claim}));

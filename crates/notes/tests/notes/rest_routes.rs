@@ -45,7 +45,7 @@ const SCOPES: [(&str, &str, &str); 30] = [
 ];
 
 /// The routes a tool serves, and the tool.
-const BY_TOOL: [(&str, &str, &str); 9] = [
+const BY_TOOL: [(&str, &str, &str); 10] = [
     ("GET", "/api/v1/notes", "list_notes"),
     ("GET", "/api/v1/search", "search_notes"),
     ("GET", "/api/v1/notes/{note}/tabs/{tab}", "read_note_tab"),
@@ -53,6 +53,7 @@ const BY_TOOL: [(&str, &str, &str); 9] = [
     ("GET", "/api/v1/notes/{note}/tabs/{tab}/outline", "read_note_outline"),
     ("GET", "/api/v1/notes/{note}/attachments", "list_note_attachments"),
     ("POST", "/api/v1/notes/{note}/tabs/{tab}/edit", "edit_note_tab"),
+    ("POST", "/api/v1/notes/{note}/tabs/{tab}/merge", "merge_note_tab"),
     ("POST", "/api/v1/notes/{note}/tabs", "create_note_tab"),
     ("POST", "/api/v1/notes/{note}/sources", "add_note_source"),
 ];

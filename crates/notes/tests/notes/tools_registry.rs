@@ -18,6 +18,7 @@ fn tool_names_use_only_lowercase_and_underscores_and_scopes_match_kinds() {
             "read_sheet_range",
             "list_note_attachments",
             "list_note_history",
+            "merge_note_tab",
             "edit_note_tab",
             "create_note_tab",
             "add_note_source",

@@ -1,0 +1,104 @@
+//! `merge_note_tab`: a proposal for a markdown tab, made on an older
+//! version, merged three ways with the text now (`crate::merge`). Writes
+//! nothing: the merge view (MCP Apps, `ui://cairn/merge`) and the editor's
+//! merge screen show it, a person settles the conflicts, and the merged text
+//! is written with `edit_note_tab` at the `version` this answer gives.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Call, READ, READ_SCOPE, find_tab};
+use crate::args::{check_id, parse};
+use crate::content::{check_doc_size, load_text};
+use crate::head::{Reader, load_head};
+use crate::model::TabKind;
+use crate::refusal::{NOTICE, Out, Refusal};
+use crate::schema::{id, note_id, object};
+
+tool!("merge_note_tab", "Merge a proposal with a note tab's text now", READ_SCOPE, READ);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    note_id: String,
+    #[serde(default = "markdown")]
+    tab_id: String,
+    base_version: u64,
+    text: String,
+}
+
+fn markdown() -> String {
+    "markdown".into()
+}
+
+fn description() -> String {
+    "The three-way merge of a proposed text for a markdown tab (text), written against an older note version \
+    (base_version: the version it was based on), with the tab's text now. Writes nothing. Changes apart merge; \
+    the same change on both sides is no conflict; anything else is a conflict, whose region keeps the stored text \
+    in merged and lists base, theirs (stored) and mine (the proposal). segments lays the merge out in order: the \
+    texts of all segments joined are merged. To keep the result, write merged (conflicts settled) with \
+    edit_note_tab replace_text and expected_version = the version answered here. Mostly for the merge view a \
+    person uses (ui://cairn/merge); an agent on version_conflict should read the tab again and redo its change."
+        .into()
+}
+
+fn input_schema() -> Value {
+    object(
+        &["note_id", "base_version", "text"],
+        json!({
+            "note_id": note_id(),
+            "tab_id": id("Exact tab ID of a markdown tab (default: markdown)."),
+            "base_version": {"type": "integer", "minimum": 1, "description": "The note version the proposal was based on (the expected_version it was written with)."},
+            "text": {"type": "string", "description": "The proposed whole text of the tab."},
+        }),
+    )
+}
+
+/// `merge_note_tab`: the merge, with the versions to write it at.
+fn output_schema() -> Value {
+    use crate::schema::*;
+    let conflict = result(&["base_start", "base", "theirs", "mine"], json!({"base_start": count(), "base": text(), "theirs": text(), "mine": text()}));
+    let segment = result(
+        &["source", "text"],
+        json!({"source": {"type": "string", "enum": ["unchanged", "theirs", "mine", "both", "conflict"]}, "text": text(),
+               "base_start": count(), "base": text(), "theirs": text(), "mine": text(), "conflict": count()}),
+    );
+    output(result(
+        &["note_id", "tab_id", "version", "tab_version", "content_hash", "base_version", "merged", "clean", "conflicts", "segments", "notice"],
+        json!({"note_id": text(), "tab_id": text(), "version": count(), "tab_version": count(), "content_hash": hash(), "base_version": count(),
+               "merged": text(), "clean": flag(), "conflicts": list(conflict), "segments": list(segment), "notice": notice()}),
+    ))
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Value> {
+    let a: Args = parse(args)?;
+    check_id("note_id", &a.note_id)?;
+    check_id("tab_id", &a.tab_id)?;
+    check_doc_size(a.text.as_bytes(), "text")?;
+    if a.base_version == 0 {
+        return Err(Refusal::invalid("base_version", "base_version counts from 1: the note version the proposal was based on").into());
+    }
+    let head = load_head(c.kv, c.who, &a.note_id)?;
+    let tab = find_tab(&head, &a.tab_id)?;
+    if tab.kind != TabKind::Markdown {
+        return Err(Refusal::invalid("tab_id", format!("merge works on the markdown tab, not a {} tab", tab.kind.as_str())).into());
+    }
+    if a.base_version > head.version {
+        return Err(Refusal::invalid("base_version", format!("base_version must be between 1 and the note's version {}", head.version))
+            .with_version(head.version)
+            .into());
+    }
+    let window = crate::history::Window::of(&*c.env);
+    let base_tab = crate::history::tab_at(c.kv, &head, Reader::Caller(c.who), &a.tab_id, a.base_version, window)?;
+    let base = load_text(c.kv, &base_tab)?;
+    let theirs = load_text(c.kv, tab)?;
+    let mut out = crate::merge::merge3(&base, &theirs, &a.text)?;
+    out["note_id"] = head.note_id.clone().into();
+    out["tab_id"] = tab.id.clone().into();
+    out["version"] = head.version.into();
+    out["tab_version"] = tab.version.into();
+    out["content_hash"] = tab.content_hash.clone().into();
+    out["base_version"] = a.base_version.into();
+    out["notice"] = NOTICE.into();
+    Ok(out)
+}
