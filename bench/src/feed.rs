@@ -160,32 +160,51 @@ async fn latency(addrs: &[SocketAddr], state: &Path, label: &str, agents: usize,
     Ok((series, missed))
 }
 
-/// What `subscriptions` idle subscriptions cost one host: (RSS before,
-/// RSS with them, CPU seconds idle without, CPU seconds idle with).
-async fn idle(host: &Host, state: &Path, subscriptions: usize, seconds: u64) -> Result<(i64, i64, f64, f64)> {
-    let person = hosts::person_token(state, "idle-person")?;
-    let notes = notes(host.addr, &person, PER_STREAM).await?;
-    let uris: Vec<String> = notes.iter().map(|(_, u)| u.clone()).collect();
-    // The instances that made the notes end after their idle second.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let (rss_before, cpu0) = crate::attack::usage(host.pid())?;
-    tokio::time::sleep(Duration::from_secs(seconds)).await;
-    let (_, cpu1) = crate::attack::usage(host.pid())?;
+/// What idle streams cost one host.
+struct Idle {
+    rss_before: i64,
+    rss_with: i64,
+    /// CPU seconds over the idle seconds: without streams, with the
+    /// subscriptions, and with as many streams watching nothing (what a
+    /// stream costs by waking to look, whatever it reads).
+    cpu: (f64, f64, f64),
+}
+
+/// Opens streams of up to [`PER_STREAM`] of `uris` until `subscriptions`
+/// are held (or, with no URIs, as many streams watching nothing).
+async fn open_streams(host: &Host, state: &Path, subscriptions: usize, uris: &[String]) -> Result<Vec<Stream>> {
     let mut streams = Vec::new();
-    let mut left = subscriptions;
-    let mut i = 0;
-    while left > 0 {
-        let take = left.min(PER_STREAM);
+    for i in 0..subscriptions.div_ceil(PER_STREAM) {
+        let take = (subscriptions - i * PER_STREAM).min(PER_STREAM).min(uris.len());
         streams.push(listen(host.addr, &hosts::token(state, &format!("idle-agent-{}", i / 2))?, &uris[..take]).await?);
-        left -= take;
-        i += 1;
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let (rss_with, cpu2) = crate::attack::usage(host.pid())?;
+    Ok(streams)
+}
+
+/// CPU seconds `host` spends over `seconds`.
+async fn cpu_over(host: &Host, seconds: u64) -> Result<f64> {
+    let (_, before) = crate::attack::usage(host.pid())?;
     tokio::time::sleep(Duration::from_secs(seconds)).await;
-    let (_, cpu3) = crate::attack::usage(host.pid())?;
+    Ok(crate::attack::usage(host.pid())?.1 - before)
+}
+
+/// What `subscriptions` idle subscriptions of `uris` cost one host that
+/// has served nothing else.
+async fn idle(host: &Host, state: &Path, uris: &[String], subscriptions: usize, seconds: u64) -> Result<Idle> {
+    let without = cpu_over(host, seconds).await?;
+    let rss_before = crate::attack::usage(host.pid())?.0;
+    let streams = open_streams(host, state, subscriptions, uris).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let with = cpu_over(host, seconds).await?;
+    let rss_with = crate::attack::usage(host.pid())?.0;
     drop(streams);
-    Ok((rss_before, rss_with, cpu1 - cpu0, cpu3 - cpu2))
+    // Leases lapse as the dropped streams end; the same subjects listen again.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let empty = open_streams(host, state, subscriptions, &[]).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let looking = cpu_over(host, seconds).await?;
+    drop(empty);
+    Ok(Idle { rss_before, rss_with, cpu: (without, with, looking) })
 }
 
 /// A runtime config putting both stores on `redis`.
@@ -211,8 +230,9 @@ pub struct Report {
     pub seconds: u64,
     /// Resident bytes before the subscriptions, and with them.
     pub rss: (i64, i64),
-    /// CPU seconds over the idle seconds without the subscriptions, and with them.
-    pub cpu: (f64, f64),
+    /// CPU seconds over the idle seconds without the subscriptions, with
+    /// them, and with as many streams watching nothing.
+    pub cpu: (f64, f64, f64),
 }
 
 /// Runs the benchmark (see the module docs).
@@ -228,9 +248,15 @@ pub async fn run(manifest: &Path, agents: usize, edits: usize, subscriptions: us
         a.extend_from_slice(extra);
         a
     };
-    // A fresh host for the idle figures: nothing of the latency runs in its memory.
+    // The notes to watch, made by a host of their own; then a fresh host on
+    // the same store for the idle figures, so nothing else it served (the
+    // notes' writes, the latency runs) sits in its memory.
+    let maker = hosts::start(manifest, &state, &args(&[]), &env)?;
+    let made = notes(maker.addr, &hosts::person_token(&state, "idle-person")?, PER_STREAM).await?;
+    drop(maker);
+    let uris: Vec<String> = made.into_iter().map(|(_, u)| u).collect();
     let quiet = hosts::start(manifest, &state, &args(&[]), &env)?;
-    let (rss0, rss1, cpu_without, cpu_with) = idle(&quiet, &state, subscriptions, seconds).await?;
+    let idle = idle(&quiet, &state, &uris, subscriptions, seconds).await?;
     drop(quiet);
     let mut latencies = Vec::new();
     let one = hosts::start(manifest, &state, &args(&[]), &env)?;
@@ -244,7 +270,7 @@ pub async fn run(manifest: &Path, agents: usize, edits: usize, subscriptions: us
     latencies.push(latency(&addrs, &state, "three hosts, one Redis", agents, edits).await?);
     drop(group);
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(Report { agents, edits, latency: latencies, subscriptions, seconds, rss: (rss0, rss1), cpu: (cpu_without, cpu_with) })
+    Ok(Report { agents, edits, latency: latencies, subscriptions, seconds, rss: (idle.rss_before, idle.rss_with), cpu: idle.cpu })
 }
 
 impl Report {
@@ -260,7 +286,7 @@ impl Report {
         }
         writeln!(out, "\n## {subscriptions} idle subscriptions on one host ({} streams of up to {PER_STREAM})\n", subscriptions.div_ceil(PER_STREAM))?;
         writeln!(out, "| | without | with | difference |\n|---|---:|---:|---:|")?;
-        let ((rss0, rss1), (cpu0, cpu1)) = (self.rss, self.cpu);
+        let ((rss0, rss1), (cpu0, cpu1, looking)) = (self.rss, self.cpu);
         let mb = |b: i64| b as f64 / 1_048_576.0;
         let each = (rss1 - rss0) as f64 / 1024.0 / subscriptions.max(1) as f64;
         writeln!(out, "| resident memory | {:.1} MB | {:.1} MB | {:+.1} MB ({each:.1} KB a subscription) |", mb(rss0), mb(rss1), mb(rss1 - rss0))?;
@@ -271,6 +297,12 @@ impl Report {
             core(cpu0),
             core(cpu1),
             cpu1 / cpu0.max(0.01)
+        )?;
+        writeln!(
+            out,
+            "| CPU over {seconds} s, the same streams watching nothing | {cpu0:.2} s | {looking:.2} s ({:.1}% of a core) | {:.0}% of the subscriptions' cost |",
+            core(looking),
+            (looking - cpu0) * 100.0 / (cpu1 - cpu0).max(0.01)
         )?;
         Ok(out)
     }

@@ -173,6 +173,8 @@ pub async fn look<T: Tools>(filter: &Filter, w: &Watcher<'_, T>) -> Result<Seen,
         .collect();
     debug_assert_eq!(targets.len(), filter.uris.len(), "a filter holds only URIs that parse");
     let uris = match w.heads {
+        // Nothing to read: no call to the store at all.
+        _ if targets.is_empty() => Vec::new(),
         Some(store) => cairn_notes::watch::stamps(store, &identity(w.who), &targets).map_err(|e| match e.http_status() {
             503 => Failed::Unavailable(e.to_string()),
             _ => Failed::Rpc(crate::rpc::INTERNAL_ERROR, e.to_string()),
