@@ -84,6 +84,22 @@ impl Gate {
         self.settings
     }
 
+    /// Step 7, for a stream: one of `who`'s stream leases for `lifetime`
+    /// (`cairn_door::streams`). 429 `too_many_streams` when the subject holds
+    /// them all (`meanwhile` says what to do until one is free), 503 when
+    /// the store cannot say.
+    pub fn stream_lease(&self, who: &Principal, lifetime: std::time::Duration, meanwhile: &str) -> Result<cairn_door::streams::Slots, Response> {
+        use cairn_door::streams::{MAX_STREAMS, Slots};
+        match Slots::claim(&self.cache, &who.tenant, &who.subject, crate::notes::now_us(), lifetime) {
+            Ok(Some(lease)) => Ok(lease),
+            Ok(None) => {
+                let why = format!("you have {MAX_STREAMS} streams open, as many as a subject may: close one, or {meanwhile}");
+                Err(crate::respond::error(429, "too_many_streams", &why).with_header("retry-after", "5"))
+            }
+            Err(e) => Err(crate::respond::error(503, "unavailable", &format!("the stream leases are out of reach: {e}")).with_header("retry-after", "1")),
+        }
+    }
+
     /// Steps 1–2 only (limits, origin), with no store call: for operators'
     /// routes, which keep nothing for anyone.
     pub fn screen_limits(&self, req: &Request) -> Result<(), Response> {

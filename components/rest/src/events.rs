@@ -9,17 +9,13 @@
 //! second while nothing moves, which is also how a client that left is
 //! seen: the stream ends and gives its lease back.
 
-#![allow(clippy::result_large_err, reason = "a refusal is the response itself, answered once")]
-
 use std::time::{Duration, Instant};
 
 use cairn_auth::Principal;
-use cairn_guest::cairn_door::streams::{MAX_STREAMS, Slots};
 use cairn_guest::door::Gate;
 use cairn_guest::http::{Frames, Response};
 use cairn_guest::kv::GuestStore;
 use cairn_guest::notes::{HostEnv, identity};
-use cairn_guest::respond;
 use cairn_notes::rest::{self, Incoming, Query, RestReply};
 use serde_json::{Value, json};
 
@@ -34,13 +30,9 @@ pub(crate) fn open(gate: &Gate, who: &Principal, path: &str, query: Query) -> Re
         Ok(c) => Duration::from_secs(c.feed.stream_seconds),
         Err(e) => return cairn_guest::config::misconfigured(e),
     };
-    let lease = match Slots::claim(gate.cache(), &who.tenant, &who.subject, cairn_guest::notes::now_us(), lifetime) {
-        Ok(Some(lease)) => lease,
-        Ok(None) => {
-            let why = format!("you have {MAX_STREAMS} streams open, as many as a subject may: close one, or poll the changes route meanwhile");
-            return respond::error(429, "too_many_streams", &why).with_header("retry-after", "5");
-        }
-        Err(e) => return respond::error(503, "unavailable", &format!("the stream leases are out of reach: {e}")).with_header("retry-after", "1"),
+    let lease = match gate.stream_lease(who, lifetime, "poll the changes route meanwhile") {
+        Ok(lease) => lease,
+        Err(r) => return r,
     };
     let (frames, response) = Response::streamed();
     let (who, path) = (who.clone(), path.to_string());

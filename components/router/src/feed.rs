@@ -12,9 +12,8 @@
 use cairn_auth::Principal;
 use cairn_guest::door::Gate;
 use cairn_guest::http::{Frames, Response};
-use cairn_guest::kv::GuestStore;
 use cairn_guest::respond;
-use cairn_mcp::feed::{Filter, MAX_STREAMS, Pace, RECONNECT_IDLE, Settings, Sink, Slots, Watcher, listen, priming};
+use cairn_mcp::feed::{Filter, Pace, RECONNECT_IDLE, Settings, Sink, Slots, Watcher, listen, priming};
 use cairn_mcp::subscriptions::Book;
 use serde_json::Value;
 
@@ -50,20 +49,35 @@ fn settings() -> Result<Settings, Response> {
     Ok(Settings { lifetime: std::time::Duration::from_secs(seconds), ..Settings::default() })
 }
 
-/// A lease of `who`'s for a stream of `settings`: 429 when the subject holds
-/// all its leases, 503 when the store cannot say.
-fn lease(gate: &Gate, who: &Principal, settings: &Settings) -> Result<Slots, Response> {
-    match Slots::claim(gate.cache(), &who.tenant, &who.subject, cairn_guest::notes::now_us(), settings.lifetime) {
-        Ok(Some(lease)) => Ok(lease),
-        Ok(None) => {
-            let why = format!("you have {MAX_STREAMS} streams open, as many as a subject may: close one, or listen again when one ends");
-            Err(respond::error(429, "too_many_streams", &why).with_header("retry-after", "5"))
-        }
-        Err(e) => Err(respond::error(503, "unavailable", &format!("the stream leases are out of reach: {e}")).with_header("retry-after", "1")),
-    }
+/// What a stream runs: a listen, or the `GET /mcp` stream begun at
+/// `epoch_us`.
+enum Run {
+    Listen(Value, Filter),
+    Follow(u64),
 }
 
-fn event_stream(response: Response) -> Response {
+/// Answers with a stream that runs `run` as `who` under `lease`: a task of
+/// this instance once the response head is out, on the road to the tools
+/// and its stores; the lease goes back when the stream ends.
+fn spawn(who: &Principal, settings: Settings, lease: Slots, run: Run) -> Response {
+    let (frames, response) = Response::streamed();
+    let who = who.clone();
+    spin_sdk::wasip3::spawn(async move {
+        let mut sink = Stream(frames);
+        let road = crate::road::Road::new();
+        let watcher = Watcher { who: &who, tools: &road, heads: Some(road.notes()) };
+        let pace = HostPace(std::time::Instant::now());
+        match run {
+            Run::Listen(id, filter) => {
+                listen(&id, &filter, &settings, &watcher, &pace, &mut sink).await;
+            }
+            Run::Follow(epoch_us) => {
+                cairn_mcp::feed::follow(&settings, &watcher, road.cache(), epoch_us, &pace, &mut sink).await;
+            }
+        }
+        drop(sink);
+        let _ = lease.release(road.cache());
+    });
     response.with_header("content-type", "text/event-stream").with_header("cache-control", "no-store")
 }
 
@@ -73,22 +87,10 @@ pub(crate) fn open(gate: &Gate, who: &Principal, id: Value, filter: Filter) -> R
         Ok(s) => s,
         Err(r) => return r,
     };
-    let lease = match lease(gate, who, &settings) {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let (frames, response) = Response::streamed();
-    let who = who.clone();
-    spin_sdk::wasip3::spawn(async move {
-        let mut sink = Stream(frames);
-        let road = crate::road::Road::new();
-        let notes = GuestStore::new();
-        let watcher = Watcher { who: &who, tools: &road, heads: Some(&notes) };
-        listen(&id, &filter, &settings, &watcher, &HostPace(std::time::Instant::now()), &mut sink).await;
-        drop(sink);
-        let _ = lease.release(&GuestStore::cache());
-    });
-    event_stream(response)
+    match gate.stream_lease(who, settings.lifetime, "listen again when one ends") {
+        Ok(lease) => spawn(who, settings, lease, Run::Listen(id, filter)),
+        Err(r) => r,
+    }
 }
 
 /// `GET /mcp` for `who`: with no subscriptions, a priming event telling the
@@ -102,25 +104,15 @@ pub(crate) fn follow(gate: &Gate, who: &Principal) -> Response {
     let now_us = cairn_guest::notes::now_us();
     match Book::load(gate.cache(), who, now_us) {
         Ok(book) if book.entries.is_empty() => {
-            return event_stream(Response::new(200, priming(&now_us.to_string(), RECONNECT_IDLE).into_bytes()));
+            return Response::new(200, priming(&now_us.to_string(), RECONNECT_IDLE).into_bytes())
+                .with_header("content-type", "text/event-stream")
+                .with_header("cache-control", "no-store");
         }
         Ok(_) => {}
         Err(e) => return respond::error(503, "unavailable", &format!("the subscriptions are out of reach: {e}")).with_header("retry-after", "1"),
     }
-    let lease = match lease(gate, who, &settings) {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let (frames, response) = Response::streamed();
-    let who = who.clone();
-    spin_sdk::wasip3::spawn(async move {
-        let mut sink = Stream(frames);
-        let road = crate::road::Road::new();
-        let (notes, cache) = (GuestStore::new(), GuestStore::cache());
-        let watcher = Watcher { who: &who, tools: &road, heads: Some(&notes) };
-        cairn_mcp::feed::follow(&settings, &watcher, &cache, now_us, &HostPace(std::time::Instant::now()), &mut sink).await;
-        drop(sink);
-        let _ = lease.release(&cache);
-    });
-    event_stream(response)
+    match gate.stream_lease(who, settings.lifetime, "open the stream again when one ends") {
+        Ok(lease) => spawn(who, settings, lease, Run::Follow(now_us)),
+        Err(r) => r,
+    }
 }

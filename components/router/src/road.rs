@@ -18,6 +18,16 @@ impl Road {
     pub(crate) fn new() -> Road {
         Road { notes: GuestStore::new(), cache: GuestStore::cache() }
     }
+
+    /// The notes store behind the tools.
+    pub(crate) fn notes(&self) -> &GuestStore {
+        &self.notes
+    }
+
+    /// The `cache` store.
+    pub(crate) fn cache(&self) -> &GuestStore {
+        &self.cache
+    }
 }
 
 impl Tools for Road {

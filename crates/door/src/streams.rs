@@ -60,7 +60,10 @@ impl Slots {
             if held {
                 continue;
             }
-            if let Swap::Done = kv.swap(CACHE, &key, read.observed, until_us.to_string().as_bytes())? {
+            // The instant, to the microsecond, is this claim's own: a swap
+            // reported failed that left it there was this claim's.
+            let value = until_us.to_string();
+            if let Swap::Done = cairn_kv::landed(kv.swap(CACHE, &key, read.observed, value.as_bytes())?, value.as_bytes(), kv.vouched()) {
                 return Ok(Some(Slots { key, until_us }));
             }
         }

@@ -272,6 +272,20 @@ pub fn list_prefix_by_listing<S: Store + ?Sized>(s: &S, bucket: &str, prefix: &s
     Ok(keys.into_iter().take_while(|k| k.starts_with(prefix)).collect())
 }
 
+/// A swap's outcome as a writer may take it. On a store Cairn cannot vouch
+/// for (`vouched` false, [`Store::vouched`]), a swap reported failed whose
+/// fresh read holds exactly the bytes it wrote is taken as written: the
+/// record is what this writer made it (Spin's Redis store reports every swap
+/// failed, landed or not). A writer whose bytes another writer could also
+/// have written must not rely on this; one that puts something of its own in
+/// them (an instant, a version) may.
+pub fn landed(out: Swap, value: &[u8], vouched: bool) -> Swap {
+    match out {
+        Swap::Failed(fresh) if !vouched && fresh.value.as_deref() == Some(value) => Swap::Done,
+        other => other,
+    }
+}
+
 /// Check a value against the limits.
 pub fn check_value(value: &[u8]) -> Result<()> {
     if value.len() > MAX_VALUE_BYTES {

@@ -95,7 +95,10 @@ fn update(kv: &dyn Store, who: &Principal, now_us: u64, change: impl Fn(&mut Boo
         let read = kv.read(BUCKET, &key).map_err(busy)?;
         let mut book = read.value.as_deref().map(|v| Book::decode(v, now_us)).unwrap_or_default();
         change(&mut book)?;
-        if let Swap::Done = kv.swap(BUCKET, &key, read.observed, &book.encode(now_us)).map_err(busy)? {
+        // The lapse instant, to the microsecond, makes the bytes this
+        // update's own (see `cairn_kv::landed`).
+        let value = book.encode(now_us);
+        if let Swap::Done = cairn_kv::landed(kv.swap(BUCKET, &key, read.observed, &value).map_err(busy)?, &value, kv.vouched()) {
             return Ok(book);
         }
     }

@@ -153,9 +153,8 @@ impl<'a> TenantKv<'a> {
     /// store Cairn cannot vouch for with a fresh read of exactly `value`
     /// (see [`swap`](Self::swap)); else the fresh read.
     fn landed(&self, out: Swap, value: &[u8]) -> Option<Held> {
-        match out {
+        match cairn_kv::landed(out, value, !self.confirm) {
             Swap::Done => None,
-            Swap::Failed(fresh) if self.confirm && fresh.value.as_deref() == Some(value) => None,
             Swap::Failed(fresh) => Some(fresh.into()),
         }
     }

@@ -391,6 +391,19 @@ mod leases {
     }
 
     #[test]
+    fn on_a_store_that_reports_every_swap_failed_as_spins_redis_does_the_bound_still_holds_exactly() {
+        let (kv, faults) = cairn_kv::faults::Faulty::new(std::sync::Arc::new(MemoryStore::new()));
+        faults.set_vouched(false);
+        faults.report_every_swap_failed(true);
+        let life = Duration::from_secs(20);
+        for i in 0..MAX_STREAMS {
+            let lease = Slots::claim(&kv, "acme", "agent-1", 1_000 + i as u64, life).unwrap();
+            assert!(lease.is_some(), "a landed claim reported failed is still this claim's (lease {i})");
+        }
+        assert_eq!(Slots::claim(&kv, "acme", "agent-1", 2_000, life).unwrap(), None, "and no more than the bound");
+    }
+
+    #[test]
     fn a_lease_whose_host_died_lapses_after_the_stream_lifetime_and_a_margin() {
         let kv = MemoryStore::new();
         let life = Duration::from_secs(20);

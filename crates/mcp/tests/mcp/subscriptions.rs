@@ -137,6 +137,18 @@ fn a_book_lapses_after_its_keep_and_a_stream_keeps_it() {
 }
 
 #[test]
+fn on_a_store_that_reports_every_swap_failed_as_spins_redis_does_a_subscription_is_kept_and_acknowledged() {
+    let core = Core::new();
+    core.faults.set_vouched(false);
+    core.faults.report_every_swap_failed(true);
+    for uri in ["cairn://notes/x", "cairn://notes/y", "cairn://notes/x"] {
+        assert_eq!(subscribe(&core, &agent(), uri)["result"], json!({}), "{uri}");
+    }
+    assert_eq!(ask(&core, &agent(), "resources/unsubscribe", json!({"uri": "cairn://notes/y"}))["result"], json!({}));
+    assert_eq!(Book::load(core.store(), &agent(), core.now_us()).unwrap().uris(), ["cairn://notes/x"]);
+}
+
+#[test]
 fn a_store_out_of_reach_refuses_the_subscription_as_unavailable() {
     let core = Core::new();
     core.faults.set_unavailable(true);

@@ -21,14 +21,10 @@ tool!("merge_note_tab", "Merge a proposal with a note tab's text now", READ_SCOP
 #[serde(deny_unknown_fields)]
 struct Args {
     note_id: String,
-    #[serde(default = "markdown")]
+    #[serde(default = "super::markdown_tab")]
     tab_id: String,
     base_version: u64,
     text: String,
-}
-
-fn markdown() -> String {
-    "markdown".into()
 }
 
 fn description() -> String {

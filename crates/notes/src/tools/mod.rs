@@ -73,6 +73,11 @@ pub static TOOLS: &[&Tool] = &[
     &list_claims::TOOL,
 ];
 
+/// The tab a markdown tool reads when no `tab_id` is sent.
+pub(crate) fn markdown_tab() -> String {
+    "markdown".into()
+}
+
 /// What a tool's handler is given: the caller's view of the store, the clock
 /// and randomness, and who is calling.
 pub(crate) struct Call<'a, 'k> {

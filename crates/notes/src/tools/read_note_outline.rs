@@ -20,7 +20,7 @@ tool!("read_note_outline", "Read a note tab's outline", READ_SCOPE, READ);
 #[serde(deny_unknown_fields)]
 struct Args {
     note_id: String,
-    #[serde(default = "markdown")]
+    #[serde(default = "super::markdown_tab")]
     tab_id: String,
     #[serde(default)]
     start_line: Option<u64>,
@@ -40,10 +40,6 @@ const MAX_FILTER_CHARS: usize = 200;
 /// The most sections one outline read lists: a tab of nothing but headings
 /// (up to half a million of them in 1 MB) is read in pages of this many.
 pub const MAX_OUTLINE_SECTIONS: usize = 500;
-
-fn markdown() -> String {
-    "markdown".into()
-}
 
 fn description() -> String {
     "The outline of a note's markdown tab: every heading with its level, text, a stable section_id, \
