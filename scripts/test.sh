@@ -10,6 +10,15 @@ if command -v rustup >/dev/null 2>&1; then
   rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
   rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 fi
+# Every scratch file of this run (state directories, Redis and Spin working
+# directories, browser profiles: all made under $TMPDIR by Rust, Python,
+# Node and mktemp) lives in one directory, removed when the run ends however
+# it ends; one a killed run left behind is removed by the next.
+rm -rf target/test-tmp
+export TMPDIR="$PWD/target/test-tmp/run-$$"
+mkdir -p "$TMPDIR"
+trap "rm -rf '$PWD/target/test-tmp'" EXIT
+
 # The standard formatter first (seconds): the tree is as rustfmt.toml writes it.
 cargo fmt --check
 
