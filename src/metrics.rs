@@ -111,7 +111,7 @@ impl Family {
     /// Run `f` on the series of `values` (in the order of `self.labels`),
     /// made on first use.
     fn with(&self, values: &[&str], f: impl FnOnce(&Series)) {
-        debug_assert_eq!(values.len(), self.labels.len(), "{}", self.name);
+        assert_eq!(values.len(), self.labels.len(), "{}", self.name);
         KEY.with_borrow_mut(|key| {
             key.clear();
             for (i, v) in values.iter().enumerate() {

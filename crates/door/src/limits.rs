@@ -169,7 +169,7 @@ impl Taken {
             }
         }
         self.bytes += n;
-        debug_assert!(self.budget.used() <= inner.total, "the body budget is never overdrawn");
+        assert!(self.budget.used() <= inner.total, "the body budget is never overdrawn");
         Ok(())
     }
 

@@ -38,7 +38,7 @@ fn hashed(key: &[u8]) -> &[u8] {
 /// The hash slot of a Redis key.
 pub fn slot_of(key: &[u8]) -> u16 {
     let slot = crc16(hashed(key)) % SLOTS as u16;
-    debug_assert!((slot as usize) < SLOTS);
+    assert!((slot as usize) < SLOTS);
     slot
 }
 

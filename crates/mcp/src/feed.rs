@@ -171,7 +171,7 @@ pub async fn look<T: Tools>(filter: &Filter, w: &Watcher<'_, T>) -> Result<Seen,
             Target::Tab(n, t) => Some(Watched::Tab(n, t)),
         })
         .collect();
-    debug_assert_eq!(targets.len(), filter.uris.len(), "a filter holds only URIs that parse");
+    assert_eq!(targets.len(), filter.uris.len(), "a filter holds only URIs that parse");
     let uris = match w.heads {
         // Nothing to read: no call to the store at all.
         _ if targets.is_empty() => Vec::new(),

@@ -69,7 +69,7 @@ impl Book {
     }
 
     fn encode(&self, now_us: u64) -> Vec<u8> {
-        debug_assert!(self.entries.len() <= MAX_SUBSCRIPTIONS, "a book holds at most {MAX_SUBSCRIPTIONS} URIs");
+        assert!(self.entries.len() <= MAX_SUBSCRIPTIONS, "a book holds at most {MAX_SUBSCRIPTIONS} URIs");
         let json = serde_json::to_string(&self.entries).unwrap_or_else(|_| "[]".into());
         format!("{}\n{json}", now_us + KEEP.as_micros() as u64).into_bytes()
     }

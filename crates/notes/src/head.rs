@@ -268,7 +268,8 @@ impl Base {
     /// look alike to a store comparing values; a version that jumps or goes
     /// back has no history entry; an id or a blob generation handed out
     /// twice mixes up tabs, claims, attachments or content), so those are
-    /// checked in every build. The bounds are checked in debug builds.
+    /// checked in every build, as are the bounds (a few comparisons beside
+    /// the head's encoding).
     fn check(&self, head: &Head, encoded: usize, marker: Option<&str>) {
         assert_eq!(head.rev, self.rev + 1, "a commit moves the head's rev by exactly one");
         let moved = head.version != self.version;
@@ -283,12 +284,12 @@ impl Base {
         // A write adds its own idempotency record and history entry and moves
         // older ones out of the head (`write::IDEM_IN_HEAD`, `HISTORY_IN_HEAD`);
         // no other commit adds either.
-        debug_assert!(head.idem.len() <= self.idem + usize::from(moved), "a commit adds at most its own idempotency record");
-        debug_assert!(head.history.len() <= self.history + usize::from(moved), "a commit adds at most its own history entry");
-        debug_assert!(head.ended.len() <= ENDED_KEPT, "at most {ENDED_KEPT} ended claims");
-        debug_assert!(head.commits.len() <= MARKERS_KEPT, "at most {MARKERS_KEPT} commit markers");
-        debug_assert!(marker.is_none_or(|m| head.commits.last().is_some_and(|c| c == m)), "a commit that confirms itself carries its marker");
-        debug_assert!(encoded <= cairn_kv::MAX_VALUE_BYTES, "the head fits the store's value limit");
+        assert!(head.idem.len() <= self.idem + usize::from(moved), "a commit adds at most its own idempotency record");
+        assert!(head.history.len() <= self.history + usize::from(moved), "a commit adds at most its own history entry");
+        assert!(head.ended.len() <= ENDED_KEPT, "at most {ENDED_KEPT} ended claims");
+        assert!(head.commits.len() <= MARKERS_KEPT, "at most {MARKERS_KEPT} commit markers");
+        assert!(marker.is_none_or(|m| head.commits.last().is_some_and(|c| c == m)), "a commit that confirms itself carries its marker");
+        assert!(encoded <= cairn_kv::MAX_VALUE_BYTES, "the head fits the store's value limit");
     }
 }
 

@@ -195,7 +195,7 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
     let Some(raw) = kv.get(&keys::note(note_id))? else {
         return Ok(HistorySweep::default());
     };
-    let before: Head = decode("note head", &raw)?;
+    let before = Head::decode(&raw)?;
     let old_floor = before.history_floor.max(1);
     // Entries from the old floor up, oldest first (spilled ones, then the
     // head's own), as far as they are droppable: the new floor is the first

@@ -1,8 +1,9 @@
 //! Stored records (the note head, its tabs, idempotency and history records, attachment
 //! metadata) and small helpers: hashing, canonical JSON, ids, timestamps.
 //!
-//! [`Head::decode`] asserts (debug builds) the structure every commit keeps: tab ids, claim
-//! ids and idempotency keys unique; history in rising versions up to the note's version.
+//! [`Head::decode`] checks, in every build, the structure every commit keeps: tab ids, claim
+//! ids and idempotency keys unique; history in rising versions up to the note's version;
+//! agents' visibility not in the future. Every head is read through it.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -244,20 +245,28 @@ pub(crate) struct Head {
 }
 
 impl Head {
-    /// Decodes a stored head. Debug builds also check its structure (see the module docs):
-    /// each rule holds for every head a commit writes, so a violation is a bug in a writer.
+    /// Decodes a stored head and checks the structure every commit keeps
+    /// (see the module docs), in every build: a head that breaks a rule was
+    /// not written by a commit (a writer's bug or a damaged store), and is
+    /// refused as `corrupt_record` naming the rule instead of being acted on.
     pub fn decode(bytes: &[u8]) -> Result<Head, Failure> {
         let head: Head = decode("note head", bytes)?;
-        debug_assert!(unique(head.tabs.iter().map(|t| t.id.as_str())), "tab ids repeat in note {}", head.note_id);
-        debug_assert!(unique(head.claims.iter().map(|c| c.claim_id.as_str())), "claim ids repeat in note {}", head.note_id);
-        debug_assert!(unique(head.idem.iter().map(|r| r.key.as_str())), "idempotency keys repeat in note {}", head.note_id);
-        debug_assert!(
-            head.history.windows(2).all(|w| w[0].version < w[1].version) && head.history.last().is_none_or(|e| e.version <= head.version),
-            "the history of note {} is out of order or past its version {}",
-            head.note_id,
-            head.version
-        );
-        debug_assert!(head.agents_since.is_none_or(|v| v <= head.version), "note {} is visible to agents from a future version", head.note_id);
+        let broken = |rule: &str| Err(Failure::Corrupt(format!("note head {}: {rule}", head.note_id)));
+        if !unique(head.tabs.iter().map(|t| t.id.as_str())) {
+            return broken("tab ids repeat");
+        }
+        if !unique(head.claims.iter().map(|c| c.claim_id.as_str())) {
+            return broken("claim ids repeat");
+        }
+        if !unique(head.idem.iter().map(|r| r.key.as_str())) {
+            return broken("idempotency keys repeat");
+        }
+        if !head.history.windows(2).all(|w| w[0].version < w[1].version) || head.history.last().is_some_and(|e| e.version > head.version) {
+            return broken("history out of order or past the note's version");
+        }
+        if head.agents_since.is_some_and(|v| v > head.version) {
+            return broken("visible to agents from a future version");
+        }
         Ok(head)
     }
 
@@ -420,7 +429,7 @@ pub(crate) fn new_note_id(env: &mut dyn Env) -> String {
     random[..8].copy_from_slice(&env.random_u64().to_le_bytes());
     random[8..].copy_from_slice(&env.random_u64().to_le_bytes()[..2]);
     let id = uuid::Builder::from_unix_timestamp_millis(ms, &random).into_uuid();
-    debug_assert_eq!(id.get_version_num(), 7);
+    assert_eq!(id.get_version_num(), 7);
     format!("note-{}", id.hyphenated())
 }
 

@@ -53,7 +53,7 @@ impl Charge {
     /// (the charge taken back) when it would pass `quota`. `version`: the
     /// note's version the refusal names.
     pub fn take(&self, kv: &TenantKv, quota: u64, bytes: u64, version: u64) -> Out<()> {
-        debug_assert_eq!(self.0.get(), 0, "an attempt charges once, after the last one was refunded");
+        assert_eq!(self.0.get(), 0, "an attempt charges once, after the last one was refunded");
         let delta = i64::try_from(bytes).unwrap_or(i64::MAX);
         let mut total = kv.increment(keys::USAGE_BYTES, delta)?;
         if total == delta {

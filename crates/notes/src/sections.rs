@@ -196,7 +196,7 @@ pub(crate) fn window(text: &str, start_line: usize, max_lines: Option<usize>, ca
     }
     // An empty window past the end ends before it starts, and nothing follows.
     let next = (end < total).then_some(end + 1);
-    debug_assert!(end + 1 >= first && (end <= total || end + 1 == first));
+    assert!(end + 1 >= first && (end <= total || end + 1 == first));
     Window { text: out, start_line: first, end_line: end, total_lines: total, next, truncated }
 }
 

@@ -48,7 +48,7 @@ pub fn stamps(store: &dyn Store, who: &Identity, watched: &[Watched<'_>]) -> Res
     notes.sort_unstable();
     notes.dedup();
     let heads = kv.get_many(&notes.iter().map(|n| keys::note(n)).collect::<Vec<_>>())?;
-    debug_assert_eq!(heads.len(), notes.len(), "a batched read answers every key");
+    assert_eq!(heads.len(), notes.len(), "a batched read answers every key");
     let mut seen = Vec::with_capacity(notes.len());
     for bytes in &heads {
         seen.push(match bytes {

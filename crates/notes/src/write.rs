@@ -371,7 +371,7 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
         head.agents_since = Some(head.version);
     }
     head.version += 1;
-    debug_assert!(!head.approved_for_agents || head.agents_since.is_some_and(|v| v <= head.version), "an approved note records since when");
+    assert!(!head.approved_for_agents || head.agents_since.is_some_and(|v| v <= head.version), "an approved note records since when");
     head.updated_at = now;
     head.updated_by = by.clone();
     let mut result = change.result;

@@ -30,7 +30,7 @@ use crate::env::Env;
 use crate::head::{Decision, Limit, Reader, transact};
 use crate::keys;
 use crate::kv::{Held, TenantKv};
-use crate::model::{Head, decode, nonce};
+use crate::model::{Head, nonce};
 use crate::refusal::{Fail, Failure, Out};
 
 use super::doc::{Doc, DocTab};
@@ -133,7 +133,7 @@ enum Plan {
 /// The plan for one note, from its head (`raw`) and its record as read.
 fn plan(kv: &TenantKv, tok: &mut Tokenizer, note: &str, raw: Option<Vec<u8>>, held: Held, now: u64) -> Out<Plan> {
     let Some(raw) = raw else { return Ok(Plan::Unlanded) };
-    let head: Head = decode("note head", &raw)?;
+    let head = Head::decode(&raw)?;
     let doc = held.value.as_deref().map(Doc::decode).transpose()?;
     let covered = doc.as_ref().filter(|d| d.applying_since == 0).map_or(0, |d| d.rev);
     if covered >= head.rev {

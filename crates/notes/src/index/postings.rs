@@ -27,7 +27,7 @@ pub(crate) const AGENTS: u8 = 0x80;
 
 /// A `tf` byte: the count class, and the agents bit when `agents`.
 pub(crate) fn tf_byte(class: u8, agents: bool) -> u8 {
-    debug_assert!(class & AGENTS == 0, "count classes stay below the agents bit");
+    assert!(class & AGENTS == 0, "count classes stay below the agents bit");
     if agents { class | AGENTS } else { class }
 }
 

@@ -19,7 +19,7 @@ use crate::index::tokens::Tokenizer;
 use crate::index::{Terms, dict, merge as merging, postings, tab_terms};
 use crate::keys;
 use crate::kv::TenantKv;
-use crate::model::{Head, decode};
+use crate::model::Head;
 use crate::note_index::index_slice;
 use crate::refusal::{Fail, Failure, Out};
 
@@ -76,7 +76,7 @@ fn committed(kv: &TenantKv, report: &mut IndexReport) -> Result<Committed, Failu
         pos += ids.len();
         for id in ids {
             let Some(raw) = kv.get(&keys::note(&id))? else { continue };
-            let head: Head = decode("note head", &raw)?;
+            let head = Head::decode(&raw)?;
             report.notes += 1;
             let mut tabs = BTreeMap::new();
             for tab in &head.tabs {

@@ -29,6 +29,7 @@ mod content_hash;
 mod fuzz_arguments;
 mod fuzz_sheets;
 mod fuzz_urls;
+mod head_checks;
 mod history;
 mod history_sweep;
 mod idempotency;
