@@ -3,8 +3,10 @@
 //! argument types more than one tool takes (slides, version scope, claim ids).
 //! Every failure is an `invalid_argument` (or `too_large`) refusal naming the
 //! field. Each tool's own argument struct lives in its file under
-//! [`crate::tools`], next to the JSON Schema that states the same rules; the
-//! `schema_agreement` test keeps the two in step.
+//! [`crate::tools`], next to the JSON Schema that states the same rules
+//! (derived from the types where a tool has operations, as
+//! `edit_note_tab`'s are: [`crate::schema::derived`]); the
+//! `schema_agreement` test checks the two against real calls.
 
 use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};

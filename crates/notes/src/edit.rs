@@ -45,39 +45,7 @@ impl Operation {
             Operation::ReplaceSection => "replace_section",
         }
     }
-
-    /// The operation fields this operation requires, then those it also allows.
-    pub fn fields(self) -> (&'static [&'static str], &'static [&'static str]) {
-        match self {
-            Operation::ReplaceText => (&["text"], &[]),
-            Operation::AppendText => (&["text"], &[]),
-            Operation::ReplaceInText => (&["old_text", "new_text"], &[]),
-            Operation::ReplaceTabData => (&["data"], &[]),
-            Operation::SlideAdd => (&["title"], &["body", "notes"]),
-            Operation::SlidesAddOutline => (&["slides"], &[]),
-            Operation::SheetSetRange => (&["sheet_id", "start_row", "start_col", "values"], &[]),
-            Operation::ReplaceSection => (&["section_id", "expected_section_hash", "text"], &[]),
-        }
-    }
 }
-
-/// Every operation field of `edit_note_tab`.
-pub(crate) const OPERATION_FIELDS: [&str; 14] = [
-    "text",
-    "old_text",
-    "new_text",
-    "data",
-    "title",
-    "body",
-    "notes",
-    "slides",
-    "sheet_id",
-    "start_row",
-    "start_col",
-    "values",
-    "section_id",
-    "expected_section_hash",
-];
 
 /// A change to one tab's content.
 pub(crate) enum Edit {

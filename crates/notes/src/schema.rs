@@ -13,6 +13,16 @@ pub(crate) fn object(required: &[&str], properties: Value) -> Value {
     json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
 }
 
+/// The JSON Schema schemars derives for `T`, every subschema inline (a
+/// tool's schema is read by agents, who do not follow `$ref`s).
+pub(crate) fn derived<T: schemars::JsonSchema>() -> Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    settings.into_generator().into_root_schema_for::<T>().to_value()
+}
+
 /// An exact id from a listing.
 pub(crate) fn id(desc: &str) -> Value {
     json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "description": desc})

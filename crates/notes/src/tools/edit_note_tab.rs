@@ -1,16 +1,18 @@
 //! `edit_note_tab`: change one tab, named by its exact id, conditionally on the
 //! version the caller read, once per idempotency key.
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{Call, KEY_RULE, ON_CONFLICT, REPLACES, WRITE_SCOPE};
 use crate::args::{
-    MAX_CELL_CHARS, MAX_COLS, MAX_ROWS, MAX_SET_ROWS, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, SlideIn, VersionScope, check_cells, check_chars, check_hash,
-    check_id, check_key, check_outline, check_range, parse,
+    MAX_CELL_CHARS, MAX_COLS, MAX_ROWS, MAX_SECTION_ID_BYTES, MAX_SET_ROWS, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, SlideIn, VersionScope, check_cells,
+    check_chars, check_hash, check_id, check_key, check_outline, check_range, parse_object,
 };
 use crate::content::MAX_DOC_BYTES;
-use crate::edit::{Edit, OPERATION_FIELDS, Operation, Patch, edit_tab_with};
+use crate::edit::{Edit, Operation, Patch, edit_tab_with};
 use crate::model::sha_hex;
 use crate::refusal::{Out, Refusal};
 use crate::schema::{id, key, note_id, object, outline};
@@ -18,6 +20,8 @@ use crate::write::{Fingerprint, WriteSpec, fingerprint};
 
 tool!("edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
 
+/// The fields every operation takes: the note, the tab, the version read,
+/// the key, and how the version is compared.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Args {
@@ -30,104 +34,298 @@ struct Args {
     version_scope: Option<VersionScope>,
     #[serde(default, deserialize_with = "crate::args::present")]
     base_content_hash: Option<String>,
-    #[serde(default, deserialize_with = "crate::args::present")]
-    text: Option<String>,
-    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
-    old_text: Option<String>,
-    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
-    new_text: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     rebase: bool,
-    #[serde(default, deserialize_with = "crate::args::present")]
-    data: Option<Map<String, Value>>,
-    #[serde(default, deserialize_with = "crate::args::present")]
-    title: Option<String>,
-    #[serde(default, deserialize_with = "crate::args::present")]
-    body: Option<String>,
-    #[serde(default, deserialize_with = "crate::args::present")]
-    notes: Option<String>,
-    #[serde(default, deserialize_with = "crate::args::present")]
-    slides: Option<Vec<SlideIn>>,
-    #[serde(default, deserialize_with = "crate::args::present")]
-    sheet_id: Option<String>,
-    #[serde(default, deserialize_with = "crate::args::present")]
-    start_row: Option<u64>,
-    #[serde(default, deserialize_with = "crate::args::present")]
-    start_col: Option<u64>,
-    #[serde(default, deserialize_with = "crate::args::present")]
-    values: Option<Vec<Vec<Value>>>,
-    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
-    section_id: Option<String>,
-    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
-    expected_section_hash: Option<String>,
 }
 
-impl Args {
-    fn has(&self, field: &str) -> bool {
-        match field {
-            "text" => self.text.is_some(),
-            "old_text" => self.old_text.is_some(),
-            "new_text" => self.new_text.is_some(),
-            "data" => self.data.is_some(),
-            "title" => self.title.is_some(),
-            "body" => self.body.is_some(),
-            "notes" => self.notes.is_some(),
-            "slides" => self.slides.is_some(),
-            "sheet_id" => self.sheet_id.is_some(),
-            "start_row" => self.start_row.is_some(),
-            "start_col" => self.start_col.is_some(),
-            "values" => self.values.is_some(),
-            "section_id" => self.section_id.is_some(),
-            "expected_section_hash" => self.expected_section_hash.is_some(),
-            _ => false,
+/// What one call changes: `operation` names the variant, and each variant
+/// takes its own fields and no other's. The published schema's operation
+/// fields, its `operation` enum and its `allOf` rules are all derived from
+/// this type ([`operation_schemas`]); the parser takes the same fields
+/// ([`Change::parse`]).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(tag = "operation", rename_all = "snake_case")]
+enum Change {
+    ReplaceText(WholeText),
+    AppendText(AddedText),
+    ReplaceInText(Snippet),
+    ReplaceSection(Section),
+    ReplaceTabData(TabData),
+    SlideAdd(OneSlide),
+    SlidesAddOutline(Outline),
+    SheetSetRange(Range),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WholeText {
+    /// the whole new text of the markdown tab (at most 1,000,000 bytes)
+    #[schemars(length(max = MAX_DOC_BYTES))]
+    text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AddedText {
+    /// the text to add at the end
+    #[schemars(length(max = MAX_DOC_BYTES))]
+    text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Snippet {
+    /// the exact text to replace; it must occur exactly once in the tab
+    #[schemars(length(min = 1, max = MAX_DOC_BYTES))]
+    old_text: String,
+    /// the text that replaces old_text
+    #[schemars(length(max = MAX_DOC_BYTES))]
+    new_text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Section {
+    /// the section to replace (a section_id from read_note_outline)
+    #[schemars(length(min = 1, max = MAX_SECTION_ID_BYTES))]
+    section_id: String,
+    /// the section_hash you read; the edit is refused if the section changed since
+    #[schemars(pattern(r"^[0-9a-f]{64}$"))]
+    expected_section_hash: String,
+    /// the whole new section, heading included
+    #[schemars(length(max = MAX_DOC_BYTES))]
+    text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TabData {
+    /// the whole content. Slides: {"slides": [{title, body?, notes?}]}. Sheet: {"sheets": [{sheet_id? (existing), name?, values: rows of cells}]}; sheets not listed are removed
+    data: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct OneSlide {
+    /// slide title
+    #[schemars(length(max = MAX_SLIDE_TITLE_CHARS))]
+    title: String,
+    /// slide body
+    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(max = MAX_SLIDE_TEXT_CHARS))]
+    body: Option<String>,
+    /// speaker notes
+    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(max = MAX_SLIDE_TEXT_CHARS))]
+    notes: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Outline {
+    /// slides to append, each only title, body, notes
+    #[schemars(schema_with = "outline_schema")]
+    slides: Vec<SlideIn>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Range {
+    /// the sheet of the tab (from read_note_tab)
+    #[schemars(pattern(r"^[A-Za-z0-9_-]{1,64}$"))]
+    sheet_id: String,
+    /// first row, zero-based
+    #[schemars(range(max = MAX_ROWS - 1))]
+    start_row: u64,
+    /// first column, zero-based
+    #[schemars(range(max = MAX_COLS - 1))]
+    start_col: u64,
+    /// rows of cells; null clears a cell
+    #[schemars(schema_with = "cells_schema")]
+    values: Vec<Vec<Value>>,
+}
+
+/// `slides`: the shared outline schema (its description is the field's own).
+fn outline_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut s = outline();
+    s.as_object_mut().expect("an object schema").remove("description");
+    s.try_into().expect("an object schema")
+}
+
+/// `values`: rows of scalar cells, bounded as a sheet is.
+fn cells_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array", "minItems": 1, "maxItems": MAX_SET_ROWS,
+        "items": {"type": "array", "maxItems": MAX_COLS,
+            "items": {"type": ["string", "number", "boolean", "null"], "maxLength": MAX_CELL_CHARS}},
+    })
+}
+
+impl Change {
+    /// The operation's own fields, `fields` (every argument that is a field
+    /// of some operation), as the variant `op` names: a field the operation
+    /// requires and that is missing, or one that belongs to another
+    /// operation, is refused naming the field and the operation.
+    fn parse(op: Operation, fields: Map<String, Value>) -> Result<Change, Refusal> {
+        Ok(match op {
+            Operation::ReplaceText => Change::ReplaceText(variant(op, fields)?),
+            Operation::AppendText => Change::AppendText(variant(op, fields)?),
+            Operation::ReplaceInText => Change::ReplaceInText(variant(op, fields)?),
+            Operation::ReplaceSection => Change::ReplaceSection(variant(op, fields)?),
+            Operation::ReplaceTabData => Change::ReplaceTabData(variant(op, fields)?),
+            Operation::SlideAdd => Change::SlideAdd(variant(op, fields)?),
+            Operation::SlidesAddOutline => Change::SlidesAddOutline(variant(op, fields)?),
+            Operation::SheetSetRange => Change::SheetSetRange(variant(op, fields)?),
+        })
+    }
+
+    /// Checks what the types cannot say: sizes, ids, hashes, bounds.
+    fn check(&self) -> Result<(), Refusal> {
+        let text_size = |field: &str, t: &str| {
+            if t.len() > MAX_DOC_BYTES {
+                return Err(Refusal::too_large(field, format!("{field} of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", t.len())));
+            }
+            Ok(())
+        };
+        match self {
+            Change::ReplaceText(WholeText { text }) | Change::AppendText(AddedText { text }) => text_size("text", text),
+            Change::ReplaceInText(Snippet { old_text, new_text }) => {
+                if old_text.is_empty() {
+                    return Err(Refusal::invalid("old_text", "old_text must not be empty: name the exact text to replace"));
+                }
+                if old_text.len() > MAX_DOC_BYTES {
+                    return Err(Refusal::too_large(
+                        "old_text",
+                        format!("old_text of {} bytes exceeds the tab size limit of {MAX_DOC_BYTES} bytes", old_text.len()),
+                    ));
+                }
+                text_size("new_text", new_text)
+            }
+            Change::ReplaceSection(Section { section_id, expected_section_hash, text }) => {
+                text_size("text", text)?;
+                crate::args::check_section_id(Some(section_id))?;
+                check_hash("expected_section_hash", expected_section_hash)
+            }
+            Change::ReplaceTabData(_) => Ok(()),
+            Change::SlideAdd(slide) => check_slide_fields(slide),
+            Change::SlidesAddOutline(Outline { slides }) => check_outline(slides),
+            Change::SheetSetRange(Range { sheet_id, start_row, start_col, values }) => {
+                check_id("sheet_id", sheet_id)?;
+                check_range("start_row", *start_row, 0, MAX_ROWS - 1)?;
+                check_range("start_col", *start_col, 0, MAX_COLS - 1)?;
+                if values.is_empty() {
+                    return Err(Refusal::invalid("values", "values must hold at least one row"));
+                }
+                check_cells("values", values, MAX_SET_ROWS)
+            }
         }
     }
 
+    /// The change as the core applies it; `base`: the version a patch was
+    /// based on, when it may apply over later changes.
+    fn into_edit(self, base: Option<u64>, text_hash: Option<String>) -> Edit {
+        match self {
+            Change::ReplaceText(WholeText { text }) => Edit::Text(text, text_hash.unwrap_or_else(|| sha_hex(b""))),
+            Change::AppendText(AddedText { text }) => Edit::Patch(Patch::Append(text), base),
+            Change::ReplaceInText(Snippet { old_text, new_text }) => Edit::Patch(Patch::Replace { old: old_text, new: new_text }, base),
+            Change::ReplaceSection(Section { section_id, expected_section_hash, text }) => {
+                Edit::Patch(Patch::Section { id: section_id, hash: expected_section_hash, text }, base)
+            }
+            Change::ReplaceTabData(TabData { data }) => Edit::Data(data),
+            Change::SlideAdd(OneSlide { title, body, notes }) => Edit::SlideAdd(SlideIn { title, body, notes }),
+            Change::SlidesAddOutline(Outline { slides }) => Edit::Outline(slides),
+            Change::SheetSetRange(Range { sheet_id, start_row, start_col, values }) => Edit::SetRange { sheet_id, row: start_row, col: start_col, values },
+        }
+    }
+}
+
+fn check_slide_fields(s: &OneSlide) -> Result<(), Refusal> {
+    check_chars("title", &s.title, 0, MAX_SLIDE_TITLE_CHARS)?;
+    if let Some(b) = &s.body {
+        check_chars("body", b, 0, MAX_SLIDE_TEXT_CHARS)?;
+    }
+    if let Some(n) = &s.notes {
+        check_chars("notes", n, 0, MAX_SLIDE_TEXT_CHARS)?;
+    }
+    Ok(())
+}
+
+/// The fields of the variant `op` names, from `fields`: required ones
+/// missing first, then fields of other operations, then their types.
+fn variant<T: DeserializeOwned>(op: Operation, fields: Map<String, Value>) -> Result<T, Refusal> {
+    let schema = operation_schemas().iter().find(|s| s.operation == op).expect("every operation has a derived schema");
+    if let Some(f) = schema.required.iter().find(|f| !fields.contains_key(f.as_str())) {
+        return Err(Refusal::invalid(f, format!("{f} is required by operation {}", op.as_str())));
+    }
+    if let Some(f) = fields.keys().find(|f| !schema.properties.contains_key(f.as_str())) {
+        return Err(Refusal::invalid(f, format!("{f} is not used by operation {}", op.as_str())));
+    }
+    parse_object(fields, "")
+}
+
+/// One operation's schema, derived from its variant of [`Change`].
+struct OperationSchema {
+    operation: Operation,
+    required: Vec<String>,
+    properties: Map<String, Value>,
+}
+
+/// Every operation's schema, in [`Change`]'s order (the published order):
+/// derived once per process (per instance, in a component).
+fn operation_schemas() -> &'static [OperationSchema] {
+    static SCHEMAS: std::sync::OnceLock<Vec<OperationSchema>> = std::sync::OnceLock::new();
+    SCHEMAS.get_or_init(derive_operation_schemas)
+}
+
+fn derive_operation_schemas() -> Vec<OperationSchema> {
+    let derived = crate::schema::derived::<Change>();
+    let variants = derived["oneOf"].as_array().expect("a tagged enum derives oneOf");
+    variants
+        .iter()
+        .map(|v| {
+            let mut properties = v["properties"].as_object().cloned().unwrap_or_default();
+            let name = properties.remove("operation").and_then(|o| o["const"].as_str().map(str::to_owned)).expect("each variant names its operation");
+            let operation: Operation = serde_json::from_value(Value::String(name)).expect("the variant names an Operation");
+            let required = v["required"].as_array().into_iter().flatten().filter_map(Value::as_str).filter(|f| *f != "operation").map(str::to_owned).collect();
+            OperationSchema { operation, required, properties }
+        })
+        .collect()
+}
+
+/// Arguments by name.
+type Fields = Map<String, Value>;
+
+/// Splits the arguments: the rest, and the fields of some operation.
+fn split(args: Value) -> Result<(Fields, Fields), Refusal> {
+    let mut rest = match args {
+        Value::Null => Map::new(),
+        Value::Object(m) => m,
+        _ => return Err(Refusal::invalid("arguments", "arguments must be a JSON object")),
+    };
+    let mut fields = Map::new();
+    for s in operation_schemas() {
+        for f in s.properties.keys() {
+            if let Some(v) = rest.remove(f) {
+                fields.insert(f.clone(), v);
+            }
+        }
+    }
+    Ok((rest, fields))
+}
+
+impl Args {
     fn scope(&self) -> VersionScope {
         self.version_scope.unwrap_or_default()
     }
 
-    fn check(&self) -> Result<(), Refusal> {
+    fn check(&self, change: &Change) -> Result<(), Refusal> {
         check_id("note_id", &self.note_id)?;
         check_id("tab_id", &self.tab_id)?;
         check_key(&self.idempotency_key)?;
         if let Some(h) = &self.base_content_hash {
             check_hash("base_content_hash", h)?;
         }
-        let op = self.operation.as_str();
-        let (required, optional) = self.operation.fields();
-        for f in required {
-            if !self.has(f) {
-                return Err(Refusal::invalid(f, format!("{f} is required by operation {op}")));
-            }
-        }
-        for f in OPERATION_FIELDS {
-            if self.has(f) && !required.contains(&f) && !optional.contains(&f) {
-                return Err(Refusal::invalid(f, format!("{f} is not used by operation {op}")));
-            }
-        }
-        if let Some(t) = &self.text
-            && t.len() > MAX_DOC_BYTES
-        {
-            return Err(Refusal::too_large("text", format!("text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", t.len())));
-        }
-        if let Some(t) = &self.old_text {
-            if t.is_empty() {
-                return Err(Refusal::invalid("old_text", "old_text must not be empty: name the exact text to replace"));
-            }
-            if t.len() > MAX_DOC_BYTES {
-                return Err(Refusal::too_large("old_text", format!("old_text of {} bytes exceeds the tab size limit of {MAX_DOC_BYTES} bytes", t.len())));
-            }
-        }
-        if let Some(t) = &self.new_text
-            && t.len() > MAX_DOC_BYTES
-        {
-            return Err(Refusal::too_large("new_text", format!("new_text of {} bytes exceeds the limit of {MAX_DOC_BYTES} bytes", t.len())));
-        }
-        crate::args::check_section_id(self.section_id.as_deref())?;
-        if let Some(h) = &self.expected_section_hash {
-            check_hash("expected_section_hash", h)?;
-        }
+        change.check()?;
         if self.operation == Operation::ReplaceSection {
             if self.version_scope == Some(VersionScope::Tab) {
                 return Err(Refusal::invalid(
@@ -142,46 +340,24 @@ impl Args {
                 ));
             }
         }
-        if self.rebase {
-            if !matches!(self.operation, Operation::AppendText | Operation::ReplaceInText | Operation::ReplaceSection) {
-                return Err(Refusal::invalid("rebase", format!("rebase applies to append_text and replace_in_text, not {op}")));
-            }
-            if self.version_scope == Some(VersionScope::Tab) {
-                return Err(Refusal::invalid("rebase", "rebase works on note versions: leave version_scope out (or note)"));
-            }
-            if self.base_content_hash.is_some() {
-                return Err(Refusal::invalid(
-                    "rebase",
-                    "base_content_hash asks for the exact content you read; rebase asks to apply over later changes: send one or the other",
-                ));
-            }
+        self.check_rebase()
+    }
+
+    fn check_rebase(&self) -> Result<(), Refusal> {
+        if !self.rebase {
+            return Ok(());
         }
-        if let Some(t) = &self.title {
-            check_chars("title", t, 0, MAX_SLIDE_TITLE_CHARS)?;
+        if !matches!(self.operation, Operation::AppendText | Operation::ReplaceInText | Operation::ReplaceSection) {
+            return Err(Refusal::invalid("rebase", format!("rebase applies to append_text and replace_in_text, not {}", self.operation.as_str())));
         }
-        if let Some(b) = &self.body {
-            check_chars("body", b, 0, MAX_SLIDE_TEXT_CHARS)?;
+        if self.version_scope == Some(VersionScope::Tab) {
+            return Err(Refusal::invalid("rebase", "rebase works on note versions: leave version_scope out (or note)"));
         }
-        if let Some(n) = &self.notes {
-            check_chars("notes", n, 0, MAX_SLIDE_TEXT_CHARS)?;
-        }
-        if let Some(s) = &self.slides {
-            check_outline(s)?;
-        }
-        if let Some(s) = &self.sheet_id {
-            check_id("sheet_id", s)?;
-        }
-        if let Some(r) = self.start_row {
-            check_range("start_row", r, 0, MAX_ROWS - 1)?;
-        }
-        if let Some(c) = self.start_col {
-            check_range("start_col", c, 0, MAX_COLS - 1)?;
-        }
-        if let Some(v) = &self.values {
-            if v.is_empty() {
-                return Err(Refusal::invalid("values", "values must hold at least one row"));
-            }
-            check_cells("values", v, MAX_SET_ROWS)?;
+        if self.base_content_hash.is_some() {
+            return Err(Refusal::invalid(
+                "rebase",
+                "base_content_hash asks for the exact content you read; rebase asks to apply over later changes: send one or the other",
+            ));
         }
         Ok(())
     }
@@ -209,67 +385,55 @@ fn description() -> String {
     )
 }
 
-/// Every operation, in the order the schemas list them.
-const OPERATIONS: [Operation; 8] = [
-    Operation::ReplaceText,
-    Operation::AppendText,
-    Operation::ReplaceInText,
-    Operation::ReplaceSection,
-    Operation::ReplaceTabData,
-    Operation::SlideAdd,
-    Operation::SlidesAddOutline,
-    Operation::SheetSetRange,
-];
-
-/// `edit_note_tab`: each operation requires its fields and forbids the others'.
+/// `edit_note_tab`: the fields every operation takes, then each operation's
+/// own fields, derived from [`Change`]: the `operation` enum, every
+/// operation field (described per operation), and one `allOf` rule per
+/// operation requiring its fields and forbidding the others'.
 fn input_schema() -> Value {
-    let ops = OPERATIONS;
+    let ops = operation_schemas();
+    let mut properties = Map::new();
+    let mut described: Map<String, Value> = Map::new();
+    for s in ops {
+        for (name, field) in &s.properties {
+            let mut field = field.clone();
+            let desc = field.as_object_mut().and_then(|f| f.remove("description"));
+            let line = format!("{}: {}", s.operation.as_str(), desc.as_ref().and_then(Value::as_str).unwrap_or_default());
+            match described.get_mut(name) {
+                Some(Value::String(d)) => *d = format!("{d}; {line}"),
+                _ => {
+                    properties.insert(name.clone(), field);
+                    described.insert(name.clone(), Value::String(line));
+                }
+            }
+        }
+    }
+    for (name, desc) in described {
+        properties[&name]["description"] = Value::String(format!("{}.", desc.as_str().unwrap_or_default()));
+    }
     let rules: Vec<Value> = ops
         .iter()
-        .map(|op| {
-            let (required, optional) = op.fields();
-            let forbidden: Vec<Value> =
-                OPERATION_FIELDS.iter().filter(|f| !required.contains(f) && !optional.contains(f)).map(|f| json!({"required": [f]})).collect();
+        .map(|s| {
+            let forbidden: Vec<Value> = properties.keys().filter(|f| !s.properties.contains_key(*f)).map(|f| json!({"required": [f]})).collect();
             json!({
-                "if": {"properties": {"operation": {"const": op.as_str()}}, "required": ["operation"]},
-                "then": {"required": required, "not": {"anyOf": forbidden}},
+                "if": {"properties": {"operation": {"const": s.operation.as_str()}}, "required": ["operation"]},
+                "then": {"required": s.required, "not": {"anyOf": forbidden}},
             })
         })
         .collect();
-    let mut schema = object(
-        &["note_id", "tab_id", "expected_version", "idempotency_key", "operation"],
-        json!({
-            "note_id": note_id(),
-            "tab_id": id("Exact tab ID from list_note_tabs or read_note_tab (never a type or a label)."),
-            "expected_version": crate::version::schema("The version you read, as the read gave it (a number, or a \"<n>:part\" token from a read that returned part of the tab): the note's version, or the tab's with version_scope tab. replace_text and replace_tab_data need a version from a read of the whole tab."),
-            "idempotency_key": key("Names this one change on this one base version; a new key for every new attempt after a conflict."),
-            "operation": {"type": "string", "enum": ops.iter().map(|o| o.as_str()).collect::<Vec<_>>()},
-            "version_scope": {"type": "string", "enum": ["note", "tab"],
-                "description": "note (default): any write in the note is a conflict; tab: only writes to this tab."},
-            "base_content_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$",
-                "description": "Optional content_hash of the tab you read; the write is refused if the tab changed."},
-            "text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_text: the whole new text of the markdown tab (at most 1,000,000 bytes); append_text: the text to add at the end; replace_section: the whole new section, heading included."},
-            "old_text": {"type": "string", "minLength": 1, "maxLength": MAX_DOC_BYTES, "description": "replace_in_text: the exact text to replace; it must occur exactly once in the tab."},
-            "new_text": {"type": "string", "maxLength": MAX_DOC_BYTES, "description": "replace_in_text: the text that replaces old_text."},
-            "section_id": crate::schema::section_id("replace_section: the section to replace (a section_id from read_note_outline)."),
-            "expected_section_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "replace_section: the section_hash you read; the edit is refused if the section changed since."},
-            "rebase": {"type": "boolean", "default": false, "description": "append_text and replace_in_text: apply over later changes that do not touch or border the changed lines (see the description)."},
-            "data": {"type": "object", "description": "replace_tab_data: the whole content. Slides: {\"slides\": [{title, body?, notes?}]}. Sheet: {\"sheets\": [{sheet_id? (existing), name?, values: rows of cells}]}; sheets not listed are removed."},
-            "title": {"type": "string", "maxLength": MAX_SLIDE_TITLE_CHARS, "description": "slide_add: slide title."},
-            "body": {"type": "string", "maxLength": MAX_SLIDE_TEXT_CHARS, "description": "slide_add: slide body."},
-            "notes": {"type": "string", "maxLength": MAX_SLIDE_TEXT_CHARS, "description": "slide_add: speaker notes."},
-            "slides": outline(),
-            "sheet_id": id("sheet_set_range: the sheet of the tab (from read_note_tab)."),
-            "start_row": {"type": "integer", "minimum": 0, "maximum": MAX_ROWS - 1, "description": "sheet_set_range: first row, zero-based."},
-            "start_col": {"type": "integer", "minimum": 0, "maximum": MAX_COLS - 1, "description": "sheet_set_range: first column, zero-based."},
-            "values": {
-                "type": "array", "minItems": 1, "maxItems": MAX_SET_ROWS,
-                "description": "sheet_set_range: rows of cells; null clears a cell.",
-                "items": {"type": "array", "maxItems": MAX_COLS,
-                    "items": {"type": ["string", "number", "boolean", "null"], "maxLength": MAX_CELL_CHARS}},
-            },
-        }),
-    );
+    let mut common = json!({
+        "note_id": note_id(),
+        "tab_id": id("Exact tab ID from list_note_tabs or read_note_tab (never a type or a label)."),
+        "expected_version": crate::version::schema("The version you read, as the read gave it (a number, or a \"<n>:part\" token from a read that returned part of the tab): the note's version, or the tab's with version_scope tab. replace_text and replace_tab_data need a version from a read of the whole tab."),
+        "idempotency_key": key("Names this one change on this one base version; a new key for every new attempt after a conflict."),
+        "operation": {"type": "string", "enum": ops.iter().map(|s| s.operation.as_str()).collect::<Vec<_>>()},
+        "version_scope": {"type": "string", "enum": ["note", "tab"],
+            "description": "note (default): any write in the note is a conflict; tab: only writes to this tab."},
+        "base_content_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$",
+            "description": "Optional content_hash of the tab you read; the write is refused if the tab changed."},
+        "rebase": {"type": "boolean", "default": false, "description": "append_text and replace_in_text: apply over later changes that do not touch or border the changed lines (see the description)."},
+    });
+    common.as_object_mut().expect("an object").extend(properties);
+    let mut schema = object(&["note_id", "tab_id", "expected_version", "idempotency_key", "operation"], common);
     schema["allOf"] = rules.into();
     schema
 }
@@ -280,7 +444,7 @@ fn output_schema() -> Value {
     output(write_result(
         &["operation", "tab_id", "tab_version", "content_hash"],
         json!({
-            "operation": {"type": "string", "enum": OPERATIONS.iter().map(|o| o.as_str()).collect::<Vec<_>>()},
+            "operation": {"type": "string", "enum": operation_schemas().iter().map(|s| s.operation.as_str()).collect::<Vec<_>>()},
             "rebased": flag(),
             "rebased_over": list(count()),
             "section_id": text(),
@@ -288,54 +452,54 @@ fn output_schema() -> Value {
     ))
 }
 
+/// Parses the arguments: the fields every operation takes, then the
+/// operation's own.
+fn parse_args(args: Value) -> Result<(Args, Change), Refusal> {
+    let (rest, fields) = split(args)?;
+    let a: Args = parse_object(rest, "")?;
+    let change = Change::parse(a.operation, fields)?;
+    a.check(&change)?;
+    Ok((a, change))
+}
+
+/// The payload an idempotency key names: every argument but the key, the
+/// whole text as `text` (its hash in the current fingerprint form, the text
+/// itself in the old one; see `Fingerprint`). Its shape is the one records
+/// already in stores were fingerprinted with: the flat arguments, where the
+/// fields of other operations that were sent as `null` still are.
+fn payload(a: &Args, change: &Change, text: Option<&str>) -> Value {
+    /// The operation fields the flat arguments always carried (as `null`
+    /// when another operation was asked for): frozen with the records.
+    const ALWAYS_CARRIED: [&str; 10] = ["text", "data", "title", "body", "notes", "slides", "sheet_id", "start_row", "start_col", "values"];
+    let mut p = serde_json::to_value(a).expect("arguments serialize");
+    let obj = p.as_object_mut().expect("an object");
+    obj.remove("idempotency_key");
+    obj.insert("version_scope".into(), serde_json::to_value(a.scope()).expect("a scope serializes"));
+    for f in ALWAYS_CARRIED {
+        obj.insert(f.into(), Value::Null);
+    }
+    let Value::Object(own) = serde_json::to_value(change).expect("a change serializes") else { unreachable!("a change serializes as an object") };
+    obj.extend(own.into_iter().filter(|(k, _)| k != "operation"));
+    obj.insert("text".into(), text.map(Value::from).unwrap_or(Value::Null));
+    p
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
-    let mut a: Args = parse(args)?;
-    a.check()?;
-    a.version_scope = Some(a.scope());
-    let text = a.text.take();
-    let text_hash = text.as_deref().map(|t| sha_hex(t.as_bytes()));
-    let edit = match a.operation {
-        Operation::ReplaceText => Edit::Text(text.unwrap_or_default(), text_hash.clone().unwrap_or_else(|| sha_hex(b""))),
-        Operation::AppendText => Edit::Patch(Patch::Append(text.clone().unwrap_or_default()), a.rebase.then_some(a.expected_version.number)),
-        Operation::ReplaceInText => Edit::Patch(
-            Patch::Replace { old: a.old_text.clone().unwrap_or_default(), new: a.new_text.clone().unwrap_or_default() },
-            a.rebase.then_some(a.expected_version.number),
-        ),
-        Operation::ReplaceSection => Edit::Patch(
-            Patch::Section {
-                id: a.section_id.clone().unwrap_or_default(),
-                hash: a.expected_section_hash.clone().unwrap_or_default(),
-                text: text.clone().unwrap_or_default(),
-            },
-            Some(a.expected_version.number),
-        ),
-        Operation::ReplaceTabData => Edit::Data(a.data.take().unwrap_or_default()),
-        Operation::SlideAdd => Edit::SlideAdd(SlideIn { title: a.title.clone().unwrap_or_default(), body: a.body.clone(), notes: a.notes.clone() }),
-        Operation::SlidesAddOutline => Edit::Outline(a.slides.clone().unwrap_or_default()),
-        Operation::SheetSetRange => Edit::SetRange {
-            sheet_id: a.sheet_id.clone().unwrap_or_default(),
-            row: a.start_row.unwrap_or_default(),
-            col: a.start_col.unwrap_or_default(),
-            values: a.values.clone().unwrap_or_default(),
-        },
-    };
-    // The payload an idempotency key names: every argument but the key, the
-    // text by its hash (see `Fingerprint`); the old form keeps the text.
-    let payload = |text: Option<&str>| {
-        let mut p = serde_json::to_value(&a).expect("arguments serialize");
-        let obj = p.as_object_mut().expect("object");
-        obj.remove("idempotency_key");
-        obj.insert("text".into(), text.map(Value::from).unwrap_or(Value::Null));
-        if let Edit::Data(d) = &edit {
-            obj.insert("data".into(), Value::Object(d.clone()));
-        }
-        p
-    };
-    let full_text = match &edit {
-        Edit::Text(t, _) => Some(t.as_str()),
+    let (a, change) = parse_args(args)?;
+    let text = match &change {
+        Change::ReplaceText(WholeText { text }) | Change::AppendText(AddedText { text }) | Change::ReplaceSection(Section { text, .. }) => Some(text.as_str()),
         _ => None,
     };
-    let fp = Fingerprint::hashed_text("edit_note_tab", &payload(text_hash.as_deref()), || fingerprint("edit_note_tab", &payload(full_text)));
+    let text_hash = text.map(|t| sha_hex(t.as_bytes()));
+    let whole_text = matches!(change, Change::ReplaceText(_)).then_some(text).flatten();
+    let fp = Fingerprint::hashed_text("edit_note_tab", &payload(&a, &change, text_hash.as_deref()), || {
+        fingerprint("edit_note_tab", &payload(&a, &change, whole_text))
+    });
+    let base = match a.operation {
+        // A section edit applies over later changes elsewhere: its guard is the section's hash.
+        Operation::ReplaceSection => Some(a.expected_version.number),
+        _ => a.rebase.then_some(a.expected_version.number),
+    };
     let spec = WriteSpec {
         tool: "edit_note_tab",
         note_level: false,
@@ -346,8 +510,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         whole_tab: matches!(a.operation, Operation::ReplaceText | Operation::ReplaceTabData),
         scope: a.scope(),
         base_content_hash: a.base_content_hash.as_deref(),
-        // A section edit applies over later changes elsewhere: its guard is the section's hash.
         rebase: a.rebase || a.operation == Operation::ReplaceSection,
     };
-    edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &edit)
+    edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &change.clone().into_edit(base, text_hash))
 }

@@ -1,5 +1,6 @@
 //! Idempotency keys: checked first, replay the first result, refuse reuse for another payload.
 use crate::common::*;
+use cairn_notes::Store;
 use serde_json::json;
 
 fn edit(note: &str, version: u64, key: &str, text: &str) -> serde_json::Value {
@@ -126,3 +127,47 @@ fn the_head_keeps_only_the_newest_record_and_the_one_before_replays_from_its_own
     assert_eq!(replay["version"], first["version"]);
     assert_eq!(w.tab(&ada, &note, "markdown")["text"], "two", "the replay wrote nothing");
 }
+
+/// The fingerprint each `edit_note_tab` operation stores with its key, as
+/// the records already in stores hold it: a change of argument types must
+/// not change it, or a retry across an upgrade would be refused as a reused key.
+#[test]
+fn the_stored_fingerprint_of_every_edit_operation_is_stable() {
+    let mut w = World::new();
+    let ada = human("acme");
+    let note = w.note(&ada, "Plan", true);
+    let slides = w.create_tab(&ada, &note, "slides", "Deck");
+    let sheet = w.create_tab(&ada, &note, "sheet", "Grid");
+    let sheet_id = w.tab(&ada, &note, &sheet)["sheets"][0]["sheet_id"].as_str().unwrap().to_string();
+    let ops = [
+        ("markdown".to_string(), json!({"operation": "replace_text", "text": "# Plan\n\nhello\n"})),
+        ("markdown".to_string(), json!({"operation": "append_text", "text": "more", "rebase": true})),
+        ("markdown".to_string(), json!({"operation": "replace_in_text", "old_text": "hello", "new_text": "hi", "version_scope": "note"})),
+        (slides.clone(), json!({"operation": "slide_add", "title": "One", "notes": "say it"})),
+        (slides.clone(), json!({"operation": "slides_add_outline", "slides": [{"title": "Two", "body": "b"}]})),
+        (slides, json!({"operation": "replace_tab_data", "data": {"slides": [{"title": "Only"}]}})),
+        (sheet, json!({"operation": "sheet_set_range", "sheet_id": sheet_id, "start_row": 1, "start_col": 2, "values": [[1, "x", null]]})),
+    ];
+    let mut stored = Vec::new();
+    for (i, (tab, op)) in ops.into_iter().enumerate() {
+        let v = w.version(&ada, &note);
+        let mut args = json!({"note_id": note, "tab_id": tab, "expected_version": v, "idempotency_key": format!("golden-{i}")});
+        args.as_object_mut().unwrap().extend(op.as_object().unwrap().clone());
+        w.ok(&ada, "edit_note_tab", args);
+        let head: serde_json::Value = serde_json::from_slice(&w.kv.get("default", &format!("t/acme/note/{note}")).unwrap().unwrap()).unwrap();
+        let record = head["idem"].as_array().unwrap().iter().find(|r| r["key"] == format!("golden-{i}")).unwrap();
+        stored.push(record["fp"].as_str().unwrap().to_string());
+    }
+    assert_eq!(stored, GOLDEN, "stored fingerprints, in operation order");
+}
+
+/// Computed by the arguments' flat form, before they were typed.
+const GOLDEN: [&str; 7] = [
+    "2:a33b5283a788746d6c0b661d2a1ecd8a481833fe9c9e01859196fabb99ccb7d8",
+    "2:6da4e3d1762384c7aad94c12c847b631f9f6a8001d0b896333ac1f326e67dc69",
+    "2:8009883d08748c505e191cc94c8fdce0934aef07df0bbfa8d69802779517d6b3",
+    "2:58885b89f12e6b1dead12ad28d08c2f34d575eb61972109679142eaf70414ff8",
+    "2:7a9c4af092755fa747f1ba842faf48c6dceab53cf6a520782854d4caff6bd1d5",
+    "2:3271ece4d9e1c52f907d3dbc396735d7f5acdd5a33325fcd8eb89b983feb5913",
+    "2:e08a4a27290c868d28c1148899b7a39c475ae6f7c72ad94f0e08b72ea3e2028d",
+];
