@@ -25,7 +25,7 @@
 # (e.g. `-c router -c health`, `--max-instance-reuse-count 1`).
 #
 # Refused, naming the fault (exit 4): `cache` on Spin's Redis store for a
-# tool host (tool_calls=http) or with keys fetched from an issuer (jwks
+# tool host (tool_transport=http) or with keys fetched from an issuer (jwks
 # empty). That store reports every compare-and-swap failed
 # (docs/upstream/spin-redis-swap.md): a tool's check that an identity is
 # used once, and the claim of a key fetch, would refuse every call.
@@ -96,7 +96,7 @@ set_default IDENTITY_SECRET "$(secret_file "$state/identity-secret")"
 
 if [ -n "$redis" ] && [ -z "$rc" ] && [ "$cache" != sqlite ]; then
   why="" fix="add --cache sqlite (this Spin keeps cache in a SQLite file of its own)"
-  if [ "${SPIN_VARIABLE_TOOL_CALLS:-}" = http ]; then why="a tool host (tool_calls=http) checks that each signed identity is used once"; fi
+  if [ "${SPIN_VARIABLE_TOOL_TRANSPORT:-}" = http ]; then why="a tool host (tool_transport=http) checks that each signed identity is used once"; fi
   if [ -z "${SPIN_VARIABLE_JWKS:-}" ]; then
     why="keys are fetched from the issuer, and one request claims each fetch"
     fix="$fix, or paste the issuer's JWKS as SPIN_VARIABLE_JWKS"

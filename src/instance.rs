@@ -28,7 +28,7 @@ use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, 
 /// How long one epoch tick is (the granularity of request timeouts).
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Ticks a guest runs before it yields its thread to the other requests of
-/// its lane (a request that takes longer is served in slices).
+/// its connection thread (a request that takes longer is served in slices).
 const YIELD_TICKS: u64 = 1;
 /// Time an instance computes without a pause (epoch ticks seen while its
 /// wasm runs back to back, not time waiting for the store) after which its
@@ -93,8 +93,8 @@ pub struct Limits {
     pub min_body_rate: usize,
     /// The window [`Limits::min_body_rate`] is measured over.
     pub body_rate_window: Duration,
-    /// Threads serving connections ([`crate::lanes`]).
-    pub lanes: usize,
+    /// Threads serving connections ([`crate::connection threads`]).
+    pub connection_threads: usize,
     /// How WASI 0.3 instances are reused (Spin's knobs).
     pub reuse: crate::pool::Reuse,
 }
@@ -114,7 +114,7 @@ impl Default for Limits {
             max_bodies_per_address: 8,
             min_body_rate: 1024,
             body_rate_window: Duration::from_secs(5),
-            lanes: crate::lanes::default_count(),
+            connection_threads: crate::connection_threads::default_count(),
             reuse: crate::pool::Reuse::default(),
         }
     }
@@ -361,7 +361,7 @@ pub(crate) fn new_store(app: &Arc<App>, component: &Loaded, partition: Partition
 
 /// The epoch callback of an instance: wasm that computes for long is costly
 /// work. It yields its thread every tick, so the other connections of its
-/// lane are served in between, and runs on only while it holds one of the
+/// connection thread are served in between, and runs on only while it holds one of the
 /// host's few permits for costly work (see `App::costly`), so cheap requests
 /// always keep the rest of the machine; a burst past the request timeout
 /// ends the instance. A burst is ticks seen back to back: a gap (the
@@ -539,7 +539,7 @@ async fn handle(
     req: wasmtime_wasi_http::handler::Request,
 ) -> Result<wasmtime_wasi_http::handler::Response> {
     let make = || Pool { app: Arc::downgrade(app), component: component.clone(), partition: partition.clone(), live: Arc::default() };
-    let pool = app.pools.get(&component.spec.id, partition, crate::lanes::current(), app.limits.max_instances as usize, make);
+    let pool = app.pools.get(&component.spec.id, partition, crate::connection_threads::current(), app.limits.max_instances as usize, make);
     let served = crate::pool::Served::default();
     let mut resp = pool.handle(served.clone(), req).await.map_err(|e| {
         let instantiation = e.downcast_ref::<wasmtime_wasi_http::handler::InstantiationError<crate::pool::Served>>();

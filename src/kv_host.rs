@@ -7,7 +7,7 @@
 //!
 //! A call the store says may wait ([`Store::waits`]: a SQLite write under
 //! `--fsync`, any round trip to Redis) runs on tokio's blocking pool and the
-//! instance awaits it, so the request threads (the host's lanes) never sit idle
+//! instance awaits it, so the request threads (the host's connection threads) never sit idle
 //! waiting for a disk or a server, and under `--fsync` every request whose
 //! write is in flight at once joins the same group commit and its one flush.
 //! Every other call (SQLite's reads, its writes without `--fsync`, the

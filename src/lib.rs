@@ -14,7 +14,7 @@
 //! - [`variables_host`]: host side of Spin's variables.
 //! - [`stores`]: which backend holds each store label (runtime config, `--store`).
 //! - [`server`]: the HTTP listener, routing, logs, graceful shutdown.
-//! - [`lanes`]: the threads that serve connections, each connection on one.
+//! - [`connection_threads`]: the threads that serve connections, each connection on one.
 //! - [`sweep`]: the periodic sweep of delete markers and lapsed claims.
 //! - [`clock`]: the system clock and randomness as the notes core's `Env`.
 //! - [`local`]: the local signing key and identity secret in the state dir.
@@ -29,10 +29,10 @@
 pub mod clock;
 pub mod cmd;
 pub mod compose;
+pub mod connection_threads;
 pub mod engine;
 pub mod instance;
 pub mod kv_host;
-pub mod lanes;
 pub mod local;
 pub mod logs;
 pub mod manifest;

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `cairn_http_requests_total` | component, route, status | every request the host answered (route: the manifest's route, so ids in paths do not make new series) |
 //! | `cairn_http_request_duration_seconds` | component, route | its latency (histogram) |
-//! | `cairn_tool_calls_total` | tool, road, outcome | every tool call, composed into the router or over HTTP: `ok`, the refusal's code (`version_conflict`, `not_found`, …), or `unavailable` / `bad_request` / `failed` |
+//! | `cairn_tool_calls_total` | tool, transport, outcome | every tool call, composed into the router or over HTTP: `ok`, the refusal's code (`version_conflict`, `not_found`, …), or `unavailable` / `bad_request` / `failed` |
 //! | `cairn_store_operations_total` | store, op, outcome | key-value operations components made (`ok` or `error`) |
 //! | `cairn_store_operation_duration_seconds` | store, op | their latency (histogram) |
 //! | `cairn_cas_swaps_total` | store, outcome | compare-and-swaps: `written`, `conflict` (the writer re-reads and retries) or `error` (refused: nothing written) |
@@ -224,7 +224,7 @@ fn label_text(names: &[&str], key: &str) -> String {
 
 static HTTP_REQUESTS: Family = Family::new("cairn_http_requests_total", "Requests the host answered.", Kind::Counter, &["component", "route", "status"]);
 static HTTP_DURATION: Family = Family::new("cairn_http_request_duration_seconds", "Time to answer a request.", Kind::Histogram, &["component", "route"]);
-static TOOL_CALLS: Family = Family::new("cairn_tool_calls_total", "Tool calls, by road and outcome.", Kind::Counter, &["tool", "road", "outcome"]);
+static TOOL_CALLS: Family = Family::new("cairn_tool_calls_total", "Tool calls, by transport and outcome.", Kind::Counter, &["tool", "transport", "outcome"]);
 static STORE_OPS: Family = Family::new("cairn_store_operations_total", "Key-value operations components made.", Kind::Counter, &["store", "op", "outcome"]);
 static STORE_DURATION: Family = Family::new("cairn_store_operation_duration_seconds", "Time of a key-value operation.", Kind::Histogram, &["store", "op"]);
 static CAS_SWAPS: Family = Family::new("cairn_cas_swaps_total", "Compare-and-swaps, by outcome.", Kind::Counter, &["store", "outcome"]);
@@ -351,12 +351,12 @@ pub fn tool_outcome(status: u16, refusal: Option<&str>) -> &'static str {
     }
 }
 
-/// One tool call; `road` is `composed` or `http`; `status` as the HTTP door
+/// One tool call; `transport` is `composed` or `http`; `status` as the HTTP door
 /// would answer. A name the tool table does not have is counted as
 /// `other`, so no caller can make a series.
-pub fn tool_call(tool: &str, road: &'static str, status: u16, refusal: Option<&str>) {
+pub fn tool_call(tool: &str, transport: &'static str, status: u16, refusal: Option<&str>) {
     let name = cairn_notes::tools::find(tool).map_or("other", |t| t.name);
-    TOOL_CALLS.add(&[name, road, tool_outcome(status, refusal)], 1);
+    TOOL_CALLS.add(&[name, transport, tool_outcome(status, refusal)], 1);
 }
 
 /// One round of the search merge: transitions made, notes left dirty.

@@ -6,7 +6,7 @@
 //! WASI 0.2 component gets a fresh instance per request, as on Spin.
 //!
 //! **Invariant: an instance never serves two partitions.** Instances live
-//! in pools keyed by (component, [`Partition`], lane); the host picks the pool
+//! in pools keyed by (component, [`Partition`], connection thread); the host picks the pool
 //! from the request alone, before any guest code runs (the application's
 //! [`Partitioner`]: for Cairn, the tenant of a verified bearer token), and
 //! every instance a pool makes serves only that pool's requests
@@ -87,7 +87,7 @@ impl Default for Reuse {
     }
 }
 
-/// Which pool: the component, the partition, the lane.
+/// Which pool: the component, the partition, the connection thread.
 type PoolKey = (String, Partition, usize);
 
 /// The pools of every (component, partition), each a
@@ -109,7 +109,7 @@ pub trait Counted {
 }
 
 impl<S: HandlerState + Counted> Pools<S> {
-    /// The pool of `component` for `partition` on `lane` (a thread whose
+    /// The pool of `component` for `partition` on connection thread `lane` (a thread whose
     /// runtime the pool's instances run on: a request there never hops to
     /// another thread for its instance), made by `make` on first use. Past
     /// `most` pools, those with no instance and no caller go.

@@ -97,6 +97,12 @@ fn json(status: StatusCode, text: String) -> Response<Body> {
 /// ([`cairn_config::VARIABLES`]) does not parse, naming each one and what it
 /// expected.
 fn check_variables(app_vars: &BTreeMap<String, String>) -> Result<()> {
+    for (old, new) in cairn_config::RENAMED {
+        let env = format!("SPIN_VARIABLE_{}", old.to_ascii_uppercase());
+        if app_vars.contains_key(*old) || std::env::var_os(&env).is_some() {
+            anyhow::bail!("the variable {old} was renamed {new}: set {new} (SPIN_VARIABLE_{}) instead", new.to_ascii_uppercase());
+        }
+    }
     let errors = cairn_config::Config::check_all(app_vars);
     if errors.is_empty() {
         return Ok(());
@@ -207,10 +213,10 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
     });
     let sweeper = tokio::spawn(sweep(app.clone(), sweep_interval));
     let merger = tokio::spawn(merge_search(app.clone(), merge_interval));
-    let lanes = match crate::lanes::Lanes::start(app.limits.lanes) {
+    let threads = match crate::connection_threads::ConnectionThreads::start(app.limits.connection_threads) {
         Ok(l) => l,
         Err(e) => {
-            tracing::error!(error = %e, "cannot start the connection lanes; not serving");
+            tracing::error!(error = %e, "cannot start the connection threads; not serving");
             return;
         }
     };
@@ -220,8 +226,8 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
                 let Ok((stream, peer)) = accepted else { continue };
                 let Some((stream, held)) = admit(&app, &peers, &connections, stream, peer) else { continue };
                 let job = connection_job(app.clone(), graceful.watcher(), stream, peer, held);
-                if lanes.spawn(job).is_err() {
-                    tracing::error!("no lane is running: connection dropped");
+                if threads.spawn(job).is_err() {
+                    tracing::error!("no connection thread is running: connection dropped");
                 }
             }
             _ = stop.changed() => break,
@@ -232,7 +238,7 @@ async fn serve(app: Arc<App>, listener: TcpListener, (sweep_interval, merge_inte
     if tokio::time::timeout(app.limits.request_timeout + Duration::from_secs(1), graceful.shutdown()).await.is_err() {
         tracing::warn!("some connections did not finish in time");
     }
-    let _ = tokio::task::spawn_blocking(move || lanes.close()).await;
+    let _ = tokio::task::spawn_blocking(move || threads.close()).await;
     sweeper.abort();
     merger.abort();
     for (label, store) in &app.stores {
@@ -277,15 +283,15 @@ fn admit(
 }
 
 /// Serving one admitted connection, from its first request to its last,
-/// built inside the lane that runs it (so the socket and the timer belong
-/// to that lane's runtime).
+/// built inside the connection thread that runs it (so the socket and the timer belong
+/// to that connection thread's runtime).
 fn connection_job(
     app: Arc<App>,
     watcher: hyper_util::server::graceful::Watcher,
     stream: std::net::TcpStream,
     peer: SocketAddr,
     held: Held,
-) -> crate::lanes::Job {
+) -> crate::connection_threads::Job {
     Box::new(move || {
         Box::pin(async move {
             let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { return };

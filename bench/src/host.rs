@@ -33,7 +33,7 @@ pub(crate) async fn native_server() -> Result<SocketAddr> {
 }
 
 /// The same server on a thread of its own with a single-threaded runtime,
-/// as Cairn's lanes serve a connection: every request crosses from the
+/// as Cairn's connection threads serve a connection: every request crosses from the
 /// client's thread to the server's and back, as it does through the host.
 pub(crate) fn native_server_on_a_lane() -> Result<SocketAddr> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
@@ -107,7 +107,7 @@ pub async fn host(manifest: PathBuf, seconds: u64, concurrency: Vec<usize>) -> R
         let mut n = load(native, "/healthz", c, duration).await?;
         n.name = "native hyper handler, on the client's runtime".into();
         let mut l = load(lane, "/healthz", c, duration).await?;
-        l.name = "native hyper handler, on a thread of its own (as a lane)".into();
+        l.name = "native hyper handler, on a thread of its own (as a connection thread)".into();
         let mut w = load(running.addr, "/healthz", c, duration).await?;
         w.name = "health component via cairn (instances reused as on Spin)".into();
         print_table(&format!("GET /healthz, {c} concurrent connections, {seconds} s each"), &[n.clone(), l.clone(), w.clone()]);

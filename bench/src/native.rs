@@ -62,7 +62,7 @@ struct Shared {
     seq: AtomicU64,
 }
 
-/// The notes core as the tools' road: what a tool component does with the
+/// The notes core as the tools' transport: what a tool component does with the
 /// arguments, in this process.
 struct Core<'a> {
     shared: &'a Shared,

@@ -252,7 +252,7 @@ async fn append_section(run: &Run, stack: &Stack, out: &mut String) -> Result<Ve
         // And the same as `cairn up --fsync` runs it (each commit flushed).
         for (which, path, env, args) in [
             (AppendPath::Stack, STACK, vec![], &[][..]),
-            (AppendPath::Http, STACK_HTTP, vec![("SPIN_VARIABLE_TOOL_CALLS".to_string(), "http".to_string())], &[][..]),
+            (AppendPath::Http, STACK_HTTP, vec![("SPIN_VARIABLE_TOOL_TRANSPORT".to_string(), "http".to_string())], &[][..]),
             (AppendPath::StackFsync, STACK_FSYNC, vec![], &["--fsync"][..]),
         ] {
             if !wanted(which) {
@@ -812,7 +812,7 @@ pub async fn perf(args: PerfArgs, sections: &[Section]) -> Result<String> {
     std::fs::create_dir_all(&dir)?;
     let run = Run { args, dir: dir.clone(), seq: AtomicU64::new(0) };
     // In process, only the tool components are called (on their own HTTP doors).
-    let stack = Stack::start_with(run.args.manifest.clone(), &[("tool_calls", "http")]).await?;
+    let stack = Stack::start_with(run.args.manifest.clone(), &[("tool_transport", "http")]).await?;
     let mut out = String::new();
     let mut peer = match &run.args.python {
         Some(p) => format!("the Python peer ({})", p.display()),

@@ -96,7 +96,7 @@ impl Stack {
 
     /// [`Stack::start`] with these application variables too: the tool
     /// components' own HTTP doors, which [`ToolCaller`] calls, open only
-    /// with `tool_calls = "http"`.
+    /// with `tool_transport = "http"`.
     pub async fn start_with(manifest: PathBuf, extra: &[(&str, &str)]) -> Result<Self> {
         // One directory per stack, so stacks of one process never share one.
         static STACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

@@ -319,7 +319,7 @@ mod native_server {
 
 /// The tool components alone (`perf`'s "tools" row and its "where the time
 /// goes") are called on their own HTTP doors, which a stack opens only with
-/// `tool_calls = "http"`; without it those doors answer 404 and the tools
+/// `tool_transport = "http"`; without it those doors answer 404 and the tools
 /// are reached only through the router.
 mod tools_alone {
     use super::{ONE_AT_A_TIME, require_built, root};
@@ -332,7 +332,7 @@ mod tools_alone {
         require_built(&["router.wasm", "read_note_tab.wasm"]);
         let rt = tokio::runtime::Runtime::new().unwrap();
         rt.block_on(async {
-            let open = Stack::start_with(root().join("spin.toml"), &[("tool_calls", "http")]).await.unwrap();
+            let open = Stack::start_with(root().join("spin.toml"), &[("tool_transport", "http")]).await.unwrap();
             let note = open.seed_notes(1).unwrap().remove(0);
             let read = ToolCaller::agent(&open).unwrap().call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await;
             open.stop().await;
@@ -343,7 +343,7 @@ mod tools_alone {
             let note = closed.seed_notes(1).unwrap().remove(0);
             let refused = ToolCaller::agent(&closed).unwrap().call("read_note_tab", json!({"note_id": note, "tab_id": "markdown"})).await;
             closed.stop().await;
-            let e = refused.expect_err("a tool door opened without tool_calls = http").to_string();
+            let e = refused.expect_err("a tool door opened without tool_transport = http").to_string();
             assert!(e.contains("404"), "{e}");
         });
     }

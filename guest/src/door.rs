@@ -2,12 +2,12 @@
 //! spin-sdk hands it over, the `cache` store and the host's clock. Every
 //! public entry runs it first:
 //!
-//! - [`Gate::screen`] for entries that take no token (a tool's route, whose
+//! - [`FrontDoor::screen`] for entries that take no token (a tool's route, whose
 //!   caller is a signed identity): limits, origin, the address's budget;
-//!   [`Gate::screen_limits`] for operators' routes: limits and origin only;
-//! - [`Gate::admit`] for entries that do (MCP, REST): the same, then the
-//!   token, then the body's own size; [`Gate::charge`] and
-//!   [`Gate::require`] then spend the subject's budget and check scopes.
+//!   [`FrontDoor::screen_limits`] for operators' routes: limits and origin only;
+//! - [`FrontDoor::admit`] for entries that do (MCP, REST): the same, then the
+//!   token, then the body's own size; [`FrontDoor::charge`] and
+//!   [`FrontDoor::require`] then spend the subject's budget and check scopes.
 //!
 //! A refusal is the [`Response`] to send, returned as `Err`: the handler
 //! answers it with `?` as it is, once per request, so it is not boxed.
@@ -34,7 +34,7 @@ pub fn respond(r: &Refusal) -> Response {
 }
 
 /// The door's state for one request.
-pub struct Gate {
+pub struct FrontDoor {
     settings: &'static Settings,
     cache: GuestStore,
     now_ms: u64,
@@ -48,15 +48,15 @@ pub struct Admitted {
     pub config: &'static Config,
 }
 
-impl Gate {
+impl FrontDoor {
     /// The door of this component's configuration (made once per
     /// instance); a variable that cannot be used is answered 500
     /// `misconfigured`, naming it.
-    pub fn open() -> Result<Gate, Response> {
+    pub fn open() -> Result<FrontDoor, Response> {
         static SETTINGS: std::sync::OnceLock<Settings> = std::sync::OnceLock::new();
         let config = crate::config::config().map_err(crate::config::misconfigured)?;
         let settings = SETTINGS.get_or_init(|| Settings::of(&config.door));
-        Ok(Gate { settings, cache: GuestStore::cache(), now_ms: crate::notes::now_us() / 1000 })
+        Ok(FrontDoor { settings, cache: GuestStore::cache(), now_ms: crate::notes::now_us() / 1000 })
     }
 
     /// Reads `req` whole, its body within the door's `max_body_bytes`

@@ -55,8 +55,8 @@ pub use cairn_auth::constant_time_eq;
 
 /// Drops the `cache` store's expired records (see [`cairn_door::cache`]):
 /// what the operators' sweep route does on hosts without their own timer.
-pub fn sweep_cache(gate: &door::Gate, now_s: u64) -> serde_json::Value {
-    match cairn_door::cache::sweep(gate.cache(), now_s, gate.settings().window_minutes, 10_000) {
+pub fn sweep_cache(front: &door::FrontDoor, now_s: u64) -> serde_json::Value {
+    match cairn_door::cache::sweep(front.cache(), now_s, front.settings().window_minutes, 10_000) {
         Ok(s) => serde_json::json!({"counters": s.counters, "tokens": s.tokens, "other": s.other}),
         Err(e) => serde_json::json!({"error": e.to_string()}),
     }

@@ -9,7 +9,7 @@
 //!   in the `cache` store until it expires), counted against the client
 //!   address's budget of refusals (so identities cannot be guessed faster
 //!   than it allows), 405 for another method. The
-//!   route answers only where tools are called over HTTP (the `tool_calls`
+//!   route answers only where tools are called over HTTP (the `tool_transport`
 //!   variable is `http`); where the router is composed with its tools, it
 //!   is 404.
 //! - **Composed** ([`call`]): the `cairn:platform/tool` export
@@ -64,25 +64,25 @@ pub const REFUSAL_HEADER: &str = "cairn-tool-refusal";
 /// The HTTP door: serve one `POST /tools/<tool>`.
 pub async fn serve(tool: &'static Tool, req: spin_sdk::http::Request) -> Response {
     crate::config::run_as(cairn_config::Reader::Tools);
-    if !crate::config::config().is_ok_and(|c| c.tools.calls == cairn_config::ToolCalls::Http) {
+    if !crate::config::config().is_ok_and(|c| c.tools.transport == cairn_config::ToolTransport::Http) {
         return crate::respond::error(404, "not_found", "no such route");
     }
-    let gate = match crate::door::Gate::open() {
+    let front = match crate::door::FrontDoor::open() {
         Ok(g) => g,
         Err(r) => return r,
     };
-    let req = match gate.read(req).await {
+    let req = match front.read(req).await {
         Ok(r) => r,
         Err(r) => return r,
     };
-    if let Err(r) = gate.screen(&req) {
+    if let Err(r) = front.screen(&req) {
         return r;
     }
     let mut refusal = None;
     let (status, body) = if *req.method() != Method::POST {
         (405, error_body("method_not_allowed", "tools answer POST only"))
     } else {
-        match caller(tool, &req, gate.cache()) {
+        match caller(tool, &req, front.cache()) {
             Ok(principal) => match answer(tool, &principal, req.body()) {
                 Ok(a) => {
                     refusal = a.refusal;
@@ -96,7 +96,7 @@ pub async fn serve(tool: &'static Tool, req: spin_sdk::http::Request) -> Respons
             // budget, as every refusal before anyone is known does.
             Err(why) => {
                 let a = crate::door::arrival(&req);
-                let door = gate.door();
+                let door = front.door();
                 return crate::door::respond(&door.refused(&a, cairn_door::Refusal::new(cairn_door::Code::Unauthorized, why.to_string())));
             }
         }

@@ -102,8 +102,9 @@ pub struct Args {
     pub sign_in_link: bool,
     /// Threads that serve connections, each connection on one of them from
     /// its first request to its last (default: four per core).
-    #[arg(long)]
-    pub lanes: Option<usize>,
+    /// (`--lanes`, its earlier name, is still accepted.)
+    #[arg(long, alias = "lanes")]
+    pub connection_threads: Option<usize>,
     /// Requests one instance of a WASI 0.3 component serves in its life
     /// before a new one replaces it (1: a fresh instance per request), as
     /// Spin's `--max-instance-reuse-count`. An instance serves one tenant only.
@@ -137,7 +138,7 @@ pub fn run(a: Args) -> Result<()> {
         max_bodies_per_address: a.max_bodies_per_address.max(1),
         min_body_rate: a.min_body_rate,
         body_rate_window: Duration::from_millis(a.body_rate_window_ms.max(1)),
-        lanes: a.lanes.unwrap_or_else(crate::lanes::default_count).max(1),
+        connection_threads: a.connection_threads.unwrap_or_else(crate::connection_threads::default_count).max(1),
         reuse: crate::pool::Reuse {
             count: a.max_instance_reuse_count.max(1),
             concurrent: a.max_instance_concurrent_reuse_count.max(1),

@@ -1,6 +1,6 @@
 //! The router reaches its tools two ways from the same `.wasm` files: by
 //! default composed into its own instance (`[component.router.dependencies]`,
-//! Spin's component dependencies), or over `wasi:http` when `tool_calls` is
+//! Spin's component dependencies), or over `wasi:http` when `tool_transport` is
 //! `http` (or a tool is deployed apart, see `tools_apart.rs`). Both answer
 //! exactly the same results, refusals included.
 use crate::app::*;
@@ -59,7 +59,7 @@ fn timeless(v: &Value) -> Value {
 #[test]
 fn composed_and_http_tool_calls_answer_the_same_results() {
     let composed = start_with(vec![("CAIRN_LOG", "debug")], vec![]);
-    let http = start_with(vec![("CAIRN_LOG", "debug"), ("SPIN_VARIABLE_TOOL_CALLS", "http")], vec![]);
+    let http = start_with(vec![("CAIRN_LOG", "debug"), ("SPIN_VARIABLE_TOOL_TRANSPORT", "http")], vec![]);
     let a: Vec<Value> = session(&composed).iter().map(timeless).collect();
     let b: Vec<Value> = session(&http).iter().map(timeless).collect();
     assert_eq!(a.len(), b.len());
@@ -70,7 +70,7 @@ fn composed_and_http_tool_calls_answer_the_same_results() {
     assert_eq!(a[3]["isError"], true, "{}", a[3]);
     assert_eq!(a[4], a[5]);
 
-    // Each host took the road it was told to, and only that one.
+    // Each host took the transport it was told to, and only that one.
     let (clog, hlog) = (composed.log(), http.log());
     assert!(count_lines(&clog, &["composed call", "read-note-tab"]) >= 3, "{clog}");
     assert_eq!(count_lines(&clog, &["in-process http call", "component=read-note-tab"]), 0, "{clog}");
@@ -86,7 +86,7 @@ fn the_same_tool_wasm_answers_its_own_http_route_only_where_tools_are_called_ove
     let host = start();
     let r = host.request("POST", "/tools/read_note_tab", &[("content-type", "application/json")], b"{}");
     assert_eq!(r.status, 404, "{}", r.text());
-    let apart = start_with(vec![("SPIN_VARIABLE_TOOL_CALLS", "http")], vec![]);
+    let apart = start_with(vec![("SPIN_VARIABLE_TOOL_TRANSPORT", "http")], vec![]);
     let r = apart.request("POST", "/tools/read_note_tab", &[("content-type", "application/json")], b"{}");
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(r.text().contains("cairn-identity"), "{}", r.text());

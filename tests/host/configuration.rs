@@ -37,12 +37,22 @@ fn every_variable_that_does_not_parse_stops_the_start_naming_it_and_what_it_expe
 #[test]
 fn every_bad_variable_is_named_at_once() {
     require_app();
-    let env = vec![("SPIN_VARIABLE_QUOTA_BYTES", "10GB"), ("SPIN_VARIABLE_TOOL_CALLS", "smoke"), ("SPIN_VARIABLE_READ_MAX_CHARS", "12")];
+    let env = vec![("SPIN_VARIABLE_QUOTA_BYTES", "10GB"), ("SPIN_VARIABLE_TOOL_TRANSPORT", "smoke"), ("SPIN_VARIABLE_READ_MAX_CHARS", "12")];
     let log = Cairn::try_start(Start { env, ..Start::default() }).err().expect("must not start");
-    for name in ["quota_bytes", "tool_calls", "read_max_chars"] {
+    for name in ["quota_bytes", "tool_transport", "read_max_chars"] {
         assert!(log.contains(name), "{name}: {log}");
     }
     assert!(log.contains("3 application variable(s)"), "{log}");
+}
+
+#[test]
+fn a_renamed_variable_stops_the_start_naming_its_new_name() {
+    require_app();
+    for (old, new) in cairn_config::RENAMED {
+        let env_name = format!("SPIN_VARIABLE_{}", old.to_ascii_uppercase());
+        let log = Cairn::try_start(Start { env: vec![(env_name.as_str(), "http")], ..Start::default() }).err().expect("must not start");
+        assert!(log.contains(&format!("{old} was renamed {new}")), "{log}");
+    }
 }
 
 #[test]
@@ -58,5 +68,5 @@ fn the_read_cap_reaches_the_tools_composed_into_the_router() {
     let s = &r["structuredContent"];
     assert_eq!((s["truncated"].as_bool(), s["extent"].as_str()), (Some(true), Some("part")), "{s}");
     let chars = s["text"].as_str().unwrap().chars().count();
-    assert!(chars <= 1_000 && chars > 900, "the operator's cap of 1,000 holds on the composed road: {chars} characters");
+    assert!(chars <= 1_000 && chars > 900, "the operator's cap of 1,000 holds on the composed transport: {chars} characters");
 }

@@ -28,7 +28,7 @@ fn paths() -> Vec<(String, String)> {
 #[test]
 fn every_route_in_the_manifest_passes_through_the_front_door() {
     // Tools called over HTTP, so their public routes are open too.
-    let cairn = start_with(vec![("SPIN_VARIABLE_TOOL_CALLS", "http")], vec![]);
+    let cairn = start_with(vec![("SPIN_VARIABLE_TOOL_TRANSPORT", "http")], vec![]);
     let big = "x".repeat(9_000);
     for (component, path) in paths() {
         for method in ["GET", "POST"] {

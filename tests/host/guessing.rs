@@ -55,7 +55,7 @@ fn wrong_operator_tokens_at_the_sweep_route_are_counted_against_the_address() {
 #[test]
 fn forged_tool_identities_are_counted_against_the_address_and_calls_through_the_router_go_on() {
     // Tool components read the default budget (120 refusals a minute).
-    let cairn = start_with(vec![("SPIN_VARIABLE_TOOL_CALLS", "http")], vec![]);
+    let cairn = start_with(vec![("SPIN_VARIABLE_TOOL_TRANSPORT", "http")], vec![]);
     let forge = |source: &str, i: usize| {
         let identity = format!("v1.forged-{i}.{}", "a".repeat(40));
         request_from(source, cairn.addr, "POST", "/tools/read_note_tab", &[("cairn-identity", &identity), ("content-type", "application/json")], b"{}")

@@ -1,6 +1,6 @@
 //! `GET /metrics`: hidden without the operator's token, and after a small
 //! load its counts add up: requests by component, route and status, tool
-//! calls by tool and outcome on both roads, store operations and swaps.
+//! calls by tool and outcome on both transports, store operations and swaps.
 use crate::app::*;
 use serde_json::json;
 use std::time::Duration;
@@ -59,7 +59,7 @@ fn after_a_small_load_the_counts_add_up() {
         assert_eq!(cairn.get("/healthz").status, 200);
     }
     let text = scrape(&cairn);
-    let tool = |outcome: &str| sample(&text, "cairn_tool_calls_total", &[("tool", "read_note_tab"), ("road", "composed"), ("outcome", outcome)]);
+    let tool = |outcome: &str| sample(&text, "cairn_tool_calls_total", &[("tool", "read_note_tab"), ("transport", "composed"), ("outcome", outcome)]);
     assert_eq!((tool("ok"), tool("not_found")), (5.0, 3.0), "{text}");
     assert_eq!(sample(&text, "cairn_tool_calls_total", &[("tool", "edit_note_tab"), ("outcome", "version_conflict")]), 1.0);
     // Every tool call came in as one request to the router's /mcp, all 200.
@@ -79,7 +79,7 @@ fn after_a_small_load_the_counts_add_up() {
     // Instances are reused (unless CAIRN_MAX_INSTANCE_REUSE_COUNT=1), then
     // end after their idle timeout (1 s).
     let live = sample(&text, "cairn_instances_in_use", &[]);
-    assert!((0.0..=16.0).contains(&live), "the few instances that served (a pool per lane) stay for their next request: {live}");
+    assert!((0.0..=16.0).contains(&live), "the few instances that served (a pool per connection thread) stay for their next request: {live}");
     let mut in_use = live;
     for _ in 0..50 {
         std::thread::sleep(Duration::from_millis(100));
@@ -93,13 +93,13 @@ fn after_a_small_load_the_counts_add_up() {
 
 #[test]
 fn tool_calls_over_http_are_counted_on_their_road() {
-    let cairn = start_with(vec![("SPIN_VARIABLE_METRICS_TOKEN", "scrape-me"), ("SPIN_VARIABLE_TOOL_CALLS", "http")], vec![]);
+    let cairn = start_with(vec![("SPIN_VARIABLE_METRICS_TOKEN", "scrape-me"), ("SPIN_VARIABLE_TOOL_TRANSPORT", "http")], vec![]);
     let agent = cairn.token(&agent());
     let note = cairn.create_note(&person(), "over http", true);
     for _ in 0..4 {
         cairn.call(&agent, "list_note_tabs", json!({"note_id": note}));
     }
     let text = scrape(&cairn);
-    assert_eq!(sample(&text, "cairn_tool_calls_total", &[("tool", "list_note_tabs"), ("road", "http"), ("outcome", "ok")]), 4.0, "{text}");
-    assert_eq!(sample(&text, "cairn_tool_calls_total", &[("tool", "list_note_tabs"), ("road", "composed")]), 0.0);
+    assert_eq!(sample(&text, "cairn_tool_calls_total", &[("tool", "list_note_tabs"), ("transport", "http"), ("outcome", "ok")]), 4.0, "{text}");
+    assert_eq!(sample(&text, "cairn_tool_calls_total", &[("tool", "list_note_tabs"), ("transport", "composed")]), 0.0);
 }

@@ -113,8 +113,8 @@ fn a_reused_instance_reads_its_configuration_once() {
     let variable_reads = |cairn: &Cairn| sample(&scrape(cairn), "cairn_variable_reads_total", &[]);
     let started = |cairn: &Cairn| sample(&scrape(cairn), "cairn_instances_started_total", &[("component", "router")]);
     let env = vec![("SPIN_VARIABLE_METRICS_TOKEN", "scrape-me")];
-    // One lane: every connection meets the same pool (pools are per lane).
-    let reused = start_with(env.clone(), vec!["--idle-instance-timeout-ms", "60000", "--lanes", "1"]);
+    // One connection thread: every connection meets the same pool (pools are per connection thread).
+    let reused = start_with(env.clone(), vec!["--idle-instance-timeout-ms", "60000", "--connection-threads", "1"]);
     let acme = reused.token(&agent());
     list_notes(&reused, &acme);
     let (reads, instances) = (variable_reads(&reused), started(&reused));
@@ -138,7 +138,7 @@ fn a_reused_instance_reads_its_configuration_once() {
 #[test]
 fn a_trapped_instance_is_never_handed_another_request() {
     require_built(&["health.wasm", "misbehave.wasm"]);
-    let args = vec!["--idle-instance-timeout-ms", "60000", "--lanes", "1"];
+    let args = vec!["--idle-instance-timeout-ms", "60000", "--connection-threads", "1"];
     let cairn = Cairn::start(Start { manifest: fixtures(), args, ..Start::default() });
     assert_eq!(cairn.get("/misbehave/variable").status, 200);
     assert_eq!(cairn.get("/misbehave/trap").status, 500);

@@ -1,6 +1,6 @@
 //! Secrets and tokens never reach the log: a run that uses every kind of
 //! credential (agent and person bearer tokens, refused ones too, the
-//! identity secret on the HTTP road between router and tools, the sweep and
+//! identity secret on the HTTP transport between router and tools, the sweep and
 //! metrics tokens, the sign-in link's person token) and fails in every way
 //! it can leaves none of them in a log line, nor in any error it answers.
 use crate::app::*;
@@ -13,7 +13,7 @@ fn no_token_or_secret_appears_in_the_log_or_in_an_answer() {
             ("SPIN_VARIABLE_SWEEP_TOKEN", "sweep-Zq81kPx"),
             ("SPIN_VARIABLE_METRICS_TOKEN", "metrics-Wm52nRt"),
             ("SPIN_VARIABLE_IDENTITY_SECRET", "identity-Hv73jLs-9c1e0b7a4d2f6e83"),
-            ("SPIN_VARIABLE_TOOL_CALLS", "http"),
+            ("SPIN_VARIABLE_TOOL_TRANSPORT", "http"),
         ],
         vec![],
     );

@@ -230,7 +230,7 @@ fn tools_deployed_apart_on_a_second_spin_answer_the_routers_signed_calls() {
     // every compare-and-swap failed (scripts/spin-up.sh refuses it).
     let redis = crate::redis::start();
     let tool_ids: Vec<&str> = cairn_notes::tools::TOOLS.iter().map(|t| Box::leak(t.name.replace('_', "-").into_boxed_str()) as &str).collect();
-    let http = vec![("tool_calls".to_string(), "http".to_string())];
+    let http = vec![("tool_transport".to_string(), "http".to_string())];
     let tools = Spin::start(SpinStart { stores: Stores::RedisWithLocalCache(&redis), components: tool_ids, env: http.clone(), ..SpinStart::default() });
     let mut env = http;
     for t in cairn_notes::tools::TOOLS {
@@ -272,7 +272,7 @@ fn spin_up_refuses_cache_on_spins_redis_store_where_every_call_would_be_refused(
         .arg(crate::harness::root().join("scripts/spin-up.sh"))
         .args(["--redis", "redis://127.0.0.1:9", "--state-dir"])
         .arg(&state)
-        .env("SPIN_VARIABLE_TOOL_CALLS", "http")
+        .env("SPIN_VARIABLE_TOOL_TRANSPORT", "http")
         .env("CAIRN_SPIN", "/nonexistent/spin")
         .output()
         .unwrap();

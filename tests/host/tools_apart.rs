@@ -51,8 +51,8 @@ fn deploy() -> Apart {
     require_app();
     let redis = redis::start();
     let state = scratch("apart-state");
-    let reads = host(&redis, &state, &READS, vec![("SPIN_VARIABLE_TOOL_CALLS", "http")]);
-    let writes = host(&redis, &state, &WRITES, vec![("SPIN_VARIABLE_TOOL_CALLS", "http")]);
+    let reads = host(&redis, &state, &READS, vec![("SPIN_VARIABLE_TOOL_TRANSPORT", "http")]);
+    let writes = host(&redis, &state, &WRITES, vec![("SPIN_VARIABLE_TOOL_TRANSPORT", "http")]);
     let mut env = Vec::new();
     for (tools, h) in [(&READS[..], &reads), (&WRITES[..], &writes)] {
         for t in tools {

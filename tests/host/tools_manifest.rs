@@ -105,7 +105,7 @@ fn a_new_tool_needs_only_its_table_line_and_the_generator() {
     assert_eq!(c.key_value_stores, ["default", "cache"]);
     assert!(c.source.ends_with("target/wasm32-wasip2/wasm/summarize_note.wasm"));
     assert!(c.build.as_ref().unwrap().command.split_whitespace().any(|w| w == "summarize-note"));
-    for var in ["identity_secret", "commit_check", "tool_calls"] {
+    for var in ["identity_secret", "commit_check", "tool_transport"] {
         assert!(c.variables.contains_key(var), "{var}");
     }
     let var = m.variables.get("tool_url_summarize_note").and_then(|v| v.default.clone());

@@ -37,9 +37,9 @@ fn requests_that_need_no_store_are_answered_while_store_calls_hang() {
     // Warm: the token is verified and cached, the components instantiated once.
     host.call(&token, "read_note_tab", json!({"note_id": note, "tab_id": "markdown"}));
 
-    // More calls than the host has request threads (its lanes), each stuck
+    // More calls than the host has request threads (its connection threads), each stuck
     // in its first store call for as long as the pause lasts.
-    let hung = 2 * cairn::lanes::default_count();
+    let hung = 2 * cairn::connection_threads::default_count();
     // Long enough that a loaded machine (the whole suite runs at once) still
     // answers the storeless requests well before it ends: 6 s against the
     // fraction of a second they take.

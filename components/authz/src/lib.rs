@@ -18,7 +18,7 @@
 
 use cairn_door::budget::{self, Rate};
 use cairn_door::{Code, Refusal};
-use cairn_guest::door::{Gate, arrival, respond};
+use cairn_guest::door::{FrontDoor, arrival, respond};
 use cairn_guest::http::{Request, Response};
 use cairn_guest::kv::GuestStore;
 use cairn_oauth::clients::MAX_DOCUMENT_BYTES;
@@ -44,9 +44,9 @@ fn answer(reply: Reply) -> Response {
 
 /// Spends one unit of the address's budget of `kind`; the refusal when spent.
 #[allow(clippy::result_large_err, reason = "the refusal is the response itself, answered once")]
-fn spend(gate: &Gate, req: &Request, kind: &str, per_minute: u64) -> Result<(), Response> {
+fn spend(front: &FrontDoor, req: &Request, kind: &str, per_minute: u64) -> Result<(), Response> {
     let id = format!("oauth-{kind}-{}", budget::address_id(arrival(req).client()));
-    match budget::spend(gate.cache(), &id, Rate::per_minute(per_minute), 1, cairn_guest::notes::now_us() / 1000, true) {
+    match budget::spend(front.cache(), &id, Rate::per_minute(per_minute), 1, cairn_guest::notes::now_us() / 1000, true) {
         Ok(Some(wait_ms)) => {
             let refusal = Refusal::new(Code::RateLimited, format!("at most {per_minute} {kind} a minute from one address; retry later"))
                 .retry_after(wait_ms.div_ceil(1000));
@@ -60,16 +60,16 @@ fn spend(gate: &Gate, req: &Request, kind: &str, per_minute: u64) -> Result<(), 
 async fn handle(req: spin_sdk::http::Request) -> Response {
     cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::Authz);
     let off = || cairn_guest::respond::error(404, "not_found", "Cairn's own authorization server is off: this server trusts an external issuer");
-    let gate = match Gate::open() {
+    let front = match FrontDoor::open() {
         Ok(g) => g,
         Err(r) => return r,
     };
-    let req = match gate.read(req).await {
+    let req = match front.read(req).await {
         Ok(r) => r,
         Err(r) => return r,
     };
     // The door's limits and origin rules hold on every route, on or off.
-    if let Err(r) = gate.screen_limits(&req) {
+    if let Err(r) = front.screen_limits(&req) {
         return r;
     }
     let signing_key = cairn_guest::config::config().ok().and_then(|c| c.oauth.signing_key.as_deref());
@@ -79,7 +79,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
         Err(true) => return cairn_guest::respond::error(405, "method_not_allowed", "see docs/oauth.md for each route's method"),
         Err(false) => return cairn_guest::respond::error(404, "not_found", "no such route; see docs/oauth.md"),
     };
-    if let Err(r) = gate.screen(&req) {
+    if let Err(r) = front.screen(&req) {
         return r;
     }
     let settings = match cairn_guest::config::config().map_err(ToString::to_string).and_then(Settings::of) {
@@ -87,7 +87,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
         Err(e) => return respond(&Refusal::new(Code::Misconfigured, e)),
     };
     let person = if route.needs_person() {
-        match gate.admit(&req).await {
+        match front.admit(&req).await {
             Ok(a) => Some(a.principal),
             Err(r) => return r,
         }
@@ -95,7 +95,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
         None
     };
     if let Some(p) = &person
-        && let Err(r) = gate.charge(p, 1, "oauth")
+        && let Err(r) = front.charge(p, 1, "oauth")
     {
         return r;
     }
@@ -106,13 +106,13 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
         _ => None,
     };
     if let Some((kind, per_minute)) = charged
-        && let Err(r) = spend(&gate, &req, kind, per_minute)
+        && let Err(r) = spend(&front, &req, kind, per_minute)
     {
         return r;
     }
     let document = match (route, Server::document_to_fetch(&settings, req.query())) {
         (Route::Authorize, Some(url)) => {
-            if let Err(r) = spend(&gate, &req, "metadata documents", DOCUMENTS_PER_MINUTE) {
+            if let Err(r) = spend(&front, &req, "metadata documents", DOCUMENTS_PER_MINUTE) {
                 return r;
             }
             Some(fetch_document(&url).await)
@@ -124,7 +124,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
     let incoming = OAuthRequest { query: req.query(), cookie: req.header("cookie"), content_type: req.header("content-type"), body: req.body() };
     let reply = server.serve(route, &incoming, person.as_ref(), document);
     if reply.refused() && person.is_none() {
-        let door = gate.door();
+        let door = front.door();
         let _ = door.refused(&arrival(&req), Refusal::new(Code::Unauthorized, "an OAuth request was refused"));
     }
     answer(reply)

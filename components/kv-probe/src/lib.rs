@@ -32,15 +32,15 @@ use serde_json::json;
 #[spin_sdk::http_service]
 async fn handle(req: spin_sdk::http::Request) -> Response {
     cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::KvProbe);
-    let gate = match cairn_guest::door::Gate::open() {
+    let front = match cairn_guest::door::FrontDoor::open() {
         Ok(g) => g,
         Err(r) => return r,
     };
-    let req = match gate.read(req).await {
+    let req = match front.read(req).await {
         Ok(r) => r,
         Err(r) => return r,
     };
-    if let Err(r) = gate.screen_limits(&req) {
+    if let Err(r) = front.screen_limits(&req) {
         return r;
     }
     let Some(expected) = cairn_guest::config::config().ok().and_then(|c| c.operators.kv_probe_token.as_deref()) else {
@@ -51,7 +51,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
         // Counted against the address's budget: a token is not guessed faster than it allows.
         _ => {
             let refusal = cairn_guest::cairn_door::Refusal::new(cairn_guest::cairn_door::Code::Unauthorized, "the probe needs the operator's kv_probe_token");
-            return cairn_guest::door::respond(&gate.door().refused(&cairn_guest::door::arrival(&req), refusal));
+            return cairn_guest::door::respond(&front.door().refused(&cairn_guest::door::arrival(&req), refusal));
         }
     }
     let label = req.query().strip_prefix("store=").unwrap_or("default").to_string();

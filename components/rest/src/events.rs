@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use cairn_auth::Principal;
-use cairn_guest::door::Gate;
+use cairn_guest::door::FrontDoor;
 use cairn_guest::http::{Frames, Response};
 use cairn_guest::kv::GuestStore;
 use cairn_guest::notes::{HostEnv, identity};
@@ -25,12 +25,12 @@ const EVERY: Duration = Duration::from_millis(250);
 const KEEPALIVE: Duration = Duration::from_secs(1);
 
 /// Opens the stream of the route at `path` for `who`, from the query's `since`.
-pub(crate) fn open(gate: &Gate, who: &Principal, path: &str, query: Query) -> Response {
+pub(crate) fn open(front: &FrontDoor, who: &Principal, path: &str, query: Query) -> Response {
     let lifetime = match cairn_guest::config::config() {
         Ok(c) => Duration::from_secs(c.feed.stream_seconds),
         Err(e) => return cairn_guest::config::misconfigured(e),
     };
-    let lease = match gate.stream_lease(who, lifetime, "poll the changes route meanwhile") {
+    let lease = match front.stream_lease(who, lifetime, "poll the changes route meanwhile") {
         Ok(lease) => lease,
         Err(r) => return r,
     };

@@ -3,7 +3,7 @@
 //!
 //! The routes, each with its scope and what it does, are one table in the
 //! core: [`cairn_notes::rest::ROUTES`] (and `docs/rest.md` for readers).
-//! This component is the front door around it: the gate, the route, the
+//! This component is the front door around it: the door, the route, the
 //! route's scope, the route's answer.
 //!
 //! Operators (not tenants): `POST /api/v1/sweep-claims?tenant=a&tenant=b`
@@ -32,7 +32,7 @@
 mod events;
 
 use cairn_guest::cairn_door::{Code, Refusal};
-use cairn_guest::door::Gate;
+use cairn_guest::door::FrontDoor;
 use cairn_guest::http::{Request, Response};
 use cairn_guest::kv::GuestStore;
 use cairn_guest::notes::{HostEnv, identity};
@@ -43,23 +43,23 @@ use serde_json::json;
 #[spin_sdk::http_service]
 async fn handle(req: spin_sdk::http::Request) -> Response {
     cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::Rest);
-    let gate = match Gate::open() {
+    let front = match FrontDoor::open() {
         Ok(g) => g,
         Err(r) => return r,
     };
-    let req = match gate.read(req).await {
+    let req = match front.read(req).await {
         Ok(r) => r,
         Err(r) => return r,
     };
     let path = req.path().trim_end_matches('/');
     if path.starts_with("/api/v1/operator/") || path == "/api/v1/sweep-claims" {
-        if let Err(r) = gate.screen(&req) {
+        if let Err(r) = front.screen(&req) {
             return r;
         }
-        return operator(&gate, &req);
+        return operator(&front, &req);
     }
     // The front door: limits, origin, the address's budget, the token.
-    let admitted = match gate.admit(&req).await {
+    let admitted = match front.admit(&req).await {
         Ok(a) => a,
         Err(r) => return r,
     };
@@ -74,21 +74,21 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
         }
     };
     // The subject's budget (shared with its MCP messages), then the route's scope.
-    if let Err(r) = gate.charge(principal, 1, "rest") {
+    if let Err(r) = front.charge(principal, 1, "rest") {
         return r;
     }
-    if let Err(r) = gate.require(&admitted, route.scope, "rest") {
+    if let Err(r) = front.require(&admitted, route.scope, "rest") {
         return r;
     }
     let query = query(req.query());
     if route.streams() {
-        return events::open(&gate, principal, req.path(), query);
+        return events::open(&front, principal, req.path(), query);
     }
     let started = std::time::Instant::now();
     let idempotency_key = req.header("idempotency-key");
     let incoming = Incoming { params, query: &query, body: req.body(), idempotency_key };
     let reply = route.serve(&GuestStore::new(), &mut HostEnv, &identity(principal), incoming);
-    gate.charge_work(principal, started);
+    front.charge_work(principal, started);
     match reply {
         Ok(RestReply { status, body }) => respond::json(status, &body),
         Err(e) => respond::failure(&e),
@@ -102,7 +102,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
 ///   `cache` store's expired records, for hosts without their own timer;
 /// - `GET /api/v1/operator/refusals[?minutes=]`: the summary of refusals
 ///   before authentication (per code, the busiest addresses).
-fn operator(gate: &Gate, req: &Request) -> Response {
+fn operator(front: &FrontDoor, req: &Request) -> Response {
     let Some(token) = cairn_guest::config::config().ok().and_then(|c| c.operators.sweep_token.as_deref()) else {
         return respond::error(404, "not_found", "no such route");
     };
@@ -111,13 +111,13 @@ fn operator(gate: &Gate, req: &Request) -> Response {
         // Counted against the address's budget: a token is not guessed faster than it allows.
         _ => {
             let refusal = Refusal::new(Code::Unauthorized, "operator routes need the operator's sweep_token");
-            return cairn_guest::door::respond(&gate.door().refused(&cairn_guest::door::arrival(req), refusal));
+            return cairn_guest::door::respond(&front.door().refused(&cairn_guest::door::arrival(req), refusal));
         }
     }
     let now_s = cairn_guest::notes::now_us() / 1_000_000;
     if req.path().trim_end_matches('/') == "/api/v1/operator/refusals" {
-        let minutes = query(req.query()).get("minutes").and_then(|m| m.parse::<u64>().ok()).unwrap_or(10).clamp(1, gate.settings().window_minutes);
-        return match cairn_guest::cairn_door::summary::read(gate.cache(), now_s, minutes, 20, 20_000) {
+        let minutes = query(req.query()).get("minutes").and_then(|m| m.parse::<u64>().ok()).unwrap_or(10).clamp(1, front.settings().window_minutes);
+        return match cairn_guest::cairn_door::summary::read(front.cache(), now_s, minutes, 20, 20_000) {
             Ok(s) => respond::json(200, &s.to_json()),
             Err(e) => respond::error(503, "unavailable", &format!("the cache store cannot be read: {e}")),
         };
@@ -150,7 +150,7 @@ fn operator(gate: &Gate, req: &Request) -> Response {
     }
     let links = cairn_oauth::sweep::links(&kv, now_s, cairn_oauth::sweep::BUDGET).map_err(|e| e.to_string());
     oauth.insert("links".into(), links.map_or_else(|e| json!({"error": e}), |n| json!(n)));
-    let cache = cairn_guest::sweep_cache(gate, now_s);
+    let cache = cairn_guest::sweep_cache(front, now_s);
     respond::json(200, &json!({"released": released, "history": history, "search": search, "oauth": oauth, "cache": cache}))
 }
 

@@ -16,16 +16,16 @@
 //! - `GET /.well-known/oauth-protected-resource[/mcp]`: RFC 9728 metadata.
 //!
 //! Every protocol rule lives in `cairn_mcp`; this component is its adapter:
-//! HTTP and the front door here, and `road`, how a tool is reached (its
+//! HTTP and the front door here, and `transport`, how a tool is reached (its
 //! component at `http://<component-id>.spin.internal/`, or at the URL in the
 //! variable `tool_url_<tool>` when tools are deployed apart, with the
 //! caller's identity signed into `cairn-identity`; or the router's composed
 //! slot). The token never leaves the router.
 
 mod feed;
-mod road;
+mod transport;
 
-use cairn_guest::door::Gate;
+use cairn_guest::door::FrontDoor;
 use cairn_guest::http::{Request, Response};
 use cairn_guest::respond;
 use cairn_mcp::Answer;
@@ -34,21 +34,21 @@ use spin_sdk::http::Method;
 #[spin_sdk::http_service]
 async fn handle(req: spin_sdk::http::Request) -> Response {
     cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::Router);
-    let gate = match Gate::open() {
+    let front = match FrontDoor::open() {
         Ok(g) => g,
         Err(r) => return r,
     };
-    let req = match gate.read(req).await {
+    let req = match front.read(req).await {
         Ok(r) => r,
         Err(r) => return r,
     };
     let path = req.path().trim_end_matches('/').to_string();
     match (req.method().clone(), path.as_str()) {
-        (Method::POST, "/mcp") => post_mcp(&gate, req).await,
-        (Method::GET, "/mcp") => get_mcp(&gate, req).await,
+        (Method::POST, "/mcp") => post_mcp(&front, req).await,
+        (Method::GET, "/mcp") => get_mcp(&front, req).await,
         _ => {
             // Public metadata and method refusals: limits and origin, no store call.
-            if let Err(r) = gate.screen_limits(&req) {
+            if let Err(r) = front.screen_limits(&req) {
                 return r;
             }
             match (req.method(), path.as_str()) {
@@ -71,28 +71,28 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
 
 /// `GET /mcp`: the stream of the caller's subscriptions, once it is let in
 /// and may read.
-async fn get_mcp(gate: &Gate, req: Request) -> Response {
+async fn get_mcp(front: &FrontDoor, req: Request) -> Response {
     // The front door first, as on every route: nothing of the request is
     // looked at before it.
-    let admitted = match gate.admit(&req).await {
+    let admitted = match front.admit(&req).await {
         Ok(a) => a,
         Err(r) => return r,
     };
     if !req.header("accept").is_some_and(|a| a.contains("text/event-stream")) {
         return respond::error(406, "not_acceptable", "GET /mcp answers with a stream of notifications: send Accept: text/event-stream");
     }
-    if let Err(r) = gate.charge(&admitted.principal, 1, "mcp") {
+    if let Err(r) = front.charge(&admitted.principal, 1, "mcp") {
         return r;
     }
-    if let Err(r) = gate.require(&admitted, cairn_notes::scopes::READ, "mcp") {
+    if let Err(r) = front.require(&admitted, cairn_notes::scopes::READ, "mcp") {
         return r;
     }
-    feed::follow(gate, &admitted.principal)
+    feed::follow(front, &admitted.principal)
 }
 
-async fn post_mcp(gate: &Gate, req: Request) -> Response {
+async fn post_mcp(front: &FrontDoor, req: Request) -> Response {
     // 1–4. The front door: limits, origin, the address's budget, the token.
-    let admitted = match gate.admit(&req).await {
+    let admitted = match front.admit(&req).await {
         Ok(a) => a,
         Err(r) => return r,
     };
@@ -105,12 +105,12 @@ async fn post_mcp(gate: &Gate, req: Request) -> Response {
         Err(reply) => return respond::json(400, &reply),
     };
     // 5. The subject's budget, every message counted.
-    if let Err(r) = gate.charge(principal, request.messages().len(), "mcp") {
+    if let Err(r) = front.charge(principal, request.messages().len(), "mcp") {
         return r;
     }
     // 6. Scopes of every message, before anything runs.
     for scope in request.scopes() {
-        if let Err(r) = gate.require(&admitted, scope, "mcp") {
+        if let Err(r) = front.require(&admitted, scope, "mcp") {
             return r;
         }
     }
@@ -122,12 +122,12 @@ async fn post_mcp(gate: &Gate, req: Request) -> Response {
                 200,
                 &cairn_mcp::rpc::error(id, cairn_mcp::rpc::INVALID_REQUEST, "subscriptions/listen answers with a stream: send Accept: text/event-stream"),
             ),
-            Ok((id, filter)) => feed::open(gate, principal, id, filter),
+            Ok((id, filter)) => feed::open(front, principal, id, filter),
         };
     }
     // 8. Run, in order; then charge the subject for the time it took.
     let started = std::time::Instant::now();
-    let answer = request.run(&road::Road::new(), principal).await;
+    let answer = request.run(&transport::Transport::new(), principal).await;
     let response = match answer {
         Answer::Reply(body) => Response::new(200, body).with_header("content-type", "application/json"),
         Answer::Accepted => Response::new(202, Vec::new()),
@@ -137,6 +137,6 @@ async fn post_mcp(gate: &Gate, req: Request) -> Response {
             r
         }
     };
-    gate.charge_work(principal, started);
+    front.charge_work(principal, started);
     response
 }

@@ -21,5 +21,5 @@
 pub mod table;
 pub mod typed;
 
-pub use table::{Kind, Reader, VARIABLES, Var, variable};
-pub use typed::{Auth, Claims, Config, Door, Error, Feed, Notes, OAuth, Operators, ToolCalls, Tools};
+pub use table::{Kind, RENAMED, Reader, VARIABLES, Var, variable};
+pub use typed::{Auth, Claims, Config, Door, Error, Feed, Notes, OAuth, Operators, ToolTransport, Tools};

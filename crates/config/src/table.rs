@@ -178,6 +178,11 @@ const fn secret(name: &'static str, kind: Kind, doc: &'static str, readers: &'st
     Var { name, default: "", kind, optional: true, doc, readers, secret: true }
 }
 
+/// Variables that were renamed: the old name, and the new one. A host that
+/// is given an old name refuses to start, naming the new one, rather than
+/// serve with the old setting silently dropped.
+pub const RENAMED: &[(&str, &str)] = &[("tool_calls", "tool_transport")];
+
 /// Every application variable Cairn reads, in the order `spin.toml` lists them.
 pub const VARIABLES: &[Var] = &[
     secret("kv_probe_token", Kind::Text, "Operator secret for the kv-probe component; empty keeps the probe hidden (404).", &[KvProbe]),
@@ -248,7 +253,7 @@ pub const VARIABLES: &[Var] = &[
         &[Router, Tools, Rest, KvProbe],
     ),
     var(
-        "tool_calls",
+        "tool_transport",
         "composed",
         Kind::Choice(&["composed", "http"]),
         false,

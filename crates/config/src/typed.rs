@@ -30,7 +30,7 @@ impl std::error::Error for Error {}
 
 /// How the router reaches the tools of this application.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolCalls {
+pub enum ToolTransport {
     /// Through the router's slot for each, composed at load time.
     Composed,
     /// Over `wasi:http`, to `tool_url_<tool>`.
@@ -111,7 +111,7 @@ pub struct Notes {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tools {
     /// Composed or over HTTP.
-    pub calls: ToolCalls,
+    pub transport: ToolTransport,
     /// `tool_url_<tool>` by tool name, where set.
     pub urls: BTreeMap<String, String>,
     /// The key of the identity the router signs for tools.
@@ -160,7 +160,7 @@ pub struct Config {
     pub auth: Auth,
     /// The notes core.
     pub notes: Notes,
-    /// The tools' road.
+    /// How the router reaches the tools.
     pub tools: Tools,
     /// The change feed.
     pub feed: Feed,
@@ -312,7 +312,7 @@ fn tools_of(v: &Values, tools: &[&str]) -> Result<Tools, Error> {
         }
     }
     Ok(Tools {
-        calls: if v.text("tool_calls")? == "http" { ToolCalls::Http } else { ToolCalls::Composed },
+        transport: if v.text("tool_transport")? == "http" { ToolTransport::Http } else { ToolTransport::Composed },
         urls,
         identity_secret: v.optional("identity_secret")?,
     })
@@ -331,7 +331,7 @@ mod tests {
     #[test]
     fn the_defaults_read() {
         let c = Config::read(&with(&[]), &["read_note_tab"]).unwrap();
-        assert_eq!((c.notes.read_max_chars, c.notes.commit_check, c.tools.calls), (24_000, true, ToolCalls::Composed));
+        assert_eq!((c.notes.read_max_chars, c.notes.commit_check, c.tools.transport), (24_000, true, ToolTransport::Composed));
         assert_eq!(c.door.rate_limit_per_minute, 600);
     }
 
@@ -353,12 +353,12 @@ mod tests {
 
     #[test]
     fn check_all_names_every_bad_variable_and_skips_the_applications_own() {
-        let values: BTreeMap<String, String> = [("read_max_chars", "12"), ("tool_calls", "smoke"), ("greeting", "hello"), ("quota_notes", "5")]
+        let values: BTreeMap<String, String> = [("read_max_chars", "12"), ("tool_transport", "smoke"), ("greeting", "hello"), ("quota_notes", "5")]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let names: Vec<String> = Config::check_all(&values).into_iter().map(|e| e.variable).collect();
-        assert_eq!(names, ["read_max_chars", "tool_calls"]);
+        assert_eq!(names, ["read_max_chars", "tool_transport"]);
     }
 
     #[test]

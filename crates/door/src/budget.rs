@@ -24,7 +24,7 @@
 //! minutes, the rest for the summary's window; nothing else is kept.
 //!
 //! A store that cannot be reached does not stop traffic: an uncounted
-//! request passes (the counters are a shield, not a gate the rest of the
+//! request passes (the counters are a shield, not a front door the rest of the
 //! system depends on), and the host reports the store failing.
 
 use cairn_kv::Store;
@@ -67,7 +67,7 @@ impl Rate {
 /// spent) and how long until it will. With `refuse_over` false the units
 /// are spent whatever the balance (work already done becomes debt). A state
 /// swap lost four times running lets the call pass (the budget is a
-/// shield, not a gate the rest of the system depends on).
+/// shield, not a front door the rest of the system depends on).
 pub fn spend(store: &dyn Store, id: &str, rate: Rate, n: u64, now_ms: u64, refuse_over: bool) -> cairn_kv::Result<Option<u64>> {
     let key = format!("{PREFIX}{PACE}/{id}");
     let tolerance = rate.burst.saturating_mul(rate.unit_ms);

@@ -570,7 +570,7 @@ impl Store for SqliteStore {
     /// commit only copies pages into the OS cache: a write that joins a
     /// group commit waits for the CPU work of the writers ahead of it, no
     /// longer than a hop to another thread and back costs (see
-    /// `docs/decisions/lanes.md`), so every call runs where it is made (`Never`).
+    /// `docs/decisions/connection-threads.md`), so every call runs where it is made (`Never`).
     fn waits(&self) -> cairn_kv::Waits {
         if self.fsync { cairn_kv::Waits::Writes } else { cairn_kv::Waits::Never }
     }

@@ -55,7 +55,7 @@ pub struct Control {
     first_read: Mutex<HashMap<(String, String, Observed), Instant>>,
     /// Reads share it; a bounded blind write holds it alone while it checks
     /// its deadline and writes, so a read is wholly before or after it.
-    gate: RwLock<()>,
+    front: RwLock<()>,
     late_blind: AtomicU64,
 }
 
@@ -262,7 +262,7 @@ impl Faulty {
             self.ctl.blind_writes.fetch_add(1, Ordering::SeqCst);
             return self.inner.set(bucket, key, value);
         }
-        let _alone = self.ctl.gate.write().unwrap_or_else(|e| e.into_inner());
+        let _alone = self.ctl.front.write().unwrap_or_else(|e| e.into_inner());
         let read_at = self.ctl.first_read.lock().unwrap_or_else(|e| e.into_inner()).get(&(bucket.to_string(), key.to_string(), observed)).copied();
         match read_at {
             Some(at) if at.elapsed() <= Duration::from_micros(bound) => {
@@ -280,7 +280,7 @@ impl Faulty {
 impl Store for Faulty {
     fn read(&self, bucket: &str, key: &str) -> Result<Read> {
         self.ctl.reading(key)?;
-        let _shared = self.ctl.gate.read().unwrap_or_else(|e| e.into_inner());
+        let _shared = self.ctl.front.read().unwrap_or_else(|e| e.into_inner());
         let read = self.inner.read(bucket, key)?;
         if self.ctl.blind_within_us.load(Ordering::SeqCst) > 0 {
             let mut seen = self.ctl.first_read.lock().unwrap_or_else(|e| e.into_inner());
@@ -382,7 +382,7 @@ impl Store for Faulty {
 
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.ctl.reading(key)?;
-        let _shared = self.ctl.gate.read().unwrap_or_else(|e| e.into_inner());
+        let _shared = self.ctl.front.read().unwrap_or_else(|e| e.into_inner());
         self.inner.get(bucket, key)
     }
 }

@@ -7,7 +7,7 @@
 //! - `tab_id` of `cairn://notes/{note_id}/tabs/{tab_id}`: the tabs of the
 //!   note named in `context.arguments.note_id`, by id or label the same way.
 //!
-//! Everything is read through the read tools on the caller's own road, so a
+//! Everything is read through the read tools on the caller's own transport, so a
 //! completion never names a note the caller could not list (another
 //! tenant's, or one not approved for agents). Cost is bounded: at most
 //! [`SCANNED`] notes ([`PAGES`] `list_notes` calls) or one `list_note_tabs`
@@ -19,8 +19,8 @@ use cairn_notes::tools::{list_note_tabs, list_notes};
 use serde_json::{Value, json};
 
 use crate::resources::{Failed, NOTE_TEMPLATE as NOTE, PAGE, TAB_TEMPLATE as TAB, run};
-use crate::road::Tools;
 use crate::rpc::INVALID_PARAMS;
+use crate::transport::Tools;
 
 /// Values one completion answers at most (the spec's bound).
 pub const MAX_VALUES: usize = 100;

@@ -4,7 +4,7 @@
 //!
 //! A stream holds no state anywhere but in itself: every
 //! [`Settings::every`] it looks at what it watches through the read tools
-//! ([`look`]), on the same road as a `tools/call`, and tells what moved
+//! ([`look`]), on the same transport as a `tools/call`, and tells what moved
 //! since its last look ([`news`]). So:
 //!
 //! - **Visibility is the tools'.** What a look sees of a note is what
@@ -35,8 +35,8 @@ use cairn_notes::watch::Watched;
 use serde_json::{Value, json};
 
 use crate::resources::{Failed, PAGE, Target, parse, run};
-use crate::road::Tools;
 use crate::subscriptions::{Book, mark};
+use crate::transport::Tools;
 
 /// Most resources one stream watches.
 pub const MAX_URIS: usize = 16;
@@ -138,7 +138,7 @@ pub struct Seen {
     uris: Vec<Option<u64>>,
 }
 
-/// Who looks, and how: the caller, the road to the read tools, and (where
+/// Who looks, and how: the caller, the transport to the read tools, and (where
 /// the caller has the notes store at hand, as the router does) the store,
 /// to read every watched note's head in one batch instead of a tool call
 /// per note. Both ways see exactly what the read tools show the caller

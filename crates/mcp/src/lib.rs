@@ -13,7 +13,7 @@
 //! - [`rpc`]: JSON-RPC error codes and the error object.
 //! - [`version`]: the revisions spoken, the one `initialize` settles on,
 //!   and the revision a request names in its `_meta`.
-//! - [`road`]: [`Tools`] (how a tool is reached) and [`ToolError`] (how a
+//! - [`transport`]: [`Tools`] (how a tool is reached) and [`ToolError`] (how a
 //!   call comes back without a result).
 //! - [`message`]: one JSON-RPC [`Message`] borrowed from the body and the
 //!   scope it needs; [`message::split`], a body into one message or a batch
@@ -57,11 +57,11 @@ pub mod message;
 pub mod methods;
 pub mod request;
 pub mod resources;
-pub mod road;
 pub mod rpc;
 pub mod subscriptions;
+pub mod transport;
 pub mod version;
 
 pub use message::Message;
 pub use request::{Answer, Request};
-pub use road::{Stores, ToolError, Tools, Unavailable};
+pub use transport::{Stores, ToolError, Tools, Unavailable};

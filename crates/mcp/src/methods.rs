@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use crate::message::{Message, Params};
 use crate::resources::{self, Failed};
-use crate::road::{ToolError, Tools, Unavailable};
 use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, error};
+use crate::transport::{ToolError, Tools, Unavailable};
 use crate::version::{VERSIONS, negotiate, stateless};
 
 /// A JSON-RPC response around an already serialized result object; on the

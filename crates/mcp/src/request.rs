@@ -9,8 +9,8 @@ use crate::feed::Filter;
 use crate::headers;
 use crate::message::{Message, split};
 use crate::methods::handle_message;
-use crate::road::{Tools, Unavailable};
 use crate::rpc::{INVALID_PARAMS, PARSE_ERROR, error};
+use crate::transport::{Tools, Unavailable};
 
 /// The messages of one request, framed and checked, borrowed from its body.
 #[derive(Debug)]

@@ -10,7 +10,7 @@
 //! `resources/list` pages through the notes the caller may see (the note
 //! resources; tabs are reached through the template or a note's listing).
 //! Everything is read through the read tools themselves (`list_notes`,
-//! `list_note_tabs`, `read_note_tab`) on the same road as a `tools/call`, so
+//! `list_note_tabs`, `read_note_tab`) on the same transport as a `tools/call`, so
 //! tenants, agent visibility and provenance are exactly the tools'; the
 //! `notes:read` scope is asked for before any of it runs
 //! ([`crate::message::Message::needed_scope`]).
@@ -19,8 +19,8 @@ use cairn_auth::Principal;
 use cairn_notes::tools::{Tool, list_note_tabs, list_notes, read_note_tab};
 use serde_json::{Value, json};
 
-use crate::road::{ToolError, Tools};
 use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
+use crate::transport::{ToolError, Tools};
 
 /// Scheme and authority of every resource URI.
 const PREFIX: &str = "cairn://notes/";

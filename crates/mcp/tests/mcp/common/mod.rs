@@ -22,7 +22,7 @@ pub fn block_on<F: Future>(f: F) -> F::Output {
     let mut f = std::pin::pin!(f);
     match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(v) => v,
-        Poll::Pending => panic!("a future waited: nothing on this road should"),
+        Poll::Pending => panic!("a future waited: nothing on this transport should"),
     }
 }
 

@@ -24,7 +24,7 @@ pub enum ToolError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unavailable(pub String);
 
-/// The road to the tools.
+/// The transport to the tools.
 ///
 /// Components serve one request at a time on one thread, so the future
 /// need not be `Send`.

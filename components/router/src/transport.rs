@@ -1,4 +1,4 @@
-//! The road from the router to a tool's component: the router's composed
+//! The transport from the router to a tool's component: the router's composed
 //! slot for it, or HTTP with the caller's identity signed in for one call.
 
 use cairn_auth::Principal;
@@ -7,16 +7,16 @@ use cairn_mcp::{Stores, ToolError, Tools};
 use http_body_util::BodyExt;
 use serde_json::Value;
 
-/// The router's road to its tools, as `cairn_mcp` asks for it, and the
+/// The router's transport to its tools, as `cairn_mcp` asks for it, and the
 /// stores behind them (opened on first use).
-pub(crate) struct Road {
+pub(crate) struct Transport {
     notes: GuestStore,
     cache: GuestStore,
 }
 
-impl Road {
-    pub(crate) fn new() -> Road {
-        Road { notes: GuestStore::new(), cache: GuestStore::cache() }
+impl Transport {
+    pub(crate) fn new() -> Transport {
+        Transport { notes: GuestStore::new(), cache: GuestStore::cache() }
     }
 
     /// The notes store behind the tools.
@@ -30,7 +30,7 @@ impl Road {
     }
 }
 
-impl Tools for Road {
+impl Tools for Transport {
     async fn call(&self, tool: &'static cairn_notes::tools::Tool, arguments: &str, who: &Principal) -> Result<String, ToolError> {
         call(tool, arguments, who).await
     }
@@ -40,7 +40,7 @@ impl Tools for Road {
     }
 }
 
-/// Calls `tool` with `args` (a JSON object) as `who`, on whichever road
+/// Calls `tool` with `args` (a JSON object) as `who`, on whichever transport
 /// reaches its component; the CallToolResult as the tool wrote it.
 pub(crate) async fn call(tool: &cairn_notes::tools::Tool, args: &str, who: &Principal) -> Result<String, ToolError> {
     let name = tool.name;
@@ -49,9 +49,9 @@ pub(crate) async fn call(tool: &cairn_notes::tools::Tool, args: &str, who: &Prin
     let config = cairn_guest::config::config().map_err(|e| ToolError::Internal(e.to_string()))?;
     let base = config.tools.urls.get(name).map_or(own.as_str(), String::as_str).trim_end_matches('/');
     // A tool of this application is called through the router's slot for
-    // it (composed at load time), unless `tool_calls` asks for HTTP; a tool
+    // it (composed at load time), unless `tool_transport` asks for HTTP; a tool
     // deployed apart is always called at its URL.
-    let composed = base == own && config.tools.calls != cairn_guest::cairn_config::ToolCalls::Http;
+    let composed = base == own && config.tools.transport != cairn_guest::cairn_config::ToolTransport::Http;
     if composed {
         use cairn_guest::bindings::{Caller, Failure};
         return match cairn_guest::slots::call_slot(&component, &Caller::of(who), args) {
