@@ -80,6 +80,9 @@ cargo build --release --locked -p cairn-rmcp-interop
 # build script embeds), no warning let through: a check build of its own, a
 # few minutes on a fresh clone, seconds after.
 cargo clippy --locked --workspace --all-targets -- -D warnings
+# The API documentation builds without a warning (broken or private links,
+# ambiguous names): it reuses the dependencies the linter just checked.
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --quiet
 
 cargo test --release --locked
 # The host's modules where instance reuse could show, again with reuse off

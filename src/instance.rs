@@ -1,5 +1,5 @@
 //! The application every request shares ([`App`]), each instance's host
-//! state ([`Ctx`]) and limits, a new instance's store ([`new_store`]), and
+//! state ([`Ctx`]) and limits, a new instance's store (`new_store`), and
 //! serving one request ([`serve`], [`run_buffered`]) on an instance of its
 //! partition ([`crate::pool`]).
 //!

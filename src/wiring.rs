@@ -20,7 +20,7 @@
 //! A region is the lines strictly between `<comment> BEGIN generated: <name>`
 //! and `<comment> END generated: <name>`. [`check`] compares every region
 //! and file with what the table says and names each stale line and the line
-//! to write instead; [`write`] rewrites them. Hand edits inside a region are
+//! to write instead; [`write`](fn@write) rewrites them. Hand edits inside a region are
 //! overwritten by the next `cairn generate`.
 
 use anyhow::{Context, Result, bail};

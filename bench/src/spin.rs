@@ -252,7 +252,7 @@ pub struct Report {
     pub series: Vec<Vec<Vec<Series>>>,
 }
 
-/// Measure every row of [`ROWS`] at each of `clients` on the embedded host
+/// Measure every row of `ROWS` at each of `clients` on the embedded host
 /// (in this process, `manifest`) and on Spin run each way of `variants`
 /// (the `spin.toml` of the project at `root`), `duration` a row.
 pub async fn run(root: &Path, manifest: PathBuf, duration: Duration, clients: Vec<usize>, variants: &[Variant]) -> Result<Report> {

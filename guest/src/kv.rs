@@ -242,7 +242,7 @@ impl Store for GuestStore {
     }
 
     /// Keys after `after`: from there on a host whose cursors are keys
-    /// (see [`GuestStore::walk`]), else by the whole listing.
+    /// (see `GuestStore::walk`), else by the whole listing.
     fn list_keys(&self, bucket: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
         self.list_where(bucket, after.unwrap_or(""), "", limit)
     }

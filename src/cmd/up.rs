@@ -20,7 +20,7 @@ pub struct Args {
     /// Directory for the store and the compiled-component cache.
     #[arg(long, default_value = ".cairn")]
     pub state_dir: PathBuf,
-    /// Where compiled components are cached (default: <state-dir>/cache).
+    /// Where compiled components are cached (default: `<state-dir>/cache`).
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
     /// Run `cairn build` first.

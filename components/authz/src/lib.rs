@@ -13,7 +13,7 @@
 //! routes (consent, connected apps, invitations) to the person's subject
 //! budget, shared with their REST and MCP calls; the token endpoint,
 //! revocation and the editor's sign-in (`authorize` for `cairn-editor`) to
-//! the address, [`WRITES_PER_MINUTE`]. What each may leave behind is
+//! the address, `WRITES_PER_MINUTE`. What each may leave behind is
 //! bounded in `cairn_oauth` (see `docs/oauth.md`, Limits).
 
 use cairn_door::budget::{self, Rate};

@@ -24,7 +24,7 @@
 //! messages: an agent gets nothing more here than over MCP.
 //!
 //! A route that streams (the editor's `events`) answers with Server-Sent
-//! Events ([`events`]), under one of the subject's stream leases.
+//! Events (`events`), under one of the subject's stream leases.
 //!
 //! An `Idempotency-Key` header is used when the body carries no
 //! `idempotency_key`. Browser origins are refused unless allow-listed.

@@ -8,19 +8,19 @@
 //! --fsync` switches to `FULL` so it also survives power loss, at a cost per
 //! commit.
 //!
-//! - Writes go through [`group`]: concurrent writers share one transaction
+//! - Writes go through `group`: concurrent writers share one transaction
 //!   on the single writer connection (group commit), and each is answered
 //!   only after that transaction committed.
 //! - Reads run on the writer connection between its transactions, else on
-//!   a bounded pool of reader connections ([`readers`]) beside the writer:
+//!   a bounded pool of reader connections (`readers`) beside the writer:
 //!   WAL gives each read transaction the state of the last commit before it
 //!   started. No connection maps the file (`mmap_size` stays 0): as the file
 //!   grows every mapping connection would remap it, and each unmap flushes
 //!   every core's TLB.
 //!   A read of an absent key observes the last *committed* stamp, loaded
 //!   before its snapshot starts, so a later swap fails if anything wrote the
-//!   key after that snapshot (see [`SqliteStore::reading`]).
-//! - Recently used committed values are also kept in memory ([`cache`],
+//!   key after that snapshot (see `SqliteStore::reading`).
+//! - Recently used committed values are also kept in memory (`cache`,
 //!   8 MB): a read of a hot key (a note's head, its content) is answered
 //!   without SQLite, whose reader connections drop their page cache at every
 //!   commit. The cache is updated at each commit before any writer of it is
@@ -31,10 +31,10 @@
 //!   (each value under an integer id). SQLite's seek in a `WITHOUT ROWID`
 //!   tree reads the whole record of every overflowing cell it compares
 //!   with, so values kept beside their keys (the first layout, moved over
-//!   by [`migrate`] on open) made a lookup among large values read whole
+//!   by `migrate` on open) made a lookup among large values read whole
 //!   neighbouring values: some 17 MB of reads for one 1 MB edit. Now a
 //!   lookup compares keys only and reads just its own value.
-//! - Checkpoints run on a thread of their own ([`checkpoint`]), never inside
+//! - Checkpoints run on a thread of their own (`checkpoint`), never inside
 //!   a commit: a writer never waits while the WAL is copied into the
 //!   database.
 //! - The host is the only process on the file: an advisory lock on the
@@ -106,7 +106,7 @@ impl SqliteStore {
     }
 
     /// [`open`](Self::open), keeping at most `cache_bytes` of committed
-    /// rows in memory (see [`cache`]; 0 keeps none).
+    /// rows in memory (see `cache`; 0 keeps none).
     pub fn open_with_cache(path: &Path, fsync: bool, cache_bytes: usize) -> Result<Self> {
         let file = std::fs::OpenOptions::new()
             .read(true)

@@ -8,8 +8,8 @@
 //!   A check that could harm a store names its [`Check::hazard`], and is
 //!   run only on a store someone vouches for ([`Check::may_run_on`]): a
 //!   probe must never break the store it probes.
-//! - [`CONCURRENT`]: races between threads, natively only.
-//! - [`LIFECYCLE`]: checks that need a store of their own (closing it).
+//! - [`FRESH`]: checks that need threads (races between them) or a store
+//!   of their own (closing it), natively only.
 //!
 //! A check returns `Err` with a sentence naming the broken rule.
 //! [`conformance_tests!`](crate::conformance_tests) turns the whole

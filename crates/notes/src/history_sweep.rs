@@ -5,7 +5,7 @@
 //! under it is past retention by both rules, with a [`CLOCK_MARGIN`] on the
 //! age rule):
 //!
-//! 1. **One head commit** (the ordinary [`crate::head::transact`]) sets
+//! 1. **One head commit** (the ordinary `crate::head::transact`) sets
 //!    `history_floor = F`, records each tab's *base* (the version of its
 //!    newest entry under `F` that did not delete it, so a retained version of
 //!    a tab unchanged since then still reads), drops the head's own entries
@@ -22,7 +22,7 @@
 //! # Why no committed write ever loses a blob
 //!
 //! Writers put content blobs under the generation of the head they decide on
-//! ([`crate::write::commit`]), and commit only if that head is still the
+//! (`crate::write::commit`), and commit only if that head is still the
 //! current one. Take a blob `b` of generation `≤ g` that the sweep deletes,
 //! and any head `H'` committed after `H` that refers to `b`. `H'` decided on
 //! a head of generation `g + 1` (every head after `H` has it), so it did not
@@ -40,7 +40,7 @@
 //! Entries are immutable and only ever written for new versions, so deleting
 //! the ones under `F` races with nobody; a reader that read the head before
 //! the sweep and then misses an entry answers "past retention"
-//! ([`crate::history`]), never another version's content.
+//! (`crate::history`), never another version's content.
 //!
 //! Blobs that a lost swap left behind in the current generation are swept by
 //! the next sweep that moves the floor. Blobs written before generations
@@ -118,7 +118,7 @@ pub(crate) fn usage(kv: &TenantKv) -> Result<Usage, Failure> {
     }
 }
 
-/// [`usage`], for the host and operators.
+/// `usage`, for the host and operators.
 pub fn tenant_usage(store: &dyn cairn_kv::Store, tenant: &str) -> Result<Usage, Failure> {
     usage(&TenantKv::system(store, tenant)?)
 }

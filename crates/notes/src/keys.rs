@@ -19,7 +19,7 @@
 //! - `claims/index`: notes holding claims, with their due times.
 //! - `srch/dirty/<note_id>/<rev:016x>`: a commit of the note at head
 //!   revision `rev` the search index may not cover yet, written before the
-//!   head swap (see [`crate::index`]).
+//!   head swap (see `crate::index`).
 //! - `srch/doc/<note_id>`: what the search index holds of the note (the head
 //!   revision it reflects, each tab's terms).
 //! - `srch/t/<term>/<bucket:02>`: the postings of a term.

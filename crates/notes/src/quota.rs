@@ -7,7 +7,7 @@
 //! atomic `increment`), kept in step with the heads by a charge before each
 //! commit and a refund where a charged commit did not land:
 //!
-//! - a write that adds content **charges** its bytes ([`Charge::take`])
+//! - a write that adds content **charges** its bytes (`Charge::take`)
 //!   after it decided to commit and right before its swap: the counter moves
 //!   first, and if it passed `quota_bytes` the charge is taken back and the
 //!   write refused `quota_exceeded`, nothing written;

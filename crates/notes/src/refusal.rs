@@ -1,6 +1,6 @@
 //! The two ways a call ends badly, kept apart at every layer:
 //!
-//! - a **refusal** ([`Refusal`]): a domain answer with a stable snake_case
+//! - a **refusal** (`Refusal`): a domain answer with a stable snake_case
 //!   [`Code`] (bad argument, conflict, not found, …). It is a normal tool
 //!   result with `isError: true` (or a REST status), and nothing was written.
 //! - a **failure** ([`Failure`]): the store or the host broke (unreachable,

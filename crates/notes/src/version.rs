@@ -12,7 +12,7 @@
 //! writes that replace what they may not have seen are the whole-tab writes
 //! (`replace_text`, `replace_tab_data`, the people's `PUT …/tabs/{tab}`);
 //! given a part token they are refused `partial_base` with nothing written
-//! ([`crate::edit`]), whatever the version. Proof that the mark survives
+//! (`crate::edit`), whatever the version. Proof that the mark survives
 //! every road from a read to a write:
 //!
 //! 1. a read marks its answer with [`Version::of`] and the [`Extent`] of

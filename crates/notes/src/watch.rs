@@ -4,7 +4,7 @@
 //! The invariant a feed rests on: **a stamp moves exactly when what the
 //! caller would read there moves, and is `None` exactly when the caller may
 //! not read it.** It holds because a stamp is taken from the head through
-//! [`visible_head`], the check every read tool makes (tenant by key prefix,
+//! `visible_head`, the check every read tool makes (tenant by key prefix,
 //! agents only on notes approved for agents): a note's stamp is its
 //! version, which every commit moves; a tab's is the tab's version, which
 //! every change to that tab moves. A head the caller may not see, an

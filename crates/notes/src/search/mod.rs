@@ -1,4 +1,4 @@
-//! Full-text search over the index in the store ([`crate::index`], where
+//! Full-text search over the index in the store (`crate::index`, where
 //! the invariant and its proof are): queries (`search_notes`, the REST
 //! search route), [`merge`] (bringing the postings up to the committed
 //! heads: the embedded host runs it in the background, queries when they
@@ -32,7 +32,7 @@ pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
 pub const MERGE_BUDGET: usize = 1024;
 
 /// Brings up to `budget` of `tenant`'s dirty notes' postings up to their
-/// committed heads (see [`crate::index`]); what it did.
+/// committed heads (see `crate::index`); what it did.
 pub fn merge(store: &dyn cairn_kv::Store, env: &mut dyn Env, tenant: &str, budget: usize) -> Result<MergeReport, Failure> {
     merging::merge(&TenantKv::system(store, tenant)?, env, &mut Tokenizer::default(), budget).map_err(as_failure)
 }
@@ -129,7 +129,7 @@ pub fn check(store: &dyn cairn_kv::Store, tenant: &str) -> Result<IndexReport, F
     check_kv(&TenantKv::system(store, tenant)?).map_err(as_failure)
 }
 
-/// Rebuilds `tenant`'s index in place (see [`reindex_kv`]).
+/// Rebuilds `tenant`'s index in place (see `reindex_kv`).
 pub fn reindex(store: &dyn cairn_kv::Store, tenant: &str) -> Result<IndexReport, Failure> {
     reindex_kv(&TenantKv::system(store, tenant)?).map_err(as_failure)
 }
