@@ -79,37 +79,13 @@ enum Reply {
     Text(String),
 }
 
+/// A JSON-RPC error for this message: its code and message.
+type RpcError = (i64, String);
+
 async fn handle(m: &Message<'_>, tools: &impl Tools, who: &Principal) -> Result<Option<Reply>, Unavailable> {
-    let err = |id: Value, code, msg: &str| Ok(Some(Reply::Value(error(id, code, msg))));
-    if m.not_object {
-        return err(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object");
-    }
-    let id = m.id.map(|_| m.id_value());
-    let Some(method) = m.method() else {
-        // A response from the client (result/error): nothing to answer.
-        if id.is_some() && (m.result.is_some() || m.error.is_some()) {
-            return Ok(None);
-        }
-        return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "missing method");
-    };
-    if m.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
-        return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "jsonrpc must be \"2.0\"");
-    }
-    let Some(id) = id else {
-        return Ok(None); // a notification
-    };
-    if !valid_id(&id) {
-        return err(Value::Null, INVALID_REQUEST, "id must be a string or an integer");
-    }
-    let raw_params = m.params.map(RawValue::get).unwrap_or("{}");
-    if !raw_params.starts_with('{') {
-        return err(id, INVALID_PARAMS, "params must be an object");
-    }
-    let params = m.parsed.as_ref().and_then(|p| p.as_ref().ok());
-    // 2026-07-28: the revision rides in every request's _meta.
-    let stateless = match stateless(params.and_then(|p| p.meta.as_ref())) {
-        Ok(s) => s,
-        Err(msg) => return err(id, INVALID_PARAMS, &msg),
+    let (id, method, stateless) = match envelope(m) {
+        Ok(checked) => checked,
+        Err(reply) => return Ok(reply),
     };
     if method == "tools/call" {
         // The tool's result goes back as the tool wrote it: no parse and
@@ -126,47 +102,8 @@ async fn handle(m: &Message<'_>, tools: &impl Tools, who: &Principal) -> Result<
             Err(ToolError::Unavailable(msg)) => return Err(Unavailable(msg)),
         }));
     }
-    let params: Value = serde_json::from_str(raw_params).unwrap_or_else(|_| json!({}));
-    let mut reply = match method {
-        "initialize" => {
-            let version = negotiate(params.get("protocolVersion").and_then(Value::as_str));
-            let mut caps = capabilities(false);
-            if crate::apps::client_renders(params.get("capabilities")) {
-                caps["extensions"] = crate::apps::declared();
-            }
-            Ok(json!({"protocolVersion": version, "capabilities": caps, "serverInfo": server_info(), "instructions": INSTRUCTIONS}))
-        }
-        "server/discover" => Ok(json!({
-            "supportedVersions": VERSIONS,
-            "capabilities": discovered(&params),
-            "serverInfo": server_info(),
-            "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
-            "instructions": INSTRUCTIONS,
-        })),
-        "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": list_tools()})),
-        "resources/list" | "resources/templates/list" | "resources/read" => match resources::handle(method, &params, tools, who).await {
-            Ok(r) => Ok(r),
-            Err(Failed::Rpc(code, msg)) => Err((code, msg)),
-            Err(Failed::Unavailable(msg)) => return Err(Unavailable(msg)),
-        },
-        "completion/complete" => match crate::completion::complete(&params, tools, who).await {
-            Ok(r) => Ok(r),
-            Err(Failed::Rpc(code, msg)) => Err((code, msg)),
-            Err(Failed::Unavailable(msg)) => return Err(Unavailable(msg)),
-        },
-        "logging/setLevel" => crate::logging::set_level(&params).map_err(|msg| (INVALID_PARAMS, msg)),
-        "resources/subscribe" | "resources/unsubscribe" => match subscription(method, &params, tools, who).await {
-            Ok(r) => Ok(r),
-            Err(Failed::Rpc(code, msg)) => Err((code, msg)),
-            Err(Failed::Unavailable(msg)) => return Err(Unavailable(msg)),
-        },
-        // A stream of its own ([`crate::Request::listen`]), never one reply among others.
-        "subscriptions/listen" => {
-            Err((INVALID_REQUEST, "subscriptions/listen opens a stream: send it alone, not in a batch, with Accept: text/event-stream".into()))
-        }
-        other => Err((METHOD_NOT_FOUND, format!("unknown method {other}"))),
-    };
+    let params: Value = serde_json::from_str(m.params.map(RawValue::get).unwrap_or("{}")).unwrap_or_else(|_| json!({}));
+    let mut reply = answer(method, &params, tools, who).await?;
     if (stateless || method == "server/discover")
         && let Ok(Value::Object(r)) = &mut reply
     {
@@ -182,6 +119,80 @@ async fn handle(m: &Message<'_>, tools: &impl Tools, who: &Principal) -> Result<
         Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
         Err((code, msg)) => error(id, code, &msg),
     })))
+}
+
+/// A request's envelope, checked: its id, its method, and whether it is a
+/// 2026-07-28 (stateless) request. `Err`: what to answer instead (`None`
+/// for a notification or a client's response).
+fn envelope<'m>(m: &'m Message<'_>) -> Result<(Value, &'m str, bool), Option<Reply>> {
+    let err = |id: Value, code, msg: &str| Err(Some(Reply::Value(error(id, code, msg))));
+    if m.not_object {
+        return err(Value::Null, INVALID_REQUEST, "a JSON-RPC message is an object");
+    }
+    let id = m.id.map(|_| m.id_value());
+    let Some(method) = m.method() else {
+        // A response from the client (result/error): nothing to answer.
+        if id.is_some() && (m.result.is_some() || m.error.is_some()) {
+            return Err(None);
+        }
+        return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "missing method");
+    };
+    if m.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+        return err(id.unwrap_or(Value::Null), INVALID_REQUEST, "jsonrpc must be \"2.0\"");
+    }
+    let Some(id) = id else {
+        return Err(None); // a notification
+    };
+    if !valid_id(&id) {
+        return err(Value::Null, INVALID_REQUEST, "id must be a string or an integer");
+    }
+    if !m.params.map(RawValue::get).unwrap_or("{}").starts_with('{') {
+        return err(id, INVALID_PARAMS, "params must be an object");
+    }
+    let params = m.parsed.as_ref().and_then(|p| p.as_ref().ok());
+    // 2026-07-28: the revision rides in every request's _meta.
+    match stateless(params.and_then(|p| p.meta.as_ref())) {
+        Ok(s) => Ok((id, method, s)),
+        Err(msg) => err(id, INVALID_PARAMS, &msg),
+    }
+}
+
+/// The result of every method but `tools/call`, or its JSON-RPC error;
+/// `Err` when the request cannot be served right now.
+async fn answer(method: &str, params: &Value, tools: &impl Tools, who: &Principal) -> Result<Result<Value, RpcError>, Unavailable> {
+    let failed = |r: Result<Value, Failed>| match r {
+        Ok(r) => Ok(Ok(r)),
+        Err(Failed::Rpc(code, msg)) => Ok(Err((code, msg))),
+        Err(Failed::Unavailable(msg)) => Err(Unavailable(msg)),
+    };
+    Ok(match method {
+        "initialize" => {
+            let version = negotiate(params.get("protocolVersion").and_then(Value::as_str));
+            let mut caps = capabilities(false);
+            if crate::apps::client_renders(params.get("capabilities")) {
+                caps["extensions"] = crate::apps::declared();
+            }
+            Ok(json!({"protocolVersion": version, "capabilities": caps, "serverInfo": server_info(), "instructions": INSTRUCTIONS}))
+        }
+        "server/discover" => Ok(json!({
+            "supportedVersions": VERSIONS,
+            "capabilities": discovered(params),
+            "serverInfo": server_info(),
+            "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
+            "instructions": INSTRUCTIONS,
+        })),
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({"tools": list_tools()})),
+        "resources/list" | "resources/templates/list" | "resources/read" => return failed(resources::handle(method, params, tools, who).await),
+        "completion/complete" => return failed(crate::completion::complete(params, tools, who).await),
+        "logging/setLevel" => crate::logging::set_level(params).map_err(|msg| (INVALID_PARAMS, msg)),
+        "resources/subscribe" | "resources/unsubscribe" => return failed(subscription(method, params, tools, who).await),
+        // A stream of its own ([`crate::Request::listen`]), never one reply among others.
+        "subscriptions/listen" => {
+            Err((INVALID_REQUEST, "subscriptions/listen opens a stream: send it alone, not in a batch, with Accept: text/event-stream".into()))
+        }
+        other => Err((METHOD_NOT_FOUND, format!("unknown method {other}"))),
+    })
 }
 
 /// `resources/subscribe` (the URI's stamp now goes in the book, what the

@@ -224,38 +224,10 @@ pub(crate) fn claim(
     }
     let result = claim_txn(kv, env, who, note_id, |head, now| {
         renewed = false;
-        let mut sections = Vec::new();
-        if let Some(t) = tab_id {
-            let Some(i) = head.tab_index(t) else {
-                return Ok(Step::Refuse { refusal: Refusal::not_found("tab"), audit: None });
-            };
-            if matches!(head.tabs[i].kind, TabKind::Files | TabKind::Sources) {
-                return Ok(Step::Refuse {
-                    refusal: Refusal::invalid("tab_id", "the files and sources tabs cannot be claimed on their own: claim the whole note (leave tab_id out)"),
-                    audit: None,
-                });
-            }
-            if let Some(s) = section_id {
-                if head.tabs[i].kind != TabKind::Markdown {
-                    return Ok(Step::Refuse {
-                        refusal: Refusal::invalid(
-                            "section_id",
-                            format!("tab {t} is a {} tab: sections are claimed in markdown tabs", head.tabs[i].kind.as_str()),
-                        ),
-                        audit: None,
-                    });
-                }
-                sections = section_claims::tab_outline(kv, &head.tabs[i])?;
-                if section_claims::range(&sections, s).is_none() {
-                    return Ok(Step::Refuse {
-                        refusal: Refusal::new(Code::NotFound, format!("no section {s:?} in tab {t}"))
-                            .with("field", "section_id")
-                            .with_next_step("read the outline again (read_note_outline) and use a section_id from it"),
-                        audit: None,
-                    });
-                }
-            }
-        }
+        let sections = match claimable(kv, head, tab_id, section_id)? {
+            Ok(sections) => sections,
+            Err(refusal) => return Ok(Step::Refuse { refusal, audit: None }),
+        };
         let wanted = Target { tab: tab_id, section: section_id.map(|s| (s, section_claims::range(&sections, s))) };
         // A heartbeat: the caller already holds exactly this target.
         if let Some(c) =
@@ -286,27 +258,66 @@ pub(crate) fn claim(
                 .json(json!({"error": "claim_conflict", "requested_tab_id": tab_id, "requested_section_id": section_id}));
             return Ok(Step::Refuse { refusal, audit: Some(audit) });
         }
-        head.claim_seq += 1;
-        let c = Claim {
-            claim_id: format!("clm-{note_id}-{}-{rand}", base36(head.claim_seq)),
-            tab_id: tab_id.map(str::to_string),
-            section_id: section_id.map(str::to_string),
-            holder: Who::of(who),
-            since: now,
-            expires_at: now + ttl,
-            ttl_us: ttl,
-            renewals: 0,
-            notes: Vec::new(),
-        };
-        let step = Step::Commit {
-            result: view(note_id, &c, false),
-            audit: record("granted", action, now, note_id, Some(&c), who).json(json!({})),
-            index_due: Some(c.expires_at),
-        };
-        head.claims.push(c);
-        Ok(step)
+        Ok(grant(head, who, note_id, tab_id, section_id, &rand, now, ttl, action))
     })?;
     Ok(Claimed { result, renewed })
+}
+
+/// Whether the target may be claimed: the tab exists and is not an
+/// attachment tab; a section is one of a markdown tab's. The tab's outline
+/// when a section is asked for (empty otherwise), or the refusal.
+fn claimable(kv: &TenantKv, head: &Head, tab_id: Option<&str>, section_id: Option<&str>) -> Out<Result<Vec<crate::sections::Section>, Refusal>> {
+    let Some(t) = tab_id else { return Ok(Ok(Vec::new())) };
+    let Some(i) = head.tab_index(t) else { return Ok(Err(Refusal::not_found("tab"))) };
+    let kind = head.tabs[i].kind;
+    if matches!(kind, TabKind::Files | TabKind::Sources) {
+        return Ok(Err(Refusal::invalid("tab_id", "the files and sources tabs cannot be claimed on their own: claim the whole note (leave tab_id out)")));
+    }
+    let Some(s) = section_id else { return Ok(Ok(Vec::new())) };
+    if kind != TabKind::Markdown {
+        return Ok(Err(Refusal::invalid("section_id", format!("tab {t} is a {} tab: sections are claimed in markdown tabs", kind.as_str()))));
+    }
+    let sections = section_claims::tab_outline(kv, &head.tabs[i])?;
+    if section_claims::range(&sections, s).is_none() {
+        return Ok(Err(Refusal::new(Code::NotFound, format!("no section {s:?} in tab {t}"))
+            .with("field", "section_id")
+            .with_next_step("read the outline again (read_note_outline) and use a section_id from it")));
+    }
+    Ok(Ok(sections))
+}
+
+/// A new claim on the target, granted: the head's next claim id, held by `who` for `ttl`.
+#[allow(clippy::too_many_arguments)]
+fn grant(
+    head: &mut Head,
+    who: &Identity,
+    note_id: &str,
+    tab_id: Option<&str>,
+    section_id: Option<&str>,
+    rand: &str,
+    now: u64,
+    ttl: u64,
+    action: &'static str,
+) -> Step {
+    head.claim_seq += 1;
+    let c = Claim {
+        claim_id: format!("clm-{note_id}-{}-{rand}", base36(head.claim_seq)),
+        tab_id: tab_id.map(str::to_string),
+        section_id: section_id.map(str::to_string),
+        holder: Who::of(who),
+        since: now,
+        expires_at: now + ttl,
+        ttl_us: ttl,
+        renewals: 0,
+        notes: Vec::new(),
+    };
+    let step = Step::Commit {
+        result: view(note_id, &c, false),
+        audit: record("granted", action, now, note_id, Some(&c), who).json(json!({})),
+        index_due: Some(c.expires_at),
+    };
+    head.claims.push(c);
+    step
 }
 
 /// Whether the note ever handed out this claim id's sequence number.

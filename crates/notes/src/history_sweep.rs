@@ -191,120 +191,26 @@ fn age_limit(days: u64) -> u64 {
 }
 
 /// Sweeps one note; a note that is gone or stays busy is left for the next sweep.
+///
+/// Plan the new floor from what is droppable ([`plan_floor`]), move it in
+/// one commit that also bumps the blob generation ([`commit_floor`]), mark
+/// every blob a kept version or a base still uses ([`mark_kept`]), then
+/// delete the older generations' unmarked blobs, the entries under the floor
+/// and the idempotency records past the age rule.
 pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Result<HistorySweep, Failure> {
     let Some(raw) = kv.get(&keys::note(note_id))? else {
         return Ok(HistorySweep::default());
     };
     let before = Head::decode(&raw)?;
+    let left = || Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() });
     let old_floor = before.history_floor.max(1);
-    // Entries from the old floor up, oldest first (spilled ones, then the
-    // head's own), as far as they are droppable: the new floor is the first
-    // version that must stay.
-    let in_head = before.history.first().map_or(before.version + 1, |e| e.version);
-    let mut below = Vec::new();
-    let mut floor = old_floor;
-    let mut v = old_floor;
-    'walk: while v < in_head {
-        let upto = (v + BATCH as u64 - 1).min(in_head - 1);
-        let names: Vec<String> = (v..=upto).map(|v| keys::history(note_id, v)).collect();
-        for bytes in kv.get_many(&names)? {
-            // Every version under the head's own entries was spilled; one that
-            // is missing was swept by a sweep racing this one: leave it the note.
-            let Some(bytes) = bytes else {
-                return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() });
-            };
-            let e: HistoryEntry = decode("history entry", &bytes)?;
-            if !droppable(&before, &e, env) {
-                break 'walk;
-            }
-            floor = e.version + 1;
-            below.push(e);
-        }
-        v = upto + 1;
-    }
-    if floor == in_head.max(old_floor) {
-        for e in &before.history {
-            if !droppable(&before, e, env) {
-                break;
-            }
-            floor = e.version + 1;
-            below.push(e.clone());
-        }
-    }
+    let Some((floor, below)) = plan_floor(kv, env, note_id, &before)? else { return left() };
     if floor <= old_floor {
-        return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() });
+        return left();
     }
-    // Bases: per tab, its newest entry under the new floor (the old bases
-    // unless a newer entry below the floor changed the tab).
-    let mut bases: BTreeMap<String, u64> = before.history_bases.clone();
-    for e in &below {
-        if let Some(t) = &e.tab_id {
-            if e.deleted {
-                bases.remove(t);
-            } else if e.tab.is_some() {
-                bases.insert(t.clone(), e.version);
-            }
-        }
-    }
-    let now = env.now_us();
-    let nonce = nonce(env);
-    let committed = transact(kv, note_id, Reader::System, now, &nonce, &LIMIT, "busy", |head, _| {
-        // Another sweep moved the floor since the read: its bases are not
-        // ours to overwrite; the next sweep starts from its floor.
-        if head.history_floor != before.history_floor {
-            return Ok(Decision::Leave(None));
-        }
-        head.history_floor = floor;
-        head.history_bases = bases.clone();
-        head.blob_gen += 1;
-        // The content those versions stored leaves the note's count (a base's stays).
-        let dropped: u64 = below.iter().filter(|e| !bases.values().any(|b| *b == e.version)).map(|e| e.bytes).sum();
-        head.stored_bytes = head.stored_bytes.saturating_sub(dropped);
-        // The head's own entries under the floor go; a base among them moves
-        // to its own key first (the same bytes a later spill would write).
-        let (gone, kept): (Vec<HistoryEntry>, Vec<HistoryEntry>) = std::mem::take(&mut head.history).into_iter().partition(|e| e.version < floor);
-        head.history = kept;
-        let spill: Vec<(String, Vec<u8>)> =
-            gone.iter().filter(|e| bases.values().any(|b| *b == e.version)).map(|e| (keys::history(note_id, e.version), encode(e))).collect();
-        if !spill.is_empty() {
-            kv.set_many(&spill)?;
-        }
-        Ok(Decision::Commit(Some((head.clone(), dropped))))
-    });
-    let head = match committed {
-        Ok(Some((h, dropped))) => {
-            // Committed: the tenant's counter lets go of what left the note's count.
-            crate::quota::release(kv, dropped)?;
-            h
-        }
-        Ok(None) => return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() }),
-        Err(Fail::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => {
-            return Ok(HistorySweep { bytes: before.stored_bytes, ..HistorySweep::default() });
-        }
-        Err(Fail::Refused(r)) => return Err(Failure::Corrupt(format!("history sweep of {note_id}: {}", r.message))),
-        Err(Fail::Failed(e)) => return Err(e),
-    };
+    let Some(head) = commit_floor(kv, env, note_id, &before, floor, &below)? else { return left() };
     let swept_gen = head.blob_gen - 1;
-
-    // Mark.
-    let mut marked: BTreeSet<String> = BTreeSet::new();
-    for t in &head.tabs {
-        mark_tab(kv, t, &mut marked)?;
-    }
-    let keep: Vec<u64> = (floor..=head.version).chain(head.history_bases.values().copied()).collect();
-    for chunk in keep.chunks(BATCH) {
-        let (held, spilled): (Vec<u64>, Vec<u64>) = chunk.iter().partition(|v| head.history.iter().any(|e| e.version == **v));
-        let mut snapshots: Vec<HistoryEntry> = head.history.iter().filter(|e| held.contains(&e.version)).cloned().collect();
-        let names: Vec<String> = spilled.iter().map(|v| keys::history(note_id, *v)).collect();
-        for bytes in kv.get_many(&names)?.into_iter().flatten() {
-            snapshots.push(decode("history entry", &bytes)?);
-        }
-        for e in snapshots {
-            if let Some(t) = &e.tab {
-                mark_tab(kv, t, &mut marked)?;
-            }
-        }
-    }
+    let marked = mark_kept(kv, note_id, &head, floor)?;
 
     // Sweep the blobs of the generations before the new one.
     let blobs = delete_listed(kv, &format!("blob/{note_id}/"), |listed| {
@@ -330,6 +236,127 @@ pub(crate) fn sweep_note(kv: &TenantKv, env: &mut dyn Env, note_id: &str) -> Res
     }
     let idem = sweep_idempotency(kv, env, note_id, floor)?;
     Ok(HistorySweep { notes: 1, entries: gone.len(), blobs, idempotency: idem, audit: 0, bytes: head.stored_bytes })
+}
+
+/// The new floor (the first version that must stay) and the entries under
+/// it, from the old floor up, oldest first (spilled ones, then the head's
+/// own), as far as they are droppable. `None`: a spilled entry is missing,
+/// swept by a sweep racing this one; leave it the note.
+fn plan_floor(kv: &TenantKv, env: &dyn Env, note_id: &str, before: &Head) -> Result<Option<(u64, Vec<HistoryEntry>)>, Failure> {
+    let old_floor = before.history_floor.max(1);
+    let in_head = before.history.first().map_or(before.version + 1, |e| e.version);
+    let mut below = Vec::new();
+    let mut floor = old_floor;
+    let mut v = old_floor;
+    'walk: while v < in_head {
+        let upto = (v + BATCH as u64 - 1).min(in_head - 1);
+        let names: Vec<String> = (v..=upto).map(|v| keys::history(note_id, v)).collect();
+        for bytes in kv.get_many(&names)? {
+            // Every version under the head's own entries was spilled.
+            let Some(bytes) = bytes else { return Ok(None) };
+            let e: HistoryEntry = decode("history entry", &bytes)?;
+            if !droppable(before, &e, env) {
+                break 'walk;
+            }
+            floor = e.version + 1;
+            below.push(e);
+        }
+        v = upto + 1;
+    }
+    if floor == in_head.max(old_floor) {
+        for e in &before.history {
+            if !droppable(before, e, env) {
+                break;
+            }
+            floor = e.version + 1;
+            below.push(e.clone());
+        }
+    }
+    Ok(Some((floor, below)))
+}
+
+/// Per tab, its newest entry under the new floor: the old bases unless a
+/// newer entry below the floor changed (or deleted) the tab.
+fn new_bases(before: &Head, below: &[HistoryEntry]) -> BTreeMap<String, u64> {
+    let mut bases: BTreeMap<String, u64> = before.history_bases.clone();
+    for e in below {
+        if let Some(t) = &e.tab_id {
+            if e.deleted {
+                bases.remove(t);
+            } else if e.tab.is_some() {
+                bases.insert(t.clone(), e.version);
+            }
+        }
+    }
+    bases
+}
+
+/// Moves the floor and the bases in one commit that also starts a new blob
+/// generation, and lets the tenant's counter go of what left the note's
+/// count. `None`: left for the next sweep (another sweep moved the floor,
+/// or the note is gone or busy).
+fn commit_floor(kv: &TenantKv, env: &mut dyn Env, note_id: &str, before: &Head, floor: u64, below: &[HistoryEntry]) -> Result<Option<Head>, Failure> {
+    let bases = new_bases(before, below);
+    let now = env.now_us();
+    let nonce = nonce(env);
+    let committed = transact(kv, note_id, Reader::System, now, &nonce, &LIMIT, "busy", |head, _| {
+        // Another sweep moved the floor since the read: its bases are not
+        // ours to overwrite; the next sweep starts from its floor.
+        if head.history_floor != before.history_floor {
+            return Ok(Decision::Leave(None));
+        }
+        head.history_floor = floor;
+        head.history_bases = bases.clone();
+        head.blob_gen += 1;
+        // The content those versions stored leaves the note's count (a base's stays).
+        let dropped: u64 = below.iter().filter(|e| !bases.values().any(|b| *b == e.version)).map(|e| e.bytes).sum();
+        head.stored_bytes = head.stored_bytes.saturating_sub(dropped);
+        // The head's own entries under the floor go; a base among them moves
+        // to its own key first (the same bytes a later spill would write).
+        let (gone, kept): (Vec<HistoryEntry>, Vec<HistoryEntry>) = std::mem::take(&mut head.history).into_iter().partition(|e| e.version < floor);
+        head.history = kept;
+        let spill: Vec<(String, Vec<u8>)> =
+            gone.iter().filter(|e| bases.values().any(|b| *b == e.version)).map(|e| (keys::history(note_id, e.version), encode(e))).collect();
+        if !spill.is_empty() {
+            kv.set_many(&spill)?;
+        }
+        Ok(Decision::Commit(Some((head.clone(), dropped))))
+    });
+    match committed {
+        Ok(Some((h, dropped))) => {
+            // Committed: the tenant's counter lets go of what left the note's count.
+            crate::quota::release(kv, dropped)?;
+            Ok(Some(h))
+        }
+        Ok(None) => Ok(None),
+        Err(Fail::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => Ok(None),
+        Err(Fail::Refused(r)) => Err(Failure::Corrupt(format!("history sweep of {note_id}: {}", r.message))),
+        Err(Fail::Failed(e)) => Err(e),
+    }
+}
+
+/// Every blob name the note still uses: its tabs now, and every version
+/// from the floor up and every base.
+fn mark_kept(kv: &TenantKv, note_id: &str, head: &Head, floor: u64) -> Result<BTreeSet<String>, Failure> {
+    let mut marked: BTreeSet<String> = BTreeSet::new();
+    for t in &head.tabs {
+        mark_tab(kv, t, &mut marked)?;
+    }
+    let keep: Vec<u64> = (floor..=head.version).chain(head.history_bases.values().copied()).collect();
+    for chunk in keep.chunks(BATCH) {
+        let (held, spilled): (Vec<u64>, Vec<u64>) = chunk.iter().partition(|v| head.history.iter().any(|e| e.version == **v));
+        let mut snapshots: Vec<HistoryEntry> = head.history.iter().filter(|e| held.contains(&e.version)).cloned().collect();
+        let names: Vec<String> = spilled.iter().map(|v| keys::history(note_id, *v)).collect();
+        for bytes in kv.get_many(&names)?.into_iter().flatten() {
+            snapshots.push(decode("history entry", &bytes)?);
+        }
+        for e in snapshots {
+            if let Some(t) = &e.tab {
+                mark_tab(kv, t, &mut marked)?;
+            }
+        }
+    }
+    Ok(marked)
 }
 
 /// Deletes the spilled idempotency records of writes under the floor that

@@ -334,7 +334,7 @@ struct Hit {
 struct Ranked<'a> {
     score: f64,
     cand: Cand<'a>,
-    proof: Option<&'a (&'a Head, usize, Proof)>,
+    proof: Option<&'a DirtyProof<'a>>,
 }
 
 /// The heads of `notes` the caller may see, by note id.
@@ -347,85 +347,138 @@ fn real_score(p: &Proof, idfs: &[f64], avg_len: f64) -> f64 {
     p.counts.iter().zip(idfs).map(|(tf, idf)| bm25(*idf, *tf as f64, p.len as f64, avg_len)).sum()
 }
 
+/// A tab of a dirty note proved now against its committed head: the head,
+/// the tab's index, the proof.
+type DirtyProof<'h> = (&'h Head, usize, Proof);
+
+/// What a query is checked with: its clauses' matchers and, per clause,
+/// the term starts a prefix stands for.
+struct Checks<'q> {
+    clauses: &'q [Clause],
+    matchers: Vec<Matcher>,
+    starts: Vec<Vec<String>>,
+}
+
 /// Runs a query for `who`: `{query, hits, next_cursor, notice}`.
+///
+/// 1. catch up the notes whose postings may lag their heads;
+/// 2. prove the dirty ones now ([`prove_dirty`]);
+/// 3. propose the clean ones from the postings and rank every candidate
+///    ([`propose_all`], [`rank`]);
+/// 4. prove the ranked candidates in that order ([`prove_ranked`]).
 pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask) -> Out<Value> {
     let mut tok = Tokenizer::default();
     let q = parse(&mut tok, ask.query)?;
     let matchers: Vec<Matcher> = q.clauses.iter().map(|c| c.matcher(&mut tok)).collect();
+    let starts = q.clauses.iter().map(|c| if let Clause::Prefix(p) = c { prefix_starts(&mut tok, p) } else { Vec::new() }).collect();
+    let query = Checks { clauses: &q.clauses, matchers, starts };
     let tag = format!("search-{}", &sha_hex(format!("{}\u{0}{:?}", ask.query, ask.tab_type.map(TabKind::as_str)).as_bytes())[..12]);
     let start = decode_cursor(&tag, ask.cursor)?;
 
-    // 1. Catch up: notes whose postings may lag their heads.
     let mut dirty = merge::dirty(kv)?;
     if dirty.len() > INLINE_MERGE_AT {
         merge::merge(kv, env, &mut tok, super::MERGE_BUDGET)?;
         dirty = merge::dirty(kv)?;
     }
     let dirty_ids: Vec<&str> = dirty.keys().map(String::as_str).collect();
-    let skip: HashSet<&str> = dirty_ids.iter().copied().collect();
-
-    // 2. The dirty notes, proved now against their committed heads (the
-    //    terms of theirs that a prefix stands for count toward its limit).
-    let starts: Vec<Vec<String>> = q.clauses.iter().map(|c| if let Clause::Prefix(p) = c { prefix_starts(&mut tok, p) } else { Vec::new() }).collect();
-    let mut dirty_terms: Vec<BTreeSet<String>> = vec![BTreeSet::new(); q.clauses.len()];
     let dirty_heads = visible_heads(kv, who, &dirty_ids)?;
-    let mut dirty_proofs: Vec<(&Head, usize, Proof)> = Vec::new();
-    for id in &dirty_ids {
-        let Some(head) = dirty_heads.get(*id) else { continue };
+    let (dirty_terms, dirty_proofs) = prove_dirty(kv, &mut tok, &query, &dirty_heads, &dirty_ids, ask.tab_type)?;
+
+    let records = propose_all(kv, &query, &dirty_terms)?;
+    let agents_only = who.actor_type == crate::env::ActorType::Agent;
+    let skip: HashSet<&str> = dirty_ids.iter().copied().collect();
+    let proposed: Vec<Proposed> = q.clauses.iter().zip(&records).map(|(c, r)| propose(c, r, &skip, agents_only)).collect::<Out<_>>()?;
+    let stats = Stats::of(kv, &proposed, &dirty_proofs, agents_only)?;
+    let ranked = rank(&proposed, &dirty_proofs, &stats);
+
+    let (hits, pos) = prove_ranked(kv, who, &mut tok, &query, ask, &ranked, &stats, start)?;
+    let next = if pos < ranked.len() { Value::from(encode_cursor(&tag, pos)) } else { Value::Null };
+    Ok(json!({
+        "query": ask.query,
+        "hits": hits.into_iter().map(|h| h.json).collect::<Vec<_>>(),
+        "next_cursor": next,
+        "notice": NOTICE,
+    }))
+}
+
+/// Step 2: the dirty notes' tabs, proved against their committed heads,
+/// and per clause the terms of theirs that a prefix stands for (they count
+/// toward its limit).
+fn prove_dirty<'h>(
+    kv: &TenantKv,
+    tok: &mut Tokenizer,
+    q: &Checks,
+    heads: &'h HashMap<String, Head>,
+    ids: &[&str],
+    tab_type: Option<TabKind>,
+) -> Out<(Vec<BTreeSet<String>>, Vec<DirtyProof<'h>>)> {
+    let mut terms: Vec<BTreeSet<String>> = vec![BTreeSet::new(); q.clauses.len()];
+    let mut proofs = Vec::new();
+    for id in ids {
+        let Some(head) = heads.get(*id) else { continue };
         for (i, tab) in head.tabs.iter().enumerate() {
-            if ask.tab_type.is_some_and(|k| k != tab.kind) {
+            if tab_type.is_some_and(|k| k != tab.kind) {
                 continue;
             }
             let fs = fields(kv, &head.title, tab)?;
-            for (c, st) in starts.iter().enumerate().filter(|(_, st)| !st.is_empty()) {
+            for (c, st) in q.starts.iter().enumerate().filter(|(_, st)| !st.is_empty()) {
                 for f in &fs {
                     tok.each(&f.text, |_, stem, _, _| {
-                        if st.iter().any(|s| stem.starts_with(s.as_str())) && !dirty_terms[c].contains(stem) {
-                            dirty_terms[c].insert(stem.to_string());
+                        if st.iter().any(|s| stem.starts_with(s.as_str())) && !terms[c].contains(stem) {
+                            terms[c].insert(stem.to_string());
                         }
                     });
                 }
             }
-            let proof = prove(&mut tok, &matchers, &fs);
+            let proof = prove(tok, &q.matchers, &fs);
             if proof.counts.iter().any(|n| *n > 0) {
-                dirty_proofs.push((head, i, proof));
+                proofs.push((head, i, proof));
             }
         }
     }
+    Ok((terms, proofs))
+}
 
-    // 3. Propose: the clean notes from the postings (one read for every clause's terms).
+/// Step 3: per clause, per term, the term's postings records (one read for
+/// every clause's terms).
+fn propose_all(kv: &TenantKv, q: &Checks, dirty_terms: &[BTreeSet<String>]) -> Out<Vec<Vec<Vec<Vec<u8>>>>> {
     let mut terms_of: Vec<Vec<String>> = Vec::with_capacity(q.clauses.len());
     for (c, clause) in q.clauses.iter().enumerate() {
         terms_of.push(match clause {
             Clause::Word(s) => vec![s.clone()],
             Clause::Phrase(ws) => ws.clone(),
-            Clause::Prefix(p) => expand(kv, &starts[c], p, &dirty_terms[c])?,
+            Clause::Prefix(p) => expand(kv, &q.starts[c], p, &dirty_terms[c])?,
         });
     }
     let flat: Vec<String> = terms_of.iter().flatten().cloned().collect();
     let mut all_records = postings::read_records(kv, &flat)?.into_iter();
-    let records: Vec<Vec<Vec<Vec<u8>>>> = terms_of.iter().map(|ts| all_records.by_ref().take(ts.len()).collect()).collect();
-    // An agent's candidates, counts and ranking come only from notes it may
-    // see: the postings say which, so a hidden note never even takes a place
-    // in the ranking, and no statistic counts one.
-    let agents_only = who.actor_type == crate::env::ActorType::Agent;
-    let proposed: Vec<Proposed> = q.clauses.iter().zip(&records).map(|(c, r)| propose(c, r, &skip, agents_only)).collect::<Out<_>>()?;
+    Ok(terms_of.iter().map(|ts| all_records.by_ref().take(ts.len()).collect()).collect())
+}
 
-    // Rank: BM25 from count classes, document frequencies per clause, over
-    // the notes the caller may see (for an agent: the notes any clause
-    // proposed or proved, a lower bound of what it may see).
-    let notes = if agents_only {
-        let mut seen: HashSet<&str> = proposed.iter().flat_map(|p| p.keys().map(|c| c.0)).collect();
-        seen.extend(dirty_proofs.iter().map(|(h, _, _)| h.note_id.as_str()));
-        seen.len().max(1) as f64
-    } else {
-        index_slice(kv, 0, 0)?.1.max(1) as f64
-    };
-    let dfs: Vec<f64> = (0..q.clauses.len()).map(|c| (proposed[c].len() + dirty_proofs.iter().filter(|(_, _, p)| p.counts[c] > 0).count()) as f64).collect();
-    let idfs: Vec<f64> = dfs.iter().map(|df| idf(notes.max(*df), *df)).collect();
-    let avg_len = {
+/// What BM25 ranks with: each clause's idf and the average length.
+struct Stats {
+    idfs: Vec<f64>,
+    avg_len: f64,
+}
+
+impl Stats {
+    /// Document frequencies per clause over the notes the caller may see.
+    /// An agent's candidates, counts and ranking come only from notes it may
+    /// see (the postings say which), so a hidden note never takes a place in
+    /// the ranking and no statistic counts one: its note count is the notes
+    /// any clause proposed or proved, a lower bound of what it may see.
+    fn of(kv: &TenantKv, proposed: &[Proposed], dirty: &[DirtyProof], agents_only: bool) -> Out<Stats> {
+        let notes = if agents_only {
+            let mut seen: HashSet<&str> = proposed.iter().flat_map(|p| p.keys().map(|c| c.0)).collect();
+            seen.extend(dirty.iter().map(|(h, _, _)| h.note_id.as_str()));
+            seen.len().max(1) as f64
+        } else {
+            index_slice(kv, 0, 0)?.1.max(1) as f64
+        };
+        let dfs = (0..proposed.len()).map(|c| (proposed[c].len() + dirty.iter().filter(|(_, _, p)| p.counts[c] > 0).count()) as f64);
+        let idfs = dfs.map(|df| idf(notes.max(df), df)).collect();
         let (mut sum, mut n) = (0.0, 0usize);
-        for p in &proposed {
+        for p in proposed {
             for (_, l) in p.values() {
                 sum += postings::unclass(*l);
                 n += 1;
@@ -433,12 +486,17 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
         }
         // Lengths in the postings' classes for dirty notes too, so a score
         // does not depend on whether a merge has run yet.
-        for (_, _, p) in &dirty_proofs {
+        for (_, _, p) in dirty {
             sum += postings::unclass(postings::class(p.len as u64));
             n += 1;
         }
-        if n == 0 { 1.0 } else { sum / n as f64 }
-    };
+        Ok(Stats { idfs, avg_len: if n == 0 { 1.0 } else { sum / n as f64 } })
+    }
+}
+
+/// Every candidate every clause proposed, and every dirty tab that matches,
+/// best first by BM25 from count classes (ties by note and tab id).
+fn rank<'a>(proposed: &'a [Proposed<'a>], dirty: &'a [DirtyProof<'a>], stats: &Stats) -> Vec<Ranked<'a>> {
     let smallest = (0..proposed.len()).min_by_key(|i| proposed[*i].len()).unwrap_or(0);
     let mut ranked: Vec<Ranked> = proposed[smallest]
         .keys()
@@ -446,42 +504,48 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
         .map(|c| {
             let score = proposed
                 .iter()
-                .zip(&idfs)
+                .zip(&stats.idfs)
                 .map(|(p, idf)| {
                     let (tf, len) = p[c];
-                    bm25(*idf, postings::unclass(tf), postings::unclass(len), avg_len)
+                    bm25(*idf, postings::unclass(tf), postings::unclass(len), stats.avg_len)
                 })
                 .sum();
             Ranked { score, cand: *c, proof: None }
         })
         .collect();
-    for d in &dirty_proofs {
+    for d in dirty {
         let (head, i, proof) = d;
         if !proof.matches() {
             continue;
         }
         let len = postings::unclass(postings::class(proof.len as u64));
-        let score = proof.counts.iter().zip(&idfs).map(|(n, idf)| bm25(*idf, postings::unclass(postings::class(*n as u64)), len, avg_len)).sum();
+        let score = proof.counts.iter().zip(&stats.idfs).map(|(n, idf)| bm25(*idf, postings::unclass(postings::class(*n as u64)), len, stats.avg_len)).sum();
         ranked.push(Ranked { score, cand: (head.note_id.as_str(), head.tabs[*i].id.as_str()), proof: Some(d) });
     }
     ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.cand.cmp(&b.cand)));
+    ranked
+}
 
-    // 4. Prove, in that order.
-    let phrase = q.clauses.iter().any(|c| matches!(c, Clause::Phrase(_)));
+/// Step 4: proves the ranked candidates from `start`, in order and in
+/// batches, until `ask.limit` hits or [`PROVE_BUDGET`] candidates; the hits
+/// (best first) and the position after the last candidate looked at.
+#[allow(clippy::too_many_arguments)]
+fn prove_ranked(
+    kv: &TenantKv,
+    who: &Identity,
+    tok: &mut Tokenizer,
+    q: &Checks,
+    ask: &Ask,
+    ranked: &[Ranked],
+    stats: &Stats,
+    start: usize,
+) -> Out<(Vec<Hit>, usize)> {
     let mut hits: Vec<Hit> = Vec::new();
     let mut pos = start;
     let budget_end = start + PROVE_BUDGET;
     while pos < ranked.len() && hits.len() < ask.limit && pos < budget_end {
         let batch = &ranked[pos..ranked.len().min(pos + PROVE_BATCH).min(budget_end)];
-        // A phrase's candidates (its words anywhere in a tab) mostly fail:
-        // their notes' index records rule most of them out unread.
-        let mut out: HashSet<Cand> = HashSet::new();
-        if phrase {
-            let notes: Vec<&str> = batch.iter().filter(|r| r.proof.is_none()).map(|r| r.cand.0).collect::<BTreeSet<_>>().into_iter().collect();
-            let raw = kv.get_many(&notes.iter().map(|n| keys::search_doc(n)).collect::<Vec<_>>())?;
-            let docs: HashMap<&str, Doc> = notes.iter().zip(raw).filter_map(|(n, raw)| Some((*n, Doc::decode(&raw?).ok()?))).collect();
-            out.extend(batch.iter().filter(|r| r.proof.is_none() && docs.get(r.cand.0).is_some_and(|d| rules_out(d, r.cand.1, &q.clauses))).map(|r| r.cand));
-        }
+        let out = ruled_out(kv, q, batch)?;
         let need: Vec<&str> =
             batch.iter().filter(|r| r.proof.is_none() && !out.contains(&r.cand)).map(|r| r.cand.0).collect::<BTreeSet<_>>().into_iter().collect();
         let heads = visible_heads(kv, who, &need)?;
@@ -489,24 +553,11 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
             pos += 1;
             let hit = match r.proof {
                 Some((head, i, proof)) => {
-                    let score = real_score(proof, &idfs, avg_len);
+                    let score = real_score(proof, &stats.idfs, stats.avg_len);
                     Some(Hit { score, json: hit_json(head, &head.tabs[*i], proof, score) })
                 }
-                None => {
-                    if out.contains(&r.cand) {
-                        continue;
-                    }
-                    let Some(head) = heads.get(r.cand.0) else { continue };
-                    let Some(tab) = head.tabs.iter().find(|t| t.id == r.cand.1) else { continue };
-                    if ask.tab_type.is_some_and(|k| k != tab.kind) {
-                        continue;
-                    }
-                    let proof = prove(&mut tok, &matchers, &fields(kv, &head.title, tab)?);
-                    proof.matches().then(|| {
-                        let score = real_score(&proof, &idfs, avg_len);
-                        Hit { score, json: hit_json(head, tab, &proof, score) }
-                    })
-                }
+                None if out.contains(&r.cand) => None,
+                None => prove_one(kv, tok, q, ask.tab_type, &heads, r.cand, stats)?,
             };
             if let Some(h) = hit {
                 hits.push(h);
@@ -517,12 +568,42 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
         }
     }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-    let next = if pos < ranked.len() { Value::from(encode_cursor(&tag, pos)) } else { Value::Null };
-    Ok(json!({
-        "query": ask.query,
-        "hits": hits.into_iter().map(|h| h.json).collect::<Vec<_>>(),
-        "next_cursor": next,
-        "notice": NOTICE,
+    Ok((hits, pos))
+}
+
+/// A phrase's candidates (its words anywhere in a tab) mostly fail: their
+/// notes' index records rule most of them out unread.
+fn ruled_out<'a>(kv: &TenantKv, q: &Checks, batch: &[Ranked<'a>]) -> Out<HashSet<Cand<'a>>> {
+    let mut out: HashSet<Cand> = HashSet::new();
+    if !q.clauses.iter().any(|c| matches!(c, Clause::Phrase(_))) {
+        return Ok(out);
+    }
+    let notes: Vec<&str> = batch.iter().filter(|r| r.proof.is_none()).map(|r| r.cand.0).collect::<BTreeSet<_>>().into_iter().collect();
+    let raw = kv.get_many(&notes.iter().map(|n| keys::search_doc(n)).collect::<Vec<_>>())?;
+    let docs: HashMap<&str, Doc> = notes.iter().zip(raw).filter_map(|(n, raw)| Some((*n, Doc::decode(&raw?).ok()?))).collect();
+    out.extend(batch.iter().filter(|r| r.proof.is_none() && docs.get(r.cand.0).is_some_and(|d| rules_out(d, r.cand.1, q.clauses))).map(|r| r.cand));
+    Ok(out)
+}
+
+/// One clean candidate proved against its head, if the caller may see it.
+fn prove_one(
+    kv: &TenantKv,
+    tok: &mut Tokenizer,
+    q: &Checks,
+    tab_type: Option<TabKind>,
+    heads: &HashMap<String, Head>,
+    cand: Cand,
+    stats: &Stats,
+) -> Out<Option<Hit>> {
+    let Some(head) = heads.get(cand.0) else { return Ok(None) };
+    let Some(tab) = head.tabs.iter().find(|t| t.id == cand.1) else { return Ok(None) };
+    if tab_type.is_some_and(|k| k != tab.kind) {
+        return Ok(None);
+    }
+    let proof = prove(tok, &q.matchers, &fields(kv, &head.title, tab)?);
+    Ok(proof.matches().then(|| {
+        let score = real_score(&proof, &stats.idfs, stats.avg_len);
+        Hit { score, json: hit_json(head, tab, &proof, score) }
     }))
 }
 
