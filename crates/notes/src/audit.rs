@@ -78,6 +78,58 @@ fn records(kv: &TenantKv, keys: &[String]) -> Out<Vec<(String, Value)>> {
     Ok(keys.iter().zip(values).filter_map(|(k, v)| Some((k.clone(), serde_json::from_slice::<Value>(&v?).ok()?))).collect())
 }
 
+/// The claim events from `from` on, of one note or of every note.
+fn claim_events(kv: &TenantKv, note_id: Option<&str>, from: u64, events: &mut Vec<Event>) -> Out<()> {
+    let claims_prefix = match note_id {
+        Some(n) => format!("{}{n}/", keys::CLAIM_AUDIT),
+        None => keys::CLAIM_AUDIT.to_string(),
+    };
+    let claim_keys = kv.list_prefix(&claims_prefix, None, SCAN)?;
+    for (k, r) in records(kv, &claim_keys)? {
+        let at_us = r["at_us"].as_u64().unwrap_or(0);
+        if at_us < from {
+            continue;
+        }
+        let mut body = Map::new();
+        body.insert("kind".into(), "claim".into());
+        body.insert("outcome".into(), r["event"].clone());
+        body.insert("tool".into(), r["action"].clone());
+        for f in ["note_id", "claim_id", "tab_id", "by", "error", "reason"] {
+            if let Some(v) = r.get(f).filter(|v| !v.is_null()) {
+                body.insert(f.into(), v.clone());
+            }
+        }
+        body.insert("at".into(), rfc3339(at_us).into());
+        events.push(Event { at_us, id: k, body: Value::Object(body) });
+    }
+    Ok(())
+}
+
+/// The refused calls from `from` on: of one note, its refused writes; of
+/// the tenant, every refused call.
+fn refused_events(kv: &TenantKv, note_id: Option<&str>, from: u64, events: &mut Vec<Event>) -> Out<()> {
+    let start = format!("{from:020}");
+    let refused_keys = kv.list_prefix(keys::REFUSED, Some(start.as_str()).filter(|_| from > 0), SCAN)?;
+    for (k, r) in records(kv, &refused_keys)? {
+        let at_us = r["at_us"].as_u64().unwrap_or(0);
+        let write = r["reason"] == "write";
+        if at_us < from || (note_id.is_some() && (!write || r["note_id"].as_str() != note_id)) {
+            continue;
+        }
+        let body = if write {
+            json!({"kind": "write", "outcome": r["error"], "tool": r["tool"], "note_id": r["note_id"], "field": r["field"],
+                "current_version": r["current_version"], "by": r["by"], "at": rfc3339(at_us)})
+        } else {
+            // Token, scope, origin and rate refusals: what was refused and why,
+            // never the token.
+            json!({"kind": "refused", "outcome": r["reason"], "api": r.get("api").cloned().unwrap_or("mcp".into()),
+                "subject": r.get("sub"), "scope": r.get("scope"), "at": rfc3339(at_us)})
+        };
+        events.push(Event { at_us, id: k, body });
+    }
+    Ok(())
+}
+
 /// The trail, oldest first from `since` (µs, default 0), at most `limit`
 /// events after `cursor`; of one note if `note_id` is given (its committed
 /// writes, claim events and refused writes), else of the tenant (claim
@@ -109,48 +161,8 @@ pub(crate) fn list(
         }
     }
 
-    let claims_prefix = match note_id {
-        Some(n) => format!("{}{n}/", keys::CLAIM_AUDIT),
-        None => keys::CLAIM_AUDIT.to_string(),
-    };
-    let claim_keys = kv.list_prefix(&claims_prefix, None, SCAN)?;
-    for (k, r) in records(kv, &claim_keys)? {
-        let at_us = r["at_us"].as_u64().unwrap_or(0);
-        if at_us < from {
-            continue;
-        }
-        let mut body = Map::new();
-        body.insert("kind".into(), "claim".into());
-        body.insert("outcome".into(), r["event"].clone());
-        body.insert("tool".into(), r["action"].clone());
-        for f in ["note_id", "claim_id", "tab_id", "by", "error", "reason"] {
-            if let Some(v) = r.get(f).filter(|v| !v.is_null()) {
-                body.insert(f.into(), v.clone());
-            }
-        }
-        body.insert("at".into(), rfc3339(at_us).into());
-        events.push(Event { at_us, id: k, body: Value::Object(body) });
-    }
-
-    let start = format!("{from:020}");
-    let refused_keys = kv.list_prefix(keys::REFUSED, Some(start.as_str()).filter(|_| from > 0), SCAN)?;
-    for (k, r) in records(kv, &refused_keys)? {
-        let at_us = r["at_us"].as_u64().unwrap_or(0);
-        let write = r["reason"] == "write";
-        if at_us < from || (note_id.is_some() && (!write || r["note_id"].as_str() != note_id)) {
-            continue;
-        }
-        let body = if write {
-            json!({"kind": "write", "outcome": r["error"], "tool": r["tool"], "note_id": r["note_id"], "field": r["field"],
-                "current_version": r["current_version"], "by": r["by"], "at": rfc3339(at_us)})
-        } else {
-            // Token, scope, origin and rate refusals: what was refused and why,
-            // never the token.
-            json!({"kind": "refused", "outcome": r["reason"], "api": r.get("api").cloned().unwrap_or("mcp".into()),
-                "subject": r.get("sub"), "scope": r.get("scope"), "at": rfc3339(at_us)})
-        };
-        events.push(Event { at_us, id: k, body });
-    }
+    claim_events(kv, note_id, from, &mut events)?;
+    refused_events(kv, note_id, from, &mut events)?;
 
     events.sort_by(|a, b| (a.at_us, &a.id).cmp(&(b.at_us, &b.id)));
     if let Some((at, id)) = &after {

@@ -110,38 +110,8 @@ pub(crate) fn apply_edit(kv: &TenantKv, head: &mut Head, i: usize, edit: &Edit, 
             (hash.clone(), put_hashed(kv, t.as_bytes(), hash)?)
         }
         (TabKind::Markdown, Edit::Patch(patch, base)) => {
-            let current = load_text(kv, tab)?;
-            let rebased = match (base, patch) {
-                // A section edit is guarded by the section's hash, not by the lines around it.
-                (Some(v), Patch::Section { .. }) if *v > head.version => {
-                    return Err(Refusal::new(Code::VersionConflict, format!("version {v} does not exist yet: the note is at version {}", head.version))
-                        .with_version(head.version)
-                        .into());
-                }
-                (Some(v), Patch::Section { .. }) if *v != head.version => Some(((*v + 1)..=head.version).collect::<Vec<u64>>()),
-                (Some(v), _) if *v != head.version => Some(check_rebase(kv, head, who, tab, patch, *v, &current, crate::history::Window::of(env))?),
-                _ => None,
-            };
-            let text = match patch {
-                Patch::Section { id, hash, text: with } => {
-                    let (text, start) = replace_section(&current, id, hash, with)?;
-                    // A new heading renames the section: name it as it is now.
-                    let now = crate::sections::outline(&text).into_iter().find(|s| s.start_line == start).map_or_else(String::new, |s| s.id);
-                    extra.insert("section_id".into(), now.into());
-                    text
-                }
-                _ => patch.apply(&current)?,
-            };
-            check_doc_size(text.as_bytes(), "text")?;
-            if let Some(over) = rebased {
-                extra.insert("rebased".into(), true.into());
-                extra.insert("rebased_over".into(), over.into());
-            } else if base.is_some() {
-                extra.insert("rebased".into(), false.into());
-            }
-            let hash = sha_hex(text.as_bytes());
+            let (text, hash, blobs) = patch_text(kv, head, tab, patch, *base, env, who, &mut extra)?;
             size = Some(text.len() as u64);
-            let blobs = put_hashed(kv, text.as_bytes(), &hash)?;
             (hash, blobs)
         }
         (TabKind::Slides, Edit::Data(d)) => {
@@ -182,6 +152,55 @@ pub(crate) fn apply_edit(kv: &TenantKv, head: &mut Head, i: usize, edit: &Edit, 
     let mut result = extra;
     result.insert("operation".into(), edit.op().as_str().into());
     Ok(Change { action: edit.op().as_str(), tab: Some(i), removed_tab: None, result })
+}
+
+/// The markdown text `patch` leaves, checked and stored: the text, its
+/// hash and its blobs. With `base` (a rebase or a section edit on an older
+/// version), the patch applies over the changes since only as
+/// [`check_rebase`] allows; `extra` gets what the result says of it.
+#[allow(clippy::too_many_arguments)]
+fn patch_text(
+    kv: &TenantKv,
+    head: &Head,
+    tab: &Tab,
+    patch: &Patch,
+    base: Option<u64>,
+    env: &dyn Env,
+    who: &Identity,
+    extra: &mut Map<String, Value>,
+) -> Out<(String, String, Vec<String>)> {
+    let current = load_text(kv, tab)?;
+    let rebased = match (base, patch) {
+        // A section edit is guarded by the section's hash, not by the lines around it.
+        (Some(v), Patch::Section { .. }) if v > head.version => {
+            return Err(Refusal::new(Code::VersionConflict, format!("version {v} does not exist yet: the note is at version {}", head.version))
+                .with_version(head.version)
+                .into());
+        }
+        (Some(v), Patch::Section { .. }) if v != head.version => Some(((v + 1)..=head.version).collect::<Vec<u64>>()),
+        (Some(v), _) if v != head.version => Some(check_rebase(kv, head, who, tab, patch, v, &current, crate::history::Window::of(env))?),
+        _ => None,
+    };
+    let text = match patch {
+        Patch::Section { id, hash, text: with } => {
+            let (text, start) = replace_section(&current, id, hash, with)?;
+            // A new heading renames the section: name it as it is now.
+            let now = crate::sections::outline(&text).into_iter().find(|s| s.start_line == start).map_or_else(String::new, |s| s.id);
+            extra.insert("section_id".into(), now.into());
+            text
+        }
+        _ => patch.apply(&current)?,
+    };
+    check_doc_size(text.as_bytes(), "text")?;
+    if let Some(over) = rebased {
+        extra.insert("rebased".into(), true.into());
+        extra.insert("rebased_over".into(), over.into());
+    } else if base.is_some() {
+        extra.insert("rebased".into(), false.into());
+    }
+    let hash = sha_hex(text.as_bytes());
+    let blobs = put_hashed(kv, text.as_bytes(), &hash)?;
+    Ok((text, hash, blobs))
 }
 
 /// A new tab with empty content of its kind (version 0: the commit makes it 1).

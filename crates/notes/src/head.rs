@@ -179,18 +179,8 @@ pub(crate) fn transact<R>(
             Decision::CommitWith(r, writes) => (r, writes),
         };
         write_expired(kv, note_id, &expired)?;
-        head.rev += 1;
         let marker = format!("{nonce}.{attempt}");
-        if confirm {
-            head.commits.push(marker.clone());
-            let cut = head.commits.len().saturating_sub(MARKERS_KEPT);
-            head.commits.drain(..cut);
-        }
-        let bytes = encode(&head);
-        if bytes.len() > cairn_kv::MAX_VALUE_BYTES {
-            return Err(Refusal::too_large(limit.field, limit.message).into());
-        }
-        base.check(&head, bytes.len(), confirm.then_some(marker.as_str()));
+        let bytes = seal(&mut head, &base, confirm.then_some(marker.as_str()), limit)?;
         // A change to what a tab says marks the note dirty for the search
         // index before the swap that commits it (see `index`), in the same
         // batch as the records the commit refers to.
@@ -231,6 +221,25 @@ pub(crate) fn transact<R>(
         }
     }
     Err(Refusal::busy(busy).into())
+}
+
+/// The bytes of the head an attempt swaps in: its `rev` moved by one, its
+/// commit `marker` kept (when it confirms its commit), within the store's
+/// value limit (else `too_large` as `limit` says), and checked against the
+/// head it was decided on ([`Base::check`]).
+fn seal(head: &mut Head, base: &Base, marker: Option<&str>, limit: &Limit) -> Out<Vec<u8>> {
+    head.rev += 1;
+    if let Some(m) = marker {
+        head.commits.push(m.to_string());
+        let cut = head.commits.len().saturating_sub(MARKERS_KEPT);
+        head.commits.drain(..cut);
+    }
+    let bytes = encode(head);
+    if bytes.len() > cairn_kv::MAX_VALUE_BYTES {
+        return Err(Refusal::too_large(limit.field, limit.message).into());
+    }
+    base.check(head, bytes.len(), marker);
+    Ok(bytes)
 }
 
 /// What a commit must keep of the head it decided on: the counters that

@@ -13,30 +13,61 @@ pub fn normalize_url(raw: &str) -> Result<String, String> {
     if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("url must not contain spaces or control characters".into());
     }
-    let rest = match s.find("://") {
+    let rest = without_scheme(s)?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    if authority.contains('@') {
+        return Err("url must not carry a user name or password".into());
+    }
+    let (host, port) = host_and_port(authority)?;
+    let tail = tail.split('#').next().unwrap_or("");
+    let (path, query) = match tail.split_once('?') {
+        Some((p, q)) => (p, q),
+        None => (tail, ""),
+    };
+    let path = path.trim_end_matches('/');
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .filter(|p| {
+            let name = p.split('=').next().unwrap_or("");
+            !name.to_ascii_lowercase().starts_with("utm_")
+        })
+        .collect();
+    let mut out = format!("https://{host}{port}{path}");
+    if !kept.is_empty() {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    Ok(out)
+}
+
+/// The URL after its scheme, which must be http or https; without one,
+/// `host/path` is read as https, and `mailto:x` or `javascript:x` are refused.
+fn without_scheme(s: &str) -> Result<&str, String> {
+    match s.find("://") {
         Some(i) => {
             let scheme = s[..i].to_ascii_lowercase();
             if scheme != "http" && scheme != "https" {
                 return Err(format!("url scheme {scheme} is not allowed: use http or https"));
             }
-            &s[i + 3..]
+            Ok(&s[i + 3..])
         }
         None => {
-            // "host/path" is read as https; "mailto:x" or "javascript:x" are refused.
             let head = s.split(['/', '?', '#']).next().unwrap_or("");
             if let Some((_, port)) = head.rsplit_once(':')
                 && (port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()))
             {
                 return Err("url must be http or https".into());
             }
-            s
+            Ok(s)
         }
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    if authority.contains('@') {
-        return Err("url must not carry a user name or password".into());
     }
+}
+
+/// The host (lower case, without `www.`) and the port (empty for the
+/// default ports 80 and 443, else `:<n>`) of an authority without user info.
+fn host_and_port(authority: &str) -> Result<(String, String), String> {
     let (host, port) = if authority.starts_with('[') {
         let close = authority.find(']').ok_or("url has an invalid host")?;
         let after = &authority[close + 1..];
@@ -62,24 +93,5 @@ pub fn normalize_url(raw: &str) -> Result<String, String> {
             Err(_) => return Err("url has an invalid port".into()),
         },
     };
-    let tail = tail.split('#').next().unwrap_or("");
-    let (path, query) = match tail.split_once('?') {
-        Some((p, q)) => (p, q),
-        None => (tail, ""),
-    };
-    let path = path.trim_end_matches('/');
-    let kept: Vec<&str> = query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .filter(|p| {
-            let name = p.split('=').next().unwrap_or("");
-            !name.to_ascii_lowercase().starts_with("utm_")
-        })
-        .collect();
-    let mut out = format!("https://{host}{port}{path}");
-    if !kept.is_empty() {
-        out.push('?');
-        out.push_str(&kept.join("&"));
-    }
-    Ok(out)
+    Ok((host, port))
 }

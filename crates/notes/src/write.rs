@@ -275,20 +275,9 @@ pub(crate) fn commit(
     let charge = Charge::default();
     let out = transact(kv, spec.note_id, Reader::Caller(who), now, &nonce, &NOTE_LIMIT, busy, |head, _expired| {
         charge.refund(kv)?;
-        if let Some((k, fp)) = &spec.idem
-            && let Some(rec) = find_idem(kv, head, k)?
-        {
-            if fp.matches(&rec.fp) {
-                let mut result = rec.result()?;
-                result["replayed"] = true.into();
-                return Ok(Decision::Leave(result));
-            }
-            return Err(Refusal::new(Code::IdempotencyKeyReused, "this idempotency key already names a different write in this note")
-                .with_version(head.version)
-                .with("field", "idempotency_key")
-                .into());
+        if let Some(replay) = replay(kv, head, spec)? {
+            return Ok(Decision::Leave(replay));
         }
-
         let target = match resolve(head)? {
             Plan::Write(t) => t,
             Plan::Answer(v) => {
@@ -316,15 +305,8 @@ pub(crate) fn commit(
                 return Err(refused_by_claim(kv, env, who, head, spec, &c, c.tab_id.as_deref(), now).into());
             }
         }
-        if let Some(gone) = change.removed_tab.as_ref().map(|t| &t.id) {
-            // Claims on a deleted tab end with it (only its holder could delete it).
-            let (ended, kept): (Vec<Claim>, Vec<Claim>) =
-                std::mem::take(&mut head.claims).into_iter().partition(|c| c.tab_id.as_deref() == Some(gone.as_str()));
-            head.claims = kept;
-            for c in &ended {
-                note_ended(head, &c.claim_id, "tab_deleted", now);
-                write_ended(kv, &head.note_id, c, "tab_deleted", spec.tool, who, now)?;
-            }
+        if let Some(gone) = change.removed_tab.as_ref().map(|t| t.id.clone()) {
+            end_claims_on(kv, head, &gone, spec, who, now)?;
         }
         let result = record(&staging, head, spec, change, who, now)?;
         drop((blobs, staging));
@@ -343,6 +325,34 @@ pub(crate) fn commit(
         charge.refund(kv)?;
     }
     out
+}
+
+/// The first result of this write, marked replayed, when its idempotency
+/// key was used before for the same payload; `idempotency_key_reused` when
+/// it names a different one. Checked first, before anything else of the write.
+fn replay(kv: &TenantKv, head: &Head, spec: &WriteSpec) -> Out<Option<Value>> {
+    let Some((k, fp)) = &spec.idem else { return Ok(None) };
+    let Some(rec) = find_idem(kv, head, k)? else { return Ok(None) };
+    if fp.matches(&rec.fp) {
+        let mut result = rec.result()?;
+        result["replayed"] = true.into();
+        return Ok(Some(result));
+    }
+    Err(Refusal::new(Code::IdempotencyKeyReused, "this idempotency key already names a different write in this note")
+        .with_version(head.version)
+        .with("field", "idempotency_key")
+        .into())
+}
+
+/// Claims on a deleted tab end with it (only its holder could delete it).
+fn end_claims_on(kv: &TenantKv, head: &mut Head, gone: &str, spec: &WriteSpec, who: &Identity, now: u64) -> Out<()> {
+    let (ended, kept): (Vec<Claim>, Vec<Claim>) = std::mem::take(&mut head.claims).into_iter().partition(|c| c.tab_id.as_deref() == Some(gone));
+    head.claims = kept;
+    for c in &ended {
+        note_ended(head, &c.claim_id, "tab_deleted", now);
+        write_ended(kv, &head.note_id, c, "tab_deleted", spec.tool, who, now)?;
+    }
+    Ok(())
 }
 
 /// Marks a write's result as a part token when the writer cannot know the

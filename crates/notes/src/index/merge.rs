@@ -178,10 +178,17 @@ fn merge_round(kv: &TenantKv, env: &mut dyn Env, tok: &mut Tokenizer, notes: &[(
         }
     }
 
-    // The claimed transitions' dictionary words, then their postings.
+    apply_claimed(kv, notes, &plans, report)?;
+    clear_markers(kv, env, notes, &plans, now, report)
+}
+
+/// Writes the claimed transitions (their dictionary words, then their
+/// postings) and marks each record done that is still the transition it
+/// claimed.
+fn apply_claimed(kv: &TenantKv, notes: &[(String, Vec<u64>)], plans: &[Plan], report: &mut MergeReport) -> Out<()> {
     let mut words: BTreeSet<String> = BTreeSet::new();
     let mut ops: BTreeMap<String, Vec<postings::Op>> = BTreeMap::new();
-    for ((note, _), p) in notes.iter().zip(&plans) {
+    for ((note, _), p) in notes.iter().zip(plans) {
         if let Plan::Claim { next, old, take_over, .. } = p {
             changes(note, old.as_ref(), next, *take_over, &mut words, &mut ops);
         }
@@ -193,7 +200,7 @@ fn merge_round(kv: &TenantKv, env: &mut dyn Env, tok: &mut Tokenizer, notes: &[(
 
     // Done: each record that is still the transition it claimed.
     let claimed: Vec<(&str, &Doc)> =
-        notes.iter().zip(&plans).filter_map(|((n, _), p)| if let Plan::Claim { next, .. } = p { Some((n.as_str(), next)) } else { None }).collect();
+        notes.iter().zip(plans).filter_map(|((n, _), p)| if let Plan::Claim { next, .. } = p { Some((n.as_str(), next)) } else { None }).collect();
     let reads = kv.read_many(&claimed.iter().map(|(n, _)| keys::search_doc(n)).collect::<Vec<_>>())?;
     let mut finishes = Vec::new();
     for ((note, next), held) in claimed.iter().zip(reads) {
@@ -206,16 +213,20 @@ fn merge_round(kv: &TenantKv, env: &mut dyn Env, tok: &mut Tokenizer, notes: &[(
     }
     // A lost swap: someone took the transition over or moved on; theirs stands.
     kv.swap_each(&finishes)?;
-    for p in &plans {
+    for p in plans {
         if let Plan::Claim { take_over, .. } = p {
             report.transitions += 1;
             report.taken_over += *take_over as u64;
         }
     }
+    Ok(())
+}
 
-    // Markers the postings now cover go; a note with markers ahead of its head is fenced when they are old.
+/// Markers the postings now cover go; a note with markers ahead of its head
+/// is fenced when they are old.
+fn clear_markers(kv: &TenantKv, env: &mut dyn Env, notes: &[(String, Vec<u64>)], plans: &[Plan], now: u64, report: &mut MergeReport) -> Out<()> {
     let mut gone = Vec::new();
-    for ((note, revs), p) in notes.iter().zip(&plans) {
+    for ((note, revs), p) in notes.iter().zip(plans) {
         let covered = match p {
             Plan::Covered(rev) => *rev,
             Plan::Claim { next, .. } => next.rev,

@@ -38,52 +38,7 @@ pub fn create_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, args: Valu
         }
         let now = env.now_us();
         let note_id = new_note_id(env);
-        let by = Who::of(who);
-        let tabs = [("markdown", TabKind::Markdown, "Note"), ("files", TabKind::Files, "Files"), ("sources", TabKind::Sources, "Sources")]
-            .into_iter()
-            .map(|(id, kind, label)| {
-                let mut t = new_tab(id.into(), kind, label.into(), who, now);
-                t.version = 1;
-                t
-            })
-            .collect();
-        let head = Head {
-            note_id: note_id.clone(),
-            title: a.title,
-            approved_for_agents: a.approved_for_agents,
-            agents_since: a.approved_for_agents.then_some(1),
-            version: 1,
-            created_at: now,
-            author: by.clone(),
-            updated_at: now,
-            updated_by: by.clone(),
-            tab_seq: 0,
-            attach_seq: 0,
-            tabs,
-            claims: Vec::new(),
-            claim_seq: 0,
-            ended: Vec::new(),
-            claims_due: None,
-            rev: 1,
-            idem: Vec::new(),
-            idem_spilled: 0,
-            history: vec![HistoryEntry {
-                version: 1,
-                at: now,
-                by,
-                action: "create_note".into(),
-                tab_id: None,
-                content_hash: None,
-                bytes: 0,
-                tab: None,
-                deleted: false,
-            }],
-            history_floor: 0,
-            history_bases: Default::default(),
-            blob_gen: 0,
-            stored_bytes: 0,
-            commits: Vec::new(),
-        };
+        let head = first_head(&note_id, a, who, now);
         // The id is unique, so no other writer creates this key; the index entry goes
         // first, and listings skip an entry whose head is not there (yet).
         index_add(kv, &note_id, env.quotas().notes)?;
@@ -99,6 +54,57 @@ pub fn create_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, args: Valu
             "tabs": head.tabs.iter().map(tab_summary).collect::<Vec<_>>(),
         }))
     })
+}
+
+/// A new note's head at version 1: its fixed tabs and its first history entry.
+fn first_head(note_id: &str, a: CreateNote, who: &Identity, now: u64) -> Head {
+    let by = Who::of(who);
+    let tabs = [("markdown", TabKind::Markdown, "Note"), ("files", TabKind::Files, "Files"), ("sources", TabKind::Sources, "Sources")]
+        .into_iter()
+        .map(|(id, kind, label)| {
+            let mut t = new_tab(id.into(), kind, label.into(), who, now);
+            t.version = 1;
+            t
+        })
+        .collect();
+    let created = HistoryEntry {
+        version: 1,
+        at: now,
+        by: by.clone(),
+        action: "create_note".into(),
+        tab_id: None,
+        content_hash: None,
+        bytes: 0,
+        tab: None,
+        deleted: false,
+    };
+    Head {
+        note_id: note_id.to_string(),
+        title: a.title,
+        approved_for_agents: a.approved_for_agents,
+        agents_since: a.approved_for_agents.then_some(1),
+        version: 1,
+        created_at: now,
+        author: by.clone(),
+        updated_at: now,
+        updated_by: by,
+        tab_seq: 0,
+        attach_seq: 0,
+        tabs,
+        claims: Vec::new(),
+        claim_seq: 0,
+        ended: Vec::new(),
+        claims_due: None,
+        rev: 1,
+        idem: Vec::new(),
+        idem_spilled: 0,
+        history: vec![created],
+        history_floor: 0,
+        history_bases: Default::default(),
+        blob_gen: 0,
+        stored_bytes: 0,
+        commits: Vec::new(),
+    }
 }
 
 /// [`create_note`] on a routed request.

@@ -88,6 +88,45 @@ fn output_schema() -> Value {
     ))
 }
 
+/// Which sections a call asks for, checked.
+struct Filters {
+    /// The first line a section may start on (from 1).
+    from: usize,
+    /// The deepest heading level.
+    level: u8,
+    /// The most sections a page holds.
+    most: usize,
+    /// Lower-case text the heading must contain.
+    wanted: Option<String>,
+}
+
+impl Args {
+    fn filters(&self) -> Result<Filters, Refusal> {
+        let from = match self.start_line {
+            Some(0) => return Err(Refusal::invalid("start_line", "start_line counts from 1")),
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => 1,
+        };
+        let level = match self.max_level {
+            None => 6,
+            Some(l @ 1..=6) => l as u8,
+            Some(_) => return Err(Refusal::invalid("max_level", "max_level is a heading level, 1 to 6")),
+        };
+        let most = match self.max_sections {
+            None => MAX_OUTLINE_SECTIONS,
+            Some(n) if (1..=MAX_OUTLINE_SECTIONS as u64).contains(&n) => n as usize,
+            Some(_) => return Err(Refusal::invalid("max_sections", format!("max_sections must be between 1 and {MAX_OUTLINE_SECTIONS}"))),
+        };
+        let wanted = match self.heading.as_deref() {
+            Some(h) if h.trim().is_empty() || h.chars().count() > MAX_FILTER_CHARS => {
+                return Err(Refusal::invalid("heading", format!("heading must be 1-{MAX_FILTER_CHARS} characters of the heading text to look for")));
+            }
+            h => h.map(str::to_lowercase),
+        };
+        Ok(Filters { from, level, most, wanted })
+    }
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
     let a: Args = parse(args)?;
     check_id("note_id", &a.note_id)?;
@@ -97,27 +136,7 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     if tab.kind != TabKind::Markdown {
         return Err(Refusal::invalid("tab_id", format!("tab {} is a {} tab; only markdown tabs have an outline", tab.id, tab.kind.as_str())).into());
     }
-    let from = match a.start_line {
-        Some(0) => return Err(Refusal::invalid("start_line", "start_line counts from 1").into()),
-        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-        None => 1,
-    };
-    let level = match a.max_level {
-        None => 6,
-        Some(l @ 1..=6) => l as u8,
-        Some(_) => return Err(Refusal::invalid("max_level", "max_level is a heading level, 1 to 6").into()),
-    };
-    let most = match a.max_sections {
-        None => MAX_OUTLINE_SECTIONS,
-        Some(n) if (1..=MAX_OUTLINE_SECTIONS as u64).contains(&n) => n as usize,
-        Some(_) => return Err(Refusal::invalid("max_sections", format!("max_sections must be between 1 and {MAX_OUTLINE_SECTIONS}")).into()),
-    };
-    let wanted = match a.heading.as_deref() {
-        Some(h) if h.trim().is_empty() || h.chars().count() > MAX_FILTER_CHARS => {
-            return Err(Refusal::invalid("heading", format!("heading must be 1-{MAX_FILTER_CHARS} characters of the heading text to look for")).into());
-        }
-        h => h.map(str::to_lowercase),
-    };
+    let Filters { from, level, most, wanted } = a.filters()?;
     let now = c.env.now_us();
     let text = load_text(c.kv, tab)?;
     let rest = outline(&text)
