@@ -342,6 +342,29 @@ fn dependencies(
     Ok(out)
 }
 
+/// Each component's routes, from the `[[trigger.http]]` tables: every
+/// trigger names a component of the manifest, every path starts with `/`.
+fn routes_of(raw: &Raw) -> Result<BTreeMap<String, Vec<Route>>> {
+    let mut routes: BTreeMap<String, Vec<Route>> = BTreeMap::new();
+    for t in &raw.trigger.http {
+        if !raw.component.contains_key(&t.component) {
+            bail!("a [[trigger.http]] names component {:?}, which has no [component.{}] table", t.component, t.component);
+        }
+        let route = match &t.route {
+            RawRoute::Private { private: true } => Route::Private,
+            RawRoute::Private { private: false } => bail!("route of {:?}: `private = false` is not a route", t.component),
+            RawRoute::Path(p) if !p.starts_with('/') => bail!("route {p:?} of {:?} must start with '/'", t.component),
+            RawRoute::Path(p) => match p.strip_suffix("/...") {
+                Some(prefix) => Route::Wildcard(prefix.to_string()),
+                None if p == "/..." => Route::Wildcard(String::new()),
+                None => Route::Exact(p.trim_end_matches('/').to_string()),
+            },
+        };
+        routes.entry(t.component.clone()).or_default().push(route);
+    }
+    Ok(routes)
+}
+
 impl Manifest {
     /// Read and validate the manifest at `path`.
     pub fn load(path: &Path) -> Result<Self> {
@@ -355,23 +378,7 @@ impl Manifest {
         for name in raw.variables.keys() {
             valid_id(name, '_').map_err(|e| anyhow::anyhow!("variable {name:?} {e} (variables are snake_case)"))?;
         }
-        let mut routes: BTreeMap<String, Vec<Route>> = BTreeMap::new();
-        for t in &raw.trigger.http {
-            if !raw.component.contains_key(&t.component) {
-                bail!("a [[trigger.http]] names component {:?}, which has no [component.{}] table", t.component, t.component);
-            }
-            let route = match &t.route {
-                RawRoute::Private { private: true } => Route::Private,
-                RawRoute::Private { private: false } => bail!("route of {:?}: `private = false` is not a route", t.component),
-                RawRoute::Path(p) if !p.starts_with('/') => bail!("route {p:?} of {:?} must start with '/'", t.component),
-                RawRoute::Path(p) => match p.strip_suffix("/...") {
-                    Some(prefix) => Route::Wildcard(prefix.to_string()),
-                    None if p == "/..." => Route::Wildcard(String::new()),
-                    None => Route::Exact(p.trim_end_matches('/').to_string()),
-                },
-            };
-            routes.entry(t.component.clone()).or_default().push(route);
-        }
+        let mut routes = routes_of(&raw)?;
         let mut components = Vec::new();
         let sources: BTreeMap<String, (PathBuf, bool)> = raw
             .component

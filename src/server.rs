@@ -114,6 +114,35 @@ fn check_variables(app_vars: &BTreeMap<String, String>) -> Result<()> {
 /// The variable that tells components whether to confirm their commits.
 const COMMIT_CHECK: &str = "commit_check";
 
+/// The application's variables as its components will read them: the
+/// manifest's, the environment's and the command line's, with
+/// `commit_check` off unless asked for (this host's stores all keep the
+/// promise: they pass the conformance suite), every one of Cairn's checked.
+fn app_variables(manifest: &Manifest, opts: &Options) -> Result<BTreeMap<String, String>> {
+    let mut app_vars = crate::variables::resolve_app(manifest)?;
+    if manifest.variables.contains_key(COMMIT_CHECK) && std::env::var_os("SPIN_VARIABLE_COMMIT_CHECK").is_none() && !opts.variables.contains_key(COMMIT_CHECK) {
+        app_vars.insert(COMMIT_CHECK.into(), "off".into());
+    }
+    app_vars.extend(opts.variables.clone());
+    // Cairn's configuration, checked before anything opens: every variable
+    // that does not parse stops the start, named with what it expected.
+    check_variables(&app_vars)?;
+    Ok(app_vars)
+}
+
+/// The thread that moves the engine's epoch every [`instance::EPOCH_TICK`]:
+/// how a running instance is made to yield and how its deadline is kept.
+fn start_epoch_ticks(engine: &wasmtime::Engine) -> Result<()> {
+    let engine = engine.clone();
+    std::thread::Builder::new().name("epoch".into()).spawn(move || {
+        loop {
+            std::thread::sleep(instance::EPOCH_TICK);
+            engine.increment_epoch();
+        }
+    })?;
+    Ok(())
+}
+
 /// Load everything and start serving; returns once the listener is bound.
 /// Every store is opened (and every configuration error found) before the
 /// listener is bound, so a host that cannot serve never half-starts.
@@ -122,17 +151,7 @@ pub async fn start(opts: Options) -> Result<Running> {
     let mut manifest = Manifest::load(&opts.manifest)?;
     manifest.select(&opts.components)?;
     std::fs::create_dir_all(&opts.state_dir).with_context(|| format!("cannot create state dir {}", opts.state_dir.display()))?;
-    let mut app_vars = crate::variables::resolve_app(&manifest)?;
-    // This host's stores all keep the promise (they pass the conformance
-    // suite), so components need not confirm their commits, unless the
-    // operator forces the check.
-    if manifest.variables.contains_key(COMMIT_CHECK) && std::env::var_os("SPIN_VARIABLE_COMMIT_CHECK").is_none() && !opts.variables.contains_key(COMMIT_CHECK) {
-        app_vars.insert(COMMIT_CHECK.into(), "off".into());
-    }
-    app_vars.extend(opts.variables.clone());
-    // Cairn's configuration, checked before anything opens: every variable
-    // that does not parse stops the start, named with what it expected.
-    check_variables(&app_vars)?;
+    let mut app_vars = app_variables(&manifest, &opts)?;
     let stores: BTreeMap<String, Arc<dyn cairn_kv::Store>> =
         opts.stores.open(&opts.state_dir, opts.fsync)?.into_iter().map(|(l, s)| (l.clone(), crate::metrics::Metered::wrap(&l, s))).collect();
     for (label, store) in &stores {
@@ -147,15 +166,7 @@ pub async fn start(opts: Options) -> Result<Running> {
     crate::local::check_outbound(&mut app_vars, explicit_auth_origin)?;
     manifest.resolve_outbound(&app_vars)?;
     let engine = engine::engine(&opts.limits)?;
-    {
-        let engine = engine.clone();
-        std::thread::Builder::new().name("epoch".into()).spawn(move || {
-            loop {
-                std::thread::sleep(instance::EPOCH_TICK);
-                engine.increment_epoch();
-            }
-        })?;
-    }
+    start_epoch_ticks(&engine)?;
     let components = engine::load_all(&engine, &manifest, &app_vars, &opts.cache_dir)?;
     // The configuration with the values this host filled in (the local key,
     // the audience of its address), read as the components read it.

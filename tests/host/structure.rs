@@ -137,3 +137,74 @@ fn the_cycle_check_finds_a_cycle_when_there_is_one() {
     let acyclic: BTreeMap<String, BTreeSet<String>> = [("a".to_string(), ["b".to_string()].into()), ("b".to_string(), BTreeSet::new())].into();
     assert_eq!(cycle(&acyclic), None);
 }
+
+/// The most lines a function outside the benchmarks may take, from its
+/// `fn` line to its closing brace: what fits a screen.
+const MAX_FUNCTION_LINES: usize = 70;
+
+/// The functions of `text` (up to its unit tests) longer than `max` lines:
+/// (name, first line, lines). A function ends at the first line that closes
+/// a brace at its own indentation (rustfmt's layout).
+fn long_functions(text: &str, max: usize) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines.windows(2).position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod ")).unwrap_or(lines.len());
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < end {
+        let line = lines[i];
+        let indent = line.len() - line.trim_start().len();
+        let Some(name) = fn_name(line.trim_start()) else {
+            i += 1;
+            continue;
+        };
+        let open = (i..end).find(|j| lines[*j].trim_end().ends_with('{') || lines[*j].trim_end().ends_with(';'));
+        let Some(open) = open.filter(|j| lines[*j].trim_end().ends_with('{')) else {
+            i = open.map_or(end, |j| j + 1);
+            continue;
+        };
+        let close = (open + 1..lines.len()).find(|j| {
+            let l = lines[*j];
+            l.len() > indent && l[..indent].trim().is_empty() && l[indent..].starts_with('}')
+        });
+        let close = close.unwrap_or(lines.len() - 1);
+        if close - i + 1 > max {
+            out.push((name, i + 1, close - i + 1));
+        }
+        i = close + 1;
+    }
+    out
+}
+
+/// The name of the function a line declares, if it declares one.
+fn fn_name(line: &str) -> Option<String> {
+    let mut rest = line;
+    for prefix in ["pub(crate) ", "pub(super) ", "pub ", "const ", "async ", "unsafe ", "extern \"C\" "] {
+        rest = rest.strip_prefix(prefix).unwrap_or(rest);
+    }
+    let name = rest.strip_prefix("fn ")?;
+    Some(name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect())
+}
+
+#[test]
+fn no_function_outside_the_benchmarks_passes_seventy_lines() {
+    let mut long = Vec::new();
+    for src in crate_sources().into_iter().filter(|s| !s.starts_with(root().join("bench"))) {
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for f in files {
+            for (name, line, n) in long_functions(&std::fs::read_to_string(&f).unwrap(), MAX_FUNCTION_LINES) {
+                long.push(format!("{}:{line} {name}: {n} lines", f.strip_prefix(root()).unwrap().display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "functions over {MAX_FUNCTION_LINES} lines:\n{}", long.join("\n"));
+}
+
+#[test]
+fn the_length_check_finds_a_long_function_and_skips_unit_tests() {
+    let body: String = (0..70).map(|i| format!("    let x{i} = {i};\n")).collect();
+    let long = format!("pub(crate) fn long() {{\n{body}}}\n\nfn short() {{\n    let y = 1;\n}}\n");
+    assert_eq!(long_functions(&long, 70), vec![("long".to_string(), 1, 72)]);
+    let in_tests = format!("fn short() {{}}\n\n#[cfg(test)]\nmod tests {{\n{}}}\n", long.replace("pub(crate) fn", "    fn"));
+    assert!(long_functions(&in_tests, 70).is_empty());
+}

@@ -99,15 +99,7 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
     {
         return r;
     }
-    let charged = match route {
-        Route::Register => Some(("registrations", REGISTRATIONS_PER_MINUTE)),
-        Route::Token | Route::Revoke => Some(("token requests and sign-ins", WRITES_PER_MINUTE)),
-        Route::Authorize if Server::is_editor_sign_in(req.query()) => Some(("token requests and sign-ins", WRITES_PER_MINUTE)),
-        _ => None,
-    };
-    if let Some((kind, per_minute)) = charged
-        && let Err(r) = spend(&front, &req, kind, per_minute)
-    {
+    if let Err(r) = spend_for(&front, &req, route) {
         return r;
     }
     let document = match (route, Server::document_to_fetch(&settings, req.query())) {
@@ -128,6 +120,23 @@ async fn handle(req: spin_sdk::http::Request) -> Response {
         let _ = door.refused(&arrival(&req), Refusal::new(Code::Unauthorized, "an OAuth request was refused"));
     }
     answer(reply)
+}
+
+/// What a route costs the caller's address beyond the door's budget:
+/// registrations, and token requests and sign-ins, each have a budget of
+/// their own.
+#[allow(clippy::result_large_err, reason = "the refusal is the response itself, answered once")]
+fn spend_for(front: &FrontDoor, req: &Request, route: Route) -> Result<(), Response> {
+    let charged = match route {
+        Route::Register => Some(("registrations", REGISTRATIONS_PER_MINUTE)),
+        Route::Token | Route::Revoke => Some(("token requests and sign-ins", WRITES_PER_MINUTE)),
+        Route::Authorize if Server::is_editor_sign_in(req.query()) => Some(("token requests and sign-ins", WRITES_PER_MINUTE)),
+        _ => None,
+    };
+    match charged {
+        Some((kind, per_minute)) => spend(front, req, kind, per_minute),
+        None => Ok(()),
+    }
 }
 
 /// A client's metadata document: `application/json`, 200, within the limits.

@@ -420,32 +420,11 @@ impl Cluster {
                     self.refresh(seen);
                     Next::After(Duration::from_millis(50))
                 }
-                Failure::Sent(e) => match next_after(e) {
-                    Some(next) => {
-                        last = Some(classify(e, &addr));
-                        match &next {
-                            Next::Ask(_) => {
-                                counter.redirects.fetch_add(1, Relaxed);
-                            }
-                            Next::Now => {
-                                counter.redirects.fetch_add(1, Relaxed);
-                                if let Some((to, s)) = e.redirect_node() {
-                                    self.learn(s, to);
-                                }
-                                self.refresh(seen);
-                            }
-                            Next::After(_) => {
-                                counter.refusals.fetch_add(1, Relaxed);
-                                self.refresh(seen);
-                            }
-                        }
-                        next
-                    }
-                    None => {
-                        counter.errors.fetch_add(1, Relaxed);
-                        return Err(classify(e, &addr));
-                    }
-                },
+                Failure::Sent(e) => {
+                    let next = self.follow(e, &addr, counter, seen)?;
+                    last = Some(classify(e, &addr));
+                    next
+                }
             };
             match next {
                 Next::Now => {}
@@ -460,16 +439,50 @@ impl Cluster {
                 break;
             }
         }
+        Err(self.gave_up(slot, last))
+    }
+
+    /// The refusal of a call that found no owner of `slot` to serve it
+    /// within the I/O timeout, counted as an error of the slot's owner now.
+    fn gave_up(&self, slot: u16, last: Option<Error>) -> Error {
         let why = last.map(|e| e.to_string()).unwrap_or_default();
         if let Some(p) = self.shape().owner(slot)
             && let Ok(n) = self.node(&p.addr)
         {
             n.counters.errors.fetch_add(1, Relaxed);
         }
-        Err(Error::Unavailable(format!(
+        Error::Unavailable(format!(
             "Redis Cluster did not serve slot {slot} within {:?} (nothing was written by the attempts refused): {why}",
             self.dial.io_timeout
-        )))
+        ))
+    }
+
+    /// What to do after `addr` answered `e`: follow a redirect (learning a
+    /// `MOVED` owner at once), wait out a refusal the cluster will lift (a
+    /// failover, a slot in migration), counted on the node's counters; `Err`
+    /// for an answer that is final.
+    fn follow(&self, e: &RedisError, addr: &str, counter: &NodeCounters, seen: u64) -> Result<Next, Error> {
+        let Some(next) = next_after(e) else {
+            counter.errors.fetch_add(1, Relaxed);
+            return Err(classify(e, addr));
+        };
+        match &next {
+            Next::Ask(_) => {
+                counter.redirects.fetch_add(1, Relaxed);
+            }
+            Next::Now => {
+                counter.redirects.fetch_add(1, Relaxed);
+                if let Some((to, s)) = e.redirect_node() {
+                    self.learn(s, to);
+                }
+                self.refresh(seen);
+            }
+            Next::After(_) => {
+                counter.refusals.fetch_add(1, Relaxed);
+                self.refresh(seen);
+            }
+        }
+        Ok(next)
     }
 
     /// A `MOVED` named the new owner of `slot`: route there at once (the

@@ -765,6 +765,51 @@ pub fn all_cross_slot_refusals() -> Vec<(String, u64)> {
     all.iter().filter(|(_, w, _)| w.strong_count() > 0).map(|(ns, _, n)| (ns.clone(), n.load(Relaxed))).collect()
 }
 
+/// Tags, as the registry holds them.
+type Tags = Vec<Vec<u8>>;
+
+/// The listing's round trips (see [`Store::list_keys`] on [`RedisStore`]).
+impl RedisStore {
+    /// The first round trip of a listing: which prefixes of `after` are
+    /// registered tags (their keys can sort after `after`), and the first
+    /// tags after it.
+    fn first_tags(&self, registry: &str, registry_slot: u16, after: Option<&str>, lower: &[u8]) -> Result<(Tags, Tags)> {
+        self.run(registry_slot, true, |c| {
+            let mut p = redis::pipe();
+            if let Some(a) = after {
+                p.cmd("ZMSCORE").arg(registry);
+                for i in 0..=a.len() {
+                    p.arg(&a.as_bytes()[..i]);
+                }
+            }
+            p.cmd("ZRANGEBYLEX").arg(registry).arg(lower).arg("+").arg("LIMIT").arg(0).arg(LIST_TAG_CHUNK);
+            let mut replies: Vec<Value> = p.query(&mut c.redis)?;
+            let chunk_reply = replies.pop().ok_or_else(|| odd_reply("ZRANGEBYLEX"))?;
+            let mut queue: Vec<Vec<u8>> = Vec::new();
+            if let (Some(a), Some(Value::Array(scores))) = (after, replies.pop()) {
+                for (i, score) in scores.iter().enumerate() {
+                    if *score != Value::Nil {
+                        queue.push(a.as_bytes()[..i].to_vec());
+                    }
+                }
+            }
+            let tags: Vec<Vec<u8>> = redis::from_redis_value(chunk_reply)?;
+            Ok((queue, tags))
+        })
+    }
+
+    /// Each queued tag's keys from `lower` on, at most `per_tag` each, read
+    /// from every tag's index at once.
+    fn tag_pages(&self, bucket: &str, queue: &[Vec<u8>], lower: &[u8], per_tag: usize) -> Result<Vec<Vec<u8>>> {
+        let indexes: Vec<String> = queue.iter().map(|t| self.layout.index_of_tag(bucket, &String::from_utf8_lossy(t))).collect();
+        let slots: Vec<u16> = indexes.iter().map(|k| slot_of(k.as_bytes())).collect();
+        let pages: Vec<Vec<Vec<u8>>> = self.run_each(&slots, true, |i, c| {
+            redis::cmd("ZRANGEBYLEX").arg(&indexes[i]).arg(lower).arg("+").arg("LIMIT").arg(0).arg(per_tag).query(&mut c.redis)
+        })?;
+        Ok(pages.into_iter().flatten().collect())
+    }
+}
+
 impl Store for RedisStore {
     fn read(&self, bucket: &str, key: &str) -> Result<Read> {
         check_key(key)?;
@@ -940,30 +985,7 @@ impl Store for RedisStore {
         };
         let per_tag = limit.min(i64::MAX as usize);
         let mut found: Vec<Vec<u8>> = Vec::new();
-        // First round trip: which prefixes of `after` are registered tags
-        // (their keys can sort after `after`), and the first tags after it.
-        let (mut queue, mut tags) = self.run(registry_slot, true, |c| {
-            let mut p = redis::pipe();
-            if let Some(a) = after {
-                p.cmd("ZMSCORE").arg(&registry);
-                for i in 0..=a.len() {
-                    p.arg(&a.as_bytes()[..i]);
-                }
-            }
-            p.cmd("ZRANGEBYLEX").arg(&registry).arg(&lower).arg("+").arg("LIMIT").arg(0).arg(LIST_TAG_CHUNK);
-            let mut replies: Vec<Value> = p.query(&mut c.redis)?;
-            let chunk_reply = replies.pop().ok_or_else(|| odd_reply("ZRANGEBYLEX"))?;
-            let mut queue: Vec<Vec<u8>> = Vec::new();
-            if let (Some(a), Some(Value::Array(scores))) = (after, replies.pop()) {
-                for (i, score) in scores.iter().enumerate() {
-                    if *score != Value::Nil {
-                        queue.push(a.as_bytes()[..i].to_vec());
-                    }
-                }
-            }
-            let tags: Vec<Vec<u8>> = redis::from_redis_value(chunk_reply)?;
-            Ok((queue, tags))
-        })?;
+        let (mut queue, mut tags) = self.first_tags(&registry, registry_slot, after, &lower)?;
         loop {
             let full_chunk = tags.len() == LIST_TAG_CHUNK;
             let last = tags.last().cloned();
@@ -978,14 +1000,7 @@ impl Store for RedisStore {
                 queue.push(t);
             }
             if !queue.is_empty() {
-                let indexes: Vec<String> = queue.iter().map(|t| self.layout.index_of_tag(bucket, &String::from_utf8_lossy(t))).collect();
-                let slots: Vec<u16> = indexes.iter().map(|k| slot_of(k.as_bytes())).collect();
-                let pages: Vec<Vec<Vec<u8>>> = self.run_each(&slots, true, |i, c| {
-                    redis::cmd("ZRANGEBYLEX").arg(&indexes[i]).arg(&lower).arg("+").arg("LIMIT").arg(0).arg(per_tag).query(&mut c.redis)
-                })?;
-                for page in pages {
-                    found.extend(page);
-                }
+                found.extend(self.tag_pages(bucket, &queue, &lower, per_tag)?);
                 found.sort_unstable();
                 found.dedup();
                 found.truncate(limit);

@@ -190,18 +190,8 @@ pub(crate) fn transact<R>(
         if !writes.is_empty() {
             kv.set_many(&writes)?;
         }
-        if confirm {
-            let fresh = kv.read(&key)?;
-            let read_at = std::time::Instant::now();
-            if fresh.value != held.value {
-                held = fresh;
-                continue;
-            }
-            held = fresh;
-            if read_at.elapsed() > SWAP_AFTER_READ {
-                held = kv.read(&key)?;
-                continue;
-            }
+        if confirm && !fresh_for_swap(kv, &key, &mut held)? {
+            continue;
         }
         match kv.swap(&key, held.observed, &bytes)? {
             None if !confirm => return Ok(answer),
@@ -221,6 +211,26 @@ pub(crate) fn transact<R>(
         }
     }
     Err(Refusal::busy(busy).into())
+}
+
+/// Whether the head read for this attempt is still the stored one, read
+/// again right before the swap (a store that cannot vouch for its swaps
+/// must not be handed one on a stale read): `held` becomes the fresh read;
+/// `false` when it moved, or when that read took longer than
+/// [`SWAP_AFTER_READ`] to lead to the swap (read again, and decide again).
+fn fresh_for_swap(kv: &TenantKv, key: &str, held: &mut Held) -> Out<bool> {
+    let fresh = kv.read(key)?;
+    let read_at = std::time::Instant::now();
+    let same = fresh.value == held.value;
+    *held = fresh;
+    if !same {
+        return Ok(false);
+    }
+    if read_at.elapsed() > SWAP_AFTER_READ {
+        *held = kv.read(key)?;
+        return Ok(false);
+    }
+    Ok(true)
 }
 
 /// The bytes of the head an attempt swaps in: its `rev` moved by one, its
