@@ -14,7 +14,7 @@ use crate::refusal::Failure;
 
 /// The kind of a tab. `markdown`, `files` and `sources` exist once per note with fixed ids;
 /// `slides` and `sheet` tabs are created on demand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum TabKind {
     Markdown,

@@ -14,13 +14,110 @@ pub(crate) fn object(required: &[&str], properties: Value) -> Value {
 }
 
 /// The JSON Schema schemars derives for `T`, every subschema inline (a
-/// tool's schema is read by agents, who do not follow `$ref`s).
+/// tool's schema is read by agents, who do not follow `$ref`s), without the
+/// integer widths (`format: uint64`) that say nothing the bounds do not, and
+/// without `default: null` on optional fields (an explicit `null` is
+/// refused: an optional field is left out).
 pub(crate) fn derived<T: schemars::JsonSchema>() -> Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
         s.inline_subschemas = true;
         s.meta_schema = None;
     });
-    settings.into_generator().into_root_schema_for::<T>().to_value()
+    let mut schema = settings.into_generator().into_root_schema_for::<T>().to_value();
+    drop_widths(&mut schema);
+    schema
+}
+
+fn drop_widths(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if m.get("format").and_then(Value::as_str).is_some_and(|f| f.starts_with("uint") || f.starts_with("int")) {
+                m.remove("format");
+            }
+            if m.get("default") == Some(&Value::Null) {
+                m.remove("default");
+            }
+            m.values_mut().for_each(drop_widths);
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_widths),
+        _ => {}
+    }
+}
+
+/// A tool's input schema, derived from its argument struct: one object of
+/// its fields (unknown fields refused, the ones without a default required),
+/// each field's schema from its type and attributes, its description from
+/// its doc comment.
+pub(crate) fn input<T: schemars::JsonSchema>() -> Value {
+    let mut schema = derived::<T>();
+    let obj = schema.as_object_mut().expect("arguments are an object");
+    obj.remove("title");
+    obj.remove("description");
+    obj.entry("required").or_insert_with(|| json!([]));
+    assert_eq!(obj.get("additionalProperties"), Some(&json!(false)), "arguments deny unknown fields");
+    schema
+}
+
+/// Field shapes shared by the tools' argument structs, for
+/// `#[schemars(schema_with = "…")]`: the shape, and a description only
+/// where every tool says the same (else the field's doc comment says it).
+pub(crate) mod shape {
+    use schemars::{Schema, SchemaGenerator};
+    use serde_json::Value;
+
+    fn of(v: Value) -> Schema {
+        v.try_into().expect("an object schema")
+    }
+
+    fn bare(mut v: Value) -> Schema {
+        v.as_object_mut().expect("an object schema").remove("description");
+        of(v)
+    }
+
+    /// `note_id`, described.
+    pub(crate) fn note_id(_: &mut SchemaGenerator) -> Schema {
+        of(super::note_id())
+    }
+    /// An exact id from a listing.
+    pub(crate) fn id(_: &mut SchemaGenerator) -> Schema {
+        bare(super::id(""))
+    }
+    /// An idempotency key.
+    pub(crate) fn key(_: &mut SchemaGenerator) -> Schema {
+        bare(super::key(""))
+    }
+    /// A version read earlier.
+    pub(crate) fn version(_: &mut SchemaGenerator) -> Schema {
+        bare(super::version(""))
+    }
+    /// A listing's cursor, described.
+    pub(crate) fn cursor(_: &mut SchemaGenerator) -> Schema {
+        of(super::cursor())
+    }
+    /// A listing's page size, described.
+    pub(crate) fn limit(_: &mut SchemaGenerator) -> Schema {
+        of(super::limit())
+    }
+    /// A claim id, described.
+    pub(crate) fn claim_id(_: &mut SchemaGenerator) -> Schema {
+        of(super::claim_id())
+    }
+    /// A claim's time to live.
+    pub(crate) fn ttl(_: &mut SchemaGenerator) -> Schema {
+        bare(super::ttl(""))
+    }
+    /// A `section_id`.
+    pub(crate) fn section_id(_: &mut SchemaGenerator) -> Schema {
+        bare(super::section_id(""))
+    }
+    /// A read's character cap.
+    pub(crate) fn max_chars(_: &mut SchemaGenerator) -> Schema {
+        bare(super::max_chars(""))
+    }
+    /// Slides to append, described.
+    pub(crate) fn outline(_: &mut SchemaGenerator) -> Schema {
+        of(super::outline())
+    }
 }
 
 /// An exact id from a listing.

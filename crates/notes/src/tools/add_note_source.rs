@@ -9,19 +9,26 @@ use crate::args::{MAX_SOURCE_TITLE_CHARS, MAX_URL_CHARS, check_chars, check_id, 
 use crate::content::{load_list, put_doc};
 use crate::model::{Source, TabKind, Who, encode, rand8};
 use crate::refusal::{Out, Refusal};
-use crate::schema::{key, note_id, object, version};
 use crate::url::normalize_url;
 use crate::write::{Change, Plan, Target, commit, note_scope};
 
 tool!("add_note_source", "Add a note source", WRITE_SCOPE, ADDS);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
+    /// The note version from list_note_tabs or read_note_tab.
+    #[schemars(schema_with = "crate::schema::shape::version")]
     expected_version: crate::version::Version,
+    /// Derived from note_id and the normalized URL.
+    #[schemars(schema_with = "crate::schema::shape::key")]
     idempotency_key: String,
+    #[schemars(length(min = 1, max = MAX_SOURCE_TITLE_CHARS))]
     title: String,
+    /// An http or https URL.
+    #[schemars(length(min = 1, max = MAX_URL_CHARS))]
     url: String,
 }
 
@@ -46,16 +53,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["note_id", "expected_version", "idempotency_key", "title", "url"],
-        json!({
-            "note_id": note_id(),
-            "expected_version": version("The note version from list_note_tabs or read_note_tab."),
-            "idempotency_key": key("Derived from note_id and the normalized URL."),
-            "title": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_TITLE_CHARS},
-            "url": {"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "description": "An http or https URL."},
-        }),
-    )
+    crate::schema::input::<Args>()
 }
 
 /// `add_note_source`: the source as attached (now, or already).

@@ -1,25 +1,31 @@
 //! `claim_note`: hold a note or one tab for a while, so nobody else writes it.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{ADDS, Call, ON_CLAIM, WRITE_SCOPE};
 use crate::args::{DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, MIN_TTL_SECONDS, check_id, check_section_id, check_ttl, parse};
 use crate::claims::claim;
 use crate::refusal::{Out, Refusal};
-use crate::schema::{id, note_id, object, ttl};
 
 tool!("claim_note", "Claim a note or a tab", WRITE_SCOPE, ADDS);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
+    /// Exact tab ID from list_note_tabs; leave it out to claim the whole note. The files and sources tabs are claimed with the whole note.
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::id")]
     tab_id: Option<String>,
+    /// Optional: claim only this section of the markdown tab tab_id (a section_id from read_note_outline).
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::section_id")]
     section_id: Option<String>,
+    /// How long to hold the claim, in seconds (default 600).
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::ttl")]
     ttl_seconds: Option<u64>,
 }
 
@@ -51,15 +57,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["note_id"],
-        json!({
-            "note_id": note_id(),
-            "tab_id": id("Exact tab ID from list_note_tabs; leave it out to claim the whole note. The files and sources tabs are claimed with the whole note."),
-            "section_id": crate::schema::section_id("Optional: claim only this section of the markdown tab tab_id (a section_id from read_note_outline)."),
-            "ttl_seconds": ttl("How long to hold the claim, in seconds (default 600)."),
-        }),
-    )
+    crate::schema::input::<Args>()
 }
 
 /// `claim_note`: the claim held.

@@ -9,30 +9,37 @@ use crate::content::{Slide, store_slides};
 use crate::edit::{MAX_TABS, new_tab};
 use crate::model::{TabKind, rand8};
 use crate::refusal::{Out, Refusal};
-use crate::schema::{key, note_id, object, outline, version};
 use crate::sheet::{Manifest, store_manifest};
 use crate::write::{Change, Plan, Target, commit, note_scope};
 
 tool!("create_note_tab", "Create a note tab", WRITE_SCOPE, REPLACES);
 
 /// The tab types `create_note_tab` can make.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum NewTabType {
     Slides,
     Sheet,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
+    /// The note version from list_note_tabs.
+    #[schemars(schema_with = "crate::schema::shape::version")]
     expected_version: crate::version::Version,
+    /// Names this one new tab; resend a lost call with the same key.
+    #[schemars(schema_with = "crate::schema::shape::key")]
     idempotency_key: String,
     tab_type: NewTabType,
+    /// Shown name; labels may repeat, so never use one as an ID.
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(with = "String", length(min = 1, max = MAX_LABEL_CHARS))]
     label: Option<String>,
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::outline")]
     slides: Option<Vec<SlideIn>>,
 }
 
@@ -64,17 +71,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    let mut schema = object(
-        &["note_id", "expected_version", "idempotency_key", "tab_type"],
-        json!({
-            "note_id": note_id(),
-            "expected_version": version("The note version from list_note_tabs."),
-            "idempotency_key": key("Names this one new tab; resend a lost call with the same key."),
-            "tab_type": {"type": "string", "enum": ["slides", "sheet"]},
-            "label": {"type": "string", "minLength": 1, "maxLength": MAX_LABEL_CHARS, "description": "Shown name; labels may repeat, so never use one as an ID."},
-            "slides": outline(),
-        }),
-    );
+    let mut schema = crate::schema::input::<Args>();
     schema["allOf"] = json!([{
         "if": {"properties": {"tab_type": {"const": "sheet"}}, "required": ["tab_type"]},
         "then": {"not": {"required": ["slides"]}},

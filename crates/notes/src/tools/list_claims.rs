@@ -7,14 +7,14 @@ use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_id, parse};
 use crate::claims::board;
 use crate::refusal::{Out, Refusal};
-use crate::schema::{note_id, object};
 
 tool!("list_claims", "List claims", READ_SCOPE, READ);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: Option<String>,
 }
 
@@ -34,7 +34,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(&[], json!({"note_id": note_id()}))
+    crate::schema::input::<Args>()
 }
 
 /// `list_claims`: the presence board.

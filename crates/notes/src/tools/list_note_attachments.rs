@@ -9,27 +9,30 @@ use crate::content::load_list;
 use crate::head::load_head;
 use crate::model::{FileMeta, Source, TabKind, rfc3339, sha_hex};
 use crate::refusal::{NOTICE, Out, Refusal};
-use crate::schema::{cursor, limit, note_id, object};
 
 tool!("list_note_attachments", "List note attachments", READ_SCOPE, READ);
 
 /// Which attachments to list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum AttachKind {
     Files,
     Sources,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(with = "AttachKind")]
     kind: Option<AttachKind>,
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::limit")]
     limit: Option<u64>,
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::cursor")]
     cursor: Option<String>,
 }
 
@@ -49,15 +52,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["note_id"],
-        json!({
-            "note_id": note_id(),
-            "kind": {"type": "string", "enum": ["files", "sources"]},
-            "limit": limit(),
-            "cursor": cursor(),
-        }),
-    )
+    crate::schema::input::<Args>()
 }
 
 fn source_item(s: &Source) -> Value {

@@ -8,19 +8,23 @@ use crate::args::{DEFAULT_LIMIT, check_cursor, check_id, check_limit, parse};
 use crate::head::load_head;
 use crate::history;
 use crate::refusal::{NOTICE, Out};
-use crate::schema::{cursor, id, limit, note_id, object};
 
 tool!("list_note_history", "List a note's history", READ_SCOPE, READ);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
+    /// Only versions that changed this tab (exact tab ID; deleted tabs included).
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::shape::id")]
     tab_id: Option<String>,
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::shape::cursor")]
     cursor: Option<String>,
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::shape::limit")]
     limit: Option<u64>,
 }
 
@@ -34,15 +38,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["note_id"],
-        json!({
-            "note_id": note_id(),
-            "tab_id": id("Only versions that changed this tab (exact tab ID; deleted tabs included)."),
-            "cursor": cursor(),
-            "limit": limit(),
-        }),
-    )
+    crate::schema::input::<Args>()
 }
 
 /// `list_note_history`: a page of versions, newest first.

@@ -8,13 +8,13 @@ use crate::args::{check_id, parse};
 use crate::head::load_head;
 use crate::model::tab_summary;
 use crate::refusal::{NOTICE, Out};
-use crate::schema::{note_id, object};
 
 tool!("list_note_tabs", "List note tabs", READ_SCOPE, READ);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
 }
 
@@ -26,7 +26,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(&["note_id"], json!({"note_id": note_id()}))
+    crate::schema::input::<Args>()
 }
 
 /// `list_note_tabs`: the note's tabs in their order.

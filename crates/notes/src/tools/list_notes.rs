@@ -10,19 +10,20 @@ use crate::keys;
 use crate::model::{rfc3339, sha_hex};
 use crate::note_index::index_slice;
 use crate::refusal::{NOTICE, Out, Refusal};
-use crate::schema::{cursor, limit, object};
 
 tool!("list_notes", "List notes", READ_SCOPE, READ);
 
 /// How many note ids one call looks at (agents skip unapproved notes).
 const LIST_SCAN: usize = 500;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::cursor")]
     cursor: Option<String>,
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::limit")]
     limit: Option<u64>,
 }
 
@@ -41,7 +42,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(&[], json!({"cursor": cursor(), "limit": limit()}))
+    crate::schema::input::<Args>()
 }
 
 /// `list_notes`: a page of notes with their provenance.

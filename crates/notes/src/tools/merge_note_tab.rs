@@ -13,17 +13,22 @@ use crate::content::{check_doc_size, load_text};
 use crate::head::{Reader, load_head};
 use crate::model::TabKind;
 use crate::refusal::{NOTICE, Out, Refusal};
-use crate::schema::{id, note_id, object};
 
 tool!("merge_note_tab", "Merge a proposal with a note tab's text now", READ_SCOPE, READ);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
+    /// Exact tab ID of a markdown tab (default: markdown).
     #[serde(default = "super::markdown_tab")]
+    #[schemars(schema_with = "crate::schema::shape::id")]
     tab_id: String,
+    /// The note version the proposal was based on (the expected_version it was written with).
+    #[schemars(range(min = 1))]
     base_version: u64,
+    /// The proposed whole text of the tab.
     text: String,
 }
 
@@ -39,15 +44,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["note_id", "base_version", "text"],
-        json!({
-            "note_id": note_id(),
-            "tab_id": id("Exact tab ID of a markdown tab (default: markdown)."),
-            "base_version": {"type": "integer", "minimum": 1, "description": "The note version the proposal was based on (the expected_version it was written with)."},
-            "text": {"type": "string", "description": "The proposed whole text of the tab."},
-        }),
-    )
+    crate::schema::input::<Args>()
 }
 
 /// `merge_note_tab`: the merge, with the versions to write it at.

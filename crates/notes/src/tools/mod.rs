@@ -1,7 +1,8 @@
 //! The tools, one file each: its arguments (a typed struct with unknown
-//! fields denied, and its checks), its published JSON Schema, description,
-//! annotations and OAuth scope, and its handler (parse → apply → encode), as
-//! mini-redis keeps one file per command.
+//! fields denied, and its checks; its published JSON Schema is derived from
+//! it, [`crate::schema::input`]), description, annotations and OAuth scope,
+//! and its handler (parse → apply → encode), as mini-redis keeps one file
+//! per command.
 //!
 //! [`TOOLS`] is the one table that names every tool: [`crate::call_tool`]
 //! dispatches through it (a tool's own component calls its `TOOL` directly

@@ -7,14 +7,16 @@ use super::{APPENDS, Call, WRITE_SCOPE};
 use crate::args::{ClaimRef, MAX_CLAIM_NOTE_CHARS, check_chars, parse, parse_claim_id};
 use crate::claims::{NOTES_PER_CLAIM, post_note};
 use crate::refusal::{Out, Refusal};
-use crate::schema::{claim_id, object};
 
 tool!("post_claim_note", "Post a claim note", WRITE_SCOPE, APPENDS);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::claim_id")]
     claim_id: String,
+    /// What you are doing, for others.
+    #[schemars(length(min = 1, max = MAX_CLAIM_NOTE_CHARS))]
     text: String,
 }
 
@@ -37,11 +39,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["claim_id", "text"],
-        json!({"claim_id": claim_id(),
-               "text": {"type": "string", "minLength": 1, "maxLength": MAX_CLAIM_NOTE_CHARS, "description": "What you are doing, for others."}}),
-    )
+    crate::schema::input::<Args>()
 }
 
 /// `post_claim_note`: the note posted on the claim.

@@ -10,27 +10,39 @@ use crate::content::load_text;
 use crate::head::load_head;
 use crate::model::TabKind;
 use crate::refusal::{NOTICE, Out, Refusal};
-use crate::schema::{id, note_id, object};
 use crate::sections::{lines, outline};
 use crate::version::{Extent, Version};
 
 tool!("read_note_outline", "Read a note tab's outline", READ_SCOPE, READ);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
+    /// Exact tab ID of a markdown tab (default: markdown).
     #[serde(default = "super::markdown_tab")]
+    #[schemars(schema_with = "crate::schema::shape::id")]
     tab_id: String,
+    /// Optional: list only the sections that start on this line or later (a next from a truncated outline).
     #[serde(default)]
+    #[schemars(with = "u64", range(min = 1))]
     start_line: Option<u64>,
+    /// Optional: list only sections whose heading contains this text (any case).
     #[serde(default)]
+    #[schemars(with = "String", length(min = 1, max = MAX_FILTER_CHARS))]
     heading: Option<String>,
+    /// Optional: list only headings of this level or higher (1 = # only).
     #[serde(default)]
+    #[schemars(with = "u64", range(min = 1, max = 6))]
     max_level: Option<u64>,
+    /// Optional: list at most this many sections (default 500).
     #[serde(default)]
+    #[schemars(with = "u64", range(min = 1, max = MAX_OUTLINE_SECTIONS))]
     max_sections: Option<u64>,
+    /// Optional: the most characters of answer to fill with sections (default 24,000, as every read).
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::shape::max_chars")]
     max_chars: Option<u64>,
 }
 
@@ -55,18 +67,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["note_id"],
-        json!({
-            "note_id": note_id(),
-            "tab_id": id("Exact tab ID of a markdown tab (default: markdown)."),
-            "start_line": {"type": "integer", "minimum": 1, "description": "Optional: list only the sections that start on this line or later (a next from a truncated outline)."},
-            "heading": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "description": "Optional: list only sections whose heading contains this text (any case)."},
-            "max_level": {"type": "integer", "minimum": 1, "maximum": 6, "description": "Optional: list only headings of this level or higher (1 = # only)."},
-            "max_sections": {"type": "integer", "minimum": 1, "maximum": MAX_OUTLINE_SECTIONS, "description": "Optional: list at most this many sections (default 500)."},
-            "max_chars": crate::schema::max_chars("Optional: the most characters of answer to fill with sections (default 24,000, as every read)."),
-        }),
-    )
+    crate::schema::input::<Args>()
 }
 
 /// `read_note_outline`: the sections with the versions.

@@ -11,33 +11,51 @@ use crate::head::load_head;
 use crate::history;
 use crate::model::{FileMeta, Head, Source, Tab, TabKind, tab_provenance};
 use crate::refusal::{Code, NOTICE, Out, Refusal};
-use crate::schema::{id, note_id, object, version};
 use crate::sections::{outline, window};
 use crate::sheet::load_manifest;
 use crate::version::{Extent, Version};
 
 tool!("read_note_tab", "Read a note tab", READ_SCOPE, READ);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
+    /// Exact tab ID from list_note_tabs.
+    #[schemars(schema_with = "crate::schema::shape::id")]
     tab_id: String,
+    /// Optional: read the tab as it was at this note version (from list_note_history).
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::shape::version")]
     at_version: Option<Version>,
+    /// Optional, markdown: the first line to read (lines count from 1).
     #[serde(default)]
+    #[schemars(with = "u64", range(min = 1))]
     start_line: Option<u64>,
+    /// Optional, markdown: read at most this many lines.
     #[serde(default)]
+    #[schemars(with = "u64", range(min = 1, max = WINDOW_MAX_LINES))]
     max_lines: Option<u64>,
+    /// Optional, markdown: read one section (a section_id from read_note_outline).
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::shape::section_id")]
     section_id: Option<String>,
+    /// Optional, markdown: only the changes since this note version (one you read), as line hunks.
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::shape::version")]
     since_version: Option<Version>,
+    /// Optional, slides: the first slide to read (slides count from 0).
     #[serde(default)]
+    #[schemars(with = "u64")]
     start_index: Option<u64>,
+    /// Optional, slides: read at most this many slides.
     #[serde(default)]
+    #[schemars(with = "u64", range(min = 1, max = MAX_SLIDES))]
     max_slides: Option<u64>,
+    /// Optional: the most characters of text to return (default 24,000); a read it cuts says truncated and next.
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::shape::max_chars")]
     max_chars: Option<u64>,
 }
 
@@ -128,21 +146,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["note_id", "tab_id"],
-        json!({
-            "note_id": note_id(),
-            "tab_id": id("Exact tab ID from list_note_tabs."),
-            "at_version": version("Optional: read the tab as it was at this note version (from list_note_history)."),
-            "start_line": {"type": "integer", "minimum": 1, "description": "Optional, markdown: the first line to read (lines count from 1)."},
-            "max_lines": {"type": "integer", "minimum": 1, "maximum": WINDOW_MAX_LINES, "description": "Optional, markdown: read at most this many lines."},
-            "section_id": crate::schema::section_id("Optional, markdown: read one section (a section_id from read_note_outline)."),
-            "since_version": version("Optional, markdown: only the changes since this note version (one you read), as line hunks."),
-            "start_index": {"type": "integer", "minimum": 0, "description": "Optional, slides: the first slide to read (slides count from 0)."},
-            "max_slides": {"type": "integer", "minimum": 1, "maximum": MAX_SLIDES, "description": "Optional, slides: read at most this many slides."},
-            "max_chars": crate::schema::max_chars("Optional: the most characters of text to return (default 24,000); a read it cuts says truncated and next."),
-        }),
-    )
+    crate::schema::input::<Args>()
 }
 
 /// The tab `tab_id` of a head, or `not_found`.

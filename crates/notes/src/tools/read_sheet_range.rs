@@ -9,22 +9,30 @@ use crate::args::{MAX_COLS, MAX_RANGE, MAX_ROWS, check_id, check_range, parse};
 use crate::head::load_head;
 use crate::model::{TabKind, tab_provenance};
 use crate::refusal::{NOTICE, Out, Refusal};
-use crate::schema::{id, note_id, object};
 use crate::sheet::{load_manifest, read_range};
 use crate::version::{Extent, Version};
 
 tool!("read_sheet_range", "Read sheet cells", READ_SCOPE, READ);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
+    /// Exact ID of a sheet tab.
+    #[schemars(schema_with = "crate::schema::shape::id")]
     tab_id: String,
+    #[schemars(range(max = MAX_ROWS - 1))]
     start_row: u64,
+    #[schemars(range(max = MAX_COLS - 1))]
     start_col: u64,
+    #[schemars(range(min = 1, max = MAX_RANGE))]
     num_rows: u64,
+    #[schemars(range(min = 1, max = MAX_RANGE))]
     num_cols: u64,
+    /// A sheet of the tab, from read_note_tab.
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::id")]
     sheet_id: Option<String>,
 }
 
@@ -48,18 +56,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["note_id", "tab_id", "start_row", "start_col", "num_rows", "num_cols"],
-        json!({
-            "note_id": note_id(),
-            "tab_id": id("Exact ID of a sheet tab."),
-            "start_row": {"type": "integer", "minimum": 0, "maximum": MAX_ROWS - 1},
-            "start_col": {"type": "integer", "minimum": 0, "maximum": MAX_COLS - 1},
-            "num_rows": {"type": "integer", "minimum": 1, "maximum": MAX_RANGE},
-            "num_cols": {"type": "integer", "minimum": 1, "maximum": MAX_RANGE},
-            "sheet_id": id("A sheet of the tab, from read_note_tab."),
-        }),
-    )
+    crate::schema::input::<Args>()
 }
 
 /// `read_sheet_range`: the block of cells asked for, clipped to the sheet.

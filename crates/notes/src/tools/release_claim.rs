@@ -7,13 +7,13 @@ use super::{ADDS, Call, WRITE_SCOPE};
 use crate::args::{parse, parse_claim_id};
 use crate::claims::release;
 use crate::refusal::Out;
-use crate::schema::{claim_id, object};
 
 tool!("release_claim", "Release a claim", WRITE_SCOPE, ADDS);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::claim_id")]
     claim_id: String,
 }
 
@@ -26,7 +26,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(&["claim_id"], json!({"claim_id": claim_id()}))
+    crate::schema::input::<Args>()
 }
 
 /// `release_claim`: released now, or already ended (and why).

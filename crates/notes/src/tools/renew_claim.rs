@@ -1,21 +1,23 @@
 //! `renew_claim`: the heartbeat that keeps a claim live.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{ADDS, Call, WRITE_SCOPE};
 use crate::args::{ClaimRef, check_ttl, parse, parse_claim_id};
 use crate::claims::renew;
 use crate::refusal::{Out, Refusal};
-use crate::schema::{claim_id, object, ttl};
 
 tool!("renew_claim", "Renew a claim", WRITE_SCOPE, ADDS);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::claim_id")]
     claim_id: String,
+    /// New ttl from now, in seconds (default: the claim's own ttl).
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::ttl")]
     ttl_seconds: Option<u64>,
 }
 
@@ -36,7 +38,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(&["claim_id"], json!({"claim_id": claim_id(), "ttl_seconds": ttl("New ttl from now, in seconds (default: the claim's own ttl).")}))
+    crate::schema::input::<Args>()
 }
 
 /// `renew_claim`: the claim with its new expiry.

@@ -8,7 +8,6 @@ use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_cursor, check_range, parse};
 use crate::model::TabKind;
 use crate::refusal::Out;
-use crate::schema::{cursor, object};
 use crate::search::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
 
 tool!("search_notes", "Search notes", READ_SCOPE, READ);
@@ -18,15 +17,22 @@ pub(crate) const MAX_HITS: u64 = 20;
 /// Hits per call without `limit`.
 const DEFAULT_HITS: u64 = 10;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Words (all must match), "quoted phrases", prefix*.
+    #[schemars(length(min = 1, max = MAX_QUERY_CHARS))]
     query: String,
+    /// Optional: only tabs of this type.
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(with = "TabKind")]
     tab_type: Option<TabKind>,
+    /// Hits per call (default 10).
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(with = "u64", range(min = 1, max = MAX_HITS))]
     limit: Option<u64>,
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(schema_with = "crate::schema::shape::cursor")]
     cursor: Option<String>,
 }
 
@@ -43,17 +49,7 @@ fn description() -> String {
 }
 
 fn input_schema() -> Value {
-    object(
-        &["query"],
-        json!({
-            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
-                "description": "Words (all must match), \"quoted phrases\", prefix*."},
-            "tab_type": {"type": "string", "enum": ["markdown", "slides", "sheet", "sources", "files"],
-                "description": "Optional: only tabs of this type."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_HITS, "description": "Hits per call (default 10)."},
-            "cursor": cursor(),
-        }),
-    )
+    crate::schema::input::<Args>()
 }
 
 /// `search_notes`: a page of hits.
