@@ -1,6 +1,6 @@
 //! The tools, one file each: its arguments (a typed struct with unknown
 //! fields denied, and its checks; its published JSON Schema is derived from
-//! it, [`crate::schema::input`]), description, annotations and OAuth scope,
+//! it by `crate::schema::input`), description, annotations and OAuth scope,
 //! and its handler (parse → apply → encode), as mini-redis keeps one file
 //! per command.
 //!
