@@ -120,42 +120,8 @@ async fn forward(
     if let Some(saved) = saved {
         store.data_mut().leave(saved);
     }
-    // A Cairn tool answers `result<answer, failure>`: counted by tool and outcome.
-    if outcome.is_ok()
-        && linked.dep.export.starts_with("cairn:platform/tool")
-        && let Some((status, refusal)) = results.first().and_then(tool_answer)
-    {
-        crate::metrics::tool_call(&linked.dep.import.replace('-', "_"), "composed", status, refusal);
+    if outcome.is_ok() {
+        store.data().app.answers.composed(&linked.dep.import, &linked.dep.export, results);
     }
     outcome
-}
-
-/// What a `cairn:platform/tool` call returned, as the HTTP door would
-/// answer it: the status, and the refusal's code of a refusal.
-fn tool_answer(v: &Val) -> Option<(u16, Option<&str>)> {
-    match v {
-        Val::Result(Ok(Some(answer))) => {
-            let Val::Record(fields) = answer.as_ref() else { return None };
-            let refusal = fields.iter().find(|(name, _)| name == "refusal").and_then(|(_, v)| match v {
-                Val::Option(Some(code)) => match code.as_ref() {
-                    Val::String(s) => Some(s.as_str()),
-                    _ => None,
-                },
-                _ => None,
-            });
-            Some((200, refusal))
-        }
-        Val::Result(Err(Some(failure))) => match failure.as_ref() {
-            Val::Variant(case, _) => Some((
-                match case.as_str() {
-                    "invalid-arguments" => 400,
-                    "unavailable" => 503,
-                    _ => 500,
-                },
-                None,
-            )),
-            _ => None,
-        },
-        _ => None,
-    }
 }

@@ -172,6 +172,8 @@ pub struct App {
     pub pools: crate::pool::Pools<Pool>,
     /// Picks each request's partition (the application's hook).
     pub partitioner: Box<dyn crate::pool::Partitioner>,
+    /// Reads what the components answer (the application's hook).
+    pub answers: Box<dyn crate::answers::Answers>,
 }
 
 /// Permits for costly work on this machine (see [`App::costly`]). Read
@@ -438,8 +440,8 @@ impl Drop for Waiting {
 }
 
 /// Serves `req` with `component` on an instance of `partition`: the
-/// response with its body as the guest streams it. A tool's answer over
-/// HTTP is counted in the metrics here, once.
+/// response with its body as the guest streams it, told to the
+/// application's [`crate::answers::Answers::served`] here, once.
 pub async fn serve<B>(
     app: &Arc<App>,
     component: &Arc<Loaded>,
@@ -451,13 +453,10 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
 {
-    let tool = req.uri().path().strip_prefix("/tools/").and_then(cairn_notes::tools::find).map(|t| t.name);
+    let path = req.uri().path().to_string();
     add_spin_headers(&mut req, &component.spec, route);
     let resp = handle(app, component, partition, req.map(boxed)).await?;
-    if let Some(tool) = tool {
-        let refusal = resp.headers().get("cairn-tool-refusal").and_then(|v| v.to_str().ok());
-        crate::metrics::tool_call(tool, "http", resp.status().as_u16(), refusal);
-    }
+    app.answers.served(&path, resp.status().as_u16(), resp.headers());
     Ok(resp)
 }
 

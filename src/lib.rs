@@ -8,6 +8,7 @@
 //! - [`pool`]: instances reused as Spin reuses them, each serving one partition (tenant).
 //! - [`tenancy`]: Cairn's partitioner: the tenant of a verified credential.
 //! - [`compose`]: component dependencies, composed into the dependent at load.
+//! - [`answers`]: the application's hook on what its components answer (Cairn's: tool calls, refusals, delays).
 //! - [`outbound`]: outbound HTTP from guests: the allow-list, `*.spin.internal`
 //!   chaining in-process, plain HTTP elsewhere.
 //! - [`kv_host`]: host side of `wasi:keyvalue` and Spin's key-value.
@@ -26,6 +27,7 @@
 //!
 //! Bindings for the WIT contract in `wit/` are generated here, once.
 
+pub mod answers;
 pub mod clock;
 pub mod cmd;
 pub mod compose;

@@ -286,12 +286,19 @@ pub fn refused(code: &str) {
 }
 
 /// Everything recorded so far, in the Prometheus text exposition.
-pub fn render() -> String {
+/// `stores`: the host's open stores, whose nodes ([`cairn_kv::Store::nodes`])
+/// are rendered too.
+pub fn render<'a>(stores: impl IntoIterator<Item = &'a Arc<dyn Store>>) -> String {
     let mut out = String::new();
     for f in ALL {
         f.render(&mut out);
     }
-    render_redis_nodes(&mut out, &cairn_kv_redis::all_nodes(), &cairn_kv_redis::all_cross_slot_refusals());
+    let (mut nodes, mut cross_slot) = (Vec::new(), Vec::new());
+    for store in stores {
+        nodes.extend(store.nodes());
+        cross_slot.extend(store.cross_slot_refusals());
+    }
+    render_redis_nodes(&mut out, &nodes, &cross_slot);
     out
 }
 
@@ -300,7 +307,7 @@ pub fn render() -> String {
 /// The series follow the cluster's nodes, a set the operator controls;
 /// namespaces and addresses hold no quote or backslash (both are checked
 /// when the store opens).
-fn render_redis_nodes(out: &mut String, nodes: &[cairn_kv_redis::NodeReport], cross_slot: &[(String, u64)]) {
+fn render_redis_nodes(out: &mut String, nodes: &[cairn_kv::NodeReport], cross_slot: &[(String, u64)]) {
     if nodes.is_empty() {
         return;
     }
@@ -465,6 +472,12 @@ impl Store for Metered {
     fn describe(&self) -> Option<String> {
         self.inner.describe()
     }
+    fn nodes(&self) -> Vec<cairn_kv::NodeReport> {
+        self.inner.nodes()
+    }
+    fn cross_slot_refusals(&self) -> Option<(String, u64)> {
+        self.inner.cross_slot_refusals()
+    }
     fn get(&self, bucket: &str, key: &str) -> KvResult<Option<Vec<u8>>> {
         self.timed("get", || self.inner.get(bucket, key))
     }
@@ -546,7 +559,7 @@ mod tests {
             drop(InUse::start("c"));
         }
         assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "recording into existing series allocated");
-        let text = render();
+        let text = render([]);
         let line = |series: &str| text.lines().find(|l| l.starts_with(series)).unwrap_or_else(|| panic!("no {series} in\n{text}")).to_string();
         assert_eq!(line(r#"cairn_http_requests_total{component="alloc-test",route="/mcp",status="200"}"#).rsplit(' ').next(), Some("10001"));
         assert_eq!(line(r#"cairn_store_operations_total{store="alloc-test",op="read",outcome="ok"}"#).rsplit(' ').next(), Some("10001"));
@@ -574,7 +587,7 @@ mod tests {
         for us in [40, 60, 60, 700, 20_000_000] {
             HTTP_DURATION.observe(&["hist-test", "/a\"b\\c\nd"], Duration::from_micros(us));
         }
-        let text = render();
+        let text = render([]);
         let labels = r#"component="hist-test",route="/a\"b\\c\nd""#;
         let value = |suffix: &str| -> f64 {
             let prefix = format!("cairn_http_request_duration_seconds{suffix}");

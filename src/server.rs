@@ -189,6 +189,7 @@ pub async fn start(opts: Options) -> Result<Running> {
         reclaim: Arc::default(),
         pools: Default::default(),
         partitioner: Box::new(crate::tenancy::Tenants::of(&config)),
+        answers: Box::new(crate::answers::CairnAnswers),
     });
     for c in &app.manifest.components {
         tracing::info!(component = %c.id, routes = ?c.routes, "component ready");
@@ -503,9 +504,6 @@ async fn refuse_connection(mut stream: tokio::net::TcpStream, r: cairn_door::Ref
     let _ = stream.shutdown().await;
 }
 
-/// How long the answer to a caller over its budget waits.
-const OVER_BUDGET_DELAY: Duration = Duration::from_millis(250);
-
 /// Headers one request may carry (hyper answers 431 past it).
 const HEADERS_MAX: usize = 100;
 /// Bytes of a connection's read buffer, which bounds the header section.
@@ -714,7 +712,7 @@ async fn handle(
     let path = req.uri().path().to_string();
     if path == "/metrics" {
         let response = metrics_answer(&app, &req, peer);
-        return Ok(slow_if_refused(response).await);
+        return Ok(slow_if_refused(&app, response).await);
     }
     let (id, route, response) = match instance::route(&app, &path) {
         None => ("-".to_string(), "-".to_string(), json(StatusCode::NOT_FOUND, r#"{"error":"not_found","message":"no route matches this path"}"#.into())),
@@ -730,7 +728,7 @@ async fn handle(
     };
     crate::metrics::request(&id, &route, response.status(), started.elapsed());
     let served = response.extensions().get::<instance::ServedBy>().cloned();
-    let response = slow_if_refused(response).await;
+    let response = slow_if_refused(&app, response).await;
     tracing::info!(
         component = %id,
         method = %method,
@@ -765,17 +763,11 @@ async fn serve_request(app: &Arc<App>, loaded: &Arc<instance::Loaded>, req: Requ
     }
 }
 
-/// Counts a refusal the door named (`cairn-refused`) in the metrics, and
-/// answers a caller already over a budget slowly: its connection carries
-/// no more than a few calls a second, holding neither an instance nor a
-/// permit meanwhile.
-async fn slow_if_refused(response: Response<Body>) -> Response<Body> {
-    use cairn_door::Code;
-    if let Some(code) = response.headers().get(cairn_door::refusal::REFUSED_HEADER).and_then(|v| v.to_str().ok()).and_then(Code::parse) {
-        crate::metrics::refused(code.as_str());
-        if matches!(code, Code::RateLimited | Code::TooManyRefusals | Code::TooManyBodiesFromAddress) {
-            tokio::time::sleep(OVER_BUDGET_DELAY).await;
-        }
+/// Hands a client's answer to the application ([`crate::answers`]) and
+/// holds it back as long as it says (a caller over its budget).
+async fn slow_if_refused(app: &App, response: Response<Body>) -> Response<Body> {
+    if let Some(hold) = app.answers.answering(response.headers()).hold {
+        tokio::time::sleep(hold).await;
     }
     response
 }
@@ -800,7 +792,7 @@ fn metrics_answer(app: &App, req: &Request<Incoming>, peer: SocketAddr) -> Respo
         let r = cairn_door::Refusal::new(cairn_door::Code::Unauthorized, "the metrics need the operator's metrics_token as a bearer token").challenge("Bearer");
         return refusal(&door.refused(&arrival, r));
     }
-    let mut r = Response::new(Full::new(Bytes::from(crate::metrics::render())).map_err(|never| match never {}).boxed_unsync());
+    let mut r = Response::new(Full::new(Bytes::from(crate::metrics::render(app.stores.values()))).map_err(|never| match never {}).boxed_unsync());
     r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"));
     r
 }

@@ -169,6 +169,7 @@ pub use cluster::{NodeCounters, Shape};
 pub use config::{Redis, RedisConfig};
 pub use layout::{Layout, MAX_NAMESPACE_BYTES, check_namespace, hash_tag, tag_of};
 
+pub use cairn_kv::NodeReport;
 use cairn_kv::{Error, Observed, Read, Result, Store, Swap, check_key, check_value};
 use cluster::{Cluster, Dial};
 use pool::{Conn, Pool};
@@ -176,8 +177,8 @@ use redis::{Client, ErrorKind, RedisError, RedisResult, Value};
 use scripts::Scripts;
 use slot::slot_of;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 /// The namespace of a store that names none.
@@ -327,7 +328,6 @@ impl RedisStore {
             }
         }
         store.load_scripts(0)?;
-        store.register_nodes();
         Ok(store)
     }
 
@@ -386,7 +386,6 @@ impl RedisStore {
             let slot = p.ranges[0].0;
             store.load_scripts(slot)?;
         }
-        store.register_nodes();
         Ok(store)
     }
 
@@ -495,12 +494,6 @@ impl RedisStore {
             )),
             e => e,
         })
-    }
-
-    fn register_nodes(&self) {
-        let mut all = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-        all.retain(|(_, w, _)| w.strong_count() > 0);
-        all.push((self.layout.namespace().to_string(), Arc::downgrade(&self.nodes), self.cross_slot.clone()));
     }
 
     /// The Redis key names this store uses.
@@ -687,32 +680,6 @@ impl RedisStore {
     }
 }
 
-/// One node's counters, for metrics.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeReport {
-    /// The store's namespace.
-    pub namespace: String,
-    /// `host:port`.
-    pub addr: String,
-    /// Slots it serves now (16384 for one server; 0 for a node that no
-    /// longer serves any).
-    pub slots: usize,
-    /// Replicas that follow it (a cluster's view; 0 for one server, where
-    /// the store does not track them).
-    pub replicas: usize,
-    /// Calls answered, failed, redirected, refused before running, and
-    /// writes not confirmed by enough replicas.
-    pub ok: u64,
-    pub errors: u64,
-    pub redirects: u64,
-    pub refusals: u64,
-    pub unconfirmed: u64,
-}
-
-/// Every open store: its namespace, its nodes, its cross-slot refusals.
-#[allow(clippy::type_complexity)]
-static REGISTRY: Mutex<Vec<(String, Weak<Nodes>, Arc<AtomicU64>)>> = Mutex::new(Vec::new());
-
 fn report(namespace: &str, addr: &str, slots: usize, replicas: usize, n: &NodeCounters) -> NodeReport {
     NodeReport {
         namespace: namespace.to_string(),
@@ -749,20 +716,6 @@ fn reports(namespace: &str, nodes: &Nodes) -> Vec<NodeReport> {
             out
         }
     }
-}
-
-/// The nodes of every Redis store open in this process, for metrics.
-pub fn all_nodes() -> Vec<NodeReport> {
-    let all = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-    all.iter().filter_map(|(ns, w, _)| w.upgrade().map(|n| reports(ns, &n))).flatten().collect()
-}
-
-/// Per namespace of every Redis store open in this process: scripts it
-/// refused before sending because their keys spanned cluster slots
-/// ([`RedisStore::cross_slot_refusals`]).
-pub fn all_cross_slot_refusals() -> Vec<(String, u64)> {
-    let all = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-    all.iter().filter(|(_, w, _)| w.strong_count() > 0).map(|(ns, _, n)| (ns.clone(), n.load(Relaxed))).collect()
 }
 
 /// Tags, as the registry holds them.
@@ -811,6 +764,14 @@ impl RedisStore {
 }
 
 impl Store for RedisStore {
+    fn nodes(&self) -> Vec<NodeReport> {
+        RedisStore::nodes(self)
+    }
+
+    fn cross_slot_refusals(&self) -> Option<(String, u64)> {
+        Some((self.layout.namespace().to_string(), RedisStore::cross_slot_refusals(self)))
+    }
+
     fn read(&self, bucket: &str, key: &str) -> Result<Read> {
         check_key(key)?;
         self.check_open()?;

@@ -379,6 +379,12 @@ impl Store for Faulty {
     fn describe(&self) -> Option<String> {
         self.inner.describe()
     }
+    fn nodes(&self) -> Vec<crate::NodeReport> {
+        self.inner.nodes()
+    }
+    fn cross_slot_refusals(&self) -> Option<(String, u64)> {
+        self.inner.cross_slot_refusals()
+    }
 
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.ctl.reading(key)?;

@@ -240,6 +240,21 @@ pub trait Store: Send + Sync {
         None
     }
 
+    /// The nodes the store talks to, each with its counters, for metrics:
+    /// none (the default) for a store inside this process. Wrappers answer
+    /// what the store they wrap answers.
+    fn nodes(&self) -> Vec<NodeReport> {
+        Vec::new()
+    }
+
+    /// Batches refused before sending because their keys spanned a
+    /// cluster's slots (a caller's bug), with the store's namespace; `None`
+    /// (the default) for a store that never refuses so. Wrappers answer what
+    /// the store they wrap answers.
+    fn cross_slot_refusals(&self) -> Option<(String, u64)> {
+        None
+    }
+
     /// The value under `key`, `None` when absent.
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.read(bucket, key)?.value)
@@ -351,4 +366,27 @@ mod tests {
     fn the_memory_store_never_waits() {
         assert_eq!(memory::MemoryStore::new().waits(), Waits::Never);
     }
+}
+
+/// One node of a store served by several (a server or a cluster's
+/// primaries): its calls by outcome, for metrics ([`Store::nodes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeReport {
+    /// The store's namespace.
+    pub namespace: String,
+    /// `host:port`.
+    pub addr: String,
+    /// Slots it serves now (16384 for one server; 0 for a node that no
+    /// longer serves any).
+    pub slots: usize,
+    /// Replicas that follow it (a cluster's view; 0 for one server, where
+    /// the store does not track them).
+    pub replicas: usize,
+    /// Calls answered, failed, redirected, refused before running, and
+    /// writes not confirmed by enough replicas.
+    pub ok: u64,
+    pub errors: u64,
+    pub redirects: u64,
+    pub refusals: u64,
+    pub unconfirmed: u64,
 }
