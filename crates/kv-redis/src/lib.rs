@@ -26,8 +26,9 @@
 //!   for a cluster, optional `namespace`, `wait_for_replicas`,
 //!   `wait_timeout_ms`), and puts a label nobody configured on the same
 //!   server or cluster, in a namespace of its own.
-//! - [`all_nodes`] and [`all_cross_slot_refusals`]: each open store's
-//!   per-node counters, for the host's metrics.
+//! - [`RedisStore::nodes`] and [`RedisStore::cross_slot_refusals`]: the
+//!   store's per-node counters, which it reports through
+//!   [`cairn_kv::Store::nodes`] for the host's metrics.
 //!
 //! # Key layout
 //!
