@@ -194,14 +194,15 @@ pub(crate) fn check_cells(field: &str, rows: &[Vec<Value>], max_rows: usize) -> 
     Ok(())
 }
 
-/// Which version `expected_version` is compared with.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Which version `expected_version` is compared with: `note`, the note's
+/// version, moved by a write anywhere in the note (the default); `tab`, the
+/// tab's own version. (Said here, not on each variant, so its schema is a
+/// plain `enum` of names, which every client reads.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum VersionScope {
-    /// The note's version: moved by a write anywhere in the note (the default).
     #[default]
     Note,
-    /// The tab's own version.
     Tab,
 }
 

@@ -19,7 +19,7 @@ use crate::write::{Change, Ctx, Plan, Target, WriteSpec, commit};
 pub(crate) const MAX_TABS: usize = 100;
 
 /// The operations of `edit_note_tab`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Operation {
     ReplaceText,

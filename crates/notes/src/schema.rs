@@ -8,11 +8,6 @@ use crate::args::{
     MAX_CLAIM_ID_CHARS, MAX_CURSOR_CHARS, MAX_KEY_CHARS, MAX_LIMIT, MAX_OUTLINE, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
 };
 
-/// An object with exactly these properties, `required` among them.
-pub(crate) fn object(required: &[&str], properties: Value) -> Value {
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
-}
-
 /// The JSON Schema schemars derives for `T`, every subschema inline (a
 /// tool's schema is read by agents, who do not follow `$ref`s), without the
 /// integer widths (`format: uint64`) that say nothing the bounds do not, and

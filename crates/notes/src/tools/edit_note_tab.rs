@@ -15,26 +15,40 @@ use crate::content::MAX_DOC_BYTES;
 use crate::edit::{Edit, Operation, Patch, edit_tab_with};
 use crate::model::sha_hex;
 use crate::refusal::{Out, Refusal};
-use crate::schema::{id, key, note_id, object, outline};
+use crate::schema::outline;
 use crate::write::{Fingerprint, WriteSpec, fingerprint};
 
 tool!("edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
 
 /// The fields every operation takes: the note, the tab, the version read,
 /// the key, and how the version is compared.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "crate::schema::shape::note_id")]
     note_id: String,
+    /// Exact tab ID from list_note_tabs or read_note_tab (never a type or a label).
+    #[schemars(schema_with = "crate::schema::shape::id")]
     tab_id: String,
+    /// The version you read, as the read gave it (a number, or a "<n>:part" token from a read that returned part of the tab): the note's version, or the tab's with version_scope tab. replace_text and replace_tab_data need a version from a read of the whole tab.
+    #[schemars(schema_with = "crate::schema::shape::version")]
     expected_version: crate::version::Version,
+    /// Names this one change on this one base version; a new key for every new attempt after a conflict.
+    #[schemars(schema_with = "crate::schema::shape::key")]
     idempotency_key: String,
+    /// The operation; the fields it takes are listed by operation below.
     operation: Operation,
+    /// note (default): any write in the note is a conflict; tab: only writes to this tab.
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(with = "VersionScope")]
     version_scope: Option<VersionScope>,
+    /// Optional content_hash of the tab you read; the write is refused if the tab changed.
     #[serde(default, deserialize_with = "crate::args::present")]
+    #[schemars(with = "String", pattern(r"^[0-9a-f]{64}$"))]
     base_content_hash: Option<String>,
+    /// append_text and replace_in_text: apply over later changes that do not touch or border the changed lines (see the description).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(extend("default" = false))]
     rebase: bool,
 }
 
@@ -420,20 +434,11 @@ fn input_schema() -> Value {
             })
         })
         .collect();
-    let mut common = json!({
-        "note_id": note_id(),
-        "tab_id": id("Exact tab ID from list_note_tabs or read_note_tab (never a type or a label)."),
-        "expected_version": crate::version::schema("The version you read, as the read gave it (a number, or a \"<n>:part\" token from a read that returned part of the tab): the note's version, or the tab's with version_scope tab. replace_text and replace_tab_data need a version from a read of the whole tab."),
-        "idempotency_key": key("Names this one change on this one base version; a new key for every new attempt after a conflict."),
-        "operation": {"type": "string", "enum": ops.iter().map(|s| s.operation.as_str()).collect::<Vec<_>>()},
-        "version_scope": {"type": "string", "enum": ["note", "tab"],
-            "description": "note (default): any write in the note is a conflict; tab: only writes to this tab."},
-        "base_content_hash": {"type": "string", "pattern": "^[0-9a-f]{64}$",
-            "description": "Optional content_hash of the tab you read; the write is refused if the tab changed."},
-        "rebase": {"type": "boolean", "default": false, "description": "append_text and replace_in_text: apply over later changes that do not touch or border the changed lines (see the description)."},
-    });
-    common.as_object_mut().expect("an object").extend(properties);
-    let mut schema = object(&["note_id", "tab_id", "expected_version", "idempotency_key", "operation"], common);
+    // The fields every operation takes, derived; `operation` lists the
+    // operations in the order `Change` declares them.
+    let mut schema = crate::schema::input::<Args>();
+    schema["properties"]["operation"] = json!({"type": "string", "enum": ops.iter().map(|s| s.operation.as_str()).collect::<Vec<_>>()});
+    schema["properties"].as_object_mut().expect("an object").extend(properties);
     schema["allOf"] = rules.into();
     schema
 }
