@@ -128,9 +128,12 @@ pub fn start(manifest: &Path, state: &Path, args: &[String], env: &[(String, Str
             let _ = tx.send(log.clone());
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // The listener is bound before the components are compiled (a cold
+    // compile cache takes a minute on two cores), so a connection that is
+    // accepted proves nothing: the host serves once it answers HTTP.
+    let deadline = Instant::now() + Duration::from_secs(300);
     loop {
-        if std::net::TcpStream::connect(addr).is_ok() {
+        if answers_http(addr) {
             return Ok(Host { addr, child });
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -138,10 +141,22 @@ pub fn start(manifest: &Path, state: &Path, args: &[String], env: &[(String, Str
             bail!("cairn up exited ({status}):\n{log}");
         }
         if Instant::now() > deadline {
-            bail!("cairn up did not serve within 60 s");
+            let log = rx.try_iter().last().unwrap_or_default();
+            bail!("cairn up did not serve within 300 s:\n{log}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Whether an HTTP server answers at `addr` (any status): a request for
+/// `/healthz`, answered within a second.
+fn answers_http(addr: SocketAddr) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else { return false };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    let request = format!("GET /healthz HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    let mut head = [0u8; 8];
+    s.write_all(request.as_bytes()).is_ok() && s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.")
 }
 
 /// A token for an agent of tenant `bench`, signed with the state dir's key.
