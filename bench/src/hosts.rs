@@ -149,11 +149,13 @@ pub fn start(manifest: &Path, state: &Path, args: &[String], env: &[(String, Str
 }
 
 /// Whether an HTTP server answers at `addr` (any status): a request for
-/// `/healthz`, answered within a second.
+/// `/healthz`, answered within 5 s. (A probe given up while the host still
+/// compiles stays in its listen queue and is answered later: waiting 5 s,
+/// not 1, leaves a fifth as many behind, at most 60 over 300 s.)
 fn answers_http(addr: SocketAddr) -> bool {
     use std::io::{Read, Write};
     let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else { return false };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let request = format!("GET /healthz HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
     let mut head = [0u8; 8];
     s.write_all(request.as_bytes()).is_ok() && s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.")

@@ -207,23 +207,32 @@ pub(crate) enum VersionScope {
 }
 
 /// One slide as an agent may send it: title, body, notes and nothing else.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SlideIn {
+    /// slide title
+    #[schemars(length(max = MAX_SLIDE_TITLE_CHARS))]
     pub title: String,
+    /// slide body
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(max = MAX_SLIDE_TEXT_CHARS))]
     pub body: Option<String>,
+    /// speaker notes
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(max = MAX_SLIDE_TEXT_CHARS))]
     pub notes: Option<String>,
 }
 
-pub(crate) fn check_slide(field: &str, s: &SlideIn) -> Result<(), Refusal> {
-    check_chars(&format!("{field}.title"), &s.title, 0, MAX_SLIDE_TITLE_CHARS)?;
+/// Checks one slide's fields; `prefix` goes before each field's name in a
+/// refusal (`slides[2].`, `data.slides[0].`, or nothing for a slide sent as
+/// the arguments themselves).
+pub(crate) fn check_slide(prefix: &str, s: &SlideIn) -> Result<(), Refusal> {
+    check_chars(&format!("{prefix}title"), &s.title, 0, MAX_SLIDE_TITLE_CHARS)?;
     if let Some(b) = &s.body {
-        check_chars(&format!("{field}.body"), b, 0, MAX_SLIDE_TEXT_CHARS)?;
+        check_chars(&format!("{prefix}body"), b, 0, MAX_SLIDE_TEXT_CHARS)?;
     }
     if let Some(n) = &s.notes {
-        check_chars(&format!("{field}.notes"), n, 0, MAX_SLIDE_TEXT_CHARS)?;
+        check_chars(&format!("{prefix}notes"), n, 0, MAX_SLIDE_TEXT_CHARS)?;
     }
     Ok(())
 }
@@ -233,7 +242,7 @@ pub(crate) fn check_outline(slides: &[SlideIn]) -> Result<(), Refusal> {
         return Err(Refusal::invalid("slides", format!("slides must hold 1-{MAX_OUTLINE} items, not {}", slides.len())));
     }
     for (i, s) in slides.iter().enumerate() {
-        check_slide(&format!("slides[{i}]"), s)?;
+        check_slide(&format!("slides[{i}]."), s)?;
     }
     Ok(())
 }

@@ -117,7 +117,7 @@ pub(crate) fn apply_edit(kv: &TenantKv, head: &mut Head, i: usize, edit: &Edit, 
         (TabKind::Slides, Edit::Data(d)) => {
             let doc: SlidesDoc<SlideIn> = parse_object(d.clone(), "data.")?;
             for (n, s) in doc.slides.iter().enumerate() {
-                check_slide(&format!("data.slides[{n}]"), s)?;
+                check_slide(&format!("data.slides[{n}]."), s)?;
             }
             store_slides(kv, doc.slides.iter().map(Slide::from).collect(), "data")?
         }

@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Call, KEY_RULE, ON_CONFLICT, REPLACES, WRITE_SCOPE};
 use crate::args::{
-    MAX_CELL_CHARS, MAX_COLS, MAX_ROWS, MAX_SECTION_ID_BYTES, MAX_SET_ROWS, MAX_SLIDE_TEXT_CHARS, MAX_SLIDE_TITLE_CHARS, SlideIn, VersionScope, check_cells,
-    check_chars, check_hash, check_id, check_key, check_outline, check_range, parse_object,
+    MAX_CELL_CHARS, MAX_COLS, MAX_ROWS, MAX_SECTION_ID_BYTES, MAX_SET_ROWS, SlideIn, VersionScope, check_cells, check_hash, check_id, check_key, check_outline,
+    check_range, check_slide, parse_object,
 };
 use crate::content::MAX_DOC_BYTES;
 use crate::edit::{Edit, Operation, Patch, edit_tab_with};
@@ -57,7 +57,7 @@ struct Args {
 /// fields, its `operation` enum and its `allOf` rules are all derived from
 /// this type ([`operation_schemas`]); the parser takes the same fields
 /// ([`Change::parse`]).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(tag = "operation", rename_all = "snake_case")]
 enum Change {
     ReplaceText(WholeText),
@@ -65,7 +65,7 @@ enum Change {
     ReplaceInText(Snippet),
     ReplaceSection(Section),
     ReplaceTabData(TabData),
-    SlideAdd(OneSlide),
+    SlideAdd(SlideIn),
     SlidesAddOutline(Outline),
     SheetSetRange(Range),
 }
@@ -116,22 +116,6 @@ struct Section {
 struct TabData {
     /// the whole content. Slides: {"slides": [{title, body?, notes?}]}. Sheet: {"sheets": [{sheet_id? (existing), name?, values: rows of cells}]}; sheets not listed are removed
     data: Map<String, Value>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct OneSlide {
-    /// slide title
-    #[schemars(length(max = MAX_SLIDE_TITLE_CHARS))]
-    title: String,
-    /// slide body
-    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "String", length(max = MAX_SLIDE_TEXT_CHARS))]
-    body: Option<String>,
-    /// speaker notes
-    #[serde(default, deserialize_with = "crate::args::present", skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "String", length(max = MAX_SLIDE_TEXT_CHARS))]
-    notes: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -221,7 +205,7 @@ impl Change {
                 check_hash("expected_section_hash", expected_section_hash)
             }
             Change::ReplaceTabData(_) => Ok(()),
-            Change::SlideAdd(slide) => check_slide_fields(slide),
+            Change::SlideAdd(slide) => check_slide("", slide),
             Change::SlidesAddOutline(Outline { slides }) => check_outline(slides),
             Change::SheetSetRange(Range { sheet_id, start_row, start_col, values }) => {
                 check_id("sheet_id", sheet_id)?;
@@ -235,33 +219,24 @@ impl Change {
         }
     }
 
-    /// The change as the core applies it; `base`: the version a patch was
-    /// based on, when it may apply over later changes.
-    fn into_edit(self, base: Option<u64>, text_hash: Option<String>) -> Edit {
+    /// The change as the core applies it, its text the one `taken` out
+    /// ([`Change::take_text`]); `base`: the version a patch was based on,
+    /// when it may apply over later changes.
+    fn into_edit(self, base: Option<u64>, taken: Option<String>, text_hash: Option<String>) -> Edit {
+        let text = |own: String| taken.unwrap_or(own);
         match self {
-            Change::ReplaceText(WholeText { text }) => Edit::Text(text, text_hash.unwrap_or_else(|| sha_hex(b""))),
-            Change::AppendText(AddedText { text }) => Edit::Patch(Patch::Append(text), base),
+            Change::ReplaceText(WholeText { text: own }) => Edit::Text(text(own), text_hash.unwrap_or_else(|| sha_hex(b""))),
+            Change::AppendText(AddedText { text: own }) => Edit::Patch(Patch::Append(text(own)), base),
             Change::ReplaceInText(Snippet { old_text, new_text }) => Edit::Patch(Patch::Replace { old: old_text, new: new_text }, base),
-            Change::ReplaceSection(Section { section_id, expected_section_hash, text }) => {
-                Edit::Patch(Patch::Section { id: section_id, hash: expected_section_hash, text }, base)
+            Change::ReplaceSection(Section { section_id, expected_section_hash, text: own }) => {
+                Edit::Patch(Patch::Section { id: section_id, hash: expected_section_hash, text: text(own) }, base)
             }
             Change::ReplaceTabData(TabData { data }) => Edit::Data(data),
-            Change::SlideAdd(OneSlide { title, body, notes }) => Edit::SlideAdd(SlideIn { title, body, notes }),
+            Change::SlideAdd(slide) => Edit::SlideAdd(slide),
             Change::SlidesAddOutline(Outline { slides }) => Edit::Outline(slides),
             Change::SheetSetRange(Range { sheet_id, start_row, start_col, values }) => Edit::SetRange { sheet_id, row: start_row, col: start_col, values },
         }
     }
-}
-
-fn check_slide_fields(s: &OneSlide) -> Result<(), Refusal> {
-    check_chars("title", &s.title, 0, MAX_SLIDE_TITLE_CHARS)?;
-    if let Some(b) = &s.body {
-        check_chars("body", b, 0, MAX_SLIDE_TEXT_CHARS)?;
-    }
-    if let Some(n) = &s.notes {
-        check_chars("notes", n, 0, MAX_SLIDE_TEXT_CHARS)?;
-    }
-    Ok(())
 }
 
 /// The fields of the variant `op` names, from `fields`: required ones
@@ -472,7 +447,7 @@ fn parse_args(args: Value) -> Result<(Args, Change), Refusal> {
 /// itself in the old one; see `Fingerprint`). Its shape is the one records
 /// already in stores were fingerprinted with: the flat arguments, where the
 /// fields of other operations that were sent as `null` still are.
-fn payload(a: &Args, change: &Change, text: Option<&str>) -> Value {
+fn payload(a: &Args, own: &Fields, text: Option<&str>) -> Value {
     /// The operation fields the flat arguments always carried (as `null`
     /// when another operation was asked for): frozen with the records.
     const ALWAYS_CARRIED: [&str; 10] = ["text", "data", "title", "body", "notes", "slides", "sheet_id", "start_row", "start_col", "values"];
@@ -483,28 +458,51 @@ fn payload(a: &Args, change: &Change, text: Option<&str>) -> Value {
     for f in ALWAYS_CARRIED {
         obj.insert(f.into(), Value::Null);
     }
-    let Value::Object(own) = serde_json::to_value(change).expect("a change serializes") else { unreachable!("a change serializes as an object") };
-    obj.extend(own.into_iter().filter(|(k, _)| k != "operation"));
+    obj.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
     obj.insert("text".into(), text.map(Value::from).unwrap_or(Value::Null));
     p
 }
 
+impl Change {
+    /// The whole text a text operation carries, taken out (the change keeps
+    /// an empty one): it is hashed, fingerprinted and applied without a copy.
+    fn take_text(&mut self) -> Option<String> {
+        match self {
+            Change::ReplaceText(WholeText { text }) | Change::AppendText(AddedText { text }) | Change::ReplaceSection(Section { text, .. }) => {
+                Some(std::mem::take(text))
+            }
+            _ => None,
+        }
+    }
+
+    /// The change's own fields but `operation` and `text`, as the payload
+    /// carries them.
+    fn own_fields(&self) -> Fields {
+        let Value::Object(mut own) = serde_json::to_value(self).expect("a change serializes") else { unreachable!("a change serializes as an object") };
+        own.remove("operation");
+        own.remove("text");
+        own
+    }
+}
+
 fn run(c: &mut Call, args: Value) -> Out<Value> {
-    let (a, change) = parse_args(args)?;
-    let text = match &change {
-        Change::ReplaceText(WholeText { text }) | Change::AppendText(AddedText { text }) | Change::ReplaceSection(Section { text, .. }) => Some(text.as_str()),
-        _ => None,
-    };
-    let text_hash = text.map(|t| sha_hex(t.as_bytes()));
-    let whole_text = matches!(change, Change::ReplaceText(_)).then_some(text).flatten();
-    let fp = Fingerprint::hashed_text("edit_note_tab", &payload(&a, &change, text_hash.as_deref()), || {
-        fingerprint("edit_note_tab", &payload(&a, &change, whole_text))
-    });
+    let (a, mut change) = parse_args(args)?;
+    let text = change.take_text();
+    let text_hash = text.as_deref().map(|t| sha_hex(t.as_bytes()));
+    let own = change.own_fields();
     let base = match a.operation {
         // A section edit applies over later changes elsewhere: its guard is the section's hash.
         Operation::ReplaceSection => Some(a.expected_version.number),
         _ => a.rebase.then_some(a.expected_version.number),
     };
+    let edit = change.into_edit(base, text, text_hash.clone());
+    // The old fingerprint form keeps the whole text of a replace_text.
+    let whole_text = match &edit {
+        Edit::Text(t, _) => Some(t.as_str()),
+        _ => None,
+    };
+    let fp =
+        Fingerprint::hashed_text("edit_note_tab", &payload(&a, &own, text_hash.as_deref()), || fingerprint("edit_note_tab", &payload(&a, &own, whole_text)));
     let spec = WriteSpec {
         tool: "edit_note_tab",
         note_level: false,
@@ -517,5 +515,5 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         base_content_hash: a.base_content_hash.as_deref(),
         rebase: a.rebase || a.operation == Operation::ReplaceSection,
     };
-    edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &change.clone().into_edit(base, text_hash))
+    edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &edit)
 }
