@@ -9,9 +9,14 @@
 //! function of the dependent's linker that forwards its arguments to the
 //! dependency's export, in the dependent's own store. The dependency is
 //! instantiated the first time the dependent calls it and reused for the
-//! rest of that instance's life (one request), which is what the guest sees
-//! of Spin's composition (one dependency instance per dependent instance);
-//! a request that calls one tool pays for one tool's instance.
+//! rest of that instance's life, which is what the guest sees of Spin's
+//! composition (one dependency instance per dependent instance). The first
+//! one made uses the slot its dependent took for it; each further one takes
+//! its own then ([`crate::instance::instance_permits`], held until the
+//! dependent's store is dropped, waiting at most
+//! [`crate::instance::DEPENDENCY_WAIT`]), so a router that calls one tool
+//! holds two slots, not one for every tool it could call, and never waits
+//! while holding a slot to serve its first tool.
 //!
 //! Invariant: a dependency instance never outlives, and is never shared
 //! beyond, the dependent instance it was made for (it lives in that
@@ -98,16 +103,27 @@ async fn forward(
     params: &[Val],
     results: &mut [Val],
 ) -> wasmtime::Result<()> {
-    let existing = store.data().deps.0.get(linked.slot).copied().flatten();
+    let existing = store.data().deps.slots.get(linked.slot).copied().flatten();
     let instance = match existing {
         Some(i) => i,
         None => {
+            let permit = if std::mem::take(&mut store.data_mut().deps.spare) {
+                None
+            } else {
+                let app = store.data().app.clone();
+                let wait = crate::instance::DEPENDENCY_WAIT.min(app.limits.request_timeout);
+                match crate::instance::instance_permits(&app, 1, wait).await {
+                    Ok(p) => Some(p),
+                    Err(o) => return Err(store.data().in_flight.refuse(o).into()),
+                }
+            };
             let i = linked.pre.instantiate_async(&mut store).await.map_err(|e| e.context(format!("cannot instantiate dependency {:?}", linked.dep.import)))?;
-            let deps = &mut store.data_mut().deps.0;
-            if deps.len() <= linked.slot {
-                deps.resize(linked.slot + 1, None);
+            let deps = &mut store.data_mut().deps;
+            if deps.slots.len() <= linked.slot {
+                deps.slots.resize(linked.slot + 1, None);
             }
-            deps[linked.slot] = Some(i);
+            deps.slots[linked.slot] = Some(i);
+            deps.permits.extend(permit);
             i
         }
     };

@@ -42,18 +42,7 @@ const COSTLY_PAUSE: Duration = Duration::from_millis(5);
 /// `(1 + this) × permits × max_memory`.
 const COSTLY_WAITING_PER_PERMIT: usize = 8;
 
-/// A costly request refused because as many wait for a permit as may: the
-/// host answers 503 `busy`, retry shortly.
-#[derive(Debug)]
-pub struct Overloaded;
-
-impl std::fmt::Display for Overloaded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("this host is busy with as many costly requests as it takes at once")
-    }
-}
-
-impl std::error::Error for Overloaded {}
+pub use crate::pool::Overloaded;
 
 /// The outbound HTTP policy of one instance of a component, made by
 /// [`crate::outbound::hooks`] (set in [`App::outbound`]).
@@ -192,9 +181,16 @@ impl App {
 }
 
 /// The instances of one instance's composed dependencies, by slot (filled
-/// by [`crate::compose`] on first call; they live and die with this store).
+/// by [`crate::compose`] on first call; they live and die with this store),
+/// and the instance slots they hold: the first one's was taken with the
+/// instance's own (`spare`), each further one's when it is made (given back
+/// when the store is dropped).
 #[derive(Default)]
-pub struct DependencyInstances(pub(crate) Vec<Option<wasmtime::component::Instance>>);
+pub struct DependencyInstances {
+    pub(crate) slots: Vec<Option<wasmtime::component::Instance>>,
+    pub(crate) spare: bool,
+    pub(crate) permits: Vec<tokio::sync::OwnedSemaphorePermit>,
+}
 
 /// One instance's host state.
 pub struct Ctx {
@@ -414,7 +410,7 @@ fn costly_work(app: &Arc<App>) -> impl FnMut(wasmtime::StoreContextMut<'_, Ctx>)
             if sharing > 1 {
                 return Ok(wasmtime::UpdateDeadline::YieldCustom(YIELD_TICKS, Box::pin(tokio::time::sleep(COSTLY_PAUSE))));
             }
-            return Err(Overloaded.into());
+            return Err(load.refuse(Overloaded::CostlyWork).into());
         }
         let (costly, load, waiting) = (costly.clone(), load.clone(), Waiting(waiting.clone()));
         Ok(wasmtime::UpdateDeadline::YieldCustom(
@@ -491,28 +487,19 @@ impl wasmtime_wasi_http::handler::HandlerState for Pool {
     type WorkerExpiration = crate::pool::Expiry;
     type WorkerState = crate::pool::Worker<Ctx>;
 
-    /// A new instance, once permits for it (and for each of its
-    /// dependencies, instances of the pooling allocator too) are free,
-    /// waiting at most the request timeout for them.
+    /// A new instance, once a slot for it (and one for its first composed
+    /// dependency, if it has any) is free, waiting at most the request
+    /// timeout for them.
     async fn instantiate(&self) -> wasmtime::Result<wasmtime_wasi_http::handler::Instance<Ctx, Self::WorkerExpiration, Self::WorkerState>> {
         let app = self.app.upgrade().ok_or_else(|| wasmtime::format_err!("the host is shutting down"))?;
-        // An instance and each dependency it may instantiate are instances of
-        // the pooling allocator; never more than the host has permits for.
-        let weight = (1 + self.component.spec.dependencies.len() as u32).min(app.limits.max_instances.max(1));
-        let permit = match app.instances.clone().try_acquire_many_owned(weight) {
-            Ok(p) => p,
-            Err(_) => {
-                // Instances kept idle for their partitions' next requests
-                // hold the permits: they end, so this partition is served.
-                app.reclaim.notify_waiters();
-                let wait = app.instances.clone().acquire_many_owned(weight);
-                match tokio::time::timeout(app.limits.request_timeout, wait).await {
-                    Ok(Ok(p)) => p,
-                    _ => return Err(Overloaded.into()),
-                }
-            }
-        };
+        // The instance takes one slot of the pooling allocator, and one kept
+        // for the first dependency it calls: a request calls one tool, so an
+        // instance that has its slots never waits for another to serve one
+        // (`crate::compose` takes a slot for each further tool).
+        let spare = !self.component.spec.dependencies.is_empty() && app.limits.max_instances > 1;
+        let permit = instance_permits(&app, 1 + u32::from(spare), app.limits.request_timeout).await?;
         let mut store = new_store(&app, &self.component, self.partition.clone());
+        store.data_mut().deps.spare = spare;
         let proxy = self.component.pre.instantiate_async(&mut store).await?;
         let reuse = self.reuse(&app);
         let held = (permit, crate::metrics::InUse::start(&self.component.spec.id), crate::pool::Live::start(&self.live));
@@ -530,6 +517,28 @@ impl wasmtime_wasi_http::handler::HandlerState for Pool {
     }
 }
 
+/// How long a composed dependency past an instance's first waits for an
+/// instance slot: its dependent holds slots while it waits, so instances
+/// that each wait for another tool's slot would wait on each other; the
+/// wait is short, and past it the instance ends and its requests are
+/// answered 503 `busy`.
+pub const DEPENDENCY_WAIT: Duration = Duration::from_secs(2);
+
+/// `n` slots of the pooling allocator (instances alive), waiting at most
+/// `wait` for them. A host without them free first tells every idle
+/// instance to end ([`crate::pool::Expiry`]): instances kept for their
+/// partitions' next requests give back what a request now needs.
+pub async fn instance_permits(app: &App, n: u32, wait: Duration) -> Result<tokio::sync::OwnedSemaphorePermit, Overloaded> {
+    if let Ok(p) = app.instances.clone().try_acquire_many_owned(n) {
+        return Ok(p);
+    }
+    app.reclaim.notify_waiters();
+    match tokio::time::timeout(wait, app.instances.clone().acquire_many_owned(n)).await {
+        Ok(Ok(p)) => Ok(p),
+        _ => Err(Overloaded::Instances),
+    }
+}
+
 /// Serves `req` on an instance of `component` in `partition`.
 async fn handle(
     app: &Arc<App>,
@@ -541,9 +550,15 @@ async fn handle(
     let pool = app.pools.get(&component.spec.id, partition, crate::connection_threads::current(), app.limits.max_instances as usize, make);
     let served = crate::pool::Served::default();
     let mut resp = pool.handle(served.clone(), req).await.map_err(|e| {
+        // Refused for load: by the instantiation, or by the instance, which
+        // then ended with every request it served (its worker reports that
+        // as a trap, so the reason is read from the instance's account).
         let instantiation = e.downcast_ref::<wasmtime_wasi_http::handler::InstantiationError<crate::pool::Served>>();
-        let overloaded = e.downcast_ref::<Overloaded>().is_some() || instantiation.is_some_and(|i| i.error.downcast_ref::<Overloaded>().is_some());
-        if overloaded { anyhow::Error::new(Overloaded) } else { describe_trap(e, &component.spec.id) }
+        let overloaded = e.downcast_ref::<Overloaded>().copied().or_else(|| instantiation.and_then(|i| i.error.downcast_ref::<Overloaded>().copied()));
+        match overloaded.or_else(|| served.refused()) {
+            Some(o) => anyhow::Error::new(o),
+            None => describe_trap(e, &component.spec.id),
+        }
     })?;
     if let Some(serial) = served.serial() {
         resp.extensions_mut().insert(ServedBy { instance: serial, partition: partition.clone() });
@@ -581,8 +596,8 @@ where
 
 /// What ended an instance, for the log and the 500 it answers.
 pub(crate) fn describe_trap(e: wasmtime::Error, id: &str) -> anyhow::Error {
-    if e.downcast_ref::<Overloaded>().is_some() {
-        return anyhow::Error::new(Overloaded);
+    if let Some(o) = e.downcast_ref::<Overloaded>() {
+        return anyhow::Error::new(*o);
     }
     // What `ProxyHandler` says of an instance whose request expired.
     if e.downcast_ref::<wasmtime_wasi_http::handler::ExpirationError>().is_some() || e.to_string() == "guest timed out" {

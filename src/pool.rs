@@ -213,6 +213,27 @@ impl WorkerExpiration for Expiry {
     }
 }
 
+/// A request the host refused for load, answered 503 `busy` (retry
+/// shortly): what it lacked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overloaded {
+    /// A costly request, while as many wait for a permit as may.
+    CostlyWork,
+    /// An instance slot: every one serves a request (none idle to end).
+    Instances,
+}
+
+impl std::fmt::Display for Overloaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Overloaded::CostlyWork => "this host is busy with as many costly requests as it takes at once",
+            Overloaded::Instances => "this host has no instance free for this request: every one is serving; retry shortly",
+        })
+    }
+}
+
+impl std::error::Error for Overloaded {}
+
 /// Which instance served a request: set when the instance takes it, and
 /// counted among the instance's requests in flight until every clone of
 /// this is dropped (when the host has the response's head).
@@ -223,6 +244,12 @@ impl Served {
     /// The serial of the instance, once one took the request.
     pub fn serial(&self) -> Option<u64> {
         self.0.get().map(|(serial, _)| *serial)
+    }
+
+    /// Why the instance that took the request refused it for load, if it did
+    /// ([`Load::refuse`]).
+    pub fn refused(&self) -> Option<Overloaded> {
+        self.0.get().and_then(|(_, InFlight(load))| load.refused.get().copied())
     }
 }
 
@@ -244,12 +271,22 @@ pub struct Load {
     /// one does, the instance never asks for the permit (it may be what the
     /// component called needs), it only pauses (`instance::costly_work`).
     pub calling: AtomicUsize,
+    /// Set when the instance ends for want of something the host has few of
+    /// (an instance slot, a permit for costly work): its requests are then
+    /// answered 503 `busy`, not 500.
+    pub refused: std::sync::OnceLock<Overloaded>,
 }
 
 impl Load {
     /// Gives back the permit for costly work, if this instance holds it.
     pub fn release_costly(&self) {
         drop(self.costly.lock().unwrap_or_else(|p| p.into_inner()).take());
+    }
+
+    /// Records that the instance ends refused for load (`why`), and returns it.
+    pub fn refuse(&self, why: Overloaded) -> Overloaded {
+        let _ = self.refused.set(why);
+        why
     }
 
     /// Whether this instance holds the permit for costly work.

@@ -188,16 +188,58 @@ fn an_idle_instance_holds_no_permit_for_costly_work() {
 
 #[test]
 fn idle_instances_make_room_for_a_new_tenant_when_the_host_is_full() {
-    // The router and its 16 composed tools take 17 of the host's 256
-    // instance slots; kept idle a minute, 16 tenants' routers would hold
-    // them all and the next tenant would wait for a slot, then be refused.
-    let cairn = start_with(vec![], vec!["--idle-instance-timeout-ms", "60000"]);
+    // A tenant's router takes two slots (its own, and one for the first
+    // tool it calls); kept idle a minute, 20 tenants fill a host of 41
+    // slots, and the 21st finds one: the idle instances end to make room.
+    let cairn = start_with(vec![], vec!["--idle-instance-timeout-ms", "60000", "--max-instances", "41"]);
     for t in 0..24 {
         let tenant: &'static str = Box::leak(format!("tenant-{t}").into_boxed_str());
         let token = cairn.token(&Who { tenant, ..agent() });
         let r = cairn.mcp(&token, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_notes", "arguments": {}}}));
         assert_eq!(r.status, 200, "tenant {t}: {}", r.text());
     }
+}
+
+#[test]
+fn a_router_holds_a_slot_for_the_tools_it_called_not_for_every_tool() {
+    // Three slots, three tenants, each calling no tool (ping), then one
+    // tool: had a router reserved a slot for each of its 18 composed tools,
+    // each tenant's router would fill the host and end the others' (six
+    // routers made, not three, and every switch a fresh instance).
+    let env = vec![("SPIN_VARIABLE_METRICS_TOKEN", "scrape-me")];
+    let args = vec!["--idle-instance-timeout-ms", "60000", "--connection-threads", "1", "--max-instances", "6"];
+    let cairn = start_with(env, args);
+    let started = |cairn: &Cairn| sample(&scrape(cairn), "cairn_instances_started_total", &[("component", "router")]);
+    let tokens: Vec<String> = ["t-a", "t-b", "t-c"].iter().map(|&tenant| cairn.token(&Who { tenant, ..agent() })).collect();
+    for _ in 0..2 {
+        for token in &tokens {
+            let r = cairn.mcp(token, &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+            assert_eq!(r.status, 200, "{}", r.text());
+        }
+    }
+    assert_eq!(started(&cairn), 3.0, "one router a tenant, each kept: pings call no tool");
+    for token in &tokens {
+        list_notes(&cairn, token);
+    }
+    assert_eq!(started(&cairn), 3.0, "each router took a second slot for list_notes, and all six fit");
+}
+
+#[test]
+fn a_second_tool_with_no_slot_left_on_a_busy_host_is_answered_busy_not_failed() {
+    // Two slots: the router and the one it keeps for its first tool. Its
+    // second tool finds none, and no idle instance can give one back (the
+    // router is busy, waiting for it): the tool waits two seconds, then the
+    // call is answered 503 busy with Retry-After, and the host serves on.
+    let cairn = start_with(vec![], vec!["--max-instances", "2", "--connection-threads", "1"]);
+    let token = cairn.token(&agent());
+    list_notes(&cairn, &token);
+    let search = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search_notes", "arguments": {"query": "anything"}}});
+    let r = cairn.mcp(&token, &search);
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.header("retry-after").is_some(), "{:?}", r.headers);
+    assert!(r.text().contains("no instance free"), "{}", r.text());
+    let r = cairn.mcp(&token, &search);
+    assert_eq!(r.status, 200, "a fresh router serves its first tool: {}", r.text());
 }
 
 #[test]
