@@ -85,8 +85,8 @@ fn an_instance_that_served_one_tenant_never_serves_another() {
     let instances = |p: &str| mcp.iter().filter(|(_, q)| q == p).map(|(i, _)| *i).collect::<BTreeSet<_>>();
     let (a, g, alone) = (instances("tenant:acme"), instances("tenant:globex"), instances("alone"));
     // Reused, though not always the same few: concurrent calls each need an
-    // instance of their own, and once the host's slots are full (the router
-    // with its tools takes 17 of 256) the idle ones end to make room.
+    // instance of their own, and once the host's slots are full the idle
+    // ones end to make room.
     assert!(!a.is_empty() && a.len() < 18, "35 calls of acme reuse instances: {a:?}");
     assert!(!g.is_empty() && g.len() < 18, "35 calls of globex reuse instances: {g:?}");
     assert!(a.is_disjoint(&g), "{a:?} {g:?}");

@@ -27,10 +27,9 @@ fn pause(redis: &redis::Server, ms: u64) {
 fn requests_that_need_no_store_are_answered_while_store_calls_hang() {
     let redis = redis::start();
     // Threads, not instance slots, are what this test is about: each hung
-    // call may hold a router instance of its own, which with its 16
-    // composed tools takes 17 of the host's slots, and 16 of them would
-    // take more than the default 256. A host whose slots are all held by
-    // hung calls makes new requests wait for one (`docs/host.md`).
+    // call may hold a router instance of its own, with the slot of the tool
+    // it called, so the host gets slots to spare. A host whose slots are
+    // all held by hung calls makes new requests wait for one (`docs/host.md`).
     let host = hosts_on(&redis, 1, &[], &["--max-instances", "1024"]).remove(0);
     let note = host.create_note(&person(), "Waiting", true);
     let token = host.token(&agent());
