@@ -10,6 +10,7 @@
 //! in flight are answered 500), and the next request gets a new one.
 
 use crate::manifest::{Component as Spec, Manifest, Route};
+pub use crate::pool::Overloaded;
 use crate::pool::Partition;
 use anyhow::Result;
 use cairn_kv::Store;
@@ -41,8 +42,6 @@ const COSTLY_PAUSE: Duration = Duration::from_millis(5);
 /// the memory costly requests hold at once is bounded by
 /// `(1 + this) × permits × max_memory`.
 const COSTLY_WAITING_PER_PERMIT: usize = 8;
-
-pub use crate::pool::Overloaded;
 
 /// The outbound HTTP policy of one instance of a component, made by
 /// [`crate::outbound::hooks`] (set in [`App::outbound`]).
@@ -550,12 +549,12 @@ async fn handle(
     let pool = app.pools.get(&component.spec.id, partition, crate::connection_threads::current(), app.limits.max_instances as usize, make);
     let served = crate::pool::Served::default();
     let mut resp = pool.handle(served.clone(), req).await.map_err(|e| {
-        // Refused for load: by the instantiation, or by the instance, which
+        // Refused for load by the instantiation, or by the instance, which
         // then ended with every request it served (its worker reports that
-        // as a trap, so the reason is read from the instance's account).
+        // as a trap, so the reason is read from the instance's account);
+        // an `Overloaded` error itself is `describe_trap`'s to read.
         let instantiation = e.downcast_ref::<wasmtime_wasi_http::handler::InstantiationError<crate::pool::Served>>();
-        let overloaded = e.downcast_ref::<Overloaded>().copied().or_else(|| instantiation.and_then(|i| i.error.downcast_ref::<Overloaded>().copied()));
-        match overloaded.or_else(|| served.refused()) {
+        match instantiation.and_then(|i| i.error.downcast_ref::<Overloaded>().copied()).or_else(|| served.refused()) {
             Some(o) => anyhow::Error::new(o),
             None => describe_trap(e, &component.spec.id),
         }
