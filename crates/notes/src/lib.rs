@@ -10,7 +10,9 @@
 //!   and the `CallToolResult` shape.
 //! - [`kv`]: [`TenantKv`], the tenant's view of a store (the only way in).
 //! - `model` (stored records, ids, time), `args` (the shared argument parser
-//!   and checks), `schema` (shared JSON Schema pieces), [`url`] (source URL
+//!   and checks), `schema` (shared JSON Schema pieces, and every tool's
+//!   schemas derived from its types), `results` (the typed pieces tools'
+//!   results share), [`url`] (source URL
 //!   normalization), `content` (blobs, documents, slides), `sheet` (row blocks),
 //!   `sections` (a markdown text's outline and line windows).
 //! - `claim_audit`: claim audit records, and what a commit does with lapsed claims.
@@ -88,6 +90,7 @@ mod merge;
 mod model;
 mod note_index;
 pub mod quota;
+mod results;
 mod schema;
 pub mod search;
 mod section_claims;

@@ -195,9 +195,24 @@ pub(crate) fn outline() -> Value {
 // `additionalProperties` open, so a field added later is not a breaking
 // change for a client that validates.
 
-/// A tool's published output schema: its result (`success`) or a refusal.
-pub(crate) fn output(success: Value) -> Value {
+/// A tool's published output schema, derived from its result type `T`:
+/// that result, or a refusal.
+pub(crate) fn output<T: schemars::JsonSchema>() -> Value {
+    let mut success = derived::<T>();
+    if let Some(obj) = success.as_object_mut() {
+        obj.remove("title");
+    }
     json!({"type": "object", "anyOf": [success, refusal()]})
+}
+
+/// A tool's hand-written output schema: its result (`success`) or a refusal.
+pub(crate) fn output_of(success: Value) -> Value {
+    json!({"type": "object", "anyOf": [success, refusal()]})
+}
+
+/// A result as the structuredContent it is sent as.
+pub(crate) fn result_value<T: serde::Serialize>(result: T) -> Value {
+    serde_json::to_value(result).expect("a tool's result serializes to JSON")
 }
 
 /// An object result with these properties, `required` among them.

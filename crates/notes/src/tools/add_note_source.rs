@@ -12,7 +12,7 @@ use crate::refusal::{Out, Refusal};
 use crate::url::normalize_url;
 use crate::write::{Change, Plan, Target, commit, note_scope};
 
-tool!("add_note_source", "Add a note source", WRITE_SCOPE, ADDS);
+tool!(untyped "add_note_source", "Add a note source", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -59,7 +59,7 @@ fn input_schema() -> Value {
 /// `add_note_source`: the source as attached (now, or already).
 fn output_schema() -> Value {
     use crate::schema::*;
-    output(write_result(
+    output_of(write_result(
         &["source_id", "title", "url", "already_attached"],
         json!({"source_id": text(), "title": text(), "url": text(), "already_attached": flag()}),
     ))

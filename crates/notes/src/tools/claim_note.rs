@@ -8,7 +8,7 @@ use crate::args::{DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, MIN_TTL_SECONDS, check_i
 use crate::claims::claim;
 use crate::refusal::{Out, Refusal};
 
-tool!("claim_note", "Claim a note or a tab", WRITE_SCOPE, ADDS);
+tool!(untyped "claim_note", "Claim a note or a tab", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -62,7 +62,7 @@ fn input_schema() -> Value {
 
 /// `claim_note`: the claim held.
 fn output_schema() -> Value {
-    crate::schema::output(crate::schema::claim_view())
+    crate::schema::output_of(crate::schema::claim_view())
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {

@@ -12,7 +12,7 @@ use crate::refusal::{Out, Refusal};
 use crate::sheet::{Manifest, store_manifest};
 use crate::write::{Change, Plan, Target, commit, note_scope};
 
-tool!("create_note_tab", "Create a note tab", WRITE_SCOPE, REPLACES);
+tool!(untyped "create_note_tab", "Create a note tab", WRITE_SCOPE, REPLACES);
 
 /// The tab types `create_note_tab` can make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -82,7 +82,7 @@ fn input_schema() -> Value {
 /// `create_note_tab`: the new tab's id and versions, or the first result replayed.
 fn output_schema() -> Value {
     use crate::schema::*;
-    output(write_result(
+    output_of(write_result(
         &["tab_type", "label", "tab_id", "tab_version", "content_hash"],
         json!({"tab_type": {"type": "string", "enum": ["slides", "sheet"]}, "label": text()}),
     ))

@@ -18,7 +18,7 @@ use crate::refusal::{Out, Refusal};
 use crate::schema::outline;
 use crate::write::{Fingerprint, WriteSpec, fingerprint};
 
-tool!("edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
+tool!(untyped "edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
 
 /// The fields every operation takes: the note, the tab, the version read,
 /// the key, and how the version is compared.
@@ -421,7 +421,7 @@ fn input_schema() -> Value {
 /// `edit_note_tab`: the write's new versions, or its first result replayed.
 fn output_schema() -> Value {
     use crate::schema::*;
-    output(write_result(
+    output_of(write_result(
         &["operation", "tab_id", "tab_version", "content_hash"],
         json!({
             "operation": {"type": "string", "enum": operation_schemas().iter().map(|s| s.operation.as_str()).collect::<Vec<_>>()},

@@ -8,7 +8,7 @@ use crate::args::{check_id, parse};
 use crate::claims::board;
 use crate::refusal::{Out, Refusal};
 
-tool!("list_claims", "List claims", READ_SCOPE, READ);
+tool!(untyped "list_claims", "List claims", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -46,7 +46,10 @@ fn output_schema() -> Value {
         claim["properties"][k] = v;
         claim["required"].as_array_mut().expect("required is a list").push(k.into());
     }
-    output(result(&["claims", "truncated", "as_of", "notice"], json!({"claims": list(claim), "truncated": flag(), "as_of": timestamp(), "notice": notice()})))
+    output_of(result(
+        &["claims", "truncated", "as_of", "notice"],
+        json!({"claims": list(claim), "truncated": flag(), "as_of": timestamp(), "notice": notice()}),
+    ))
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {

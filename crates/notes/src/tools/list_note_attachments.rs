@@ -10,7 +10,7 @@ use crate::head::load_head;
 use crate::model::{FileMeta, Source, TabKind, rfc3339, sha_hex};
 use crate::refusal::{NOTICE, Out, Refusal};
 
-tool!("list_note_attachments", "List note attachments", READ_SCOPE, READ);
+tool!(untyped "list_note_attachments", "List note attachments", READ_SCOPE, READ);
 
 /// Which attachments to list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
@@ -97,7 +97,7 @@ fn output_schema() -> Value {
         &["kind", "source_id", "title", "url", "provenance"],
         json!({"kind": {"const": "source"}, "source_id": text(), "title": text(), "url": text(), "provenance": provenance()}),
     );
-    output(result(
+    output_of(result(
         &["note_id", "version", "attachments", "total", "next_cursor", "notice"],
         json!({"note_id": text(), "version": count(), "attachments": list(json!({"anyOf": [file, source]})),
                "total": count(), "next_cursor": next_cursor(), "notice": notice()}),

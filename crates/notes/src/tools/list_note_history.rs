@@ -9,7 +9,7 @@ use crate::head::load_head;
 use crate::history;
 use crate::refusal::{NOTICE, Out};
 
-tool!("list_note_history", "List a note's history", READ_SCOPE, READ);
+tool!(untyped "list_note_history", "List a note's history", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -52,7 +52,7 @@ fn output_schema() -> Value {
             "type": tab_type(), "size_bytes": count(), "deleted": flag(),
         }),
     );
-    output(result(
+    output_of(result(
         &["note_id", "version", "entries", "next_cursor", "notice"],
         json!({"note_id": text(), "version": count(), "entries": list(entry), "next_cursor": next_cursor(), "notice": notice()}),
     ))

@@ -1,13 +1,13 @@
 //! `list_note_tabs`: every tab of a note with its exact id, in tab-strip order.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_id, parse};
 use crate::head::load_head;
-use crate::model::tab_summary;
-use crate::refusal::{NOTICE, Out};
+use crate::refusal::Out;
+use crate::results::{Notice, TabSummary};
 
 tool!("list_note_tabs", "List note tabs", READ_SCOPE, READ);
 
@@ -29,28 +29,20 @@ fn input_schema() -> Value {
     crate::schema::input::<Args>()
 }
 
-/// `list_note_tabs`: the note's tabs in their order.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    let tab = result(
-        &["tab_id", "type", "label", "tab_version", "content_hash", "provenance"],
-        json!({"tab_id": text(), "type": tab_type(), "label": text(), "tab_version": count(), "content_hash": hash(), "provenance": provenance()}),
-    );
-    output(result(
-        &["note_id", "title", "version", "tabs", "notice"],
-        json!({"note_id": text(), "title": text(), "version": count(), "tabs": list(tab), "notice": notice()}),
-    ))
+/// The note's tabs, in tab-strip order.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct Output {
+    note_id: String,
+    title: String,
+    /// The note's version.
+    version: u64,
+    tabs: Vec<TabSummary>,
+    notice: Notice,
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     check_id("note_id", &a.note_id)?;
     let head = load_head(c.kv, c.who, &a.note_id)?;
-    Ok(json!({
-        "note_id": head.note_id,
-        "title": head.title,
-        "version": head.version,
-        "tabs": head.tabs.iter().map(tab_summary).collect::<Vec<_>>(),
-        "notice": NOTICE,
-    }))
+    Ok(Output { note_id: head.note_id, title: head.title, version: head.version, tabs: head.tabs.iter().map(TabSummary::of).collect(), notice: Notice })
 }

@@ -11,7 +11,7 @@ use crate::model::{rfc3339, sha_hex};
 use crate::note_index::index_slice;
 use crate::refusal::{NOTICE, Out, Refusal};
 
-tool!("list_notes", "List notes", READ_SCOPE, READ);
+tool!(untyped "list_notes", "List notes", READ_SCOPE, READ);
 
 /// How many note ids one call looks at (agents skip unapproved notes).
 const LIST_SCAN: usize = 500;
@@ -52,7 +52,7 @@ fn output_schema() -> Value {
         &["note_id", "title", "version", "approved_for_agents", "provenance"],
         json!({"note_id": text(), "title": text(), "version": count(), "approved_for_agents": flag(), "provenance": provenance()}),
     );
-    output(result(&["notes", "next_cursor", "notice"], json!({"notes": list(note), "next_cursor": next_cursor(), "notice": notice()})))
+    output_of(result(&["notes", "next_cursor", "notice"], json!({"notes": list(note), "next_cursor": next_cursor(), "notice": notice()})))
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {

@@ -14,7 +14,7 @@ use crate::head::{Reader, load_head};
 use crate::model::TabKind;
 use crate::refusal::{NOTICE, Out, Refusal};
 
-tool!("merge_note_tab", "Merge a proposal with a note tab's text now", READ_SCOPE, READ);
+tool!(untyped "merge_note_tab", "Merge a proposal with a note tab's text now", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -56,7 +56,7 @@ fn output_schema() -> Value {
         json!({"source": {"type": "string", "enum": ["unchanged", "theirs", "mine", "both", "conflict"]}, "text": text(),
                "base_start": count(), "base": text(), "theirs": text(), "mine": text(), "conflict": count()}),
     );
-    output(result(
+    output_of(result(
         &["note_id", "tab_id", "version", "tab_version", "content_hash", "base_version", "merged", "clean", "conflicts", "segments", "notice"],
         json!({"note_id": text(), "tab_id": text(), "version": count(), "tab_version": count(), "content_hash": hash(), "base_version": count(),
                "merged": text(), "clean": flag(), "conflicts": list(conflict), "segments": list(segment), "notice": notice()}),

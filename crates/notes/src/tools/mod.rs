@@ -21,10 +21,24 @@ use crate::kv::TenantKv;
 use crate::refusal::Out;
 
 /// Declares a tool file's `TOOL`: its name, title, scope and annotations,
-/// with the file's own `description`, `input_schema`, `output_schema` and
-/// `run` functions.
+/// with the file's own `description`, `input_schema` and `run` functions and
+/// its `Output` type, from which its published output schema is derived and
+/// into which `run` returns its result.
 macro_rules! tool {
     ($name:literal, $title:literal, $scope:expr, $annotations:expr) => {
+        /// The tool: its name, title, scope, annotations, schemas and handler.
+        pub static TOOL: $crate::tools::Tool = $crate::tools::Tool {
+            name: $name,
+            title: $title,
+            scope: $scope,
+            annotations: $annotations,
+            description,
+            input_schema,
+            output_schema: $crate::schema::output::<Output>,
+            run: |c, args| run(c, args).map($crate::schema::result_value::<Output>),
+        };
+    };
+    (untyped $name:literal, $title:literal, $scope:expr, $annotations:expr) => {
         /// The tool: its name, title, scope, annotations, schemas and handler.
         pub static TOOL: $crate::tools::Tool =
             $crate::tools::Tool { name: $name, title: $title, scope: $scope, annotations: $annotations, description, input_schema, output_schema, run };

@@ -8,7 +8,7 @@ use crate::args::{ClaimRef, MAX_CLAIM_NOTE_CHARS, check_chars, parse, parse_clai
 use crate::claims::{NOTES_PER_CLAIM, post_note};
 use crate::refusal::{Out, Refusal};
 
-tool!("post_claim_note", "Post a claim note", WRITE_SCOPE, APPENDS);
+tool!(untyped "post_claim_note", "Post a claim note", WRITE_SCOPE, APPENDS);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -45,7 +45,7 @@ fn input_schema() -> Value {
 /// `post_claim_note`: the note posted on the claim.
 fn output_schema() -> Value {
     use crate::schema::*;
-    output(result(
+    output_of(result(
         &["claim_id", "note_id", "tab_id", "posted_at", "content_hash", "notes_on_claim", "dropped_oldest", "expires_at"],
         json!({
             "claim_id": text(), "note_id": text(), "tab_id": nullable(text()), "posted_at": timestamp(),

@@ -13,7 +13,7 @@ use crate::refusal::{NOTICE, Out, Refusal};
 use crate::sections::{lines, outline};
 use crate::version::{Extent, Version};
 
-tool!("read_note_outline", "Read a note tab's outline", READ_SCOPE, READ);
+tool!(untyped "read_note_outline", "Read a note tab's outline", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -82,7 +82,7 @@ fn output_schema() -> Value {
         json!({"section_id": text(), "level": count(), "heading": text(), "start_line": count(), "end_line": count(),
                "chars": count(), "section_hash": hash(), "claimed_by": claimed_by}),
     );
-    output(result(
+    output_of(result(
         &["note_id", "tab_id", "version", "tab_version", "total_lines", "sections", "truncated", "notice"],
         json!({"note_id": text(), "tab_id": text(), "version": crate::version::out_schema(), "tab_version": crate::version::out_schema(), "total_lines": count(),
                "sections": list(section), "truncated": flag(), "next": count(), "notice": notice()}),

@@ -15,7 +15,7 @@ use crate::sections::{outline, window};
 use crate::sheet::load_manifest;
 use crate::version::{Extent, Version};
 
-tool!("read_note_tab", "Read a note tab", READ_SCOPE, READ);
+tool!(untyped "read_note_tab", "Read a note tab", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -183,7 +183,7 @@ fn output_schema() -> Value {
         needs(json!(["sheet"]), "sheets"),
         needs(json!(["files", "sources"]), "count"),
     ]);
-    output(tab)
+    output_of(tab)
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {

@@ -12,7 +12,7 @@ use crate::refusal::{NOTICE, Out, Refusal};
 use crate::sheet::{load_manifest, read_range};
 use crate::version::{Extent, Version};
 
-tool!("read_sheet_range", "Read sheet cells", READ_SCOPE, READ);
+tool!(untyped "read_sheet_range", "Read sheet cells", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -63,7 +63,7 @@ fn input_schema() -> Value {
 fn output_schema() -> Value {
     use crate::schema::*;
     let cell = json!({"type": ["string", "number", "boolean", "null"]});
-    output(result(
+    output_of(result(
         &[
             "note_id",
             "tab_id",

@@ -8,7 +8,7 @@ use crate::args::{parse, parse_claim_id};
 use crate::claims::release;
 use crate::refusal::Out;
 
-tool!("release_claim", "Release a claim", WRITE_SCOPE, ADDS);
+tool!(untyped "release_claim", "Release a claim", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -32,7 +32,7 @@ fn input_schema() -> Value {
 /// `release_claim`: released now, or already ended (and why).
 fn output_schema() -> Value {
     use crate::schema::*;
-    output(result(
+    output_of(result(
         &["claim_id", "note_id", "released", "already_released", "reason"],
         json!({
             "claim_id": text(), "note_id": text(), "tab_id": nullable(text()), "released": flag(),

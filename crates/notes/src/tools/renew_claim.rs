@@ -8,7 +8,7 @@ use crate::args::{ClaimRef, check_ttl, parse, parse_claim_id};
 use crate::claims::renew;
 use crate::refusal::{Out, Refusal};
 
-tool!("renew_claim", "Renew a claim", WRITE_SCOPE, ADDS);
+tool!(untyped "renew_claim", "Renew a claim", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,7 +43,7 @@ fn input_schema() -> Value {
 
 /// `renew_claim`: the claim with its new expiry.
 fn output_schema() -> Value {
-    crate::schema::output(crate::schema::claim_view())
+    crate::schema::output_of(crate::schema::claim_view())
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {

@@ -10,7 +10,7 @@ use crate::model::TabKind;
 use crate::refusal::Out;
 use crate::search::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
 
-tool!("search_notes", "Search notes", READ_SCOPE, READ);
+tool!(untyped "search_notes", "Search notes", READ_SCOPE, READ);
 
 /// Most hits per call.
 pub(crate) const MAX_HITS: u64 = 20;
@@ -63,7 +63,10 @@ fn output_schema() -> Value {
             "tab_version": count(), "provenance": provenance(),
         }),
     );
-    output(result(&["query", "hits", "next_cursor", "notice"], json!({"query": text(), "hits": list(hit), "next_cursor": next_cursor(), "notice": notice()})))
+    output_of(result(
+        &["query", "hits", "next_cursor", "notice"],
+        json!({"query": text(), "hits": list(hit), "next_cursor": next_cursor(), "notice": notice()}),
+    ))
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Value> {
