@@ -22,7 +22,7 @@
 //! - [`logs`]: the log subscriber.
 //! - [`metrics`]: Prometheus metrics (`GET /metrics`) and the metered store.
 //! - [`wiring`]: every tool's wiring derived from the core's tool table
-//!   (what `cairn generate` writes and checks).
+//!   (the `cairn-wiring` crate: what `cairn generate` writes and checks).
 //! - [`cmd`]: the CLI commands (`up`, `build`, `token`, `generate`, …), one file each.
 //!
 //! Bindings for the WIT contract in `wit/` are generated here, once.
@@ -47,7 +47,7 @@ pub mod sweep;
 pub mod tenancy;
 pub mod variables;
 pub mod variables_host;
-pub mod wiring;
+pub use cairn_wiring as wiring;
 
 /// Host bindings of `cairn:platform/host` (`wit/cairn.wit`).
 pub mod bindings {

@@ -21,27 +21,12 @@ pub fn stranger() -> LocalKey {
     LocalKey::from_seed([9u8; 32])
 }
 
-/// Every component built.
+/// Every component built: the router, the REST API and every tool of the
+/// core's table.
 pub fn require_app() {
-    require_built(&[
-        "router.wasm",
-        "rest.wasm",
-        "list_notes.wasm",
-        "list_note_tabs.wasm",
-        "read_note_tab.wasm",
-        "read_sheet_range.wasm",
-        "list_note_attachments.wasm",
-        "list_note_history.wasm",
-        "edit_note_tab.wasm",
-        "create_note_tab.wasm",
-        "add_note_source.wasm",
-        "claim_note.wasm",
-        "renew_claim.wasm",
-        "release_claim.wasm",
-        "post_claim_note.wasm",
-        "list_claims.wasm",
-        "search_notes.wasm",
-    ]);
+    let mut wasm: Vec<String> = vec!["router.wasm".into(), "rest.wasm".into()];
+    wasm.extend(cairn_notes::tools::TOOLS.iter().map(|t| format!("{}.wasm", t.name)));
+    require_built(&wasm.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
 /// Start the application with the test key and extra environment.

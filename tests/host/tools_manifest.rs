@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cairn-wiring-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    for file in ["spin.toml", "guest/src/slots.rs"] {
+    for file in ["spin.toml", "guest/src/slots.rs", wiring::TOOLS_LIST_FIXTURE] {
         let to = dir.join(file);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(root().join(file), &to).unwrap();

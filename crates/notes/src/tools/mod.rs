@@ -8,10 +8,12 @@
 //! dispatches through it (a tool's own component calls its `TOOL` directly
 //! with [`crate::call`], so it links that tool alone), `tools/list` is drawn from it, the router takes
 //! each tool's scope and component from it, and a test checks `spin.toml`
-//! against it. Adding a tool is one file here and one line in [`TOOLS`];
-//! `cairn generate` writes the rest of its wiring (its component package,
-//! its `spin.toml` blocks, the router's slot for it) and a test names
-//! whatever is stale.
+//! against it. Adding a tool is one file here and one line in the table
+//! (`tool_table!`, below); `cargo run -p cairn-wiring` (or `cairn generate`)
+//! writes the rest of its wiring (its component package, its `spin.toml`
+//! blocks, the router's slot for it, the saved `tools/list` reply) and a
+//! test names whatever is stale. `crates/wiring/tests` proves it with a
+//! throwaway tool in a copy of the tree.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -45,48 +47,39 @@ macro_rules! tool {
     };
 }
 
-pub mod add_note_source;
-pub mod claim_note;
-pub mod create_note_tab;
-pub mod edit_note_tab;
-pub mod list_claims;
-pub mod list_note_attachments;
-pub mod list_note_history;
-pub mod list_note_tabs;
-pub mod list_notes;
-pub mod merge_note_tab;
-pub mod post_claim_note;
-pub mod read_note_outline;
-pub mod read_note_tab;
-pub mod read_sheet_range;
-pub mod release_claim;
-pub mod renew_claim;
-pub mod search_notes;
-
 pub(crate) use crate::args::{decode_cursor, encode_cursor};
 pub(crate) use crate::scopes::{READ as READ_SCOPE, WRITE as WRITE_SCOPE};
 pub(crate) use read_note_tab::{find_tab, read as read_tab};
 
-/// Every tool, in the order `tools/list` shows them.
-pub static TOOLS: &[&Tool] = &[
-    &list_notes::TOOL,
-    &search_notes::TOOL,
-    &list_note_tabs::TOOL,
-    &read_note_tab::TOOL,
-    &read_note_outline::TOOL,
-    &read_sheet_range::TOOL,
-    &list_note_attachments::TOOL,
-    &list_note_history::TOOL,
-    &merge_note_tab::TOOL,
-    &edit_note_tab::TOOL,
-    &create_note_tab::TOOL,
-    &add_note_source::TOOL,
-    &claim_note::TOOL,
-    &renew_claim::TOOL,
-    &release_claim::TOOL,
-    &post_claim_note::TOOL,
-    &list_claims::TOOL,
-];
+/// The tool table: each line declares a tool's file as a module and puts
+/// its `TOOL` in [`TOOLS`], in the order `tools/list` shows them.
+macro_rules! tool_table {
+    ($($tool:ident),* $(,)?) => {
+        $(pub mod $tool;)*
+        /// Every tool, in the order `tools/list` shows them.
+        pub static TOOLS: &[&Tool] = &[$(&$tool::TOOL),*];
+    };
+}
+
+tool_table! {
+    list_notes,
+    search_notes,
+    list_note_tabs,
+    read_note_tab,
+    read_note_outline,
+    read_sheet_range,
+    list_note_attachments,
+    list_note_history,
+    merge_note_tab,
+    edit_note_tab,
+    create_note_tab,
+    add_note_source,
+    claim_note,
+    renew_claim,
+    release_claim,
+    post_claim_note,
+    list_claims,
+}
 
 /// The tab a markdown tool reads when no `tab_id` is sent.
 pub(crate) fn markdown_tab() -> String {

@@ -1,4 +1,4 @@
-//! Every tool's wiring, derived from the core's tool table
+//! `cairn-wiring`: every tool's wiring, derived from the core's tool table
 //! ([`cairn_notes::tools::TOOLS`]) and written by `cairn generate`: one
 //! source per fact.
 //!
@@ -15,7 +15,14 @@
 //!   `[variables]` and each component's variables: exactly those its code
 //!   reads (the router's include its composed tools');
 //! - the router's slot for it in `wit/tools.wit` (`router-slots`) and its
-//!   arm in `guest/src/slots.rs`'s `call_slot`.
+//!   arm in `guest/src/slots.rs`'s `call_slot`;
+//! - the saved `tools/list` reply, `tests/fixtures/wire/tools_list.json`,
+//!   that the protocol and end-to-end tests compare with (a change in it is
+//!   a change of what agents are told, reviewed in the commit's diff).
+//!
+//! So adding a tool is its file and its line in the table, then one
+//! command: `cargo run -p cairn-wiring` (the `cairn-generate` binary; the
+//! host's `cairn generate` runs the same [`generate`]).
 //!
 //! A region is the lines strictly between `<comment> BEGIN generated: <name>`
 //! and `<comment> END generated: <name>`. [`check`] compares every region
@@ -91,11 +98,22 @@ pub fn pieces(tools: &[ToolName]) -> Vec<Piece> {
         region("wit/tools.wit", "router-slots", "//", tools.iter().flat_map(slot).collect()),
         region("guest/src/slots.rs", "call-slot", "//", call_slot_arms(tools)),
     ];
+    out.push(Piece::File { path: TOOLS_LIST_FIXTURE.into(), content: tools_list_reply() });
     for t in tools {
         out.push(Piece::File { path: format!("components/{}/Cargo.toml", t.component()), content: package_manifest(t) });
         out.push(Piece::File { path: format!("components/{}/src/lib.rs", t.component()), content: package_lib(t) });
     }
     out
+}
+
+/// The saved `tools/list` reply, relative to the project root.
+pub const TOOLS_LIST_FIXTURE: &str = "tests/fixtures/wire/tools_list.json";
+
+/// The JSON-RPC reply to `{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}`,
+/// pretty-printed, as the fixture holds it.
+fn tools_list_reply() -> String {
+    let reply = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": cairn_mcp::methods::list_tools()}});
+    serde_json::to_string_pretty(&reply).expect("the tool list serializes") + "\n"
 }
 
 fn region(file: &'static str, name: &'static str, comment: &'static str, lines: Vec<String>) -> Piece {
@@ -393,4 +411,30 @@ pub fn write(root: &Path, tools: &[ToolName]) -> Result<Vec<PathBuf>> {
     }
     written.dedup();
     Ok(written)
+}
+
+/// Writes (or, with `check`, only compares) the wiring of the core's table
+/// under `root`, saying what it wrote; with `check`, an error naming every
+/// stale piece when any is.
+pub fn generate(root: &Path, check_only: bool) -> Result<()> {
+    let tools = table();
+    if check_only {
+        let stale = check(root, &tools);
+        if stale.is_empty() {
+            println!("cairn generate: the wiring of {} tools is up to date", tools.len());
+            return Ok(());
+        }
+        for s in &stale {
+            eprintln!("{s}");
+        }
+        bail!("{} stale piece(s) of tool wiring: run `cairn generate` (or `cargo run -p cairn-wiring`)", stale.len());
+    }
+    let written = write(root, &tools)?;
+    for path in &written {
+        println!("cairn generate: wrote {}", path.display());
+    }
+    if written.is_empty() {
+        println!("cairn generate: the wiring of {} tools is up to date", tools.len());
+    }
+    Ok(())
 }
