@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Where the time goes: each phase's start, in seconds since the run began
+# (docs/testing.md keeps the figures of a fresh run).
+step() { echo "[test.sh] at ${SECONDS}s: $*" >&2; }
+
 # Rust: the component target (cairn build would add it too, and says so).
 if command -v rustup >/dev/null 2>&1; then
   rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -17,9 +21,10 @@ fi
 rm -rf target/test-tmp
 export TMPDIR="$PWD/target/test-tmp/run-$$"
 mkdir -p "$TMPDIR"
-trap "rm -rf '$PWD/target/test-tmp'" EXIT
+trap "rc=\$?; rm -rf '$PWD/target/test-tmp'; step \"finished (exit \$rc)\"" EXIT
 
 # The standard formatter first (seconds): the tree is as rustfmt.toml writes it.
+step "formatter"
 cargo fmt --check
 
 # Debian packages the tests start: redis-server and redis-cli (the
@@ -27,6 +32,7 @@ cargo fmt --check
 # and 3-primary, 3-replica clusters on free loopback ports) and
 # chromium (the people's editor's tests drive it headless; Playwright never
 # downloads a browser here).
+step "system packages"
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
@@ -40,6 +46,7 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y --no-install-recommends "${need[@]}"
 fi
 
+step "Python and npm clients"
 # The official MCP clients the interop tests drive (pinned in interop/).
 if [ ! -x target/interop-venv/bin/python ]; then
   python3 -m venv target/interop-venv
@@ -69,25 +76,31 @@ target/browser-venv/bin/pip install --quiet --disable-pip-version-check -r tests
 # building the tests first also builds the `cairn` binary they use, so
 # wasmtime is compiled once (a separate `cargo build --bin cairn` would
 # resolve features without the dev-dependencies and compile it twice).
+step "building the tests and the host"
 cargo test --release --locked --no-run
 # The Rust SDK's client for the interop tests (its own feature set, apart
 # from the host's, so it never touches wasmtime).
 cargo build --release --locked -p cairn-rmcp-interop
+step "building the components"
 ./target/release/cairn build
 ./target/release/cairn build -f tests/fixtures/spin.toml
 # The standard linter, every target of every member, components included
 # (so after `cairn build`, which installs the editor's npm libraries its
 # build script embeds), no warning let through: a check build of its own, a
 # few minutes on a fresh clone, seconds after.
+step "the linter"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 # The API documentation builds without a warning (broken or private links,
 # ambiguous names): it reuses the dependencies the linter just checked.
+step "the API documentation"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --quiet
 
+step "the tests"
 cargo test --release --locked
 # The host's modules where instance reuse could show, again with reuse off
 # and forced high (the run above has Spin's defaults; tests/host/reuse.rs
 # sets its own).
+step "the reuse reruns"
 for reuse in 1 100000; do
   CAIRN_MAX_INSTANCE_REUSE_COUNT=$reuse cargo test --release --locked --test host -- \
     mcp_protocol notes_e2e tenants claims concurrency exhaustion limits own_oauth \
@@ -95,4 +108,5 @@ for reuse in 1 100000; do
 done
 
 # The people's editor in headless Chromium, against a `cairn up` of its own.
+step "the browser tests"
 target/browser-venv/bin/python -m pytest tests/browser -q -p no:cacheprovider
