@@ -5,8 +5,9 @@
 //! the `tools/list` fixture test all pass there, with the tool wired in
 //! everywhere the table reaches.
 //!
-//! The copy builds in this run's target directory, so only the workspace's
-//! own crates compile again (a few minutes in all): set
+//! The copy builds in this run's target directory, its own crates as other
+//! packages ([`set_apart`]), so only they compile again (a few minutes in
+//! all): set
 //! `CAIRN_SKIP_THROWAWAY_TOOL=1` to skip it while iterating on something else.
 
 use std::path::{Path, PathBuf};
@@ -93,6 +94,20 @@ fn cargo(dir: &Path, args: &[&str]) {
     assert!(status.success(), "`cargo {}` failed in the copy with the throwaway tool", all.join(" "));
 }
 
+/// Gives the copy's own crates another version, so that they are other
+/// packages to cargo and build apart from this tree's in the shared target
+/// directory (cargo names a workspace crate's artifacts by its name,
+/// version and path within the workspace, the same in a copy: built there
+/// unchanged, the copy's crates would overwrite this tree's). The
+/// dependencies, the same packages in both, are built once.
+fn set_apart(copy: &Path) {
+    let manifest = copy.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let version = "\nversion = \"0.1.0\"\n";
+    assert!(text.contains(version), "the workspace's version is where this test expects it");
+    std::fs::write(&manifest, text.replacen(version, "\nversion = \"0.1.0-throwaway\"\n", 1)).unwrap();
+}
+
 /// Adds the tool's line after the table's last line; the line it added.
 fn add_table_line(tools_mod: &Path) -> usize {
     let text = std::fs::read_to_string(tools_mod).unwrap();
@@ -115,6 +130,7 @@ fn a_throwaway_tool_is_one_file_and_one_table_line_and_the_generator_does_the_re
     let copy = std::env::temp_dir().join(format!("cairn-throwaway-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&copy);
     copy_tree(&root(), &copy);
+    set_apart(&copy);
 
     // By hand: the tool's file and its line in the table.
     std::fs::write(copy.join("crates/notes/src/tools/count_note_tabs.rs"), THROWAWAY).unwrap();
