@@ -22,14 +22,15 @@
 //! reader treats a spilled entry that is not there as past retention (a sweep
 //! ran since it read the head), never as a version that did not change the tab.
 
-use serde_json::{Value, json};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::Serialize;
 
 use crate::content::empty_hash;
-use crate::env::{Env, Retention};
+use crate::env::{ActorType, Env, Retention};
 use crate::head::Reader;
 use crate::keys;
 use crate::kv::TenantKv;
-use crate::model::{Head, HistoryEntry, Tab, TabKind, decode, rfc3339};
+use crate::model::{Head, HistoryEntry, Tab, TabKind, Who, decode, rfc3339};
 use crate::refusal::{Code, Out, Refusal};
 
 /// The moment a history read happens and the retention it honours.
@@ -121,29 +122,97 @@ pub(crate) fn retained(head: &Head, v: u64, at: u64, w: Window) -> bool {
 /// A day in microseconds.
 pub(crate) const DAY_US: u64 = 24 * 3600 * 1_000_000;
 
-/// The wire form of an entry (`list_note_history`, the REST history).
-pub(crate) fn entry_json(e: &HistoryEntry) -> Value {
-    let mut v = json!({
-        "version": e.version,
-        "action": e.action,
-        "tab_id": e.tab_id,
-        "by": crate::claim_audit::who_json(&e.by),
-        "at": rfc3339(e.at),
-        "at_us": e.at,
-        "content_hash": e.content_hash,
-    });
-    if let Some(t) = &e.tab {
-        v["tab_version"] = t.version.into();
-        v["label"] = t.label.clone().into();
-        v["type"] = t.kind.as_str().into();
-        if t.kind == TabKind::Markdown {
-            v["size_bytes"] = t.size.into();
+// The wire form of an entry: `list_note_history` and the REST history.
+/// One committed version of a note.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct EntryView {
+    /// The note version this commit made.
+    version: u64,
+    /// What it did: replace_text, append_text, create_tab, delete_tab, restore, …
+    action: String,
+    /// The tab it changed; null for a change to the note itself.
+    #[schemars(schema_with = "text_or_null")]
+    tab_id: Option<String>,
+    /// Who made it.
+    by: ByView,
+    /// When it was committed.
+    #[schemars(schema_with = "crate::results::shape::timestamp")]
+    at: String,
+    /// When it was committed, in microseconds since the Unix epoch.
+    at_us: u64,
+    /// The hash of the tab's content as this commit left it; null for a change to the note itself.
+    #[schemars(schema_with = "hash_or_null")]
+    content_hash: Option<String>,
+    /// The tab's own version after this commit (absent when the entry keeps no copy of the tab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    tab_version: Option<u64>,
+    /// The tab's label after this commit (absent when the entry keeps no copy of the tab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    label: Option<String>,
+    /// The tab's type (absent when the entry keeps no copy of the tab).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "TabKind")]
+    kind: Option<TabKind>,
+    /// Bytes of a markdown tab's text after this commit (markdown tabs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    size_bytes: Option<u64>,
+    /// True when this commit deleted the tab (absent otherwise).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    deleted: bool,
+}
+
+/// Who made a version.
+#[derive(Debug, Serialize, JsonSchema)]
+struct ByView {
+    /// Their subject (stable id).
+    subject: String,
+    /// Their display name.
+    name: String,
+    /// Agent or human.
+    #[schemars(schema_with = "actor_type")]
+    actor_type: ActorType,
+}
+
+fn text_or_null(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+}
+
+fn hash_or_null(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"anyOf": [{"type": "string", "pattern": "^[0-9a-f]{64}$"}, {"type": "null"}]})
+}
+
+fn actor_type(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "enum": ["agent", "human"]})
+}
+
+impl EntryView {
+    /// The wire form of an entry.
+    pub(crate) fn of(e: &HistoryEntry) -> EntryView {
+        let tab = e.tab.as_ref();
+        EntryView {
+            version: e.version,
+            action: e.action.clone(),
+            tab_id: e.tab_id.clone(),
+            by: ByView::of(&e.by),
+            at: rfc3339(e.at),
+            at_us: e.at,
+            content_hash: e.content_hash.clone(),
+            tab_version: tab.map(|t| t.version),
+            label: tab.map(|t| t.label.clone()),
+            kind: tab.map(|t| t.kind),
+            size_bytes: tab.filter(|t| t.kind == TabKind::Markdown).map(|t| t.size),
+            deleted: e.deleted,
         }
     }
-    if e.deleted {
-        v["deleted"] = true.into();
+}
+
+impl ByView {
+    fn of(w: &Who) -> ByView {
+        ByView { subject: w.subject.clone(), name: w.name.clone(), actor_type: w.actor_type }
     }
-    v
 }
 
 /// One page of a note's history, newest first: at most `limit` entries

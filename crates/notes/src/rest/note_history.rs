@@ -1,6 +1,6 @@
 //! `GET /api/v1/notes/{note}/history`: a note's versions, newest first.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use cairn_kv::Store;
 
@@ -32,7 +32,7 @@ pub fn note_history(
         crate::args::check_limit(Some(limit))?;
         let head = load_head(kv, who, note_id)?;
         let (entries, next) = crate::history::page(kv, &head, crate::head::Reader::Caller(who), tab_id, before, limit as usize, now)?;
-        let entries: Vec<Value> = entries.iter().map(crate::history::entry_json).collect();
+        let entries: Vec<crate::history::EntryView> = entries.iter().map(crate::history::EntryView::of).collect();
         Ok(json!({"note_id": head.note_id, "version": head.version, "entries": entries, "next_before": next, "notice": NOTICE}))
     })
 }

@@ -25,7 +25,7 @@ use crate::refusal::{Fail, Failure, Out};
 
 pub use crate::dirty::measure_without_index;
 pub use crate::index::merge::MergeReport;
-pub(crate) use query::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
+pub(crate) use query::{Ask, Found, MAX_QUERY_CHARS, MAX_TERMS, search};
 
 /// Dirty notes one merge takes on: a round of the embedded host's
 /// background merger, the operator sweep on Spin, a query that merges first.

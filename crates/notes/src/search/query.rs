@@ -17,7 +17,8 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use serde_json::{Value, json};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::Serialize;
 
 use crate::args::{decode_cursor, encode_cursor};
 use crate::env::{Env, Identity};
@@ -29,9 +30,10 @@ use crate::index::tokens::{Tokenizer, Word};
 use crate::index::{Field, dict, fields};
 use crate::keys;
 use crate::kv::TenantKv;
-use crate::model::{Head, Tab, TabKind, sha_hex, tab_provenance};
+use crate::model::{Head, Tab, TabKind, sha_hex};
 use crate::note_index::index_slice;
-use crate::refusal::{NOTICE, Out, Refusal};
+use crate::refusal::{Out, Refusal};
+use crate::results::{Notice, Provenance};
 
 /// Longest query, in characters.
 pub(crate) const MAX_QUERY_CHARS: usize = 200;
@@ -323,10 +325,63 @@ pub(crate) struct Ask<'a> {
     pub cursor: Option<&'a str>,
 }
 
-/// A proved hit.
+// What `search_notes` (and so the REST search) answers.
+/// A page of hits.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Found {
+    /// The query as asked.
+    query: String,
+    /// The hits on this page, best first.
+    hits: Vec<SearchHit>,
+    /// Pass it back as cursor for more hits; null when there are no more.
+    #[schemars(schema_with = "cursor_or_null")]
+    next_cursor: Option<String>,
+    notice: Notice,
+}
+
+/// A tab that matches the query.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct SearchHit {
+    /// The note's exact id.
+    note_id: String,
+    /// The note's title.
+    note_title: String,
+    /// The tab's exact id: read it next.
+    tab_id: String,
+    /// The tab's type.
+    #[serde(rename = "type")]
+    kind: TabKind,
+    /// The tab's label.
+    label: String,
+    /// The field that matched: label, title, text, a slide's title, body or notes, a sheet's name or cell, a source's title or URL, a file's name.
+    field: String,
+    /// The matching words with some text around them (… where it was cut).
+    snippet: String,
+    /// How well the tab matches (higher is better).
+    #[schemars(schema_with = "number")]
+    score: f64,
+    /// The note's version.
+    version: u64,
+    /// The tab's own version.
+    tab_version: u64,
+    /// Who wrote the tab, and when.
+    provenance: Provenance,
+}
+
+/// The next page's cursor, or `null`.
+fn cursor_or_null(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+}
+
+/// A number.
+fn number(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "number"})
+}
+
+/// A proved hit, with its unrounded score.
 struct Hit {
     score: f64,
-    json: Value,
+    found: SearchHit,
 }
 
 /// A ranked candidate: its estimated score, and for a dirty note's tab the
@@ -366,7 +421,7 @@ struct Checks<'q> {
 /// 3. propose the clean ones from the postings and rank every candidate
 ///    ([`propose_all`], [`rank`]);
 /// 4. prove the ranked candidates in that order ([`prove_ranked`]).
-pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask) -> Out<Value> {
+pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask) -> Out<Found> {
     let mut tok = Tokenizer::default();
     let q = parse(&mut tok, ask.query)?;
     let matchers: Vec<Matcher> = q.clauses.iter().map(|c| c.matcher(&mut tok)).collect();
@@ -392,13 +447,8 @@ pub(crate) fn search(kv: &TenantKv, env: &mut dyn Env, who: &Identity, ask: &Ask
     let ranked = rank(&proposed, &dirty_proofs, &stats);
 
     let (hits, pos) = prove_ranked(kv, who, &mut tok, &query, ask, &ranked, &stats, start)?;
-    let next = if pos < ranked.len() { Value::from(encode_cursor(&tag, pos)) } else { Value::Null };
-    Ok(json!({
-        "query": ask.query,
-        "hits": hits.into_iter().map(|h| h.json).collect::<Vec<_>>(),
-        "next_cursor": next,
-        "notice": NOTICE,
-    }))
+    let next_cursor = (pos < ranked.len()).then(|| encode_cursor(&tag, pos));
+    Ok(Found { query: ask.query.to_string(), hits: hits.into_iter().map(|h| h.found).collect(), next_cursor, notice: Notice })
 }
 
 /// Step 2: the dirty notes' tabs, proved against their committed heads,
@@ -554,7 +604,7 @@ fn prove_ranked(
             let hit = match r.proof {
                 Some((head, i, proof)) => {
                     let score = real_score(proof, &stats.idfs, stats.avg_len);
-                    Some(Hit { score, json: hit_json(head, &head.tabs[*i], proof, score) })
+                    Some(Hit { score, found: hit(head, &head.tabs[*i], proof, score) })
                 }
                 None if out.contains(&r.cand) => None,
                 None => prove_one(kv, tok, q, ask.tab_type, &heads, r.cand, stats)?,
@@ -603,24 +653,24 @@ fn prove_one(
     let proof = prove(tok, &q.matchers, &fields(kv, &head.title, tab)?);
     Ok(proof.matches().then(|| {
         let score = real_score(&proof, &stats.idfs, stats.avg_len);
-        Hit { score, json: hit_json(head, tab, &proof, score) }
+        Hit { score, found: hit(head, tab, &proof, score) }
     }))
 }
 
-fn hit_json(head: &Head, tab: &Tab, proof: &Proof, score: f64) -> Value {
-    json!({
-        "note_id": head.note_id,
-        "note_title": head.title,
-        "tab_id": tab.id,
-        "type": tab.kind.as_str(),
-        "label": tab.label,
-        "field": proof.field,
-        "snippet": proof.snippet,
-        "score": (score * 1000.0).round() / 1000.0,
-        "version": head.version,
-        "tab_version": tab.version,
-        "provenance": tab_provenance(tab),
-    })
+fn hit(head: &Head, tab: &Tab, proof: &Proof, score: f64) -> SearchHit {
+    SearchHit {
+        note_id: head.note_id.clone(),
+        note_title: head.title.clone(),
+        tab_id: tab.id.clone(),
+        kind: tab.kind,
+        label: tab.label.clone(),
+        field: proof.field.clone(),
+        snippet: proof.snippet.clone(),
+        score: (score * 1000.0).round() / 1000.0,
+        version: head.version,
+        tab_version: tab.version,
+        provenance: Provenance::of(tab),
+    }
 }
 
 #[cfg(test)]

@@ -1,16 +1,18 @@
 //! `list_note_attachments`: a note's files and sources, as metadata only.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{Call, READ, READ_SCOPE, decode_cursor, encode_cursor};
 use crate::args::{DEFAULT_LIMIT, check_cursor, check_id, check_limit, parse};
 use crate::content::load_list;
 use crate::head::load_head;
-use crate::model::{FileMeta, Source, TabKind, rfc3339, sha_hex};
-use crate::refusal::{NOTICE, Out, Refusal};
+use crate::model::{FileMeta, Source, TabKind, Who, rfc3339, sha_hex};
+use crate::refusal::{Out, Refusal};
+use crate::results::{Notice, shape};
 
-tool!(untyped "list_note_attachments", "List note attachments", READ_SCOPE, READ);
+tool!("list_note_attachments", "List note attachments", READ_SCOPE, READ);
 
 /// Which attachments to list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
@@ -55,56 +57,98 @@ fn input_schema() -> Value {
     crate::schema::input::<Args>()
 }
 
-fn source_item(s: &Source) -> Value {
-    json!({
-        "kind": "source",
-        "source_id": s.source_id,
-        "title": s.title,
-        "url": s.url,
-        "provenance": {
-            "author": s.added_by.label(),
-            "updated_at": rfc3339(s.added_at),
-            "updated_by": s.added_by.label(),
-            "content_hash": sha_hex(format!("{}\n{}", s.title, s.url).as_bytes()),
-        },
-    })
+/// A page of a note's files and sources (files first).
+#[derive(Debug, Serialize, JsonSchema)]
+struct Output {
+    note_id: String,
+    /// The note's version.
+    version: u64,
+    /// The attachments on this page.
+    attachments: Vec<Attachment>,
+    /// How many attachments of the asked kind the note has, on every page.
+    total: usize,
+    /// Pass it back as cursor for the next page; null on the last page.
+    #[schemars(schema_with = "cursor_or_null")]
+    next_cursor: Option<String>,
+    notice: Notice,
 }
 
-fn file_item(f: &FileMeta) -> Value {
-    json!({
-        "kind": "file",
-        "file_id": f.file_id,
-        "name": f.name,
-        "media_type": f.media_type,
-        "size_bytes": f.size_bytes,
-        "provenance": {
-            "author": f.added_by.label(),
-            "updated_at": rfc3339(f.added_at),
-            "updated_by": f.added_by.label(),
-            "content_hash": sha_hex(format!("{}\n{}\n{}", f.name, f.media_type, f.size_bytes).as_bytes()),
-        },
-    })
+/// A file or a source, as metadata only.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Attachment {
+    /// A file: its name, type and size, never its content or a link.
+    File {
+        /// The file's exact id.
+        file_id: String,
+        /// Its file name.
+        name: String,
+        /// Its media type, as given when it was attached.
+        media_type: String,
+        /// Its size in bytes.
+        size_bytes: u64,
+        /// Who added it, and when.
+        provenance: Added,
+    },
+    /// A source: a cited page (its URL is stored, never visited).
+    Source {
+        /// The source's exact id.
+        source_id: String,
+        /// Its title.
+        title: String,
+        /// Its URL.
+        url: String,
+        /// Who added it, and when.
+        provenance: Added,
+    },
 }
 
-/// `list_note_attachments`: a page of files and sources.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    let file = result(
-        &["kind", "file_id", "name", "media_type", "size_bytes", "provenance"],
-        json!({"kind": {"const": "file"}, "file_id": text(), "name": text(), "media_type": text(), "size_bytes": count(), "provenance": provenance()}),
-    );
-    let source = result(
-        &["kind", "source_id", "title", "url", "provenance"],
-        json!({"kind": {"const": "source"}, "source_id": text(), "title": text(), "url": text(), "provenance": provenance()}),
-    );
-    output_of(result(
-        &["note_id", "version", "attachments", "total", "next_cursor", "notice"],
-        json!({"note_id": text(), "version": count(), "attachments": list(json!({"anyOf": [file, source]})),
-               "total": count(), "next_cursor": next_cursor(), "notice": notice()}),
-    ))
+/// Who added an attachment, and when (attachments do not change).
+#[derive(Debug, Serialize, JsonSchema)]
+struct Added {
+    /// Who added it: `"Name (subject, actor type)"`.
+    author: String,
+    /// When it was added.
+    #[schemars(schema_with = "shape::timestamp")]
+    updated_at: String,
+    /// Who added it.
+    updated_by: String,
+    /// The hash of its metadata.
+    #[schemars(schema_with = "shape::hash")]
+    content_hash: String,
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+impl Added {
+    fn new(by: &Who, at: u64, metadata: String) -> Added {
+        Added { author: by.label(), updated_at: rfc3339(at), updated_by: by.label(), content_hash: sha_hex(metadata.as_bytes()) }
+    }
+}
+
+fn source_item(s: &Source) -> Attachment {
+    Attachment::Source {
+        source_id: s.source_id.clone(),
+        title: s.title.clone(),
+        url: s.url.clone(),
+        provenance: Added::new(&s.added_by, s.added_at, format!("{}\n{}", s.title, s.url)),
+    }
+}
+
+fn file_item(f: &FileMeta) -> Attachment {
+    Attachment::File {
+        file_id: f.file_id.clone(),
+        name: f.name.clone(),
+        media_type: f.media_type.clone(),
+        size_bytes: f.size_bytes,
+        provenance: Added::new(&f.added_by, f.added_at, format!("{}\n{}\n{}", f.name, f.media_type, f.size_bytes)),
+    }
+}
+
+/// The next page's cursor, or `null`.
+fn cursor_or_null(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     a.check()?;
     let tag = match a.kind {
@@ -127,15 +171,8 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         items.extend(load_list::<Source>(c.kv, t)?.iter().map(source_item));
     }
     let total = items.len();
-    let page: Vec<Value> = items.into_iter().skip(pos).take(limit).collect();
-    let next = pos + page.len();
-    let next_cursor = if next < total { Value::from(encode_cursor(tag, next)) } else { Value::Null };
-    Ok(json!({
-        "note_id": head.note_id,
-        "version": head.version,
-        "attachments": page,
-        "total": total,
-        "next_cursor": next_cursor,
-        "notice": NOTICE,
-    }))
+    let attachments: Vec<Attachment> = items.into_iter().skip(pos).take(limit).collect();
+    let next = pos + attachments.len();
+    let next_cursor = (next < total).then(|| encode_cursor(tag, next));
+    Ok(Output { note_id: head.note_id, version: head.version, attachments, total, next_cursor, notice: Notice })
 }

@@ -1,15 +1,17 @@
 //! `list_note_history`: a note's committed versions, newest first.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{Call, READ, READ_SCOPE, decode_cursor, encode_cursor};
 use crate::args::{DEFAULT_LIMIT, check_cursor, check_id, check_limit, parse};
 use crate::head::load_head;
-use crate::history;
-use crate::refusal::{NOTICE, Out};
+use crate::history::{self, EntryView};
+use crate::refusal::Out;
+use crate::results::Notice;
 
-tool!(untyped "list_note_history", "List a note's history", READ_SCOPE, READ);
+tool!("list_note_history", "List a note's history", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -41,24 +43,26 @@ fn input_schema() -> Value {
     crate::schema::input::<Args>()
 }
 
-/// `list_note_history`: a page of versions, newest first.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    let entry = result(
-        &["version", "action", "tab_id", "by", "at", "at_us", "content_hash"],
-        json!({
-            "version": count(), "action": text(), "tab_id": nullable(text()), "by": who(), "at": timestamp(),
-            "at_us": count(), "content_hash": nullable(hash()), "tab_version": count(), "label": text(),
-            "type": tab_type(), "size_bytes": count(), "deleted": flag(),
-        }),
-    );
-    output_of(result(
-        &["note_id", "version", "entries", "next_cursor", "notice"],
-        json!({"note_id": text(), "version": count(), "entries": list(entry), "next_cursor": next_cursor(), "notice": notice()}),
-    ))
+/// A page of a note's committed versions, newest first.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Output {
+    note_id: String,
+    /// The note's version.
+    version: u64,
+    /// The versions on this page, newest first.
+    entries: Vec<EntryView>,
+    /// Pass it back as cursor for the next page; null on the last page.
+    #[schemars(schema_with = "cursor_or_null")]
+    next_cursor: Option<String>,
+    notice: Notice,
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+/// The next page's cursor, or `null`.
+fn cursor_or_null(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     check_id("note_id", &a.note_id)?;
     if let Some(t) = &a.tab_id {
@@ -74,11 +78,11 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     };
     let limit = a.limit.unwrap_or(DEFAULT_LIMIT) as usize;
     let (entries, next) = history::page(c.kv, &head, crate::head::Reader::Caller(c.who), a.tab_id.as_deref(), top, limit, history::Window::of(&*c.env))?;
-    Ok(json!({
-        "note_id": head.note_id,
-        "version": head.version,
-        "entries": entries.iter().map(history::entry_json).collect::<Vec<_>>(),
-        "next_cursor": next.map(|v| encode_cursor(&tag, v as usize)),
-        "notice": NOTICE,
-    }))
+    Ok(Output {
+        note_id: head.note_id,
+        version: head.version,
+        entries: entries.iter().map(EntryView::of).collect(),
+        next_cursor: next.map(|v| encode_cursor(&tag, v as usize)),
+        notice: Notice,
+    })
 }

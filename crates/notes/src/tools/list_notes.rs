@@ -1,7 +1,8 @@
 //! `list_notes`: the notes the caller can see, oldest first, a page at a time.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{Call, READ, READ_SCOPE, decode_cursor, encode_cursor};
 use crate::args::{DEFAULT_LIMIT, check_cursor, check_limit, parse};
@@ -9,9 +10,10 @@ use crate::head::{Reader, visible_head};
 use crate::keys;
 use crate::model::{rfc3339, sha_hex};
 use crate::note_index::index_slice;
-use crate::refusal::{NOTICE, Out, Refusal};
+use crate::refusal::{Out, Refusal};
+use crate::results::{Notice, shape};
 
-tool!(untyped "list_notes", "List notes", READ_SCOPE, READ);
+tool!("list_notes", "List notes", READ_SCOPE, READ);
 
 /// How many note ids one call looks at (agents skip unapproved notes).
 const LIST_SCAN: usize = 500;
@@ -45,17 +47,53 @@ fn input_schema() -> Value {
     crate::schema::input::<Args>()
 }
 
-/// `list_notes`: a page of notes with their provenance.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    let note = result(
-        &["note_id", "title", "version", "approved_for_agents", "provenance"],
-        json!({"note_id": text(), "title": text(), "version": count(), "approved_for_agents": flag(), "provenance": provenance()}),
-    );
-    output_of(result(&["notes", "next_cursor", "notice"], json!({"notes": list(note), "next_cursor": next_cursor(), "notice": notice()})))
+/// A page of the notes you can see, oldest first.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Output {
+    /// The notes on this page.
+    notes: Vec<NoteSummary>,
+    /// Pass it back as cursor for the next page; null on the last page.
+    #[schemars(schema_with = "cursor_or_null")]
+    next_cursor: Option<String>,
+    notice: Notice,
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+/// A note as the listing shows it.
+#[derive(Debug, Serialize, JsonSchema)]
+struct NoteSummary {
+    /// The note's exact id.
+    note_id: String,
+    /// Its title.
+    title: String,
+    /// The note's version.
+    version: u64,
+    /// Whether agents may see it.
+    approved_for_agents: bool,
+    /// Who wrote it, and when.
+    provenance: NoteProvenance,
+}
+
+/// Who wrote a note, and when.
+#[derive(Debug, Serialize, JsonSchema)]
+struct NoteProvenance {
+    /// Who created the note: `"Name (subject, actor type)"`.
+    author: String,
+    /// When it last changed.
+    #[schemars(schema_with = "shape::timestamp")]
+    updated_at: String,
+    /// Who changed it last.
+    updated_by: String,
+    /// The hash of its title.
+    #[schemars(schema_with = "shape::hash")]
+    content_hash: String,
+}
+
+/// The next page's cursor, or `null`.
+fn cursor_or_null(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     a.check()?;
     let limit = a.limit.unwrap_or(DEFAULT_LIMIT) as usize;
@@ -74,19 +112,14 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         let Ok(head) = visible_head(&bytes, Reader::Caller(c.who)) else {
             continue;
         };
-        notes.push(json!({
-            "note_id": head.note_id,
-            "title": head.title,
-            "version": head.version,
-            "approved_for_agents": head.approved_for_agents,
-            "provenance": {
-                "author": head.author.label(),
-                "updated_at": rfc3339(head.updated_at),
-                "updated_by": head.updated_by.label(),
-                "content_hash": sha_hex(head.title.as_bytes()),
-            },
-        }));
+        let provenance = NoteProvenance {
+            author: head.author.label(),
+            updated_at: rfc3339(head.updated_at),
+            updated_by: head.updated_by.label(),
+            content_hash: sha_hex(head.title.as_bytes()),
+        };
+        notes.push(NoteSummary { note_id: head.note_id, title: head.title, version: head.version, approved_for_agents: head.approved_for_agents, provenance });
     }
-    let next_cursor = if next < total { Value::from(encode_cursor("notes", next)) } else { Value::Null };
-    Ok(json!({"notes": notes, "next_cursor": next_cursor, "notice": NOTICE}))
+    let next_cursor = (next < total).then(|| encode_cursor("notes", next));
+    Ok(Output { notes, next_cursor, notice: Notice })
 }

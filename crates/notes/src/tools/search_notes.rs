@@ -2,15 +2,15 @@
 //! see (the index and the query language are in [`crate::search`]).
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_cursor, check_range, parse};
 use crate::model::TabKind;
 use crate::refusal::Out;
-use crate::search::{Ask, MAX_QUERY_CHARS, MAX_TERMS, search};
+use crate::search::{Ask, Found as Output, MAX_QUERY_CHARS, MAX_TERMS, search};
 
-tool!(untyped "search_notes", "Search notes", READ_SCOPE, READ);
+tool!("search_notes", "Search notes", READ_SCOPE, READ);
 
 /// Most hits per call.
 pub(crate) const MAX_HITS: u64 = 20;
@@ -52,24 +52,7 @@ fn input_schema() -> Value {
     crate::schema::input::<Args>()
 }
 
-/// `search_notes`: a page of hits.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    let hit = result(
-        &["note_id", "note_title", "tab_id", "type", "label", "field", "snippet", "score", "version", "tab_version", "provenance"],
-        json!({
-            "note_id": text(), "note_title": text(), "tab_id": text(), "type": tab_type(), "label": text(),
-            "field": text(), "snippet": text(), "score": {"type": "number"}, "version": count(),
-            "tab_version": count(), "provenance": provenance(),
-        }),
-    );
-    output_of(result(
-        &["query", "hits", "next_cursor", "notice"],
-        json!({"query": text(), "hits": list(hit), "next_cursor": next_cursor(), "notice": notice()}),
-    ))
-}
-
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     check_cursor(&a.cursor)?;
     if let Some(l) = a.limit {
