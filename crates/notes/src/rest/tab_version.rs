@@ -12,7 +12,7 @@ use super::{Ctx, RestReply, answer, query_u64};
 pub fn tab_version(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str, tab_id: &str, version: &str) -> Result<RestReply, Failure> {
     answer(kv, who, &[], 200, |kv| {
         let v = query_u64("version", Some(version))?;
-        crate::tools::read_tab(&mut crate::tools::Call { kv, env, who }, note_id, tab_id, v)
+        crate::tools::read_tab(&mut crate::tools::Call { kv, env, who }, note_id, tab_id, v).map(crate::schema::result_value)
     })
 }
 

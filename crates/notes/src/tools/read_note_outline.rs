@@ -1,19 +1,22 @@
 //! `read_note_outline`: a markdown tab's sections, what an agent reads first
 //! on a big note (see `crate::sections` for what a section is).
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use schemars::{Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{Call, READ, READ_SCOPE, find_tab};
 use crate::args::{check_id, parse};
 use crate::content::load_text;
+use crate::env::ActorType;
 use crate::head::load_head;
 use crate::model::TabKind;
-use crate::refusal::{NOTICE, Out, Refusal};
+use crate::refusal::{Out, Refusal};
+use crate::results::{Notice, shape};
 use crate::sections::{lines, outline};
 use crate::version::{Extent, Version};
 
-tool!(untyped "read_note_outline", "Read a note tab's outline", READ_SCOPE, READ);
+tool!("read_note_outline", "Read a note tab's outline", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -70,23 +73,73 @@ fn input_schema() -> Value {
     crate::schema::input::<Args>()
 }
 
-/// `read_note_outline`: the sections with the versions.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    let claimed_by = result(
-        &["claim_id", "held_by", "actor_type", "expires_at"],
-        json!({"claim_id": text(), "held_by": text(), "actor_type": {"type": "string", "enum": ["agent", "human"]}, "expires_at": timestamp()}),
-    );
-    let section = result(
-        &["section_id", "level", "heading", "start_line", "end_line", "chars", "section_hash"],
-        json!({"section_id": text(), "level": count(), "heading": text(), "start_line": count(), "end_line": count(),
-               "chars": count(), "section_hash": hash(), "claimed_by": claimed_by}),
-    );
-    output_of(result(
-        &["note_id", "tab_id", "version", "tab_version", "total_lines", "sections", "truncated", "notice"],
-        json!({"note_id": text(), "tab_id": text(), "version": crate::version::out_schema(), "tab_version": crate::version::out_schema(), "total_lines": count(),
-               "sections": list(section), "truncated": flag(), "next": count(), "notice": notice()}),
-    ))
+/// A markdown tab's sections, with the versions (part tokens: an outline holds no text).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct Output {
+    note_id: String,
+    tab_id: String,
+    /// The note's version, as a part token.
+    #[schemars(schema_with = "shape::version")]
+    version: Version,
+    /// The tab's version, as a part token.
+    #[schemars(schema_with = "shape::version")]
+    tab_version: Version,
+    /// Lines in the tab's text.
+    total_lines: usize,
+    /// The sections listed, in text order.
+    sections: Vec<OutlineSection>,
+    /// Whether more sections follow this page.
+    truncated: bool,
+    /// Where the rest starts: the start_line to send for the next page (only when truncated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(default, with = "usize")]
+    next: Option<usize>,
+    notice: Notice,
+}
+
+/// One section: a heading and the lines up to the next heading of its level or higher.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct OutlineSection {
+    /// Its stable id, for read_note_tab and replace_section.
+    section_id: String,
+    /// The heading level: 1 (#) to 6.
+    #[schemars(range(min = 1, max = 6))]
+    level: u8,
+    /// The heading's text, without the #s.
+    heading: String,
+    /// Its first line, the heading (from 1).
+    start_line: usize,
+    /// Its last line, inclusive; a section holds its subsections.
+    end_line: usize,
+    /// Characters in its lines.
+    chars: usize,
+    /// The hash of its lines: replace_section's expected_section_hash.
+    #[schemars(schema_with = "shape::hash")]
+    section_hash: String,
+    /// The live claim on it, when someone holds one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(default, with = "ClaimedBy")]
+    claimed_by: Option<ClaimedBy>,
+}
+
+/// A live claim on a section.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct ClaimedBy {
+    /// The claim's id.
+    claim_id: String,
+    /// The holder's name.
+    held_by: String,
+    /// Whether the holder is an agent or a person.
+    #[schemars(schema_with = "actor_type")]
+    actor_type: ActorType,
+    /// When the claim lapses unless renewed.
+    #[schemars(schema_with = "shape::timestamp")]
+    expires_at: String,
+}
+
+/// `agent` or `human`.
+fn actor_type(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "enum": ["agent", "human"]})
 }
 
 /// Which sections a call asks for, checked.
@@ -128,7 +181,7 @@ impl Args {
     }
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     check_id("note_id", &a.note_id)?;
     check_id("tab_id", &a.tab_id)?;
@@ -148,34 +201,42 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     // characters of JSON (always at least one).
     let (mut sections, mut chars, mut next) = (Vec::new(), 0usize, None);
     for s in rest {
-        let mut v = json!({"section_id": s.id, "level": s.level, "heading": s.heading, "start_line": s.start_line,
-               "end_line": s.end_line, "chars": s.chars, "section_hash": s.hash(&text)});
         let held = head.claims.iter().find(|c| c.live(now) && c.tab_id.as_deref() == Some(tab.id.as_str()) && c.section_id.as_deref() == Some(s.id.as_str()));
-        if let Some(c) = held {
-            v["claimed_by"] = json!({"claim_id": c.claim_id, "held_by": c.holder.name, "actor_type": crate::claim_audit::actor_str(c.holder.actor_type),
-                                     "expires_at": crate::model::rfc3339(c.expires_at)});
-        }
-        let size = v.to_string().chars().count() + 1;
+        let claimed_by = held.map(|c| ClaimedBy {
+            claim_id: c.claim_id.clone(),
+            held_by: c.holder.name.clone(),
+            actor_type: c.holder.actor_type,
+            expires_at: crate::model::rfc3339(c.expires_at),
+        });
+        let section_hash = s.hash(&text);
+        let v = OutlineSection {
+            section_id: s.id,
+            level: s.level,
+            heading: s.heading,
+            start_line: s.start_line,
+            end_line: s.end_line,
+            chars: s.chars,
+            section_hash,
+            claimed_by,
+        };
+        let size = serde_json::to_string(&v).expect("a section serializes").chars().count() + 1;
         if sections.len() == most || (!sections.is_empty() && chars + size > cap) {
-            next = Some(s.start_line);
+            next = Some(v.start_line);
             break;
         }
         chars += size;
         sections.push(v);
     }
-    let mut out = json!({
-        "note_id": head.note_id,
-        "tab_id": tab.id,
+    Ok(Output {
+        note_id: head.note_id.clone(),
+        tab_id: tab.id.clone(),
         // An outline holds no text: a whole-tab write on it is refused.
-        "version": Version::of(head.version, Extent::Part),
-        "tab_version": Version::of(tab.version, Extent::Part),
-        "total_lines": lines(&text).len(),
-        "sections": sections,
-        "truncated": next.is_some(),
-        "notice": NOTICE,
-    });
-    if let Some(n) = next {
-        out["next"] = n.into();
-    }
-    Ok(out)
+        version: Version::of(head.version, Extent::Part),
+        tab_version: Version::of(tab.version, Extent::Part),
+        total_lines: lines(&text).len(),
+        sections,
+        truncated: next.is_some(),
+        next,
+        notice: Notice,
+    })
 }

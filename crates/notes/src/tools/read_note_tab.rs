@@ -1,7 +1,7 @@
 //! `read_note_tab`: one tab by exact id, with the versions to write against.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_id, parse};
@@ -9,13 +9,14 @@ use crate::content::{load_list, load_slides, load_text};
 use crate::env::MAX_READ_CHARS;
 use crate::head::load_head;
 use crate::history;
-use crate::model::{FileMeta, Head, Source, Tab, TabKind, tab_provenance};
-use crate::refusal::{Code, NOTICE, Out, Refusal};
+use crate::model::{FileMeta, Head, Source, Tab, TabKind};
+use crate::refusal::{Code, Out, Refusal};
+use crate::results::{Notice, Provenance, shape};
 use crate::sections::{outline, window};
 use crate::sheet::load_manifest;
 use crate::version::{Extent, Version};
 
-tool!(untyped "read_note_tab", "Read a note tab", READ_SCOPE, READ);
+tool!("read_note_tab", "Read a note tab", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -154,39 +155,232 @@ pub(crate) fn find_tab<'h>(head: &'h Head, tab_id: &str) -> Result<&'h Tab, Refu
     head.tabs.iter().find(|t| t.id == tab_id).ok_or_else(|| Refusal::not_found("tab"))
 }
 
-/// `read_note_tab`: the tab with its versions; which content field comes
-/// depends on the tab's type.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    let slide = result(&["index", "title", "body", "notes"], json!({"index": count(), "title": text(), "body": text(), "notes": text()}));
-    let sheet = result(&["sheet_id", "name", "rows", "cols"], json!({"sheet_id": text(), "name": text(), "rows": count(), "cols": count()}));
-    let hunk = result(
-        &["old_start", "old_lines", "new_start", "new_lines", "text"],
-        json!({"old_start": count(), "old_lines": count(), "new_start": count(), "new_lines": count(), "text": text()}),
-    );
-    let mut tab = result(
-        &["note_id", "tab_id", "type", "label", "version", "tab_version", "extent", "write_back", "provenance", "notice"],
-        json!({
-            "note_id": text(), "tab_id": text(), "type": tab_type(), "label": text(),
-            "version": crate::version::out_schema(), "tab_version": crate::version::out_schema(),
-            "extent": {"type": "string", "enum": ["whole", "part"]}, "write_back": text(), "provenance": provenance(), "notice": notice(), "at_version": count(),
-            "text": text(), "slides": list(slide), "sheets": list(sheet), "count": count(), "hint": text(),
-            "start_line": count(), "end_line": count(), "total_lines": count(), "next": count(), "truncated": flag(),
-            "section_id": text(), "section_hash": hash(), "since_version": count(), "hunks": list(hunk),
-            "start_index": count(), "total_slides": count(), "next_step": text(), "chars": count(),
-        }),
-    );
-    let needs = |types: Value, field: &str| json!({"if": {"properties": {"type": {"enum": types}}}, "then": {"required": [field]}});
-    tab["allOf"] = json!([
-        {"if": {"properties": {"type": {"enum": ["markdown"]}}}, "then": {"anyOf": [{"required": ["text"]}, {"required": ["hunks"]}]}},
-        needs(json!(["slides"]), "slides"),
-        needs(json!(["sheet"]), "sheets"),
-        needs(json!(["files", "sources"]), "count"),
-    ]);
-    output_of(tab)
+/// One tab as read, with the versions to write against; which content fields come depends on its type.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct Output {
+    note_id: String,
+    /// The tab's exact id.
+    tab_id: String,
+    /// Its label (labels may repeat).
+    label: String,
+    /// The note version the tab was read at (only with at_version).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(default, with = "u64")]
+    at_version: Option<u64>,
+    /// The note's version: a number when this read returned the whole tab, else a "<n>:part" token.
+    #[schemars(schema_with = "shape::version")]
+    version: Version,
+    /// The tab's version, marked like version.
+    #[schemars(schema_with = "shape::version")]
+    tab_version: Version,
+    /// Whether this read returned the whole tab or part of it.
+    extent: ExtentName,
+    /// Which writes may be based on these versions.
+    write_back: &'static str,
+    /// Who wrote the tab, and when.
+    provenance: Provenance,
+    notice: Notice,
+    /// The tab's type and what was read of it.
+    #[serde(flatten)]
+    content: Content,
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+/// How much of the tab a read returned ([`Extent`] on the wire).
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum ExtentName {
+    Whole,
+    Part,
+}
+
+impl From<Extent> for ExtentName {
+    fn from(e: Extent) -> Self {
+        match e {
+            Extent::Whole => ExtentName::Whole,
+            Extent::Part => ExtentName::Part,
+        }
+    }
+}
+
+/// The tab's type, with what was read of it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Content {
+    /// A markdown tab: its text, a part of it, or the changes since a version.
+    Markdown(MarkdownRead),
+    /// A slides tab: its slides, or a range of them.
+    Slides(SlidesRead),
+    /// A sheet tab: its sheets, without their cells.
+    Sheet(SheetList),
+    /// The files tab: how many files it lists.
+    Files(Attachments),
+    /// The sources tab: how many sources it lists.
+    Sources(Attachments),
+}
+
+/// What a read of a markdown tab returned.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum MarkdownRead {
+    /// The whole text.
+    Whole(WholeText),
+    /// One section, or its start when the cap cut it.
+    Section(SectionText),
+    /// A window of lines: the lines asked for, or the start of a text the cap cut.
+    Window(TextWindow),
+    /// The changes since since_version, as line hunks.
+    Changes(Changes),
+}
+
+/// The whole text of a markdown tab.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct WholeText {
+    /// The text.
+    text: String,
+    /// Lines in the text.
+    total_lines: usize,
+    /// Always false: the whole text fit the cap.
+    truncated: bool,
+}
+
+/// A window of a markdown tab's lines.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct TextWindow {
+    /// The window's lines.
+    text: String,
+    /// Its first line (from 1).
+    start_line: usize,
+    /// Its last line, inclusive.
+    end_line: usize,
+    /// Lines in the whole text.
+    total_lines: usize,
+    /// Whether the character cap ended the window.
+    truncated: bool,
+    /// The first line of the next window, when lines follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(default, with = "usize")]
+    next: Option<usize>,
+    /// What to do about a read the cap cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(default, with = "String")]
+    next_step: Option<&'static str>,
+}
+
+/// One section of a markdown tab.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct SectionText {
+    /// Its lines.
+    #[serde(flatten)]
+    window: TextWindow,
+    /// The section read.
+    section_id: String,
+    /// Characters in the whole section.
+    chars: usize,
+    /// The hash of the whole section, for replace_section (only when the whole section came).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(default, schema_with = "shape::hash")]
+    section_hash: Option<String>,
+}
+
+/// What changed in a markdown tab since a note version.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct Changes {
+    /// The note version the changes are counted from.
+    since_version: u64,
+    /// Lines in the text now.
+    total_lines: usize,
+    /// The changed runs of lines, in text order.
+    hunks: Vec<Hunk>,
+    /// Whether the character cap left hunks out.
+    truncated: bool,
+    /// The line (in the text now) the first left-out hunk starts on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(default, with = "usize")]
+    next: Option<usize>,
+    /// What to do when hunks were left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(default, with = "String")]
+    next_step: Option<&'static str>,
+}
+
+/// One changed run of lines: where it starts on both sides (from 1), how many lines it spans on each, and its new lines.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct Hunk {
+    /// Its first line in the old text.
+    old_start: usize,
+    /// Lines it replaces in the old text.
+    old_lines: usize,
+    /// Its first line in the text now.
+    new_start: usize,
+    /// Lines it spans in the text now.
+    new_lines: usize,
+    /// Its lines in the text now, each ending in a newline.
+    text: String,
+}
+
+/// A slides tab's slides, or a range of them.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct SlidesRead {
+    /// The first slide returned (from 0).
+    start_index: usize,
+    /// Slides in the tab.
+    total_slides: usize,
+    /// Whether the character cap ended the range.
+    truncated: bool,
+    /// The index of the next slide, when slides follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(default, with = "usize")]
+    next: Option<usize>,
+    /// What to do about a range the cap cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(default, with = "String")]
+    next_step: Option<&'static str>,
+    /// The slides, in order.
+    slides: Vec<SlideRead>,
+}
+
+/// One slide.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct SlideRead {
+    /// Its place in the tab (from 0).
+    index: usize,
+    title: String,
+    body: String,
+    /// Speaker notes.
+    notes: String,
+}
+
+/// A sheet tab's sheets, without their cells.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct SheetList {
+    /// The sheets, in order.
+    sheets: Vec<SheetInfo>,
+    /// Where the cells are read.
+    hint: &'static str,
+}
+
+/// One sheet of a sheet tab.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct SheetInfo {
+    /// Its id, for read_sheet_range.
+    sheet_id: String,
+    name: String,
+    /// Rows it uses.
+    rows: u64,
+    /// Columns it uses.
+    cols: u64,
+}
+
+/// An attachments tab: how many items it lists.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct Attachments {
+    /// Items in the tab.
+    count: usize,
+    /// Where the items are listed.
+    hint: &'static str,
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     let part = Part::of(&a)?;
     let cap = crate::args::read_cap(&*c.env, a.max_chars)?;
@@ -196,14 +390,14 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
 /// The tab `tab_id` of note `note_id` as the tool answers it, now or as it
 /// was at note version `at_version`, whole (also the people's
 /// `GET …/tabs/{tab}/versions/{v}`).
-pub(crate) fn read(c: &mut Call, note_id: &str, tab_id: &str, at_version: Option<u64>) -> Out<Value> {
+pub(crate) fn read(c: &mut Call, note_id: &str, tab_id: &str, at_version: Option<u64>) -> Out<Output> {
     read_part(c, note_id, tab_id, at_version, &Part::Whole, MAX_READ_CHARS)
 }
 
 /// [`read`] of one part of a tab, at most `cap` characters of text (at
 /// least one whole line or slide): a read the cap cut says `truncated` and
 /// where the rest starts (`next`).
-pub(crate) fn read_part(c: &mut Call, note_id: &str, tab_id: &str, at_version: Option<u64>, part: &Part, cap: usize) -> Out<Value> {
+pub(crate) fn read_part(c: &mut Call, note_id: &str, tab_id: &str, at_version: Option<u64>, part: &Part, cap: usize) -> Out<Output> {
     check_id("note_id", note_id)?;
     check_id("tab_id", tab_id)?;
     let head = load_head(c.kv, c.who, note_id)?;
@@ -215,17 +409,6 @@ pub(crate) fn read_part(c: &mut Call, note_id: &str, tab_id: &str, at_version: O
             &then
         }
     };
-    let mut out = json!({
-        "note_id": head.note_id,
-        "tab_id": tab.id,
-        "type": tab.kind.as_str(),
-        "label": tab.label,
-        "provenance": tab_provenance(tab),
-        "notice": NOTICE,
-    });
-    if let Some(v) = at_version {
-        out["at_version"] = v.into();
-    }
     let fits = match part {
         Part::Whole => true,
         Part::Slides { .. } => tab.kind == TabKind::Slides,
@@ -239,53 +422,51 @@ pub(crate) fn read_part(c: &mut Call, note_id: &str, tab_id: &str, at_version: O
         };
         return Err(Refusal::invalid("tab_id", format!("tab {} is a {} tab: {what}", tab.id, tab.kind.as_str())).into());
     }
-    let extent = match tab.kind {
-        TabKind::Markdown => read_markdown(c, &head, tab, part, cap, &mut out)?,
-        TabKind::Slides => read_slides(c, tab, part, cap, &mut out)?,
+    let (content, extent) = match tab.kind {
+        TabKind::Markdown => read_markdown(c, &head, tab, part, cap).map(|(m, e)| (Content::Markdown(m), e))?,
+        TabKind::Slides => read_slides(c, tab, part, cap).map(|(s, e)| (Content::Slides(s), e))?,
         TabKind::Sheet => {
             let m = load_manifest(c.kv, &tab.blobs)?;
-            let sheets: Vec<Value> = m.sheets.iter().map(|s| json!({"sheet_id": s.sheet_id, "name": s.name, "rows": s.rows, "cols": s.cols})).collect();
-            out["sheets"] = sheets.into();
-            out["hint"] = "read cells with read_sheet_range (at most 100 x 100 per call)".into();
+            let sheets = m.sheets.iter().map(|s| SheetInfo { sheet_id: s.sheet_id.clone(), name: s.name.clone(), rows: s.rows, cols: s.cols }).collect();
             // No cell came with it: a whole-sheet write needs the cells read.
-            Extent::Part
+            (Content::Sheet(SheetList { sheets, hint: HINT_SHEET }), Extent::Part)
         }
-        TabKind::Files | TabKind::Sources => {
-            let count = match tab.kind {
-                TabKind::Files => load_list::<FileMeta>(c.kv, tab)?.len(),
-                _ => load_list::<Source>(c.kv, tab)?.len(),
-            };
-            out["count"] = count.into();
-            out["hint"] = "list attachments with list_note_attachments".into();
-            Extent::Whole
-        }
+        TabKind::Files => (Content::Files(Attachments { count: load_list::<FileMeta>(c.kv, tab)?.len(), hint: HINT_ATTACHMENTS }), Extent::Whole),
+        TabKind::Sources => (Content::Sources(Attachments { count: load_list::<Source>(c.kv, tab)?.len(), hint: HINT_ATTACHMENTS }), Extent::Whole),
     };
     // A past version is not what a write would replace: the changes since
     // it were not read.
     let past = at_version.is_some_and(|v| v != head.version);
-    mark(&mut out, &head, tab, if past { Extent::Part } else { extent }, past);
-    Ok(out)
+    let extent = if past { Extent::Part } else { extent };
+    Ok(Output {
+        note_id: head.note_id.clone(),
+        tab_id: tab.id.clone(),
+        label: tab.label.clone(),
+        at_version,
+        version: Version::of(head.version, extent),
+        tab_version: Version::of(tab.version, extent),
+        extent: extent.into(),
+        write_back: write_back(tab.kind, extent, past),
+        provenance: Provenance::of(tab),
+        notice: Notice,
+        content,
+    })
 }
 
-/// The versions of a read's answer, marked with what it returned, and
-/// what the caller may write back on them (see [`crate::version`]).
-fn mark(out: &mut Value, head: &Head, tab: &Tab, extent: Extent, past: bool) {
-    out["version"] = Version::of(head.version, extent).to_json();
-    out["tab_version"] = Version::of(tab.version, extent).to_json();
-    out["extent"] = match extent {
-        Extent::Whole => "whole",
-        Extent::Part => "part",
-    }
-    .into();
-    let back = match (extent, tab.kind) {
+const HINT_SHEET: &str = "read cells with read_sheet_range (at most 100 x 100 per call)";
+const HINT_ATTACHMENTS: &str = "list attachments with list_note_attachments";
+
+/// What the caller may write back on the versions of a read that returned
+/// `extent` of a tab of `kind` (see [`crate::version`]).
+fn write_back(kind: TabKind, extent: Extent, past: bool) -> &'static str {
+    match (extent, kind) {
         (_, TabKind::Files | TabKind::Sources) => WRITE_BACK_ATTACHMENTS,
         _ if past => WRITE_BACK_PAST,
         (Extent::Whole, _) => WRITE_BACK_WHOLE,
         (Extent::Part, TabKind::Markdown) => WRITE_BACK_PART_TEXT,
         (Extent::Part, TabKind::Slides) => WRITE_BACK_PART_SLIDES,
         (Extent::Part, TabKind::Sheet) => WRITE_BACK_PART_SHEET,
-    };
-    out["write_back"] = back.into();
+    }
 }
 
 const WRITE_BACK_WHOLE: &str = "this is the whole tab: any operation may be based on this version, \
@@ -305,22 +486,22 @@ To restore this text, read the tab now (whole) and write it with that version";
 const WRITE_BACK_ATTACHMENTS: &str = "attachments are not edited with edit_note_tab: add sources with \
 add_note_source";
 
-/// A markdown tab's part into `out`: what the read returned of it.
-fn read_markdown(c: &mut Call, head: &Head, tab: &Tab, part: &Part, cap: usize, out: &mut Value) -> Out<Extent> {
+/// What a read returned of a markdown tab's `part`, and how much of the tab that is.
+fn read_markdown(c: &mut Call, head: &Head, tab: &Tab, part: &Part, cap: usize) -> Out<(MarkdownRead, Extent)> {
     let text = load_text(c.kv, tab)?;
     Ok(match part {
         Part::Whole if text.len() <= cap => {
-            out["total_lines"] = crate::sections::lines(&text).len().into();
-            out["truncated"] = false.into();
-            out["text"] = text.into();
-            Extent::Whole
+            let total_lines = crate::sections::lines(&text).len();
+            (MarkdownRead::Whole(WholeText { text, total_lines, truncated: false }), Extent::Whole)
         }
         Part::Whole => {
-            put_window(out, &window(&text, 1, None, cap));
-            out["next_step"] = NEXT_STEP_CUT.into();
-            Extent::Part
+            let (w, _) = text_window(window(&text, 1, None, cap));
+            (MarkdownRead::Window(TextWindow { next_step: Some(NEXT_STEP_CUT), ..w }), Extent::Part)
         }
-        Part::Lines { start, max } => put_window(out, &window(&text, *start, *max, cap)),
+        Part::Lines { start, max } => {
+            let (w, extent) = text_window(window(&text, *start, *max, cap));
+            (MarkdownRead::Window(w), extent)
+        }
         Part::Section(id) => {
             let sections = outline(&text);
             let Some(s) = sections.iter().find(|s| &s.id == id) else {
@@ -330,69 +511,53 @@ fn read_markdown(c: &mut Call, head: &Head, tab: &Tab, part: &Part, cap: usize, 
                     .into());
             };
             let lines = s.end_line + 1 - s.start_line;
-            let w = window(&text, s.start_line, Some(lines), cap);
-            let extent = put_window(out, &w);
-            out["section_id"] = s.id.clone().into();
-            out["chars"] = s.chars.into();
+            let (mut w, extent) = text_window(window(&text, s.start_line, Some(lines), cap));
+            // No hash for part of a section: a replace_section built on a
+            // cut text would drop the section's tail.
+            let section_hash = if w.truncated { None } else { Some(s.hash(&text)) };
             if w.truncated {
-                // No hash for part of a section: a replace_section
-                // built on a cut text would drop the section's tail.
-                out["next_step"] = NEXT_STEP_CUT_SECTION.into();
-            } else {
-                out["section_hash"] = s.hash(&text).into();
+                w.next_step = Some(NEXT_STEP_CUT_SECTION);
             }
-            extent
+            (MarkdownRead::Section(SectionText { window: w, section_id: s.id.clone(), chars: s.chars, section_hash }), extent)
         }
         Part::Since(v) => {
             let old = since_text(c, head, &tab.id, *v)?;
-            out["since_version"] = (*v).into();
-            out["total_lines"] = crate::sections::lines(&text).len().into();
+            let total_lines = crate::sections::lines(&text).len();
             let (hunks, next) = hunks(&old, &text, cap)?;
-            out["hunks"] = hunks.into();
-            out["truncated"] = next.is_some().into();
-            if let Some(n) = next {
-                out["next"] = n.into();
-                out["next_step"] = NEXT_STEP_CUT_HUNKS.into();
-            }
+            let next_step = next.map(|_| NEXT_STEP_CUT_HUNKS);
             // Hunks are not the text: a whole-tab write needs the text read.
-            Extent::Part
+            (MarkdownRead::Changes(Changes { since_version: *v, total_lines, hunks, truncated: next.is_some(), next, next_step }), Extent::Part)
         }
         Part::Slides { .. } => unreachable!("checked by the caller: slide ranges read slides tabs"),
     })
 }
 
-/// A slides tab's range into `out`: whole when every slide came.
-fn read_slides(c: &mut Call, tab: &Tab, part: &Part, cap: usize, out: &mut Value) -> Out<Extent> {
+/// A slides tab's range: whole when every slide came.
+fn read_slides(c: &mut Call, tab: &Tab, part: &Part, cap: usize) -> Out<(SlidesRead, Extent)> {
     let all = load_slides(c.kv, tab)?;
+    let total_slides = all.len();
     let (start, max) = match part {
         Part::Slides { start, max } => (*start, *max),
         _ => (0, None),
     };
     let mut slides = Vec::new();
     let mut chars = 0usize;
-    let limit = max.map_or(all.len(), |m| start.saturating_add(m).min(all.len()));
+    let limit = max.map_or(total_slides, |m| start.saturating_add(m).min(total_slides));
     let mut truncated = false;
-    for (i, s) in all.iter().enumerate().take(limit).skip(start) {
+    for (index, s) in all.into_iter().enumerate().take(limit).skip(start) {
         let n = s.title.chars().count() + s.body.chars().count() + s.notes.chars().count();
         if !slides.is_empty() && chars + n > cap {
             truncated = true;
             break;
         }
         chars += n;
-        slides.push(json!({"index": i, "title": s.title, "body": s.body, "notes": s.notes}));
+        slides.push(SlideRead { index, title: s.title, body: s.body, notes: s.notes });
     }
     let end = start + slides.len();
-    out["start_index"] = start.into();
-    out["total_slides"] = all.len().into();
-    out["truncated"] = truncated.into();
-    if end < all.len() {
-        out["next"] = end.into();
-    }
-    if truncated {
-        out["next_step"] = NEXT_STEP_CUT_SLIDES.into();
-    }
-    out["slides"] = slides.into();
-    Ok(if start == 0 && end == all.len() { Extent::Whole } else { Extent::Part })
+    let next = (end < total_slides).then_some(end);
+    let next_step = truncated.then_some(NEXT_STEP_CUT_SLIDES);
+    let extent = if start == 0 && end == total_slides { Extent::Whole } else { Extent::Part };
+    Ok((SlidesRead { start_index: start, total_slides, truncated, next, next_step, slides }, extent))
 }
 
 const NEXT_STEP_CUT: &str = "this is not the whole tab: the read stopped at its character cap. Read on \
@@ -409,17 +574,19 @@ const NEXT_STEP_CUT_SLIDES: &str = "more slides follow: read on with start_index
 
 /// A window's fields on a read's answer; whole when the window holds every
 /// line of the text.
-fn put_window(out: &mut Value, w: &crate::sections::Window) -> Extent {
-    out["text"] = w.text.clone().into();
-    out["start_line"] = w.start_line.into();
-    out["end_line"] = w.end_line.into();
-    out["total_lines"] = w.total_lines.into();
-    out["truncated"] = w.truncated.into();
-    if let Some(n) = w.next {
-        out["next"] = n.into();
-    }
+fn text_window(w: crate::sections::Window) -> (TextWindow, Extent) {
     let every_line = w.start_line <= 1 && w.end_line >= w.total_lines && !w.truncated && w.next.is_none();
-    if every_line { Extent::Whole } else { Extent::Part }
+    let extent = if every_line { Extent::Whole } else { Extent::Part };
+    let tw = TextWindow {
+        text: w.text,
+        start_line: w.start_line,
+        end_line: w.end_line,
+        total_lines: w.total_lines,
+        truncated: w.truncated,
+        next: w.next,
+        next_step: None,
+    };
+    (tw, extent)
 }
 
 /// The tab's text at note version `v`, for `since_version`: empty when the
@@ -444,7 +611,7 @@ fn since_text(c: &mut Call, head: &Head, tab_id: &str, v: u64) -> Out<String> {
 /// sides (from 1), how many lines it spans on each, and its new lines; whole
 /// hunks while their text fits in `cap` characters (the first always comes),
 /// then the new line the next hunk starts on.
-fn hunks(old: &str, new: &str, cap: usize) -> Out<(Vec<Value>, Option<usize>)> {
+fn hunks(old: &str, new: &str, cap: usize) -> Out<(Vec<Hunk>, Option<usize>)> {
     let diff = crate::diff::lines(old, new, crate::diff::Purpose::CatchUp)?;
     let new_lines = crate::sections::lines(new);
     let mut out = Vec::new();
@@ -463,7 +630,7 @@ fn hunks(old: &str, new: &str, cap: usize) -> Out<(Vec<Value>, Option<usize>)> {
         if !out.is_empty() && chars > cap {
             return Ok((out, Some(n.start + 1)));
         }
-        out.push(json!({"old_start": o.start + 1, "old_lines": o.len(), "new_start": n.start + 1, "new_lines": n.len(), "text": text}));
+        out.push(Hunk { old_start: o.start + 1, old_lines: o.len(), new_start: n.start + 1, new_lines: n.len(), text });
     }
     Ok((out, None))
 }

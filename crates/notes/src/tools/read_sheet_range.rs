@@ -1,18 +1,20 @@
 //! `read_sheet_range`: at most 100 × 100 cells of a sheet tab.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use schemars::{Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::find_tab;
 use super::{Call, READ, READ_SCOPE};
 use crate::args::{MAX_COLS, MAX_RANGE, MAX_ROWS, check_id, check_range, parse};
 use crate::head::load_head;
-use crate::model::{TabKind, tab_provenance};
-use crate::refusal::{NOTICE, Out, Refusal};
+use crate::model::TabKind;
+use crate::refusal::{Out, Refusal};
+use crate::results::{Notice, Provenance, shape};
 use crate::sheet::{load_manifest, read_range};
 use crate::version::{Extent, Version};
 
-tool!(untyped "read_sheet_range", "Read sheet cells", READ_SCOPE, READ);
+tool!("read_sheet_range", "Read sheet cells", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -59,36 +61,45 @@ fn input_schema() -> Value {
     crate::schema::input::<Args>()
 }
 
-/// `read_sheet_range`: the block of cells asked for, clipped to the sheet.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    let cell = json!({"type": ["string", "number", "boolean", "null"]});
-    output_of(result(
-        &[
-            "note_id",
-            "tab_id",
-            "sheet_id",
-            "start_row",
-            "start_col",
-            "num_rows",
-            "num_cols",
-            "values",
-            "sheet_rows",
-            "sheet_cols",
-            "version",
-            "tab_version",
-            "provenance",
-            "notice",
-        ],
-        json!({
-            "note_id": text(), "tab_id": text(), "sheet_id": text(), "start_row": count(), "start_col": count(),
-            "num_rows": count(), "num_cols": count(), "values": list(list(cell)), "sheet_rows": count(),
-            "sheet_cols": count(), "version": crate::version::out_schema(), "tab_version": crate::version::out_schema(), "provenance": provenance(), "notice": notice(),
-        }),
-    ))
+/// The block of cells asked for, clipped to the sheet, with the versions to write against.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct Output {
+    note_id: String,
+    tab_id: String,
+    /// The sheet read (the tab's first when none was asked for).
+    sheet_id: String,
+    /// The first row read (from 0).
+    start_row: u64,
+    /// The first column read (from 0).
+    start_col: u64,
+    /// Rows returned: as many as asked for, fewer only past a sheet's last possible row.
+    num_rows: usize,
+    /// Columns returned: as many as asked for, fewer only past a sheet's last possible column.
+    num_cols: usize,
+    /// The cells, row by row; an empty cell is null.
+    #[schemars(schema_with = "cells")]
+    values: Vec<Vec<Value>>,
+    /// Rows the sheet uses.
+    sheet_rows: u64,
+    /// Columns the sheet uses.
+    sheet_cols: u64,
+    /// The note's version: a number only when these cells are the whole tab.
+    #[schemars(schema_with = "shape::version")]
+    version: Version,
+    /// The tab's version, marked like version.
+    #[schemars(schema_with = "shape::version")]
+    tab_version: Version,
+    /// Who wrote the tab, and when.
+    provenance: Provenance,
+    notice: Notice,
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+/// Rows of cells: each a string, number, boolean or null.
+fn cells(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "array", "items": {"type": "array", "items": {"type": ["string", "number", "boolean", "null"]}}})
+}
+
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     a.check()?;
     let head = load_head(c.kv, c.who, &a.note_id)?;
@@ -102,27 +113,24 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         None => m.sheets.first().ok_or_else(|| Refusal::not_found("sheet"))?,
     };
     let values = read_range(c.kv, sheet, a.start_row, a.start_col, a.num_rows, a.num_cols)?;
+    let (num_rows, num_cols) = (values.len(), values.first().map_or(0, Vec::len));
     // Whole only when these cells are every cell of the tab.
-    let every_cell = m.sheets.len() == 1
-        && a.start_row == 0
-        && a.start_col == 0
-        && values.len() as u64 >= sheet.rows
-        && values.first().map_or(0, Vec::len) as u64 >= sheet.cols;
+    let every_cell = m.sheets.len() == 1 && a.start_row == 0 && a.start_col == 0 && num_rows as u64 >= sheet.rows && num_cols as u64 >= sheet.cols;
     let extent = if every_cell { Extent::Whole } else { Extent::Part };
-    Ok(json!({
-        "note_id": head.note_id,
-        "tab_id": tab.id,
-        "sheet_id": sheet.sheet_id,
-        "start_row": a.start_row,
-        "start_col": a.start_col,
-        "num_rows": values.len(),
-        "num_cols": values.first().map_or(0, Vec::len),
-        "values": values,
-        "sheet_rows": sheet.rows,
-        "sheet_cols": sheet.cols,
-        "version": Version::of(head.version, extent),
-        "tab_version": Version::of(tab.version, extent),
-        "provenance": tab_provenance(tab),
-        "notice": NOTICE,
-    }))
+    Ok(Output {
+        note_id: head.note_id.clone(),
+        tab_id: tab.id.clone(),
+        sheet_id: sheet.sheet_id.clone(),
+        start_row: a.start_row,
+        start_col: a.start_col,
+        num_rows,
+        num_cols,
+        values,
+        sheet_rows: sheet.rows,
+        sheet_cols: sheet.cols,
+        version: Version::of(head.version, extent),
+        tab_version: Version::of(tab.version, extent),
+        provenance: Provenance::of(tab),
+        notice: Notice,
+    })
 }
