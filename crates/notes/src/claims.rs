@@ -31,12 +31,16 @@ use serde_json::{Value, json};
 use crate::args::{ClaimRef, DEFAULT_TTL_SECONDS, parse_claim_id};
 use crate::claim_audit::{Record, actor_str, note_ended, put_record};
 use crate::claim_index::{index_lower, read_index};
+use crate::claim_results::{
+    AlreadyReleased, Board, BoardClaim, ClaimNoteProvenance, ClaimNoteView, ClaimView, PostedNote, Release, ReleaseReason, ReleasedNow,
+};
 use crate::env::{ActorType, Env, Identity, Role};
 use crate::head::{Decision, Limit, Reader, is_busy, load_head, transact, visible_head};
 use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{Claim, ClaimNote, Head, TabKind, Who, base36, nonce, rand8, rfc3339, sha_hex};
-use crate::refusal::{Code, NOTICE, Out, Refusal};
+use crate::refusal::{Code, Out, Refusal};
+use crate::results::Notice;
 use crate::section_claims;
 
 /// Claim notes kept per claim (older ones are dropped when a new one is posted).
@@ -124,27 +128,27 @@ pub(crate) fn conflict(head: &Head, c: &Claim, what: &str) -> Refusal {
 }
 
 /// A claim as the tools show it.
-fn view(note_id: &str, c: &Claim, renewed: bool) -> Value {
-    json!({
-        "claim_id": c.claim_id,
-        "note_id": note_id,
-        "tab_id": c.tab_id,
-        "section_id": c.section_id,
-        "held_by": c.holder.name,
-        "actor_type": actor_str(c.holder.actor_type),
-        "since": rfc3339(c.since),
-        "expires_at": rfc3339(c.expires_at),
-        "ttl_seconds": c.ttl_us / US,
-        "renewed": renewed,
-    })
+fn view(note_id: &str, c: &Claim, renewed: bool) -> ClaimView {
+    ClaimView {
+        claim_id: c.claim_id.clone(),
+        note_id: note_id.to_string(),
+        tab_id: c.tab_id.clone(),
+        section_id: c.section_id.clone(),
+        held_by: c.holder.name.clone(),
+        actor_type: c.holder.actor_type,
+        since: rfc3339(c.since),
+        expires_at: rfc3339(c.expires_at),
+        ttl_seconds: c.ttl_us / US,
+        renewed,
+    }
 }
 
-/// What one attempt of a claim operation decided.
-enum Step {
+/// What one attempt of a claim operation decided; `R` is the operation's result.
+enum Step<R> {
     /// Commit the changed head; `index_due` is the expiry of a newly granted claim.
-    Commit { result: Value, audit: Value, index_due: Option<u64> },
+    Commit { result: R, audit: Value, index_due: Option<u64> },
     /// Answer without changing the head (lapsed claims are still dropped if any).
-    Answer { result: Value, audit: Value },
+    Answer { result: R, audit: Value },
     /// Refuse; the record is written best effort (a refusal has no commit to join).
     Refuse { refusal: Refusal, audit: Option<Value> },
 }
@@ -157,7 +161,7 @@ const CLAIM_LIMIT: Limit = Limit { field: "text", message: "the note head would 
 /// Time and the operation's audit key are fixed before the first attempt: a retried
 /// attempt writes the same key (and, for the same outcome, the same bytes), so the record
 /// left there is the operation's final outcome.
-fn claim_txn(kv: &TenantKv, env: &mut dyn Env, who: &Identity, note_id: &str, mut op: impl FnMut(&mut Head, u64) -> Out<Step>) -> Out<Value> {
+fn claim_txn<R>(kv: &TenantKv, env: &mut dyn Env, who: &Identity, note_id: &str, mut op: impl FnMut(&mut Head, u64) -> Out<Step<R>>) -> Out<R> {
     let now = env.now_us();
     let audit_key = keys::claim_audit(note_id, now, &rand8(env));
     let busy = "the note is busy with other writes; nothing changed";
@@ -199,7 +203,7 @@ fn record<'a>(event: &'static str, action: &'static str, at: u64, note_id: &'a s
 
 /// Outcome of [`claim`]: the result and whether it was a heartbeat on an existing claim.
 pub(crate) struct Claimed {
-    pub result: Value,
+    pub result: ClaimView,
     pub renewed: bool,
 }
 
@@ -298,7 +302,7 @@ fn grant(
     now: u64,
     ttl: u64,
     action: &'static str,
-) -> Step {
+) -> Step<ClaimView> {
     head.claim_seq += 1;
     let c = Claim {
         claim_id: format!("clm-{note_id}-{}-{rand}", base36(head.claim_seq)),
@@ -323,7 +327,7 @@ fn grant(
 /// Whether the note ever handed out this claim id's sequence number.
 /// The index of live claim `claim_id` when the caller holds it; else the refusal to
 /// answer (gone, or someone else's, for `verb`) with its audit record.
-fn held_by_caller(head: &Head, r: &ClaimRef, claim_id: &str, who: &Identity, action: &'static str, verb: &str, now: u64) -> Result<usize, Step> {
+fn held_by_caller<R>(head: &Head, r: &ClaimRef, claim_id: &str, who: &Identity, action: &'static str, verb: &str, now: u64) -> Result<usize, Step<R>> {
     let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
         return Err(Step::Refuse {
             refusal: gone(head, r),
@@ -343,7 +347,7 @@ fn held_by_caller(head: &Head, r: &ClaimRef, claim_id: &str, who: &Identity, act
 /// A claim operation on a live claim the caller holds: `op` gets the claim's index; a
 /// claim that is gone or someone else's is refused (and audited) before `op` runs.
 #[allow(clippy::too_many_arguments)]
-fn on_held(
+fn on_held<R>(
     kv: &TenantKv,
     env: &mut dyn Env,
     who: &Identity,
@@ -351,8 +355,8 @@ fn on_held(
     r: &ClaimRef,
     action: &'static str,
     verb: &str,
-    mut op: impl FnMut(&mut Head, usize, u64) -> Out<Step>,
-) -> Out<Value> {
+    mut op: impl FnMut(&mut Head, usize, u64) -> Out<Step<R>>,
+) -> Out<R> {
     claim_txn(kv, env, who, &r.note_id, |head, now| match held_by_caller(head, r, claim_id, who, action, verb, now) {
         Ok(i) => op(head, i, now),
         Err(refuse) => Ok(refuse),
@@ -397,7 +401,7 @@ pub(crate) fn renew(
     r: &ClaimRef,
     ttl_seconds: Option<u64>,
     action: &'static str,
-) -> Out<Value> {
+) -> Out<ClaimView> {
     on_held(kv, env, who, claim_id, r, action, "renew", |head, i, now| {
         let c = &mut head.claims[i];
         let ttl = ttl_seconds.map_or(c.ttl_us, |s| s * US);
@@ -417,26 +421,24 @@ fn refused(action: &'static str, now: u64, note_id: &str, who: &Identity, claim:
 
 /// Releases a claim: by its holder, or `forced` by a human admin (checked by the caller).
 /// Releasing a claim that already ended answers `already_released: true`.
-pub(crate) fn release(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_id: &str, r: &ClaimRef, forced: bool, action: &'static str) -> Out<Value> {
-    let reason = if forced { "forced" } else { "released" };
+pub(crate) fn release(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_id: &str, r: &ClaimRef, forced: bool, action: &'static str) -> Out<Release> {
+    let reason = if forced { ReleaseReason::Forced } else { ReleaseReason::Released };
     claim_txn(kv, env, who, &r.note_id, |head, now| {
         let Some(i) = head.claims.iter().position(|c| c.claim_id == claim_id) else {
             if !issued(head, r) {
                 return Ok(Step::Refuse { refusal: Refusal::not_found("claim"), audit: None });
             }
             let ended = head.ended.iter().rev().find(|e| e.claim_id == claim_id);
-            let mut result = json!({
-                "claim_id": claim_id,
-                "note_id": r.note_id,
-                "released": false,
-                "already_released": true,
-                "reason": ended.map(|e| e.reason.clone()),
-                "ended_at": ended.map(|e| rfc3339(e.at)),
+            let result = Release::Already(AlreadyReleased {
+                claim_id: claim_id.to_string(),
+                note_id: r.note_id.clone(),
+                released: false,
+                already_released: true,
+                reason: ended.map(|e| e.reason.clone()),
+                ended_at: ended.map(|e| rfc3339(e.at)),
+                forced: forced.then_some(true),
             });
-            if forced {
-                result["forced"] = true.into();
-            }
-            let audit = Record { event: reason, action, at: now, note_id: &r.note_id, claim: None, by: Some(who) }
+            let audit = Record { event: reason.as_str(), action, at: now, note_id: &r.note_id, claim: None, by: Some(who) }
                 .json(json!({"claim_id": claim_id, "already_released": true}));
             return Ok(Step::Answer { result, audit });
         };
@@ -448,29 +450,27 @@ pub(crate) fn release(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_id
             });
         }
         let c = head.claims.remove(i);
-        note_ended(head, &c.claim_id, reason, now);
-        let audit = Record { event: reason, action, at: now, note_id: &r.note_id, claim: Some(&c), by: Some(who) }
-            .json(json!({"reason": reason, "notes_dropped": c.notes.len()}));
-        let mut result = json!({
-            "claim_id": c.claim_id,
-            "note_id": r.note_id,
-            "tab_id": c.tab_id,
-            "released": true,
-            "already_released": false,
-            "reason": reason,
-            "held_by": c.holder.name,
-            "actor_type": actor_str(c.holder.actor_type),
+        note_ended(head, &c.claim_id, reason.as_str(), now);
+        let audit = Record { event: reason.as_str(), action, at: now, note_id: &r.note_id, claim: Some(&c), by: Some(who) }
+            .json(json!({"reason": reason.as_str(), "notes_dropped": c.notes.len()}));
+        let result = Release::Now(ReleasedNow {
+            claim_id: c.claim_id,
+            note_id: r.note_id.clone(),
+            tab_id: c.tab_id,
+            released: true,
+            already_released: false,
+            reason,
+            held_by: c.holder.name,
+            actor_type: c.holder.actor_type,
+            forced: forced.then_some(true),
+            forced_by: forced.then(|| Who::of(who).name),
         });
-        if forced {
-            result["forced"] = true.into();
-            result["forced_by"] = Who::of(who).name.into();
-        }
         Ok(Step::Commit { result, audit, index_due: None })
     })
 }
 
 /// Posts an ephemeral note on a live claim the caller holds.
-pub(crate) fn post_note(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_id: &str, r: &ClaimRef, text: &str, action: &'static str) -> Out<Value> {
+pub(crate) fn post_note(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_id: &str, r: &ClaimRef, text: &str, action: &'static str) -> Out<PostedNote> {
     on_held(kv, env, who, claim_id, r, action, "post notes on", |head, i, now| {
         let c = &mut head.claims[i];
         c.notes.push(ClaimNote { at: now, text: text.to_string() });
@@ -494,16 +494,16 @@ pub(crate) fn post_note(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_
         let audit = Record { event: "noted", action, at: now, note_id: &r.note_id, claim: Some(c), by: Some(who) }
             .json(json!({"note_chars": text.chars().count(), "note_hash": sha_hex(text.as_bytes())}));
         Ok(Step::Commit {
-            result: json!({
-                "claim_id": c.claim_id,
-                "note_id": r.note_id,
-                "tab_id": c.tab_id,
-                "posted_at": rfc3339(now),
-                "content_hash": sha_hex(text.as_bytes()),
-                "notes_on_claim": c.notes.len(),
-                "dropped_oldest": dropped,
-                "expires_at": rfc3339(c.expires_at),
-            }),
+            result: PostedNote {
+                claim_id: c.claim_id.clone(),
+                note_id: r.note_id.clone(),
+                tab_id: c.tab_id.clone(),
+                posted_at: rfc3339(now),
+                content_hash: sha_hex(text.as_bytes()),
+                notes_on_claim: c.notes.len(),
+                dropped_oldest: dropped,
+                expires_at: rfc3339(c.expires_at),
+            },
             audit,
             index_due: None,
         })
@@ -511,7 +511,7 @@ pub(crate) fn post_note(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_
 }
 
 /// Force-releases someone's claim: human admins only (a role check, never a scope).
-pub(crate) fn force_release(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_id: &str) -> Out<Value> {
+pub(crate) fn force_release(kv: &TenantKv, env: &mut dyn Env, who: &Identity, claim_id: &str) -> Out<Release> {
     let r = parse_claim_id(claim_id)?;
     if who.role != Role::Admin || who.actor_type != ActorType::Human {
         // Best effort, and only under a note that exists in the caller's tenant.
@@ -529,37 +529,30 @@ pub(crate) fn force_release(kv: &TenantKv, env: &mut dyn Env, who: &Identity, cl
 }
 
 /// A live claim on the presence board.
-fn board_item(head: &Head, c: &Claim, who: &Identity) -> Value {
+fn board_item(head: &Head, c: &Claim, who: &Identity) -> BoardClaim {
     let tab_label = c.tab_id.as_deref().and_then(|t| head.tab_index(t)).map(|i| head.tabs[i].label.clone());
-    let notes: Vec<Value> = c
+    let notes = c
         .notes
         .iter()
-        .map(|n| {
-            json!({
-                "text": n.text,
-                "posted_at": rfc3339(n.at),
-                "provenance": {
-                    "author": c.holder.label(),
-                    "updated_at": rfc3339(n.at),
-                    "updated_by": c.holder.label(),
-                    "content_hash": sha_hex(n.text.as_bytes()),
-                },
-            })
+        .map(|n| ClaimNoteView {
+            text: n.text.clone(),
+            posted_at: rfc3339(n.at),
+            provenance: ClaimNoteProvenance {
+                author: c.holder.label(),
+                updated_at: rfc3339(n.at),
+                updated_by: c.holder.label(),
+                content_hash: sha_hex(n.text.as_bytes()),
+            },
         })
         .collect();
-    let mut v = view(&head.note_id, c, c.renewals > 0);
-    v["note_title"] = head.title.clone().into();
-    v["tab_label"] = tab_label.into();
-    v["yours"] = (c.holder.subject == who.subject).into();
-    v["notes"] = notes.into();
-    v
+    BoardClaim { claim: view(&head.note_id, c, c.renewals > 0), note_title: head.title.clone(), tab_label, yours: c.holder.subject == who.subject, notes }
 }
 
 /// The presence board: live claims of the caller's tenant (of one note, or of every note
 /// the caller may see), never a lapsed one.
-pub(crate) fn board(kv: &TenantKv, who: &Identity, now: u64, note_id: Option<&str>) -> Out<Value> {
+pub(crate) fn board(kv: &TenantKv, who: &Identity, now: u64, note_id: Option<&str>) -> Out<Board> {
     // Adds a head's live claims; false once the board is full.
-    fn add(head: &Head, who: &Identity, now: u64, items: &mut Vec<Value>) -> bool {
+    fn add(head: &Head, who: &Identity, now: u64, items: &mut Vec<BoardClaim>) -> bool {
         for c in head.claims.iter().filter(|c| c.live(now)) {
             if items.len() == MAX_LISTED_CLAIMS {
                 return false;
@@ -590,10 +583,5 @@ pub(crate) fn board(kv: &TenantKv, who: &Identity, now: u64, note_id: Option<&st
             }
         }
     }
-    Ok(json!({
-        "claims": items,
-        "truncated": truncated,
-        "as_of": rfc3339(now),
-        "notice": NOTICE,
-    }))
+    Ok(Board { claims: items, truncated, as_of: rfc3339(now), notice: Notice })
 }

@@ -30,7 +30,8 @@
 //!   tab says); its merges bring the postings up to the committed heads.
 //! - [`quota`]: the tenant's stored bytes, exact at write time (a counter
 //!   charged before each commit, refunded where a commit did not land).
-//! - `claims` (claim rules and operations), `section_claims` (the lines a
+//! - `claim_results` (the typed results of the claim tools and routes),
+//!   `claims` (claim rules and operations), `section_claims` (the lines a
 //!   section claim holds, enforced on every commit), `write` (the write
 //!   pipeline: idempotency → claims → version → apply → section claims →
 //!   history), `edit` (tab edits, patches and their rebase check).
@@ -77,6 +78,7 @@ mod args;
 mod audit;
 mod claim_audit;
 mod claim_index;
+mod claim_results;
 mod claims;
 mod content;
 mod diff;

@@ -61,7 +61,7 @@ pub fn changes(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &str,
             })
             .collect();
         out["tabs"] = tabs.into();
-        out["claims"] = board(kv, who, now, Some(note_id))?["claims"].take();
+        out["claims"] = json!(board(kv, who, now, Some(note_id))?.claims);
         Ok(out)
     })
 }

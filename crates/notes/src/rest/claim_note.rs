@@ -1,7 +1,7 @@
 //! `POST /api/v1/notes/{note}/claims`: a claim on the note or one of its tabs.
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use cairn_kv::Store;
 
@@ -36,7 +36,7 @@ pub fn claim_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &s
         check_section_id(a.section_id.as_deref())?;
         check_ttl(a.ttl_seconds)?;
         let c = claims::claim(kv, env, who, note_id, a.tab_id.as_deref(), a.section_id.as_deref(), a.ttl_seconds, "rest_claim_note")?;
-        Ok((if c.renewed { 200 } else { 201 }, c.result))
+        Ok((if c.renewed { 200 } else { 201 }, json!(c.result)))
     })
 }
 

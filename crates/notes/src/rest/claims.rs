@@ -2,7 +2,7 @@
 //! note on it, force-release).
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use cairn_kv::Store;
 
@@ -33,7 +33,7 @@ pub fn renew_claim(kv: &dyn Store, env: &mut dyn Env, who: &Identity, claim_id: 
     on_claim(kv, who, claim_id, 200, |kv, r| {
         let a: RenewBody = parse(args)?;
         check_ttl(a.ttl_seconds)?;
-        claims::renew(kv, env, who, claim_id, r, a.ttl_seconds, "rest_renew_claim")
+        Ok(json!(claims::renew(kv, env, who, claim_id, r, a.ttl_seconds, "rest_renew_claim")?))
     })
 }
 
@@ -41,7 +41,7 @@ pub fn renew_claim(kv: &dyn Store, env: &mut dyn Env, who: &Identity, claim_id: 
 /// already_released, reason}`; a repeat is 200 with `already_released: true`; 403 for
 /// someone else's claim.
 pub fn release_claim(kv: &dyn Store, env: &mut dyn Env, who: &Identity, claim_id: &str) -> Result<RestReply, Failure> {
-    on_claim(kv, who, claim_id, 200, |kv, r| claims::release(kv, env, who, claim_id, r, false, "rest_release_claim"))
+    on_claim(kv, who, claim_id, 200, |kv, r| Ok(json!(claims::release(kv, env, who, claim_id, r, false, "rest_release_claim")?)))
 }
 
 #[derive(Deserialize)]
@@ -57,7 +57,7 @@ pub fn post_claim_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, claim_
     on_claim(kv, who, claim_id, 201, |kv, r| {
         let a: NoteBody = parse(args)?;
         check_chars("text", &a.text, 1, MAX_CLAIM_NOTE_CHARS)?;
-        claims::post_note(kv, env, who, claim_id, r, &a.text, "rest_post_claim_note")
+        Ok(json!(claims::post_note(kv, env, who, claim_id, r, &a.text, "rest_post_claim_note")?))
     })
 }
 
@@ -65,7 +65,7 @@ pub fn post_claim_note(kv: &dyn Store, env: &mut dyn Env, who: &Identity, claim_
 /// (a role check; no token scope grants it). Audited with who did it (event `forced`).
 /// 200 with the release result (`forced: true`, `forced_by`); 403 `forbidden` otherwise.
 pub fn force_release_claim(kv: &dyn Store, env: &mut dyn Env, who: &Identity, claim_id: &str) -> Result<RestReply, Failure> {
-    answer(kv, who, &[], 200, |kv| claims::force_release(kv, env, who, claim_id))
+    answer(kv, who, &[], 200, |kv| Ok(json!(claims::force_release(kv, env, who, claim_id)?)))
 }
 
 /// `POST …/renew`: [`renew_claim`].

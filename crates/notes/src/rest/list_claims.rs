@@ -1,5 +1,7 @@
 //! `GET /api/v1/claims[?note_id=]`: the presence board.
 
+use serde_json::json;
+
 use cairn_kv::Store;
 
 use crate::claims;
@@ -14,7 +16,7 @@ use super::{Ctx, RestReply, answer};
 /// [{text, posted_at, provenance}]}], truncated, as_of, notice}`.
 pub fn list_claims(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: Option<&str>) -> Result<RestReply, Failure> {
     let ids: Vec<(&str, &str)> = note_id.map(|n| ("note_id", n)).into_iter().collect();
-    answer(kv, who, &ids, 200, |kv| claims::board(kv, who, env.now_us(), note_id))
+    answer(kv, who, &ids, 200, |kv| Ok(json!(claims::board(kv, who, env.now_us(), note_id)?)))
 }
 
 /// [`list_claims`] on a routed request.

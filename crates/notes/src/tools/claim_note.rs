@@ -5,10 +5,11 @@ use serde_json::Value;
 
 use super::{ADDS, Call, ON_CLAIM, WRITE_SCOPE};
 use crate::args::{DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, MIN_TTL_SECONDS, check_id, check_section_id, check_ttl, parse};
+use crate::claim_results::ClaimView;
 use crate::claims::claim;
 use crate::refusal::{Out, Refusal};
 
-tool!(untyped "claim_note", "Claim a note or a tab", WRITE_SCOPE, ADDS);
+tool!("claim_note", "Claim a note or a tab", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -61,11 +62,9 @@ fn input_schema() -> Value {
 }
 
 /// `claim_note`: the claim held.
-fn output_schema() -> Value {
-    crate::schema::output_of(crate::schema::claim_view())
-}
+type Output = ClaimView;
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     a.check()?;
     Ok(claim(c.kv, c.env, c.who, &a.note_id, a.tab_id.as_deref(), a.section_id.as_deref(), a.ttl_seconds, "claim_note")?.result)

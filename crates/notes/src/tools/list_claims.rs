@@ -1,14 +1,15 @@
 //! `list_claims`: the presence board, who holds what right now.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Call, READ, READ_SCOPE};
 use crate::args::{check_id, parse};
+use crate::claim_results::Board;
 use crate::claims::board;
 use crate::refusal::{Out, Refusal};
 
-tool!(untyped "list_claims", "List claims", READ_SCOPE, READ);
+tool!("list_claims", "List claims", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -38,21 +39,9 @@ fn input_schema() -> Value {
 }
 
 /// `list_claims`: the presence board.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    let posted = result(&["text", "posted_at", "provenance"], json!({"text": text(), "posted_at": timestamp(), "provenance": provenance()}));
-    let mut claim = claim_view();
-    for (k, v) in [("note_title", text()), ("tab_label", nullable(text())), ("yours", flag()), ("notes", list(posted))] {
-        claim["properties"][k] = v;
-        claim["required"].as_array_mut().expect("required is a list").push(k.into());
-    }
-    output_of(result(
-        &["claims", "truncated", "as_of", "notice"],
-        json!({"claims": list(claim), "truncated": flag(), "as_of": timestamp(), "notice": notice()}),
-    ))
-}
+type Output = Board;
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     a.check()?;
     board(c.kv, c.who, c.env.now_us(), a.note_id.as_deref())

@@ -1,14 +1,15 @@
 //! `post_claim_note`: tell others, on your claim, what you are doing.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{APPENDS, Call, WRITE_SCOPE};
 use crate::args::{ClaimRef, MAX_CLAIM_NOTE_CHARS, check_chars, parse, parse_claim_id};
+use crate::claim_results::PostedNote;
 use crate::claims::{NOTES_PER_CLAIM, post_note};
 use crate::refusal::{Out, Refusal};
 
-tool!(untyped "post_claim_note", "Post a claim note", WRITE_SCOPE, APPENDS);
+tool!("post_claim_note", "Post a claim note", WRITE_SCOPE, APPENDS);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,18 +44,9 @@ fn input_schema() -> Value {
 }
 
 /// `post_claim_note`: the note posted on the claim.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    output_of(result(
-        &["claim_id", "note_id", "tab_id", "posted_at", "content_hash", "notes_on_claim", "dropped_oldest", "expires_at"],
-        json!({
-            "claim_id": text(), "note_id": text(), "tab_id": nullable(text()), "posted_at": timestamp(),
-            "content_hash": hash(), "notes_on_claim": count(), "dropped_oldest": count(), "expires_at": timestamp(),
-        }),
-    ))
-}
+type Output = PostedNote;
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     let r = a.check()?;
     post_note(c.kv, c.env, c.who, &a.claim_id, &r, &a.text, "post_claim_note")

@@ -1,14 +1,15 @@
 //! `release_claim`: end a claim you hold (harmless to repeat).
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{ADDS, Call, WRITE_SCOPE};
 use crate::args::{parse, parse_claim_id};
+use crate::claim_results::Release;
 use crate::claims::release;
 use crate::refusal::Out;
 
-tool!(untyped "release_claim", "Release a claim", WRITE_SCOPE, ADDS);
+tool!("release_claim", "Release a claim", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -29,21 +30,10 @@ fn input_schema() -> Value {
     crate::schema::input::<Args>()
 }
 
-/// `release_claim`: released now, or already ended (and why).
-fn output_schema() -> Value {
-    use crate::schema::*;
-    output_of(result(
-        &["claim_id", "note_id", "released", "already_released", "reason"],
-        json!({
-            "claim_id": text(), "note_id": text(), "tab_id": nullable(text()), "released": flag(),
-            "already_released": flag(), "reason": nullable(text()), "ended_at": nullable(timestamp()),
-            "held_by": text(), "actor_type": {"type": "string", "enum": ["agent", "human"]},
-            "forced": flag(), "forced_by": text(),
-        }),
-    ))
-}
+/// `release_claim`: released now, or already ended (and how).
+type Output = Release;
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     let r = parse_claim_id(&a.claim_id)?;
     release(c.kv, c.env, c.who, &a.claim_id, &r, false, "release_claim")

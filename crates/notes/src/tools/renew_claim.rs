@@ -5,10 +5,11 @@ use serde_json::Value;
 
 use super::{ADDS, Call, WRITE_SCOPE};
 use crate::args::{ClaimRef, check_ttl, parse, parse_claim_id};
+use crate::claim_results::ClaimView;
 use crate::claims::renew;
 use crate::refusal::{Out, Refusal};
 
-tool!(untyped "renew_claim", "Renew a claim", WRITE_SCOPE, ADDS);
+tool!("renew_claim", "Renew a claim", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -42,11 +43,9 @@ fn input_schema() -> Value {
 }
 
 /// `renew_claim`: the claim with its new expiry.
-fn output_schema() -> Value {
-    crate::schema::output_of(crate::schema::claim_view())
-}
+type Output = ClaimView;
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     let r = a.check()?;
     renew(c.kv, c.env, c.who, &a.claim_id, &r, a.ttl_seconds, "renew_claim")
