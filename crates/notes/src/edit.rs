@@ -13,7 +13,8 @@ use crate::model::sha_hex;
 use crate::model::{Head, Tab, TabKind, Who};
 use crate::refusal::{Code, Out, Refusal};
 use crate::sheet::{self, load_manifest, store_manifest};
-use crate::write::{Change, Ctx, Plan, Target, WriteSpec, commit};
+use crate::write::{Change, Ctx, Plan, Target, WriteSpec, commit_as};
+use crate::write_results::{Replayable, WriteFields, WriteResult};
 
 /// Tabs per note (fixed tabs included).
 pub(crate) const MAX_TABS: usize = 100;
@@ -80,6 +81,31 @@ impl Edit {
     }
 }
 
+/// What an edit's result says besides the versions.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub(crate) struct EditFields {
+    /// The operation that was applied.
+    pub operation: Operation,
+    /// Present when the patch could apply over later changes (rebase: true, or replace_section): whether it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub rebased: Option<bool>,
+    /// With rebased: true, the note versions the patch was applied over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<u64>")]
+    pub rebased_over: Option<Vec<u64>>,
+    /// replace_section: the section's section_id now (new if its heading changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub section_id: Option<String>,
+}
+
+impl WriteFields for EditFields {
+    fn rebased(&self) -> bool {
+        self.rebased == Some(true)
+    }
+}
+
 /// Finds the tab by exact id and checks that the operation applies to its type.
 pub(crate) fn resolve_tab(head: &Head, tab_id: &str, op: Operation) -> Result<Target, Refusal> {
     let i = head.tab_index(tab_id).ok_or_else(|| Refusal::not_found("tab"))?;
@@ -99,10 +125,10 @@ pub(crate) fn resolve_tab(head: &Head, tab_id: &str, op: Operation) -> Result<Ta
 }
 
 /// Applies an edit to tab `i`: new content blobs first, then the tab's content refs.
-pub(crate) fn apply_edit(kv: &TenantKv, head: &mut Head, i: usize, edit: &Edit, env: &dyn Env, who: &Identity) -> Out<Change> {
+pub(crate) fn apply_edit(kv: &TenantKv, head: &mut Head, i: usize, edit: &Edit, env: &dyn Env, who: &Identity) -> Out<Change<EditFields>> {
     let tab = &head.tabs[i];
     let mut size = None;
-    let mut extra = Map::new();
+    let mut fields = EditFields { operation: edit.op(), rebased: None, rebased_over: None, section_id: None };
     let (hash, blobs) = match (tab.kind, edit) {
         (TabKind::Markdown, Edit::Text(t, hash)) => {
             check_doc_size(t.as_bytes(), "text")?;
@@ -110,7 +136,7 @@ pub(crate) fn apply_edit(kv: &TenantKv, head: &mut Head, i: usize, edit: &Edit, 
             (hash.clone(), put_hashed(kv, t.as_bytes(), hash)?)
         }
         (TabKind::Markdown, Edit::Patch(patch, base)) => {
-            let (text, hash, blobs) = patch_text(kv, head, tab, patch, *base, env, who, &mut extra)?;
+            let (text, hash, blobs) = patch_text(kv, head, tab, patch, *base, env, who, &mut fields)?;
             size = Some(text.len() as u64);
             (hash, blobs)
         }
@@ -149,15 +175,13 @@ pub(crate) fn apply_edit(kv: &TenantKv, head: &mut Head, i: usize, edit: &Edit, 
     tab.content_hash = hash;
     tab.blobs = blobs;
     tab.size = size.unwrap_or(0);
-    let mut result = extra;
-    result.insert("operation".into(), edit.op().as_str().into());
-    Ok(Change { action: edit.op().as_str(), tab: Some(i), removed_tab: None, result })
+    Ok(Change { action: edit.op().as_str(), tab: Some(i), removed_tab: None, result: fields })
 }
 
 /// The markdown text `patch` leaves, checked and stored: the text, its
 /// hash and its blobs. With `base` (a rebase or a section edit on an older
 /// version), the patch applies over the changes since only as
-/// [`check_rebase`] allows; `extra` gets what the result says of it.
+/// [`check_rebase`] allows; `fields` get what the result says of it.
 #[allow(clippy::too_many_arguments)]
 fn patch_text(
     kv: &TenantKv,
@@ -167,7 +191,7 @@ fn patch_text(
     base: Option<u64>,
     env: &dyn Env,
     who: &Identity,
-    extra: &mut Map<String, Value>,
+    fields: &mut EditFields,
 ) -> Out<(String, String, Vec<String>)> {
     let current = load_text(kv, tab)?;
     let rebased = match (base, patch) {
@@ -186,17 +210,17 @@ fn patch_text(
             let (text, start) = replace_section(&current, id, hash, with)?;
             // A new heading renames the section: name it as it is now.
             let now = crate::sections::outline(&text).into_iter().find(|s| s.start_line == start).map_or_else(String::new, |s| s.id);
-            extra.insert("section_id".into(), now.into());
+            fields.section_id = Some(now);
             text
         }
         _ => patch.apply(&current)?,
     };
     check_doc_size(text.as_bytes(), "text")?;
     if let Some(over) = rebased {
-        extra.insert("rebased".into(), true.into());
-        extra.insert("rebased_over".into(), over.into());
+        fields.rebased = Some(true);
+        fields.rebased_over = Some(over);
     } else if base.is_some() {
-        extra.insert("rebased".into(), false.into());
+        fields.rebased = Some(false);
     }
     let hash = sha_hex(text.as_bytes());
     let blobs = put_hashed(kv, text.as_bytes(), &hash)?;
@@ -221,8 +245,15 @@ pub(crate) fn new_tab(id: String, kind: TabKind, label: String, who: &Identity, 
 }
 
 /// Runs one tab edit as a commit (shared by `edit_note_tab` and the REST helpers).
-pub(crate) fn edit_tab_with(kv: &TenantKv, env: &mut dyn Env, who: &Identity, spec: &WriteSpec, tab_id: &str, edit: &Edit) -> Out<Value> {
-    commit(
+pub(crate) fn edit_tab_with(
+    kv: &TenantKv,
+    env: &mut dyn Env,
+    who: &Identity,
+    spec: &WriteSpec,
+    tab_id: &str,
+    edit: &Edit,
+) -> Out<Replayable<WriteResult<EditFields>>> {
+    commit_as(
         kv,
         env,
         who,

@@ -34,7 +34,9 @@
 //!   `claims` (claim rules and operations), `section_claims` (the lines a
 //!   section claim holds, enforced on every commit), `write` (the write
 //!   pipeline: idempotency → claims → version → apply → section claims →
-//!   history), `edit` (tab edits, patches and their rebase check).
+//!   history), `write_results` (what a write answers, typed: the shared
+//!   write result, and a keyed write's replay), `edit` (tab edits, patches
+//!   and their rebase check).
 //! - `audit` (the audit trail people read, and refused writes recorded for it).
 //! - [`search`] (queries over the index, [`search::merge`], [`search::reindex`] and [`search::check`]).
 //! - [`watch`]: what a change feed sees of notes: a stamp per watched note
@@ -99,6 +101,7 @@ mod section_claims;
 mod sections;
 mod sheet;
 mod write;
+mod write_results;
 
 use serde_json::Value;
 

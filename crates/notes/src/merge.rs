@@ -18,9 +18,69 @@
 //! conflict segment also carries `base`, `theirs`, `mine` and its index in
 //! `conflicts`, so a person's choice replaces exactly that segment's text.
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::refusal::Refusal;
+
+/// A three-way merge of a proposal with the text now.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Merge {
+    /// The merged text; in a conflict it keeps the stored text (theirs).
+    pub merged: String,
+    /// true when nothing conflicts.
+    pub clean: bool,
+    /// The conflicts, in text order.
+    pub conflicts: Vec<Conflict>,
+    /// The merge laid out in order: their texts joined are merged.
+    pub segments: Vec<Segment>,
+}
+
+/// A region both sides changed, differently.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub(crate) struct Conflict {
+    /// The region's first line in the base text, 1-based.
+    pub base_start: usize,
+    /// The region as the base text had it.
+    pub base: String,
+    /// The region as it is stored now.
+    pub theirs: String,
+    /// The region as the proposal has it.
+    pub mine: String,
+}
+
+/// Where a segment's lines come from (the published schema lists the
+/// names; the field's description says what each means).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Source {
+    // Neither side changed them.
+    Unchanged,
+    // Only the stored text changed them.
+    Theirs,
+    // Only the proposal changed them.
+    Mine,
+    // Both sides changed them the same way.
+    Both,
+    // Both sides changed them differently.
+    Conflict,
+}
+
+/// One run of the merged text, from one source.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Segment {
+    /// Where its lines come from: unchanged (neither side changed them), theirs (only the stored text), mine (only the proposal), both (both sides, the same way) or conflict (both sides, differently).
+    pub source: Source,
+    /// Its text in merged (for a conflict: theirs).
+    pub text: String,
+    /// A conflict's three versions of the region.
+    #[serde(flatten)]
+    pub region: Option<Conflict>,
+    /// A conflict's index in conflicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
+    pub conflict: Option<usize>,
+}
 
 /// One side's change: base lines `start..end` become `lines`.
 struct Change<'a> {
@@ -72,27 +132,32 @@ fn side<'a>(base: &[&'a str], from: usize, to: usize, mine: &[&Change<'a>]) -> V
 }
 
 /// Appends lines to the segment list, joining a run from the same source.
-fn push(segments: &mut Vec<Value>, source: &str, lines: &[&str]) {
+fn push(segments: &mut Vec<Segment>, source: Source, lines: &[&str]) {
     if lines.is_empty() {
         return;
     }
     let text = lines.concat();
     if let Some(last) = segments.last_mut()
-        && last["source"] == source
-        && source != "conflict"
+        && last.source == source
+        && source != Source::Conflict
     {
-        let joined = format!("{}{text}", last["text"].as_str().unwrap_or_default());
-        last["text"] = joined.into();
+        last.text.push_str(&text);
         return;
     }
-    segments.push(json!({"source": source, "text": text}));
+    segments.push(Segment { source, text, region: None, conflict: None });
 }
 
-/// The merge of `mine` and `theirs` over `base`: `{merged, clean, conflicts:
-/// [{base_start, base, theirs, mine}], segments}` (`base_start` is 1-based).
+/// The merge of `mine` and `theirs` over `base`, as JSON (`{merged, clean,
+/// conflicts: [{base_start, base, theirs, mine}], segments}`).
+#[cfg(test)]
+pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Result<serde_json::Value, Refusal> {
+    merge(base, theirs, mine).map(|m| serde_json::to_value(m).expect("a merge serializes"))
+}
+
+/// The merge of `mine` and `theirs` over `base` (see the module docs).
 /// Texts whose diffs pass the bounds of [`crate::diff::lines`] are refused
 /// `too_complex`.
-pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Result<Value, Refusal> {
+pub(crate) fn merge(base: &str, theirs: &str, mine: &str) -> Result<Merge, Refusal> {
     let b: Vec<&str> = similar::TextDiff::from_lines(base, base).old_slices().to_vec();
     let (t, m) = (changes(base, theirs)?, changes(base, mine)?);
     // Every change, tagged with its side (0 theirs, 1 mine), in base order.
@@ -112,29 +177,20 @@ pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Result<Value, Refu
         }
         let region = &all[i..j];
         merged.extend_from_slice(&b[pos..start]);
-        push(&mut segments, "unchanged", &b[pos..start]);
+        push(&mut segments, Source::Unchanged, &b[pos..start]);
         let of = |s: usize| region.iter().filter(|(x, _)| *x == s).map(|(_, c)| *c).collect::<Vec<_>>();
         let (ts, ms) = (of(0), of(1));
         let theirs_lines = side(&b, start, end, &ts);
         let mine_lines = side(&b, start, end, &ms);
         if ms.is_empty() || theirs_lines == mine_lines {
             merged.extend_from_slice(&theirs_lines);
-            push(&mut segments, if ms.is_empty() { "theirs" } else { "both" }, &theirs_lines);
+            push(&mut segments, if ms.is_empty() { Source::Theirs } else { Source::Both }, &theirs_lines);
         } else if ts.is_empty() {
             merged.extend_from_slice(&mine_lines);
-            push(&mut segments, "mine", &mine_lines);
+            push(&mut segments, Source::Mine, &mine_lines);
         } else {
-            let conflict = json!({
-                "base_start": start + 1,
-                "base": b[start..end].concat(),
-                "theirs": theirs_lines.concat(),
-                "mine": mine_lines.concat(),
-            });
-            let mut segment = conflict.clone();
-            segment["source"] = "conflict".into();
-            segment["text"] = conflict["theirs"].clone();
-            segment["conflict"] = conflicts.len().into();
-            segments.push(segment);
+            let conflict = Conflict { base_start: start + 1, base: b[start..end].concat(), theirs: theirs_lines.concat(), mine: mine_lines.concat() };
+            segments.push(Segment { source: Source::Conflict, text: conflict.theirs.clone(), region: Some(conflict.clone()), conflict: Some(conflicts.len()) });
             conflicts.push(conflict);
             merged.extend_from_slice(&theirs_lines);
         }
@@ -142,8 +198,8 @@ pub(crate) fn merge3(base: &str, theirs: &str, mine: &str) -> Result<Value, Refu
         i = j;
     }
     merged.extend_from_slice(&b[pos..]);
-    push(&mut segments, "unchanged", &b[pos..]);
-    Ok(json!({"merged": merged.concat(), "clean": conflicts.is_empty(), "conflicts": conflicts, "segments": segments}))
+    push(&mut segments, Source::Unchanged, &b[pos..]);
+    Ok(Merge { merged: merged.concat(), clean: conflicts.is_empty(), conflicts, segments })
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use crate::quota::Charge;
 use crate::refusal::{Code, Fail, Out, Refusal};
 use crate::section_claims::{self, Breach};
 use crate::version::{Extent, Version};
+use crate::write_results::{Replayable, TabState, WriteFields, WriteResult};
 
 /// Idempotency records kept in the head; older ones move to their own keys.
 /// One: the record of the write being committed must be in the head (it
@@ -77,20 +78,20 @@ pub(crate) enum Target {
 }
 
 /// Outcome of resolving a write against the current head.
-pub(crate) enum Plan {
+pub(crate) enum Plan<R = Map<String, Value>> {
     /// Go on to the version check and apply.
     Write(Target),
     /// Answer without writing (for example a source already attached).
-    Answer(Value),
+    Answer(WriteResult<R>),
 }
 
 /// What apply did: the history action, the tab whose version moves (or the tab it
-/// removed), and result fields.
-pub(crate) struct Change {
+/// removed), and the writer's own result fields.
+pub(crate) struct Change<R = Map<String, Value>> {
     pub action: &'static str,
     pub tab: Option<usize>,
     pub removed_tab: Option<Tab>,
-    pub result: Map<String, Value>,
+    pub result: R,
 }
 
 /// Passed to apply: the store, the injected environment, the caller and the time.
@@ -257,15 +258,30 @@ fn find_idem(kv: &TenantKv, head: &Head, key: &str) -> Out<Option<IdemRecord>> {
 
 const NOTE_LIMIT: Limit = Limit { field: "note", message: "the note head would exceed the store's value limit" };
 
-/// Runs one write as a transaction on the note head (see the module docs).
+/// Runs one write as a transaction on the note head (see the module docs):
+/// [`commit_as`] with untyped result fields, answered as JSON.
 pub(crate) fn commit(
     kv: &TenantKv,
     env: &mut dyn Env,
     who: &Identity,
     spec: &WriteSpec,
     resolve: impl Fn(&Head) -> Out<Plan>,
-    mut apply: impl FnMut(&mut Head, Target, &mut Ctx) -> Out<Change>,
+    apply: impl FnMut(&mut Head, Target, &mut Ctx) -> Out<Change>,
 ) -> Out<Value> {
+    commit_as(kv, env, who, spec, resolve, apply).map(Replayable::into_value)
+}
+
+/// Runs one write as a transaction on the note head (see the module docs),
+/// its result fields typed `R`: the committed write's result, or the first
+/// result of its idempotency key replayed.
+pub(crate) fn commit_as<R: WriteFields>(
+    kv: &TenantKv,
+    env: &mut dyn Env,
+    who: &Identity,
+    spec: &WriteSpec,
+    resolve: impl Fn(&Head) -> Out<Plan<R>>,
+    mut apply: impl FnMut(&mut Head, Target, &mut Ctx) -> Out<Change<R>>,
+) -> Out<Replayable<WriteResult<R>>> {
     let now = env.now_us();
     let busy = "the note is busy with other writes; nothing was written";
     let nonce = nonce(env);
@@ -276,13 +292,13 @@ pub(crate) fn commit(
     let out = transact(kv, spec.note_id, Reader::Caller(who), now, &nonce, &NOTE_LIMIT, busy, |head, _expired| {
         charge.refund(kv)?;
         if let Some(replay) = replay(kv, head, spec)? {
-            return Ok(Decision::Leave(replay));
+            return Ok(Decision::Leave(Replayable::Replayed(replay)));
         }
         let target = match resolve(head)? {
             Plan::Write(t) => t,
             Plan::Answer(v) => {
                 check_claims(kv, env, who, head, spec, Target::Note, now)?;
-                return Ok(Decision::Leave(v));
+                return Ok(Decision::Leave(Replayable::Fresh(v)));
             }
         };
         check_base(head, spec, target)?;
@@ -319,7 +335,7 @@ pub(crate) fn commit(
                 e.bytes = stored;
             }
         }
-        Ok(Decision::CommitWith(result, staged))
+        Ok(Decision::CommitWith(Replayable::Fresh(result), staged))
     });
     if matches!(out, Err(Fail::Refused(_))) {
         charge.refund(kv)?;
@@ -355,25 +371,18 @@ fn end_claims_on(kv: &TenantKv, head: &mut Head, gone: &str, spec: &WriteSpec, w
     Ok(())
 }
 
-/// Marks a write's result as a part token when the writer cannot know the
-/// whole tab it leaves: its base was a part token, or it was rebased over
-/// changes the writer never read (the mark's rule 3 in [`crate::version`]).
-fn mark_result(result: &mut Map<String, Value>, spec: &WriteSpec) {
-    let rebased = result.get("rebased").and_then(Value::as_bool) == Some(true);
-    if !(spec.base == Extent::Part || rebased) {
-        return;
-    }
-    for field in ["version", "tab_version"] {
-        if let Some(n) = result.get(field).and_then(Value::as_u64) {
-            result.insert(field.into(), Version::of(n, Extent::Part).to_json());
-        }
-    }
+/// How a write's result hands out its versions: as part tokens when the
+/// writer cannot know the whole tab it leaves: its base was a part token, or
+/// it was rebased over changes the writer never read (the mark's rule 3 in
+/// [`crate::version`]).
+fn result_extent(spec: &WriteSpec, fields: &impl WriteFields) -> Extent {
+    if spec.base == Extent::Part || fields.rebased() { Extent::Part } else { Extent::Whole }
 }
 
 /// Bumps the versions and records the write in the head: the result, the history
 /// entry and the idempotency record. Records leaving the head go to their own
 /// immutable keys, in one batch, before the swap that drops them from the head.
-fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who: &Identity, now: u64) -> Out<Value> {
+fn record<R: WriteFields>(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change<R>, who: &Identity, now: u64) -> Out<WriteResult<R>> {
     let by = Who::of(who);
     if head.approved_for_agents && head.agents_since.is_none() {
         // A head from before approvals were recorded: agents have seen it
@@ -384,21 +393,15 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
     assert!(!head.approved_for_agents || head.agents_since.is_some_and(|v| v <= head.version), "an approved note records since when");
     head.updated_at = now;
     head.updated_by = by.clone();
-    let mut result = change.result;
-    result.insert("note_id".into(), head.note_id.clone().into());
-    result.insert("version".into(), head.version.into());
-    if let Some(i) = change.tab {
+    let extent = result_extent(spec, &change.result);
+    let tab = change.tab.map(|i| {
         let t = &mut head.tabs[i];
         t.version += 1;
         t.updated_at = now;
         t.updated_by = by.clone();
-        result.insert("tab_id".into(), t.id.clone().into());
-        result.insert("tab_version".into(), t.version.into());
-        result.insert("content_hash".into(), t.content_hash.clone().into());
-    }
-    result.insert("replayed".into(), false.into());
-    mark_result(&mut result, spec);
-    let result = Value::Object(result);
+        TabState { tab_id: t.id.clone(), tab_version: Version::of(t.version, extent), content_hash: t.content_hash.clone() }
+    });
+    let result = WriteResult { fields: change.result, note_id: head.note_id.clone(), version: Version::of(head.version, extent), tab, replayed: false };
 
     let deleted = change.removed_tab.is_some();
     let snapshot = change.tab.map(|i| head.tabs[i].clone()).or(change.removed_tab);
@@ -419,7 +422,9 @@ fn record(kv: &TenantKv, head: &mut Head, spec: &WriteSpec, change: Change, who:
         spilled.push((keys::history(&head.note_id, old.version), encode(&old)));
     }
     if let Some((k, fp)) = &spec.idem {
-        let raw = serde_json::value::to_raw_value(&result).expect("a result always serializes");
+        // Stored as the JSON object it serializes to (keys sorted), as it always was.
+        let stored = serde_json::to_value(&result).expect("a result always serializes");
+        let raw = serde_json::value::to_raw_value(&stored).expect("a result always serializes");
         head.idem.push(IdemRecord { key: k.to_string(), fp: fp.current.clone(), at: now, result: raw });
         while head.idem.len() > IDEM_IN_HEAD {
             let old = head.idem.remove(0);

@@ -11,6 +11,7 @@ use crate::env::{Env, Identity};
 use crate::model::sha_hex;
 use crate::refusal::{Failure, Refusal};
 use crate::write::{Fingerprint, WriteSpec, fingerprint};
+use crate::write_results::Replayable;
 
 use super::{Ctx, RestReply, answer_tab, parse_keyed};
 
@@ -68,7 +69,7 @@ pub fn write_tab(kv: &dyn Store, env: &mut dyn Env, who: &Identity, note_id: &st
             base_content_hash: a.base_content_hash.as_deref(),
             rebase: false,
         };
-        edit_tab_with(kv, env, who, &spec, tab_id, &edit)
+        edit_tab_with(kv, env, who, &spec, tab_id, &edit).map(Replayable::into_value)
     })
 }
 

@@ -1,8 +1,8 @@
 //! `add_note_source`: cite a page in a note's Sources tab, at most once per
 //! normalized URL.
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::{ADDS, Call, WRITE_SCOPE};
 use crate::args::{MAX_SOURCE_TITLE_CHARS, MAX_URL_CHARS, check_chars, check_id, check_key, parse};
@@ -10,9 +10,11 @@ use crate::content::{load_list, put_doc};
 use crate::model::{Source, TabKind, Who, encode, rand8};
 use crate::refusal::{Out, Refusal};
 use crate::url::normalize_url;
-use crate::write::{Change, Plan, Target, commit, note_scope};
+use crate::version::Version;
+use crate::write::{Change, Plan, Target, commit_as, note_scope};
+use crate::write_results::{Replayable, WriteFields, WriteResult};
 
-tool!(untyped "add_note_source", "Add a note source", WRITE_SCOPE, ADDS);
+tool!("add_note_source", "Add a note source", WRITE_SCOPE, ADDS);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -56,23 +58,37 @@ fn input_schema() -> Value {
     crate::schema::input::<Args>()
 }
 
-/// `add_note_source`: the source as attached (now, or already).
-fn output_schema() -> Value {
-    use crate::schema::*;
-    output_of(write_result(
-        &["source_id", "title", "url", "already_attached"],
-        json!({"source_id": text(), "title": text(), "url": text(), "already_attached": flag()}),
-    ))
+/// The source as the note's Sources tab holds it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct Attached {
+    /// The source's exact id.
+    source_id: String,
+    /// Its title.
+    title: String,
+    /// Its URL, normalized.
+    url: String,
+    /// true when the normalized URL was already attached: this is that source, and nothing was written.
+    already_attached: bool,
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+impl WriteFields for Attached {}
+
+/// The source as attached: now (with the Sources tab's new tab_version and
+/// content hash), or already (without them; nothing was written). A call
+/// resent with the same idempotency key answers its first result again,
+/// with replayed: true.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(transparent)]
+struct Output(Replayable<WriteResult<Attached>>);
+
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     a.check()?;
     let url = normalize_url(&a.url).map_err(|m| Refusal::invalid("url", m))?;
     // The intent is "this page is a source of this note": the key names the normalized URL.
     let spec = note_scope("add_note_source", true, &a.note_id, Some(&a.idempotency_key), a.expected_version, &json!({ "url": url }));
     let kv = c.kv;
-    commit(
+    let answer = commit_as(
         kv,
         c.env,
         c.who,
@@ -81,15 +97,13 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
             let i = head.tabs.iter().position(|t| t.kind == TabKind::Sources).ok_or_else(|| Refusal::not_found("sources tab"))?;
             let list: Vec<Source> = load_list(kv, &head.tabs[i])?;
             match list.iter().find(|s| s.url == url) {
-                Some(s) => Ok(Plan::Answer(json!({
-                    "note_id": head.note_id,
-                    "source_id": s.source_id,
-                    "title": s.title,
-                    "url": s.url,
-                    "version": head.version,
-                    "already_attached": true,
-                    "replayed": false,
-                }))),
+                Some(s) => Ok(Plan::Answer(WriteResult {
+                    fields: Attached { source_id: s.source_id.clone(), title: s.title.clone(), url: s.url.clone(), already_attached: true },
+                    note_id: head.note_id.clone(),
+                    version: Version::whole(head.version),
+                    tab: None,
+                    replayed: false,
+                })),
                 None => Ok(Plan::Write(Target::Tab(i))),
             }
         },
@@ -104,16 +118,13 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
                 added_at: ctx.now,
                 added_by: Who::of(ctx.who),
             };
-            let mut result = Map::new();
-            result.insert("source_id".into(), source.source_id.clone().into());
-            result.insert("title".into(), source.title.clone().into());
-            result.insert("url".into(), url.clone().into());
-            result.insert("already_attached".into(), false.into());
+            let result = Attached { source_id: source.source_id.clone(), title: source.title.clone(), url: url.clone(), already_attached: false };
             list.push(source);
             let (hash, blobs) = put_doc(ctx.kv, &encode(&list), "url")?;
             head.tabs[i].content_hash = hash;
             head.tabs[i].blobs = blobs;
             Ok(Change { action: "add_source", tab: Some(i), removed_tab: None, result })
         },
-    )
+    )?;
+    Ok(Output(answer))
 }

@@ -1,7 +1,7 @@
 //! `create_note_tab`: a new Slides or Sheet tab with an id that is never reused.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Call, KEY_RULE, REPLACES, WRITE_SCOPE};
 use crate::args::{MAX_LABEL_CHARS, SlideIn, check_chars, check_id, check_key, check_outline, parse};
@@ -10,9 +10,10 @@ use crate::edit::{MAX_TABS, new_tab};
 use crate::model::{TabKind, rand8};
 use crate::refusal::{Out, Refusal};
 use crate::sheet::{Manifest, store_manifest};
-use crate::write::{Change, Plan, Target, commit, note_scope};
+use crate::write::{Change, Plan, Target, commit_as, note_scope};
+use crate::write_results::{Replayable, TabState, WriteFields, WriteResult};
 
-tool!(untyped "create_note_tab", "Create a note tab", WRITE_SCOPE, REPLACES);
+tool!("create_note_tab", "Create a note tab", WRITE_SCOPE, REPLACES);
 
 /// The tab types `create_note_tab` can make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -79,22 +80,31 @@ fn input_schema() -> Value {
     schema
 }
 
-/// `create_note_tab`: the new tab's id and versions, or the first result replayed.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    output_of(write_result(
-        &["tab_type", "label", "tab_id", "tab_version", "content_hash"],
-        json!({"tab_type": {"type": "string", "enum": ["slides", "sheet"]}, "label": text()}),
-    ))
+/// What the new tab's result says besides the versions.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct NewTab {
+    /// The new tab's type.
+    tab_type: NewTabType,
+    /// The new tab's label (labels may repeat: use tab_id).
+    label: String,
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+impl WriteFields for NewTab {}
+
+/// The new tab: its exact tab_id for later edits, its tab_version and
+/// content hash, and the note's new version; a call resent with the same
+/// idempotency key answers its first result again, with replayed: true.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(transparent)]
+struct Output(Replayable<WriteResult<NewTab, TabState>>);
+
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     a.check()?;
     let mut payload = serde_json::to_value(&a).expect("arguments serialize");
     payload.as_object_mut().expect("object").remove("idempotency_key");
     let spec = note_scope("create_note_tab", true, &a.note_id, Some(&a.idempotency_key), a.expected_version, &payload);
-    commit(
+    let answer = commit_as(
         c.kv,
         c.env,
         c.who,
@@ -122,10 +132,9 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
                 tab.blobs = blobs;
             }
             head.tabs.push(tab);
-            let mut result = Map::new();
-            result.insert("tab_type".into(), kind.as_str().into());
-            result.insert("label".into(), label.into());
+            let result = NewTab { tab_type: a.tab_type, label };
             Ok(Change { action: "create_tab", tab: Some(head.tabs.len() - 1), removed_tab: None, result })
         },
-    )
+    )?;
+    Ok(Output(answer.map(WriteResult::of_tab)))
 }

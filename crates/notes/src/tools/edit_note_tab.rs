@@ -12,13 +12,14 @@ use crate::args::{
     check_range, check_slide, parse_object,
 };
 use crate::content::MAX_DOC_BYTES;
-use crate::edit::{Edit, Operation, Patch, edit_tab_with};
+use crate::edit::{Edit, EditFields, Operation, Patch, edit_tab_with};
 use crate::model::sha_hex;
 use crate::refusal::{Out, Refusal};
 use crate::schema::outline;
 use crate::write::{Fingerprint, WriteSpec, fingerprint};
+use crate::write_results::{Replayable, TabState, WriteResult};
 
-tool!(untyped "edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
+tool!("edit_note_tab", "Edit a note tab", WRITE_SCOPE, REPLACES);
 
 /// The fields every operation takes: the note, the tab, the version read,
 /// the key, and how the version is compared.
@@ -418,19 +419,12 @@ fn input_schema() -> Value {
     schema
 }
 
-/// `edit_note_tab`: the write's new versions, or its first result replayed.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    output_of(write_result(
-        &["operation", "tab_id", "tab_version", "content_hash"],
-        json!({
-            "operation": {"type": "string", "enum": operation_schemas().iter().map(|s| s.operation.as_str()).collect::<Vec<_>>()},
-            "rebased": flag(),
-            "rebased_over": list(count()),
-            "section_id": text(),
-        }),
-    ))
-}
+/// The edit's result: the note's and the tab's new versions and the tab's
+/// content hash; a call resent with the same idempotency key answers its
+/// first result again, with replayed: true.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(transparent)]
+struct Output(Replayable<WriteResult<EditFields, TabState>>);
 
 /// Parses the arguments: the fields every operation takes, then the
 /// operation's own.
@@ -485,7 +479,7 @@ impl Change {
     }
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let (a, mut change) = parse_args(args)?;
     let text = change.take_text();
     let text_hash = text.as_deref().map(|t| sha_hex(t.as_bytes()));
@@ -515,5 +509,6 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
         base_content_hash: a.base_content_hash.as_deref(),
         rebase: a.rebase || a.operation == Operation::ReplaceSection,
     };
-    edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &edit)
+    let answer = edit_tab_with(c.kv, c.env, c.who, &spec, &a.tab_id, &edit)?;
+    Ok(Output(answer.map(WriteResult::of_tab)))
 }

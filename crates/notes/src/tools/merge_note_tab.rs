@@ -4,17 +4,19 @@
 //! merge screen show it, a person settles the conflicts, and the merged text
 //! is written with `edit_note_tab` at the `version` this answer gives.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{Call, READ, READ_SCOPE, find_tab};
 use crate::args::{check_id, parse};
 use crate::content::{check_doc_size, load_text};
 use crate::head::{Reader, load_head};
+use crate::merge::Merge;
 use crate::model::TabKind;
-use crate::refusal::{NOTICE, Out, Refusal};
+use crate::refusal::{Out, Refusal};
+use crate::results::{Notice, shape};
 
-tool!(untyped "merge_note_tab", "Merge a proposal with a note tab's text now", READ_SCOPE, READ);
+tool!("merge_note_tab", "Merge a proposal with a note tab's text now", READ_SCOPE, READ);
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -47,23 +49,27 @@ fn input_schema() -> Value {
     crate::schema::input::<Args>()
 }
 
-/// `merge_note_tab`: the merge, with the versions to write it at.
-fn output_schema() -> Value {
-    use crate::schema::*;
-    let conflict = result(&["base_start", "base", "theirs", "mine"], json!({"base_start": count(), "base": text(), "theirs": text(), "mine": text()}));
-    let segment = result(
-        &["source", "text"],
-        json!({"source": {"type": "string", "enum": ["unchanged", "theirs", "mine", "both", "conflict"]}, "text": text(),
-               "base_start": count(), "base": text(), "theirs": text(), "mine": text(), "conflict": count()}),
-    );
-    output_of(result(
-        &["note_id", "tab_id", "version", "tab_version", "content_hash", "base_version", "merged", "clean", "conflicts", "segments", "notice"],
-        json!({"note_id": text(), "tab_id": text(), "version": count(), "tab_version": count(), "content_hash": hash(), "base_version": count(),
-               "merged": text(), "clean": flag(), "conflicts": list(conflict), "segments": list(segment), "notice": notice()}),
-    ))
+/// The merge, with the versions to write it at: write merged (conflicts
+/// settled) with edit_note_tab replace_text and expected_version = version.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+struct Output {
+    note_id: String,
+    tab_id: String,
+    /// The note's version now: the expected_version to write merged with.
+    version: u64,
+    /// The tab's version now.
+    tab_version: u64,
+    /// The hash of the tab's content now (theirs).
+    #[schemars(schema_with = "shape::hash")]
+    content_hash: String,
+    /// The note version the proposal was based on, as sent.
+    base_version: u64,
+    #[serde(flatten)]
+    merge: Merge,
+    notice: Notice,
 }
 
-fn run(c: &mut Call, args: Value) -> Out<Value> {
+fn run(c: &mut Call, args: Value) -> Out<Output> {
     let a: Args = parse(args)?;
     check_id("note_id", &a.note_id)?;
     check_id("tab_id", &a.tab_id)?;
@@ -85,13 +91,15 @@ fn run(c: &mut Call, args: Value) -> Out<Value> {
     let base_tab = crate::history::tab_at(c.kv, &head, Reader::Caller(c.who), &a.tab_id, a.base_version, window)?;
     let base = load_text(c.kv, &base_tab)?;
     let theirs = load_text(c.kv, tab)?;
-    let mut out = crate::merge::merge3(&base, &theirs, &a.text)?;
-    out["note_id"] = head.note_id.clone().into();
-    out["tab_id"] = tab.id.clone().into();
-    out["version"] = head.version.into();
-    out["tab_version"] = tab.version.into();
-    out["content_hash"] = tab.content_hash.clone().into();
-    out["base_version"] = a.base_version.into();
-    out["notice"] = NOTICE.into();
-    Ok(out)
+    let merge = crate::merge::merge(&base, &theirs, &a.text)?;
+    Ok(Output {
+        note_id: head.note_id.clone(),
+        tab_id: tab.id.clone(),
+        version: head.version,
+        tab_version: tab.version,
+        content_hash: tab.content_hash.clone(),
+        base_version: a.base_version,
+        merge,
+        notice: Notice,
+    })
 }
