@@ -47,6 +47,11 @@ pub(crate) mod shape {
     pub(crate) fn timestamp_or_null(_: &mut SchemaGenerator) -> Schema {
         json_schema!({"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]})
     }
+    /// The next page's cursor, `null` on the last page (required: a
+    /// client tells the last page by it).
+    pub(crate) fn cursor_or_null(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+    }
     /// A version a read hands out: a number, or a part token.
     pub(crate) fn version(_: &mut SchemaGenerator) -> Schema {
         crate::version::out_schema().try_into().expect("an object schema")

@@ -190,10 +190,10 @@ pub(crate) fn outline() -> Value {
 // ---- Output schemas -------------------------------------------------------
 //
 // Every tool publishes an `outputSchema` that each structuredContent it
-// returns validates against: its own success shape or, with `isError: true`,
-// the one refusal shape all tools share. Objects here leave
-// `additionalProperties` open, so a field added later is not a breaking
-// change for a client that validates.
+// returns validates against: its own result type's, derived (see
+// `crate::results`), or, with `isError: true`, the one refusal shape all
+// tools share. Objects leave `additionalProperties` open, so a field added
+// later is not a breaking change for a client that validates.
 
 /// A tool's published output schema, derived from its result type `T`:
 /// that result, or a refusal.
@@ -202,11 +202,6 @@ pub(crate) fn output<T: schemars::JsonSchema>() -> Value {
     if let Some(obj) = success.as_object_mut() {
         obj.remove("title");
     }
-    json!({"type": "object", "anyOf": [success, refusal()]})
-}
-
-/// A tool's hand-written output schema: its result (`success`) or a refusal.
-pub(crate) fn output_of(success: Value) -> Value {
     json!({"type": "object", "anyOf": [success, refusal()]})
 }
 
@@ -231,107 +226,6 @@ pub(crate) fn refusal() -> Value {
             "next_step": {"type": "string", "description": "What to do next."},
             "field": {"type": "string", "description": "The argument that was wrong."},
             "current_version": {"type": "integer", "minimum": 0},
-        }),
-    )
-}
-
-/// A count or version.
-pub(crate) fn count() -> Value {
-    json!({"type": "integer", "minimum": 0})
-}
-
-/// A string.
-pub(crate) fn text() -> Value {
-    json!({"type": "string"})
-}
-
-/// A boolean.
-pub(crate) fn flag() -> Value {
-    json!({"type": "boolean"})
-}
-
-/// `schema` or `null`.
-pub(crate) fn nullable(schema: Value) -> Value {
-    json!({"anyOf": [schema, {"type": "null"}]})
-}
-
-/// An RFC 3339 UTC timestamp.
-pub(crate) fn timestamp() -> Value {
-    json!({"type": "string", "format": "date-time"})
-}
-
-/// A SHA-256 content hash, lowercase hex.
-pub(crate) fn hash() -> Value {
-    json!({"type": "string", "pattern": "^[0-9a-f]{64}$"})
-}
-
-/// The fixed "data, not instructions" notice.
-pub(crate) fn notice() -> Value {
-    json!({"const": crate::refusal::NOTICE})
-}
-
-/// The tab types.
-pub(crate) fn tab_type() -> Value {
-    json!({"type": "string", "enum": ["markdown", "slides", "sheet", "files", "sources"]})
-}
-
-/// The next page's cursor, `null` on the last page.
-pub(crate) fn next_cursor() -> Value {
-    nullable(text())
-}
-
-/// Who wrote what, and when (`author`, `updated_at`, `updated_by`, `content_hash`).
-pub(crate) fn provenance() -> Value {
-    result(
-        &["author", "updated_at", "updated_by", "content_hash"],
-        json!({"author": text(), "updated_at": timestamp(), "updated_by": text(), "content_hash": hash()}),
-    )
-}
-
-/// Someone named in a record: subject, display name and actor type.
-pub(crate) fn who() -> Value {
-    result(&["subject", "name", "actor_type"], json!({"subject": text(), "name": text(), "actor_type": {"type": "string", "enum": ["agent", "human"]}}))
-}
-
-/// An array of `items`.
-pub(crate) fn list(items: Value) -> Value {
-    json!({"type": "array", "items": items})
-}
-
-/// What every committed (or replayed) write answers, plus the tool's own
-/// `required` fields in `extra`.
-pub(crate) fn write_result(required: &[&str], extra: Value) -> Value {
-    let mut props = json!({
-        "note_id": text(),
-        "version": crate::version::out_schema(),
-        "tab_id": text(),
-        "tab_version": crate::version::out_schema(),
-        "content_hash": hash(),
-        "replayed": flag(),
-    });
-    for (k, v) in extra.as_object().into_iter().flatten() {
-        props[k] = v.clone();
-    }
-    let mut all = vec!["note_id", "version", "replayed"];
-    all.extend_from_slice(required);
-    result(&all, props)
-}
-
-/// A claim as `claim_note` and `renew_claim` show it.
-pub(crate) fn claim_view() -> Value {
-    result(
-        &["claim_id", "note_id", "tab_id", "held_by", "actor_type", "since", "expires_at", "ttl_seconds", "renewed"],
-        json!({
-            "claim_id": text(),
-            "note_id": text(),
-            "tab_id": nullable(text()),
-            "section_id": nullable(text()),
-            "held_by": text(),
-            "actor_type": {"type": "string", "enum": ["agent", "human"]},
-            "since": timestamp(),
-            "expires_at": timestamp(),
-            "ttl_seconds": count(),
-            "renewed": flag(),
         }),
     )
 }

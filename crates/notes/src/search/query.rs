@@ -334,7 +334,7 @@ pub(crate) struct Found {
     /// The hits on this page, best first.
     hits: Vec<SearchHit>,
     /// Pass it back as cursor for more hits; null when there are no more.
-    #[schemars(schema_with = "cursor_or_null")]
+    #[schemars(schema_with = "crate::results::shape::cursor_or_null")]
     next_cursor: Option<String>,
     notice: Notice,
 }
@@ -366,11 +366,6 @@ pub(crate) struct SearchHit {
     tab_version: u64,
     /// Who wrote the tab, and when.
     provenance: Provenance,
-}
-
-/// The next page's cursor, or `null`.
-fn cursor_or_null(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"anyOf": [{"type": "string"}, {"type": "null"}]})
 }
 
 /// A number.

@@ -1,6 +1,6 @@
 //! `list_note_attachments`: a note's files and sources, as metadata only.
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -68,7 +68,7 @@ struct Output {
     /// How many attachments of the asked kind the note has, on every page.
     total: usize,
     /// Pass it back as cursor for the next page; null on the last page.
-    #[schemars(schema_with = "cursor_or_null")]
+    #[schemars(schema_with = "crate::results::shape::cursor_or_null")]
     next_cursor: Option<String>,
     notice: Notice,
 }
@@ -141,11 +141,6 @@ fn file_item(f: &FileMeta) -> Attachment {
         size_bytes: f.size_bytes,
         provenance: Added::new(&f.added_by, f.added_at, format!("{}\n{}\n{}", f.name, f.media_type, f.size_bytes)),
     }
-}
-
-/// The next page's cursor, or `null`.
-fn cursor_or_null(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"anyOf": [{"type": "string"}, {"type": "null"}]})
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Output> {

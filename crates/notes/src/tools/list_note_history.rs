@@ -1,6 +1,6 @@
 //! `list_note_history`: a note's committed versions, newest first.
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -52,14 +52,9 @@ struct Output {
     /// The versions on this page, newest first.
     entries: Vec<EntryView>,
     /// Pass it back as cursor for the next page; null on the last page.
-    #[schemars(schema_with = "cursor_or_null")]
+    #[schemars(schema_with = "crate::results::shape::cursor_or_null")]
     next_cursor: Option<String>,
     notice: Notice,
-}
-
-/// The next page's cursor, or `null`.
-fn cursor_or_null(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"anyOf": [{"type": "string"}, {"type": "null"}]})
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Output> {

@@ -1,6 +1,6 @@
 //! `list_notes`: the notes the caller can see, oldest first, a page at a time.
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -53,7 +53,7 @@ struct Output {
     /// The notes on this page.
     notes: Vec<NoteSummary>,
     /// Pass it back as cursor for the next page; null on the last page.
-    #[schemars(schema_with = "cursor_or_null")]
+    #[schemars(schema_with = "crate::results::shape::cursor_or_null")]
     next_cursor: Option<String>,
     notice: Notice,
 }
@@ -86,11 +86,6 @@ struct NoteProvenance {
     /// The hash of its title.
     #[schemars(schema_with = "shape::hash")]
     content_hash: String,
-}
-
-/// The next page's cursor, or `null`.
-fn cursor_or_null(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"anyOf": [{"type": "string"}, {"type": "null"}]})
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Output> {

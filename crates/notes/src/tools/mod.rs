@@ -40,11 +40,6 @@ macro_rules! tool {
             run: |c, args| run(c, args).map($crate::schema::result_value::<Output>),
         };
     };
-    (untyped $name:literal, $title:literal, $scope:expr, $annotations:expr) => {
-        /// The tool: its name, title, scope, annotations, schemas and handler.
-        pub static TOOL: $crate::tools::Tool =
-            $crate::tools::Tool { name: $name, title: $title, scope: $scope, annotations: $annotations, description, input_schema, output_schema, run };
-    };
 }
 
 pub(crate) use crate::args::{decode_cursor, encode_cursor};
