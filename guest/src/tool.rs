@@ -37,7 +37,7 @@ fn error_body(code: &str, message: &str) -> String {
 }
 
 /// Why a call ended without a tool's answer.
-pub enum Ended {
+pub enum NoAnswer {
     /// The arguments are not a JSON object.
     BadArguments,
     /// The core failed: the store (unreachable, full) or corrupt data.
@@ -48,14 +48,14 @@ const BAD_ARGUMENTS: &str = "the body must be a JSON object of arguments";
 
 /// One call of `tool` for `principal` on the JSON arguments `body`.
 /// The tool is given by its `TOOL`, so the component links that tool alone.
-pub fn answer(tool: &'static Tool, principal: &Principal, body: &[u8]) -> Result<cairn_notes::Answer, Ended> {
+pub fn answer(tool: &'static Tool, principal: &Principal, body: &[u8]) -> Result<cairn_notes::Answer, NoAnswer> {
     let args: serde_json::Value = match serde_json::from_slice(body) {
         Ok(v @ serde_json::Value::Object(_)) => v,
         Ok(serde_json::Value::Null) if body.is_empty() => serde_json::json!({}),
-        _ => return Err(Ended::BadArguments),
+        _ => return Err(NoAnswer::BadArguments),
     };
     let store = GuestStore::new();
-    cairn_notes::answer(&store, &mut HostEnv, &identity(principal), tool, args).map_err(Ended::Failed)
+    cairn_notes::answer(&store, &mut HostEnv, &identity(principal), tool, args).map_err(NoAnswer::Failed)
 }
 
 /// The header naming the refusal code of a `200` whose result is a refusal.
@@ -88,8 +88,8 @@ pub async fn serve(tool: &'static Tool, req: spin_sdk::http::Request) -> Respons
                     refusal = a.refusal;
                     (200, a.json)
                 }
-                Err(Ended::BadArguments) => (400, error_body("invalid_body", BAD_ARGUMENTS)),
-                Err(Ended::Failed(e)) => (e.http_status(), error_body(e.code(), &e.to_string())),
+                Err(NoAnswer::BadArguments) => (400, error_body("invalid_body", BAD_ARGUMENTS)),
+                Err(NoAnswer::Failed(e)) => (e.http_status(), error_body(e.code(), &e.to_string())),
             },
             Err(cairn_auth::identity::Refused::WeakSecret) => (500, error_body("misconfigured", &cairn_auth::identity::Refused::WeakSecret.to_string())),
             // A forged or replayed identity counts against the address's
@@ -116,9 +116,9 @@ pub fn call(tool: &'static Tool, caller: Caller, arguments: &str) -> Result<Answ
     crate::config::run_as(cairn_config::Reader::Tools);
     match answer(tool, &caller.principal(), arguments.as_bytes()) {
         Ok(a) => Ok(Answer { json: a.json, refusal: a.refusal.map(|c| c.as_str().to_string()) }),
-        Err(Ended::BadArguments) => Err(Failure::InvalidArguments(BAD_ARGUMENTS.to_string())),
-        Err(Ended::Failed(e)) if e.http_status() == 503 => Err(Failure::Unavailable(e.to_string())),
-        Err(Ended::Failed(e)) => Err(Failure::Internal(e.to_string())),
+        Err(NoAnswer::BadArguments) => Err(Failure::InvalidArguments(BAD_ARGUMENTS.to_string())),
+        Err(NoAnswer::Failed(e)) if e.http_status() == 503 => Err(Failure::Unavailable(e.to_string())),
+        Err(NoAnswer::Failed(e)) => Err(Failure::Internal(e.to_string())),
     }
 }
 

@@ -18,8 +18,9 @@ use cairn_auth::Principal;
 use cairn_notes::tools::{list_note_tabs, list_notes};
 use serde_json::{Value, json};
 
-use crate::resources::{Failed, NOTE_TEMPLATE as NOTE, PAGE, TAB_TEMPLATE as TAB, run};
+use crate::resources::{NOTE_TEMPLATE as NOTE, PAGE, TAB_TEMPLATE as TAB, run};
 use crate::rpc::INVALID_PARAMS;
+use crate::rpc::MethodError;
 use crate::transport::Tools;
 
 /// Values one completion answers at most (the spec's bound).
@@ -31,12 +32,12 @@ pub const SCANNED: usize = PAGES * PAGE;
 /// Longest typed value taken, in bytes (ids are at most 64).
 const MAX_TYPED: usize = 256;
 
-fn invalid(message: impl Into<String>) -> Failed {
-    Failed::Rpc(INVALID_PARAMS, message.into())
+fn invalid(message: impl Into<String>) -> MethodError {
+    MethodError::Rpc(INVALID_PARAMS, message.into())
 }
 
 /// The result of `completion/complete` for `params`.
-pub async fn complete(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, Failed> {
+pub async fn complete(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, MethodError> {
     let reference = params.get("ref").filter(|r| r.is_object()).ok_or_else(|| invalid("params.ref must be an object naming a resource template"))?;
     let uri = match reference.get("type").and_then(Value::as_str) {
         Some("ref/resource") => reference.get("uri").and_then(Value::as_str).ok_or_else(|| invalid("params.ref.uri must be a resource template"))?,
@@ -90,7 +91,7 @@ fn rank(typed: &str, id: &str, label: &str) -> Option<u8> {
 }
 
 /// Notes the caller may see that match, and whether notes were left unread.
-async fn notes(typed: &str, tools: &impl Tools, who: &Principal) -> Result<(Vec<(u8, String)>, bool), Failed> {
+async fn notes(typed: &str, tools: &impl Tools, who: &Principal) -> Result<(Vec<(u8, String)>, bool), MethodError> {
     let (mut out, mut cursor) = (Vec::new(), None::<String>);
     for _ in 0..PAGES {
         let mut args = json!({"limit": PAGE});
@@ -113,7 +114,7 @@ async fn notes(typed: &str, tools: &impl Tools, who: &Principal) -> Result<(Vec<
 }
 
 /// Tabs of `note` that match.
-async fn tabs(note: &str, typed: &str, tools: &impl Tools, who: &Principal) -> Result<(Vec<(u8, String)>, bool), Failed> {
+async fn tabs(note: &str, typed: &str, tools: &impl Tools, who: &Principal) -> Result<(Vec<(u8, String)>, bool), MethodError> {
     let uri = format!("cairn://notes/{note}");
     let listing = run(&list_note_tabs::TOOL, json!({"note_id": note}), tools, who, &uri).await?;
     let out = listing["tabs"]

@@ -34,7 +34,8 @@ use cairn_notes::tools::{list_note_tabs, list_notes};
 use cairn_notes::watch::Watched;
 use serde_json::{Value, json};
 
-use crate::resources::{Failed, PAGE, Target, parse, run};
+use crate::resources::{PAGE, Target, parse, run};
+use crate::rpc::MethodError;
 use crate::subscriptions::{Book, mark};
 use crate::transport::Tools;
 
@@ -162,7 +163,7 @@ impl Seen {
 /// Looks at everything `filter` watches: one stamp per URI (a note's
 /// version, a tab's version; `None` when the caller may not read it) and
 /// one `list_notes` page for the listing.
-pub async fn look<T: Tools>(filter: &Filter, w: &Watcher<'_, T>) -> Result<Seen, Failed> {
+pub async fn look<T: Tools>(filter: &Filter, w: &Watcher<'_, T>) -> Result<Seen, MethodError> {
     let targets: Vec<Watched<'_>> = filter
         .uris
         .iter()
@@ -176,8 +177,8 @@ pub async fn look<T: Tools>(filter: &Filter, w: &Watcher<'_, T>) -> Result<Seen,
         // Nothing to read: no call to the store at all.
         _ if targets.is_empty() => Vec::new(),
         Some(store) => cairn_notes::watch::stamps(store, &identity(w.who), &targets).map_err(|e| match e.http_status() {
-            503 => Failed::Unavailable(e.to_string()),
-            _ => Failed::Rpc(crate::rpc::INTERNAL_ERROR, e.to_string()),
+            503 => MethodError::Unavailable(e.to_string()),
+            _ => MethodError::Rpc(crate::rpc::INTERNAL_ERROR, e.to_string()),
         })?,
         None => stamps_by_tools(&targets, w.tools, w.who).await?,
     };
@@ -191,7 +192,7 @@ pub async fn look<T: Tools>(filter: &Filter, w: &Watcher<'_, T>) -> Result<Seen,
 }
 
 /// The stamps through `list_note_tabs`, one call per distinct note.
-async fn stamps_by_tools(targets: &[Watched<'_>], tools: &impl Tools, who: &Principal) -> Result<Vec<Option<u64>>, Failed> {
+async fn stamps_by_tools(targets: &[Watched<'_>], tools: &impl Tools, who: &Principal) -> Result<Vec<Option<u64>>, MethodError> {
     let mut notes: Vec<(&str, Option<Value>)> = Vec::new();
     let mut out = Vec::with_capacity(targets.len());
     for t in targets {
@@ -223,10 +224,10 @@ fn identity(p: &Principal) -> cairn_notes::Identity {
 
 /// A refusal (not found, not visible) is "not there"; a tool or store out
 /// of reach ends the look.
-fn seen_or_gone(r: Result<Value, Failed>) -> Result<Option<Value>, Failed> {
+fn seen_or_gone(r: Result<Value, MethodError>) -> Result<Option<Value>, MethodError> {
     match r {
         Ok(v) => Ok(Some(v)),
-        Err(Failed::Rpc(..)) => Ok(None),
+        Err(MethodError::Rpc(..)) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -327,9 +328,9 @@ pub async fn listen<T: Tools>(id: &Value, filter: &Filter, settings: &Settings, 
     Ended::Lifetime
 }
 
-async fn give_up(id: &Value, e: Failed, sink: &mut impl Sink) -> Ended {
+async fn give_up(id: &Value, e: MethodError, sink: &mut impl Sink) -> Ended {
     let why = match e {
-        Failed::Unavailable(m) | Failed::Rpc(_, m) => m,
+        MethodError::Unavailable(m) | MethodError::Rpc(_, m) => m,
     };
     let msg = format!("the feed lost sight of the notes ({why}); listen again shortly, then read what you watch");
     sink.send(frame(&crate::rpc::error(id.clone(), crate::rpc::INTERNAL_ERROR, &msg))).await;
@@ -418,7 +419,7 @@ async fn moved_in_book<T: Tools>(watcher: &Watcher<'_, T>, cache: &dyn Store, no
     }
     let filter = Filter { list: false, uris: book.uris() };
     let seen = look(&filter, watcher).await.map_err(|e| match e {
-        Failed::Unavailable(m) | Failed::Rpc(_, m) => m,
+        MethodError::Unavailable(m) | MethodError::Rpc(_, m) => m,
     })?;
     Ok(book.entries.into_iter().zip(seen.uris).filter(|((_, was), now)| was != now).map(|((uri, _), now)| (uri, now)).collect())
 }

@@ -13,7 +13,8 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::message::{Message, Params};
-use crate::resources::{self, Failed};
+use crate::resources;
+use crate::rpc::MethodError;
 use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, error};
 use crate::transport::{ToolError, Tools, Unavailable};
 use crate::version::{VERSIONS, negotiate, stateless};
@@ -160,10 +161,10 @@ fn envelope<'m>(m: &'m Message<'_>) -> Result<(Value, &'m str, bool), Option<Rep
 /// The result of every method but `tools/call`, or its JSON-RPC error;
 /// `Err` when the request cannot be served right now.
 async fn answer(method: &str, params: &Value, tools: &impl Tools, who: &Principal) -> Result<Result<Value, RpcError>, Unavailable> {
-    let failed = |r: Result<Value, Failed>| match r {
+    let failed = |r: Result<Value, MethodError>| match r {
         Ok(r) => Ok(Ok(r)),
-        Err(Failed::Rpc(code, msg)) => Ok(Err((code, msg))),
-        Err(Failed::Unavailable(msg)) => Err(Unavailable(msg)),
+        Err(MethodError::Rpc(code, msg)) => Ok(Err((code, msg))),
+        Err(MethodError::Unavailable(msg)) => Err(Unavailable(msg)),
     };
     Ok(match method {
         "initialize" => {
@@ -197,10 +198,10 @@ async fn answer(method: &str, params: &Value, tools: &impl Tools, who: &Principa
 
 /// `resources/subscribe` (the URI's stamp now goes in the book, what the
 /// `GET /mcp` stream compares with first) and `resources/unsubscribe`.
-async fn subscription(method: &str, params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, Failed> {
-    use crate::subscriptions::{Refused, subscribe, unsubscribe, uri_of};
-    let stores = tools.stores().ok_or_else(|| Failed::Rpc(METHOD_NOT_FOUND, format!("{method} is not offered here")))?;
-    let uri = uri_of(params).map_err(|m| Failed::Rpc(INVALID_PARAMS, m))?;
+async fn subscription(method: &str, params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, MethodError> {
+    use crate::subscriptions::{subscribe, unsubscribe, uri_of};
+    let stores = tools.stores().ok_or_else(|| MethodError::Rpc(METHOD_NOT_FOUND, format!("{method} is not offered here")))?;
+    let uri = uri_of(params).map_err(|m| MethodError::Rpc(INVALID_PARAMS, m))?;
     let changed = if method == "resources/subscribe" {
         let filter = crate::feed::Filter { list: false, uris: vec![uri.to_string()] };
         let watcher = crate::feed::Watcher { who, tools, heads: Some(stores.notes) };
@@ -209,10 +210,7 @@ async fn subscription(method: &str, params: &Value, tools: &impl Tools, who: &Pr
     } else {
         unsubscribe(stores.cache, who, uri, stores.now_us)
     };
-    changed.map(|()| json!({})).map_err(|e| match e {
-        Refused::Params(m) => Failed::Rpc(INVALID_PARAMS, m),
-        Refused::Unavailable(m) => Failed::Unavailable(m),
-    })
+    changed.map(|()| json!({}))
 }
 
 /// `tools/list`: the core's published tools with their OAuth requirements.

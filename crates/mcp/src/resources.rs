@@ -19,7 +19,7 @@ use cairn_auth::Principal;
 use cairn_notes::tools::{Tool, list_note_tabs, list_notes, read_note_tab};
 use serde_json::{Value, json};
 
-use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
+use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS, MethodError, RESOURCE_NOT_FOUND};
 use crate::transport::{ToolError, Tools};
 
 /// Scheme and authority of every resource URI.
@@ -30,15 +30,6 @@ pub const NOTE_TEMPLATE: &str = "cairn://notes/{note_id}";
 pub const TAB_TEMPLATE: &str = "cairn://notes/{note_id}/tabs/{tab_id}";
 /// Notes a `list_notes` page holds at most (its `limit`'s bound).
 pub(crate) const PAGE: usize = 50;
-
-/// Why a resources request has no result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failed {
-    /// A JSON-RPC error for this message: its code and message.
-    Rpc(i64, String),
-    /// A tool or the store is out of reach: the request answers 503.
-    Unavailable(String),
-}
 
 /// What a URI names.
 #[derive(Debug, PartialEq, Eq)]
@@ -68,7 +59,7 @@ fn tab_uri(note: &str, tab: &str) -> String {
 
 /// `resources/list`, `resources/templates/list` and `resources/read` (any
 /// other `method` is read as `resources/read`): the result object.
-pub async fn handle(method: &str, params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, Failed> {
+pub async fn handle(method: &str, params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, MethodError> {
     match method {
         "resources/templates/list" => Ok(templates()),
         "resources/list" => list(params, tools, who).await,
@@ -97,34 +88,34 @@ fn templates() -> Value {
 
 /// Runs a read tool and hands back its structuredContent, or the refusal
 /// turned into a JSON-RPC error about `uri`.
-pub(crate) async fn run(tool: &'static Tool, args: Value, tools: &impl Tools, who: &Principal, uri: &str) -> Result<Value, Failed> {
+pub(crate) async fn run(tool: &'static Tool, args: Value, tools: &impl Tools, who: &Principal, uri: &str) -> Result<Value, MethodError> {
     let raw = match tools.call(tool, &args.to_string(), who).await {
         Ok(raw) => raw,
-        Err(ToolError::Params(m) | ToolError::Internal(m)) => return Err(Failed::Rpc(INTERNAL_ERROR, m)),
-        Err(ToolError::Unavailable(m)) => return Err(Failed::Unavailable(m)),
+        Err(ToolError::Params(m) | ToolError::Internal(m)) => return Err(MethodError::Rpc(INTERNAL_ERROR, m)),
+        Err(ToolError::Unavailable(m)) => return Err(MethodError::Unavailable(m)),
     };
     let mut result: Value =
-        serde_json::from_str(&raw).map_err(|e| Failed::Rpc(INTERNAL_ERROR, format!("{} answered with something other than JSON: {e}", tool.name)))?;
+        serde_json::from_str(&raw).map_err(|e| MethodError::Rpc(INTERNAL_ERROR, format!("{} answered with something other than JSON: {e}", tool.name)))?;
     let content = result["structuredContent"].take();
     if result["isError"] != true {
         return Ok(content);
     }
     let message = content["message"].as_str().unwrap_or("refused");
     Err(match content["error"].as_str() {
-        Some("not_found") => Failed::Rpc(RESOURCE_NOT_FOUND, format!("resource not found: {uri} ({message})")),
-        _ => Failed::Rpc(INVALID_PARAMS, format!("{uri}: {message}")),
+        Some("not_found") => MethodError::Rpc(RESOURCE_NOT_FOUND, format!("resource not found: {uri} ({message})")),
+        _ => MethodError::Rpc(INVALID_PARAMS, format!("{uri}: {message}")),
     })
 }
 
-async fn list(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, Failed> {
+async fn list(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, MethodError> {
     let mut args = json!({"limit": PAGE});
     match params.get("cursor") {
         None | Some(Value::Null) => {}
         Some(Value::String(c)) => args["cursor"] = c.clone().into(),
-        Some(_) => return Err(Failed::Rpc(INVALID_PARAMS, "cursor must be a string from a previous nextCursor".into())),
+        Some(_) => return Err(MethodError::Rpc(INVALID_PARAMS, "cursor must be a string from a previous nextCursor".into())),
     }
     let page = run(&list_notes::TOOL, args, tools, who, "cairn://notes").await.map_err(|e| match e {
-        Failed::Rpc(_, m) => Failed::Rpc(INVALID_PARAMS, m),
+        MethodError::Rpc(_, m) => MethodError::Rpc(INVALID_PARAMS, m),
         other => other,
     })?;
     let resources: Vec<Value> = page["notes"]
@@ -150,13 +141,13 @@ async fn list(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Val
     Ok(out)
 }
 
-async fn read(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, Failed> {
-    let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| Failed::Rpc(INVALID_PARAMS, "params.uri must be a resource URI".into()))?;
+async fn read(params: &Value, tools: &impl Tools, who: &Principal) -> Result<Value, MethodError> {
+    let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| MethodError::Rpc(INVALID_PARAMS, "params.uri must be a resource URI".into()))?;
     if let Some(view) = crate::apps::read(uri) {
         return Ok(view);
     }
     let target = parse(uri).ok_or_else(|| {
-        Failed::Rpc(INVALID_PARAMS, format!("{uri} is not a Cairn resource: use cairn://notes/{{note_id}} or cairn://notes/{{note_id}}/tabs/{{tab_id}}"))
+        MethodError::Rpc(INVALID_PARAMS, format!("{uri} is not a Cairn resource: use cairn://notes/{{note_id}} or cairn://notes/{{note_id}}/tabs/{{tab_id}}"))
     })?;
     let contents = match target {
         Target::Note(note) => {

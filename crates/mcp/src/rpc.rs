@@ -19,3 +19,22 @@ pub const RESOURCE_NOT_FOUND: i64 = -32002;
 pub fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
+
+/// Why a method has no result: the one name for it in this crate's methods
+/// (resources, completion, subscriptions, the change feed's looks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MethodError {
+    /// The caller's to fix, or not offered: a JSON-RPC error for this
+    /// message, its code and message. Nothing was written.
+    Rpc(i64, String),
+    /// A tool or the store is out of reach: the request answers 503 and the
+    /// caller retries.
+    Unavailable(String),
+}
+
+impl MethodError {
+    /// Bad params: -32602 naming what was wrong.
+    pub fn params(message: impl Into<String>) -> MethodError {
+        MethodError::Rpc(INVALID_PARAMS, message.into())
+    }
+}

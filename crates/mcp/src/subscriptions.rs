@@ -22,6 +22,7 @@ use cairn_auth::Principal;
 use cairn_kv::{Store, Swap};
 
 use crate::resources::parse;
+use crate::rpc::MethodError;
 
 /// Most URIs a subject is subscribed to at once.
 pub const MAX_SUBSCRIPTIONS: usize = 16;
@@ -39,15 +40,6 @@ const BUCKET: &str = "cache";
 pub struct Book {
     /// In the order they were subscribed to.
     pub entries: Vec<(String, Option<u64>)>,
-}
-
-/// Why a book was not changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refused {
-    /// Bad input: a JSON-RPC -32602 naming it. Nothing was written.
-    Params(String),
-    /// The store is out of reach or busy: the request answers 503.
-    Unavailable(String),
 }
 
 /// The key of `who`'s book.
@@ -88,9 +80,9 @@ impl Book {
 /// Changes `who`'s book with `change` under compare-and-swap, kept for
 /// [`KEEP`] from `now_us`. `change` may refuse; an unchanged book is still
 /// written, so its lapse moves on.
-fn update(kv: &dyn Store, who: &Principal, now_us: u64, change: impl Fn(&mut Book) -> Result<(), Refused>) -> Result<Book, Refused> {
+fn update(kv: &dyn Store, who: &Principal, now_us: u64, change: impl Fn(&mut Book) -> Result<(), MethodError>) -> Result<Book, MethodError> {
     let key = key(who);
-    let busy = |e: cairn_kv::Error| Refused::Unavailable(format!("the subscriptions are out of reach: {e}"));
+    let busy = |e: cairn_kv::Error| MethodError::Unavailable(format!("the subscriptions are out of reach: {e}"));
     for _ in 0..ATTEMPTS {
         let read = kv.read(BUCKET, &key).map_err(busy)?;
         let mut book = read.value.as_deref().map(|v| Book::decode(v, now_us)).unwrap_or_default();
@@ -102,18 +94,18 @@ fn update(kv: &dyn Store, who: &Principal, now_us: u64, change: impl Fn(&mut Boo
             return Ok(book);
         }
     }
-    Err(Refused::Unavailable("the subscriptions are busy (changed by another request meanwhile): nothing was changed; retry".into()))
+    Err(MethodError::Unavailable("the subscriptions are busy (changed by another request meanwhile): nothing was changed; retry".into()))
 }
 
 /// Subscribes `who` to `uri`, whose stamp is `seen` now (what a stream
 /// compares with first). Subscribing again to a URI keeps its stamp.
-pub fn subscribe(kv: &dyn Store, who: &Principal, uri: &str, seen: Option<u64>, now_us: u64) -> Result<(), Refused> {
+pub fn subscribe(kv: &dyn Store, who: &Principal, uri: &str, seen: Option<u64>, now_us: u64) -> Result<(), MethodError> {
     update(kv, who, now_us, |book| {
         if book.entries.iter().any(|(u, _)| u == uri) {
             return Ok(());
         }
         if book.entries.len() >= MAX_SUBSCRIPTIONS {
-            return Err(Refused::Params(format!(
+            return Err(MethodError::params(format!(
                 "a subject holds at most {MAX_SUBSCRIPTIONS} subscriptions; it holds {}: unsubscribe from one first",
                 book.entries.len()
             )));
@@ -125,7 +117,7 @@ pub fn subscribe(kv: &dyn Store, who: &Principal, uri: &str, seen: Option<u64>, 
 }
 
 /// Unsubscribes `who` from `uri` (nothing to do when not subscribed).
-pub fn unsubscribe(kv: &dyn Store, who: &Principal, uri: &str, now_us: u64) -> Result<(), Refused> {
+pub fn unsubscribe(kv: &dyn Store, who: &Principal, uri: &str, now_us: u64) -> Result<(), MethodError> {
     update(kv, who, now_us, |book| {
         book.entries.retain(|(u, _)| u != uri);
         Ok(())
@@ -135,7 +127,7 @@ pub fn unsubscribe(kv: &dyn Store, who: &Principal, uri: &str, now_us: u64) -> R
 
 /// Records that `who` was told of `told` (URI and stamp): an entry still
 /// subscribed takes the stamp; the book is kept for [`KEEP`] from `now_us`.
-pub fn mark(kv: &dyn Store, who: &Principal, told: &[(String, Option<u64>)], now_us: u64) -> Result<(), Refused> {
+pub fn mark(kv: &dyn Store, who: &Principal, told: &[(String, Option<u64>)], now_us: u64) -> Result<(), MethodError> {
     update(kv, who, now_us, |book| {
         for (uri, stamp) in told {
             if let Some(e) = book.entries.iter_mut().find(|(u, _)| u == uri) {

@@ -29,7 +29,7 @@ use crate::head::{Decision, Limit, MAX_ATTEMPTS, Reader, transact, update};
 use crate::keys::CLAIM_INDEX;
 use crate::kv::TenantKv;
 use crate::model::{decode, encode, nonce};
-use crate::refusal::{Code, Fail, Failure, Out, Refusal};
+use crate::refusal::{Code, Failure, Halt, Out, Refusal};
 
 /// Notes with claims one tenant may have at once (keeps the index far below the value limit).
 pub(crate) const MAX_CLAIMED_NOTES: usize = 10_000;
@@ -98,9 +98,9 @@ fn sweep_note(kv: &TenantKv, note_id: &str, now: u64, nonce: &str) -> Result<Not
     });
     match out {
         Ok(s) => Ok(s),
-        Err(Fail::Refused(r)) if r.code == Code::NotFound => Ok(NoteSweep::Gone),
-        Err(Fail::Refused(_)) => Ok(NoteSweep::Busy),
-        Err(Fail::Failed(e)) => Err(e),
+        Err(Halt::Refused(r)) if r.code == Code::NotFound => Ok(NoteSweep::Gone),
+        Err(Halt::Refused(_)) => Ok(NoteSweep::Busy),
+        Err(Halt::Failed(e)) => Err(e),
     }
 }
 

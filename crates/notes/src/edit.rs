@@ -398,7 +398,7 @@ fn once(text: &str, needle: &str, context: &str) -> Out<usize> {
 /// anything else is `version_conflict`.
 #[allow(clippy::too_many_arguments)]
 fn check_rebase(kv: &TenantKv, head: &Head, who: &Identity, tab: &Tab, patch: &Patch, base: u64, current: &str, now: crate::history::Window) -> Out<Vec<u64>> {
-    let conflict = |why: String| -> crate::refusal::Fail {
+    let conflict = |why: String| -> crate::refusal::Halt {
         Refusal::new(Code::VersionConflict, format!("the note is at version {}, not {base}, and the patch cannot be rebased: {why}", head.version))
             .with_version(head.version)
             .with("version_scope", "note")
@@ -411,7 +411,7 @@ fn check_rebase(kv: &TenantKv, head: &Head, who: &Identity, tab: &Tab, patch: &P
     // An agent cannot rebase over versions it may not see.
     let then = match crate::history::tab_at(kv, head, crate::head::Reader::Caller(who), &tab.id, base, now) {
         Ok(t) => t,
-        Err(crate::refusal::Fail::Refused(r)) => return Err(conflict(format!("the version you read is not readable: {}", r.message))),
+        Err(crate::refusal::Halt::Refused(r)) => return Err(conflict(format!("the version you read is not readable: {}", r.message))),
         Err(e) => return Err(e),
     };
     let base_text = load_text(kv, &then)?;

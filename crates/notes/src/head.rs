@@ -76,7 +76,7 @@ use crate::env::Identity;
 use crate::keys;
 use crate::kv::{Held, TenantKv};
 use crate::model::{Claim, Head, decode, encode};
-use crate::refusal::{Code, Fail, Out, Refusal};
+use crate::refusal::{Code, Halt, Out, Refusal};
 
 pub(crate) use crate::kv::MAX_ATTEMPTS;
 /// Commit markers kept in a head (the newest), for writers that confirm
@@ -331,7 +331,7 @@ fn carries(read: &Held, marker: &str) -> bool {
 
 /// Whether an outcome is the `busy` refusal of a contended loop.
 pub(crate) fn is_busy<T>(out: &Out<T>) -> bool {
-    matches!(out, Err(Fail::Refused(r)) if r.code == Code::Busy)
+    matches!(out, Err(Halt::Refused(r)) if r.code == Code::Busy)
 }
 
 /// Read-modify-swap of a small record that is not a note head (the tenant's

@@ -78,13 +78,13 @@ pub(crate) fn visible_from(head: &Head, reader: Reader) -> u64 {
     }
 }
 
-fn not_visible(at: u64, from: u64) -> crate::refusal::Fail {
+fn not_visible(at: u64, from: u64) -> crate::refusal::Halt {
     Refusal::new(Code::NotFound, format!("version {at} is from before this note was approved for agents; agents read versions {from} and later"))
         .with("field", "at_version")
         .into()
 }
 
-fn past_retention(at: u64, w: Window) -> crate::refusal::Fail {
+fn past_retention(at: u64, w: Window) -> crate::refusal::Halt {
     Refusal::new(Code::NotFound, format!("version {at} is past retention ({})", w.describe())).with("field", "at_version").into()
 }
 

@@ -55,7 +55,7 @@ use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{Head, HistoryEntry, IdemRecord, Tab, TabKind, decode, encode, nonce};
 use crate::note_index::index_slice;
-use crate::refusal::{Code, Fail, Failure};
+use crate::refusal::{Code, Failure, Halt};
 use crate::sheet::load_manifest;
 
 /// How much older than the age rule a version must be before the sweep
@@ -329,9 +329,9 @@ fn commit_floor(kv: &TenantKv, env: &mut dyn Env, note_id: &str, before: &Head, 
             Ok(Some(h))
         }
         Ok(None) => Ok(None),
-        Err(Fail::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => Ok(None),
-        Err(Fail::Refused(r)) => Err(Failure::Corrupt(format!("history sweep of {note_id}: {}", r.message))),
-        Err(Fail::Failed(e)) => Err(e),
+        Err(Halt::Refused(r)) if matches!(r.code, Code::NotFound | Code::Busy) => Ok(None),
+        Err(Halt::Refused(r)) => Err(Failure::Corrupt(format!("history sweep of {note_id}: {}", r.message))),
+        Err(Halt::Failed(e)) => Err(e),
     }
 }
 

@@ -185,15 +185,15 @@ pub fn call_structured(store: &dyn Store, env: &mut dyn Env, who: &Identity, t: 
         // A refused write is recorded for the audit trail.
         let note = args.get("note_id").and_then(Value::as_str).map(str::to_string);
         let out = (t.run)(&mut tools::Call { kv: &kv, env, who }, args);
-        if let Err(refusal::Fail::Refused(r)) = &out {
+        if let Err(refusal::Halt::Refused(r)) = &out {
             audit::record_refused_write(&kv, env, who, tool, note.as_deref(), &r.body());
         }
         out
     })();
     match out {
         Ok(v) => Ok((v, None)),
-        Err(refusal::Fail::Refused(r)) => Ok((r.body(), Some(r.code))),
-        Err(refusal::Fail::Failed(e)) => Err(e),
+        Err(refusal::Halt::Refused(r)) => Ok((r.body(), Some(r.code))),
+        Err(refusal::Halt::Failed(e)) => Err(e),
     }
 }
 

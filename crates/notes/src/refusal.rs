@@ -275,32 +275,36 @@ impl From<cairn_kv::Error> for Failure {
     }
 }
 
-/// Internal outcome: a refusal (a result) or a failure (an `Err`).
+/// Why a call stopped short of its result: a refusal (answered as a
+/// result with `isError: true`) or a failure (an `Err` to the caller).
 #[derive(Debug)]
-pub(crate) enum Fail {
+pub(crate) enum Halt {
+    /// The caller's to fix; nothing changed.
     Refused(Refusal),
+    /// The store or the host failed.
     Failed(Failure),
 }
 
-impl From<Failure> for Fail {
+impl From<Failure> for Halt {
     fn from(e: Failure) -> Self {
-        Fail::Failed(e)
+        Halt::Failed(e)
     }
 }
 
-impl From<cairn_kv::Error> for Fail {
+impl From<cairn_kv::Error> for Halt {
     fn from(e: cairn_kv::Error) -> Self {
-        Fail::Failed(Failure::Store(e))
+        Halt::Failed(Failure::Store(e))
     }
 }
 
-impl From<Refusal> for Fail {
+impl From<Refusal> for Halt {
     fn from(r: Refusal) -> Self {
-        Fail::Refused(r)
+        Halt::Refused(r)
     }
 }
 
-pub(crate) type Out<T> = Result<T, Fail>;
+/// What a step of a call gives: its value, or why the call halts.
+pub(crate) type Out<T> = Result<T, Halt>;
 
 /// Wraps structuredContent into an MCP `CallToolResult`, as JSON text:
 /// `{"content":[{"type":"text","text":S}],"structuredContent":S,"isError":b}`
@@ -333,8 +337,8 @@ pub struct Answer {
 pub(crate) fn finish_answer(out: Out<Value>) -> Result<Answer, Failure> {
     match out {
         Ok(v) => Ok(Answer { json: tool_result(&v, false), refusal: None }),
-        Err(Fail::Refused(r)) => Ok(Answer { json: tool_result(&r.body(), true), refusal: Some(r.code) }),
-        Err(Fail::Failed(e)) => Err(e),
+        Err(Halt::Refused(r)) => Ok(Answer { json: tool_result(&r.body(), true), refusal: Some(r.code) }),
+        Err(Halt::Failed(e)) => Err(e),
     }
 }
 

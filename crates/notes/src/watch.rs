@@ -18,7 +18,7 @@ use crate::env::Identity;
 use crate::head::{Reader, visible_head};
 use crate::keys;
 use crate::kv::TenantKv;
-use crate::refusal::{Fail, Failure};
+use crate::refusal::{Failure, Halt};
 
 /// A watched resource: a note, or one tab of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,8 +55,8 @@ pub fn stamps(store: &dyn Store, who: &Identity, watched: &[Watched<'_>]) -> Res
             None => None,
             Some(b) => match visible_head(b, Reader::Caller(who)) {
                 Ok(head) => Some(head),
-                Err(Fail::Refused(_)) => None,
-                Err(Fail::Failed(e)) => return Err(e),
+                Err(Halt::Refused(_)) => None,
+                Err(Halt::Failed(e)) => return Err(e),
             },
         });
     }

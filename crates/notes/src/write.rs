@@ -23,7 +23,7 @@ use crate::keys;
 use crate::kv::{Staged, TenantKv};
 use crate::model::{Claim, Head, HistoryEntry, IdemRecord, Tab, Who, canonical_json, decode, encode, nonce, rand8, sha_hex};
 use crate::quota::Charge;
-use crate::refusal::{Code, Fail, Out, Refusal};
+use crate::refusal::{Code, Halt, Out, Refusal};
 use crate::section_claims::{self, Breach};
 use crate::version::{Extent, Version};
 use crate::write_results::{Replayable, TabState, WriteFields, WriteResult};
@@ -337,7 +337,7 @@ pub(crate) fn commit_as<R: WriteFields>(
         }
         Ok(Decision::CommitWith(Replayable::Fresh(result), staged))
     });
-    if matches!(out, Err(Fail::Refused(_))) {
+    if matches!(out, Err(Halt::Refused(_))) {
         charge.refund(kv)?;
     }
     out

@@ -31,7 +31,7 @@ use crate::head::{Decision, Limit, Reader, transact};
 use crate::keys;
 use crate::kv::{Held, TenantKv};
 use crate::model::{Head, nonce};
-use crate::refusal::{Fail, Failure, Out};
+use crate::refusal::{Failure, Halt, Out};
 
 use super::doc::{Doc, DocTab};
 use super::tokens::Tokenizer;
@@ -330,7 +330,7 @@ fn fence(kv: &TenantKv, env: &mut dyn Env, note: &str) -> Out<()> {
     let nonce = nonce(env);
     let now = env.now_us();
     match transact(kv, note, Reader::System, now, &nonce, &limit, "the note is busy; the fence waits for the next merge", |_, _| Ok(Decision::Commit(()))) {
-        Ok(()) | Err(Fail::Refused(_)) => Ok(()),
+        Ok(()) | Err(Halt::Refused(_)) => Ok(()),
         Err(e) => Err(e),
     }
 }

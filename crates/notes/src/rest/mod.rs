@@ -30,7 +30,7 @@ use crate::args::{MAX_KEY_CHARS, check_chars, check_id, parse};
 use crate::env::{Env, Identity};
 use crate::kv::TenantKv;
 use crate::model::{Head, Tab, TabKind};
-use crate::refusal::{Code, Fail, Failure, Out, Refusal};
+use crate::refusal::{Code, Failure, Halt, Out, Refusal};
 use crate::scopes::{AUDIT, DELETE, READ, WRITE};
 use crate::tools::{self, Tool};
 use crate::write::{Change, Ctx as WriteCtx, Plan, Target, WriteSpec, commit};
@@ -650,8 +650,8 @@ fn answer_with(store: &dyn Store, who: &Identity, ids: &[(&str, &str)], f: impl 
     })();
     match out {
         Ok((status, body)) => Ok(RestReply { status, body }),
-        Err(Fail::Refused(r)) => Ok(refused(&r)),
-        Err(Fail::Failed(e)) => Err(e),
+        Err(Halt::Refused(r)) => Ok(refused(&r)),
+        Err(Halt::Failed(e)) => Err(e),
     }
 }
 
@@ -703,7 +703,7 @@ fn check_not_fixed(tab: &Tab, field: &str, message: &str) -> Result<(), Refusal>
 }
 
 /// An agent asking to approve a note (or withdraw an approval).
-fn forbidden_approval() -> Fail {
+fn forbidden_approval() -> Halt {
     Refusal::new(Code::Forbidden, "only a person approves a note for agents or withdraws the approval")
         .with("field", "approved_for_agents")
         .with_next_step("leave approved_for_agents out; ask a person to change it")

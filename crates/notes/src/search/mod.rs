@@ -21,7 +21,7 @@ use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::Head;
 use crate::note_index::index_slice;
-use crate::refusal::{Fail, Failure, Out};
+use crate::refusal::{Failure, Halt, Out};
 
 pub use crate::dirty::measure_without_index;
 pub use crate::index::merge::MergeReport;
@@ -117,10 +117,10 @@ fn each_record(kv: &TenantKv, mut f: impl FnMut(&str, Vec<postings::Entry>) -> O
 }
 
 /// A refusal inside a rebuild (a record that stayed busy) as a failure to retry.
-fn as_failure(f: Fail) -> Failure {
+fn as_failure(f: Halt) -> Failure {
     match f {
-        Fail::Failed(e) => e,
-        Fail::Refused(r) => Failure::Store(cairn_kv::Error::Unavailable(r.message)),
+        Halt::Failed(e) => e,
+        Halt::Refused(r) => Failure::Store(cairn_kv::Error::Unavailable(r.message)),
     }
 }
 

@@ -601,8 +601,8 @@ fn since_text(c: &mut Call, head: &Head, tab_id: &str, v: u64) -> Out<String> {
     match history::tab_at(c.kv, head, crate::head::Reader::Caller(c.who), tab_id, v, window) {
         Ok(then) => Ok(load_text(c.kv, &then)?),
         // A tab created after `v`: everything in it is new.
-        Err(crate::refusal::Fail::Refused(r)) if r.code == Code::NotFound && r.field() != Some("at_version") => Ok(String::new()),
-        Err(crate::refusal::Fail::Refused(r)) => Err(r.renamed_field("at_version", "since_version").into()),
+        Err(crate::refusal::Halt::Refused(r)) if r.code == Code::NotFound && r.field() != Some("at_version") => Ok(String::new()),
+        Err(crate::refusal::Halt::Refused(r)) => Err(r.renamed_field("at_version", "since_version").into()),
         Err(e) => Err(e),
     }
 }
