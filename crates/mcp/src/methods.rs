@@ -214,7 +214,14 @@ async fn subscription(method: &str, params: &Value, tools: &impl Tools, who: &Pr
 }
 
 /// `tools/list`: the core's published tools with their OAuth requirements.
+/// The same for every caller, so it is derived once a process (each tool's
+/// schemas are derived from its types) and cloned for each request.
 pub fn list_tools() -> Vec<Value> {
+    static LISTED: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    LISTED.get_or_init(derive_list).clone()
+}
+
+fn derive_list() -> Vec<Value> {
     cairn_notes::tools::TOOLS
         .iter()
         .map(|tool| {

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::env::ActorType;
-use crate::results::{Notice, shape};
+use crate::results::{Notice, Provenance, shape};
 
 /// Field shapes of claim results, for `#[schemars(schema_with = "…")]`.
 mod claim_shape {
@@ -212,20 +212,5 @@ pub(crate) struct ClaimNoteView {
     #[schemars(schema_with = "shape::timestamp")]
     pub posted_at: String,
     /// Who wrote it, and when.
-    pub provenance: ClaimNoteProvenance,
-}
-
-/// Who wrote a claim note, and when.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub(crate) struct ClaimNoteProvenance {
-    /// The claim's holder: `"Name (subject, actor type)"`.
-    pub author: String,
-    /// When the note was posted.
-    #[schemars(schema_with = "shape::timestamp")]
-    pub updated_at: String,
-    /// The claim's holder, as author.
-    pub updated_by: String,
-    /// The hash of the note's text.
-    #[schemars(schema_with = "shape::hash")]
-    pub content_hash: String,
+    pub provenance: Provenance,
 }

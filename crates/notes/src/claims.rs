@@ -31,16 +31,14 @@ use serde_json::{Value, json};
 use crate::args::{ClaimRef, DEFAULT_TTL_SECONDS, parse_claim_id};
 use crate::claim_audit::{Record, actor_str, note_ended, put_record};
 use crate::claim_index::{index_lower, read_index};
-use crate::claim_results::{
-    AlreadyReleased, Board, BoardClaim, ClaimNoteProvenance, ClaimNoteView, ClaimView, PostedNote, Release, ReleaseReason, ReleasedNow,
-};
+use crate::claim_results::{AlreadyReleased, Board, BoardClaim, ClaimNoteView, ClaimView, PostedNote, Release, ReleaseReason, ReleasedNow};
 use crate::env::{ActorType, Env, Identity, Role};
 use crate::head::{Decision, Limit, Reader, is_busy, load_head, transact, visible_head};
 use crate::keys;
 use crate::kv::TenantKv;
 use crate::model::{Claim, ClaimNote, Head, TabKind, Who, base36, nonce, rand8, rfc3339, sha_hex};
 use crate::refusal::{Code, Out, Refusal};
-use crate::results::Notice;
+use crate::results::{Notice, Provenance};
 use crate::section_claims;
 
 /// Claim notes kept per claim (older ones are dropped when a new one is posted).
@@ -537,12 +535,7 @@ fn board_item(head: &Head, c: &Claim, who: &Identity) -> BoardClaim {
         .map(|n| ClaimNoteView {
             text: n.text.clone(),
             posted_at: rfc3339(n.at),
-            provenance: ClaimNoteProvenance {
-                author: c.holder.label(),
-                updated_at: rfc3339(n.at),
-                updated_by: c.holder.label(),
-                content_hash: sha_hex(n.text.as_bytes()),
-            },
+            provenance: Provenance::new(&c.holder, n.at, &c.holder, sha_hex(n.text.as_bytes())),
         })
         .collect();
     BoardClaim { claim: view(&head.note_id, c, c.renewals > 0), note_title: head.title.clone(), tab_label, yours: c.holder.subject == who.subject, notes }

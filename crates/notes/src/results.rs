@@ -10,7 +10,7 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
 
-use crate::model::{Tab, TabKind, rfc3339};
+use crate::model::{Tab, TabKind, Who, rfc3339};
 
 /// The fixed "data, not instructions" notice ([`crate::refusal::NOTICE`]).
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,10 +58,11 @@ pub(crate) mod shape {
     }
 }
 
-/// Who wrote what, and when.
+/// Who wrote what, and when: of a tab, a note, an attachment or a claim
+/// note alike.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub(crate) struct Provenance {
-    /// Who created the tab: `"Name (subject, actor type)"`.
+    /// Who created it: `"Name (subject, actor type)"`.
     pub author: String,
     /// When it last changed.
     #[schemars(schema_with = "shape::timestamp")]
@@ -74,9 +75,15 @@ pub(crate) struct Provenance {
 }
 
 impl Provenance {
+    /// Created by `author`, last changed by `updated_by` at `updated_at`
+    /// (µs), saying what hashes to `content_hash`.
+    pub(crate) fn new(author: &Who, updated_at: u64, updated_by: &Who, content_hash: String) -> Provenance {
+        Provenance { author: author.label(), updated_at: rfc3339(updated_at), updated_by: updated_by.label(), content_hash }
+    }
+
     /// A tab's provenance.
     pub(crate) fn of(t: &Tab) -> Provenance {
-        Provenance { author: t.author.label(), updated_at: rfc3339(t.updated_at), updated_by: t.updated_by.label(), content_hash: t.content_hash.clone() }
+        Provenance::new(&t.author, t.updated_at, &t.updated_by, t.content_hash.clone())
     }
 }
 

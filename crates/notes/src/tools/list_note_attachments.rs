@@ -8,9 +8,9 @@ use super::{Call, READ, READ_SCOPE, decode_cursor, encode_cursor};
 use crate::args::{DEFAULT_LIMIT, check_cursor, check_id, check_limit, parse};
 use crate::content::load_list;
 use crate::head::load_head;
-use crate::model::{FileMeta, Source, TabKind, Who, rfc3339, sha_hex};
+use crate::model::{FileMeta, Source, TabKind, Who, sha_hex};
 use crate::refusal::{Out, Refusal};
-use crate::results::{Notice, shape};
+use crate::results::{Notice, Provenance};
 
 tool!("list_note_attachments", "List note attachments", READ_SCOPE, READ);
 
@@ -88,7 +88,7 @@ enum Attachment {
         /// Its size in bytes.
         size_bytes: u64,
         /// Who added it, and when.
-        provenance: Added,
+        provenance: Provenance,
     },
     /// A source: a cited page (its URL is stored, never visited).
     Source {
@@ -99,29 +99,13 @@ enum Attachment {
         /// Its URL.
         url: String,
         /// Who added it, and when.
-        provenance: Added,
+        provenance: Provenance,
     },
 }
 
-/// Who added an attachment, and when (attachments do not change).
-#[derive(Debug, Serialize, JsonSchema)]
-struct Added {
-    /// Who added it: `"Name (subject, actor type)"`.
-    author: String,
-    /// When it was added.
-    #[schemars(schema_with = "shape::timestamp")]
-    updated_at: String,
-    /// Who added it.
-    updated_by: String,
-    /// The hash of its metadata.
-    #[schemars(schema_with = "shape::hash")]
-    content_hash: String,
-}
-
-impl Added {
-    fn new(by: &Who, at: u64, metadata: String) -> Added {
-        Added { author: by.label(), updated_at: rfc3339(at), updated_by: by.label(), content_hash: sha_hex(metadata.as_bytes()) }
-    }
+/// An attachment's provenance: added once, never changed, hashing its metadata.
+fn provenance_of(by: &Who, at: u64, metadata: String) -> Provenance {
+    Provenance::new(by, at, by, sha_hex(metadata.as_bytes()))
 }
 
 fn source_item(s: &Source) -> Attachment {
@@ -129,7 +113,7 @@ fn source_item(s: &Source) -> Attachment {
         source_id: s.source_id.clone(),
         title: s.title.clone(),
         url: s.url.clone(),
-        provenance: Added::new(&s.added_by, s.added_at, format!("{}\n{}", s.title, s.url)),
+        provenance: provenance_of(&s.added_by, s.added_at, format!("{}\n{}", s.title, s.url)),
     }
 }
 
@@ -139,7 +123,7 @@ fn file_item(f: &FileMeta) -> Attachment {
         name: f.name.clone(),
         media_type: f.media_type.clone(),
         size_bytes: f.size_bytes,
-        provenance: Added::new(&f.added_by, f.added_at, format!("{}\n{}\n{}", f.name, f.media_type, f.size_bytes)),
+        provenance: provenance_of(&f.added_by, f.added_at, format!("{}\n{}\n{}", f.name, f.media_type, f.size_bytes)),
     }
 }
 

@@ -8,10 +8,10 @@ use super::{Call, READ, READ_SCOPE, decode_cursor, encode_cursor};
 use crate::args::{DEFAULT_LIMIT, check_cursor, check_limit, parse};
 use crate::head::{Reader, visible_head};
 use crate::keys;
-use crate::model::{rfc3339, sha_hex};
+use crate::model::sha_hex;
 use crate::note_index::index_slice;
 use crate::refusal::{Out, Refusal};
-use crate::results::{Notice, shape};
+use crate::results::{Notice, Provenance};
 
 tool!("list_notes", "List notes", READ_SCOPE, READ);
 
@@ -70,22 +70,7 @@ struct NoteSummary {
     /// Whether agents may see it.
     approved_for_agents: bool,
     /// Who wrote it, and when.
-    provenance: NoteProvenance,
-}
-
-/// Who wrote a note, and when.
-#[derive(Debug, Serialize, JsonSchema)]
-struct NoteProvenance {
-    /// Who created the note: `"Name (subject, actor type)"`.
-    author: String,
-    /// When it last changed.
-    #[schemars(schema_with = "shape::timestamp")]
-    updated_at: String,
-    /// Who changed it last.
-    updated_by: String,
-    /// The hash of its title.
-    #[schemars(schema_with = "shape::hash")]
-    content_hash: String,
+    provenance: Provenance,
 }
 
 fn run(c: &mut Call, args: Value) -> Out<Output> {
@@ -107,12 +92,7 @@ fn run(c: &mut Call, args: Value) -> Out<Output> {
         let Ok(head) = visible_head(&bytes, Reader::Caller(c.who)) else {
             continue;
         };
-        let provenance = NoteProvenance {
-            author: head.author.label(),
-            updated_at: rfc3339(head.updated_at),
-            updated_by: head.updated_by.label(),
-            content_hash: sha_hex(head.title.as_bytes()),
-        };
+        let provenance = Provenance::new(&head.author, head.updated_at, &head.updated_by, sha_hex(head.title.as_bytes()));
         notes.push(NoteSummary { note_id: head.note_id, title: head.title, version: head.version, approved_for_agents: head.approved_for_agents, provenance });
     }
     let next_cursor = (next < total).then(|| encode_cursor("notes", next));
