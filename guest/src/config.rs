@@ -10,11 +10,21 @@ use std::sync::OnceLock;
 
 static CONFIG: OnceLock<Result<Config, Error>> = OnceLock::new();
 static READER: OnceLock<Reader> = OnceLock::new();
+static TOOL_NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
 
 /// Names the component this code runs as (its entry point does, before
 /// anything reads the configuration): which variables it is given.
 pub fn run_as(reader: Reader) {
     let _ = READER.set(reader);
+}
+
+/// [`run_as`] the router, which also reads each tool's own variables: the
+/// tool table's names are read here, in the router's entry alone. (A tool
+/// component that named the table would link every tool's code through its
+/// `TOOL` entries: each tool component links only its own.)
+pub fn run_as_router() {
+    run_as(Reader::Router);
+    TOOL_NAMES.get_or_init(|| cairn_notes::tools::TOOLS.iter().map(|t| t.name).collect());
 }
 
 /// The configuration of this component: the variables its reader reads
@@ -25,8 +35,8 @@ pub fn config() -> Result<&'static Config, &'static Error> {
     let reader = *READER.get_or_init(|| Reader::Router);
     CONFIG
         .get_or_init(|| {
-            let tools: Vec<&str> = if reader == Reader::Router { cairn_notes::tools::TOOLS.iter().map(|t| t.name).collect() } else { Vec::new() };
-            Config::read_as(reader, &crate::variable, &tools)
+            let tools = TOOL_NAMES.get().map(Vec::as_slice).unwrap_or_default();
+            Config::read_as(reader, &crate::variable, tools)
         })
         .as_ref()
 }

@@ -93,12 +93,38 @@ impl Offered {
 }
 
 /// Imports and exports of a component, as `ns:pkg/iface@version` names.
-pub fn component_interfaces(engine: &wasmtime::Engine, wasm: &Path) -> Result<(Vec<String>, Vec<String>)> {
+///
+/// Read from the component's own import and export sections after
+/// validating it: a component declares both in its binary, so nothing is
+/// compiled (compiling every component of a manifest to machine code, as
+/// loading it does, takes minutes on two cores; this takes milliseconds).
+/// Only the outermost component's names count: the core modules and
+/// components nested in it import and export among themselves.
+pub fn component_interfaces(wasm: &Path) -> Result<(Vec<String>, Vec<String>)> {
+    use wasmparser::{Parser, Payload, Validator, WasmFeatures};
     let bytes = std::fs::read(wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
-    let component = wasmtime::component::Component::from_binary(engine, &bytes).map_err(anyhow::Error::from)?;
-    let ty = component.component_type();
-    let imports = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
-    let exports = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+    if !Parser::is_component(&bytes) {
+        bail!("{} is not a WebAssembly component", wasm.display());
+    }
+    Validator::new_with_features(WasmFeatures::all()).validate_all(&bytes).with_context(|| format!("{} is not a valid component", wasm.display()))?;
+    let (mut imports, mut exports, mut depth) = (Vec::new(), Vec::new(), 0usize);
+    for payload in Parser::new(0).parse_all(&bytes) {
+        match payload.with_context(|| format!("cannot read {}", wasm.display()))? {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(section) if depth == 0 => {
+                for import in section {
+                    imports.push(import?.name.name.to_string());
+                }
+            }
+            Payload::ComponentExportSection(section) if depth == 0 => {
+                for export in section {
+                    exports.push(export?.name.name.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
     Ok((imports, exports))
 }
 
@@ -146,16 +172,15 @@ pub fn check_manifest(manifest_path: &Path, workspace_root: &Path, spin_wit_dir:
     let manifest = crate::manifest::Manifest::load(manifest_path)?;
     let spin = Offered::from_wit_dir(&spin_wit(workspace_root, spin_wit_dir)?, "spin:up", "platform")?;
     let ours = Offered::from_wit_dir(&workspace_root.join("wit"), "cairn:platform", "guest")?;
-    let engine = wasmtime::Engine::default();
     let mut problems = Vec::new();
     for c in &manifest.components {
-        let (imports, exports) = component_interfaces(&engine, &c.source)?;
+        let (imports, exports) = component_interfaces(&c.source)?;
         let mut mine = Vec::new();
         // Imports filled by `[component.<id>.dependencies]` are composed at
         // load time (Spin >= 3.5), so the platform never sees them; instead
         // each dependency must export what it is said to.
         for dep in &c.dependencies {
-            let (dep_imports, dep_exports) = component_interfaces(&engine, &dep.source)?;
+            let (dep_imports, dep_exports) = component_interfaces(&dep.source)?;
             if !dep_exports.contains(&dep.export) {
                 mine.push(format!("dependency {:?}: {} does not export {}", dep.import, dep.source.display(), dep.export));
             }

@@ -52,6 +52,11 @@ class Server:
         self.base = f"http://127.0.0.1:{self.port}"
         self.state_dir = state_dir
         self.log = []
+        # The compile cache the host tests share: each component is compiled
+        # to machine code once a run, not once a server (22 components take a
+        # minute and more of both cores to compile).
+        if "--cache-dir" not in args:
+            args = ["--cache-dir", str(ROOT / "target" / "test-cache"), *args]
         self.proc = subprocess.Popen(
             [str(CAIRN), "up", "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(state_dir), *args],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

@@ -19,10 +19,24 @@ fn every_component_in_spin_toml_is_spin_compatible() {
 #[test]
 fn the_check_sees_key_value_imports_of_the_probe() {
     require_built(&["kv_probe.wasm"]);
-    let engine = wasmtime::Engine::default();
-    let (imports, exports) = cairn::cmd::compat::component_interfaces(&engine, &root().join("target/wasm32-wasip2/wasm/kv_probe.wasm")).unwrap();
+    let (imports, exports) = cairn::cmd::compat::component_interfaces(&root().join("target/wasm32-wasip2/wasm/kv_probe.wasm")).unwrap();
     assert!(imports.iter().any(|i| i == "wasi:keyvalue/atomics@0.2.0-draft2"), "{imports:?}");
     assert!(exports.iter().any(|e| e == "wasi:http/handler@0.3.0"), "a WASI 0.3 service: {exports:?}");
+}
+
+#[test]
+fn a_core_module_or_a_cut_component_is_refused_naming_the_file() {
+    require_built(&["kv_probe.wasm"]);
+    let dir = scratch("compat-bad");
+    let core = dir.join("core.wasm");
+    std::fs::write(&core, b"\0asm\x01\0\0\0").unwrap();
+    let err = format!("{:#}", cairn::cmd::compat::component_interfaces(&core).unwrap_err());
+    assert!(err.contains("core.wasm is not a WebAssembly component"), "{err}");
+    let whole = std::fs::read(root().join("target/wasm32-wasip2/wasm/kv_probe.wasm")).unwrap();
+    let cut = dir.join("cut.wasm");
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let err = format!("{:#}", cairn::cmd::compat::component_interfaces(&cut).unwrap_err());
+    assert!(err.contains("cut.wasm is not a valid component"), "{err}");
 }
 
 #[test]

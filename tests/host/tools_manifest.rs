@@ -144,3 +144,30 @@ fn the_manifest_names_no_tool_the_table_lacks() {
     }
     assert!(extra.is_empty(), "{}", extra.join("\n"));
 }
+
+/// Each tool component links its own tool and no other: the tool's
+/// description (the first words, before any figure is put in) is in its
+/// own `.wasm` and in no other tool's. A tool component that reached the
+/// table (`TOOLS`) would link every tool through their `TOOL` entries,
+/// which once made every tool component as large as all of them together.
+#[test]
+fn each_tool_component_links_its_own_tool_alone() {
+    let files: Vec<String> = TOOLS.iter().map(|t| format!("{}.wasm", t.name)).collect();
+    crate::harness::require_built(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    let marks: Vec<(&str, String)> = TOOLS.iter().map(|t| (t.name, (t.description)().chars().take(24).collect())).collect();
+    for (i, (name, mark)) in marks.iter().enumerate() {
+        assert!(marks[..i].iter().all(|(_, m)| m != mark), "{name}'s description begins as another's: {mark:?}");
+    }
+    for (name, _) in &marks {
+        // The marks are plain text: a lossy reading of the binary keeps them.
+        let text = String::from_utf8_lossy(&std::fs::read(root().join(format!("target/wasm32-wasip2/wasm/{name}.wasm"))).unwrap()).into_owned();
+        for (other, mark) in &marks {
+            let found = text.contains(mark.as_str());
+            if other == name {
+                assert!(found, "{name}.wasm lacks its own tool ({mark:?})");
+            } else {
+                assert!(!found, "{name}.wasm links {other} too ({mark:?})");
+            }
+        }
+    }
+}

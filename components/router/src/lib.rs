@@ -33,7 +33,7 @@ use spin_sdk::http::Method;
 
 #[spin_sdk::http_service]
 async fn handle(req: spin_sdk::http::Request) -> Response {
-    cairn_guest::config::run_as(cairn_guest::cairn_config::Reader::Router);
+    cairn_guest::config::run_as_router();
     let front = match FrontDoor::open() {
         Ok(g) => g,
         Err(r) => return r,
