@@ -208,3 +208,53 @@ fn the_length_check_finds_a_long_function_and_skips_unit_tests() {
     let in_tests = format!("fn short() {{}}\n\n#[cfg(test)]\nmod tests {{\n{}}}\n", long.replace("pub(crate) fn", "    fn"));
     assert!(long_functions(&in_tests, 70).is_empty());
 }
+
+/// The targets of a package manifest whose test harness is off
+/// (`test = false`): `"lib"`, or the path of a `[[bin]]`.
+fn untested_targets(manifest: &str) -> Vec<String> {
+    let table: toml::Table = toml::from_str(manifest).expect("a package manifest parses");
+    let off = |t: &toml::Value| t.get("test").and_then(toml::Value::as_bool) == Some(false);
+    let mut out = Vec::new();
+    if table.get("lib").is_some_and(off) {
+        out.push("lib".to_string());
+    }
+    for bin in table.get("bin").and_then(toml::Value::as_array).into_iter().flatten().filter(|b| off(b)) {
+        out.push(bin.get("path").and_then(toml::Value::as_str).unwrap_or("src/main.rs").to_string());
+    }
+    out
+}
+
+/// Whether Rust source holds a unit test.
+fn has_unit_tests(text: &str) -> bool {
+    text.lines().any(|l| matches!(l.trim(), "#[test]" | "#[cfg(test)]"))
+}
+
+/// A target whose test harness is off (so that `cargo test` does not compile
+/// and link a harness with no test in it) holds no unit test, which would
+/// otherwise never run.
+#[test]
+fn a_target_without_a_test_harness_has_no_unit_test() {
+    let mut found = Vec::new();
+    for src in crate_sources() {
+        let dir = src.parent().unwrap();
+        for target in untested_targets(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()) {
+            let mut files = Vec::new();
+            if target == "lib" {
+                rust_files(&src, &mut files);
+                files.retain(|f| f != &src.join("main.rs") && !f.starts_with(src.join("bin")));
+            } else {
+                files.push(dir.join(&target));
+            }
+            found.extend(files.into_iter().filter(|f| has_unit_tests(&std::fs::read_to_string(f).unwrap())).map(|f| f.display().to_string()));
+        }
+    }
+    assert!(found.is_empty(), "unit tests in targets whose harness is off (`test = false`): {found:?}");
+}
+
+#[test]
+fn the_harness_check_reads_lib_and_bin_targets_and_finds_a_unit_test() {
+    let manifest = "[package]\nname = \"x\"\n[lib]\ntest = false\n[[bin]]\nname = \"x\"\npath = \"src/x.rs\"\ntest = false\n[[bin]]\nname = \"y\"\n";
+    assert_eq!(untested_targets(manifest), ["lib", "src/x.rs"]);
+    assert!(has_unit_tests("fn f() {}\n#[cfg(test)]\nmod tests {}\n"));
+    assert!(!has_unit_tests("//! #[test] in a comment is not a test\nfn f() {}\n"));
+}
