@@ -1,9 +1,10 @@
 //! Many hosts on a Redis Cluster: three `cairn up` processes share one real
 //! 3-primary, 3-replica cluster, with 32 agents of 16 tenants appending to
 //! their own notes (a call that got no answer is resent with the same
-//! idempotency key). Half of the slots move live, or a primary dies and its
-//! replica takes over, and every acknowledged line is in its note exactly
-//! once: with writes confirmed by a replica (the cluster default) even
+//! idempotency key). Every slot they write in moves live (the tenants are
+//! picked so that their slots are among those a reshard of 1,024 slots
+//! moves), or a primary dies and its replica takes over, and every
+//! acknowledged line is in its note exactly once: with writes confirmed by a replica (the cluster default) even
 //! through the failover; acknowledged on the primary alone, the lines a
 //! failover loses are counted and printed.
 use crate::app::*;
@@ -11,6 +12,7 @@ use crate::harness::*;
 use crate::scale_out::hosts_with;
 use crate::scale_out_faults::{Seen, clients_each, count_lines};
 use cairn_kv_redis::server::Cluster;
+use cairn_kv_redis::slot::slot_of;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -34,9 +36,40 @@ fn hosts(cluster: &Cluster, wait: Option<u32>) -> Vec<Cairn> {
     hosts_with(&runtime_config(cluster, wait), 3, &[("SPIN_VARIABLE_METRICS_TOKEN", "scrape-me")], &[])
 }
 
-/// 32 agents of 16 tenants, each with a note of its own: (token, note, tag).
-fn agents(hosts: &[Cairn]) -> Vec<(String, String, String)> {
-    let tenants: Vec<String> = (0..16).map(|t| format!("tenant-{t}")).collect();
+/// 16 tenants, `tenant-0` to `tenant-15`.
+fn tenants() -> Vec<String> {
+    (0..16).map(|t| format!("tenant-{t}")).collect()
+}
+
+/// The slots a live reshard takes from each of its two source primaries:
+/// `redis-cli --cluster reshard` takes an equal share of each source's
+/// slots, lowest first.
+const MOVED_PER_SOURCE: usize = 512;
+
+/// 16 tenants whose keys' slot (their hash tag is `t/<tenant>`) is among
+/// the [`MOVED_PER_SOURCE`] lowest slots of node 0 or of node 2 (8 each):
+/// a reshard of those moves every slot their agents write in.
+fn tenants_on_moving_slots(cluster: &Cluster) -> Vec<String> {
+    let shape = cluster.shape(0);
+    let lowest = |node: usize| -> Vec<u16> {
+        let port = format!(":{}", cluster.nodes[node].port);
+        let p = shape.primaries.iter().find(|p| p.addr.ends_with(&port)).expect("the node is a primary");
+        let mut slots: Vec<u16> = p.ranges.iter().flat_map(|&(a, b)| a..=b).collect();
+        slots.sort_unstable();
+        slots.truncate(MOVED_PER_SOURCE);
+        slots
+    };
+    let mut out = Vec::new();
+    for moving in [lowest(0), lowest(2)] {
+        let on = (0..).map(|i| format!("tenant-{i}")).filter(|t| moving.contains(&slot_of(format!("t/{t}").as_bytes())));
+        out.extend(on.take(8));
+    }
+    out
+}
+
+/// 32 agents of the 16 `tenants`, each with a note of its own: (token, note, tag).
+fn agents(hosts: &[Cairn], tenants: &[String]) -> Vec<(String, String, String)> {
+    assert_eq!(tenants.len(), 16);
     (0..32)
         .map(|c| {
             let tenant = tenants[c % 16].as_str();
@@ -60,19 +93,20 @@ fn metrics(host: &Cairn) -> String {
 }
 
 #[test]
-fn three_hosts_lose_no_acknowledged_line_while_half_the_slots_move_live() {
+fn three_hosts_lose_no_acknowledged_line_while_every_slot_they_write_moves_live() {
     let cluster = Cluster::start(3, 1);
     let hosts = hosts(&cluster, None);
+    let tenants = tenants_on_moving_slots(&cluster);
     assert!(
         hosts[0].log().contains("Redis Cluster: 3 primaries, 3 replicas, 16384 of 16384 slots covered"),
         "the shape is not reported at start:\n{}",
         hosts[0].log()
     );
-    let work = agents(&hosts);
+    let work = agents(&hosts, &tenants);
     let (stop, workers) = clients_each(Arc::new(Mutex::new(hosts.iter().map(|h| h.addr).collect())), &work);
     std::thread::sleep(Duration::from_millis(1500));
     let moving = Instant::now();
-    let took = cluster.reshard(&[0, 2], 1, 8192);
+    let took = cluster.reshard(&[0, 2], 1, 2 * MOVED_PER_SOURCE);
     let moved = Instant::now();
     std::thread::sleep(Duration::from_millis(1000));
     stop.store(true, Ordering::SeqCst);
@@ -85,8 +119,9 @@ fn three_hosts_lose_no_acknowledged_line_while_half_the_slots_move_live() {
     let during: Vec<Duration> = seen.iter().flat_map(|s| &s.timings).filter(|(at, _)| *at >= moving && *at < moved).map(|(_, d)| *d).collect();
     let unavailable: usize = seen.iter().map(|s| s.unavailable).sum();
     eprintln!(
-        "reshard of 8192 slots under 32 agents took {took:?}: {acked} lines acknowledged, {lost} lost, {twice} twice, \
+        "reshard of {} slots under 32 agents took {took:?}: {acked} lines acknowledged, {lost} lost, {twice} twice, \
          {unavailable} calls answered 503; p99 of a call {:?} before the move ({} calls), {:?} during it ({} calls)",
+        2 * MOVED_PER_SOURCE,
         p99(before.clone()),
         before.len(),
         p99(during.clone()),
@@ -97,7 +132,12 @@ fn three_hosts_lose_no_acknowledged_line_while_half_the_slots_move_live() {
     let m = metrics(&hosts[0]);
     let primaries = cluster.shape(0).primaries;
     let moved_to = primaries.iter().find(|p| p.addr.ends_with(&format!(":{}", cluster.nodes[1].port))).unwrap();
-    assert_eq!(moved_to.slots, 5462 + 8192);
+    assert_eq!(moved_to.slots, 5462 + 2 * MOVED_PER_SOURCE);
+    let shape = cluster.shape(0);
+    for t in &tenants {
+        let slot = slot_of(format!("t/{t}").as_bytes());
+        assert_eq!(shape.owner(slot).map(|p| p.addr.as_str()), Some(moved_to.addr.as_str()), "{t}'s slot {slot} did not move");
+    }
     assert!(m.contains("cairn_redis_node_calls_total{namespace=\"cairn\",node="), "{m}");
     for h in &hosts {
         assert!(!h.log().contains("panicked"), "{}", h.log());
@@ -111,7 +151,7 @@ fn three_hosts_lose_no_acknowledged_line_while_half_the_slots_move_live() {
 fn fail_over_under_load(wait: Option<u32>) -> (usize, usize, usize) {
     let mut cluster = Cluster::start(3, 1);
     let hosts = hosts(&cluster, wait);
-    let work = agents(&hosts);
+    let work = agents(&hosts, &tenants());
     let (stop, workers) = clients_each(Arc::new(Mutex::new(hosts.iter().map(|h| h.addr).collect())), &work);
     std::thread::sleep(Duration::from_millis(1500));
     let (replica, sleeper) = cluster.stall_replication(0, 4.0);
