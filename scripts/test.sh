@@ -80,6 +80,7 @@ step "building the tests and the host"
 cargo test --release --locked --no-run
 # The Rust SDK's client for the interop tests (its own feature set, apart
 # from the host's, so it never touches wasmtime).
+step "building the Rust SDK's MCP client"
 cargo build --release --locked -p cairn-rmcp-interop
 step "building the components"
 ./target/release/cairn build
