@@ -26,6 +26,11 @@ until curl -sf "http://127.0.0.1:$port/healthz" > /dev/null; do
     echo "feedback: the first command ended before serving; see $work/up.log" >&2
     exit 1
   fi
+  if [ $((SECONDS - started)) -gt 3600 ]; then
+    kill "$up"
+    echo "feedback: the first command did not serve within an hour; see $work/up.log" >&2
+    exit 1
+  fi
   sleep 1
 done
 serve=$((SECONDS - started))

@@ -50,17 +50,9 @@ const MOVED_PER_SOURCE: usize = 512;
 /// the [`MOVED_PER_SOURCE`] lowest slots of node 0 or of node 2 (8 each):
 /// a reshard of those moves every slot their agents write in.
 fn tenants_on_moving_slots(cluster: &Cluster) -> Vec<String> {
-    let shape = cluster.shape(0);
-    let lowest = |node: usize| -> Vec<u16> {
-        let port = format!(":{}", cluster.nodes[node].port);
-        let p = shape.primaries.iter().find(|p| p.addr.ends_with(&port)).expect("the node is a primary");
-        let mut slots: Vec<u16> = p.ranges.iter().flat_map(|&(a, b)| a..=b).collect();
-        slots.sort_unstable();
-        slots.truncate(MOVED_PER_SOURCE);
-        slots
-    };
     let mut out = Vec::new();
-    for moving in [lowest(0), lowest(2)] {
+    for node in [0, 2] {
+        let moving = &cluster.slots_of(node)[..MOVED_PER_SOURCE];
         let on = (0..).map(|i| format!("tenant-{i}")).filter(|t| moving.contains(&slot_of(format!("t/{t}").as_bytes())));
         out.extend(on.take(8));
     }
@@ -133,10 +125,10 @@ fn three_hosts_lose_no_acknowledged_line_while_every_slot_they_write_moves_live(
     let primaries = cluster.shape(0).primaries;
     let moved_to = primaries.iter().find(|p| p.addr.ends_with(&format!(":{}", cluster.nodes[1].port))).unwrap();
     assert_eq!(moved_to.slots, 5462 + 2 * MOVED_PER_SOURCE);
-    let shape = cluster.shape(0);
+    let on_node_1 = cluster.slots_of(1);
     for t in &tenants {
         let slot = slot_of(format!("t/{t}").as_bytes());
-        assert_eq!(shape.owner(slot).map(|p| p.addr.as_str()), Some(moved_to.addr.as_str()), "{t}'s slot {slot} did not move");
+        assert!(on_node_1.contains(&slot), "{t}'s slot {slot} did not move");
     }
     assert!(m.contains("cairn_redis_node_calls_total{namespace=\"cairn\",node="), "{m}");
     for h in &hosts {

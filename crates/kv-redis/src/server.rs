@@ -305,6 +305,16 @@ impl Cluster {
         crate::Shape::parse(&text).unwrap()
     }
 
+    /// The slots node `node` serves as a primary (as node 0 sees the
+    /// cluster), lowest first; none when it is not a primary.
+    pub fn slots_of(&self, node: usize) -> Vec<u16> {
+        let port = format!(":{}", self.nodes[node].port);
+        let shape = self.shape(0);
+        let mut slots: Vec<u16> = shape.primaries.iter().filter(|p| p.addr.ends_with(&port)).flat_map(|p| p.ranges.iter().flat_map(|&(a, b)| a..=b)).collect();
+        slots.sort_unstable();
+        slots
+    }
+
     /// A store on this cluster with its own namespace, writes confirmed by
     /// `wait_for_replicas` replicas.
     pub fn store(&self, namespace: &str, wait_for_replicas: u32) -> RedisStore {
